@@ -1,0 +1,77 @@
+"""The one exception hierarchy of nczarr.
+
+Every error nczarr raises on purpose derives from :class:`NCZarrError`. Each leaf
+also inherits the builtin exception a caller would naturally catch (``ValueError``,
+``PermissionError``, ``FileNotFoundError`` ...), so code that does not know nczarr
+still handles our errors correctly.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "NCZarrError",
+    "InvalidKeyError",
+    "InvalidURLError",
+    "InvalidModeError",
+    "ObjectExistsError",
+    "ReadOnlyError",
+    "StoragePermissionError",
+    "StorageNotFoundError",
+    "StorageError",
+    "MetadataError",
+    "DimensionConflictError",
+    "UnsupportedError",
+    "TargetExistsError",
+]
+
+
+class NCZarrError(Exception):
+    """Root of every error nczarr raises deliberately."""
+
+
+class InvalidKeyError(NCZarrError, ValueError):
+    """A map key is malformed (empty segment, ``.``/``..``, control character, too long)."""
+
+
+class InvalidURLError(NCZarrError, ValueError):
+    """A dataset URL or one of its parts (scheme, host, fragment, mode word) is malformed."""
+
+
+class InvalidModeError(NCZarrError, ValueError):
+    """An open mode or option value is not one nczarr accepts."""
+
+
+class ObjectExistsError(NCZarrError, FileExistsError):
+    """A write would break the leaf rule, or a store that must not exist does."""
+
+
+class TargetExistsError(ObjectExistsError):
+    """A conversion target exists and is not empty, and ``overwrite`` was not given."""
+
+
+class ReadOnlyError(NCZarrError, PermissionError):
+    """A write was attempted through a map (or view) opened read-only."""
+
+
+class StoragePermissionError(NCZarrError, PermissionError):
+    """The storage backend refused access (AccessDenied, EACCES)."""
+
+
+class StorageNotFoundError(NCZarrError, FileNotFoundError):
+    """The storage container itself does not exist (no such bucket, directory or archive)."""
+
+
+class StorageError(NCZarrError, OSError):
+    """Any other failure of the storage backend (network, corrupt archive, ...)."""
+
+
+class MetadataError(NCZarrError, ValueError):
+    """Stored metadata is malformed; the message names the key and what is wrong."""
+
+
+class DimensionConflictError(MetadataError):
+    """One dimension name is used with two different lengths in one group."""
+
+
+class UnsupportedError(NCZarrError, NotImplementedError):
+    """The input is valid but uses a feature nczarr does not support."""

@@ -1,0 +1,45 @@
+"""Storage maps (zmaps): one ``MutableMapping[str, bytes]`` contract, many backends.
+
+Backends whose extra is not installed (``S3Map`` needs ``nczarr[s3]``) are imported
+lazily and say which extra to install when used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import ZMap, normalize_key, normalize_prefix
+from .memory import MemoryMap
+
+__all__ = [
+    "ZMap",
+    "normalize_key",
+    "normalize_prefix",
+    "MemoryMap",
+    "FileMap",
+    "ZipMap",
+    "S3Map",
+    "FsspecMap",
+    "ZarrStore",
+    "open_map",
+]
+
+_LAZY = {
+    "FileMap": ".file",
+    "ZipMap": ".zip",
+    "S3Map": ".s3",
+    "FsspecMap": ".fsspec",
+    "ZarrStore": ".store",
+    "open_map": ".open",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nczarr.maps' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,368 @@
+"""The zmap contract: a ``MutableMapping[str, bytes]`` over a tree of keys, plus ``search``.
+
+A *zmap* is the storage abstraction of netcdf-c's NCZarr (``zmap.h``) and the
+key/value model of the NCZarr storage spec:
+
+* Keys are ``/``-separated paths relative to the map's root. A leading ``/`` is
+  accepted and means the same key, so ``"/g/.zattrs" == "g/.zattrs"``. Every key is
+  checked by :func:`normalize_key`.
+* Only *content-bearing* objects exist, and they are always leaves: a key holding
+  content is never a prefix (by whole segments) of another key.
+* :meth:`ZMap.search` lists the immediate child names below a prefix that lead to
+  stored objects; it is all a reader of pure Zarr needs to walk a hierarchy.
+
+Backends implement five primitives (``_load``, ``_store``, ``_remove``,
+``_list`` and ``_describe``); everything else has a correct default here and may be
+overridden for speed.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ..errors import InvalidKeyError, InvalidModeError, ObjectExistsError, ReadOnlyError
+
+__all__ = ["ZMap", "normalize_key", "normalize_prefix", "MODES", "MAX_KEY_BYTES"]
+
+#: Accepted open modes, with zarr/h5py meaning.
+MODES = ("r", "r+", "a", "w", "w-")
+
+#: S3 limits keys to 1024 UTF-8 bytes (NCZarr spec, Appendix B); every map inherits it.
+MAX_KEY_BYTES = 1024
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def normalize_key(key: str) -> str:
+    """Return the canonical form of a map key, or raise :class:`InvalidKeyError`.
+
+    One leading ``/`` is dropped (``"/g/.zattrs"`` -> ``"g/.zattrs"``). Rejected,
+    with the key named in the message: non-strings, the empty key (the root holds no
+    content), empty segments (``"a//b"``, a trailing ``/``), ``.`` and ``..``
+    segments, backslashes, control characters and keys longer than 1024 UTF-8 bytes.
+
+    >>> normalize_key("/g/v/.zarray")
+    'g/v/.zarray'
+    """
+    if not isinstance(key, str):
+        raise InvalidKeyError(f"map keys are str, got {type(key).__name__}: {key!r}")
+    body = key[1:] if key.startswith("/") else key
+    if not body:
+        raise InvalidKeyError(f"invalid key {key!r}: the root holds no content")
+    _check_body(key, body)
+    return body
+
+
+def normalize_prefix(prefix: str) -> str:
+    """Canonical form of a search prefix: like :func:`normalize_key`, but ``""`` and
+    ``"/"`` mean the root (returned as ``""``) and one trailing ``/`` is tolerated."""
+    if not isinstance(prefix, str):
+        raise InvalidKeyError(f"search prefixes are str, got {type(prefix).__name__}: {prefix!r}")
+    body = prefix[1:] if prefix.startswith("/") else prefix
+    if body.endswith("/"):
+        body = body[:-1]
+    if body:
+        _check_body(prefix, body)
+    return body
+
+
+def _check_body(original: str, body: str) -> None:
+    if "\\" in body:
+        raise InvalidKeyError(f"invalid key {original!r}: backslashes are not allowed")
+    if _CONTROL.search(body):
+        raise InvalidKeyError(f"invalid key {original!r}: control characters are not allowed")
+    if len(body.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
+        raise InvalidKeyError(
+            f"invalid key {original[:60]!r}...: longer than {MAX_KEY_BYTES} UTF-8 bytes"
+        )
+    for segment in body.split("/"):
+        if segment in ("", ".", ".."):
+            raise InvalidKeyError(
+                f"invalid key {original!r}: empty, '.' and '..' segments are not allowed"
+            )
+
+
+def check_mode(mode: str) -> str:
+    """Validate an open mode, raising :class:`InvalidModeError` naming it."""
+    if mode not in MODES:
+        raise InvalidModeError(f"invalid mode {mode!r}: expected one of {', '.join(MODES)}")
+    return mode
+
+
+def parent_keys(key: str) -> Iterator[str]:
+    """The proper ancestors of a normalized key, nearest first: ``a/b/c`` -> ``a/b``, ``a``."""
+    while "/" in key:
+        key = key.rsplit("/", 1)[0]
+        yield key
+
+
+class ZMap(MutableMapping[str, bytes], ABC):
+    """Abstract zmap: a mutable mapping of normalized keys to ``bytes`` with ``search``.
+
+    Contract (tested once, for every backend, in ``tests/test_maps_conformance.py``):
+
+    * ``m[key]`` returns ``bytes``; a missing key raises ``KeyError(key)`` and only a
+      genuine not-found does. Permission and network failures surface as
+      :class:`~nczarr.errors.StoragePermissionError` / :class:`~nczarr.errors.StorageError`.
+    * ``m[key] = value`` accepts any bytes-like value. Setting ``"a/b"`` while ``"a"``
+      holds content, or ``"a"`` while ``"a/b"`` exists, raises
+      :class:`~nczarr.errors.ObjectExistsError` and changes nothing.
+    * ``search(prefix)`` returns the sorted, unique names ``n`` such that ``prefix/n``
+      is a key or a whole-segment prefix of a key. ``""`` and ``"/"`` mean the root;
+      a prefix that is a leaf or that does not exist gives ``[]``. Deleting keys leaves
+      no empty "directories" behind.
+    * Iteration yields every key lazily; ``len`` counts them.
+    * A map opened with mode ``"r"`` raises :class:`~nczarr.errors.ReadOnlyError` on
+      any write. ``"r+"``/``"a"`` read and write existing content, ``"w"`` creates or
+      truncates, ``"w-"`` creates and fails if the store already holds keys.
+    * Maps pickle by location and options and reopen on unpickle (a ``"w"`` map
+      reopens as ``"r+"``, so unpickling never truncates).
+    """
+
+    def __init__(self, mode: str = "r") -> None:
+        self._mode = check_mode(mode)
+        self._closed = False
+
+    # ------------------------------------------------------------------ primitives
+    @abstractmethod
+    def _load(self, key: str) -> bytes:
+        """Return the content of normalized ``key``; raise ``KeyError(key)`` if absent."""
+
+    @abstractmethod
+    def _store(self, key: str, value: bytes) -> None:
+        """Write ``value`` at normalized ``key`` (leaf rule and mode already checked)."""
+
+    @abstractmethod
+    def _remove(self, key: str) -> None:
+        """Delete normalized ``key``; raise ``KeyError(key)`` if absent."""
+
+    @abstractmethod
+    def _list(self, prefix: str) -> Iterator[str]:
+        """Yield every stored key at or below normalized ``prefix`` (``""`` = all keys).
+
+        "Below" is by whole segments: ``_list("a")`` yields ``a`` and ``a/...`` but
+        never ``ab``.
+        """
+
+    @abstractmethod
+    def _describe(self) -> tuple[str, dict[str, Any]]:
+        """``(location, options)``: a credential-free URL and the options to reopen with.
+
+        Used for ``repr``, ``==`` and pickling (``type(self)(location, mode=..., **options)``
+        must reopen the same store).
+        """
+
+    # ------------------------------------------------------------ derived defaults
+    def _exists(self, key: str) -> bool:
+        """Whether normalized ``key`` holds content. Override when a HEAD is cheaper."""
+        try:
+            self._load(key)
+        except KeyError:
+            return False
+        return True
+
+    def _search(self, prefix: str) -> Iterable[str]:
+        """Child names under normalized ``prefix``; override with a one-level listing."""
+        cut = len(prefix) + 1 if prefix else 0
+        for key in self._list(prefix):
+            if key == prefix:
+                continue
+            yield key[cut:].split("/", 1)[0]
+
+    def _has_children(self, key: str) -> bool:
+        for _ in self._list_below(key):
+            return True
+        return False
+
+    def _list_below(self, key: str) -> Iterator[str]:
+        for k in self._list(key):
+            if k != key:
+                yield k
+
+    def _check_leaf_rule(self, key: str) -> None:
+        """Raise ObjectExistsError if writing ``key`` would break the leaf rule."""
+        for parent in parent_keys(key):
+            if self._exists(parent):
+                raise ObjectExistsError(
+                    f"cannot write {key!r}: {parent!r} holds content, and content-bearing "
+                    "keys are leaves"
+                )
+        if self._has_children(key):
+            raise ObjectExistsError(
+                f"cannot write {key!r}: it is a prefix of existing keys "
+                f"(e.g. {next(iter(self._list_below(key)))!r})"
+            )
+
+    def _check_writable(self, key: str | None = None) -> None:
+        if self._closed:
+            raise ValueError(f"I/O operation on closed map {self!r}")
+        if self.read_only:
+            what = f"write {key!r} to" if key else "modify"
+            raise ReadOnlyError(f"cannot {what} {self!r}: opened read-only (mode 'r')")
+
+    # ----------------------------------------------------------- mapping protocol
+    def __getitem__(self, key: str) -> bytes:
+        return self._load(normalize_key(key))
+
+    def __setitem__(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        nkey = normalize_key(key)
+        self._check_writable(nkey)
+        data = _as_bytes(value, nkey)
+        self._check_leaf_rule(nkey)
+        self._store(nkey, data)
+
+    def __delitem__(self, key: str) -> None:
+        nkey = normalize_key(key)
+        self._check_writable(nkey)
+        self._remove(nkey)
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
+        return self._exists(normalize_key(key))
+
+    def __iter__(self) -> Iterator[str]:
+        return self._list("")
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self._list(""))
+
+    # ---------------------------------------------------------------- extensions
+    @property
+    def mode(self) -> str:
+        """The mode the map was opened with."""
+        return self._mode
+
+    @property
+    def read_only(self) -> bool:
+        """True when writes raise :class:`~nczarr.errors.ReadOnlyError`."""
+        return self._mode == "r"
+
+    def search(self, prefix: str = "") -> list[str]:
+        """Sorted unique names ``n`` such that ``prefix/n`` is, or leads to, a stored key.
+
+        ``""`` and ``"/"`` mean the root. A prefix that is itself a leaf, or that does
+        not exist, gives ``[]`` (netcdf-c's zmap search, zarr's ``list_dir``).
+        """
+        return sorted(set(self._search(normalize_prefix(prefix))))
+
+    def keys_below(self, prefix: str = "") -> Iterator[str]:
+        """Every stored key at or below ``prefix`` (whole segments), lazily."""
+        return self._list(normalize_prefix(prefix))
+
+    def getitems(self, keys: Iterable[str]) -> dict[str, bytes]:
+        """Read many keys at once; missing keys are omitted from the result.
+
+        The default reads them with a small thread pool, which is what network
+        backends need; local backends may override with a plain loop.
+        """
+        wanted = list(keys)
+        normalized = [normalize_key(k) for k in wanted]
+
+        def one(nkey: str) -> bytes | None:
+            try:
+                return self._load(nkey)
+            except KeyError:
+                return None
+
+        with ThreadPoolExecutor(max_workers=min(16, max(1, len(normalized)))) as pool:
+            values = list(pool.map(one, normalized))
+        return {k: v for k, v in zip(wanted, values, strict=True) if v is not None}
+
+    def setitems(self, items: Mapping[str, bytes]) -> None:
+        """Write many keys; same checks as ``m[k] = v`` for each."""
+        for key, value in items.items():
+            self[key] = value
+
+    def getrange(self, key: str, start: int, length: int | None = None) -> bytes:
+        """Bytes ``start:start+length`` of ``key`` (``length=None``: to the end).
+
+        ``start`` may be negative (from the end, with ``length=None``: a suffix).
+        Backends that can read a range without the whole object override this.
+        """
+        data = self[key]
+        if length is None:
+            return data[start:]
+        return data[start : start + length]
+
+    def getsize(self, key: str) -> int:
+        """Size in bytes of the object at ``key`` (``KeyError`` if absent)."""
+        return len(self[key])
+
+    def clear(self) -> None:
+        """Delete every key (faster than the MutableMapping default on most backends)."""
+        self._check_writable()
+        for key in list(self._list("")):
+            self._remove(key)
+
+    def flush(self) -> None:
+        """Make pending writes durable (zip archives are rewritten here)."""
+
+    def close(self) -> None:
+        """Flush and release resources; further writes raise."""
+        if not self._closed:
+            self.flush()
+            self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> ZMap:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------- identity & pickling
+    @property
+    def url(self) -> str:
+        """A URL naming the store, without credentials."""
+        return self._describe()[0]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r}, mode={self._mode!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ZMap):
+            return NotImplemented
+        return (
+            type(self) is type(other)
+            and self._describe() == other._describe()
+            and self._mode == other._mode
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._describe()[0], self._mode))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        location, options = self._describe()
+        mode = "r+" if self._mode in ("w", "w-") else self._mode
+        return (_reopen, (type(self), location, mode, options))
+
+
+def _reopen(cls: type[ZMap], location: str, mode: str, options: dict[str, Any]) -> ZMap:
+    return cls(location, mode=mode, **options)  # type: ignore[call-arg]
+
+
+def _as_bytes(value: object, key: str) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    try:
+        return bytes(memoryview(value))  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(
+            f"cannot store {type(value).__name__} at {key!r}: values must be bytes-like"
+        ) from None
+
+
+def join_key(*parts: str) -> str:
+    """Join key segments, ignoring empty parts (``join_key("", "a")`` -> ``"a"``)."""
+    return posixpath.join(*[p for p in parts if p]) if any(parts) else ""

@@ -1,0 +1,168 @@
+"""The netCDF-4 data model every reader produces and every writer consumes.
+
+Frozen dataclasses, so tests can compare whole datasets with ``==``. Values are
+plain Python (no numpy arrays), and equality treats NaN as equal to NaN so that a
+round trip of a NaN fill value or attribute compares equal.
+
+Attribute values by type:
+
+* ``char``: ``str`` (the whole character array as text)
+* ``string``: ``tuple[str, ...]``
+* numeric types: ``tuple[int, ...]`` or ``tuple[float, ...]`` (length >= 1)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
+
+__all__ = [
+    "NC_TYPES",
+    "NUMERIC_TYPES",
+    "Attribute",
+    "Dimension",
+    "Variable",
+    "Group",
+    "Dataset",
+    "same_value",
+]
+
+#: netCDF-4 atomic type names nczarr models (no user-defined types).
+NUMERIC_TYPES = (
+    "byte",
+    "ubyte",
+    "short",
+    "ushort",
+    "int",
+    "uint",
+    "int64",
+    "uint64",
+    "float",
+    "double",
+)
+NC_TYPES = (*NUMERIC_TYPES, "char", "string")
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equality that treats NaN == NaN and recurses into tuples, lists and dicts."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if isinstance(a, tuple | list) and isinstance(b, tuple | list):
+        return (
+            type(a) is type(b)
+            and len(a) == len(b)
+            and all(same_value(x, y) for x, y in zip(a, b, strict=True))
+        )
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+class _NaNEq:
+    """Mixin: dataclass equality field by field with :func:`same_value`."""
+
+    def __eq__(self, other: object) -> bool:
+        if type(self) is not type(other):
+            return NotImplemented
+        return all(
+            same_value(getattr(self, f.name), getattr(other, f.name))
+            for f in fields(self)  # type: ignore[arg-type]
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(frozen=True, eq=False)
+class Attribute(_NaNEq):
+    """A typed netCDF attribute."""
+
+    name: str
+    type: str
+    value: Any
+
+
+@dataclass(frozen=True, eq=False)
+class Dimension(_NaNEq):
+    """A shared dimension defined in a group."""
+
+    name: str
+    size: int
+    unlimited: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class Variable(_NaNEq):
+    """A netCDF variable backed by one Zarr array.
+
+    ``dimensions`` are dimension FQNs (``"/lat"``, ``"/g/x"``); ``shape`` and
+    ``chunks`` are the netCDF shape (``()`` for scalars, even though NCZarr stores a
+    scalar as shape ``[1]``). ``compressor`` and ``filters`` are numcodecs-style
+    config dicts exactly as stored (normalisation is the writer's job).
+    ``fill_value`` is the decoded Zarr fill value (``None``: no fill).
+    """
+
+    name: str
+    path: str
+    type: str
+    dimensions: tuple[str, ...]
+    shape: tuple[int, ...]
+    chunks: tuple[int, ...]
+    fill_value: Any = None
+    compressor: dict[str, Any] | None = None
+    filters: tuple[dict[str, Any], ...] = ()
+    order: Literal["C", "F"] = "C"
+    dimension_separator: Literal[".", "/"] = "."
+    attributes: dict[str, Attribute] = field(default_factory=dict)
+    scalar: bool = False
+    maxstrlen: int | None = None
+    endian: Literal["little", "big"] = "little"
+
+
+@dataclass(frozen=True, eq=False)
+class Group(_NaNEq):
+    """A netCDF group; ``path`` is its FQN (the root group is ``"/"``)."""
+
+    name: str
+    path: str
+    dimensions: dict[str, Dimension] = field(default_factory=dict)
+    attributes: dict[str, Attribute] = field(default_factory=dict)
+    variables: dict[str, Variable] = field(default_factory=dict)
+    groups: dict[str, Group] = field(default_factory=dict)
+
+    def walk(self):  # -> Iterator[Group]
+        """This group and every descendant, depth first, parents before children."""
+        yield self
+        for child in self.groups.values():
+            yield from child.walk()
+
+    def all_variables(self):  # -> Iterator[Variable]
+        """Every variable of this group and its descendants."""
+        for group in self.walk():
+            yield from group.variables.values()
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset(_NaNEq):
+    """A whole dataset: the root group, the layout it was read from, and warnings."""
+
+    root: Group
+    layout: str = "nczarr-v2"
+    warnings: tuple[str, ...] = ()
+
+    def find_dimension(self, fqn: str) -> Dimension:
+        """The dimension with fully qualified name ``fqn`` (``KeyError`` if none)."""
+        group_path, _, name = fqn.rpartition("/")
+        return self.find_group(group_path or "/").dimensions[name]
+
+    def find_group(self, fqn: str) -> Group:
+        """The group with fully qualified name ``fqn`` (``KeyError`` if none)."""
+        group = self.root
+        for part in [p for p in fqn.split("/") if p]:
+            group = group.groups[part]
+        return group
+
+    def find_variable(self, fqn: str) -> Variable:
+        """The variable with fully qualified name ``fqn`` (``KeyError`` if none)."""
+        group_path, _, name = fqn.rpartition("/")
+        return self.find_group(group_path or "/").variables[name]
