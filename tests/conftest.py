@@ -67,3 +67,97 @@ def copy_fixture(tmp_path: Path) -> Callable[[str], Path]:
         return target
 
     return copy
+
+
+# --------------------------------------------------------------------------- map factories
+MAP_KINDS = ["memory", "file", "zip", "s3", "fsspec"]
+
+
+class MapKind:
+    """How to make a fresh, empty map of one backend and read back what it really stored.
+
+    ``make(mode)`` opens (and on first call creates) the same store each time, so a
+    test can write, close, and reopen read-only. ``raw()`` returns the objects
+    physically present (files on disk, archive members, bucket objects) as a dict of
+    key -> bytes, bypassing the map, after the map under test has been closed.
+    """
+
+    def __init__(self, kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+        self.kind = kind
+        self.tmp_path = tmp_path
+        self.request = request
+        self._memory = None
+        if kind == "s3":
+            self.endpoint = request.getfixturevalue("s3_endpoint")
+            self.bucket = request.getfixturevalue("s3_bucket")
+            self.url = f"s3://{self.bucket}/root/ds"
+        elif kind == "zip":
+            self.url = str(tmp_path / "ds.zip")
+        elif kind == "file":
+            self.url = str(tmp_path / "ds.file")
+        elif kind == "fsspec":
+            self.url = f"file://{tmp_path / 'ds.fsspec'}"
+
+    def make(self, mode: str = "a"):
+        if self.kind == "memory":
+            from nczarr.maps.memory import MemoryMap
+
+            if self._memory is None:
+                self._memory = MemoryMap(mode="w")
+            return self._memory
+        if self.kind == "file":
+            from nczarr.maps.file import FileMap
+
+            return FileMap(self.url, mode=mode)
+        if self.kind == "zip":
+            from nczarr.maps.zip import ZipMap
+
+            return ZipMap(self.url, mode=mode)
+        if self.kind == "s3":
+            from nczarr.maps.s3 import S3Map
+
+            return S3Map(self.url, mode=mode, endpoint_url=self.endpoint)
+        if self.kind == "fsspec":
+            from nczarr.maps.fsspec import FsspecMap
+
+            return FsspecMap(self.url, mode=mode)
+        raise AssertionError(self.kind)
+
+    def raw(self) -> dict[str, bytes]:
+        if self.kind == "memory":
+            return dict(self._memory._data) if self._memory is not None else {}
+        if self.kind in ("file", "fsspec"):
+            root = Path(self.url.removeprefix("file://"))
+            if not root.exists():
+                return {}
+            return {
+                p.relative_to(root).as_posix(): p.read_bytes()
+                for p in sorted(root.rglob("*"))
+                if p.is_file()
+            }
+        if self.kind == "zip":
+            import zipfile
+
+            if not Path(self.url).exists():
+                return {}
+            with zipfile.ZipFile(self.url) as zf:
+                return {i.filename: zf.read(i) for i in zf.infolist() if not i.is_dir()}
+        if self.kind == "s3":
+            import boto3
+
+            client = boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1")
+            out = {}
+            for page in client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix="root/ds/"
+            ):
+                for obj in page.get("Contents", []):
+                    body = client.get_object(Bucket=self.bucket, Key=obj["Key"])["Body"].read()
+                    out[obj["Key"].removeprefix("root/ds/")] = body
+            return out
+        raise AssertionError(self.kind)
+
+
+@pytest.fixture(params=MAP_KINDS)
+def map_kind(request: pytest.FixtureRequest, tmp_path: Path) -> MapKind:
+    """Parametrised over every backend: a factory for a fresh store of that kind."""
+    return MapKind(request.param, tmp_path, request)
