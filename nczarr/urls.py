@@ -1,0 +1,618 @@
+"""netCDF-style dataset URLs: :func:`parse_url` turns one into an :class:`NCZarrURL`.
+
+netcdf-c names an NCZarr dataset with a URL whose fragment says how to read it
+(``file:///x/ds.zip#mode=nczarr,zip``, ``s3://bucket/key#mode=zarr``). This module
+understands the same URLs, plus plain local paths and any fsspec protocol, and
+returns one normalized, immutable value. It is pure: it never touches storage.
+
+Mode words and their implications
+---------------------------------
+The fragment's ``mode=`` list (and bare words such as ``#zarr``) may hold:
+
+* format: ``nczarr``, ``zarr``, ``xarray``, ``noxarray``;
+* storage: ``file`` (a directory), ``zip``, ``s3`` -- at most one;
+* ``consolidated``, and the Zarr version ``v2`` or ``v3`` (not both).
+
+nczarr applies netcdf-c's own inference rules, so a URL means the same thing to
+both: ``xarray`` implies ``zarr``; ``noxarray`` implies ``zarr`` and removes
+``xarray`` (``noxarray`` always means pure Zarr); ``zarr`` implies ``nczarr``
+(which therefore reads "the Zarr family", and :attr:`NCZarrURL.format` says which
+member). The storage word chosen by inference is always added to ``mode``, as
+netcdf-c adds ``s3``. netcdf-c's ``bytes``, ``dap2``, ``dap4`` and ``gs3`` words
+name other protocols and are rejected as unknown.
+
+A bare fragment word that is a mode word is one (``#zarr`` is ``#mode=zarr``);
+as in netcdf-c's macro table, a bare ``#s3`` also selects ``nczarr``. Any other
+bare word is a parameter with an empty value (``#log``). Fragment keys and mode
+words are case-insensitive; keys and values are percent-decoded; a repeated
+``mode=`` adds words, a repeated other key keeps its last value.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, unquote
+
+from .errors import InvalidKeyError, InvalidURLError
+from .maps.base import normalize_prefix
+
+__all__ = ["NCZarrURL", "parse_url", "MODE_WORDS", "FORMAT_WORDS", "STORAGE_WORDS"]
+
+#: Format words of the fragment's ``mode=`` list.
+FORMAT_WORDS = ("nczarr", "zarr", "xarray", "noxarray")
+#: Storage words; at most one may be present.
+STORAGE_WORDS = ("file", "zip", "s3")
+#: Every accepted mode word, in the order :func:`str` writes them.
+MODE_WORDS = (*FORMAT_WORDS, *STORAGE_WORDS, "consolidated", "v2", "v3")
+
+#: Bare fragment words are mode words (``#zarr`` = ``#mode=zarr``), except that, as in
+#: netcdf-c's macro table, a bare ``#s3`` also selects the NCZarr format.
+_MACROS = {"s3": ("s3", "nczarr")}
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_CHAINED = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*::")
+_PROTOCOL = re.compile(r"^[a-z][a-z0-9+.-]*$")
+_BUCKET = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,253}[A-Za-z0-9]$")
+_AWS_PATH_HOST = re.compile(r"^s3(?:[.-](?P<region>[a-z0-9-]+))?\.amazonaws\.com$", re.I)
+_AWS_VHOST = re.compile(
+    r"^(?P<bucket>.+)\.s3(?:[.-](?P<region>[a-z0-9-]+))?\.amazonaws\.com$", re.I
+)
+_HOSTNAME = re.compile(
+    r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$"
+)
+_IPV6 = re.compile(r"^\[[0-9A-Fa-f:.]+\]$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_GOOGLE_HOST = "storage.googleapis.com"
+#: Characters left as they are in the path of a URL written by ``str()``.
+_PATH_SAFE = "/!$&'()*+,;=:@~"
+_FRAGMENT_SAFE = "!$'()*+,/:;@~"
+
+
+class FragmentParams(Mapping[str, str]):
+    """An immutable, hashable ``str -> str`` mapping: the non-mode fragment pairs.
+
+    It compares equal to any mapping with the same items (a plain ``dict`` too).
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Mapping[str, str] | None = None) -> None:
+        self._items = dict(items or {})
+
+    def __getitem__(self, key: str) -> str:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._items.items()))
+
+    def __repr__(self) -> str:
+        return repr(self._items)
+
+
+@dataclass(frozen=True)
+class NCZarrURL:
+    """Where a dataset lives and how netcdf-c's fragment says to read it.
+
+    Build one with :func:`parse_url`; constructing it directly normalizes and
+    validates the fields the same way, so any value has one canonical form and
+    ``parse_url(str(u)) == u``.
+
+    Attributes
+    ----------
+    storage
+        ``"file"`` (a directory tree), ``"zip"``, ``"s3"``, or another fsspec
+        protocol (``"gs"``, ``"az"``, ``"memory"``, ``"http"``, ...).
+    path
+        For ``file``/``zip``: the absolute, normalized local path. For ``s3``: the
+        key prefix inside the bucket, without leading or trailing ``/`` (may be
+        ``""``). For other protocols: everything after ``protocol://``, verbatim.
+    bucket
+        The S3 bucket (case kept); ``None`` for every other storage.
+    endpoint
+        ``scheme://host[:port]`` of an S3-compatible server; ``None`` for AWS.
+    region
+        The S3 region, from the host name or the ``aws.region`` fragment key.
+    mode
+        The fragment's mode words after netcdf-c's implications (module docstring).
+    params
+        The other fragment pairs, keys lower-cased (``aws.profile``, ``log``, ...).
+        For S3, ``aws.region`` is always present when :attr:`region` is known.
+    scheme
+        The scheme the URL was written with (``None`` for a plain path). It is
+        informational and not part of equality.
+    """
+
+    storage: str
+    path: str
+    bucket: str | None = None
+    endpoint: str | None = None
+    region: str | None = None
+    mode: frozenset[str] = frozenset()
+    params: Mapping[str, str] = field(default_factory=FragmentParams)
+    scheme: str | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        storage = self.storage
+        if not isinstance(storage, str) or not _PROTOCOL.match(storage):
+            raise InvalidURLError(f"invalid storage {storage!r}: expected a lower-case protocol")
+        words = self.mode.split(",") if isinstance(self.mode, str) else self.mode
+        mode = _imply(frozenset(w for w in words if w), f"mode of storage {storage!r}")
+        params = _check_params(self.params)
+        if storage in ("file", "zip"):
+            path = _check_local_path(self.path)
+            _require_none(storage, bucket=self.bucket, endpoint=self.endpoint, region=self.region)
+        elif storage == "s3":
+            path = _check_key_prefix(self.path, f"s3 key prefix {self.path!r}")
+            _check_bucket(self.bucket, f"bucket {self.bucket!r}")
+            if self.endpoint is not None:
+                _check_endpoint(self.endpoint)
+            region = self.region if self.region is not None else params.get("aws.region")
+            if region is not None:
+                _check_text(region, "region")
+                if params.get("aws.region", region) != region:
+                    raise InvalidURLError(
+                        f"conflicting regions {region!r} and aws.region={params['aws.region']!r}"
+                    )
+                params = FragmentParams({**params, "aws.region": region})
+            object.__setattr__(self, "region", region)
+        else:
+            path = self.path
+            if not isinstance(path, str) or "#" in path or _CONTROL.search(path):
+                raise InvalidURLError(f"invalid {storage} path {path!r}")
+            _require_none(storage, bucket=self.bucket, endpoint=self.endpoint, region=self.region)
+        present = [w for w in STORAGE_WORDS if w in mode]
+        if storage in STORAGE_WORDS:
+            if present and present != [storage]:
+                raise InvalidURLError(
+                    f"storage word {present[0]!r} conflicts with storage {storage!r}"
+                )
+            mode = mode | {storage}
+        elif present:
+            raise InvalidURLError(
+                f"storage word {present[0]!r} cannot be used with protocol {storage!r}"
+            )
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "mode", mode)
+        object.__setattr__(self, "params", params)
+
+    # ----------------------------------------------------------------- derived
+    @property
+    def format(self) -> str | None:
+        """``"zarr"`` (pure Zarr), ``"nczarr"``, or ``None`` when the URL does not say."""
+        if "zarr" in self.mode:
+            return "zarr"
+        if "nczarr" in self.mode:
+            return "nczarr"
+        return None
+
+    @property
+    def zarr_version(self) -> int | None:
+        """2 or 3 when the fragment says ``v2``/``v3``, else ``None``."""
+        if "v2" in self.mode:
+            return 2
+        if "v3" in self.mode:
+            return 3
+        return None
+
+    @property
+    def consolidated(self) -> bool:
+        """Whether the fragment asks for consolidated metadata (``.zmetadata``)."""
+        return "consolidated" in self.mode
+
+    @property
+    def xarray_dimensions(self) -> bool:
+        """False when ``noxarray`` asks not to write ``_ARRAY_DIMENSIONS``."""
+        return "noxarray" not in self.mode
+
+    @property
+    def profile(self) -> str | None:
+        """The AWS profile: fragment key ``aws.profile``, else the documented ``awsprofile``."""
+        return self.params.get("aws.profile", self.params.get("awsprofile"))
+
+    @property
+    def fsspec_url(self) -> str:
+        """The URL to hand to fsspec, without the fragment (``s3://bucket/key`` for S3)."""
+        if self.storage in ("file", "zip"):
+            return "file://" + quote(self.path, safe=_PATH_SAFE)
+        if self.storage == "s3":
+            key = quote(self.path, safe=_PATH_SAFE)
+            return f"s3://{self.bucket}/{key}" if key else f"s3://{self.bucket}"
+        return f"{self.storage}://{self.path}"
+
+    # ----------------------------------------------------------------- output
+    def __str__(self) -> str:
+        """The canonical URL, fragment included: ``parse_url(str(u)) == u``."""
+        if self.endpoint is None:
+            return self.fsspec_url + self._fragment()
+        key = quote(self.path, safe=_PATH_SAFE)
+        return f"{self.endpoint}/{self.bucket}/{key}" + self._fragment()
+
+    def _fragment(self) -> str:
+        parts = []
+        words = [w for w in MODE_WORDS if w in self.mode]
+        if words:
+            parts.append("mode=" + ",".join(words))
+        for key, value in self.params.items():
+            qkey = quote(key, safe=_FRAGMENT_SAFE)
+            if value == "" and key not in _MACROS and key not in MODE_WORDS:
+                parts.append(qkey)
+            else:
+                parts.append(f"{qkey}={quote(value, safe=_FRAGMENT_SAFE)}")
+        return "#" + "&".join(parts) if parts else ""
+
+
+# ------------------------------------------------------------------ parsing
+def parse_url(url: str | os.PathLike[str]) -> NCZarrURL:
+    """Parse a netCDF-style dataset URL or a local path into an :class:`NCZarrURL`.
+
+    Accepted forms: plain paths (relative ones made absolute; a ``#`` starts a
+    fragment, as in a URL) and :class:`os.PathLike` objects (taken literally);
+    ``file:///abs`` and ``file://localhost/abs``; ``s3://bucket/key``; AWS
+    ``https://`` URLs in path style (``s3.<region>.amazonaws.com/bucket/key``) and
+    virtual-host style (``<bucket>.s3.<region>.amazonaws.com/key``); any other
+    ``http(s)://host[:port]/bucket/key`` with the ``s3`` mode word (an
+    S3-compatible endpoint); and any other ``protocol://...`` (fsspec).
+
+    Raises
+    ------
+    InvalidURLError
+        The message names the part that is wrong. Credentials in the URL are
+        rejected and never repeated in a message.
+
+    Examples
+    --------
+    >>> u = parse_url("file:///data/ds.zip#mode=nczarr,zip")
+    >>> u.storage, u.path, u.format
+    ('zip', '/data/ds.zip', 'nczarr')
+    >>> u = parse_url("https://mybucket.s3.us-west-2.amazonaws.com/root/ds#mode=zarr")
+    >>> u.storage, u.bucket, u.path, u.region, u.endpoint, u.format
+    ('s3', 'mybucket', 'root/ds', 'us-west-2', None, 'zarr')
+    >>> str(u)
+    's3://mybucket/root/ds#mode=nczarr,zarr,s3&aws.region=us-west-2'
+    >>> u = parse_url("http://127.0.0.1:9000/bucket/key#mode=nczarr,s3&aws.profile=dev")
+    >>> u.endpoint, u.bucket, u.path, u.profile
+    ('http://127.0.0.1:9000', 'bucket', 'key', 'dev')
+    >>> parse_url("gs://bucket/ds.zarr#xarray").mode == {"nczarr", "zarr", "xarray"}
+    True
+    >>> parse_url("file:///x#mode=zar")
+    Traceback (most recent call last):
+    ...
+    nczarr.errors.InvalidURLError: unknown mode word 'zar' in fragment of 'file:///x#mode=zar'
+    """
+    if isinstance(url, os.PathLike):
+        raw = os.fspath(url)
+        if not isinstance(raw, str):
+            raise InvalidURLError(f"expected a str path, got bytes {raw!r}")
+        return NCZarrURL("zip" if _is_zip_name(raw) else "file", _abspath(raw), scheme=None)
+    if not isinstance(url, str):
+        raise InvalidURLError(f"expected a URL or path, got {type(url).__name__}")
+    if not url or url.startswith("#"):
+        raise InvalidURLError(f"empty URL {url!r}")
+    if _CONTROL.search(url):
+        raise InvalidURLError(f"control characters in URL {_redact(url)!r}")
+    shown = _redact(url)
+    if _CHAINED.match(url):
+        raise InvalidURLError(
+            f"chained fsspec URLs are not supported: {shown!r} (pass a filesystem instead)"
+        )
+    body, _, fragment = url.partition("#")
+    mode, params = _parse_fragment(fragment, shown)
+    match = _SCHEME.match(body)
+    if match is None:
+        return _local(_abspath(body), None, mode, params, shown)
+    scheme = match.group(1).lower()
+    rest = body[match.end() :]
+    netloc, path, query = _split_rest(rest)
+    if "@" in netloc:
+        raise InvalidURLError(
+            f"credentials are not accepted in URLs: {shown!r} (use a profile or storage options)"
+        )
+    try:
+        if scheme == "file":
+            return _parse_file(netloc, path, query, mode, params, shown)
+        if scheme == "s3":
+            return _parse_s3_scheme(netloc, path, query, mode, params, shown)
+        if scheme in ("http", "https"):
+            return _parse_http(scheme, netloc, path, query, rest, mode, params, shown)
+        if not _PROTOCOL.match(scheme):
+            raise InvalidURLError(f"invalid scheme {scheme!r}")
+        return NCZarrURL(scheme, rest, mode=mode, params=params, scheme=scheme)
+    except InvalidURLError as exc:
+        if shown in str(exc):
+            raise
+        raise InvalidURLError(f"{exc} in {shown!r}") from None
+
+
+def _parse_fragment(fragment: str, shown: str) -> tuple[frozenset[str], dict[str, str]]:
+    words: set[str] = set()
+    params: dict[str, str] = {}
+    for item in fragment.split("&"):
+        if not item:
+            continue
+        key, eq, value = item.partition("=")
+        key = unquote(key).lower()
+        value = unquote(value)
+        if not key:
+            raise InvalidURLError(f"empty key in fragment of {shown!r}")
+        if key == "mode":
+            for word in value.split(","):
+                word = word.strip().lower()
+                if word:
+                    words.add(_check_word(word, shown))
+        elif not eq and key in _MACROS:
+            words.update(_MACROS[key])
+        elif not eq and key in MODE_WORDS:
+            words.add(key)
+        else:
+            params[key] = value
+    return _imply(frozenset(words), f"fragment of {shown!r}"), params
+
+
+def _check_word(word: str, shown: str) -> str:
+    if word not in MODE_WORDS:
+        raise InvalidURLError(f"unknown mode word {word!r} in fragment of {shown!r}")
+    return word
+
+
+def _imply(mode: frozenset[str], where: str) -> frozenset[str]:
+    """Apply netcdf-c's mode implications and check for conflicts."""
+    unknown = sorted(w for w in mode if w not in MODE_WORDS)
+    if unknown:
+        raise InvalidURLError(f"unknown mode word {unknown[0]!r} in {where}")
+    words = set(mode)
+    if "noxarray" in words:
+        words.discard("xarray")
+        words.add("zarr")
+    if "xarray" in words:
+        words.add("zarr")
+    if "zarr" in words:
+        words.add("nczarr")
+    storage = [w for w in STORAGE_WORDS if w in words]
+    if len(storage) > 1:
+        raise InvalidURLError(
+            f"conflicting storage words {storage[0]!r} and {storage[1]!r} in {where}"
+        )
+    if "v2" in words and "v3" in words:
+        raise InvalidURLError(f"conflicting mode words 'v2' and 'v3' in {where}")
+    return frozenset(words)
+
+
+def _split_rest(rest: str) -> tuple[str, str, str]:
+    """Split ``host/path?query`` (after ``scheme://``, fragment removed)."""
+    netloc, slash, tail = rest.partition("/")
+    if "?" in netloc:
+        netloc, _, q = netloc.partition("?")
+        return netloc, "", q + slash + tail
+    path, _, query = (slash + tail).partition("?")
+    return netloc, path, query
+
+
+def _redact(url: str) -> str:
+    """The URL with any ``user:password@`` removed, safe to put in a message."""
+    match = _SCHEME.match(url)
+    if match is None:
+        return url
+    rest = url[match.end() :]
+    end = min(
+        (i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0), default=len(rest)
+    )
+    netloc = rest[:end]
+    if "@" in netloc:
+        return url[: match.end()] + "***@" + netloc.rsplit("@", 1)[1] + rest[end:]
+    return url
+
+
+def _abspath(path: str) -> str:
+    if not path:
+        raise InvalidURLError("empty path")
+    return os.path.abspath(path)
+
+
+def _is_zip_name(path: str) -> bool:
+    return path.lower().endswith(".zip")
+
+
+def _local(
+    path: str, scheme: str | None, mode: frozenset[str], params: dict[str, str], shown: str
+) -> NCZarrURL:
+    if "s3" in mode:
+        raise InvalidURLError(f"storage word 's3' needs an s3:// or http(s):// URL, not {shown!r}")
+    zipped = "zip" in mode or ("file" not in mode and _is_zip_name(path))
+    storage = "zip" if zipped else "file"
+    return NCZarrURL(storage, path, mode=mode, params=params, scheme=scheme)
+
+
+def _parse_file(
+    netloc: str, path: str, query: str, mode: frozenset[str], params: dict[str, str], shown: str
+) -> NCZarrURL:
+    if netloc not in ("", "localhost"):
+        raise InvalidURLError(
+            f"file URL host must be empty or 'localhost', got {netloc!r} in {shown!r}"
+        )
+    if query:
+        raise InvalidURLError(f"file URLs take no query string: {shown!r}")
+    local = unquote(path)
+    if not local.startswith("/"):
+        raise InvalidURLError(f"file URL without an absolute path: {shown!r}")
+    return _local(posixpath.normpath(local), "file", mode, params, shown)
+
+
+def _parse_s3_scheme(
+    netloc: str, path: str, query: str, mode: frozenset[str], params: dict[str, str], shown: str
+) -> NCZarrURL:
+    if query:
+        raise InvalidURLError(f"S3 URLs take no query string: {shown!r}")
+    if not netloc:
+        raise InvalidURLError(f"s3 URL without a bucket: {shown!r}")
+    if _AWS_PATH_HOST.match(netloc) or _AWS_VHOST.match(netloc):
+        # netcdf-c's documented form: s3://s3.<region>.amazonaws.com/bucket/key
+        return _parse_aws(netloc, path, mode, params, "s3", shown)
+    if ":" in netloc:
+        raise InvalidURLError(f"s3 URL bucket {netloc!r} has a port: {shown!r}")
+    return _s3(netloc, unquote(path), None, None, mode, params, "s3", shown)
+
+
+def _parse_http(
+    scheme: str,
+    netloc: str,
+    path: str,
+    query: str,
+    rest: str,
+    mode: frozenset[str],
+    params: dict[str, str],
+    shown: str,
+) -> NCZarrURL:
+    host, port = _split_host(netloc, shown)
+    is_aws = host.lower().endswith(".amazonaws.com")
+    if not (is_aws or "s3" in mode or host.lower() == _GOOGLE_HOST):
+        if {"file", "zip"} & mode:
+            word = "file" if "file" in mode else "zip"
+            raise InvalidURLError(f"storage word {word!r} cannot be used with {shown!r}")
+        return NCZarrURL(scheme, rest, mode=mode, params=params, scheme=scheme)
+    if query:
+        raise InvalidURLError(f"S3 URLs take no query string: {shown!r}")
+    if is_aws:
+        if port is not None:
+            raise InvalidURLError(f"AWS S3 URLs take no port: {shown!r}")
+        return _parse_aws(host, path, mode, params, scheme, shown)
+    endpoint = f"{scheme}://{host.lower()}" + ("" if port is None else f":{port}")
+    bucket, _, key = path.lstrip("/").partition("/")
+    return _s3(unquote(bucket), unquote(key), endpoint, None, mode, params, scheme, shown)
+
+
+def _parse_aws(
+    host: str, path: str, mode: frozenset[str], params: dict[str, str], scheme: str, shown: str
+) -> NCZarrURL:
+    if m := _AWS_PATH_HOST.match(host):
+        bucket, _, key = path.lstrip("/").partition("/")
+        bucket = unquote(bucket)
+    elif m := _AWS_VHOST.match(host):
+        bucket, key = m.group("bucket"), path
+    else:
+        raise InvalidURLError(f"unrecognized AWS S3 host {host!r} in {shown!r}")
+    region = m.group("region")
+    region = region.lower() if region else None
+    return _s3(bucket, unquote(key), None, region, mode, params, scheme, shown)
+
+
+def _s3(
+    bucket: str,
+    key: str,
+    endpoint: str | None,
+    region: str | None,
+    mode: frozenset[str],
+    params: dict[str, str],
+    scheme: str,
+    shown: str,
+) -> NCZarrURL:
+    if not bucket:
+        raise InvalidURLError(f"S3 URL without a bucket: {shown!r}")
+    _check_bucket(bucket, f"bucket name {bucket!r} in {shown!r}")
+    given = params.get("aws.region")
+    if region is not None and given is not None and given != region:
+        raise InvalidURLError(
+            f"region {region!r} from the host conflicts with aws.region={given!r} in {shown!r}"
+        )
+    prefix = _check_key_prefix(key, f"key {key!r} in {shown!r}")
+    return NCZarrURL(
+        "s3",
+        prefix,
+        bucket=bucket,
+        endpoint=endpoint,
+        region=region,
+        mode=mode,
+        params=params,
+        scheme=scheme,
+    )
+
+
+def _split_host(netloc: str, shown: str) -> tuple[str, int | None]:
+    if not netloc:
+        raise InvalidURLError(f"URL without a host: {shown!r}")
+    if netloc.startswith("["):
+        end = netloc.find("]")
+        host, tail = netloc[: end + 1], netloc[end + 1 :]
+        if end < 0 or not _IPV6.match(host) or (tail and not tail.startswith(":")):
+            raise InvalidURLError(f"invalid host {netloc!r} in {shown!r}")
+        port_text = tail[1:] if tail else None
+    else:
+        host, colon, port_text_ = netloc.partition(":")
+        port_text = port_text_ if colon else None
+        if not _HOSTNAME.match(host):
+            raise InvalidURLError(f"invalid host {host!r} in {shown!r}")
+    if port_text is None:
+        return host, None
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise InvalidURLError(f"invalid port {port_text!r} in {shown!r}: expected 1-65535")
+    return host, int(port_text)
+
+
+# ------------------------------------------------------------- validation
+def _check_params(params: Mapping[str, str]) -> FragmentParams:
+    out: dict[str, str] = {}
+    for key, value in dict(params).items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise InvalidURLError(f"fragment keys and values are str, got {key!r}={value!r}")
+        lower = key.lower()
+        if not lower or lower == "mode" or _CONTROL.search(lower) or _CONTROL.search(value):
+            raise InvalidURLError(f"invalid fragment key {key!r}")
+        out[lower] = value
+    return FragmentParams(out)
+
+
+def _check_local_path(path: Any) -> str:
+    if not isinstance(path, str) or not path.startswith("/") or _CONTROL.search(path):
+        raise InvalidURLError(f"local path {path!r} is not absolute")
+    return posixpath.normpath(path)
+
+
+def _check_key_prefix(key: Any, what: str) -> str:
+    if not isinstance(key, str):
+        raise InvalidURLError(f"invalid {what}")
+    try:
+        return normalize_prefix(key.strip("/"))
+    except InvalidKeyError as exc:
+        reason = str(exc).split(": ", 1)[-1]
+        raise InvalidURLError(f"invalid {what}: {reason}") from None
+
+
+def _check_bucket(bucket: Any, what: str) -> None:
+    if not isinstance(bucket, str) or not _BUCKET.match(bucket) or ".." in bucket:
+        raise InvalidURLError(
+            f"invalid {what}: S3 buckets are 3-255 letters, digits, '.', '_' or '-', "
+            "starting and ending with a letter or digit"
+        )
+
+
+def _check_endpoint(endpoint: Any) -> None:
+    match = _SCHEME.match(endpoint) if isinstance(endpoint, str) else None
+    if match is None or match.group(1) not in ("http", "https"):
+        raise InvalidURLError(f"invalid endpoint {endpoint!r}: expected http(s)://host[:port]")
+    netloc = endpoint[match.end() :]
+    if "/" in netloc or "@" in netloc or "?" in netloc or "#" in netloc:
+        raise InvalidURLError(
+            f"invalid endpoint {_redact(endpoint)!r}: expected http(s)://host[:port]"
+        )
+    _split_host(netloc, endpoint)
+
+
+def _check_text(value: Any, what: str) -> None:
+    if not isinstance(value, str) or not value or _CONTROL.search(value):
+        raise InvalidURLError(f"invalid {what} {value!r}")
+
+
+def _require_none(storage: str, **fields: object) -> None:
+    for name, value in fields.items():
+        if value is not None:
+            raise InvalidURLError(f"{name} {value!r} is only meaningful for s3, not {storage!r}")
