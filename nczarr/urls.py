@@ -66,7 +66,7 @@ _HOSTNAME = re.compile(
     r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$"
 )
 _IPV6 = re.compile(r"^\[[0-9A-Fa-f:.]+\]$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
 _GOOGLE_HOST = "storage.googleapis.com"
 #: Characters left as they are in the path of a URL written by ``str()``.
 _PATH_SAFE = "/!$&'()*+,;=:@~"
@@ -167,9 +167,7 @@ class NCZarrURL:
                 params = FragmentParams({**params, "aws.region": region})
             object.__setattr__(self, "region", region)
         else:
-            path = self.path
-            if not isinstance(path, str) or "#" in path or _CONTROL.search(path):
-                raise InvalidURLError(f"invalid {storage} path {path!r}")
+            path = _check_fsspec_path(storage, self.path)
             _require_none(storage, bucket=self.bucket, endpoint=self.endpoint, region=self.region)
         present = [w for w in STORAGE_WORDS if w in mode]
         if storage in STORAGE_WORDS:
@@ -300,7 +298,7 @@ def parse_url(url: str | os.PathLike[str]) -> NCZarrURL:
     if not url or url.startswith("#"):
         raise InvalidURLError(f"empty URL {url!r}")
     if _CONTROL.search(url):
-        raise InvalidURLError(f"control characters in URL {_redact(url)!r}")
+        raise InvalidURLError(f"control or surrogate characters in URL {_redact(url)!r}")
     shown = _redact(url)
     if _CHAINED.match(url):
         raise InvalidURLError(
@@ -329,7 +327,7 @@ def parse_url(url: str | os.PathLike[str]) -> NCZarrURL:
             raise InvalidURLError(f"invalid scheme {scheme!r}")
         return NCZarrURL(scheme, rest, mode=mode, params=params, scheme=scheme)
     except InvalidURLError as exc:
-        if shown in str(exc):
+        if repr(shown) in str(exc):
             raise
         raise InvalidURLError(f"{exc} in {shown!r}") from None
 
@@ -460,7 +458,7 @@ def _parse_s3_scheme(
         return _parse_aws(netloc, path, mode, params, "s3", shown)
     if ":" in netloc:
         raise InvalidURLError(f"s3 URL bucket {netloc!r} has a port: {shown!r}")
-    return _s3(netloc, unquote(path), None, None, mode, params, "s3", shown)
+    return _s3(netloc, unquote(path.removeprefix("/")), None, None, mode, params, "s3", shown)
 
 
 def _parse_http(
@@ -473,13 +471,16 @@ def _parse_http(
     params: dict[str, str],
     shown: str,
 ) -> NCZarrURL:
-    host, port = _split_host(netloc, shown)
-    is_aws = host.lower().endswith(".amazonaws.com")
-    if not (is_aws or "s3" in mode or host.lower() == _GOOGLE_HOST):
+    if not netloc:
+        raise InvalidURLError(f"URL without a host: {shown!r}")
+    hostname = netloc.rsplit(":", 1)[0].lower() if not netloc.endswith("]") else netloc
+    is_aws = hostname.endswith(".amazonaws.com")
+    if not (is_aws or "s3" in mode or hostname == _GOOGLE_HOST):
         if {"file", "zip"} & mode:
             word = "file" if "file" in mode else "zip"
             raise InvalidURLError(f"storage word {word!r} cannot be used with {shown!r}")
         return NCZarrURL(scheme, rest, mode=mode, params=params, scheme=scheme)
+    host, port = _split_host(netloc, shown)
     if query:
         raise InvalidURLError(f"S3 URLs take no query string: {shown!r}")
     if is_aws:
@@ -487,7 +488,7 @@ def _parse_http(
             raise InvalidURLError(f"AWS S3 URLs take no port: {shown!r}")
         return _parse_aws(host, path, mode, params, scheme, shown)
     endpoint = f"{scheme}://{host.lower()}" + ("" if port is None else f":{port}")
-    bucket, _, key = path.lstrip("/").partition("/")
+    bucket, _, key = path.removeprefix("/").partition("/")
     return _s3(unquote(bucket), unquote(key), endpoint, None, mode, params, scheme, shown)
 
 
@@ -495,10 +496,10 @@ def _parse_aws(
     host: str, path: str, mode: frozenset[str], params: dict[str, str], scheme: str, shown: str
 ) -> NCZarrURL:
     if m := _AWS_PATH_HOST.match(host):
-        bucket, _, key = path.lstrip("/").partition("/")
+        bucket, _, key = path.removeprefix("/").partition("/")
         bucket = unquote(bucket)
     elif m := _AWS_VHOST.match(host):
-        bucket, key = m.group("bucket"), path
+        bucket, key = m.group("bucket"), path.removeprefix("/")
     else:
         raise InvalidURLError(f"unrecognized AWS S3 host {host!r} in {shown!r}")
     region = m.group("region")
@@ -575,6 +576,20 @@ def _check_local_path(path: Any) -> str:
     if not isinstance(path, str) or not path.startswith("/") or _CONTROL.search(path):
         raise InvalidURLError(f"local path {path!r} is not absolute")
     return posixpath.normpath(path)
+
+
+def _check_fsspec_path(storage: str, path: Any) -> str:
+    if not isinstance(path, str) or "#" in path or _CONTROL.search(path):
+        raise InvalidURLError(f"invalid {storage} path {path!r}")
+    netloc = re.split(r"[/?]", path, maxsplit=1)[0]
+    if "@" in netloc:
+        raise InvalidURLError(
+            f"credentials are not accepted in URLs: {storage}://***@... "
+            "(use a profile or storage options)"
+        )
+    if storage in ("http", "https") and not netloc:
+        raise InvalidURLError(f"{storage} path {path!r} does not start with a host")
+    return path
 
 
 def _check_key_prefix(key: Any, what: str) -> str:
