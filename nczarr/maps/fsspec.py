@@ -1,0 +1,300 @@
+"""A zmap over any fsspec filesystem (``memory://``, ``file://``, ``gcs://``, ``http(s)://`` ...).
+
+The map's keys are paths below one root path of the filesystem. ``search`` is one
+``fs.ls(path, detail=True)``; fsspec's listing caches are invalidated for every path
+this map writes or deletes, so a listing never misses a write made through the map.
+Directories left empty by a delete are pruned, as the zmap contract requires.
+``http(s)`` filesystems cannot write: they open read-only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ..errors import (
+    ObjectExistsError,
+    ReadOnlyError,
+    StorageError,
+    StorageNotFoundError,
+    StoragePermissionError,
+)
+from .base import ZMap, normalize_key, normalize_prefix, parent_keys
+
+__all__ = ["FsspecMap"]
+
+#: Protocols whose filesystems only read.
+READ_ONLY_PROTOCOLS = frozenset({"http", "https"})
+
+#: Storage option names that look like credentials; never shown by ``repr``/``url``.
+_SECRET = re.compile(r"secret|password|passwd|token|credential|^key$|access_key|auth", re.I)
+
+
+def _public_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` without credential-looking entries (recursing into nested dicts)."""
+    out: dict[str, Any] = {}
+    for name, value in options.items():
+        if _SECRET.search(name):
+            continue
+        out[name] = _public_options(value) if isinstance(value, dict) else value
+    return out
+
+
+class FsspecMap(ZMap):
+    """A zmap whose keys are files below ``root`` of an fsspec filesystem.
+
+    Parameters
+    ----------
+    url_or_fs
+        A URL such as ``"memory://x"``, ``"file:///tmp/d"`` or ``"gcs://bucket/root"``,
+        or an ``fsspec.AbstractFileSystem`` instance.
+    root
+        A path below the URL (or, with a filesystem instance, the root path in it,
+        e.g. ``"bucket/root"``).
+    mode
+        As in :data:`~nczarr.maps.base.MODES`. ``"r"``/``"r+"`` need the root to
+        exist (else :class:`~nczarr.errors.StorageNotFoundError`); ``"a"``, ``"w"`` and
+        ``"w-"`` create it; ``"w"`` empties it; ``"w-"`` refuses a root holding keys.
+        ``http(s)`` filesystems accept only ``"r"``.
+    **storage_options
+        Passed to the filesystem when ``url_or_fs`` is a URL. Options that look like
+        credentials are kept out of ``repr``/``url``/``_describe``.
+    """
+
+    def __init__(
+        self, url_or_fs: Any, root: str = "", mode: str = "r", **storage_options: Any
+    ) -> None:
+        super().__init__(mode)
+        import fsspec
+        from fsspec.core import url_to_fs
+
+        if isinstance(url_or_fs, str):
+            fs, path = url_to_fs(url_or_fs, **storage_options)
+            sub = normalize_prefix(root)
+            if sub:
+                path = f"{path.rstrip('/')}/{sub}" if path else sub
+        elif isinstance(url_or_fs, fsspec.AbstractFileSystem):
+            if storage_options:
+                raise TypeError(
+                    "storage options are given to the filesystem instance, not to FsspecMap: "
+                    f"{sorted(storage_options)}"
+                )
+            fs, path = url_or_fs, url_or_fs._strip_protocol(root) if root else ""
+            normalize_prefix(path)  # rejects '.', '..' and empty segments in the root
+        else:
+            raise TypeError(
+                f"FsspecMap needs a URL or an fsspec filesystem, got {type(url_or_fs).__name__}"
+            )
+        self._fs = fs
+        self._path = fs._strip_protocol(path).rstrip("/") if path else ""
+        protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
+        if protocols & READ_ONLY_PROTOCOLS and mode != "r":
+            raise ReadOnlyError(
+                f"cannot open {self.url} with mode {mode!r}: http(s) filesystems are "
+                "read-only, open with mode 'r'"
+            )
+        self._open()
+
+    # ------------------------------------------------------------------ plumbing
+    @property
+    def fs(self) -> Any:
+        """The fsspec filesystem."""
+        return self._fs
+
+    def _full(self, key: str) -> str:
+        if not key:
+            return self._path
+        return f"{self._path}/{key}" if self._path else key
+
+    def _key_of(self, path: str) -> str:
+        path = path.rstrip("/")
+        if not self._path:
+            return path.lstrip("/")
+        return path[len(self._path) + 1 :]
+
+    def _error(self, exc: OSError, key: str, action: str) -> Exception:
+        where = self._fs.unstrip_protocol(self._full(key))
+        if isinstance(exc, PermissionError):
+            return StoragePermissionError(f"permission denied to {action} {where}: {exc}")
+        return StorageError(f"cannot {action} {where}: {type(exc).__name__}: {exc}")
+
+    def _invalidate(self, key: str) -> None:
+        self._fs.invalidate_cache(self._full(key))
+        for parent in parent_keys(key):
+            self._fs.invalidate_cache(self._full(parent))
+        self._fs.invalidate_cache(self._path)
+
+    def _open(self) -> None:
+        exists = self._path == "" or self._fs.exists(self._path)
+        if not exists and self.mode in ("r", "r+"):
+            raise StorageNotFoundError(
+                f"cannot open {self.url} with mode {self.mode!r}: no such store"
+            )
+        if self.mode in ("a", "w", "w-") and self._path:
+            try:
+                self._fs.makedirs(self._path, exist_ok=True)
+            except OSError as exc:
+                raise self._error(exc, "", "create") from exc
+        if self.mode == "w":
+            self._clear_all()
+        elif self.mode == "w-":
+            for key in self._list(""):
+                raise ObjectExistsError(
+                    f"cannot create {self.url} with mode 'w-': it already holds keys (e.g. {key!r})"
+                )
+
+    # --------------------------------------------------------------- primitives
+    def _load(self, key: str) -> bytes:
+        try:
+            return self._fs.cat_file(self._full(key))
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            raise KeyError(key) from None
+        except OSError as exc:
+            raise self._error(exc, key, "read") from exc
+
+    def _exists(self, key: str) -> bool:
+        return bool(self._fs.isfile(self._full(key)))
+
+    def _store(self, key: str, value: bytes) -> None:
+        path = self._full(key)
+        try:
+            try:
+                self._fs.pipe_file(path, value)
+            except FileNotFoundError:
+                self._fs.makedirs(self._fs._parent(path), exist_ok=True)
+                self._fs.pipe_file(path, value)
+        except OSError as exc:
+            raise self._error(exc, key, "write") from exc
+        finally:
+            self._invalidate(key)
+
+    def _remove(self, key: str) -> None:
+        if not self._exists(key):
+            raise KeyError(key)
+        try:
+            self._fs.rm_file(self._full(key))
+        except FileNotFoundError:
+            raise KeyError(key) from None
+        except OSError as exc:
+            raise self._error(exc, key, "delete") from exc
+        finally:
+            self._invalidate(key)
+        self._prune(key)
+
+    def _prune(self, key: str) -> None:
+        """Remove the directories that deleting ``key`` left empty, nearest first."""
+        for parent in parent_keys(key):
+            path = self._full(parent)
+            try:
+                if self._fs.ls(path, detail=False):
+                    return
+                self._fs.rmdir(path)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError:  # a directory another writer just filled: keep it
+                return
+            finally:
+                self._fs.invalidate_cache(path)
+
+    def _list(self, prefix: str) -> Iterator[str]:
+        path = self._full(prefix)
+        try:
+            found = self._fs.find(path, withdirs=False) if path else self._fs.find("")
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise self._error(exc, prefix, "list") from exc
+        for name in found:
+            key = self._key_of(name)
+            if key and (not prefix or key == prefix or key.startswith(prefix + "/")):
+                yield key
+
+    def _search(self, prefix: str) -> Iterable[str]:
+        path = self._full(prefix)
+        try:
+            entries = self._fs.ls(path, detail=True)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as exc:
+            raise self._error(exc, prefix, "list") from exc
+        names = []
+        base = path.rstrip("/")
+        for entry in entries:
+            name = entry["name"].rstrip("/")
+            if name == base:  # ls of a file lists the file itself: a leaf has no children
+                continue
+            child = name.rsplit("/", 1)[-1]
+            if child:
+                names.append(child)
+        return names
+
+    def _describe(self) -> tuple[str, dict[str, Any]]:
+        return self._fs.unstrip_protocol(self._path), _public_options(
+            dict(self._fs.storage_options)
+        )
+
+    # ------------------------------------------------------------- fast paths
+    def getrange(self, key: str, start: int, length: int | None = None) -> bytes:
+        """Bytes ``start:start+length`` of ``key``, read with one ranged ``cat_file``."""
+        nkey = normalize_key(key)
+        if start < 0 or (length is not None and length <= 0):
+            stop = None if length is None else start + length
+            first, end, _ = slice(start, stop).indices(self.getsize(nkey))
+            if end <= first:
+                return b""
+            start, length = first, end - first
+        end = None if length is None else start + length
+        try:
+            return self._fs.cat_file(self._full(nkey), start=start, end=end)
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            raise KeyError(nkey) from None
+        except OSError as exc:
+            raise self._error(exc, nkey, "read") from exc
+
+    def getsize(self, key: str) -> int:
+        """Size of ``key`` in bytes, from one ``info`` call."""
+        nkey = normalize_key(key)
+        try:
+            info = self._fs.info(self._full(nkey))
+        except FileNotFoundError:
+            raise KeyError(nkey) from None
+        except OSError as exc:
+            raise self._error(exc, nkey, "stat") from exc
+        if info.get("type") != "file":
+            raise KeyError(nkey)
+        return int(info["size"])
+
+    def clear(self) -> None:
+        """Delete every key (and the directories they leave empty), keeping the root."""
+        self._check_writable()
+        self._clear_all()
+
+    def _clear_all(self) -> None:
+        try:
+            children = self._fs.ls(self._path, detail=False) if self._path else []
+        except FileNotFoundError:
+            children = []
+        if not self._path:
+            for key in list(self._list("")):
+                self._remove(key)
+            return
+        for child in children:
+            if child.rstrip("/") == self._path:
+                continue
+            try:
+                self._fs.rm(child, recursive=True)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise self._error(exc, self._key_of(child), "delete") from exc
+        self._fs.invalidate_cache(self._path)
+
+    # ------------------------------------------------------------- pickling
+    def __reduce__(self) -> tuple[Any, ...]:
+        mode = "r+" if self._mode in ("w", "w-") else self._mode
+        return (_reopen_fsspec, (self._fs, self._path, mode))
+
+
+def _reopen_fsspec(fs: Any, path: str, mode: str) -> FsspecMap:
+    return FsspecMap(fs, path, mode=mode)
