@@ -1,14 +1,83 @@
-"""An in-memory zmap that owns its dict (no shared global state)."""
+"""An in-memory zmap that owns its dict (no shared global state), and :class:`KeyIndex`."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from .base import ZMap, normalize_key
+from ..errors import ObjectExistsError
+from .base import ZMap, normalize_key, parent_keys
 
-__all__ = ["MemoryMap"]
+__all__ = ["KeyIndex", "MemoryMap"]
+
+
+class KeyIndex:
+    """Child-name index over a set of normalized keys.
+
+    Maps every proper prefix of a stored key to the names directly below it, with a
+    count of the keys reached through each name. Adding or removing a key costs
+    O(depth); ``children`` is one dict lookup, and "is this key a prefix of others?"
+    (the leaf rule) is a membership test. Maps that hold their key set in memory
+    (:class:`MemoryMap`, the zip map) use it so that ``search`` and the leaf-rule
+    check never scan every key.
+
+    The caller guarantees that :meth:`add` is only called for keys not yet present
+    and :meth:`discard` only for keys that are.
+    """
+
+    def __init__(self, keys: Iterable[str] = ()) -> None:
+        self._children: dict[str, dict[str, int]] = {}
+        for key in keys:
+            self.add(key)
+
+    def add(self, key: str) -> None:
+        """Record a new key."""
+        prefix = ""
+        for segment in key.split("/"):
+            kids = self._children.setdefault(prefix, {})
+            kids[segment] = kids.get(segment, 0) + 1
+            prefix = f"{prefix}/{segment}" if prefix else segment
+
+    def discard(self, key: str) -> None:
+        """Forget a key; prefixes left with nothing below them disappear."""
+        prefix = ""
+        for segment in key.split("/"):
+            kids = self._children.get(prefix)
+            if kids is None:
+                return
+            count = kids.get(segment, 0) - 1
+            if count > 0:
+                kids[segment] = count
+            else:
+                kids.pop(segment, None)
+                if not kids:
+                    del self._children[prefix]
+            prefix = f"{prefix}/{segment}" if prefix else segment
+
+    def children(self, prefix: str) -> list[str]:
+        """Names directly below ``prefix`` (``""`` = root) that lead to keys."""
+        return list(self._children.get(prefix, ()))
+
+    def is_prefix(self, key: str) -> bool:
+        """Whether some stored key lies strictly below ``key``."""
+        return key in self._children
+
+    def below(self, prefix: str) -> Iterator[str]:
+        """Every path strictly below ``prefix`` that is not itself a prefix (the leaves)."""
+        stack = [prefix]
+        while stack:
+            node = stack.pop()
+            for name in self._children.get(node, ()):
+                path = f"{node}/{name}" if node else name
+                if path in self._children:
+                    stack.append(path)
+                else:
+                    yield path
+
+    def clear(self) -> None:
+        """Forget every key."""
+        self._children.clear()
 
 
 class MemoryMap(ZMap):
@@ -16,6 +85,8 @@ class MemoryMap(ZMap):
 
     Each instance owns its content: two ``MemoryMap()`` never share keys (unlike
     fsspec's process-wide memory filesystem). It pickles *with* its content.
+    ``search`` and the leaf-rule check use a :class:`KeyIndex`, so neither scans
+    every key.
 
     Parameters
     ----------
@@ -29,9 +100,13 @@ class MemoryMap(ZMap):
     def __init__(self, content: Mapping[str, bytes] | None = None, *, mode: str = "w") -> None:
         super().__init__(mode)
         self._data: dict[str, bytes] = {}
+        self._index = KeyIndex()
         self._lock = threading.RLock()
         for key, value in (content or {}).items():
-            self._data[normalize_key(key)] = bytes(value)
+            nkey = normalize_key(key)
+            if nkey not in self._data:
+                self._index.add(nkey)
+            self._data[nkey] = bytes(value)
 
     def _load(self, key: str) -> bytes:
         try:
@@ -44,11 +119,28 @@ class MemoryMap(ZMap):
 
     def _store(self, key: str, value: bytes) -> None:
         with self._lock:
+            if key not in self._data:
+                self._index.add(key)
             self._data[key] = value
 
     def _check_leaf_rule(self, key: str) -> None:
         with self._lock:
-            super()._check_leaf_rule(key)
+            for parent in parent_keys(key):
+                if parent in self._data:
+                    raise ObjectExistsError(
+                        f"cannot write {key!r}: {parent!r} holds content, and "
+                        "content-bearing keys are leaves"
+                    )
+            if self._index.is_prefix(key):
+                example = next(self._index.below(key))
+                raise ObjectExistsError(
+                    f"cannot write {key!r}: it is a prefix of existing keys (e.g. {example!r})"
+                )
+
+    def __setitem__(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        # One lock around check + store, so two threads cannot both pass the leaf rule.
+        with self._lock:
+            super().__setitem__(key, value)
 
     def _remove(self, key: str) -> None:
         with self._lock:
@@ -56,12 +148,19 @@ class MemoryMap(ZMap):
                 del self._data[key]
             except KeyError:
                 raise KeyError(key) from None
+            self._index.discard(key)
 
     def _list(self, prefix: str) -> Iterator[str]:
-        if not prefix:
-            return iter(list(self._data))
-        below = prefix + "/"
-        return iter([k for k in list(self._data) if k == prefix or k.startswith(below)])
+        with self._lock:
+            if not prefix:
+                return iter(list(self._data))
+            if prefix in self._data:
+                return iter([prefix])
+            return iter(list(self._index.below(prefix)))
+
+    def _search(self, prefix: str) -> Iterable[str]:
+        with self._lock:
+            return self._index.children(prefix)
 
     def _describe(self) -> tuple[str, dict[str, Any]]:
         return f"memory://{id(self):x}", {}
@@ -69,10 +168,20 @@ class MemoryMap(ZMap):
     def __len__(self) -> int:
         return len(self._data)
 
+    def getitems(self, keys: Iterable[str]) -> dict[str, bytes]:
+        """Read many keys (a plain loop: there is no I/O to overlap)."""
+        out: dict[str, bytes] = {}
+        for key in keys:
+            value = self._data.get(normalize_key(key))
+            if value is not None:
+                out[key] = value
+        return out
+
     def clear(self) -> None:
         self._check_writable()
         with self._lock:
             self._data.clear()
+            self._index.clear()
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, MemoryMap):

@@ -1,0 +1,421 @@
+"""``FileMap``: a zmap over a directory tree (netcdf-c's ``file`` storage).
+
+An object is a file and a key prefix is a directory, exactly the layout netcdf-c's
+``zmap_file.c`` and zarr-python's ``LocalStore`` write, so a tree written by either
+reads here key for key.
+
+* Writes are atomic: the value goes to a temporary file in the target directory,
+  then ``os.replace`` moves it over the key. Temporary names start with
+  :data:`TEMP_PREFIX`; they are never listed and keys using that prefix are refused.
+* Deleting a key removes the directories it leaves empty (never the root itself).
+* Symbolic links inside the tree work as long as they stay inside the root; a key
+  that resolves outside it raises :class:`~nczarr.errors.StoragePermissionError`,
+  and such links are left out of listings.
+* ``search`` is one ``os.scandir`` of the directory; a subdirectory is listed only
+  if some file lies below it, so empty directories left by other tools are invisible.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import shutil
+import stat
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, NoReturn
+from urllib.parse import unquote, urlsplit
+
+from ..errors import (
+    InvalidKeyError,
+    InvalidURLError,
+    ObjectExistsError,
+    StorageError,
+    StorageNotFoundError,
+    StoragePermissionError,
+)
+from .base import ZMap, normalize_key, parent_keys
+
+__all__ = ["TEMP_PREFIX", "FileMap", "local_path"]
+
+#: Names of in-flight temporary files start with this; they are never keys.
+TEMP_PREFIX = ".~nczarr-tmp-"
+
+_CONTROL = {chr(c) for c in range(32)} | {"\x7f", "\\"}
+
+
+def local_path(location: str | os.PathLike[str]) -> str:
+    """Absolute local path from a path or a ``file://`` URL (no fragment or query).
+
+    >>> local_path("file:///tmp/a%20b.zarr")
+    '/tmp/a b.zarr'
+    """
+    text = os.fspath(location)
+    if not isinstance(text, str):
+        raise InvalidURLError(f"expected a str path or file:// URL, got {text!r}")
+    if text.startswith("file:"):
+        parts = urlsplit(text)
+        if parts.netloc not in ("", "localhost"):
+            raise InvalidURLError(f"invalid file URL {text!r}: host {parts.netloc!r} is not local")
+        if parts.query or parts.fragment:
+            raise InvalidURLError(
+                f"invalid file URL {text!r}: a map location takes no query or fragment "
+                "(use nczarr.open_map for netCDF-style URLs)"
+            )
+        text = unquote(parts.path)
+    if not text:
+        raise InvalidURLError("empty path")
+    return os.path.abspath(text)
+
+
+def _raise_os(exc: OSError, what: str) -> NoReturn:
+    """Re-raise an OSError as the nczarr error a caller should see, naming ``what``."""
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        raise StoragePermissionError(f"permission denied: {what}: {exc}") from exc
+    if exc.errno == errno.ENAMETOOLONG:
+        raise InvalidKeyError(f"name too long for the file system: {what}") from exc
+    raise StorageError(f"cannot access {what}: {exc}") from exc
+
+
+class FileMap(ZMap):
+    """A zmap over the directory tree at ``root``.
+
+    Parameters
+    ----------
+    root
+        Directory path (``str`` or path-like) or ``file://`` URL.
+    mode
+        ``"r"``/``"r+"``: the directory must exist
+        (:class:`~nczarr.errors.StorageNotFoundError` otherwise); ``"a"``: created if
+        missing; ``"w"``: created, or emptied if it exists; ``"w-"``: created, and
+        :class:`~nczarr.errors.ObjectExistsError` if it exists and is not empty.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], mode: str = "r") -> None:
+        super().__init__(mode)
+        self._root = local_path(root)
+        self._open_root()
+        self._real_root = os.path.realpath(self._root)
+        self._real_prefix = self._real_root.rstrip(os.sep) + os.sep
+
+    # ----------------------------------------------------------------- opening
+    def _open_root(self) -> None:
+        root, mode = self._root, self._mode
+        try:
+            st = os.stat(root)
+        except FileNotFoundError:
+            st = None
+        except OSError as exc:
+            _raise_os(exc, root)
+        if st is not None and not stat.S_ISDIR(st.st_mode):
+            raise StorageError(f"cannot open {root!r} as a directory map: it is not a directory")
+        if st is None:
+            if mode in ("r", "r+"):
+                raise StorageNotFoundError(f"no such directory: {root!r} (mode {mode!r})")
+            try:
+                os.makedirs(root, exist_ok=True)
+            except OSError as exc:
+                _raise_os(exc, root)
+            return
+        if mode == "w":
+            self._empty_tree()
+        elif mode == "w-":
+            try:
+                with os.scandir(root) as it:
+                    occupied = any(True for _ in it)
+            except OSError as exc:
+                _raise_os(exc, root)
+            if occupied:
+                raise ObjectExistsError(
+                    f"cannot create {root!r} (mode 'w-'): the directory exists and is not empty"
+                )
+
+    def _empty_tree(self) -> None:
+        try:
+            with os.scandir(self._root) as it:
+                entries = list(it)
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path)
+                else:
+                    os.unlink(entry.path)
+        except OSError as exc:
+            _raise_os(exc, self._root)
+
+    # ------------------------------------------------------------------- paths
+    @property
+    def root(self) -> str:
+        """Absolute path of the directory."""
+        return self._root
+
+    def _path(self, key: str) -> str:
+        """Path of normalized ``key`` (or prefix); refuses reserved names and escapes."""
+        if not key:
+            return self._root
+        segments = key.split("/")
+        for segment in segments:
+            if segment.startswith(TEMP_PREFIX):
+                raise InvalidKeyError(
+                    f"invalid key {key!r}: names starting with {TEMP_PREFIX!r} are reserved "
+                    "for temporary files"
+                )
+        path = os.path.join(self._root, *segments)
+        # Walk the components below the root; only a symlink among them can lead out.
+        current = self._root
+        for segment in segments:
+            current = os.path.join(current, segment)
+            try:
+                mode = os.lstat(current).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                break
+            except OSError as exc:
+                _raise_os(exc, f"{key!r} in {self._root!r}")
+            if stat.S_ISLNK(mode):
+                if not self._inside(path):
+                    raise StoragePermissionError(
+                        f"key {key!r} resolves to {os.path.realpath(path)!r}, outside the "
+                        f"map's root {self._root!r}; refusing to follow the symbolic link"
+                    )
+                break
+            if not stat.S_ISDIR(mode):
+                break
+        return path
+
+    def _inside(self, path: str) -> bool:
+        real = os.path.realpath(path)
+        return real == self._real_root or real.startswith(self._real_prefix)
+
+    def _visible(self, entry: os.DirEntry[str]) -> bool:
+        """Whether a directory entry can be (part of) a key."""
+        name = entry.name
+        if name.startswith(TEMP_PREFIX) or name in (".", ".."):
+            return False
+        if not _CONTROL.isdisjoint(name):
+            return False
+        return not (entry.is_symlink() and not self._inside(entry.path))
+
+    def _has_file(self, directory: str) -> bool:
+        """Whether some file (a key) lies anywhere below ``directory``."""
+        seen: set[str] = set()
+        stack = [directory]
+        while stack:
+            current = stack.pop()
+            try:
+                it = os.scandir(current)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as exc:
+                _raise_os(exc, current)
+            with it:
+                for entry in it:
+                    if not self._visible(entry):
+                        continue
+                    if entry.is_file():
+                        return True
+                    if entry.is_dir() and _first_visit(entry, seen):
+                        stack.append(entry.path)
+        return False
+
+    # -------------------------------------------------------------- primitives
+    def _load(self, key: str) -> bytes:
+        path = self._path(key)
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            raise KeyError(key) from None
+        except OSError as exc:
+            _raise_os(exc, f"{key!r} in {self._root!r}")
+
+    def _exists(self, key: str) -> bool:
+        path = self._path(key)
+        try:
+            return stat.S_ISREG(os.stat(path).st_mode)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        except OSError as exc:
+            _raise_os(exc, f"{key!r} in {self._root!r}")
+
+    def _check_leaf_rule(self, key: str) -> None:
+        # A directory where the file should go, with content below it.
+        path = self._path(key)
+        if os.path.isdir(path) and self._has_file(path):
+            raise ObjectExistsError(
+                f"cannot write {key!r}: it is a prefix of existing keys in {self._root!r}"
+            )
+        # A file where a directory is needed: stop at the nearest existing directory.
+        for parent in parent_keys(key):
+            try:
+                mode = os.stat(self._path(parent)).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as exc:
+                _raise_os(exc, f"{parent!r} in {self._root!r}")
+            if stat.S_ISDIR(mode):
+                return
+            raise ObjectExistsError(
+                f"cannot write {key!r}: {parent!r} holds content, and content-bearing "
+                "keys are leaves"
+            )
+
+    def _store(self, key: str, value: bytes) -> None:
+        path = self._path(key)
+        directory = os.path.dirname(path)
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)  # an empty directory tree (the leaf rule checked it)
+            os.makedirs(directory, exist_ok=True)
+        except (FileExistsError, NotADirectoryError) as exc:
+            raise ObjectExistsError(
+                f"cannot write {key!r}: a parent is a file in {self._root!r}"
+            ) from exc
+        except OSError as exc:
+            _raise_os(exc, f"{key!r} in {self._root!r}")
+        temp = os.path.join(directory, TEMP_PREFIX + secrets.token_hex(8))
+        try:
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+            with os.fdopen(fd, "wb") as f:
+                f.write(value)
+            os.replace(temp, path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            if isinstance(exc, IsADirectoryError):
+                raise ObjectExistsError(
+                    f"cannot write {key!r}: it became a directory in {self._root!r}"
+                ) from exc
+            _raise_os(exc, f"{key!r} in {self._root!r}")
+
+    def _remove(self, key: str) -> None:
+        path = self._path(key)
+        try:
+            if os.path.isdir(path):
+                raise KeyError(key)
+            os.unlink(path)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            raise KeyError(key) from None
+        except OSError as exc:
+            _raise_os(exc, f"{key!r} in {self._root!r}")
+        self._prune(os.path.dirname(path))
+
+    def _prune(self, directory: str) -> None:
+        """Remove ``directory`` and its ancestors while they are empty, up to the root."""
+        root = self._root
+        while len(directory) > len(root) and directory.startswith(root):
+            try:
+                os.rmdir(directory)
+            except OSError:
+                return
+            directory = os.path.dirname(directory)
+
+    def _list(self, prefix: str) -> Iterator[str]:
+        path = self._path(prefix)
+        if prefix:
+            try:
+                mode = os.stat(path).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                return
+            except OSError as exc:
+                _raise_os(exc, f"{prefix!r} in {self._root!r}")
+            if stat.S_ISREG(mode):
+                yield prefix
+                return
+            if not stat.S_ISDIR(mode):
+                return
+        seen: set[str] = set()
+        stack = [(path, prefix)]
+        while stack:
+            directory, key = stack.pop()
+            try:
+                with os.scandir(directory) as it:
+                    entries = list(it)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as exc:
+                _raise_os(exc, directory)
+            for entry in entries:
+                if not self._visible(entry):
+                    continue
+                child = f"{key}/{entry.name}" if key else entry.name
+                if entry.is_file():
+                    yield child
+                elif entry.is_dir() and _first_visit(entry, seen):
+                    stack.append((entry.path, child))
+
+    def _search(self, prefix: str) -> Iterable[str]:
+        path = self._path(prefix)
+        try:
+            it = os.scandir(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as exc:
+            _raise_os(exc, f"{prefix!r} in {self._root!r}")
+        names = []
+        with it:
+            for entry in it:
+                if not self._visible(entry):
+                    continue
+                if entry.is_file() or (entry.is_dir() and self._has_file(entry.path)):
+                    names.append(entry.name)
+        return names
+
+    def _describe(self) -> tuple[str, dict[str, Any]]:
+        return Path(self._root).as_uri(), {}
+
+    # ----------------------------------------------------------- fast paths
+    def getitems(self, keys: Iterable[str]) -> dict[str, bytes]:
+        """Read many keys with a plain loop (local files gain nothing from threads)."""
+        out: dict[str, bytes] = {}
+        for key in keys:
+            with contextlib.suppress(KeyError):
+                out[key] = self._load(normalize_key(key))
+        return out
+
+    def getrange(self, key: str, start: int, length: int | None = None) -> bytes:
+        """Bytes ``start:start+length`` of ``key``, read without loading the whole file."""
+        nkey = normalize_key(key)
+        path = self._path(nkey)
+        try:
+            with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                stop = None if length is None else start + length
+                first, last, _ = slice(start, stop).indices(size)
+                if last <= first:
+                    return b""
+                f.seek(first)
+                return f.read(last - first)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            raise KeyError(nkey) from None
+        except OSError as exc:
+            _raise_os(exc, f"{nkey!r} in {self._root!r}")
+
+    def getsize(self, key: str) -> int:
+        """Size of the file at ``key`` from ``os.stat``."""
+        nkey = normalize_key(key)
+        try:
+            st = os.stat(self._path(nkey))
+        except (FileNotFoundError, NotADirectoryError):
+            raise KeyError(nkey) from None
+        except OSError as exc:
+            _raise_os(exc, f"{nkey!r} in {self._root!r}")
+        if not stat.S_ISREG(st.st_mode):
+            raise KeyError(nkey)
+        return st.st_size
+
+    def clear(self) -> None:
+        """Delete every key (and every directory) below the root."""
+        self._check_writable()
+        self._empty_tree()
+
+
+def _first_visit(entry: os.DirEntry[str], seen: set[str]) -> bool:
+    """Guard against symlink loops: real directories are walked once."""
+    if not entry.is_symlink():
+        return True
+    real = os.path.realpath(entry.path)
+    if real in seen:
+        return False
+    seen.add(real)
+    return True
