@@ -1,0 +1,204 @@
+"""The ``nczarr`` command: a thin argparse layer over the library.
+
+Subcommands: ``convert``, ``migrate``, ``ls``, ``info``, ``dump``. Errors of nczarr
+and of the operating system print one line, ``nczarr: error: <message>``, on stderr
+and exit 1; usage errors exit 2 (argparse). A progress bar is shown only when stderr
+is a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import posixpath
+import sys
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from typing import Any, TextIO
+
+from . import __version__
+from .errors import NCZarrError
+
+__all__ = ["main", "build_parser"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``nczarr`` command."""
+    parser = argparse.ArgumentParser(
+        prog="nczarr",
+        description="Make netCDF's Zarr dialect (NCZarr) and pure Zarr interchangeable.",
+    )
+    parser.add_argument("--version", action="version", version=f"nczarr {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("convert", help="copy a dataset into NCZarr or pure Zarr")
+    p.add_argument("src", metavar="SRC", help="source URL or path (any layout nczarr reads)")
+    p.add_argument("dst", metavar="DST", help="target URL or path")
+    p.add_argument("--mode", choices=("zarr", "nczarr"), help="output format (default: DST's)")
+    p.add_argument("--workers", type=_positive, default=8, help="concurrent copies (8)")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--overwrite", action="store_true", help="replace a non-empty DST")
+    group.add_argument("--resume", action="store_true", help="continue an interrupted convert")
+    p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+    p.add_argument("--include", nargs="+", metavar="PATH", help="variables or groups to keep")
+    p.add_argument("--exclude", nargs="+", metavar="PATH", help="variables or groups to drop")
+    p.add_argument("--consolidated", action="store_true", default=None, help="write .zmetadata")
+    p.add_argument("--noxarray", action="store_true", default=None, help="no _ARRAY_DIMENSIONS")
+
+    p = sub.add_parser("migrate", help="rewrite a store's metadata in place")
+    p.add_argument("url", metavar="URL")
+    p.add_argument("--to", choices=("nczarr", "zarr"), default="nczarr")
+    p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+
+    p = sub.add_parser("ls", help="list the names below a prefix (the zmap search)")
+    p.add_argument("url", metavar="URL")
+    p.add_argument("prefix", metavar="PREFIX", nargs="?", default="")
+    p.add_argument("-R", dest="recursive", action="store_true", help="every key below PREFIX")
+
+    p = sub.add_parser("info", help="detected layout and a summary of the dataset")
+    p.add_argument("url", metavar="URL")
+
+    p = sub.add_parser("dump", help="print the dataset as CDL (like ncdump)", add_help=False)
+    p.add_argument("-h", dest="header", action="store_true", required=True, help="header only")
+    p.add_argument("url", metavar="URL")
+    return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return _COMMANDS[args.command](args, sys.stdout)
+    except (NCZarrError, OSError) as exc:
+        message = str(exc) or type(exc).__name__
+        print(f"nczarr: error: {message.splitlines()[0]}", file=sys.stderr)
+        return 1
+
+
+# ---------------------------------------------------------------- commands
+def _progress_bar(stack: ExitStack) -> Callable[[int, int], object] | None:
+    if not sys.stderr.isatty():
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    bar = stack.enter_context(tqdm(total=0, unit="chunk", file=sys.stderr, leave=False))
+
+    def update(done: int, total: int) -> None:
+        if bar.total != total:
+            bar.total = total
+        bar.update(done - bar.n)
+
+    return update
+
+
+def _convert(args: argparse.Namespace, out: TextIO) -> int:
+    from .convert import convert
+
+    with ExitStack() as stack:
+        report = convert(
+            args.src,
+            args.dst,
+            args.mode,
+            workers=args.workers,
+            overwrite=args.overwrite,
+            resume=args.resume,
+            dry_run=args.dry_run,
+            include=args.include,
+            exclude=args.exclude,
+            progress=None if args.dry_run else _progress_bar(stack),
+            noxarray=args.noxarray,
+            consolidated=args.consolidated,
+        )
+    _print_report(report, out)
+    return 0
+
+
+def _migrate(args: argparse.Namespace, out: TextIO) -> int:
+    from .convert import migrate
+
+    report = migrate(args.url, to=args.to, dry_run=args.dry_run)
+    _print_report(report, out)
+    return 0
+
+
+def _print_report(report: Any, out: TextIO) -> None:
+    if report.dry_run:
+        for key in report.planned_keys:
+            print(f"write {key}", file=out)
+        for key in report.deleted_keys:
+            print(f"delete {key}", file=out)
+    for warning in report.warnings:
+        print(f"nczarr: warning: {warning}", file=sys.stderr)
+    print(report.summary(), file=out)
+
+
+def _open_read(url: str, stack: ExitStack) -> Any:
+    from .maps.open import open_map
+
+    zmap = open_map(url, mode="r")
+    stack.callback(zmap.close)
+    return zmap
+
+
+def _ls(args: argparse.Namespace, out: TextIO) -> int:
+    with ExitStack() as stack:
+        zmap = _open_read(args.url, stack)
+        listing = sorted(zmap.keys_below(args.prefix)) if args.recursive else None
+        for name in listing if listing is not None else zmap.search(args.prefix):
+            print(name, file=out)
+    return 0
+
+
+def _info(args: argparse.Namespace, out: TextIO) -> int:
+    from .info import format_info
+    from .metadata import detect, read
+
+    with ExitStack() as stack:
+        zmap = _open_read(args.url, stack)
+        text = format_info(detect(zmap), read(zmap))
+    print(text.rstrip("\n"), file=out)
+    return 0
+
+
+def _dataset_name(url: str) -> str:
+    """ncdump's name for a dataset: the last path segment without its extension."""
+    from .urls import parse_url
+
+    path = parse_url(url).path.rstrip("/")
+    base = posixpath.basename(path) or "dataset"
+    return base.split(".", 1)[0] or base
+
+
+def _dump(args: argparse.Namespace, out: TextIO) -> int:
+    from .cdl import format_cdl
+    from .metadata import read
+
+    with ExitStack() as stack:
+        zmap = _open_read(args.url, stack)
+        text = format_cdl(read(zmap), _dataset_name(args.url))
+    print(text.rstrip("\n"), file=out)
+    return 0
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
+    "convert": _convert,
+    "migrate": _migrate,
+    "ls": _ls,
+    "info": _info,
+    "dump": _dump,
+}
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,371 @@
+"""``convert`` (copy a dataset into another format) and ``migrate`` (rewrite it in place).
+
+Both are a translated view (:func:`nczarr.view.view`) plus a copy: the view says what
+the metadata of the target is and which chunk objects pass through unchanged;
+:mod:`nczarr.plan` orders the writes and :mod:`nczarr.apply` performs them. Chunk
+bytes are never decoded, so every NCZarr <-> Zarr v2 conversion only rewrites
+metadata and copies chunks verbatim.
+
+Safety: chunks are written first, then array metadata, then groups, the root group
+last, so an interrupted convert never leaves a target that opens as a complete
+dataset; ``resume=True`` finishes it. ``migrate`` writes all new metadata before it
+deletes any legacy object, skips objects that already hold the right bytes, and so
+can be killed at any point and rerun.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import Any
+
+from .apply import copy_chunks, delete_keys, write_metadata
+from .errors import InvalidModeError, TargetExistsError
+from .maps.base import ZMap
+from .plan import build_plan, legacy_candidates, order_metadata
+from .translate.conventions import V1_OBJECT_NAMES
+
+__all__ = ["ConvertReport", "convert", "migrate", "FORMATS"]
+
+#: Output formats: current NCZarr (netcdf-c 4.9.3+ layout) and pure Zarr v2.
+FORMATS = ("nczarr", "zarr")
+
+#: Names of the root group's metadata objects, removed first when overwriting a target.
+_ROOT_OBJECTS = (".zgroup", ".zmetadata", ".zattrs")
+
+
+@dataclass
+class ConvertReport:
+    """What a :func:`convert` or :func:`migrate` did (or, for a dry run, would do).
+
+    Attributes
+    ----------
+    source, target
+        The URLs of source and target (the same for ``migrate``).
+    source_layout
+        Layout the source was read as (``nczarr-v1``, ``nczarr-v2-keys``, ``nczarr-v2``,
+        ``zarr``).
+    target_format
+        ``"nczarr"`` or ``"zarr"``.
+    arrays
+        Number of arrays (netCDF variables) in the target.
+    chunks_copied, chunks_skipped, bytes_copied
+        Chunk objects copied, chunk objects skipped by ``resume`` (already complete),
+        and chunk bytes copied.
+    metadata_written, deleted_keys
+        Metadata keys written, and legacy keys deleted (``migrate``).
+    seconds
+        Wall time.
+    warnings
+        What the target cannot carry or netcdf-c cannot read, and arrays left out.
+    dry_run, planned_keys, planned_bytes
+        For a dry run: every key that would be written, in order, and the bytes that
+        would be written (chunks plus metadata). Nothing is written.
+    """
+
+    source: str
+    target: str
+    source_layout: str
+    target_format: str
+    arrays: int = 0
+    chunks_copied: int = 0
+    chunks_skipped: int = 0
+    bytes_copied: int = 0
+    metadata_written: tuple[str, ...] = ()
+    deleted_keys: tuple[str, ...] = ()
+    seconds: float = 0.0
+    warnings: tuple[str, ...] = ()
+    dry_run: bool = False
+    planned_keys: tuple[str, ...] = field(default=(), repr=False)
+    planned_bytes: int = 0
+
+    def summary(self) -> str:
+        """One line for humans (what the CLI prints)."""
+        if self.dry_run:
+            return (
+                f"dry run: {self.source} ({self.source_layout}) -> {self.target} "
+                f"({self.target_format}): {self.arrays} arrays, {len(self.planned_keys)} keys "
+                f"to write, {self.planned_bytes} bytes"
+                + (f", {len(self.deleted_keys)} keys to delete" if self.deleted_keys else "")
+            )
+        return (
+            f"{self.source} ({self.source_layout}) -> {self.target} ({self.target_format}): "
+            f"{self.arrays} arrays, {self.chunks_copied} chunks copied, "
+            f"{self.chunks_skipped} skipped, {self.bytes_copied} bytes, "
+            f"{len(self.metadata_written)} metadata objects written"
+            + (f", {len(self.deleted_keys)} deleted" if self.deleted_keys else "")
+            + f" in {self.seconds:.2f} s"
+            + (f" ({len(self.warnings)} warnings)" if self.warnings else "")
+        )
+
+
+# ------------------------------------------------------------------ helpers
+def _check_format(value: str, what: str) -> str:
+    if value not in FORMATS:
+        raise InvalidModeError(f"invalid {what} {value!r}: expected 'nczarr' or 'zarr'")
+    return value
+
+
+def _url_of(location: str | ZMap) -> str:
+    return location.url if isinstance(location, ZMap) else str(location)
+
+
+def _open(
+    location: str | ZMap, mode: str, options: Mapping[str, Any] | None, stack: ExitStack
+) -> ZMap:
+    """A map for ``location``; maps we open are closed (flushed) by ``stack``."""
+    if isinstance(location, ZMap):
+        return location
+    from .maps.open import open_map
+
+    zmap = open_map(location, mode=mode, **dict(options or {}))
+    stack.callback(zmap.close)
+    return zmap
+
+
+def _parsed(location: str | ZMap) -> Any:
+    if isinstance(location, ZMap):
+        return None
+    from .urls import parse_url
+
+    return parse_url(location)
+
+
+def _check_distinct(src: ZMap, dst: ZMap, dst_url: str) -> None:
+    a, b = src.url.rstrip("/"), dst.url.rstrip("/")
+    if a == b or b.startswith(a + "/") or a.startswith(b + "/"):
+        raise InvalidModeError(
+            f"source {src.url!r} and target {dst_url!r} overlap; use migrate() to rewrite "
+            "a store in place"
+        )
+
+
+def _is_empty(zmap: ZMap) -> bool:
+    return not zmap.search("")
+
+
+def _translate(zmap: ZMap, fmt: str, noxarray: bool, consolidated: bool | None) -> Any:
+    from .view import view
+
+    return view(zmap, mode=fmt, noxarray=noxarray, consolidated=consolidated)
+
+
+# ------------------------------------------------------------------ convert
+def convert(
+    src: str | ZMap,
+    dst: str | ZMap,
+    mode: str | None = None,
+    *,
+    workers: int = 8,
+    overwrite: bool = False,
+    resume: bool = False,
+    dry_run: bool = False,
+    include: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
+    progress: Callable[[int, int], object] | None = None,
+    noxarray: bool | None = None,
+    consolidated: bool | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    target_options: Mapping[str, Any] | None = None,
+) -> ConvertReport:
+    """Convert the dataset at ``src`` into ``mode`` format at ``dst``.
+
+    Parameters
+    ----------
+    src, dst
+        URLs (``file:///x.zip#mode=nczarr,zip``, ``s3://bucket/key``, plain paths)
+        or open maps. Any layout the readers accept is a valid source; ``src`` is
+        opened read-only and never modified.
+    mode
+        ``"nczarr"`` or ``"zarr"``. Omitted: the format of ``dst``'s ``#mode=``
+        fragment, else ``"nczarr"``.
+    workers
+        Concurrent chunk copies (memory holds at most ``2 * workers`` chunks).
+    overwrite
+        Replace a non-empty ``dst`` (its root metadata is removed first, then the rest).
+    resume
+        Continue an interrupted convert into ``dst``: chunks already there with
+        the source's size are skipped, everything else is (re)written.
+    dry_run
+        Plan only: the report lists ``planned_keys`` and ``planned_bytes``.
+    include, exclude
+        Variable (or group) FQNs or bare names to keep / leave out.
+    progress
+        ``progress(done, total)`` in chunk objects, called after each chunk.
+    noxarray, consolidated
+        Writer options (no ``_ARRAY_DIMENSIONS``; write ``.zmetadata``). ``None``:
+        from ``dst``'s fragment (``noxarray``, ``consolidated`` mode words).
+    storage_options, target_options
+        Extra options for opening ``src`` / ``dst`` from URLs (see ``open_map``).
+
+    Raises
+    ------
+    TargetExistsError
+        ``dst`` exists and is not empty, and neither ``overwrite`` nor ``resume``
+        was given. Nothing is changed.
+    InvalidModeError
+        Bad ``mode``, ``overwrite`` together with ``resume``, overlapping source
+        and target, or an include/exclude pattern that matches nothing.
+    """
+    start = time.perf_counter()
+    parsed = _parsed(dst)
+    fmt = mode if mode is not None else (parsed.format if parsed is not None else None)
+    fmt = _check_format(fmt or "nczarr", "mode")
+    if overwrite and resume:
+        raise InvalidModeError("overwrite=True and resume=True exclude each other")
+    if noxarray is None:
+        noxarray = parsed is not None and not parsed.xarray_dimensions
+    if consolidated is None and parsed is not None and parsed.consolidated:
+        consolidated = True
+    src_url, dst_url = _url_of(src), _url_of(dst)
+    with ExitStack() as stack:
+        src_map = _open(src, "r", storage_options, stack)
+        translated = _translate(src_map, fmt, noxarray, consolidated)
+        plan = build_plan(
+            translated,
+            target_format=fmt,
+            include=include,
+            exclude=exclude,
+            noxarray=noxarray,
+            consolidated=consolidated,
+        )
+        source = translated.source
+        report = ConvertReport(
+            source=src_url,
+            target=dst_url,
+            source_layout=translated.dataset.layout,
+            target_format=fmt,
+            arrays=plan.arrays,
+            warnings=plan.warnings,
+        )
+        if dry_run:
+            report.dry_run = True
+            report.planned_keys = plan.keys
+            report.planned_bytes = (
+                sum(source.getsize(k) for k in plan.chunk_keys) + plan.metadata_bytes
+            )
+            report.seconds = time.perf_counter() - start
+            return report
+        dst_map = _open(dst, "a", target_options, stack)
+        _check_distinct(src_map, dst_map, dst_url)
+        if not _is_empty(dst_map):
+            if overwrite:
+                # Root first: a killed overwrite must not leave an old root over new chunks.
+                delete_keys(dst_map, _ROOT_OBJECTS)
+                dst_map.clear()
+            elif not resume:
+                raise TargetExistsError(
+                    f"target {dst_url!r} exists and is not empty: pass overwrite=True to "
+                    "replace it, or resume=True to continue an interrupted convert"
+                )
+        stats = copy_chunks(
+            source, dst_map, plan.chunk_keys, workers=workers, resume=resume, progress=progress
+        )
+        written = write_metadata(dst_map, plan.metadata)
+        dst_map.flush()
+    report.chunks_copied = stats.copied
+    report.chunks_skipped = stats.skipped
+    report.bytes_copied = stats.bytes
+    report.metadata_written = tuple(written)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+# ------------------------------------------------------------------ migrate
+def _legacy_keys(zmap: ZMap, dataset: Any, metadata: Mapping[str, bytes]) -> list[str]:
+    """Existing metadata objects the new layout does not use, safe to delete.
+
+    A standard Zarr object (``.zarray``, ``.zattrs``, ``.zgroup``) is deleted only at a
+    node the new metadata describes, so an array the writer could not translate
+    keeps what makes it readable; NCZarr V1 objects and stale ``.zmetadata`` always go.
+    """
+    nodes = {key.rpartition("/")[0] for key in metadata}
+    out = []
+    for key in legacy_candidates(dataset):
+        if key in metadata:
+            continue
+        node, _, name = key.rpartition("/")
+        stale = name in V1_OBJECT_NAMES or name == ".zmetadata" or node in nodes
+        if stale and key in zmap:
+            out.append(key)
+    return out
+
+
+def migrate(
+    url: str | ZMap,
+    to: str = "nczarr",
+    dry_run: bool = False,
+    *,
+    progress: Callable[[int, int], object] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> ConvertReport:
+    """Rewrite the metadata of the store at ``url`` in place, as current NCZarr or pure Zarr.
+
+    ``to="nczarr"`` upgrades a legacy NCZarr store (layouts ``nczarr-v1``,
+    ``nczarr-v2-keys``) to the layout netcdf-c 4.10 opens read-write; ``to="zarr"``
+    turns NCZarr into pure Zarr (and back with ``to="nczarr"``). Only metadata
+    objects are read, written or deleted: the cost does not depend on the number of
+    chunks.
+
+    Order: new metadata (arrays, groups, root last), skipping objects that already
+    hold the right bytes, then deletion of the legacy objects the new layout does
+    not use. Killed at any point, the store still reads (per-object mixed layouts)
+    and a rerun finishes the job; a second run changes nothing.
+
+    Parameters
+    ----------
+    progress
+        ``progress(done, total)`` in metadata objects written or deleted.
+    """
+    start = time.perf_counter()
+    fmt = _check_format(to, "target format")
+    with ExitStack() as stack:
+        zmap = _open(url, "r" if dry_run else "r+", storage_options, stack)
+        translated = _translate(zmap, fmt, False, None)
+        dataset = translated.dataset
+        metadata = translated.metadata
+        order = order_metadata(metadata)
+        changed = []
+        for key in order:
+            try:
+                if zmap[key] == metadata[key]:
+                    continue
+            except KeyError:
+                pass
+            changed.append(key)
+        legacy = _legacy_keys(zmap, dataset, metadata)
+        report = ConvertReport(
+            source=_url_of(url),
+            target=_url_of(url),
+            source_layout=dataset.layout,
+            target_format=fmt,
+            arrays=sum(1 for _ in dataset.root.all_variables()),
+            warnings=tuple(translated.warnings),
+        )
+        if dry_run:
+            report.dry_run = True
+            report.planned_keys = tuple(changed)
+            report.planned_bytes = sum(len(metadata[k]) for k in changed)
+            report.deleted_keys = tuple(legacy)
+            report.seconds = time.perf_counter() - start
+            return report
+        total = len(changed) + len(legacy)
+        done = 0
+
+        def step() -> None:
+            nonlocal done
+            done += 1
+            if progress is not None:
+                progress(done, total)
+
+        written = write_metadata(
+            zmap, ((k, bytes(metadata[k])) for k in changed), skip_equal=True, progress=step
+        )
+        deleted = delete_keys(zmap, legacy, progress=step)
+        zmap.flush()
+    report.metadata_written = tuple(written)
+    report.deleted_keys = tuple(deleted)
+    report.seconds = time.perf_counter() - start
+    return report
