@@ -1,0 +1,281 @@
+"""Load a store's metadata objects, detect its format, read it into the netCDF-4 model.
+
+The I/O side of reading; everything after :func:`load_metadata` is pure
+(:mod:`nczarr.translate`). Public: :func:`detect`, :func:`read`,
+:class:`FormatInfo`, and :func:`load_metadata` for tools that need the raw JSON.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import urlparse
+
+from .errors import InvalidKeyError, MetadataError, UnsupportedError
+from .maps.base import ZMap, normalize_key
+from .translate.attrs import parse_json
+from .translate.conventions import (
+    ARRAYS_ALT,
+    GROUP_KEYS,
+    GROUPS_ALT,
+    V1_ARRAY_NAMES,
+    V1_ATTR_NAMES,
+    V1_GROUP,
+    V1_SUPERBLOCK,
+    ZARR_JSON,
+    ZARRAY,
+    ZATTRS,
+    ZGROUP,
+    ZMETADATA,
+)
+from .translate.detect import FormatInfo, detect_format, nczarr_key, object_key
+from .translate.model import Dataset
+
+__all__ = ["FormatInfo", "load_metadata", "detect", "read"]
+
+_ROOT_OBJECTS = (
+    ZMETADATA,
+    ZARR_JSON,
+    ZGROUP,
+    ZATTRS,
+    ZARRAY,
+    V1_SUPERBLOCK,
+    V1_GROUP,
+    *V1_ATTR_NAMES,
+)
+_GROUP_OBJECTS = (ZGROUP, ZATTRS)
+_ARRAY_OBJECTS = (ZARRAY, ZATTRS)
+_UNKNOWN_OBJECTS = (ZGROUP, ZARRAY, ZATTRS)
+_V1_GROUP_OBJECTS = (V1_GROUP, *V1_ATTR_NAMES)
+_V1_ARRAY_OBJECTS = (*V1_ARRAY_NAMES, *V1_ATTR_NAMES)
+
+
+def _parse_into(meta: dict[str, Any], raw: dict[str, bytes], url: str) -> None:
+    for key, data in raw.items():
+        try:
+            meta[key] = parse_json(data, key=key)
+        except MetadataError as exc:
+            raise MetadataError(f"{url}: {exc}") from None
+
+
+def _listed_children(meta: dict[str, Any], prefix: str, v1: bool) -> list[tuple[str, str]] | None:
+    """``[(name, kind)]`` from the node's NCZarr group list, or None if it has none."""
+    content = meta.get(object_key(prefix, V1_GROUP)) if v1 else None
+    if not isinstance(content, dict):
+        try:
+            content, _ = nczarr_key(meta, prefix, GROUP_KEYS, ZGROUP)
+        except MetadataError:
+            return None
+    if not isinstance(content, dict):
+        return None
+    out: list[tuple[str, str]] = []
+    for alts, kind in ((ARRAYS_ALT, "array"), ((*GROUPS_ALT, "subgroups"), "group")):
+        names = next((content[a] for a in alts if a in content), [])
+        if not isinstance(names, list) or not all(_valid_name(n) for n in names):
+            return None
+        out.extend((n, kind) for n in names)
+    return out
+
+
+def _valid_name(name: Any) -> bool:
+    return isinstance(name, str) and bool(name) and "/" not in name and name not in (".", "..")
+
+
+def _load_consolidated(meta: dict[str, Any], url: str) -> None:
+    content = meta[ZMETADATA]
+    entries = content.get("metadata") if isinstance(content, dict) else None
+    if not isinstance(entries, dict):
+        raise MetadataError(f"{url}: '{ZMETADATA}' must hold {{'metadata': {{...}}}}")
+    for key, value in entries.items():
+        try:
+            nkey = normalize_key(key)
+        except InvalidKeyError as exc:
+            raise MetadataError(f"{url}: '{ZMETADATA}' holds an invalid key: {exc}") from None
+        if isinstance(value, str | bytes):  # some writers nest JSON text
+            value = parse_json(value, key=f"{ZMETADATA}:{nkey}")
+        meta[nkey] = value
+
+
+def _load_v3(zmap: ZMap, meta: dict[str, Any], url: str) -> None:
+    pending = [""]
+    while pending:
+        candidates = []
+        for prefix in pending:
+            candidates.extend(
+                object_key(prefix, name)
+                for name in zmap.search(prefix)
+                if not name.startswith(".") and name != ZARR_JSON
+            )
+        raw = zmap.getitems(object_key(c, ZARR_JSON) for c in candidates)
+        _parse_into(meta, raw, url)
+        pending = [
+            c
+            for c in candidates
+            if isinstance(meta.get(object_key(c, ZARR_JSON)), dict)
+            and meta[object_key(c, ZARR_JSON)].get("node_type") == "group"
+        ]
+
+
+def load_metadata(zmap: ZMap) -> dict[str, Any]:
+    """Parsed JSON of every metadata object of a store, keyed by normalized map key.
+
+    Keys look like ``".zgroup"``, ``"g/v/.zarray"``, ``".nczarr"``. When
+    ``.zmetadata`` exists its entries are used (and ``".zmetadata"`` is kept in the
+    result, which is how :func:`detect` knows). Otherwise the tree is walked one
+    level at a time: NCZarr group lists say which children to fetch (V1
+    ``.nczgroup``, ``_nczarr_group`` in ``.zattrs`` or ``.zgroup``); groups without
+    one are listed with ``zmap.search``. Each level's objects are fetched with one
+    ``zmap.getitems`` call (concurrent on network maps).
+
+    Raises
+    ------
+    MetadataError
+        An object is not valid JSON (the message names the URL and the key).
+    """
+    url = zmap.url
+    meta: dict[str, Any] = {}
+    _parse_into(meta, zmap.getitems(_ROOT_OBJECTS), url)
+    if ZMETADATA in meta:
+        _load_consolidated(meta, url)
+        return meta
+    if ZARR_JSON in meta:
+        _load_v3(zmap, meta, url)
+        return meta
+    if ZARRAY in meta:
+        return meta
+    v1 = V1_SUPERBLOCK in meta
+    pending = [""]
+    while pending:
+        wanted: list[str] = []
+        kinds: dict[str, str] = {}
+        for prefix in pending:
+            listed = _listed_children(meta, prefix, v1)
+            if listed is None:
+                listed = [(n, "unknown") for n in zmap.search(prefix) if not n.startswith(".")]
+            for name, kind in listed:
+                child = object_key(prefix, name)
+                kinds[child] = kind
+                names: Iterable[str] = {
+                    "array": _ARRAY_OBJECTS,
+                    "group": _GROUP_OBJECTS,
+                    "unknown": _UNKNOWN_OBJECTS,
+                }[kind]
+                if v1:
+                    names = (*names, *(_V1_ARRAY_OBJECTS if kind != "group" else ()))
+                    names = (*names, *(_V1_GROUP_OBJECTS if kind != "array" else ()))
+                wanted.extend(object_key(child, n) for n in dict.fromkeys(names))
+        _parse_into(meta, zmap.getitems(wanted), url)
+        pending = []
+        for child, kind in kinds.items():
+            if kind == "array" or object_key(child, ZARRAY) in meta:
+                continue
+            if kind == "group" or any(
+                object_key(child, n) in meta for n in (ZGROUP, ZATTRS, V1_GROUP)
+            ):
+                pending.append(child)
+    return meta
+
+
+def _open(src: Any) -> tuple[ZMap, bool]:
+    if isinstance(src, ZMap):
+        return src, False
+    if isinstance(src, str | os.PathLike):
+        from .maps.open import open_map
+
+        return open_map(os.fspath(src), mode="r"), True
+    raise TypeError(f"expected a URL, a path or a ZMap, got {type(src).__name__}")
+
+
+def _with_url(exc: MetadataError, url: str) -> MetadataError:
+    text = str(exc)
+    if url in text:
+        return exc
+    return type(exc)(f"{url}: {text}")
+
+
+def _store_name(url: str) -> str:
+    parsed = urlparse(url)
+    if parsed.scheme == "memory":
+        return "data"
+    base = posixpath.basename(parsed.path.rstrip("/"))
+    for ext in (".zip", ".zarr", ".file", ".nczarr"):
+        if base.endswith(ext) and len(base) > len(ext):
+            base = base[: -len(ext)]
+    return base or "data"
+
+
+def _detect(zmap: ZMap) -> tuple[dict[str, Any], FormatInfo]:
+    meta = load_metadata(zmap)
+    try:
+        return meta, detect_format(meta)
+    except MetadataError as exc:
+        raise _with_url(exc, zmap.url) from None
+
+
+def detect(src: str | os.PathLike[str] | ZMap) -> FormatInfo:
+    """What a store is: format, NCZarr generation, Zarr version, provenance.
+
+    Parameters
+    ----------
+    src : str, path-like or ZMap
+        A netCDF-style URL or path (opened read-only with
+        :func:`nczarr.maps.open.open_map`), or an open map (left open).
+
+    Raises
+    ------
+    MetadataError
+        Not a Zarr store at all (empty directory, text file, a zip of something
+        else), or metadata that is not valid JSON; the message names the URL.
+    """
+    zmap, owned = _open(src)
+    try:
+        return _detect(zmap)[1]
+    finally:
+        if owned:
+            zmap.close()
+
+
+def read(src: str | os.PathLike[str] | ZMap) -> Dataset:
+    """Read any NCZarr or Zarr v2 store's metadata into the netCDF-4 model.
+
+    Parameters
+    ----------
+    src : str, path-like or ZMap
+        As for :func:`detect`.
+
+    Returns
+    -------
+    Dataset
+        ``Dataset.layout`` is the detected layout; ``Dataset.warnings`` lists what
+        was skipped or guessed (unsupported dtypes, unknown codecs, fallbacks).
+
+    Raises
+    ------
+    MetadataError, DimensionConflictError
+        Malformed metadata (the message names the URL, the key and the problem).
+    UnsupportedError
+        Zarr v3 stores (detected, not yet translated).
+    """
+    zmap, owned = _open(src)
+    try:
+        meta, info = _detect(zmap)
+        if info.zarr_format == 3:
+            raise UnsupportedError(
+                f"{zmap.url}: Zarr v3 store detected; reading Zarr v3 into the netCDF model "
+                "is not supported yet"
+            )
+        try:
+            if info.format == "nczarr":
+                from .translate.read_nczarr import read_nczarr
+
+                return read_nczarr(meta, info)
+            from .translate.read_zarr import read_zarr
+
+            return read_zarr(meta, info, name=_store_name(zmap.url))
+        except MetadataError as exc:
+            raise _with_url(exc, zmap.url) from None
+    finally:
+        if owned:
+            zmap.close()

@@ -1,0 +1,385 @@
+"""Typed netCDF attributes <-> Zarr JSON attribute values (NCZarr Appendix C).
+
+Decode side (readers): :func:`decode_attribute` turns one ``.zattrs`` entry, plus
+the type recorded in ``_nczarr_attr.types`` when there is one, into a model
+:class:`~nczarr.translate.model.Attribute`; without a recorded type the type is
+inferred as netcdf-c 4.10 does (:func:`infer_type`), with the improvements listed
+there.
+
+Encode side (writers): :func:`encode_attribute` gives the JSON value and the type
+code to record for a model attribute; :func:`attribute_type_code` gives just the
+code.
+
+JSON helpers: :func:`parse_json` is the lenient loader every reader uses (accepts
+netcdf-c's ``NaN`` and ``[0.,1.]`` forms and remembers the exact text of every
+real number), :func:`json_text` serialises a JSON value the way netcdf-c does,
+which is the text netCDF shows for a JSON-valued ``char`` attribute.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from ..errors import MetadataError, UnsupportedError
+from .conventions import LEGACY_CHAR_DTYPES, V1_TYPE_CODES
+from .dtypes import INT_RANGES, coerce_float, coerce_int, nc_to_zarr_dtype, parse_dtype
+from .model import NUMERIC_TYPES, Attribute
+
+__all__ = [
+    "JSONFloat",
+    "parse_json",
+    "json_text",
+    "attribute_nc_type",
+    "attribute_type_code",
+    "infer_type",
+    "decode_attribute",
+    "encode_attribute",
+]
+
+#: Pseudo type of ``"|J0"``: an arbitrary JSON value, shown in netCDF as char text.
+JSON_PSEUDO_TYPE = "json"
+
+
+class JSONFloat(float):
+    """A float that remembers the exact JSON text it was parsed from.
+
+    ``json_text`` writes that text back, so a JSON-valued char attribute written by
+    netcdf-c as ``[1.0,0.0]`` is shown as ``[1.0,0.0]`` and not ``[1.0, 0.0]``.
+    Everything else treats it as an ordinary float.
+    """
+
+    __slots__ = ("text",)
+
+    def __new__(cls, text: str) -> JSONFloat:
+        obj = super().__new__(cls, text)
+        obj.text = text
+        return obj
+
+
+# Non-RFC forms netcdf-c writes or accepts: "1." and ".5" numbers, nan/inf in any case.
+_TRAILING_DOT = re.compile(r"(?<=\d)\.(?![0-9])")
+_LEADING_DOT = re.compile(r"(?<![0-9A-Za-z_])\.(?=[0-9])")
+_NAN = re.compile(r"(?<![A-Za-z_])nan(?![A-Za-z_])", re.IGNORECASE)
+_INF = re.compile(r"(?<![A-Za-z_])inf(inity)?(?![A-Za-z_])", re.IGNORECASE)
+
+
+def _relax(text: str) -> str:
+    """Rewrite non-RFC number forms outside string literals into RFC JSON."""
+    out: list[str] = []
+    i = 0
+    n = len(text)
+    while i < n:
+        quote = text.find('"', i)
+        chunk = text[i:] if quote < 0 else text[i:quote]
+        chunk = _TRAILING_DOT.sub(".0", chunk)
+        chunk = _LEADING_DOT.sub("0.", chunk)
+        chunk = _NAN.sub("NaN", chunk)
+        chunk = _INF.sub("Infinity", chunk)
+        out.append(chunk)
+        if quote < 0:
+            break
+        j = quote + 1
+        while j < n and text[j] != '"':
+            j += 2 if text[j] == "\\" else 1
+        out.append(text[quote : j + 1])
+        i = j + 1
+    return "".join(out)
+
+
+def parse_json(data: bytes | str, *, key: str = "") -> Any:
+    """Parse a metadata object leniently; raise :class:`MetadataError` naming ``key``.
+
+    Real numbers become :class:`JSONFloat` (plain floats that keep their text).
+    ``NaN``/``Infinity`` (any case), ``1.`` and ``.5`` are accepted, as netcdf-c's
+    own parser does.
+    """
+    where = f"{key!r}: " if key else ""
+    if isinstance(data, bytes | bytearray | memoryview):
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise MetadataError(f"{where}metadata is not UTF-8 text ({exc})") from None
+    else:
+        text = data
+    try:
+        return json.loads(text, parse_float=JSONFloat)
+    except json.JSONDecodeError as exc:
+        relaxed = _relax(text)
+        if relaxed != text:
+            try:
+                return json.loads(relaxed, parse_float=JSONFloat)
+            except json.JSONDecodeError:
+                pass
+        raise MetadataError(f"{where}invalid JSON: {exc}") from None
+    except RecursionError:
+        raise MetadataError(f"{where}invalid JSON: nested too deeply") from None
+
+
+def json_text(value: Any) -> str:
+    """Serialise a JSON value as netcdf-c does (the text of a JSON-valued char attribute).
+
+    Dict entries are separated by ``", "`` and ``": "``, list items by ``","``;
+    numbers keep the text they were parsed from (:class:`JSONFloat`); NaN and
+    infinities are written ``NaN``/``Infinity``/``-Infinity``.
+    """
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, JSONFloat):
+        return value.text
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return repr(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, dict):
+        items = (f"{json_text(str(k))}: {json_text(v)}" for k, v in value.items())
+        return "{" + ", ".join(items) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(json_text(v) for v in value) + "]"
+    raise TypeError(f"not a JSON value: {value!r}")
+
+
+def attribute_nc_type(code: Any) -> str:
+    """The netCDF type named by an ``_nczarr_attr`` type code.
+
+    Accepts dtype strings of every generation (``"<i4"``, ``">S1"`` = char,
+    ``"|S<n>"`` = string, legacy ``"<U1"`` = char), V1 decimal ``nc_type`` codes
+    (``"4"`` or ``4``), and ``"|J0"`` (returned as ``"json"``: char text).
+
+    Raises
+    ------
+    ValueError
+        The code names no netCDF type.
+    """
+    if isinstance(code, int) and not isinstance(code, bool):
+        code = str(code)
+    if not isinstance(code, str):
+        raise ValueError(f"attribute type {code!r} is not a string")
+    if code in V1_TYPE_CODES:
+        return V1_TYPE_CODES[code]
+    if code.endswith("J0"):
+        return JSON_PSEUDO_TYPE
+    if code in LEGACY_CHAR_DTYPES:
+        return "char"
+    try:
+        return parse_dtype(code, nczarr=True).nc_type
+    except (UnsupportedError, MetadataError):
+        raise ValueError(f"attribute type {code!r} names no netCDF type") from None
+
+
+def attribute_type_code(nc_type: str, maxstrlen: int = 128) -> str:
+    """The ``_nczarr_attr.types`` code netcdf-c records for an attribute of ``nc_type``.
+
+    Numeric types use little-endian dtype strings (``"<i4"``; ``"|i1"`` for 1-byte
+    types), char is ``">S1"``, string is ``"|S<maxstrlen>"``.
+    """
+    if nc_type == "string":
+        return f"|S{maxstrlen}"
+    return nc_to_zarr_dtype(nc_type, "little", nczarr=True)
+
+
+def _smallest_int_type(values: list[int]) -> str | None:
+    low, high = min(values), max(values)
+    for candidate in ("int", "uint", "int64", "uint64"):
+        lo, hi = INT_RANGES[candidate]
+        if lo <= low and high <= hi:
+            return candidate
+    return None
+
+
+def _is_atom(value: Any) -> bool:
+    return isinstance(value, bool | int | float | str)
+
+
+def infer_type(value: Any) -> str:
+    """The netCDF type of an untyped JSON attribute value (pure Zarr).
+
+    netcdf-c 4.10's rules (Appendix C), with three deliberate improvements:
+
+    * integers -> the smallest of int, uint, int64, uint64 holding *every* element
+      (netcdf-c looks at the first element only and wraps the rest); larger -> double;
+    * a numeric list mixing ints and reals -> double (netcdf-c truncates to int);
+    * a list mixing numbers and strings -> char holding the JSON text (netcdf-c
+      fails to convert).
+
+    Reals -> double; booleans -> ubyte; a string -> char; a list of strings ->
+    string; dicts, ``null``, nested or empty lists -> char holding the JSON text.
+    """
+    if isinstance(value, bool):
+        return "ubyte"
+    if isinstance(value, int):
+        return _smallest_int_type([value]) or "double"
+    if isinstance(value, float):
+        return "double"
+    if isinstance(value, str):
+        return "char"
+    if isinstance(value, list) and value and all(_is_atom(v) for v in value):
+        if all(isinstance(v, str) for v in value):
+            return "string"
+        if any(isinstance(v, str) for v in value):
+            return "char"
+        if all(isinstance(v, bool) for v in value):
+            return "ubyte"
+        if any(isinstance(v, float) for v in value):
+            return "double"
+        return _smallest_int_type([int(v) for v in value]) or "double"
+    return "char"
+
+
+def _decode_as(nc_type: str, value: Any) -> Any:
+    """Convert a JSON value to the model value of ``nc_type`` (ValueError if impossible)."""
+    if nc_type in ("char", JSON_PSEUDO_TYPE):
+        return value if isinstance(value, str) else json_text(value)
+    if nc_type == "string":
+        items = value if isinstance(value, list) else [value]
+        return tuple(v if isinstance(v, str) else json_text(v) for v in items)
+    if nc_type not in NUMERIC_TYPES:
+        raise ValueError(f"unknown type {nc_type!r}")
+    items = value if isinstance(value, list) else [value]
+    if nc_type in ("float", "double"):
+        return tuple(_checked_float(v) for v in items)
+    return tuple(coerce_int(v, nc_type) for v in items)
+
+
+def _checked_float(value: Any) -> float:
+    if not _is_atom(value):
+        raise ValueError(f"{json_text(value)} is not a number")
+    return coerce_float(value)
+
+
+def decode_attribute(
+    name: str,
+    value: Any,
+    type_code: Any = None,
+    *,
+    default_type: str | None = None,
+    key: str = "",
+) -> Attribute:
+    """Decode one Zarr attribute into a typed model attribute.
+
+    Parameters
+    ----------
+    name, value : str, Any
+        The ``.zattrs`` entry.
+    type_code : Any, optional
+        The entry of ``_nczarr_attr.types`` (or V1 ``.nczattr``) for ``name``.
+    default_type : str, optional
+        Type to use when ``type_code`` is absent (a variable's type for its
+        ``_FillValue``, as netcdf-c does).
+    key : str
+        The ``.zattrs`` key, for error messages.
+
+    Returns
+    -------
+    Attribute
+        ``char`` -> ``str``; ``string`` -> ``tuple[str, ...]``; numeric -> tuple of
+        ``int``/``float``. A char attribute stored as a JSON number, boolean, list or
+        dict (netcdf-c's JSON convention) becomes its JSON text (``17`` -> ``"17"``,
+        where netcdf-c keeps one character). ``"|J0"`` user attributes become char
+        text too.
+
+    Raises
+    ------
+    MetadataError
+        The type code is unknown, or the value cannot be converted to the type.
+    """
+    where = f"{key!r}: attribute {name!r}" if key else f"attribute {name!r}"
+    if type_code is not None:
+        try:
+            nc_type = attribute_nc_type(type_code)
+        except ValueError as exc:
+            raise MetadataError(f"{where}: {exc}") from None
+    elif default_type is not None:
+        nc_type = default_type
+    else:
+        nc_type = infer_type(value)
+    try:
+        decoded = _decode_as(nc_type, value)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise MetadataError(
+            f"{where}: cannot read {json_text_safe(value)} as {nc_type}: {exc}"
+        ) from None
+    if nc_type == JSON_PSEUDO_TYPE:
+        nc_type = "char"
+    return Attribute(name, nc_type, decoded)
+
+
+def json_text_safe(value: Any, limit: int = 80) -> str:
+    """``json_text`` for messages: never raises, truncated to ``limit`` characters."""
+    try:
+        text = json_text(value)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _json_number(value: Any, nc_type: str) -> Any:
+    if nc_type in ("float", "double"):
+        number = float(value)
+        if math.isnan(number):
+            return "NaN"
+        if math.isinf(number):
+            return "Infinity" if number > 0 else "-Infinity"
+        return number
+    return int(value)
+
+
+def encode_attribute(
+    attr: Attribute, *, typed: bool = True, maxstrlen: int = 128
+) -> tuple[Any, str]:
+    """The JSON value to store for ``attr`` and the type code to record for it.
+
+    Parameters
+    ----------
+    attr : Attribute
+        A model attribute.
+    typed : bool
+        True for NCZarr (the type code is recorded in ``_nczarr_attr``): a char
+        value that parses as a JSON object or array is stored as that JSON
+        (netcdf-c's convention, so Zarr readers see structure); a one-element
+        string attribute is stored as a JSON string. False for pure Zarr: the JSON
+        is chosen so that :func:`infer_type` gives the type back where it can (char
+        stays a JSON string, string is always a JSON list).
+    maxstrlen : int
+        Width recorded for string attributes (``"|S<maxstrlen>"``).
+
+    Returns
+    -------
+    (json_value, type_code)
+        NaN and infinities are encoded as ``"NaN"``/``"Infinity"``/``"-Infinity"``.
+    """
+    code = attribute_type_code(attr.type, maxstrlen)
+    if attr.type == "char":
+        text = attr.value if isinstance(attr.value, str) else str(attr.value)
+        if typed:
+            try:
+                parsed = json.loads(text, parse_float=JSONFloat, parse_constant=_reject)
+            except (ValueError, RecursionError):
+                parsed = None
+            if isinstance(parsed, dict | list):
+                return parsed, code
+        return text, code
+    if attr.type == "string":
+        values = [attr.value] if isinstance(attr.value, str) else list(attr.value)
+        if typed and len(values) == 1:
+            return values[0], code
+        return values, code
+    values = list(attr.value) if isinstance(attr.value, tuple | list) else [attr.value]
+    encoded = [_json_number(v, attr.type) for v in values]
+    return (encoded[0] if len(encoded) == 1 else encoded), code
+
+
+def _reject(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")

@@ -1,0 +1,119 @@
+"""Codec (compressor/filter) configs: normalise what netcdf-c wrote so numcodecs decodes it.
+
+netcdf-c writes codec configs numcodecs misreads:
+
+* 4.9.0-4.9.3 wrote integer parameters as JSON strings (``{"id": "zlib",
+  "level": "5"}``), which numcodecs rejects (netcdf-c issue #3200);
+* every version writes ``{"id": "shuffle", "elementsize": 0}``, meaning "the
+  dtype's size"; numcodecs treats 0 as a no-op and silently returns wrong numbers.
+
+:func:`normalize_codec` fixes both; :func:`normalize_codecs` does a whole
+``compressor`` + ``filters`` pair, keeping the order, and reports codecs numcodecs
+does not know (they are kept unchanged: the metadata is still valid, only the data
+cannot be decoded here).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..errors import MetadataError
+
+__all__ = ["normalize_codec", "normalize_codecs", "is_known_codec", "STRING_PARAMETERS"]
+
+#: Parameters whose values are genuinely strings and must never become numbers.
+STRING_PARAMETERS = frozenset({"id", "cname", "dtype", "astype", "format", "encoding", "mode"})
+
+_INT = re.compile(r"^\s*[-+]?\d+\s*$")
+_FLOAT = re.compile(r"^\s*[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?\s*$")
+
+
+def _number(text: str) -> Any:
+    if _INT.match(text):
+        return int(text)
+    if _FLOAT.match(text):
+        return float(text)
+    return text
+
+
+def is_known_codec(codec_id: str) -> bool:
+    """Whether numcodecs (as installed) has a codec registered under ``codec_id``."""
+    try:
+        from numcodecs.registry import codec_registry
+    except ImportError:  # pragma: no cover - numcodecs is a hard dependency
+        return False
+    return codec_id in codec_registry
+
+
+def normalize_codec(config: Any, itemsize: int) -> dict[str, Any]:
+    """A numcodecs-ready copy of one codec config.
+
+    Parameters
+    ----------
+    config : dict
+        The stored config (``{"id": ..., <params>}``). Not modified.
+    itemsize : int
+        Bytes per element of the array's dtype.
+
+    Returns
+    -------
+    dict
+        Parameters given as numeric strings become numbers (``"level": "5"`` ->
+        ``5``); a shuffle ``elementsize`` that is missing, zero, negative or not a
+        number becomes ``itemsize``. Everything else is kept as stored.
+
+    Raises
+    ------
+    MetadataError
+        ``config`` is not a dict with a string ``"id"``.
+    """
+    if not isinstance(config, dict):
+        raise MetadataError(f"codec config must be a JSON object, got {config!r}")
+    codec_id = config.get("id")
+    if not isinstance(codec_id, str) or not codec_id:
+        raise MetadataError(f"codec config {config!r} has no string 'id'")
+    out: dict[str, Any] = {}
+    for name, value in config.items():
+        if isinstance(value, str) and name not in STRING_PARAMETERS:
+            value = _number(value)
+        out[name] = value
+    if codec_id == "shuffle":
+        size = out.get("elementsize")
+        if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
+            out["elementsize"] = itemsize
+    return out
+
+
+def normalize_codecs(
+    compressor: Any, filters: Any, itemsize: int, *, where: str = ""
+) -> tuple[dict[str, Any] | None, tuple[dict[str, Any], ...], list[str]]:
+    """Normalise a ``.zarray``'s ``compressor`` and ``filters``.
+
+    Returns ``(compressor, filters, warnings)``: the normalised compressor (or
+    ``None``), the filters in stored order, and one warning per codec numcodecs
+    does not know. ``where`` (the ``.zarray`` key) prefixes messages.
+
+    Raises
+    ------
+    MetadataError
+        ``filters`` is not a list or null, or a config is malformed.
+    """
+    prefix = f"{where}: " if where else ""
+    if filters is None:
+        filters = []
+    if not isinstance(filters, list):
+        raise MetadataError(f"{prefix}'filters' must be a list or null, got {filters!r}")
+    warnings: list[str] = []
+    try:
+        out_filters = tuple(normalize_codec(f, itemsize) for f in filters)
+        out_compressor = None if compressor is None else normalize_codec(compressor, itemsize)
+    except MetadataError as exc:
+        raise MetadataError(f"{prefix}{exc}") from None
+    for codec in (*out_filters, *([out_compressor] if out_compressor else [])):
+        if not is_known_codec(codec["id"]):
+            warnings.append(
+                f"{prefix}codec {codec['id']!r} is not known to numcodecs; kept as stored, "
+                "but the data cannot be decoded here"
+            )
+    return out_compressor, out_filters, warnings

@@ -1,0 +1,306 @@
+"""Zarr v2 dtype strings <-> netCDF types, byte order, and fill value decoding.
+
+Pure functions shared by the readers and the writers. The mapping follows
+``shared/reference/netcdf-c-layouts.md`` section 4:
+
+* ``"<i4"``, ``">f8"``, ``"|u1"`` ... -> the numeric netCDF type, byte order kept;
+* ``">S1"`` -> ``char`` in NCZarr layouts (netcdf-c's marker), otherwise a string
+  of maximum length 1; ``"|S<n>"`` -> ``string`` with ``maxstrlen`` n;
+* ``"<U1"`` -> ``char`` in NCZarr layouts only (netcdf-c 4.8/4.9.0 wrote it);
+* ``"|b1"`` -> ``ubyte`` (0/1);
+* complex, datetime, timedelta, object, structured, ``"<U<n>"`` and ``f2`` have no
+  netCDF-4 equivalent: :class:`~nczarr.errors.UnsupportedError`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..errors import MetadataError, UnsupportedError
+from .conventions import CHAR_DTYPE_NCZARR, CHAR_DTYPE_ZARR, DTYPE_TO_NC, NC_TO_DTYPE
+
+__all__ = [
+    "ZarrDtype",
+    "INT_RANGES",
+    "parse_dtype",
+    "nc_to_zarr_dtype",
+    "decode_fill_value",
+    "encode_fill_value",
+    "coerce_int",
+    "coerce_float",
+]
+
+_DTYPE_RE = re.compile(r"^([<>|=]?)([a-zA-Z])(\d*)(\[[^\]]*\])?$")
+
+#: Inclusive value range of every integer netCDF type.
+INT_RANGES: dict[str, tuple[int, int]] = {
+    "byte": (-(2**7), 2**7 - 1),
+    "ubyte": (0, 2**8 - 1),
+    "short": (-(2**15), 2**15 - 1),
+    "ushort": (0, 2**16 - 1),
+    "int": (-(2**31), 2**31 - 1),
+    "uint": (0, 2**32 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+    "uint64": (0, 2**64 - 1),
+}
+
+_NO_EQUIVALENT = {
+    "c": "complex",
+    "M": "datetime64",
+    "m": "timedelta64",
+    "O": "object",
+    "V": "void/structured",
+    "U": "unicode",
+}
+
+
+@dataclass(frozen=True)
+class ZarrDtype:
+    """What a Zarr dtype string means in the netCDF-4 model.
+
+    Attributes
+    ----------
+    nc_type : str
+        One of :data:`nczarr.translate.model.NC_TYPES`.
+    endian : {"little", "big"}
+        Byte order of the stored elements (``"little"`` for 1-byte and text types).
+    itemsize : int
+        Bytes per element as stored (what a shuffle filter must use).
+    maxstrlen : int or None
+        For ``string``: the fixed width ``n`` of ``"|S<n>"``.
+    """
+
+    nc_type: str
+    endian: Literal["little", "big"]
+    itemsize: int
+    maxstrlen: int | None = None
+
+
+def parse_dtype(dtype: Any, *, nczarr: bool) -> ZarrDtype:
+    """Map a Zarr v2 ``dtype`` to a netCDF type.
+
+    Parameters
+    ----------
+    dtype : Any
+        The ``dtype`` value of a ``.zarray`` (normally a string; a list means a
+        structured dtype).
+    nczarr : bool
+        True when the dataset is NCZarr (any generation): then ``">S1"`` and the
+        legacy ``"<U1"`` mean ``char``. In pure Zarr ``">S1"`` is a 1-character string
+        and ``"<U1"`` has no netCDF equivalent (as in netcdf-c's pure mode).
+
+    Raises
+    ------
+    UnsupportedError
+        A valid dtype without a netCDF-4 equivalent (the reader skips the array).
+    MetadataError
+        ``dtype`` is not a dtype at all.
+    """
+    if isinstance(dtype, list):
+        raise UnsupportedError(f"structured dtype {dtype!r} has no netCDF-4 equivalent")
+    if not isinstance(dtype, str):
+        raise MetadataError(f"dtype must be a string, got {type(dtype).__name__} {dtype!r}")
+    match = _DTYPE_RE.match(dtype)
+    if not match:
+        raise MetadataError(f"invalid dtype {dtype!r}")
+    order, kind, size_text, unit = match.groups()
+    size = int(size_text) if size_text else 0
+    endian: Literal["little", "big"] = "big" if order == ">" else "little"
+    if unit or kind in ("M", "m"):
+        raise UnsupportedError(f"dtype {dtype!r} ({_NO_EQUIVALENT.get(kind, 'datetime')})")
+    if kind == "S":
+        if size < 1:
+            raise UnsupportedError(f"dtype {dtype!r}: zero-width strings have no equivalent")
+        if nczarr and dtype == CHAR_DTYPE_NCZARR:
+            return ZarrDtype("char", "little", 1)
+        return ZarrDtype("string", "little", size, maxstrlen=size)
+    if kind == "U":
+        if nczarr and size == 1:
+            return ZarrDtype("char", "little", 4)
+        raise UnsupportedError(f"dtype {dtype!r} (unicode) has no netCDF-4 equivalent")
+    if kind == "b" and size == 1:
+        return ZarrDtype("ubyte", "little", 1)
+    if kind in _NO_EQUIVALENT:
+        raise UnsupportedError(
+            f"dtype {dtype!r} ({_NO_EQUIVALENT[kind]}) has no netCDF-4 equivalent"
+        )
+    nc_type = DTYPE_TO_NC.get(f"{kind}{size}")
+    if nc_type is None:
+        if kind in "iufb":
+            raise UnsupportedError(f"dtype {dtype!r} has no netCDF-4 equivalent")
+        raise MetadataError(f"invalid dtype {dtype!r}")
+    if size == 1:
+        endian = "little"
+    return ZarrDtype(nc_type, endian, size)
+
+
+def nc_to_zarr_dtype(
+    nc_type: str,
+    endian: Literal["little", "big"] = "little",
+    maxstrlen: int | None = None,
+    *,
+    nczarr: bool = True,
+) -> str:
+    """The Zarr v2 dtype string for a netCDF type (the writer's direction).
+
+    1-byte types use ``"|"`` (zarr-python and tensorstore reject ``"<u1"``; netcdf-c
+    reads any prefix). ``char`` is ``">S1"`` in NCZarr and ``"|S1"`` in pure Zarr;
+    ``string`` is ``"|S<maxstrlen>"`` (default 128).
+    """
+    if nc_type == "char":
+        return CHAR_DTYPE_NCZARR if nczarr else CHAR_DTYPE_ZARR
+    if nc_type == "string":
+        return f"|S{maxstrlen or 128}"
+    code = NC_TO_DTYPE.get(nc_type)
+    if code is None:
+        raise UnsupportedError(f"netCDF type {nc_type!r} has no Zarr dtype")
+    if code.endswith("1"):
+        return f"|{code}"
+    return (">" if endian == "big" else "<") + code
+
+
+def coerce_int(value: Any, nc_type: str) -> int:
+    """Convert one JSON atom to an integer of ``nc_type``, checking the range.
+
+    Accepts ints, bools, integral floats, finite floats (truncated toward zero, as C
+    does) and numeric strings. Raises ``ValueError`` with a message otherwise.
+    """
+    if isinstance(value, bool):
+        result = int(value)
+    elif isinstance(value, int):
+        result = value
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{value!r} is not a finite number")
+        result = int(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            result = int(text)
+        except ValueError:
+            try:
+                result = int(float(text))
+            except (ValueError, OverflowError):
+                raise ValueError(f"{value!r} is not a number") from None
+    else:
+        raise ValueError(f"{value!r} is not a number")
+    low, high = INT_RANGES[nc_type]
+    if not low <= result <= high:
+        raise ValueError(f"{value!r} is out of range for {nc_type}")
+    return result
+
+
+_SPECIAL_FLOATS = {
+    "nan": math.nan,
+    "infinity": math.inf,
+    "+infinity": math.inf,
+    "-infinity": -math.inf,
+    "inf": math.inf,
+    "+inf": math.inf,
+    "-inf": -math.inf,
+}
+
+
+def coerce_float(value: Any) -> float:
+    """Convert one JSON atom to a Python float (``"NaN"``, ``"Infinity"`` accepted)."""
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float):
+        try:
+            return float(value)
+        except OverflowError:
+            return math.copysign(math.inf, value)
+    if isinstance(value, str):
+        special = _SPECIAL_FLOATS.get(value.strip().lower())
+        if special is not None:
+            return special
+        try:
+            return float(value)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a number") from None
+    raise ValueError(f"{value!r} is not a number")
+
+
+def decode_fill_value(value: Any, info: ZarrDtype, *, raw_text: bool) -> Any:
+    """Decode a ``.zarray`` ``fill_value`` into the model's Python value.
+
+    Parameters
+    ----------
+    value : Any
+        The JSON value (``None`` means no fill).
+    info : ZarrDtype
+        The array's parsed dtype.
+    raw_text : bool
+        How to read a text fill of a ``char``/``string`` array: netcdf-c (every
+        NCZarr layout) writes the raw text; zarr-python writes base64 of the bytes.
+        With ``raw_text=False`` a value that is valid base64 of UTF-8 text is decoded,
+        anything else is kept as raw text (lenient, because netcdf-c also writes pure
+        Zarr).
+
+    Returns
+    -------
+    None, int, float or str
+
+    Raises
+    ------
+    ValueError
+        The value cannot be converted (the caller names the key in a MetadataError).
+    """
+    if value is None:
+        return None
+    nc_type = info.nc_type
+    if nc_type in ("char", "string"):
+        if isinstance(value, bool):
+            raise ValueError(f"{value!r} is not a text fill value")
+        if isinstance(value, int):
+            if not 0 <= value < 0x110000:
+                raise ValueError(f"{value!r} is not a character code")
+            return chr(value)
+        if not isinstance(value, str):
+            raise ValueError(f"{value!r} is not a text fill value")
+        if raw_text or not value:
+            return value
+        return _maybe_base64(value)
+    if nc_type in ("float", "double"):
+        return coerce_float(value)
+    if info.nc_type == "ubyte" and isinstance(value, bool):
+        return int(value)
+    return coerce_int(value, nc_type)
+
+
+def _maybe_base64(text: str) -> str:
+    try:
+        raw = base64.b64decode(text, validate=True)
+        decoded = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return text
+    return decoded.rstrip("\x00")
+
+
+def encode_fill_value(value: Any, nc_type: str, *, nczarr: bool) -> Any:
+    """The JSON ``fill_value`` for a model fill value (the writer's direction).
+
+    NaN and infinities become ``"NaN"``/``"Infinity"``/``"-Infinity"`` (Zarr v2
+    spec); text fills are raw text for NCZarr (what netcdf-c reads) and base64 of the
+    UTF-8 bytes for pure Zarr (what zarr-python reads).
+    """
+    if value is None:
+        return None
+    if nc_type in ("char", "string"):
+        text = value if isinstance(value, str) else str(value)
+        if nczarr:
+            return text
+        return base64.b64encode(text.encode("utf-8")).decode("ascii")
+    if nc_type in ("float", "double"):
+        number = float(value)
+        if math.isnan(number):
+            return "NaN"
+        if math.isinf(number):
+            return "Infinity" if number > 0 else "-Infinity"
+        return number
+    return int(value)

@@ -1,0 +1,485 @@
+"""Pure Zarr v2 metadata -> the netCDF-4 model (and the array/attribute parsing NCZarr reuses).
+
+Rules (see the NCZarr spec, "Translation" and "Compatibility", and
+``shared/reference/netcdf-c-layouts.md`` section 2):
+
+* Groups are nodes with ``.zgroup`` (or only ``.zattrs``), arrays nodes with
+  ``.zarray``; missing intermediate groups are implied. Children are sorted by name.
+* Dimension names come from ``_ARRAY_DIMENSIONS``. A name used in a group is that
+  group's dimension, unless the nearest ancestor group that has a dimension of
+  that name has it with the same length (then it is shared). One name used with
+  two lengths in one group raises :class:`~nczarr.errors.DimensionConflictError`.
+* Arrays without names get one shared root dimension
+  ``_Anonymous_Dimension_<n>`` per distinct length ``n``.
+* Shape ``[]`` (with no or empty ``_ARRAY_DIMENSIONS``) and shape ``[1]`` with
+  ``["_scalar_"]`` are scalars.
+* An array whose dtype has no netCDF equivalent is skipped with a warning.
+* A store whose root is an array (no group) is exposed as a root group holding one
+  variable named after the store (``name``), with a warning saying so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import DimensionConflictError, MetadataError, UnsupportedError
+from .attrs import decode_attribute, json_text_safe
+from .codecs import normalize_codecs
+from .conventions import (
+    ANONYMOUS_DIM_PREFIX,
+    ARRAY_DIMENSIONS,
+    ATTR_KEYS,
+    FILLVALUE,
+    HIDDEN_ATTRIBUTES,
+    LAYOUT_ZARR,
+    SCALAR_DIM,
+    TYPES_KEY,
+    ZARR_JSON,
+    ZARRAY,
+    ZATTRS,
+    ZGROUP,
+)
+from .detect import FormatInfo, nczarr_key, object_key
+from .dtypes import ZarrDtype, decode_fill_value, parse_dtype
+from .model import Attribute, Dataset, Dimension, Group, Variable
+
+__all__ = [
+    "read_zarr",
+    "ArraySpec",
+    "parse_array_metadata",
+    "decode_attributes",
+    "attribute_types",
+    "group_fqn",
+    "TreeBuilder",
+]
+
+#: Hidden on read in addition to conventions.HIDDEN_ATTRIBUTES (Zarr v3 drafts of netcdf-c).
+_ALSO_HIDDEN = frozenset({"_nczarr_attrs", "_NCZARR_ATTRS"})
+
+
+def group_fqn(prefix: str) -> str:
+    """The netCDF FQN of the node at map prefix ``prefix`` (``""`` -> ``"/"``)."""
+    return "/" + prefix
+
+
+@dataclass(frozen=True)
+class ArraySpec:
+    """A validated ``.zarray``: everything a Variable needs except names and dimensions."""
+
+    shape: tuple[int, ...]
+    chunks: tuple[int, ...]
+    dtype: ZarrDtype
+    fill_value: Any
+    compressor: dict[str, Any] | None
+    filters: tuple[dict[str, Any], ...]
+    order: str
+    dimension_separator: str
+    warnings: tuple[str, ...] = ()
+
+
+def _int_list(value: Any, what: str, key: str, *, positive: bool) -> tuple[int, ...]:
+    if not isinstance(value, list):
+        raise MetadataError(f"{key!r}: {what!r} must be a list of integers, got {value!r}")
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, int) or item < (1 if positive else 0):
+            bound = "positive" if positive else "non-negative"
+            raise MetadataError(f"{key!r}: {what!r} must hold {bound} integers, got {value!r}")
+    return tuple(value)
+
+
+def parse_array_metadata(zarray: Any, key: str, *, nczarr: bool) -> ArraySpec:
+    """Validate one ``.zarray`` and decode its dtype, fill value and codecs.
+
+    Parameters
+    ----------
+    zarray : Any
+        Parsed JSON of the ``.zarray`` object at ``key``.
+    nczarr : bool
+        NCZarr dataset: ``">S1"``/``"<U1"`` are char and text fill values are raw.
+
+    Raises
+    ------
+    UnsupportedError
+        The dtype has no netCDF-4 equivalent (callers skip the array).
+    MetadataError
+        Anything malformed, naming ``key``.
+    """
+    if not isinstance(zarray, dict):
+        raise MetadataError(f"{key!r} must hold a JSON object, got {type(zarray).__name__}")
+    zarr_format = zarray.get("zarr_format", 2)
+    if zarr_format != 2:
+        raise MetadataError(f"{key!r}: zarr_format must be 2, got {zarr_format!r}")
+    for required in ("shape", "chunks", "dtype"):
+        if required not in zarray:
+            raise MetadataError(f"{key!r}: missing {required!r}")
+    shape = _int_list(zarray["shape"], "shape", key, positive=False)
+    chunks = _int_list(zarray["chunks"], "chunks", key, positive=True)
+    if len(chunks) != len(shape):
+        raise MetadataError(
+            f"{key!r}: 'chunks' {list(chunks)} and 'shape' {list(shape)} differ in rank"
+        )
+    try:
+        dtype = parse_dtype(zarray["dtype"], nczarr=nczarr)
+    except UnsupportedError as exc:
+        raise UnsupportedError(f"{key!r}: {exc}") from None
+    except MetadataError as exc:
+        raise MetadataError(f"{key!r}: {exc}") from None
+    try:
+        fill = decode_fill_value(zarray.get("fill_value"), dtype, raw_text=nczarr)
+    except ValueError as exc:
+        raise MetadataError(
+            f"{key!r}: invalid fill_value {json_text_safe(zarray.get('fill_value'))} "
+            f"for dtype {zarray['dtype']!r}: {exc}"
+        ) from None
+    order = zarray.get("order", "C")
+    if order not in ("C", "F"):
+        raise MetadataError(f"{key!r}: 'order' must be 'C' or 'F', got {order!r}")
+    separator = zarray.get("dimension_separator", ".")
+    if separator is None:
+        separator = "."
+    if separator not in (".", "/"):
+        raise MetadataError(f"{key!r}: 'dimension_separator' must be '.' or '/', got {separator!r}")
+    compressor, filters, warnings = normalize_codecs(
+        zarray.get("compressor"), zarray.get("filters"), dtype.itemsize, where=repr(key)
+    )
+    return ArraySpec(
+        shape, chunks, dtype, fill, compressor, filters, order, separator, tuple(warnings)
+    )
+
+
+def attribute_types(meta: Mapping[str, Any], prefix: str, obj: str) -> dict[str, Any] | None:
+    """The ``types`` table of a node's ``_nczarr_attr`` (``.zattrs`` first, then ``obj``)."""
+    value, where = nczarr_key(meta, prefix, ATTR_KEYS, obj)
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise MetadataError(f"{where!r}: _nczarr_attr must be a JSON object, got {value!r}")
+    types = value.get(TYPES_KEY)
+    if types is None:
+        return None
+    if not isinstance(types, dict):
+        raise MetadataError(f"{where!r}: _nczarr_attr.types must be a JSON object, got {types!r}")
+    return types
+
+
+def decode_attributes(
+    zattrs: Any,
+    types: Mapping[str, Any] | None,
+    *,
+    key: str,
+    var_type: str | None = None,
+) -> dict[str, Attribute]:
+    """Decode every visible attribute of one ``.zattrs`` (reserved names are hidden).
+
+    ``types`` is the recorded type table (or None: infer). A ``_FillValue`` without
+    a recorded type takes ``var_type``.
+    """
+    if zattrs is None:
+        return {}
+    if not isinstance(zattrs, dict):
+        raise MetadataError(f"{key!r} must hold a JSON object, got {type(zattrs).__name__}")
+    out: dict[str, Attribute] = {}
+    for name, value in zattrs.items():
+        if name in HIDDEN_ATTRIBUTES or name in _ALSO_HIDDEN:
+            continue
+        code = types.get(name) if types else None
+        default = var_type if name == FILLVALUE else None
+        out[name] = decode_attribute(name, value, code, default_type=default, key=key)
+    return out
+
+
+@dataclass
+class _Node:
+    prefix: str
+    kind: str  # "group" | "array"
+    children: list[str] = field(default_factory=list)
+
+
+class TreeBuilder:
+    """Mutable state of one read: dimensions per group, name usage, warnings.
+
+    The NCZarr reader uses it too, for groups without NCZarr group lists and
+    arrays without NCZarr array metadata (it falls back to these pure rules).
+    """
+
+    def __init__(self, meta: Mapping[str, Any], *, nczarr: bool) -> None:
+        self.meta = meta
+        self.nczarr = nczarr
+        self.warnings: list[str] = []
+        #: group FQN -> dimension name -> Dimension (insertion order kept)
+        self.dims: dict[str, dict[str, Dimension]] = {}
+        #: group FQN -> name -> (length, array key, dimension FQN) for _ARRAY_DIMENSIONS
+        self.usage: dict[str, dict[str, tuple[int, str, str]]] = {}
+
+    # ----------------------------------------------------------------- dimensions
+    def add_dimension(self, group: str, dim: Dimension, *, key: str) -> str:
+        """Declare ``dim`` in group ``group``; return its FQN."""
+        table = self.dims.setdefault(group, {})
+        old = table.get(dim.name)
+        if old is not None and old.size != dim.size:
+            raise DimensionConflictError(
+                f"{key!r}: dimension {dim.name!r} of group {group!r} declared with lengths "
+                f"{old.size} and {dim.size}"
+            )
+        if old is None:
+            table[dim.name] = dim
+        return _join_fqn(group, dim.name)
+
+    def anonymous(self, size: int, *, key: str) -> str:
+        """The shared root dimension for an unnamed axis of length ``size``."""
+        return self.add_dimension("/", Dimension(f"{ANONYMOUS_DIM_PREFIX}{size}", size), key=key)
+
+    def named(self, group: str, name: str, size: int, *, key: str) -> str:
+        """Resolve an ``_ARRAY_DIMENSIONS`` name used by an array of ``group``."""
+        used = self.usage.setdefault(group, {})
+        if name in used:
+            old_size, old_key, fqn = used[name]
+            if old_size != size:
+                raise DimensionConflictError(
+                    f"dimension {name!r} in group {group!r} has length {old_size} in "
+                    f"{old_key!r} but {size} in {key!r}"
+                )
+            return fqn
+        fqn = None
+        for scope in (group, *_ancestors(group)):
+            existing = self.dims.get(scope, {}).get(name)
+            if existing is not None:
+                if existing.size == size or (scope == group and existing.unlimited):
+                    fqn = _join_fqn(scope, name)
+                break
+        if fqn is None:
+            fqn = self.add_dimension(group, Dimension(name, size), key=key)
+        used[name] = (size, key, fqn)
+        return fqn
+
+    def pure_dimensions(
+        self, group: str, prefix: str, spec: ArraySpec, zattrs: Any
+    ) -> tuple[tuple[str, ...], bool]:
+        """Dimension FQNs and the scalar flag of an array, by the pure-Zarr rules."""
+        attrs_key = object_key(prefix, ZATTRS)
+        names = zattrs.get(ARRAY_DIMENSIONS) if isinstance(zattrs, dict) else None
+        if names is not None:
+            if not isinstance(names, list) or not all(
+                isinstance(n, str) and n and "/" not in n for n in names
+            ):
+                raise MetadataError(
+                    f"{attrs_key!r}: {ARRAY_DIMENSIONS} must be a list of non-empty names "
+                    f"without '/', got {json_text_safe(names)}"
+                )
+        if not spec.shape:
+            if names:
+                raise MetadataError(
+                    f"{attrs_key!r}: {ARRAY_DIMENSIONS} {json_text_safe(names)} names "
+                    f"{len(names)} dimension(s) but the array has shape [] (rank 0)"
+                )
+            return (), True
+        if names == [SCALAR_DIM] and spec.shape == (1,):
+            return (), True
+        if names is None:
+            key = object_key(prefix, ZARRAY)
+            return tuple(self.anonymous(n, key=key) for n in spec.shape), False
+        if len(names) != len(spec.shape):
+            raise MetadataError(
+                f"{attrs_key!r}: {ARRAY_DIMENSIONS} {json_text_safe(names)} has {len(names)} "
+                f"name(s) but the array has rank {len(spec.shape)} (shape {list(spec.shape)})"
+            )
+        key = object_key(prefix, ZARRAY)
+        return tuple(
+            self.named(group, n, size, key=key) for n, size in zip(names, spec.shape, strict=True)
+        ), False
+
+    # ----------------------------------------------------------------- variables
+    def make_variable(
+        self,
+        name: str,
+        prefix: str,
+        spec: ArraySpec,
+        dims: tuple[str, ...],
+        scalar: bool,
+        attributes: dict[str, Attribute],
+    ) -> Variable:
+        self.warnings.extend(spec.warnings)
+        return Variable(
+            name=name,
+            path=group_fqn(prefix),
+            type=spec.dtype.nc_type,
+            dimensions=dims,
+            shape=() if scalar else spec.shape,
+            chunks=() if scalar else spec.chunks,
+            fill_value=spec.fill_value,
+            compressor=spec.compressor,
+            filters=spec.filters,
+            order=spec.order,  # type: ignore[arg-type]
+            dimension_separator=spec.dimension_separator,  # type: ignore[arg-type]
+            attributes=attributes,
+            scalar=scalar,
+            maxstrlen=spec.dtype.maxstrlen,
+            endian=spec.dtype.endian,
+        )
+
+    def parse_or_skip(self, prefix: str) -> ArraySpec | None:
+        """Parse ``prefix/.zarray``; None (with a warning) if its dtype is unsupported."""
+        key = object_key(prefix, ZARRAY)
+        try:
+            return parse_array_metadata(self.meta.get(key), key, nczarr=self.nczarr)
+        except UnsupportedError as exc:
+            self.warnings.append(f"skipped array {group_fqn(prefix)!r}: {exc}")
+            return None
+
+    def pure_variable(self, group: str, prefix: str, name: str) -> Variable | None:
+        """A variable read entirely by the pure-Zarr rules (None if skipped)."""
+        spec = self.parse_or_skip(prefix)
+        if spec is None:
+            return None
+        zattrs = self.meta.get(object_key(prefix, ZATTRS))
+        dims, scalar = self.pure_dimensions(group, prefix, spec, zattrs)
+        types = attribute_types(self.meta, prefix, ZARRAY)
+        attrs = decode_attributes(
+            zattrs, types, key=object_key(prefix, ZATTRS), var_type=spec.dtype.nc_type
+        )
+        return self.make_variable(name, prefix, spec, dims, scalar, attrs)
+
+    def group_attributes(self, prefix: str) -> dict[str, Attribute]:
+        types = attribute_types(self.meta, prefix, ZGROUP)
+        return decode_attributes(
+            self.meta.get(object_key(prefix, ZATTRS)), types, key=object_key(prefix, ZATTRS)
+        )
+
+
+def _join_fqn(group: str, name: str) -> str:
+    return f"/{name}" if group == "/" else f"{group}/{name}"
+
+
+def _ancestors(group: str) -> list[str]:
+    """Proper ancestors of group FQN ``group``, nearest first (``"/a/b"`` -> ``/a``, ``/``)."""
+    out = []
+    while group != "/":
+        group = group.rsplit("/", 1)[0] or "/"
+        out.append(group)
+    return out
+
+
+def discover_nodes(meta: Mapping[str, Any]) -> tuple[dict[str, _Node], list[str]]:
+    """Every group and array node implied by the metadata keys, and warnings.
+
+    Returns nodes keyed by prefix (``""`` = root), each group listing its children
+    sorted by name. Arrays nested inside arrays are ignored with a warning.
+    """
+    kinds: dict[str, set[str]] = {}
+    for key in meta:
+        prefix, _, base = key.rpartition("/")
+        if base in (ZGROUP, ZARRAY, ZATTRS):
+            kinds.setdefault(prefix, set()).add(base)
+    nodes: dict[str, _Node] = {}
+    warnings: list[str] = []
+    for prefix in sorted(kinds, key=lambda p: (p.count("/") if p else -1, p)):
+        found = kinds[prefix]
+        if ZARRAY in found and ZGROUP in found:
+            raise MetadataError(
+                f"{prefix or '/'!r} holds both {ZGROUP} and {ZARRAY}: a node is a group or an array"
+            )
+        kind = "array" if ZARRAY in found else "group"
+        parts = prefix.split("/") if prefix else []
+        blocked = next(
+            (
+                "/".join(parts[:i])
+                for i in range(len(parts))
+                if nodes.get("/".join(parts[:i]), _Node("", "group")).kind == "array"
+            ),
+            None,
+        )
+        if blocked is not None:
+            warnings.append(f"ignored {prefix!r}: it lies inside array {blocked or '/'!r}")
+            continue
+        for i in range(len(parts)):
+            parent = "/".join(parts[:i])
+            child = "/".join(parts[: i + 1])
+            nodes.setdefault(parent, _Node(parent, "group"))
+            if child != prefix:
+                nodes.setdefault(child, _Node(child, "group"))
+            if parts[i] not in nodes[parent].children:
+                nodes[parent].children.append(parts[i])
+        nodes[prefix] = _Node(prefix, kind, nodes.get(prefix, _Node(prefix, kind)).children)
+    for node in nodes.values():
+        node.children.sort()
+    return nodes, warnings
+
+
+def read_zarr(
+    meta: Mapping[str, Any], info: FormatInfo | None = None, *, name: str = "data"
+) -> Dataset:
+    """Read pure Zarr v2 metadata into the netCDF-4 model.
+
+    Parameters
+    ----------
+    meta : Mapping
+        Loaded metadata (see :func:`nczarr.metadata.load_metadata`); not modified.
+    info : FormatInfo, optional
+        Detection result; only its layout is recorded.
+    name : str
+        Variable name used when the store's root is a bare array.
+
+    Raises
+    ------
+    MetadataError, DimensionConflictError
+    UnsupportedError
+        Zarr v3 metadata (``zarr.json``).
+    """
+    if ZARR_JSON in meta:
+        raise UnsupportedError(
+            "Zarr v3 stores (zarr.json) are detected but not read into the netCDF model yet"
+        )
+    builder = TreeBuilder(meta, nczarr=False)
+    nodes, warnings = discover_nodes(meta)
+    builder.warnings.extend(warnings)
+    layout = info.layout if info is not None else LAYOUT_ZARR
+    root_node = nodes.get("")
+    if root_node is not None and root_node.kind == "array":
+        builder.warnings.append(
+            f"the store's root is a bare Zarr array, not a group: exposed as variable {name!r} "
+            "of the root group"
+        )
+        variable = builder.pure_variable("/", "", name)
+        variables = {name: _renamed(variable, name)} if variable is not None else {}
+        root = Group("/", "/", dict(builder.dims.get("/", {})), {}, variables, {})
+        return Dataset(root, layout, tuple(builder.warnings))
+    built = _build_pure_group(builder, nodes, "")
+    root = _finish_dims(built, builder)
+    return Dataset(root, layout, tuple(builder.warnings))
+
+
+def _renamed(variable: Variable, name: str) -> Variable:
+    from dataclasses import replace
+
+    return replace(variable, name=name, path=f"/{name}")
+
+
+def _build_pure_group(builder: TreeBuilder, nodes: dict[str, _Node], prefix: str) -> Group:
+    node = nodes.get(prefix, _Node(prefix, "group"))
+    fqn = group_fqn(prefix)
+    builder.dims.setdefault(fqn, {})
+    attributes = builder.group_attributes(prefix)
+    variables: dict[str, Variable] = {}
+    child_groups: list[str] = []
+    for child in node.children:
+        child_prefix = object_key(prefix, child)
+        if nodes[child_prefix].kind == "array":
+            variable = builder.pure_variable(fqn, child_prefix, child)
+            if variable is not None:
+                variables[child] = variable
+        else:
+            child_groups.append(child)
+    groups = {c: _build_pure_group(builder, nodes, object_key(prefix, c)) for c in child_groups}
+    name = prefix.rsplit("/", 1)[-1] if prefix else "/"
+    return Group(name, fqn, {}, attributes, variables, groups)
+
+
+def _finish_dims(group: Group, builder: TreeBuilder) -> Group:
+    """Attach the dimensions collected while building (they are created lazily)."""
+    from dataclasses import replace
+
+    children = {k: _finish_dims(g, builder) for k, g in group.groups.items()}
+    dims = dict(builder.dims.get(group.path, {}))
+    return replace(group, dimensions=dims, groups=children)
