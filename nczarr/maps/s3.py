@@ -188,6 +188,11 @@ class S3Map(ZMap):
         return self._bucket
 
     @property
+    def fs(self) -> Any:
+        """The private ``s3fs.S3FileSystem`` (its ``.s3`` client accepts botocore event hooks)."""
+        return self._fs
+
+    @property
     def root(self) -> str:
         """The key prefix inside the bucket under which the map's keys live (may be ``""``)."""
         return self._root
@@ -409,16 +414,14 @@ class S3Map(ZMap):
 
     # ------------------------------------------------------------- leaf rule
     async def _leaf_conflict(self, key: str) -> str | None:
-        """A message if writing ``key`` would break the leaf rule, else ``None``."""
+        """A message if writing ``key`` would break the leaf rule, else ``None``.
+
+        The LIST below ``key`` and the HEADs of its unknown ancestors run concurrently.
+        """
         ancestors = [p for p in parent_keys(key) if p not in self._known_dirs]
-        below = self._call(
-            "list_objects_v2",
-            self._s3url(key),
-            Bucket=self._bucket,
-            Prefix=self._below(key),
-            MaxKeys=1,
+        results = await asyncio.gather(
+            self._children_conflict(key), *(self._head(p) for p in ancestors)
         )
-        results = await asyncio.gather(below, *(self._head(p) for p in ancestors))
         for parent, head in zip(ancestors, results[1:], strict=True):
             if head is not None:
                 return (
@@ -426,7 +429,18 @@ class S3Map(ZMap):
                     "keys are leaves"
                 )
         self._known_dirs.update(ancestors)
-        contents = results[0].get("Contents", [])
+        return results[0]
+
+    async def _children_conflict(self, key: str) -> str | None:
+        """A message if some stored key lies below ``key`` (one LIST, ``MaxKeys=1``)."""
+        page = await self._call(
+            "list_objects_v2",
+            self._s3url(key),
+            Bucket=self._bucket,
+            Prefix=self._below(key),
+            MaxKeys=1,
+        )
+        contents = page.get("Contents", [])
         if contents:
             example = contents[0]["Key"][len(self._below("")) :]
             return f"cannot write {key!r}: it is a prefix of existing keys (e.g. {example!r})"
@@ -478,14 +492,29 @@ class S3Map(ZMap):
 
         async def run() -> None:
             limit = asyncio.Semaphore(MAX_CONCURRENCY)
+            ancestors = sorted(
+                {p for k in data for p in parent_keys(k)} - self._known_dirs - data.keys()
+            )
 
-            async def check(nkey: str) -> str | None:
+            async def head(parent: str) -> str | None:
                 async with limit:
-                    return await self._leaf_conflict(nkey)
+                    if await self._head(parent) is None:
+                        return None
+                child = next(k for k in data if k.startswith(parent + "/"))
+                return (
+                    f"cannot write {child!r}: {parent!r} holds content, and "
+                    "content-bearing keys are leaves"
+                )
 
-            for message in await asyncio.gather(*(check(k) for k in data)):
+            async def below(nkey: str) -> str | None:
+                async with limit:
+                    return await self._children_conflict(nkey)
+
+            checks = [head(p) for p in ancestors] + [below(k) for k in data]
+            for message in await asyncio.gather(*checks):
                 if message:
                     raise ObjectExistsError(message)
+            self._known_dirs.update(ancestors)
 
             async def put(nkey: str, value: bytes) -> None:
                 async with limit:
