@@ -1,0 +1,167 @@
+"""Write a netCDF-4 model as Zarr v2 metadata objects: current NCZarr or pure Zarr.
+
+:func:`write` is the one entry point (``nczarr.translate.write``); it dispatches
+to :mod:`~nczarr.translate.write_nczarr` (netcdf-c 4.9.3+ layout) or
+:mod:`~nczarr.translate.write_zarr` (pure Zarr v2 that zarr-python 3 and xarray
+read). Writers are pure: a :class:`~nczarr.translate.model.Dataset` in, a new
+``dict[str, bytes]`` of metadata objects out (``.zgroup``, ``.zattrs``,
+``<path>/.zarray`` ...; keys relative to the store root, no leading ``/``). Chunk
+data is never touched: translated metadata describes the very same chunk bytes.
+
+:func:`write_with_warnings` also returns what the writer had to change to make
+the target format correct (renamed dimensions in pure Zarr), as a
+:class:`WriteResult`.
+
+This module also holds the helpers both writers share: JSON serialisation in
+netcdf-c's style (:func:`dumps`), the ``_NCProperties`` value, key joining and
+consolidated metadata.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..errors import InvalidModeError
+from .attrs import json_text, parse_json
+from .conventions import NCPROPERTIES, NCZARR_FORMAT_VERSION, ZARR_METADATA_NAMES, ZMETADATA
+from .model import Dataset, Group
+
+__all__ = ["FORMATS", "WriteResult", "write", "write_with_warnings", "dumps", "ncproperties"]
+
+#: Formats :func:`write` produces.
+FORMATS = ("nczarr", "zarr")
+
+#: Written as ``_NCProperties`` when the model carries none (``version=2``, as netcdf-c
+#: parses it; the ``nczarr`` entry is the NCZarr format version).
+_NCPROPERTIES_TEMPLATE = "version=2,nczarr={nczarr},nczarr-python={version}"
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What a writer produced.
+
+    Attributes
+    ----------
+    metadata : dict[str, bytes]
+        Metadata objects by key, in writing order (parents before children).
+    warnings : tuple[str, ...]
+        Changes the target format forced (each names the object and what changed).
+    """
+
+    metadata: dict[str, bytes] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+
+def write(
+    dataset: Dataset,
+    format: Literal["nczarr", "zarr"] = "nczarr",
+    *,
+    noxarray: bool = False,
+    consolidated: bool = False,
+) -> dict[str, bytes]:
+    """The metadata objects that describe ``dataset`` in ``format``.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        The netCDF-4 model (as a reader produced it, or built by hand).
+    format : {"nczarr", "zarr"}
+        ``"nczarr"``: the netcdf-c 4.9.3+ layout (everything in ``.zattrs``).
+        ``"zarr"``: pure Zarr v2 without any ``_nczarr_*`` key.
+    noxarray : bool
+        Omit ``_ARRAY_DIMENSIONS`` (netcdf-c's ``mode=noxarray``).
+    consolidated : bool
+        Also write ``.zmetadata`` (``zarr_consolidated_format`` 1).
+
+    Returns
+    -------
+    dict[str, bytes]
+        Keys relative to the store root (``".zgroup"``, ``"g/v/.zarray"``).
+        Use :func:`write_with_warnings` to also get the warnings.
+
+    Raises
+    ------
+    InvalidModeError
+        ``format`` is not one of :data:`FORMATS`.
+    """
+    return write_with_warnings(
+        dataset, format, noxarray=noxarray, consolidated=consolidated
+    ).metadata
+
+
+def write_with_warnings(
+    dataset: Dataset,
+    format: Literal["nczarr", "zarr"] = "nczarr",
+    *,
+    noxarray: bool = False,
+    consolidated: bool = False,
+) -> WriteResult:
+    """Like :func:`write`, returning a :class:`WriteResult` (metadata and warnings)."""
+    if format == "nczarr":
+        from .write_nczarr import write_nczarr
+
+        metadata, warnings = write_nczarr(dataset, noxarray=noxarray), []
+    elif format == "zarr":
+        from .write_zarr import write_zarr
+
+        metadata, warnings = write_zarr(dataset, noxarray=noxarray)
+    else:
+        raise InvalidModeError(
+            f"invalid format {format!r}: expected one of {', '.join(map(repr, FORMATS))}"
+        )
+    if consolidated:
+        metadata[ZMETADATA] = consolidate(metadata)
+    return WriteResult(metadata, tuple(warnings))
+
+
+# ------------------------------------------------------------------ shared helpers
+def dumps(value: Any) -> bytes:
+    """Serialise a metadata document as UTF-8 JSON in netcdf-c's style.
+
+    Dict entries are separated by ``", "``/``": "`` and list items by ``","``
+    (what netcdf-c writes); non-ASCII text is written as UTF-8, never as ``\\u``
+    escapes (netcdf-c 4.10's parser does not decode those); floats keep full
+    precision. Callers encode NaN and infinities as strings beforehand.
+    """
+    return json_text(value).encode("utf-8")
+
+
+def ncproperties(dataset: Dataset) -> str:
+    """The ``_NCProperties`` text to write: the model's own if it has one, else ours."""
+    attr = dataset.root.attributes.get(NCPROPERTIES)
+    if attr is not None and isinstance(attr.value, str) and attr.value:
+        return attr.value
+    from .. import __version__
+
+    return _NCPROPERTIES_TEMPLATE.format(nczarr=NCZARR_FORMAT_VERSION, version=__version__)
+
+
+def group_key(group: Group) -> str:
+    """The key prefix of a group (``""`` for the root, ``"g/h"`` below it)."""
+    return group.path.strip("/")
+
+
+def join(prefix: str, name: str) -> str:
+    """``prefix/name``, or ``name`` at the root."""
+    return f"{prefix}/{name}" if prefix else name
+
+
+def walk(group: Group) -> Iterator[Group]:
+    """Groups depth first, parents before children (the writing order)."""
+    return group.walk()
+
+
+def consolidate(metadata: dict[str, bytes]) -> bytes:
+    """The ``.zmetadata`` document for a set of metadata objects.
+
+    Every ``.zgroup``/``.zarray``/``.zattrs`` object is included (parsed), in the
+    order given, under ``"metadata"``, with ``"zarr_consolidated_format": 1``.
+    Numbers keep their exact text (JSON-valued char attributes stay byte-identical).
+    """
+    inner: dict[str, Any] = {}
+    for key, value in metadata.items():
+        if key.rsplit("/", 1)[-1] in ZARR_METADATA_NAMES and key != ZMETADATA:
+            inner[key] = parse_json(value, key=key)
+    return dumps({"metadata": inner, "zarr_consolidated_format": 1})
