@@ -173,7 +173,12 @@ def _fill(var: netCDF4.Variable, nc_type: str) -> Any:
     value = var.get_fill_value()
     if value is None:
         return None
-    value = np.asarray(value).reshape(()).item()
+    array = np.asarray(value).reshape(())
+    if array.dtype.byteorder == ">":
+        # netCDF4-python quirk: the fill of a big-endian variable comes back in native
+        # byte order but labelled big-endian; swap to get the real value.
+        array = array.byteswap()
+    value = array.item()
     if nc_type == "char":
         return value.decode("utf-8") if isinstance(value, bytes) else str(value)
     return value

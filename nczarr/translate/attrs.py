@@ -25,7 +25,14 @@ from typing import Any
 
 from ..errors import MetadataError, UnsupportedError
 from .conventions import LEGACY_CHAR_DTYPES, V1_TYPE_CODES
-from .dtypes import INT_RANGES, coerce_float, coerce_int, nc_to_zarr_dtype, parse_dtype
+from .dtypes import (
+    INT_RANGES,
+    coerce_float,
+    coerce_int,
+    nc_to_zarr_dtype,
+    parse_dtype,
+    to_float32,
+)
 from .model import NUMERIC_TYPES, Attribute
 
 __all__ = [
@@ -248,7 +255,9 @@ def _decode_as(nc_type: str, value: Any) -> Any:
     if nc_type not in NUMERIC_TYPES:
         raise ValueError(f"unknown type {nc_type!r}")
     items = value if isinstance(value, list) else [value]
-    if nc_type in ("float", "double"):
+    if nc_type == "float":
+        return tuple(to_float32(_checked_float(v)) for v in items)
+    if nc_type == "double":
         return tuple(_checked_float(v) for v in items)
     return tuple(coerce_int(v, nc_type) for v in items)
 

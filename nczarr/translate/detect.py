@@ -121,9 +121,9 @@ def netcdf_version(root_attrs: Mapping[str, Any] | None) -> str | None:
 def _has_keys_in_objects(meta: Mapping[str, Any]) -> list[str]:
     found = []
     for key, value in meta.items():
-        if key.rsplit("/", 1)[-1] in (ZGROUP, ZARRAY) and isinstance(value, dict):
-            if any(k in value for k in _NCZARR_KEYS):
-                found.append(key)
+        is_object = key.rsplit("/", 1)[-1] in (ZGROUP, ZARRAY) and isinstance(value, dict)
+        if is_object and any(k in value for k in _NCZARR_KEYS):
+            found.append(key)
     return sorted(found)
 
 

@@ -18,6 +18,7 @@ import base64
 import binascii
 import math
 import re
+import struct
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,6 +34,7 @@ __all__ = [
     "encode_fill_value",
     "coerce_int",
     "coerce_float",
+    "to_float32",
 ]
 
 _DTYPE_RE = re.compile(r"^([<>|=]?)([a-zA-Z])(\d*)(\[[^\]]*\])?$")
@@ -134,8 +136,6 @@ def parse_dtype(dtype: Any, *, nczarr: bool) -> ZarrDtype:
         if kind in "iufb":
             raise UnsupportedError(f"dtype {dtype!r} has no netCDF-4 equivalent")
         raise MetadataError(f"invalid dtype {dtype!r}")
-    if size == 1:
-        endian = "little"
     return ZarrDtype(nc_type, endian, size)
 
 
@@ -148,8 +148,9 @@ def nc_to_zarr_dtype(
 ) -> str:
     """The Zarr v2 dtype string for a netCDF type (the writer's direction).
 
-    1-byte types use ``"|"`` (zarr-python and tensorstore reject ``"<u1"``; netcdf-c
-    reads any prefix). ``char`` is ``">S1"`` in NCZarr and ``"|S1"`` in pure Zarr;
+    Little-endian 1-byte types use ``"|"`` (zarr-python and tensorstore reject
+    ``"<u1"``; netcdf-c reads any prefix); big-endian ones keep ``">"`` so the
+    endianness flag survives. ``char`` is ``">S1"`` in NCZarr and ``"|S1"`` in pure Zarr;
     ``string`` is ``"|S<maxstrlen>"`` (default 128).
     """
     if nc_type == "char":
@@ -159,9 +160,9 @@ def nc_to_zarr_dtype(
     code = NC_TO_DTYPE.get(nc_type)
     if code is None:
         raise UnsupportedError(f"netCDF type {nc_type!r} has no Zarr dtype")
-    if code.endswith("1"):
-        return f"|{code}"
-    return (">" if endian == "big" else "<") + code
+    if endian == "big":
+        return f">{code}"
+    return f"|{code}" if code.endswith("1") else f"<{code}"
 
 
 def coerce_int(value: Any, nc_type: str) -> int:
@@ -226,6 +227,19 @@ def coerce_float(value: Any) -> float:
     raise ValueError(f"{value!r} is not a number")
 
 
+def to_float32(value: float) -> float:
+    """``value`` rounded to the nearest IEEE single (what a netCDF float holds).
+
+    Values beyond the float32 range become infinities, NaN stays NaN.
+    """
+    if math.isnan(value) or math.isinf(value):
+        return value
+    try:
+        return struct.unpack("<f", struct.pack("<f", value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
 def decode_fill_value(value: Any, info: ZarrDtype, *, raw_text: bool) -> Any:
     """Decode a ``.zarray`` ``fill_value`` into the model's Python value.
 
@@ -266,7 +280,9 @@ def decode_fill_value(value: Any, info: ZarrDtype, *, raw_text: bool) -> Any:
         if raw_text or not value:
             return value
         return _maybe_base64(value)
-    if nc_type in ("float", "double"):
+    if nc_type == "float":
+        return to_float32(coerce_float(value))
+    if nc_type == "double":
         return coerce_float(value)
     if info.nc_type == "ubyte" and isinstance(value, bool):
         return int(value)

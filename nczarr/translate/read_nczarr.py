@@ -127,7 +127,7 @@ class _NCZarrReader:
             raise MetadataError(f"{where!r}: the NCZarr group entry must be a JSON object")
         self._declare_dims(fqn, get_alt(content, DIMENSIONS_ALT), where)
         arrays = _names(get_alt(content, ARRAYS_ALT), "arrays", where)
-        groups = _names(get_alt(content, GROUPS_ALT + ("subgroups",)), "groups", where)
+        groups = _names(get_alt(content, (*GROUPS_ALT, "subgroups")), "groups", where)
         for name in arrays:
             if object_key(object_key(prefix, name), ZARRAY) not in self.meta:
                 raise MetadataError(

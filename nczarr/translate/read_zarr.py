@@ -260,14 +260,11 @@ class TreeBuilder:
         """Dimension FQNs and the scalar flag of an array, by the pure-Zarr rules."""
         attrs_key = object_key(prefix, ZATTRS)
         names = zattrs.get(ARRAY_DIMENSIONS) if isinstance(zattrs, dict) else None
-        if names is not None:
-            if not isinstance(names, list) or not all(
-                isinstance(n, str) and n and "/" not in n for n in names
-            ):
-                raise MetadataError(
-                    f"{attrs_key!r}: {ARRAY_DIMENSIONS} must be a list of non-empty names "
-                    f"without '/', got {json_text_safe(names)}"
-                )
+        if names is not None and not _valid_names(names):
+            raise MetadataError(
+                f"{attrs_key!r}: {ARRAY_DIMENSIONS} must be a list of non-empty names "
+                f"without '/', got {json_text_safe(names)}"
+            )
         if not spec.shape:
             if names:
                 raise MetadataError(
@@ -346,6 +343,10 @@ class TreeBuilder:
         return decode_attributes(
             self.meta.get(object_key(prefix, ZATTRS)), types, key=object_key(prefix, ZATTRS)
         )
+
+
+def _valid_names(names: Any) -> bool:
+    return isinstance(names, list) and all(isinstance(n, str) and n and "/" not in n for n in names)
 
 
 def _join_fqn(group: str, name: str) -> str:
