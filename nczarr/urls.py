@@ -308,6 +308,8 @@ def parse_url(url: str | os.PathLike[str]) -> NCZarrURL:
     mode, params = _parse_fragment(fragment, shown)
     match = _SCHEME.match(body)
     if match is None:
+        if body[:5].lower() == "file:":
+            raise InvalidURLError(f"file URLs are written file:///absolute/path, got {shown!r}")
         return _local(_abspath(body), None, mode, params, shown)
     scheme = match.group(1).lower()
     rest = body[match.end() :]
@@ -552,11 +554,13 @@ def _split_host(netloc: str, shown: str) -> tuple[str, int | None]:
         port_text = port_text_ if colon else None
         if not _HOSTNAME.match(host):
             raise InvalidURLError(f"invalid host {host!r} in {shown!r}")
-    if port_text is None:
-        return host, None
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+    return host, None if port_text is None else _check_port(port_text, shown)
+
+
+def _check_port(port_text: str, shown: str) -> int:
+    if not re.fullmatch(r"[0-9]{1,5}", port_text) or not 0 < int(port_text) < 65536:
         raise InvalidURLError(f"invalid port {port_text!r} in {shown!r}: expected 1-65535")
-    return host, int(port_text)
+    return int(port_text)
 
 
 # ------------------------------------------------------------- validation
@@ -587,8 +591,12 @@ def _check_fsspec_path(storage: str, path: Any) -> str:
             f"credentials are not accepted in URLs: {storage}://***@... "
             "(use a profile or storage options)"
         )
-    if storage in ("http", "https") and not netloc:
-        raise InvalidURLError(f"{storage} path {path!r} does not start with a host")
+    if storage in ("http", "https"):
+        if not netloc:
+            raise InvalidURLError(f"{storage} path {path!r} does not start with a host")
+        tail = netloc.rsplit("]", 1)[-1] if netloc.startswith("[") else netloc
+        if ":" in tail:
+            _check_port(tail.rsplit(":", 1)[1], f"{storage}://{path}")
     return path
 
 

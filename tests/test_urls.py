@@ -343,6 +343,14 @@ ERRORS = [
     ("http://h:9x/b#mode=s3", "invalid port '9x' in 'http://h:9x/b#mode=s3'"),
     ("http://h_x/b#mode=s3", "invalid host 'h_x' in 'http://h_x/b#mode=s3'"),
     ("http:///b#mode=s3", "URL without a host: 'http:///b#mode=s3'"),
+    ("http://h:\u00b2/b#mode=s3", "invalid port '\u00b2'"),
+    (
+        "https://example.com:70000/ds.zarr",
+        "invalid port '70000' in 'https://example.com:70000/ds.zarr': expected 1-65535",
+    ),
+    ("https://[::1]:0/ds.zarr", "invalid port '0' in 'https://[::1]:0/ds.zarr'"),
+    ("http:///ds.zarr", "URL without a host: 'http:///ds.zarr'"),
+    ("file:/x/y", "file URLs are written file:///absolute/path, got 'file:/x/y'"),
     ("https://s3.us-west-2.amazonaws.com:443/b/k", "AWS S3 URLs take no port"),
     (
         "https://ec2.amazonaws.com/b/k",
