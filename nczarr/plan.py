@@ -221,11 +221,13 @@ def build_plan(
     chunk_keys: Iterable[str] = translated.chunk_keys()
     selected = select_dataset(dataset, include, exclude)
     if selected is not dataset:
-        from .translate.write import write
+        from .translate.write import write_with_warnings
 
-        metadata = write(
+        written = write_with_warnings(
             selected, target_format, noxarray=noxarray, consolidated=bool(consolidated)
         )
+        metadata = written.metadata
+        warnings.extend(w for w in written.warnings if w not in warnings)
         kept = frozenset(p.lstrip("/") for p in _variable_paths(selected.root))
         every = frozenset(p.lstrip("/") for p in _variable_paths(dataset.root))
         chunk_keys = (k for k in chunk_keys if array_of_key(k, every) in kept)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given, settings
@@ -202,12 +203,12 @@ def test_build_plan_selection_filters_chunks_and_rewrites_metadata(monkeypatch):
 
     def fake_write(dataset, fmt, *, noxarray, consolidated):
         calls.append((_paths(dataset), fmt, noxarray, consolidated))
-        return {".zgroup": b"{}", "g/v/.zarray": b"{}"}
+        return SimpleNamespace(metadata={".zgroup": b"{}", "g/v/.zarray": b"{}"}, warnings=())
 
     import nczarr.translate as translate_pkg
 
     module = type(translate_pkg)("nczarr.translate.write")
-    module.write = fake_write
+    module.write_with_warnings = fake_write
     monkeypatch.setitem(__import__("sys").modules, "nczarr.translate.write", module)
     monkeypatch.setattr(translate_pkg, "write", module, raising=False)
     chunks = ["x/0", "x/1", "g/v/0", "g/h/w/0", "t/0"]
