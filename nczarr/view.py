@@ -1,0 +1,301 @@
+"""A read-only zmap showing a store translated to current NCZarr or pure Zarr, copying nothing.
+
+``view(src, mode="zarr")`` reads ``src``'s metadata into the netCDF-4 model once,
+writes it again with :func:`nczarr.translate.write.write_with_warnings`, and
+serves:
+
+* the translated metadata objects (``.zgroup``, ``.zattrs``, ``.zarray``, and
+  ``.zmetadata`` when asked for) from memory;
+* the chunk objects of every array in the model straight from ``src``, under the
+  same key (an NCZarr scalar's chunk ``0`` is also the 0-d chunk of pure Zarr).
+
+Everything else in ``src`` is hidden: legacy objects (``.nczarr``, ``.nczgroup``,
+``.nczvar`` ...), the source's own metadata, and arrays the reader skipped. Wrap it
+in :class:`nczarr.maps.store.ZarrStore` to read any NCZarr generation with
+zarr-python or xarray, or copy its keys to convert (what :mod:`nczarr.convert` does).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any, Literal
+
+from .errors import InvalidModeError, ReadOnlyError
+from .maps.base import ZMap, normalize_key
+from .translate.conventions import ZMETADATA
+from .translate.model import Dataset
+
+__all__ = ["TranslatedView", "view"]
+
+_FORMATS = ("zarr", "nczarr")
+
+
+class TranslatedView(ZMap):
+    """Read-only zmap: translated metadata in memory, chunk objects passed through.
+
+    Built by :func:`view`. Attributes for converters: :attr:`source`,
+    :attr:`dataset`, :attr:`metadata`, :attr:`warnings`, :attr:`format` and
+    :meth:`chunk_keys`. Writes raise :class:`~nczarr.errors.ReadOnlyError`.
+    """
+
+    def __init__(
+        self,
+        source: ZMap,
+        *,
+        format: Literal["zarr", "nczarr"] = "zarr",
+        noxarray: bool = False,
+        consolidated: bool | None = None,
+        owns_source: bool = False,
+    ) -> None:
+        super().__init__("r")
+        if format not in _FORMATS:
+            raise InvalidModeError(
+                f"invalid view mode {format!r}: expected one of {', '.join(map(repr, _FORMATS))}"
+            )
+        from .metadata import read
+        from .translate.write import write_with_warnings
+
+        self._source = source
+        self._owns_source = owns_source
+        self._format = format
+        self._noxarray = noxarray
+        self._consolidated_arg = consolidated
+        self._dataset: Dataset = read(source)
+        if consolidated is None:
+            consolidated = ZMETADATA in source
+        self._consolidated = bool(consolidated)
+        written = write_with_warnings(
+            self._dataset, format, noxarray=noxarray, consolidated=self._consolidated
+        )
+        self._metadata: dict[str, bytes] = written.metadata
+        self._warnings: tuple[str, ...] = (*self._dataset.warnings, *written.warnings)
+        #: Key prefixes of the arrays whose chunks pass through, sorted.
+        self._arrays: tuple[str, ...] = tuple(
+            sorted(v.path.strip("/") for v in self._dataset.root.all_variables())
+        )
+        self._array_set = frozenset(self._arrays)
+
+    # ---------------------------------------------------------------- converter API
+    @property
+    def source(self) -> ZMap:
+        """The map being translated."""
+        return self._source
+
+    @property
+    def dataset(self) -> Dataset:
+        """The source read into the netCDF-4 model."""
+        return self._dataset
+
+    @property
+    def metadata(self) -> dict[str, bytes]:
+        """The metadata objects the writer produced (a copy)."""
+        return dict(self._metadata)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The reader's warnings, then the writer's."""
+        return self._warnings
+
+    @property
+    def format(self) -> str:
+        """``"zarr"`` or ``"nczarr"``: what the view shows."""
+        return self._format
+
+    @property
+    def consolidated(self) -> bool:
+        """Whether the view shows a ``.zmetadata``."""
+        return self._consolidated
+
+    def chunk_keys(self) -> Iterator[str]:
+        """Every source key that passes through (chunk objects of the model's arrays)."""
+        for array in self._arrays:
+            yield from self._chunks_below(array, array)
+
+    # ------------------------------------------------------------------ internals
+    def _chunks_below(self, array: str, prefix: str) -> Iterator[str]:
+        """Chunk keys of ``array`` in the source at or below ``prefix``."""
+        cut = len(array) + 1
+        for key in self._source.keys_below(prefix):
+            if key == array or not key.startswith(array + "/"):
+                continue
+            rest = key[cut:]
+            if any(segment.startswith(".") for segment in rest.split("/")):
+                continue
+            if self._owner(key) == array:
+                yield key
+
+    def _owner(self, key: str) -> str | None:
+        """The array whose chunk ``key`` would be (nearest array ancestor), or None."""
+        parts = key.split("/")
+        for i in range(len(parts) - 1, 0, -1):
+            candidate = "/".join(parts[:i])
+            if candidate in self._array_set:
+                rest = parts[i:]
+                if any(segment.startswith(".") for segment in rest):
+                    return None
+                return candidate
+        return None
+
+    def _is_chunk(self, key: str) -> bool:
+        return self._owner(key) is not None
+
+    # ----------------------------------------------------------------- primitives
+    def _load(self, key: str) -> bytes:
+        value = self._metadata.get(key)
+        if value is not None:
+            return value
+        if self._is_chunk(key):
+            return self._source[key]
+        raise KeyError(key)
+
+    def _store(self, key: str, value: bytes) -> None:
+        raise ReadOnlyError(f"cannot write {key!r} to {self!r}: a translated view is read-only")
+
+    def _remove(self, key: str) -> None:
+        raise ReadOnlyError(f"cannot delete {key!r} from {self!r}: a translated view is read-only")
+
+    def _exists(self, key: str) -> bool:
+        if key in self._metadata:
+            return True
+        return self._is_chunk(key) and key in self._source
+
+    def _list(self, prefix: str) -> Iterator[str]:
+        def below(key: str) -> bool:
+            return not prefix or key == prefix or key.startswith(prefix + "/")
+
+        yield from (key for key in self._metadata if below(key))
+        for array in self._arrays:
+            if not prefix or array == prefix or array.startswith(prefix + "/"):
+                yield from self._chunks_below(array, array)
+            elif prefix.startswith(array + "/"):
+                yield from self._chunks_below(array, prefix)
+
+    def _describe(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"view+{self._format}:{self._source.url}",
+            {"noxarray": self._noxarray, "consolidated": self._consolidated_arg},
+        )
+
+    # ----------------------------------------------------------- fast paths
+    def getitems(self, keys: Iterable[str]) -> dict[str, bytes]:
+        """Metadata from memory, chunks with one ``getitems`` call on the source."""
+        wanted = list(keys)
+        out: dict[str, bytes] = {}
+        passthrough: dict[str, str] = {}
+        for key in wanted:
+            nkey = normalize_key(key)
+            if nkey in self._metadata:
+                out[key] = self._metadata[nkey]
+            elif self._is_chunk(nkey):
+                passthrough[nkey] = key
+        if passthrough:
+            found = self._source.getitems(list(passthrough))
+            for nkey, value in found.items():
+                out[passthrough[nkey]] = value
+        return {k: out[k] for k in wanted if k in out}
+
+    def getrange(self, key: str, start: int, length: int | None = None) -> bytes:
+        """A byte range; chunk ranges are read from the source without the whole object."""
+        nkey = normalize_key(key)
+        if nkey not in self._metadata and self._is_chunk(nkey):
+            return self._source.getrange(nkey, start, length)
+        return super().getrange(key, start, length)
+
+    def getsize(self, key: str) -> int:
+        """Size of an object; chunk sizes come from the source."""
+        nkey = normalize_key(key)
+        if nkey in self._metadata:
+            return len(self._metadata[nkey])
+        if self._is_chunk(nkey):
+            return self._source.getsize(nkey)
+        raise KeyError(key)
+
+    def close(self) -> None:
+        """Close the view, and the source when the view opened it from a URL."""
+        if not self._closed and self._owns_source:
+            self._source.close()
+        super().close()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TranslatedView):
+            return NotImplemented
+        return (
+            self._source == other._source
+            and self._format == other._format
+            and self._noxarray == other._noxarray
+            and self._consolidated == other._consolidated
+        )
+
+    def __hash__(self) -> int:
+        return hash((self._format, self._source.url))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            _rebuild,
+            (self._source, self._format, self._noxarray, self._consolidated_arg),
+        )
+
+
+def _rebuild(
+    source: ZMap, format: str, noxarray: bool, consolidated: bool | None
+) -> TranslatedView:
+    return TranslatedView(
+        source,
+        format=format,  # type: ignore[arg-type]
+        noxarray=noxarray,
+        consolidated=consolidated,
+    )
+
+
+def view(
+    src: str | os.PathLike[str] | ZMap,
+    mode: Literal["zarr", "nczarr"] = "zarr",
+    *,
+    noxarray: bool = False,
+    consolidated: bool | None = None,
+) -> TranslatedView:
+    """A read-only map showing ``src`` translated to ``mode``, without copying data.
+
+    Parameters
+    ----------
+    src : str, path-like or ZMap
+        A netCDF-style URL or path (opened read-only and closed with the view), or
+        an open map (left open).
+    mode : {"zarr", "nczarr"}
+        ``"zarr"``: pure Zarr v2 for zarr-python/xarray. ``"nczarr"``: the layout
+        netcdf-c 4.9.3+ opens read-write.
+    noxarray : bool
+        Omit ``_ARRAY_DIMENSIONS``.
+    consolidated : bool or None
+        Show a ``.zmetadata``; ``None``: iff ``src`` has one.
+
+    Raises
+    ------
+    InvalidModeError
+        ``mode`` is not ``"zarr"`` or ``"nczarr"``.
+    MetadataError, UnsupportedError
+        ``src`` cannot be read (see :func:`nczarr.metadata.read`).
+
+    Examples
+    --------
+    >>> import nczarr
+    >>> src = nczarr.MemoryMap(mode="w")
+    >>> src[".zgroup"] = b'{"zarr_format": 2}'
+    >>> sorted(view(src, "nczarr"))
+    ['.zattrs', '.zgroup']
+    """
+    if isinstance(src, ZMap):
+        return TranslatedView(src, format=mode, noxarray=noxarray, consolidated=consolidated)
+    if isinstance(src, str | os.PathLike):
+        from .maps.open import open_map
+
+        zmap = open_map(os.fspath(src), mode="r")
+        try:
+            return TranslatedView(
+                zmap, format=mode, noxarray=noxarray, consolidated=consolidated, owns_source=True
+            )
+        except BaseException:
+            zmap.close()
+            raise
+    raise TypeError(f"expected a URL, a path or a ZMap, got {type(src).__name__}")
