@@ -29,7 +29,19 @@ import numpy as np
 from nczarr.maps.memory import MemoryMap
 from nczarr.translate.model import Attribute, Dataset, Dimension, Group, Variable
 
-__all__ = ["nc_url", "build", "describe", "diff", "map_from_dir", "map_from_zip", "NC_TYPE_IDS"]
+FIXTURES = Path(__file__).parent / "data"
+
+__all__ = [
+    "FIXTURES",
+    "fixture_path",
+    "nc_url",
+    "build",
+    "describe",
+    "diff",
+    "map_from_dir",
+    "map_from_zip",
+    "NC_TYPE_IDS",
+]
 
 NC_TYPE_IDS = {
     1: "byte",
@@ -57,6 +69,11 @@ _NUMPY_TO_NC = {
     "f4": "float",
     "f8": "double",
 }
+
+
+def fixture_path(name: str) -> Path:
+    """Path of a file in tests/data."""
+    return FIXTURES / name
 
 
 def _libnetcdf() -> ctypes.CDLL:
