@@ -188,7 +188,9 @@ class MemoryMap(ZMap):
             return NotImplemented
         return self._mode == other._mode and self._data == other._data
 
-    __hash__ = ZMap.__hash__
+    def __hash__(self) -> int:
+        # Equality is by content, which changes; hash only what cannot.
+        return hash((type(self).__name__, self._mode))
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (dict(self._data), self._mode))
