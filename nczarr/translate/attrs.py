@@ -60,9 +60,9 @@ class JSONFloat(float):
 
     __slots__ = ("text",)
 
-    def __new__(cls, text: str) -> JSONFloat:
+    def __new__(cls, text: str, original: str | None = None) -> JSONFloat:
         obj = super().__new__(cls, text)
-        obj.text = text
+        obj.text = text if original is None else original
         return obj
 
 
@@ -73,14 +73,23 @@ _NAN = re.compile(r"(?<![A-Za-z_])nan(?![A-Za-z_])", re.IGNORECASE)
 _INF = re.compile(r"(?<![A-Za-z_])inf(inity)?(?![A-Za-z_])", re.IGNORECASE)
 
 
-def _relax(text: str) -> str:
-    """Rewrite non-RFC number forms outside string literals into RFC JSON."""
+_FLOAT_TOKEN = re.compile(r"-?(?:\d+\.\d*|\.\d+|\d+(?=[eE]))(?:[eE][-+]?\d+)?|-?\d+[eE][-+]?\d+")
+
+
+def _relax(text: str) -> tuple[str, list[str]]:
+    """Rewrite non-RFC number forms outside string literals into RFC JSON.
+
+    Also returns the original text of every real-number token, in document order
+    (the order in which ``json.loads`` calls ``parse_float``).
+    """
     out: list[str] = []
+    floats: list[str] = []
     i = 0
     n = len(text)
     while i < n:
         quote = text.find('"', i)
         chunk = text[i:] if quote < 0 else text[i:quote]
+        floats.extend(_FLOAT_TOKEN.findall(chunk))
         chunk = _TRAILING_DOT.sub(".0", chunk)
         chunk = _LEADING_DOT.sub("0.", chunk)
         chunk = _NAN.sub("NaN", chunk)
@@ -93,7 +102,7 @@ def _relax(text: str) -> str:
             j += 2 if text[j] == "\\" else 1
         out.append(text[quote : j + 1])
         i = j + 1
-    return "".join(out)
+    return "".join(out), floats
 
 
 def parse_json(data: bytes | str, *, key: str = "") -> Any:
@@ -114,10 +123,11 @@ def parse_json(data: bytes | str, *, key: str = "") -> Any:
     try:
         return json.loads(text, parse_float=JSONFloat)
     except json.JSONDecodeError as exc:
-        relaxed = _relax(text)
+        relaxed, originals = _relax(text)
         if relaxed != text:
+            tokens = iter(originals)
             try:
-                return json.loads(relaxed, parse_float=JSONFloat)
+                return json.loads(relaxed, parse_float=lambda t: JSONFloat(t, next(tokens, t)))
             except json.JSONDecodeError:
                 pass
         raise MetadataError(f"{where}invalid JSON: {exc}") from None
