@@ -231,8 +231,11 @@ class NCZarrURL:
     # ----------------------------------------------------------------- output
     def __str__(self) -> str:
         """The canonical URL, fragment included: ``parse_url(str(u)) == u``."""
-        if self.endpoint is None:
+        if self.endpoint is None and not (self.bucket and _AWS_PATH_HOST.match(self.bucket)):
             return self.fsspec_url + self._fragment()
+        if self.endpoint is None:  # s3://<bucket> would read as netcdf-c's host form
+            key = quote(self.path, safe=_PATH_SAFE)
+            return f"https://s3.amazonaws.com/{self.bucket}/{key}" + self._fragment()
         key = quote(self.path, safe=_PATH_SAFE)
         return f"{self.endpoint}/{self.bucket}/{key}" + self._fragment()
 
@@ -455,8 +458,9 @@ def _parse_s3_scheme(
         raise InvalidURLError(f"S3 URLs take no query string: {shown!r}")
     if not netloc:
         raise InvalidURLError(f"s3 URL without a bucket: {shown!r}")
-    if _AWS_PATH_HOST.match(netloc) or _AWS_VHOST.match(netloc):
-        # netcdf-c's documented form: s3://s3.<region>.amazonaws.com/bucket/key
+    if _AWS_PATH_HOST.match(netloc):
+        # netcdf-c's documented form: s3://s3.<region>.amazonaws.com/bucket/key (a
+        # bucket that merely ends in .amazonaws.com stays a bucket)
         return _parse_aws(netloc, path, mode, params, "s3", shown)
     if ":" in netloc:
         raise InvalidURLError(f"s3 URL bucket {netloc!r} has a port: {shown!r}")

@@ -123,6 +123,16 @@ ACCEPTED = [
         ),
     ),
     ("https://x.s3.s3.amazonaws.com/k", ("s3", "k", "x.s3", None, None, {"s3"}, {})),
+    # a bucket named like a virtual host is a bucket; one named like an S3 host
+    # reads as netcdf-c's host form after s3://, so str() writes it path style
+    (
+        "s3://nczarr.s3.eu-west-1.amazonaws.com/k",
+        ("s3", "k", "nczarr.s3.eu-west-1.amazonaws.com", None, None, {"s3"}, {}),
+    ),
+    (
+        "https://s3.amazonaws.com/s3.eu-west-1.amazonaws.com/k",
+        ("s3", "k", "s3.eu-west-1.amazonaws.com", None, None, {"s3"}, {}),
+    ),
     # S3-compatible endpoints (path style, need the s3 mode word)
     (
         "http://127.0.0.1:9000/bucket/key#mode=nczarr,s3",
@@ -475,7 +485,9 @@ _BUCKET = st.builds(
     st.sampled_from(_ALNUM),
     st.text(_ALNUM + "-_", min_size=1, max_size=20),
     st.sampled_from(_ALNUM),
-)
+) | st.sampled_from(["s3.eu-west-1.amazonaws.com", "b.s3.amazonaws.com"])
+
+
 _MODE = st.builds(
     lambda fmt, store, extra, version: fmt | extra | set(store) | set(version),
     st.sets(st.sampled_from(["nczarr", "zarr", "xarray", "noxarray"])),
