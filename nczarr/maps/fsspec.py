@@ -174,7 +174,7 @@ class FsspecMap(ZMap):
             raise KeyError(key)
         try:
             self._fs.rm_file(self._full(key))
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             raise KeyError(key) from None
         except OSError as exc:
             raise self._error(exc, key, "delete") from exc
@@ -246,18 +246,22 @@ class FsspecMap(ZMap):
             start, length = first, end - first
         end = None if length is None else start + length
         try:
-            return self._fs.cat_file(self._full(nkey), start=start, end=end)
+            data = self._fs.cat_file(self._full(nkey), start=start, end=end)
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             raise KeyError(nkey) from None
         except OSError as exc:
             raise self._error(exc, nkey, "read") from exc
+        if length is not None and len(data) > length:
+            # An HTTP server that ignores Range sends the whole object: cut it here.
+            data = data[start:end]
+        return data
 
     def getsize(self, key: str) -> int:
         """Size of ``key`` in bytes, from one ``info`` call."""
         nkey = normalize_key(key)
         try:
             info = self._fs.info(self._full(nkey))
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             raise KeyError(nkey) from None
         except OSError as exc:
             raise self._error(exc, nkey, "stat") from exc
