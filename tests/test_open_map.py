@@ -170,13 +170,18 @@ def test_zip_mode_word_without_suffix(tmp_path: Path, zip_map_class) -> None:
     assert _zip_members(target) == ["ds/a"]
 
 
-@pytest.mark.parametrize("name", ["ref_oldkeys.file.zip", "deflate64_zarr.zip"])
-def test_existing_archives_auto_detect_their_layout(copy_fixture, zip_map_class, name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "children"),
+    [("ref_oldkeys.file.zip", ["v"]), ("deflate64_zarr.zip", ["a"])],
+)
+def test_existing_archives_auto_detect_their_layout(
+    copy_fixture, zip_map_class, name: str, children: list[str]
+) -> None:
     path = copy_fixture(name)
     with open_map(f"file://{path}#mode=nczarr,zip") as m:
         assert isinstance(m, zip_map_class)
-        assert ".zgroup" in m.search("")
-        json.loads(m[".zgroup"])
+        assert m.search("") == [".zattrs", ".zgroup", *children]
+        assert json.loads(m[".zgroup"])["zarr_format"] == 2
 
 
 def test_existing_zip_without_suffix_is_found_by_magic(copy_fixture, zip_map_class) -> None:
