@@ -18,6 +18,8 @@ zarr-python or xarray, or copy its keys to convert (what :mod:`nczarr.convert` d
 from __future__ import annotations
 
 import os
+import sys
+import types
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
@@ -299,3 +301,18 @@ def view(
             zmap.close()
             raise
     raise TypeError(f"expected a URL, a path or a ZMap, got {type(src).__name__}")
+
+
+class _CallableModule(types.ModuleType):
+    """This module, callable as :func:`view`.
+
+    ``nczarr.view`` names both this module and the function; once the module has
+    been imported, Python binds the package attribute to the module, so calling
+    the module must do what calling the function does.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> TranslatedView:
+        return view(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -19,6 +19,8 @@ consolidated metadata.
 
 from __future__ import annotations
 
+import sys
+import types
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -165,3 +167,18 @@ def consolidate(metadata: dict[str, bytes]) -> bytes:
         if key.rsplit("/", 1)[-1] in ZARR_METADATA_NAMES and key != ZMETADATA:
             inner[key] = parse_json(value, key=key)
     return dumps({"metadata": inner, "zarr_consolidated_format": 1})
+
+
+class _CallableModule(types.ModuleType):
+    """This module, callable as :func:`write`.
+
+    ``nczarr.translate.write`` names both this module and the function; Python
+    binds the package attribute to the module once it is imported, so calling the
+    module must do what calling the function does.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> dict[str, bytes]:
+        return write(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
