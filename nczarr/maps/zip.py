@@ -519,7 +519,10 @@ class ZipMap(ZMap):
     def _copy_member(self, info: zipfile.ZipInfo, out: zipfile.ZipFile) -> None:
         """Copy one existing member, keeping its name, time, attributes and method."""
         if info.is_dir():
-            out.mkdir(info.filename)
+            entry = _dir_info(info.filename)
+            entry.date_time = info.date_time
+            entry.external_attr = info.external_attr
+            out.mkdir(entry)
             return
         copy = zipfile.ZipInfo(info.filename, date_time=info.date_time)
         copy.external_attr = info.external_attr
@@ -537,6 +540,7 @@ def _dir_info(name: str) -> zipfile.ZipInfo:
     """A directory entry stamped now (``ZipFile.mkdir`` with a name dates it 1980)."""
     info = zipfile.ZipInfo(name.rstrip("/") + "/", date_time=time.localtime()[:6])
     info.external_attr = ((stat.S_IFDIR | 0o755) << 16) | 0x10
+    info.CRC = info.compress_size = info.file_size = 0
     return info
 
 
