@@ -15,7 +15,9 @@ can be killed at any point and rerun.
 
 from __future__ import annotations
 
+import sys
 import time
+import types
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -369,3 +371,18 @@ def migrate(
     report.deleted_keys = tuple(deleted)
     report.seconds = time.perf_counter() - start
     return report
+
+
+class _CallableModule(types.ModuleType):
+    """Lets ``nczarr.convert(...)`` call :func:`convert` even once this module is imported.
+
+    The package exports the function ``convert`` lazily from the module of the same
+    name; importing ``nczarr.convert`` makes the import system bind the *module* to
+    ``nczarr.convert``, shadowing the function. Calling the module calls the function.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> ConvertReport:
+        return convert(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,252 @@
+"""migrate(): in-place upgrade of legacy NCZarr stores, and NCZarr <-> Zarr rewrites.
+
+The oracle is libnetcdf 4.10 (netCDF4): after ``migrate`` it opens the store
+read-write and a write sticks. Chunk objects are never touched, a second run changes
+nothing, and the number of storage operations does not depend on the chunk count.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import nczarr
+from nczarr.errors import InvalidModeError
+from nczarr.maps.file import FileMap
+
+pytest.importorskip("nczarr.view", reason="nczarr.view has not landed yet")
+netCDF4 = pytest.importorskip("netCDF4")
+
+DATA = Path(__file__).parent / "data"
+LEGACY = {
+    "v1": "ref_oldformat_v1.zip",
+    "v2uc-4.9.0": "v2uc_ncgen490.zip",
+    "oldkeys-4.9.2": "ref_oldkeys.file.zip",
+    "v2attrs-4.9.3": "ref_oldformat_v2attrs.zip",
+}
+
+
+def _extract(name: str, where: Path) -> Path:
+    with zipfile.ZipFile(DATA / name) as zf:
+        top = zf.namelist()[0].split("/")[0]
+        zf.extractall(where)
+    return where / top
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _is_metadata(key: str) -> bool:
+    name = key.rsplit("/", 1)[-1]
+    return name.startswith(".z") or name.startswith(".ncz")
+
+
+def _chunks(tree: dict[str, bytes]) -> dict[str, bytes]:
+    return {k: v for k, v in tree.items() if not _is_metadata(k)}
+
+
+def _first_numeric(ds) -> tuple[object, str]:
+    groups = [ds]
+    while groups:
+        g = groups.pop(0)
+        for name, v in g.variables.items():
+            if v.dtype != str and v.dtype.kind in "iuf" and v.size > 0:
+                return g, name
+        groups.extend(g.groups.values())
+    raise AssertionError("no numeric variable")
+
+
+def _open_append(path: Path):
+    """``netCDF4.Dataset(url, "a")`` that really opens (NC_WRITE) an existing NCZarr store.
+
+    netCDF4-python decides between nc_open and nc_create with ``os.path.exists(url)``,
+    which is False for a URL, so "a"/"r+" on an NCZarr URL would create (clobber) the
+    store. A placeholder directory named like the URL, relative to the working
+    directory, makes that check true; libnetcdf then opens the URL itself.
+    """
+    url = f"file://{path}#mode=nczarr,file"
+    os.makedirs(url, exist_ok=True)
+    return netCDF4.Dataset(url, "a")
+
+
+def _netcdf_writes(path: Path) -> None:
+    """netCDF4 opens ``path`` read-write, a write sticks, and a reopen sees it."""
+    with _open_append(path) as ds:
+        group, name = _first_numeric(ds)
+        var = group.variables[name]
+        index = (0,) * var.ndim
+        var[index] = 42
+        ds.setncattr("migrated", "yes")
+        path_of_var = var.group().path
+    with netCDF4.Dataset(f"file://{path}#mode=nczarr,file", "r") as ds:
+        grp = ds if path_of_var == "/" else ds[path_of_var]
+        assert np.asarray(grp.variables[name][index]).item() == 42
+        assert ds.getncattr("migrated") == "yes"
+
+
+@pytest.fixture(autouse=True)
+def _scratch_cwd(tmp_path, monkeypatch):
+    """Run in a scratch directory (``_open_append`` creates placeholders there)."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+
+
+@pytest.mark.parametrize("kind", list(LEGACY))
+def test_migrate_legacy_to_current_opens_read_write(kind, tmp_path):
+    store = _extract(LEGACY[kind], tmp_path)
+    before = _tree(store)
+    if kind in ("v2uc-4.9.0", "oldkeys-4.9.2"):
+        # netcdf-c 4.10 refuses the first (NC_ENCZARR) and opens the second read-only.
+        # (It opens V1 read-write and corrupts it; 4.9.3's layout is its own.)
+        with pytest.raises((OSError, RuntimeError)):
+            _netcdf_writes(store)
+        assert _tree(store) == before
+    model_before = nczarr.read(str(store))
+    report = nczarr.migrate(str(store))
+    after = _tree(store)
+    assert _chunks(after) == _chunks(before)
+    assert report.source_layout == model_before.layout
+    assert report.target_format == "nczarr"
+    assert nczarr.detect(str(store)).layout == "nczarr-v2"
+    assert not any(k.rsplit("/", 1)[-1].startswith(".ncz") for k in after)
+    model_after = nczarr.read(str(store))
+    assert [v.path for v in model_after.root.all_variables()] == [
+        v.path for v in model_before.root.all_variables()
+    ]
+    assert model_after.root.dimensions == model_before.root.dimensions
+    # a second run changes nothing
+    again = nczarr.migrate(str(store))
+    assert again.metadata_written == () and again.deleted_keys == ()
+    assert _tree(store) == after
+    _netcdf_writes(store)
+
+
+def test_v1_migration_deletes_every_separate_object(tmp_path):
+    store = _extract("ref_oldformat_v1.zip", tmp_path)
+    report = nczarr.migrate(str(store))
+    assert sorted(report.deleted_keys) == sorted(
+        [
+            ".nczarr",
+            ".nczattrs",
+            ".nczgroup",
+            "g1/.nczattrs",
+            "g1/.nczgroup",
+            "g1/pos/.nczarray",
+            "g1/pos/.nczattrs",
+            "lat/.nczarray",
+            "lat/.nczattrs",
+        ]
+    )
+    assert report.metadata_written[-1] in (".zgroup", ".zattrs")
+    assert all("/" in k for k in report.metadata_written[:-2])
+
+
+def test_migrate_to_zarr_and_back(tmp_path):
+    import xarray as xr
+
+    store = _extract("current_netcdf4101.zip", tmp_path)
+    chunks = _chunks(_tree(store))
+    nczarr.migrate(str(store), to="zarr")
+    tree = _tree(store)
+    assert _chunks(tree) == chunks
+    assert not any(b"_nczarr" in v for k, v in tree.items() if _is_metadata(k))
+    assert nczarr.detect(str(store)).layout == "zarr"
+    with xr.open_zarr(str(store), consolidated=False, mask_and_scale=False) as ds:
+        assert ds["v"].dims[-1] in {d for d in ds.dims}
+    nczarr.migrate(str(store), to="nczarr")
+    assert nczarr.detect(str(store)).layout == "nczarr-v2"
+    _netcdf_writes(store)
+
+
+def test_dry_run_changes_nothing_and_predicts_the_run(tmp_path):
+    store = _extract("v2uc_ncgen490.zip", tmp_path)
+    before = _tree(store)
+    plan = nczarr.migrate(str(store), dry_run=True)
+    assert _tree(store) == before
+    assert plan.dry_run and plan.planned_keys
+    real = nczarr.migrate(str(store))
+    assert plan.planned_keys == real.metadata_written
+    assert plan.deleted_keys == real.deleted_keys
+    assert "dry run" in plan.summary()
+
+
+def test_bad_target_format(tmp_path):
+    store = _extract("v2uc_ncgen490.zip", tmp_path)
+    with pytest.raises(InvalidModeError, match="invalid target format 'hdf5'"):
+        nczarr.migrate(str(store), to="hdf5")
+
+
+def test_migrate_zip_in_place(tmp_path):
+    archive = tmp_path / "legacy.zip"
+    shutil.copy(DATA / "v2uc_ncgen490.zip", archive)
+    nczarr.migrate(str(archive))
+    assert nczarr.detect(str(archive)).layout == "nczarr-v2"
+    out = tmp_path / "out.file"
+    nczarr.convert(str(archive), str(out))
+    _netcdf_writes(out)
+    again = nczarr.migrate(str(archive))
+    assert again.metadata_written == () and again.deleted_keys == ()
+
+
+def test_migrate_s3_in_place(tmp_path, s3_endpoint, s3_bucket, s3_client):
+    store = _extract("ref_oldformat_v1.zip", tmp_path)
+    for key, value in _tree(store).items():
+        s3_client.put_object(Bucket=s3_bucket, Key=f"ds/{key}", Body=value)
+    url = f"{s3_endpoint}/{s3_bucket}/ds#mode=nczarr,s3"
+    report = nczarr.migrate(url)
+    assert ".nczarr" in report.deleted_keys
+    keys = {o["Key"] for o in s3_client.list_objects_v2(Bucket=s3_bucket)["Contents"]}
+    assert "ds/.nczarr" not in keys and "ds/lat/.zarray" in keys
+    assert nczarr.detect(url).layout == "nczarr-v2"
+
+
+def _with_chunks(tmp_path: Path, n: int) -> Path:
+    """The same metadata (a 1-D array of ``n`` one-element chunks), ``n`` chunk files."""
+    path = tmp_path / f"c{n}.file"
+    with netCDF4.Dataset(f"file://{path}#mode=nczarr,file", "w") as ds:
+        ds.createDimension("x", n)
+        v = ds.createVariable("v", "i4", ("x",), chunksizes=(1,))
+        v[:] = np.arange(n, dtype="i4")
+    return path
+
+
+class _Counting(FileMap):
+    calls = 0
+
+    def _load(self, key):
+        type(self).calls += 1
+        return super()._load(key)
+
+    def _exists(self, key):
+        type(self).calls += 1
+        return super()._exists(key)
+
+    def _store(self, key, value):
+        type(self).calls += 1
+        return super()._store(key, value)
+
+    def _remove(self, key):
+        type(self).calls += 1
+        return super()._remove(key)
+
+
+def test_migrate_cost_does_not_depend_on_chunk_count(tmp_path):
+    counts = []
+    for n in (4, 400):
+        path = _with_chunks(tmp_path, n)
+        nczarr.migrate(str(path), to="zarr")
+        _Counting.calls = 0
+        nczarr.migrate(_Counting(path, mode="r+"), to="nczarr")
+        counts.append(_Counting.calls)
+    assert counts[0] == counts[1] > 0
