@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import math
@@ -311,7 +312,7 @@ def test_one_name_two_lengths_in_one_array() -> None:
         "a/.zattrs": {"_ARRAY_DIMENSIONS": ["x", "x"]},
     }
     with pytest.raises(
-        DimensionConflictError, match="length 3 in 'a/.zarray' but 4 in 'a/.zarray'"
+        DimensionConflictError, match=r"length 3 in 'a/\.zarray' but 4 in 'a/\.zarray'"
     ):
         read(_mem(meta))
 
@@ -370,7 +371,8 @@ def test_scalars(shape: list[int], names: list[str] | None, scalar: bool, dims: 
         (["x", 3], r"_ARRAY_DIMENSIONS must be a list of non-empty names without '/'"),
         (
             ["x", "a/b"],
-            r"_ARRAY_DIMENSIONS must be a list of non-empty names without '/', got \[\"x\",\"a/b\"\]",
+            r"_ARRAY_DIMENSIONS must be a list of non-empty names without '/', "
+            r"got \[\"x\",\"a/b\"\]",
         ),
         ("xy", r"_ARRAY_DIMENSIONS must be a list of non-empty names"),
     ],
@@ -458,7 +460,5 @@ def test_fuzzed_metadata_only_raises_metadata_errors(data: st.DataObject) -> Non
         for part in path[:-1]:
             target = target[part]
         target[path[-1]] = new
-    try:
+    with contextlib.suppress(MetadataError):
         read_zarr(meta)
-    except MetadataError:
-        pass
