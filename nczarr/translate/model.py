@@ -98,7 +98,8 @@ class Variable(_NaNEq):
     ``dimensions`` are dimension FQNs (``"/lat"``, ``"/g/x"``); ``shape`` and
     ``chunks`` are the netCDF shape (``()`` for scalars, even though NCZarr stores a
     scalar as shape ``[1]``). ``compressor`` and ``filters`` are numcodecs-style
-    config dicts exactly as stored (normalisation is the writer's job).
+    config dicts as the readers normalise them (``nczarr.translate.codecs``: numeric
+    strings -> numbers, shuffle ``elementsize`` 0 -> the item size; order kept).
     ``fill_value`` is the decoded Zarr fill value (``None``: no fill).
     """
 
