@@ -473,3 +473,13 @@ def test_fuzzed_metadata_only_raises_metadata_errors(data: st.DataObject) -> Non
             read_nczarr(meta, info)
     except MetadataError:  # DimensionConflictError is a MetadataError
         pass
+
+
+def test_read_from_s3_equals_read_from_memory(s3_endpoint: str, s3_bucket: str, s3_client) -> None:
+    from nczarr.maps.s3 import S3Map
+
+    source = map_from_zip(fixture_path("v2uc_ncgen490.zip"))
+    for key in source:
+        s3_client.put_object(Bucket=s3_bucket, Key=f"ds/{key}", Body=source[key])
+    with S3Map(f"s3://{s3_bucket}/ds", mode="r", endpoint_url=s3_endpoint) as remote:
+        assert read(remote) == read(source)
