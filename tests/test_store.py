@@ -387,13 +387,20 @@ def test_constructor_rejects_non_maps() -> None:
 
 def test_blocking_io_is_per_map(make_map) -> None:
     zmap = make_map("w")
-    assert blocking_io(zmap) is (make_map.kind != "memory")
+    assert blocking_io(zmap) is (make_map.kind in ("file", "s3"))
     assert ZarrStore(zmap).blocking is blocking_io(zmap)
 
     class Declared(MemoryMap):
         blocking_io = True
 
+    class Inherited(MemoryMap):
+        pass
+
     assert blocking_io(Declared())
+    assert not blocking_io(Inherited())
+    instance = MemoryMap()
+    instance.blocking_io = True  # type: ignore[attr-defined]
+    assert ZarrStore(instance).blocking
     zmap.close()
 
 
@@ -409,3 +416,28 @@ def test_set_if_not_exists_keeps_the_first_value_under_concurrency() -> None:
 
     sync(race())
     assert store.zmap["k"] == b"0"
+
+
+@pytest.mark.parametrize("blocking", [True, False])
+def test_blocking_maps_are_called_off_the_event_loop(blocking: bool) -> None:
+    """A blocking map's calls run in a worker thread; an inline map's on the loop's thread."""
+    import threading
+
+    class Recording(MemoryMap):
+        def _load(self, key: str) -> bytes:
+            threads.append(threading.get_ident())
+            return super()._load(key)
+
+    threads: list[int] = []
+    zmap = Recording({"k": b"v"})
+    zmap.blocking_io = blocking  # type: ignore[attr-defined]
+    store = ZarrStore(zmap)
+
+    async def read() -> tuple[int, bytes]:
+        value = await store.get("k")
+        return threading.get_ident(), value.to_bytes()
+
+    loop_thread, value = sync(read())
+    assert value == b"v"
+    assert (threads == [loop_thread]) is not blocking
+    assert len(threads) == 1

@@ -6,10 +6,10 @@ so ``zarr.open_group(store=ZarrStore(m))`` reads and writes Zarr v2 and v3 hiera
 in a directory, a zip archive, an S3 bucket or memory, through exactly the code that
 reads NCZarr.
 
-Blocking map calls are run in a worker thread (``asyncio.to_thread``) when the map does
-real I/O, so concurrent chunk reads overlap and the event loop is never blocked; for an
-in-memory map a direct call is several times cheaper than a thread hop, so it is called
-inline. The choice is per map (see :func:`blocking_io`).
+Map calls run in a worker thread (``asyncio.to_thread``) when the map does blocking I/O
+(files, S3), so concurrent chunk requests overlap and the event loop stays free; maps
+whose calls are cheap or serialized anyway (memory, zip) are called inline, which is
+several times cheaper than a thread hop. The choice is per map (see :func:`blocking_io`).
 """
 
 from __future__ import annotations
@@ -43,19 +43,28 @@ __all__ = ["ZarrStore", "open_zarr", "blocking_io"]
 T = TypeVar("T")
 
 
-def blocking_io(zmap: ZMap) -> bool:
-    """Whether calls into ``zmap`` block on I/O and should leave the event loop.
+#: Maps whose calls are cheap or serialized by one lock: calling them inline beats a
+#: thread hop. Named, not imported, so an optional backend is never loaded for this.
+_INLINE_MAPS = frozenset({"nczarr.maps.memory.MemoryMap", "nczarr.maps.zip.ZipMap"})
 
-    A map class (or instance) may say so itself with a ``blocking_io`` attribute;
-    otherwise every map except :class:`~nczarr.maps.memory.MemoryMap` is treated as
-    blocking. Measured on zarr 3.1 (``benchmarks/bench_maps.py``): a thread hop costs
-    ~30 µs, far more than a dict lookup but negligible next to a file, zip or S3 read,
-    and threads let concurrent chunk requests overlap.
+
+def blocking_io(zmap: ZMap) -> bool:
+    """Whether calls into ``zmap`` should leave the event loop (``asyncio.to_thread``).
+
+    A map class (or instance) may say so itself with a ``blocking_io`` attribute.
+    Otherwise :class:`~nczarr.maps.memory.MemoryMap` and
+    :class:`~nczarr.maps.zip.ZipMap` (and their subclasses) are called inline and every
+    other map in a worker thread. Measured with zarr 3.1 on 2 cores: a thread hop
+    costs ~50 µs of CPU per call, seven times a MemoryMap read; a ZipMap serializes
+    its reads on one lock and buffers its writes in memory, so threads buy it no
+    overlap (zarr's own ``ZipStore`` is inline too); files and S3 objects do block, and
+    threads let concurrent chunk requests overlap.
     """
     flag = getattr(zmap, "blocking_io", None)
     if flag is not None:
         return bool(flag)
-    return not isinstance(zmap, MemoryMap)
+    names = {f"{c.__module__}.{c.__qualname__}" for c in type(zmap).__mro__}
+    return names.isdisjoint(_INLINE_MAPS)
 
 
 class ZarrStore(Store):
