@@ -207,6 +207,12 @@ def test_chunk_writes_in_a_known_array_cost_one_list_and_one_put(m: S3Map) -> No
     calls.clear()
     other["g/v/0.4"] = b"z"
     assert calls.names == ["ListObjectsV2", "PutObject"]
+    # prefixes a search has seen are known too (a reader-writer walks the tree first)
+    third = S3Map(m.url, mode="r+", endpoint_url=m.fs.endpoint_url)
+    assert third.search("g") == ["v"]
+    calls = Calls(third)
+    third["g/v/0.5"] = b"z"
+    assert calls.names == ["ListObjectsV2", "PutObject"]
 
 
 def test_leaf_rule(m: S3Map, s3_client: Any, s3_bucket: str) -> None:

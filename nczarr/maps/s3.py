@@ -170,6 +170,8 @@ class S3Map(ZMap):
         self._region = region
         self._anon = bool(anon)
         options = dict(s3fs_options)
+        # An injected aiobotocore session is used but neither described nor pickled.
+        session = options.pop("session", None) or _new_session(profile)
         self._secrets = {k: options.pop(k) for k in list(options) if k in SECRET_OPTIONS}
         client_kwargs = dict(options.pop("client_kwargs", None) or {})
         client_secrets = {
@@ -186,10 +188,9 @@ class S3Map(ZMap):
             **options,
             **{k: v for k, v in self._secrets.items() if k != "client_kwargs"},
         }
-        if "session" not in fs_kwargs:
-            fs_kwargs["session"] = _new_session(profile)
         self._fs = s3fs.S3FileSystem(
             anon=self._anon,
+            session=session,
             endpoint_url=endpoint_url,
             client_kwargs=fs_client_kwargs,
             skip_instance_cache=True,
@@ -408,6 +409,7 @@ class S3Map(ZMap):
                 name = common["Prefix"][len(below) : -1]
                 if name:
                     names.append(name)
+                    self._known_dirs.add(f"{prefix}/{name}" if prefix else name)
             for obj in page.get("Contents", []):
                 name = obj["Key"][len(below) :]
                 if name:
