@@ -417,3 +417,14 @@ def test_deflate64_archive_rewrite_recompresses_with_deflate(copy_fixture):
     assert after == before | {".zattrs": b"{}"}
     if UNZIP:
         unzip_test(path)
+
+
+def test_rewrite_through_a_symlink_updates_the_target(tmp_path):
+    real = tmp_path / "real.zip"
+    with ZipMap(real, mode="w") as m:
+        m["a"] = b"1"
+    link = tmp_path / "link.zip"
+    link.symlink_to(real)
+    with ZipMap(link, mode="r+") as m:
+        m["a"] = b"2"
+    assert link.is_symlink() and members(real) == {"a": b"2"}

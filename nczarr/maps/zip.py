@@ -485,7 +485,8 @@ class ZipMap(ZMap):
 
     def _write_archive(self) -> None:
         """Write the live keys (and foreign members) to a temp file, then replace."""
-        directory, name = os.path.split(self._path)
+        target = os.path.realpath(self._path)  # a symlinked archive is updated, not replaced
+        directory, name = os.path.split(target)
         temp = os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
         try:
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
@@ -506,9 +507,9 @@ class ZipMap(ZMap):
                 for info in self._extra:
                     self._copy_member(info, out)
             with contextlib.suppress(FileNotFoundError):
-                os.chmod(temp, stat.S_IMODE(os.stat(self._path).st_mode))
+                os.chmod(temp, stat.S_IMODE(os.stat(target).st_mode))
             self._close_reader()
-            os.replace(temp, self._path)
+            os.replace(temp, target)
         except BaseException as exc:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
