@@ -27,12 +27,15 @@ from .apply import copy_chunks, delete_keys, write_metadata
 from .errors import InvalidModeError, TargetExistsError
 from .maps.base import ZMap
 from .plan import build_plan, legacy_candidates, order_metadata
-from .translate.conventions import V1_OBJECT_NAMES
+from .translate.conventions import LAYOUT_V2, LAYOUT_ZARR, V1_OBJECT_NAMES
 
 __all__ = ["ConvertReport", "convert", "migrate", "FORMATS"]
 
 #: Output formats: current NCZarr (netcdf-c 4.9.3+ layout) and pure Zarr v2.
 FORMATS = ("nczarr", "zarr")
+
+#: The layout ``migrate(to=...)`` produces.
+_CURRENT_LAYOUT = {"nczarr": LAYOUT_V2, "zarr": LAYOUT_ZARR}
 
 #: Names of the root group's metadata objects, removed first when overwriting a target.
 _ROOT_OBJECTS = (".zgroup", ".zmetadata", ".zattrs")
@@ -311,10 +314,12 @@ def migrate(
     objects are read, written or deleted: the cost does not depend on the number of
     chunks.
 
-    Order: new metadata (arrays, groups, root last), skipping objects that already
-    hold the right bytes, then deletion of the legacy objects the new layout does
-    not use. Killed at any point, the store still reads (per-object mixed layouts)
-    and a rerun finishes the job; a second run changes nothing.
+    A store already in the target layout keeps its metadata byte for byte (netcdf-c's
+    own formatting included). Otherwise the order is: new metadata (arrays, groups,
+    root last), skipping objects that already hold the right bytes, then deletion of
+    the legacy objects the new layout does not use. Killed at any point, the store
+    still reads (per-object mixed layouts) and a rerun finishes the job; a second run
+    changes nothing.
 
     Parameters
     ----------
@@ -329,6 +334,11 @@ def migrate(
         dataset = translated.dataset
         metadata = translated.metadata
         order = order_metadata(metadata)
+        if dataset.layout == _CURRENT_LAYOUT[fmt]:
+            # Already in the target layout (the root is written last, so a killed run
+            # never gets here with metadata left to write): keep the objects as they
+            # are, byte for byte, and only remove what an interrupted run left behind.
+            order = []
         changed = []
         for key in order:
             try:
