@@ -31,6 +31,7 @@ from urllib.parse import unquote, urlsplit
 from ..errors import (
     InvalidKeyError,
     InvalidURLError,
+    NCZarrError,
     ObjectExistsError,
     StorageError,
     StorageNotFoundError,
@@ -72,6 +73,8 @@ def local_path(location: str | os.PathLike[str]) -> str:
 
 def _raise_os(exc: OSError, what: str) -> NoReturn:
     """Re-raise an OSError as the nczarr error a caller should see, naming ``what``."""
+    if isinstance(exc, NCZarrError):
+        raise exc  # already ours (e.g. a refused symlink), already names the key
     if exc.errno in (errno.EACCES, errno.EPERM):
         raise StoragePermissionError(f"permission denied: {what}: {exc}") from exc
     if exc.errno == errno.ENAMETOOLONG:
@@ -99,6 +102,7 @@ class FileMap(ZMap):
         self._open_root()
         self._real_root = os.path.realpath(self._root)
         self._real_prefix = self._real_root.rstrip(os.sep) + os.sep
+        self._safe_dirs: set[str] = set()  # real (non-link) directories below the root
 
     # ----------------------------------------------------------------- opening
     def _open_root(self) -> None:
@@ -133,6 +137,7 @@ class FileMap(ZMap):
                 )
 
     def _empty_tree(self) -> None:
+        self._safe_dirs = set()
         try:
             with os.scandir(self._root) as it:
                 entries = list(it)
@@ -162,10 +167,14 @@ class FileMap(ZMap):
                     "for temporary files"
                 )
         path = os.path.join(self._root, *segments)
-        # Walk the components below the root; only a symlink among them can lead out.
+        # Only a symlink among the parent directories can lead out of the root; real
+        # directories already seen are cached, so a hot key costs no extra syscall.
+        # The leaf itself is guarded where it is opened (see _open_leaf).
         current = self._root
-        for segment in segments:
+        for segment in segments[:-1]:
             current = os.path.join(current, segment)
+            if current in self._safe_dirs:
+                continue
             try:
                 mode = os.lstat(current).st_mode
             except (FileNotFoundError, NotADirectoryError):
@@ -173,15 +182,38 @@ class FileMap(ZMap):
             except OSError as exc:
                 _raise_os(exc, f"{key!r} in {self._root!r}")
             if stat.S_ISLNK(mode):
-                if not self._inside(path):
-                    raise StoragePermissionError(
-                        f"key {key!r} resolves to {os.path.realpath(path)!r}, outside the "
-                        f"map's root {self._root!r}; refusing to follow the symbolic link"
-                    )
+                self._refuse_escape(key, path)
                 break
             if not stat.S_ISDIR(mode):
                 break
+            self._safe_dirs.add(current)
         return path
+
+    def _refuse_escape(self, key: str, path: str) -> None:
+        if not self._inside(path):
+            raise StoragePermissionError(
+                f"key {key!r} resolves to {os.path.realpath(path)!r}, outside the "
+                f"map's root {self._root!r}; refusing to follow the symbolic link"
+            )
+
+    def _stat_leaf(self, key: str, path: str) -> os.stat_result:
+        """``os.stat`` of ``key``'s file, refusing a leaf symlink out of the root."""
+        st = os.stat(path, follow_symlinks=False)
+        if stat.S_ISLNK(st.st_mode):
+            self._refuse_escape(key, path)
+            st = os.stat(path)
+        return st
+
+    def _open_leaf(self, key: str, path: str) -> int:
+        """``os.open`` the file of ``key`` read-only without following a leaf symlink
+        out of the root (one syscall on the hot path)."""
+        try:
+            return os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+        self._refuse_escape(key, path)  # a symlink leaf: allowed only inside the root
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
 
     def _inside(self, path: str) -> bool:
         real = os.path.realpath(path)
@@ -222,7 +254,7 @@ class FileMap(ZMap):
     def _load(self, key: str) -> bytes:
         path = self._path(key)
         try:
-            with open(path, "rb") as f:
+            with open(self._open_leaf(key, path), "rb") as f:
                 return f.read()
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise KeyError(key) from None
@@ -232,7 +264,7 @@ class FileMap(ZMap):
     def _exists(self, key: str) -> bool:
         path = self._path(key)
         try:
-            return stat.S_ISREG(os.stat(path).st_mode)
+            return stat.S_ISREG(self._stat_leaf(key, path).st_mode)
         except (FileNotFoundError, NotADirectoryError):
             return False
         except OSError as exc:
@@ -308,6 +340,7 @@ class FileMap(ZMap):
                 os.rmdir(directory)
             except OSError:
                 return
+            self._safe_dirs.discard(directory)
             directory = os.path.dirname(directory)
 
     def _list(self, prefix: str) -> Iterator[str]:
@@ -378,7 +411,7 @@ class FileMap(ZMap):
         nkey = normalize_key(key)
         path = self._path(nkey)
         try:
-            with open(path, "rb") as f:
+            with open(self._open_leaf(nkey, path), "rb") as f:
                 size = os.fstat(f.fileno()).st_size
                 stop = None if length is None else start + length
                 first, last, _ = slice(start, stop).indices(size)
@@ -395,7 +428,7 @@ class FileMap(ZMap):
         """Size of the file at ``key`` from ``os.stat``."""
         nkey = normalize_key(key)
         try:
-            st = os.stat(self._path(nkey))
+            st = self._stat_leaf(nkey, self._path(nkey))
         except (FileNotFoundError, NotADirectoryError):
             raise KeyError(nkey) from None
         except OSError as exc:
