@@ -1,0 +1,265 @@
+"""Benchmark ``nczarr convert`` / ``migrate`` against the alternatives; prints ratios.
+
+Run (about a minute without ``--big``)::
+
+    python3 benchmarks/convert.py            # 1,600 and 20,000 chunks, migrate, memory, S3
+    python3 benchmarks/convert.py --big      # plus the peak memory of a 2 GB convert
+
+Measured:
+
+1. file -> file NCZarr -> Zarr: ``nczarr.convert`` vs ``cp -r`` (target <= 1.5x), vs
+   netCDF4 read + write (what ``nccopy`` does) and xarray ``open_zarr().to_zarr()``
+   (target: >= 10x faster than both), at 1,600 and 20,000 chunk objects.
+2. ``migrate`` of the same metadata with 1,000 vs 100,000 chunks (target: within 1.2x).
+3. Peak RSS of a convert in a fresh process (``VmHWM``), 200 MB by default,
+   2 GB with ``--big``, against the RSS of the same process doing nothing.
+4. S3 -> S3 on a local moto server: bytes read through the client vs the dataset size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def timed(
+    func: Callable[[], object], repeat: int = 1, cleanup: Callable[[], object] | None = None
+) -> float:
+    """Best wall time of ``repeat`` runs of ``func``; ``cleanup`` runs untimed after each."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        func()
+        best = min(best, time.perf_counter() - start)
+        if cleanup is not None:
+            cleanup()
+    return best
+
+
+def make_source(path: Path, chunks: int) -> Path:
+    """An NCZarr store written by libnetcdf: one f8 array of ``chunks`` 10x10 chunks."""
+    import netCDF4
+
+    side = round(chunks**0.5)
+    rows, cols = side * 10, (chunks // side) * 10
+    with netCDF4.Dataset(f"file://{path}#mode=nczarr,file", "w") as ds:
+        ds.createDimension("y", rows)
+        ds.createDimension("x", cols)
+        v = ds.createVariable("v", "f8", ("y", "x"), chunksizes=(10, 10), zlib=True)
+        v.units = "K"
+        v[:] = np.arange(rows * cols, dtype="f8").reshape(rows, cols) % 1000 / 7
+    return path
+
+
+def fresh(path: Path) -> Path:
+    shutil.rmtree(path, ignore_errors=True)
+    return path
+
+
+def bench_convert(work: Path, chunks: int) -> None:
+    import netCDF4
+    import xarray as xr
+
+    import nczarr
+
+    src = make_source(work / f"src{chunks}.file", chunks)
+    nfiles = sum(1 for p in src.rglob("*") if p.is_file())
+    out = work / "out"
+
+    def ours() -> None:
+        nczarr.convert(str(src), str(out), mode="zarr", workers=16)
+
+    def cp() -> None:
+        subprocess.run(["cp", "-r", str(src), str(out)], check=True)
+
+    def netcdf() -> None:
+        with (
+            netCDF4.Dataset(f"file://{src}#mode=nczarr,file") as a,
+            netCDF4.Dataset(f"file://{out}#mode=zarr,file", "w") as b,
+        ):
+            for name, dim in a.dimensions.items():
+                b.createDimension(name, len(dim))
+            for name, var in a.variables.items():
+                w = b.createVariable(
+                    name, var.dtype, var.dimensions, chunksizes=var.chunking(), zlib=True
+                )
+                w.setncatts({k: var.getncattr(k) for k in var.ncattrs()})
+                w[:] = var[:]
+
+    def xarray() -> None:
+        with xr.open_zarr(str(src), consolidated=False) as ds:
+            ds.to_zarr(str(out), mode="w", zarr_format=2, consolidated=False)
+
+    def clean() -> None:
+        shutil.rmtree(out, ignore_errors=True)
+
+    clean()
+    t_ours = timed(ours, 3, clean)
+    t_cp = timed(cp, 3, clean)
+    t_nc = timed(netcdf, 1, clean)
+    t_xr = timed(xarray, 1, clean)
+    print(f"convert NCZarr->Zarr, {chunks} chunks ({nfiles} objects, file->file):")
+    print(f"  nczarr convert      {t_ours:8.3f} s")
+    print(f"  cp -r               {t_cp:8.3f} s   ratio convert/cp      = {t_ours / t_cp:6.2f}x")
+    print(f"  netCDF4 read+write  {t_nc:8.3f} s   speed-up vs netCDF4   = {t_nc / t_ours:6.1f}x")
+    print(f"  xarray to_zarr      {t_xr:8.3f} s   speed-up vs xarray    = {t_xr / t_ours:6.1f}x")
+
+
+def bench_migrate(work: Path) -> None:
+    import nczarr
+
+    template = make_source(work / "tmpl.file", 4)
+    meta = {p.relative_to(template).as_posix(): p.read_bytes() for p in template.rglob(".z*")}
+    times = {}
+    for n in (1_000, 100_000):
+        store = fresh(work / f"mig{n}.file")
+        for key, value in meta.items():
+            (store / key).parent.mkdir(parents=True, exist_ok=True)
+            (store / key).write_bytes(value)
+        chunk = (template / "v" / "0.0").read_bytes()
+        # the same metadata, n chunk objects (the .zarray does not bound what is stored)
+        (store / "v" / "0.0").unlink(missing_ok=True)
+        for i in range(n):
+            (store / "v" / f"{i // 1000}.{i % 1000}").write_bytes(chunk)
+
+        def once(store: Path = store) -> None:
+            nczarr.migrate(str(store), to="zarr")
+            nczarr.migrate(str(store), to="nczarr")
+
+        times[n] = timed(once, 20) / 2
+        shutil.rmtree(store)
+    ratio = times[100_000] / times[1_000]
+    print("migrate (same metadata):")
+    print(f"  1,000 chunks        {times[1_000]:8.4f} s")
+    print(f"  100,000 chunks      {times[100_000]:8.4f} s   ratio = {ratio:5.2f}x")
+
+
+MEMORY_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    import nczarr
+    mode = sys.argv[3]
+    if mode == "convert":
+        report = nczarr.convert(sys.argv[1], sys.argv[2], mode="zarr", workers=16)
+        assert report.bytes_copied > 0, report
+    # VmHWM (peak RSS of this image): unlike ru_maxrss it does not inherit the
+    # parent's peak across fork+exec.
+    with open("/proc/self/status") as f:
+        print(next(line.split()[1] for line in f if line.startswith("VmHWM:")))
+    """
+)
+
+
+def bench_memory(work: Path, megabytes: int) -> None:
+    import zarr
+
+    src = work / f"mem{megabytes}.zarr"
+    side = 2048
+    rows = megabytes * 1024 * 1024 // (side * 4)
+    group = zarr.open_group(str(src), mode="w", zarr_format=2)
+    arr = group.create_array(
+        "a",
+        shape=(rows, side),
+        chunks=(256, side),
+        dtype="f4",
+        compressors=None,
+        fill_value=0.0,
+        attributes={"_ARRAY_DIMENSIONS": ["y", "x"]},
+    )
+    block = np.random.default_rng(0).random((256, side), dtype="f4")
+    for start in range(0, rows, 256):
+        arr[start : start + 256] = block[: min(256, rows - start)]
+    out = work / "mem_out"
+    script = work / "mem.py"
+    script.write_text(MEMORY_SCRIPT)
+    rss = {}
+    for mode in ("idle", "convert"):
+        fresh(out)
+        done = subprocess.run(
+            [sys.executable, str(script), str(src), str(out), mode],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        rss[mode] = int(done.stdout.split()[-1]) / 1024  # kB
+    print(f"peak memory, {megabytes} MB convert (16 workers, chunks of 2 MB):")
+    print(f"  python + nczarr imported  {rss['idle']:7.1f} MB")
+    print(f"  during convert            {rss['convert']:7.1f} MB")
+    print(f"  growth                    {rss['convert'] - rss['idle']:7.1f} MB")
+    shutil.rmtree(src)
+    shutil.rmtree(out, ignore_errors=True)
+
+
+def bench_s3(work: Path) -> None:
+    import logging
+
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    import nczarr
+    from nczarr.maps.s3 import S3Map
+
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="bench")
+        local = make_source(work / "s3src.file", 400)
+        src = S3Map("s3://bench/src", mode="a", endpoint_url=endpoint)
+        nczarr.convert(str(local), src, mode="nczarr")
+        size = sum(src.getsize(k) for k in src)
+        dst = S3Map("s3://bench/dst", mode="a", endpoint_url=endpoint)
+        through = {"bytes": 0}
+        for zmap in (src, dst):
+            get = zmap._get  # every GET of an S3Map (single, bulk and ranged) goes here
+
+            async def counting(key: str, *args: Any, get: Any = get) -> bytes:
+                data = await get(key, *args)
+                through["bytes"] += len(data)
+                return data
+
+            zmap._get = counting  # type: ignore[method-assign]
+        seconds = timed(lambda: nczarr.convert(src, dst, mode="zarr"))
+        print("S3 -> S3 convert on moto (server-side CopyObject):")
+        print(f"  dataset size              {size:10d} bytes in {len(src)} objects")
+        print(f"  bytes read by the client  {through['bytes']:10d} bytes ({seconds:.2f} s)")
+    finally:
+        server.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--big", action="store_true", help="also measure a 2 GB convert")
+    parser.add_argument("--skip-20000", action="store_true", help="only 1,600 chunks")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="nczarr-bench-") as tmp:
+        work = Path(tmp)
+        bench_convert(work, 1_600)
+        if not args.skip_20000:
+            bench_convert(work, 20_000)
+        bench_migrate(work)
+        bench_memory(work, 200)
+        if args.big:
+            bench_memory(work, 2048)
+        bench_s3(work)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
