@@ -98,6 +98,8 @@ def _progress_bar(stack: ExitStack) -> Callable[[int, int], object] | None:
         if bar.total != total:
             bar.total = total
         bar.update(done - bar.n)
+        if done == total:
+            bar.refresh()  # tqdm throttles redraws: show the final count
 
     return update
 

@@ -15,6 +15,7 @@ can be killed at any point and rerun.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import types
@@ -138,6 +139,22 @@ def _parsed(location: str | ZMap) -> Any:
     return parse_url(location)
 
 
+def _target_options(
+    parsed: Any, fmt: str, options: Mapping[str, Any] | None
+) -> Mapping[str, Any] | None:
+    """A new zip archive for NCZarr gets netcdf-c's layout (one top-level directory),
+    which is what netcdf-c reads, even when the URL does not say ``#mode=nczarr``."""
+    if (
+        parsed is not None
+        and parsed.storage == "zip"
+        and fmt == "nczarr"
+        and not os.path.exists(parsed.path)
+        and "layout" not in (options or {})
+    ):
+        return {**(options or {}), "layout": "netcdf"}
+    return options
+
+
 def _check_distinct(src: ZMap, dst: ZMap, dst_url: str) -> None:
     a, b = src.url.rstrip("/"), dst.url.rstrip("/")
     if a == b or b.startswith(a + "/") or a.startswith(b + "/"):
@@ -253,7 +270,7 @@ def convert(
             )
             report.seconds = time.perf_counter() - start
             return report
-        dst_map = _open(dst, "a", target_options, stack)
+        dst_map = _open(dst, "a", _target_options(parsed, fmt, target_options), stack)
         _check_distinct(src_map, dst_map, dst_url)
         if not _is_empty(dst_map):
             if overwrite:

@@ -482,3 +482,34 @@ def test_server_side_copy_moves_no_chunk_bytes_through_client(s3_endpoint, s3_bu
     assert loaded["bytes"] < 2_000  # metadata only: no chunk byte read by this process
     for key in chunk_sizes:
         assert dst[key] == real_load(key)
+
+
+def test_new_zip_target_layout_follows_the_format(tmp_path):
+    src = _current(tmp_path)
+    nczarr.convert(str(src), str(tmp_path / "nc.zip"), mode="nczarr")
+    with zipfile.ZipFile(tmp_path / "nc.zip") as zf:
+        assert {n.split("/", 1)[0] for n in zf.namelist()} == {"nc"}  # netcdf-c's layout
+        assert "nc/.zattrs" in zf.namelist()
+    nczarr.convert(str(src), str(tmp_path / "z.zip"), mode="zarr")
+    with zipfile.ZipFile(tmp_path / "z.zip") as zf:
+        assert ".zgroup" in zf.namelist()  # zarr-python's ZipStore layout
+    import zarr
+
+    with zarr.storage.ZipStore(tmp_path / "z.zip", mode="r") as store:
+        group = zarr.open_group(store, mode="r")
+        assert sorted(n for n, _ in group.arrays()) == ["c", "s", "sc", "v"]
+
+
+def test_progress_bar_only_on_a_tty(tmp_path, monkeypatch):
+    import io
+
+    from nczarr.cli import main
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    err = Terminal()
+    monkeypatch.setattr("sys.stderr", err)
+    assert main(["convert", str(_current(tmp_path)), str(tmp_path / "bar")]) == 0
+    assert "chunk" in err.getvalue() and "7/7" in err.getvalue()
