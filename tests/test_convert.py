@@ -512,4 +512,4 @@ def test_progress_bar_only_on_a_tty(tmp_path, monkeypatch):
     err = Terminal()
     monkeypatch.setattr("sys.stderr", err)
     assert main(["convert", str(_current(tmp_path)), str(tmp_path / "bar")]) == 0
-    assert "chunk" in err.getvalue() and "7/7" in err.getvalue()
+    assert "100%" in err.getvalue() and "8/8" in err.getvalue()
