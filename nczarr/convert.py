@@ -69,6 +69,8 @@ class ConvertReport:
     dry_run, planned_keys, planned_bytes
         For a dry run: every key that would be written, in order, and the bytes that
         would be written (chunks plus metadata). Nothing is written.
+    operation
+        ``"convert"`` or ``"migrate"``.
     """
 
     source: str
@@ -86,9 +88,21 @@ class ConvertReport:
     dry_run: bool = False
     planned_keys: tuple[str, ...] = field(default=(), repr=False)
     planned_bytes: int = 0
+    operation: str = "convert"
 
     def summary(self) -> str:
         """One line for humans (what the CLI prints)."""
+        if self.operation == "migrate":
+            what = "would write" if self.dry_run else "wrote"
+            gone = "would delete" if self.dry_run else "deleted"
+            written = self.planned_keys if self.dry_run else self.metadata_written
+            return (
+                f"{'dry run: ' if self.dry_run else ''}migrate {self.source} "
+                f"({self.source_layout}) to {self.target_format}: {self.arrays} arrays, "
+                f"{what} {len(written)} metadata objects, {gone} {len(self.deleted_keys)} "
+                f"legacy objects in {self.seconds:.2f} s"
+                + (f" ({len(self.warnings)} warnings)" if self.warnings else "")
+            )
         if self.dry_run:
             return (
                 f"dry run: {self.source} ({self.source_layout}) -> {self.target} "
@@ -372,6 +386,7 @@ def migrate(
             target_format=fmt,
             arrays=sum(1 for _ in dataset.root.all_variables()),
             warnings=tuple(translated.warnings),
+            operation="migrate",
         )
         if dry_run:
             report.dry_run = True
