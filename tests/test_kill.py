@@ -20,7 +20,6 @@ import pytest
 import nczarr
 from nczarr.maps.file import FileMap
 
-pytest.importorskip("nczarr.view", reason="nczarr.view has not landed yet")
 netCDF4 = pytest.importorskip("netCDF4")
 
 DATA = Path(__file__).parent / "data"

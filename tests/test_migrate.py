@@ -19,7 +19,6 @@ import nczarr
 from nczarr.errors import InvalidModeError
 from nczarr.maps.file import FileMap
 
-pytest.importorskip("nczarr.view", reason="nczarr.view has not landed yet")
 netCDF4 = pytest.importorskip("netCDF4")
 
 DATA = Path(__file__).parent / "data"
