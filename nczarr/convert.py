@@ -128,12 +128,12 @@ def _check_format(value: str, what: str) -> str:
     return value
 
 
-def _url_of(location: str | ZMap) -> str:
-    return location.url if isinstance(location, ZMap) else str(location)
+def _url_of(location: str | os.PathLike[str] | ZMap) -> str:
+    return location.url if isinstance(location, ZMap) else os.fspath(location)
 
 
 def _open(
-    location: str | ZMap, mode: str, options: Mapping[str, Any] | None, stack: ExitStack
+    location: str | os.PathLike[str] | ZMap, mode: str, options: Mapping[str, Any] | None, stack: ExitStack
 ) -> ZMap:
     """A map for ``location``; maps we open are closed (flushed) by ``stack``."""
     if isinstance(location, ZMap):
@@ -145,7 +145,7 @@ def _open(
     return zmap
 
 
-def _parsed(location: str | ZMap) -> Any:
+def _parsed(location: str | os.PathLike[str] | ZMap) -> Any:
     if isinstance(location, ZMap):
         return None
     from .urls import parse_url
@@ -190,8 +190,8 @@ def _translate(zmap: ZMap, fmt: str, noxarray: bool, consolidated: bool | None) 
 
 # ------------------------------------------------------------------ convert
 def convert(
-    src: str | ZMap,
-    dst: str | ZMap,
+    src: str | os.PathLike[str] | ZMap,
+    dst: str | os.PathLike[str] | ZMap,
     mode: str | None = None,
     *,
     workers: int = 8,
@@ -330,7 +330,7 @@ def _legacy_keys(zmap: ZMap, dataset: Any, metadata: Mapping[str, bytes]) -> lis
 
 
 def migrate(
-    url: str | ZMap,
+    url: str | os.PathLike[str] | ZMap,
     to: str = "nczarr",
     dry_run: bool = False,
     *,
