@@ -133,7 +133,10 @@ def _url_of(location: str | os.PathLike[str] | ZMap) -> str:
 
 
 def _open(
-    location: str | os.PathLike[str] | ZMap, mode: str, options: Mapping[str, Any] | None, stack: ExitStack
+    location: str | os.PathLike[str] | ZMap,
+    mode: str,
+    options: Mapping[str, Any] | None,
+    stack: ExitStack,
 ) -> ZMap:
     """A map for ``location``; maps we open are closed (flushed) by ``stack``."""
     if isinstance(location, ZMap):
