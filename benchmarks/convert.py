@@ -47,16 +47,17 @@ def timed(
     return best
 
 
-def make_source(path: Path, chunks: int) -> Path:
-    """An NCZarr store written by libnetcdf: one f8 array of ``chunks`` 10x10 chunks."""
+def make_source(path: Path, chunks: int, edge: int = 10) -> Path:
+    """An NCZarr store written by libnetcdf: one f8 array of ``chunks`` chunks of
+    ``edge`` x ``edge`` values, zlib-compressed."""
     import netCDF4
 
     side = round(chunks**0.5)
-    rows, cols = side * 10, (chunks // side) * 10
+    rows, cols = side * edge, (chunks // side) * edge
     with netCDF4.Dataset(f"file://{path}#mode=nczarr,file", "w") as ds:
         ds.createDimension("y", rows)
         ds.createDimension("x", cols)
-        v = ds.createVariable("v", "f8", ("y", "x"), chunksizes=(10, 10), zlib=True)
+        v = ds.createVariable("v", "f8", ("y", "x"), chunksizes=(edge, edge), zlib=True)
         v.units = "K"
         v[:] = np.arange(rows * cols, dtype="f8").reshape(rows, cols) % 1000 / 7
     return path
@@ -67,14 +68,15 @@ def fresh(path: Path) -> Path:
     return path
 
 
-def bench_convert(work: Path, chunks: int) -> None:
+def bench_convert(work: Path, chunks: int, edge: int = 10) -> None:
     import netCDF4
     import xarray as xr
 
     import nczarr
 
-    src = make_source(work / f"src{chunks}.file", chunks)
+    src = make_source(work / f"src{chunks}.file", chunks, edge)
     nfiles = sum(1 for p in src.rglob("*") if p.is_file())
+    nbytes = sum(p.stat().st_size for p in src.rglob("*") if p.is_file())
     out = work / "out"
 
     def ours() -> None:
@@ -109,7 +111,10 @@ def bench_convert(work: Path, chunks: int) -> None:
     t_cp = timed(cp, 3, clean)
     t_nc = timed(netcdf, 1, clean)
     t_xr = timed(xarray, 1, clean)
-    print(f"convert NCZarr->Zarr, {chunks} chunks ({nfiles} objects, file->file):")
+    print(
+        f"convert NCZarr->Zarr, {chunks} chunks of {edge}x{edge} f8 "
+        f"({nfiles} objects, {nbytes / 1e6:.1f} MB, file->file):"
+    )
     print(f"  nczarr convert      {t_ours:8.3f} s")
     print(f"  cp -r               {t_cp:8.3f} s   ratio convert/cp      = {t_ours / t_cp:6.2f}x")
     print(f"  netCDF4 read+write  {t_nc:8.3f} s   speed-up vs netCDF4   = {t_nc / t_ours:6.1f}x")
@@ -247,12 +252,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--big", action="store_true", help="also measure a 2 GB convert")
     parser.add_argument("--skip-20000", action="store_true", help="only 1,600 chunks")
+    parser.add_argument(
+        "--edge", type=int, default=10, help="chunk edge (10: 800-byte chunks, I/O bound)"
+    )
+    parser.add_argument("--only-convert", action="store_true", help="skip migrate/memory/S3")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="nczarr-bench-") as tmp:
         work = Path(tmp)
-        bench_convert(work, 1_600)
+        bench_convert(work, 1_600, args.edge)
         if not args.skip_20000:
-            bench_convert(work, 20_000)
+            bench_convert(work, 20_000, args.edge)
+        if args.only_convert:
+            return 0
         bench_migrate(work)
         bench_memory(work, 200)
         if args.big:
