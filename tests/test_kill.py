@@ -119,7 +119,7 @@ def test_convert_killed_during_chunks_then_resumed(after, source, reference, tmp
     assert all(not k.rsplit("/", 1)[-1].startswith(".z") for k in partial)
     _assert_incomplete(dst)
     report = nczarr.convert(str(source), str(dst), mode="zarr", resume=True)
-    assert report.chunks_skipped >= after - 8  # at most `workers` writes were cut short
+    assert report.chunks_skipped >= after  # every chunk reported done was complete
     assert report.chunks_skipped + report.chunks_copied == 50
     assert _tree(dst) == reference
 
