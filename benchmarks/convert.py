@@ -59,7 +59,9 @@ def make_source(path: Path, chunks: int, edge: int = 10) -> Path:
         ds.createDimension("x", cols)
         v = ds.createVariable("v", "f8", ("y", "x"), chunksizes=(edge, edge), zlib=True)
         v.units = "K"
-        v[:] = np.arange(rows * cols, dtype="f8").reshape(rows, cols) % 1000 / 7
+        # measurement-like values: compress, but not to nothing
+        rng = np.random.default_rng(42)
+        v[:] = np.round(rng.standard_normal((rows, cols)) * 10, 2)
     return path
 
 
