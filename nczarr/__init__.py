@@ -60,11 +60,11 @@ _LAZY = {
     "FormatInfo": "nczarr.metadata",
     "detect": "nczarr.metadata",
     "read": "nczarr.metadata",
-    "view": "nczarr.view",
+    "view": "nczarr.readthrough",
     # conversion
-    "convert": "nczarr.convert",
-    "migrate": "nczarr.convert",
-    "ConvertReport": "nczarr.convert",
+    "convert": "nczarr.conversion",
+    "migrate": "nczarr.conversion",
+    "ConvertReport": "nczarr.conversion",
 }
 
 __all__ = [

@@ -105,7 +105,7 @@ def _progress_bar(stack: ExitStack) -> Callable[[int, int], object] | None:
 
 
 def _convert(args: argparse.Namespace, out: TextIO) -> int:
-    from .convert import convert
+    from .conversion import convert
 
     with ExitStack() as stack:
         report = convert(
@@ -127,7 +127,7 @@ def _convert(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _migrate(args: argparse.Namespace, out: TextIO) -> int:
-    from .convert import migrate
+    from .conversion import migrate
 
     report = migrate(args.url, to=args.to, dry_run=args.dry_run)
     _print_report(report, out)

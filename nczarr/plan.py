@@ -42,7 +42,7 @@ METADATA_NAMES = frozenset(ZARR_METADATA_NAMES | V1_OBJECT_NAMES)
 
 
 class ViewLike(Protocol):
-    """What the planner needs from :func:`nczarr.view.view` (a ``TranslatedView``)."""
+    """What the planner needs from :func:`nczarr.view` (a ``TranslatedView``)."""
 
     source: ZMap
     dataset: Dataset
@@ -221,7 +221,7 @@ def build_plan(
     chunk_keys: Iterable[str] = translated.chunk_keys()
     selected = select_dataset(dataset, include, exclude)
     if selected is not dataset:
-        from .translate.write import write_with_warnings
+        from .translate.writer import write_with_warnings
 
         written = write_with_warnings(
             selected, target_format, noxarray=noxarray, consolidated=bool(consolidated)

@@ -205,12 +205,9 @@ def test_build_plan_selection_filters_chunks_and_rewrites_metadata(monkeypatch):
         calls.append((_paths(dataset), fmt, noxarray, consolidated))
         return SimpleNamespace(metadata={".zgroup": b"{}", "g/v/.zarray": b"{}"}, warnings=())
 
-    import nczarr.translate as translate_pkg
+    import nczarr.translate.writer
 
-    module = type(translate_pkg)("nczarr.translate.write")
-    module.write_with_warnings = fake_write
-    monkeypatch.setitem(__import__("sys").modules, "nczarr.translate.write", module)
-    monkeypatch.setattr(translate_pkg, "write", module, raising=False)
+    monkeypatch.setattr(nczarr.translate.writer, "write_with_warnings", fake_write)
     chunks = ["x/0", "x/1", "g/v/0", "g/h/w/0", "t/0"]
     view = FakeView(_dataset(), {".zgroup": b"old"}, chunks)
     plan = build_plan(view, target_format="nczarr", include=["/g/v"], noxarray=True)

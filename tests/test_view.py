@@ -15,7 +15,7 @@ import zarr
 import nczarr
 from nczarr.errors import InvalidModeError, ReadOnlyError
 from nczarr.maps.memory import MemoryMap
-from nczarr.view import TranslatedView, view
+from nczarr.readthrough import TranslatedView, view
 
 from .conftest import fixture_path
 from .ncoracle import describe, diff, map_from_zip
@@ -239,11 +239,14 @@ def test_scalar_chunk_is_the_0d_chunk() -> None:
     assert v["sc/0"] == v.source["sc/0"]
 
 
-def test_module_names_are_callable_after_submodule_import() -> None:
-    """``nczarr.view`` and ``nczarr.translate.write`` are modules and functions at once."""
-    import nczarr.translate.write
-    import nczarr.view
+def test_public_functions_survive_submodule_imports() -> None:
+    """``nczarr.view``, ``nczarr.convert`` and ``nczarr.translate.write`` stay functions
+    even after every module of the package has been imported."""
+    import nczarr.conversion
+    import nczarr.readthrough
+    import nczarr.translate.writer
 
     v = nczarr.view(small_source(), "zarr")
     assert isinstance(v, TranslatedView)
     assert nczarr.translate.write(v.dataset, "zarr") == v.metadata
+    assert callable(nczarr.convert) and nczarr.convert.__name__ == "convert"

@@ -20,9 +20,9 @@ from nczarr.errors import InvalidModeError
 from nczarr.maps.memory import MemoryMap
 from nczarr.translate.attrs import decode_attribute
 from nczarr.translate.model import Attribute, Dataset, Dimension, Group, Variable
-from nczarr.translate.write import WriteResult, write, write_with_warnings
 from nczarr.translate.write_nczarr import encode_char_attribute
 from nczarr.translate.write_zarr import dimension_names
+from nczarr.translate.writer import WriteResult, write, write_with_warnings
 
 from .ncoracle import describe, diff
 

@@ -42,7 +42,7 @@ from .conventions import (
 )
 from .dtypes import encode_fill_value, nc_to_zarr_dtype
 from .model import Attribute, Dataset, Group, Variable
-from .write import dumps, group_key, join, ncproperties
+from .writer import dumps, group_key, join, ncproperties
 
 __all__ = ["write_nczarr", "encode_char_attribute", "zarray_nczarr"]
 

@@ -29,7 +29,7 @@ from .attrs import encode_attribute
 from .conventions import ARRAY_DIMENSIONS, HIDDEN_ATTRIBUTES, NCPROPERTIES, ZARRAY, ZATTRS, ZGROUP
 from .dtypes import encode_fill_value, nc_to_zarr_dtype
 from .model import Dataset, Group, Variable
-from .write import dumps, group_key, join, ncproperties
+from .writer import dumps, group_key, join, ncproperties
 
 __all__ = ["write_zarr", "zarray_zarr", "dimension_names"]
 

@@ -1,6 +1,6 @@
 """Write a netCDF-4 model as Zarr v2 metadata objects: current NCZarr or pure Zarr.
 
-:func:`write` is the one entry point (``nczarr.translate.write``); it dispatches
+:func:`write` is the one entry point (``nczarr.translate.write``, the function); it dispatches
 to :mod:`~nczarr.translate.write_nczarr` (netcdf-c 4.9.3+ layout) or
 :mod:`~nczarr.translate.write_zarr` (pure Zarr v2 that zarr-python 3 and xarray
 read). Writers are pure: a :class:`~nczarr.translate.model.Dataset` in, a new
@@ -19,8 +19,6 @@ consolidated metadata.
 
 from __future__ import annotations
 
-import sys
-import types
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -167,18 +165,3 @@ def consolidate(metadata: dict[str, bytes]) -> bytes:
         if key.rsplit("/", 1)[-1] in ZARR_METADATA_NAMES and key != ZMETADATA:
             inner[key] = parse_json(value, key=key)
     return dumps({"metadata": inner, "zarr_consolidated_format": 1})
-
-
-class _CallableModule(types.ModuleType):
-    """This module, callable as :func:`write`.
-
-    ``nczarr.translate.write`` names both this module and the function; Python
-    binds the package attribute to the module once it is imported, so calling the
-    module must do what calling the function does.
-    """
-
-    def __call__(self, *args: Any, **kwargs: Any) -> dict[str, bytes]:
-        return write(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

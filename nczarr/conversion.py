@@ -1,6 +1,6 @@
 """``convert`` (copy a dataset into another format) and ``migrate`` (rewrite it in place).
 
-Both are a translated view (:func:`nczarr.view.view`) plus a copy: the view says what
+Both are a translated view (:func:`nczarr.view`) plus a copy: the view says what
 the metadata of the target is and which chunk objects pass through unchanged;
 :mod:`nczarr.plan` orders the writes and :mod:`nczarr.apply` performs them. Chunk
 bytes are never decoded, so every NCZarr <-> Zarr v2 conversion only rewrites
@@ -16,9 +16,7 @@ can be killed at any point and rerun.
 from __future__ import annotations
 
 import os
-import sys
 import time
-import types
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -186,7 +184,7 @@ def _is_empty(zmap: ZMap) -> bool:
 
 
 def _translate(zmap: ZMap, fmt: str, noxarray: bool, consolidated: bool | None) -> Any:
-    from .view import view
+    from .readthrough import view
 
     return view(zmap, mode=fmt, noxarray=noxarray, consolidated=consolidated)
 
@@ -416,18 +414,3 @@ def migrate(
     report.deleted_keys = tuple(deleted)
     report.seconds = time.perf_counter() - start
     return report
-
-
-class _CallableModule(types.ModuleType):
-    """Lets ``nczarr.convert(...)`` call :func:`convert` even once this module is imported.
-
-    The package exports the function ``convert`` lazily from the module of the same
-    name; importing ``nczarr.convert`` makes the import system bind the *module* to
-    ``nczarr.convert``, shadowing the function. Calling the module calls the function.
-    """
-
-    def __call__(self, *args: Any, **kwargs: Any) -> ConvertReport:
-        return convert(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

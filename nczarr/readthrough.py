@@ -1,7 +1,7 @@
 """A read-only zmap showing a store translated to current NCZarr or pure Zarr, copying nothing.
 
 ``view(src, mode="zarr")`` reads ``src``'s metadata into the netCDF-4 model once,
-writes it again with :func:`nczarr.translate.write.write_with_warnings`, and
+writes it again with :func:`nczarr.translate.write_with_warnings`, and
 serves:
 
 * the translated metadata objects (``.zgroup``, ``.zattrs``, ``.zarray``, and
@@ -18,8 +18,6 @@ zarr-python or xarray, or copy its keys to convert (what :mod:`nczarr.convert` d
 from __future__ import annotations
 
 import os
-import sys
-import types
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
@@ -56,7 +54,7 @@ class TranslatedView(ZMap):
                 f"invalid view mode {format!r}: expected one of {', '.join(map(repr, _FORMATS))}"
             )
         from .metadata import read
-        from .translate.write import write_with_warnings
+        from .translate.writer import write_with_warnings
 
         self._source = source
         self._owns_source = owns_source
@@ -301,18 +299,3 @@ def view(
             zmap.close()
             raise
     raise TypeError(f"expected a URL, a path or a ZMap, got {type(src).__name__}")
-
-
-class _CallableModule(types.ModuleType):
-    """This module, callable as :func:`view`.
-
-    ``nczarr.view`` names both this module and the function; once the module has
-    been imported, Python binds the package attribute to the module, so calling
-    the module must do what calling the function does.
-    """
-
-    def __call__(self, *args: Any, **kwargs: Any) -> TranslatedView:
-        return view(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
