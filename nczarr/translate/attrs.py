@@ -29,6 +29,7 @@ from .dtypes import (
     INT_RANGES,
     coerce_float,
     coerce_int,
+    json_number,
     nc_to_zarr_dtype,
     parse_dtype,
     to_float32,
@@ -344,17 +345,6 @@ def json_text_safe(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _json_number(value: Any, nc_type: str) -> Any:
-    if nc_type in ("float", "double"):
-        number = float(value)
-        if math.isnan(number):
-            return "NaN"
-        if math.isinf(number):
-            return "Infinity" if number > 0 else "-Infinity"
-        return number
-    return int(value)
-
-
 def encode_attribute(
     attr: Attribute, *, typed: bool = True, maxstrlen: int = 128
 ) -> tuple[Any, str]:
@@ -396,7 +386,7 @@ def encode_attribute(
             return values[0], code
         return values, code
     values = list(attr.value) if isinstance(attr.value, tuple | list) else [attr.value]
-    encoded = [_json_number(v, attr.type) for v in values]
+    encoded = [json_number(v, attr.type) for v in values]
     return (encoded[0] if len(encoded) == 1 else encoded), code
 
 

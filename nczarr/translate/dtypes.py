@@ -26,6 +26,7 @@ from ..errors import MetadataError, UnsupportedError
 from .conventions import CHAR_DTYPE_NCZARR, CHAR_DTYPE_ZARR, DTYPE_TO_NC, NC_TO_DTYPE
 
 __all__ = [
+    "json_number",
     "ZarrDtype",
     "INT_RANGES",
     "parse_dtype",
@@ -312,6 +313,13 @@ def encode_fill_value(value: Any, nc_type: str, *, nczarr: bool) -> Any:
         if nczarr:
             return text
         return base64.b64encode(text.encode("utf-8")).decode("ascii")
+    return json_number(value, nc_type)
+
+
+def json_number(value: Any, nc_type: str) -> Any:
+    """The JSON form of one numeric value of ``nc_type``: an int, a float, or for
+    floats that JSON cannot hold the strings ``"NaN"``/``"Infinity"``/``"-Infinity"``
+    (Zarr v2 spec; netcdf-c reads them back too)."""
     if nc_type in ("float", "double"):
         number = float(value)
         if math.isnan(number):
