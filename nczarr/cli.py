@@ -9,6 +9,7 @@ is a terminal.
 from __future__ import annotations
 
 import argparse
+import os
 import posixpath
 import sys
 from collections.abc import Callable, Sequence
@@ -78,6 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return _COMMANDS[args.command](args, sys.stdout)
+    except BrokenPipeError:
+        # The reader went away (`nczarr ls -R URL | head`): stop quietly, as cat does.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except (NCZarrError, OSError) as exc:
         message = str(exc) or type(exc).__name__
         print(f"nczarr: error: {message.splitlines()[0]}", file=sys.stderr)

@@ -294,7 +294,7 @@ def convert(
                 dst_map.clear()
             elif not resume:
                 raise TargetExistsError(
-                    f"target {dst_url!r} exists and is not empty: pass overwrite=True to "
+                    f"target {dst_url!r} exists and is not empty: pass overwrite=True (--overwrite) to "
                     "replace it, or resume=True to continue an interrupted convert"
                 )
         stats = copy_chunks(
