@@ -195,3 +195,22 @@ def test_console_script_end_to_end(tmp_path):
     )
     assert bad.returncode == 1
     assert bad.stderr.startswith("nczarr: error: target ")
+
+
+def test_listing_into_a_closed_pipe_is_quiet(tmp_path):
+    """`nczarr ls -R URL | head -1` prints one line and no broken-pipe traceback or error."""
+    archive = tmp_path / "many.zip"
+    with zipfile.ZipFile(archive, "w") as zf:  # a listing far larger than a pipe buffer
+        for i in range(8000):
+            zf.writestr(f"v/{i}.0.0", b"")
+    script = (
+        f"import sys; from nczarr.cli import main; sys.exit(main(['ls', '-R', {str(archive)!r}]))"
+    )
+    producer = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    first = producer.stdout.readline()
+    producer.stdout.close()  # the reader goes away, as `head -1` does
+    _, err = producer.communicate(timeout=60)
+    assert first.startswith(b"v/")
+    assert err == b""
