@@ -294,8 +294,9 @@ def convert(
                 dst_map.clear()
             elif not resume:
                 raise TargetExistsError(
-                    f"target {dst_url!r} exists and is not empty: pass overwrite=True (--overwrite) to "
-                    "replace it, or resume=True to continue an interrupted convert"
+                    f"target {dst_url!r} exists and is not empty: pass overwrite=True "
+                    "(--overwrite) to replace it, or resume=True (--resume) to continue an "
+                    "interrupted convert"
                 )
         stats = copy_chunks(
             source, dst_map, plan.chunk_keys, workers=workers, resume=resume, progress=progress
