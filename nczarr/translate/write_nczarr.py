@@ -3,7 +3,13 @@
 What netcdf-c 4.10 writes (``shared/reference/netcdf-c-layouts.md`` section 1.4),
 with three improvements that netcdf-c reads back unchanged:
 
-* floats (attributes and ``fill_value``) at full precision, not ``%lg``;
+* floats (attributes and ``fill_value``) are exact: netcdf-c prints them with
+  ``%lg`` (6 significant digits), which loses precision. Here a value is written
+  as netcdf-c's own text whenever that text reads back as the same value of the
+  recorded type (``-1`` for a double -1.0, ``9.96921e+36`` for the float fill
+  ``9.96921e36f``), else as its shortest exact text (:func:`float_text`). The
+  type is always recorded (``dtype``, ``_nczarr_attr.types``), so ``-1`` is still
+  read as a double;
 * a shuffle filter's ``elementsize`` is the real item size (the model carries the
   reader-normalised codecs), so zarr-python decodes the data too;
 * ``char`` attributes come back as exactly the same text. netcdf-c stores a char
@@ -15,11 +21,40 @@ with three improvements that netcdf-c reads back unchanged:
 
 One-byte numeric types use ``"|u1"``/``"|i1"`` (zarr-python rejects ``"<u1"``;
 netcdf-c reads both); char is ``">S1"``, netcdf-c's marker for NC_CHAR.
+
+netcdf-c rewriting our objects
+------------------------------
+netcdf-c 4.10.1 rewrites every ``.zgroup``, ``.zattrs`` and ``.zarray`` when it
+closes a store opened for writing (even with nothing changed), in place and
+without truncating the file. Its text must therefore never be shorter than ours.
+It is not, for an unchanged object, when every value is one netcdf-c formats
+exactly as we do, because these objects are written without whitespace
+(:func:`~nczarr.translate.writer.dumps` with ``compact=True``) and netcdf-c writes
+``", "``/``": "``: 2 bytes more per dict entry, nested ones included.
+What netcdf-c writes *shorter* than we do, and so eats into that slack:
+
+* a float needing more than 6 significant digits (``9.969209968386869e36``, the
+  double fill ``NC_FILL_DOUBLE``, becomes ``9.96921e+36``: 9 bytes; ``pi`` 10);
+* a char attribute whose text is a JSON scalar: we write ``"17"``, netcdf-c
+  ``17`` (2 bytes; 4 for ``"\"x\""`` -> ``"x"``);
+* attributes netcdf-c drops: 4.10.1 drops the attributes of a group that it has
+  not read yet (read them all before closing).
+
+A metadata object survives netcdf-c's rewrite when those losses add up to no more
+than 2 bytes per dict entry in it (a ``.zarray`` has at least 8 entries, a
+variable's ``.zattrs`` ``2 * attributes + 7`` or more). Beyond that (for example an attribute
+holding many full-precision doubles) the object ends in stale bytes after netcdf-c
+writes to the store, and nothing a writer can put in the object prevents it:
+trailing whitespace only helps when netcdf-c's text is at least as long as ours.
+Values netcdf-c cannot write exactly are lost by netcdf-c in any case.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
+import struct
 from typing import Any
 
 from .attrs import JSONFloat, encode_attribute, json_text
@@ -40,11 +75,11 @@ from .conventions import (
     ZATTRS,
     ZGROUP,
 )
-from .dtypes import encode_fill_value, nc_to_zarr_dtype
+from .dtypes import encode_fill_value, nc_to_zarr_dtype, to_float32
 from .model import Attribute, Dataset, Group, Variable
 from .writer import dumps, group_key, join, ncproperties
 
-__all__ = ["write_nczarr", "encode_char_attribute", "zarray_nczarr"]
+__all__ = ["write_nczarr", "encode_char_attribute", "zarray_nczarr", "float_text"]
 
 
 def write_nczarr(dataset: Dataset, *, noxarray: bool = False) -> dict[str, bytes]:
@@ -67,12 +102,14 @@ def write_nczarr(dataset: Dataset, *, noxarray: bool = False) -> dict[str, bytes
     out: dict[str, bytes] = {}
     for group in dataset.root.walk():
         prefix = group_key(group)
-        out[join(prefix, ZGROUP)] = dumps({"zarr_format": 2})
-        out[join(prefix, ZATTRS)] = dumps(_group_zattrs(dataset, group))
+        out[join(prefix, ZGROUP)] = dumps({"zarr_format": 2}, compact=True)
+        out[join(prefix, ZATTRS)] = dumps(_group_zattrs(dataset, group), compact=True)
         for var in group.variables.values():
             vprefix = join(prefix, var.name)
-            out[join(vprefix, ZARRAY)] = dumps(zarray_nczarr(var))
-            out[join(vprefix, ZATTRS)] = dumps(_variable_zattrs(var, noxarray=noxarray))
+            out[join(vprefix, ZARRAY)] = dumps(zarray_nczarr(var), compact=True)
+            out[join(vprefix, ZATTRS)] = dumps(
+                _variable_zattrs(var, noxarray=noxarray), compact=True
+            )
     return out
 
 
@@ -80,14 +117,17 @@ def zarray_nczarr(var: Variable) -> dict[str, Any]:
     """The ``.zarray`` document of one variable, in netcdf-c's key order.
 
     Scalars are shape ``[1]``, chunks ``[1]``; text fill values are raw text (what
-    netcdf-c reads); ``dimension_separator`` only when it is ``"/"``.
+    netcdf-c reads); float fill values as :func:`float_text`;
+    ``dimension_separator`` only when it is ``"/"``.
     """
     doc: dict[str, Any] = {
         "zarr_format": 2,
         "shape": [1] if var.scalar else list(var.shape),
         "dtype": nc_to_zarr_dtype(var.type, var.endian, var.maxstrlen, nczarr=True),
         "chunks": [1] if var.scalar else list(var.chunks),
-        "fill_value": encode_fill_value(var.fill_value, var.type, nczarr=True),
+        "fill_value": _exact_floats(
+            encode_fill_value(var.fill_value, var.type, nczarr=True), var.type
+        ),
         "order": var.order,
         "compressor": var.compressor,
         "filters": list(var.filters) if var.filters else None,
@@ -95,6 +135,74 @@ def zarray_nczarr(var: Variable) -> dict[str, Any]:
     if var.dimension_separator == "/":
         doc["dimension_separator"] = "/"
     return doc
+
+
+_EXPONENT = re.compile(r"e([+-])0*(\d)")
+
+
+def float_text(value: float, nc_type: str) -> str:
+    """The JSON number text for a finite ``float``/``double`` value in NCZarr metadata.
+
+    netcdf-c's own text (``"%.6g"``: ``-1``, ``0.25``, ``9.96921e+36``) when it reads
+    back as exactly ``value`` in ``nc_type`` (a ``float`` is compared as an IEEE
+    single), so netcdf-c rewrites the value with the same length. Otherwise the
+    shortest text that reads back exactly (fewest significant digits, then the
+    shorter of fixed and exponent form, exponent without ``+`` or leading zeros):
+    ``3.141592653589793``, ``9.969209968386869e36``. netcdf-c writes such a value
+    shorter, with 6 digits (see the module docstring). Negative zero is ``-0.0``.
+
+    Parameters
+    ----------
+    value : float
+        A finite number (NaN and infinities are JSON strings, not numbers).
+    nc_type : {"float", "double"}
+        The recorded type; for ``"float"`` the value is rounded to single first.
+
+    Returns
+    -------
+    str
+    """
+    single = nc_type == "float"
+    if single:
+        value = to_float32(value)
+    if value == 0 and math.copysign(1.0, value) < 0:
+        return "-0.0"  # "-0" is read as the integer 0 by JSON parsers that keep ints
+    netcdf = f"{value:.6g}"
+    if _reads_back(netcdf, value, single):
+        return netcdf
+    for digits in range(7, 18):
+        general = f"{value:.{digits}g}"
+        if _reads_back(general, value, single):
+            break
+    scientific = f"{value:.{digits - 1}e}"
+    candidates = [_EXPONENT.sub(_short_exponent, t) for t in (general, scientific)]
+    return min(candidates, key=len)
+
+
+def _short_exponent(match: re.Match[str]) -> str:
+    return "e" + ("-" if match.group(1) == "-" else "") + match.group(2)
+
+
+def _reads_back(text: str, value: float, single: bool) -> bool:
+    """``float(text)`` is bit for bit ``value`` (as a single when ``single``)."""
+    number = float(text)
+    fmt = "<f" if single else "<d"
+    try:
+        return struct.pack(fmt, number) == struct.pack(fmt, value)
+    except OverflowError:  # rounded beyond the single range
+        return False
+
+
+def _exact_floats(value: Any, nc_type: str) -> Any:
+    """``value`` (a JSON number or list of them) with floats as :func:`float_text`."""
+    if nc_type not in ("float", "double"):
+        return value
+    if isinstance(value, list):
+        return [_exact_floats(v, nc_type) for v in value]
+    if isinstance(value, float) and math.isfinite(value):
+        text = float_text(value, nc_type)
+        return JSONFloat(text)
+    return value
 
 
 def encode_char_attribute(text: str) -> Any:
@@ -135,6 +243,8 @@ def _user_attributes(
         value, code = encode_attribute(attr, typed=True, maxstrlen=maxstrlen)
         if attr.type == "char":
             value = encode_char_attribute(attr.value)
+        else:
+            value = _exact_floats(value, attr.type)
         values[name] = value
         types[name] = code
     return values, types

@@ -12,9 +12,20 @@ data is never touched: translated metadata describes the very same chunk bytes.
 the target format correct (renamed dimensions in pure Zarr), as a
 :class:`WriteResult`.
 
-This module also holds the helpers both writers share: JSON serialisation in
-netcdf-c's style (:func:`dumps`), the ``_NCProperties`` value, key joining and
-consolidated metadata.
+This module also holds the helpers both writers share: JSON serialisation
+(:func:`dumps`), the ``_NCProperties`` value, key joining and consolidated metadata.
+
+Why NCZarr objects are written as compact JSON: netcdf-c (4.10.1, file map)
+rewrites *every* ``.zgroup``, ``.zattrs`` and ``.zarray`` of a store opened for
+writing when it closes it, in place and **without truncating** the file
+(``zmap_file.c`` computes ``O_TRUNC`` and then drops it). When its text is shorter
+than what was there, the object ends in stale bytes and no longer parses
+(NC_ENCZARR on the next open). netcdf-c separates dict entries with ``", "`` and
+``": "``; writing ``","`` and ``":"`` makes its rewrite of an unchanged object
+2 bytes longer per dict entry, and that slack absorbs what netcdf-c writes
+shorter than we do (numbers it prints with 6 significant digits, char attributes
+whose text is a JSON scalar). See :mod:`~nczarr.translate.write_nczarr` for the
+exact limits. Pure Zarr keeps netcdf-c's spacing.
 """
 
 from __future__ import annotations
@@ -117,15 +128,30 @@ def write_with_warnings(
 
 
 # ------------------------------------------------------------------ shared helpers
-def dumps(value: Any) -> bytes:
-    """Serialise a metadata document as UTF-8 JSON in netcdf-c's style.
+def dumps(value: Any, *, compact: bool = False) -> bytes:
+    """Serialise a metadata document as UTF-8 JSON.
 
-    Dict entries are separated by ``", "``/``": "`` and list items by ``","``
-    (what netcdf-c writes); non-ASCII text is written as UTF-8, never as ``\\u``
-    escapes (netcdf-c 4.10's parser does not decode those); floats keep full
-    precision. Callers encode NaN and infinities as strings beforehand.
+    By default in netcdf-c's style: dict entries separated by ``", "`` and
+    ``": "``, list items by ``","``. With ``compact`` there is no whitespace at all
+    (``","`` and ``":"``): the NCZarr writer uses that so that netcdf-c's in-place,
+    non-truncating rewrite of an object is 2 bytes per dict entry longer than ours
+    (see the module docstring). Non-ASCII text is written as UTF-8, never as
+    ``\\u`` escapes (netcdf-c 4.10's parser does not decode those); numbers are
+    written as :func:`~nczarr.translate.attrs.json_text` writes them (a
+    :class:`~nczarr.translate.attrs.JSONFloat` keeps its text, other floats use
+    ``repr``, full precision). Callers encode NaN and infinities as strings
+    beforehand.
     """
-    return json_text(value).encode("utf-8")
+    return (_compact(value) if compact else json_text(value)).encode("utf-8")
+
+
+def _compact(value: Any) -> str:
+    if isinstance(value, dict):
+        items = (f"{json_text(str(k))}:{_compact(v)}" for k, v in value.items())
+        return "{" + ",".join(items) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(_compact(v) for v in value) + "]"
+    return json_text(value)
 
 
 def ncproperties(dataset: Dataset) -> str:
