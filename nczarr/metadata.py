@@ -145,6 +145,8 @@ def load_metadata(zmap: ZMap) -> dict[str, Any]:
         return meta
     if ZARRAY in meta:
         return meta
+    if not meta:
+        raise MetadataError(_not_a_store(zmap))
     v1 = V1_SUPERBLOCK in meta
     pending = [""]
     while pending:
@@ -176,6 +178,24 @@ def load_metadata(zmap: ZMap) -> dict[str, Any]:
             ):
                 pending.append(child)
     return meta
+
+
+def _not_a_store(zmap: ZMap) -> str:
+    """The error for a location with no Zarr metadata at its root, naming stores found
+    one level below it (the usual mistake: the parent directory of a store)."""
+    message = (
+        f"{zmap.url}: not a Zarr store: no .zgroup, .zarray, .zattrs, .zmetadata or "
+        "zarr.json at its root"
+    )
+    children = [n for n in zmap.search("") if not n.startswith(".")][:200]
+    found = zmap.getitems(
+        object_key(n, obj) for n in children for obj in (ZGROUP, ZARRAY, ZARR_JSON)
+    )
+    stores = sorted({key.split("/", 1)[0] for key in found})
+    if stores:
+        shown = ", ".join(repr(n) for n in stores[:5])
+        message += f"; stores one level below it: {shown}"
+    return message
 
 
 def _open(src: Any) -> tuple[ZMap, bool]:

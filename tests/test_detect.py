@@ -122,11 +122,14 @@ def test_root_object_of_wrong_json_type() -> None:
         detect(mem({".zgroup": {"zarr_format": 2}, ".zattrs": [1, 2]}))
 
 
-def test_root_without_zgroup_but_with_children_is_zarr() -> None:
-    store = mem({"g/.zgroup": {"zarr_format": 2}, "g/.zattrs": {"a": 1}})
-    info = detect(store)
-    assert (info.format, info.evidence) == ("zarr", ("g/.zattrs", "g/.zgroup"))
-    assert read(store).root.groups["g"].attributes["a"].value == (1,)
+def test_root_without_metadata_is_not_a_store_and_names_the_stores_below() -> None:
+    """No root object is not a dataset (as zarr-python and netcdf-c's format inference
+    say); an interrupted convert, which writes the root last, must not read as one.
+    The message points at stores one level below (the parent-directory mistake)."""
+    store = mem({"g/.zgroup": {"zarr_format": 2}, "g/.zattrs": {"a": 1}, "h/x": {}})
+    for call in (detect, read):
+        with pytest.raises(MetadataError, match=r"not a Zarr store.*one level below it: 'g'$"):
+            call(store)
 
 
 def test_half_migrated_store_reports_the_old_layout_and_reads(tmp_path: Path) -> None:
