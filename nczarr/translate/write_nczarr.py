@@ -30,7 +30,8 @@ without truncating the file. Its text must therefore never be shorter than ours.
 It is not, for an unchanged object, when every value is one netcdf-c formats
 exactly as we do, because these objects are written without whitespace
 (:func:`~nczarr.translate.writer.dumps` with ``compact=True``) and netcdf-c writes
-``", "``/``": "``: 2 bytes more per dict entry, nested ones included.
+``", "``/``": "``: ``2 * n - 1`` bytes more for every dict of ``n`` entries,
+nested ones included.
 What netcdf-c writes *shorter* than we do, and so eats into that slack:
 
 * a float needing more than 6 significant digits (``9.969209968386869e36``, the
@@ -41,8 +42,8 @@ What netcdf-c writes *shorter* than we do, and so eats into that slack:
   not read yet (read them all before closing).
 
 A metadata object survives netcdf-c's rewrite when those losses add up to no more
-than 2 bytes per dict entry in it (a ``.zarray`` has at least 8 entries, a
-variable's ``.zattrs`` ``2 * attributes + 7`` or more). Beyond that (for example an attribute
+than that slack (at least 15 bytes in a ``.zarray``, ``4 * attributes + 10`` or
+more in a variable's ``.zattrs``). Beyond that (for example an attribute
 holding many full-precision doubles) the object ends in stale bytes after netcdf-c
 writes to the store, and nothing a writer can put in the object prevents it:
 trailing whitespace only helps when netcdf-c's text is at least as long as ours.
@@ -147,7 +148,8 @@ def float_text(value: float, nc_type: str) -> str:
     back as exactly ``value`` in ``nc_type`` (a ``float`` is compared as an IEEE
     single), so netcdf-c rewrites the value with the same length. Otherwise the
     shortest text that reads back exactly (fewest significant digits, then the
-    shorter of fixed and exponent form, exponent without ``+`` or leading zeros):
+    shortest of positional and exponent form, exponent without ``+`` or leading
+    zeros):
     ``3.141592653589793``, ``9.969209968386869e36``. netcdf-c writes such a value
     shorter, with 6 digits (see the module docstring). Negative zero is ``-0.0``.
 
@@ -176,7 +178,22 @@ def float_text(value: float, nc_type: str) -> str:
             break
     scientific = f"{value:.{digits - 1}e}"
     candidates = [_EXPONENT.sub(_short_exponent, t) for t in (general, scientific)]
+    if abs(value) < 1e18:  # positional integers beyond int64 may not parse everywhere
+        candidates.append(_fixed(scientific))
     return min(candidates, key=len)
+
+
+def _fixed(scientific: str) -> str:
+    """The positional form of ``"<d>.<ddd>e<exp>"`` (the same digits, no exponent)."""
+    mantissa, exponent = scientific.split("e")
+    sign = "-" if mantissa.startswith("-") else ""
+    digits = mantissa.lstrip("-").replace(".", "")
+    shift = int(exponent)
+    if shift >= len(digits) - 1:
+        return sign + digits + "0" * (shift - len(digits) + 1)
+    if shift >= 0:
+        return sign + digits[: shift + 1] + "." + digits[shift + 1 :]
+    return sign + "0." + "0" * (-shift - 1) + digits
 
 
 def _short_exponent(match: re.Match[str]) -> str:

@@ -22,7 +22,7 @@ writing when it closes it, in place and **without truncating** the file
 than what was there, the object ends in stale bytes and no longer parses
 (NC_ENCZARR on the next open). netcdf-c separates dict entries with ``", "`` and
 ``": "``; writing ``","`` and ``":"`` makes its rewrite of an unchanged object
-2 bytes longer per dict entry, and that slack absorbs what netcdf-c writes
+``2 * n - 1`` bytes longer per dict of ``n`` entries, and that slack absorbs what netcdf-c writes
 shorter than we do (numbers it prints with 6 significant digits, char attributes
 whose text is a JSON scalar). See :mod:`~nczarr.translate.write_nczarr` for the
 exact limits. Pure Zarr keeps netcdf-c's spacing.
@@ -134,12 +134,12 @@ def dumps(value: Any, *, compact: bool = False) -> bytes:
     By default in netcdf-c's style: dict entries separated by ``", "`` and
     ``": "``, list items by ``","``. With ``compact`` there is no whitespace at all
     (``","`` and ``":"``): the NCZarr writer uses that so that netcdf-c's in-place,
-    non-truncating rewrite of an object is 2 bytes per dict entry longer than ours
-    (see the module docstring). Non-ASCII text is written as UTF-8, never as
-    ``\\u`` escapes (netcdf-c 4.10's parser does not decode those); numbers are
-    written as :func:`~nczarr.translate.attrs.json_text` writes them (a
-    :class:`~nczarr.translate.attrs.JSONFloat` keeps its text, other floats use
-    ``repr``, full precision). Callers encode NaN and infinities as strings
+    non-truncating rewrite of an object is longer than ours by ``2 * n - 1`` bytes
+    per dict of ``n`` entries (see the module docstring). Non-ASCII text is written
+    as UTF-8, never as ``\\u`` escapes (netcdf-c 4.10's parser does not decode
+    those); numbers are written as :func:`~nczarr.translate.attrs.json_text` writes
+    them (a :class:`~nczarr.translate.attrs.JSONFloat` keeps its text, other floats
+    use ``repr``, full precision). Callers encode NaN and infinities as strings
     beforehand.
     """
     return (_compact(value) if compact else json_text(value)).encode("utf-8")
