@@ -23,7 +23,7 @@ import os
 import secrets
 import shutil
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import unquote, urlsplit
@@ -37,7 +37,7 @@ from ..errors import (
     StorageNotFoundError,
     StoragePermissionError,
 )
-from .base import ZMap, normalize_key, parent_keys
+from .base import ZMap, _as_bytes, normalize_key, parent_keys
 
 __all__ = ["TEMP_PREFIX", "FileMap", "local_path"]
 
@@ -102,6 +102,7 @@ class FileMap(ZMap):
         self._open_root()
         self._real_root = os.path.realpath(self._root)
         self._real_prefix = self._real_root.rstrip(os.sep) + os.sep
+        self._root_slash = self._root.rstrip("/") + "/"
         self._safe_dirs: set[str] = set()  # real (non-link) directories below the root
 
     # ----------------------------------------------------------------- opening
@@ -159,19 +160,23 @@ class FileMap(ZMap):
         """Path of normalized ``key`` (or prefix); refuses reserved names and escapes."""
         if not key:
             return self._root
-        segments = key.split("/")
-        for segment in segments:
-            if segment.startswith(TEMP_PREFIX):
-                raise InvalidKeyError(
-                    f"invalid key {key!r}: names starting with {TEMP_PREFIX!r} are reserved "
-                    "for temporary files"
-                )
-        path = os.path.join(self._root, *segments)
+        if TEMP_PREFIX in key:
+            for segment in key.split("/"):
+                if segment.startswith(TEMP_PREFIX):
+                    raise InvalidKeyError(
+                        f"invalid key {key!r}: names starting with {TEMP_PREFIX!r} are "
+                        "reserved for temporary files"
+                    )
+        # A normalized key has no empty, "." or ".." segment: joining is concatenation.
+        path = self._root_slash + key
+        cut = key.rfind("/")
+        if cut < 0 or path[: len(self._root_slash) + cut] in self._safe_dirs:
+            return path  # no parent directory, or all of them already checked
         # Only a symlink among the parent directories can lead out of the root; real
         # directories already seen are cached, so a hot key costs no extra syscall.
         # The leaf itself is guarded where it is opened (see _open_leaf).
         current = self._root
-        for segment in segments[:-1]:
+        for segment in key[:cut].split("/"):
             current = os.path.join(current, segment)
             if current in self._safe_dirs:
                 continue
@@ -188,6 +193,11 @@ class FileMap(ZMap):
                 break
             self._safe_dirs.add(current)
         return path
+
+    def _known_parent(self, path: str) -> bool:
+        """Whether ``path``'s directory is the root or a real directory seen before."""
+        directory = path[: path.rfind("/")] or "/"
+        return directory == self._root or directory in self._safe_dirs
 
     def _refuse_escape(self, key: str, path: str) -> None:
         if not self._inside(path):
@@ -271,8 +281,19 @@ class FileMap(ZMap):
             _raise_os(exc, f"{key!r} in {self._root!r}")
 
     def _check_leaf_rule(self, key: str) -> None:
-        # A directory where the file should go, with content below it.
         path = self._path(key)
+        if self._known_parent(path):
+            # Hot path (every chunk of a copy): the parent is a real directory, so no
+            # parent holds content; one lstat of the leaf settles the rest.
+            try:
+                mode = os.lstat(path).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                return
+            except OSError as exc:
+                _raise_os(exc, f"{key!r} in {self._root!r}")
+            if stat.S_ISREG(mode):
+                return
+        # A directory where the file should go, with content below it.
         if os.path.isdir(path) and self._has_file(path):
             raise ObjectExistsError(
                 f"cannot write {key!r}: it is a prefix of existing keys in {self._root!r}"
@@ -292,33 +313,103 @@ class FileMap(ZMap):
                 "keys are leaves"
             )
 
+    def __setitem__(self, key: str, value: bytes | bytearray | memoryview) -> None:
+        # As ZMap.__setitem__, but a contiguous buffer is written as it is: the write
+        # is synchronous, so the copy _as_bytes makes of a memoryview is not needed.
+        nkey = normalize_key(key)
+        self._check_writable(nkey)
+        if not isinstance(value, bytes | bytearray) and not (
+            isinstance(value, memoryview) and value.c_contiguous
+        ):
+            value = _as_bytes(value, nkey)
+        self._check_leaf_rule(nkey)
+        self._store(nkey, value)  # type: ignore[arg-type]
+
     def _store(self, key: str, value: bytes) -> None:
+        self._write(key, lambda fd: _write_all(fd, value))
+
+    def copy_file(self, src: FileMap, key: str) -> int:
+        """Copy ``key`` of ``src`` to the same key here, kernel-side; return its size.
+
+        Same checks and atomicity as ``self[key] = src[key]``, but the bytes go from
+        file to file with ``os.copy_file_range`` (``os.sendfile``, or a read/write
+        loop, where the kernel refuses), never through a Python ``bytes``.
+        """
+        nkey = normalize_key(key)
+        self._check_writable(nkey)
+        source = src._path(nkey)
+        try:
+            fd_in = src._open_leaf(nkey, source)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            raise KeyError(nkey) from None
+        except OSError as exc:
+            _raise_os(exc, f"{nkey!r} in {src._root!r}")
+        try:
+            if not stat.S_ISREG(os.fstat(fd_in).st_mode):
+                raise KeyError(nkey)
+            self._check_leaf_rule(nkey)
+            copied = [0]
+
+            def fill(fd: int) -> None:
+                copied[0] = _copy_fd(fd_in, fd)
+
+            self._write(nkey, fill)
+        finally:
+            os.close(fd_in)
+        return copied[0]
+
+    def _write(self, key: str, fill: Callable[[int], object]) -> None:
+        """Atomically make ``key`` hold what ``fill(fd)`` writes to a fresh file."""
         path = self._path(key)
-        directory = os.path.dirname(path)
+        if self._known_parent(path):
+            # Hot path: the directory exists; a directory at the leaf or a directory
+            # that vanished since shows up as an error and takes the slow path.
+            try:
+                self._write_temp(os.path.dirname(path), path, fill)
+                return
+            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+                self._safe_dirs.discard(os.path.dirname(path))
+            except OSError as exc:
+                _raise_os(exc, f"{key!r} in {self._root!r}")
+        self._prepare_leaf(key, path)
+        try:
+            self._write_temp(os.path.dirname(path), path, fill)
+        except IsADirectoryError as exc:
+            raise ObjectExistsError(
+                f"cannot write {key!r}: it became a directory in {self._root!r}"
+            ) from exc
+        except OSError as exc:
+            _raise_os(exc, f"{key!r} in {self._root!r}")
+        self._path(key)  # remember the parent directories now known to be real
+
+    def _prepare_leaf(self, key: str, path: str) -> None:
+        """Create the parent directories; remove an empty directory tree at the leaf."""
         try:
             if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path)  # an empty directory tree (the leaf rule checked it)
-            os.makedirs(directory, exist_ok=True)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
         except (FileExistsError, NotADirectoryError) as exc:
             raise ObjectExistsError(
                 f"cannot write {key!r}: a parent is a file in {self._root!r}"
             ) from exc
         except OSError as exc:
             _raise_os(exc, f"{key!r} in {self._root!r}")
+
+    @staticmethod
+    def _write_temp(directory: str, path: str, fill: Callable[[int], object]) -> None:
+        """Write a temporary file in ``directory`` with ``fill``, then move it to ``path``."""
         temp = os.path.join(directory, TEMP_PREFIX + secrets.token_hex(8))
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
         try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-            with os.fdopen(fd, "wb") as f:
-                f.write(value)
+            try:
+                fill(fd)
+            finally:
+                os.close(fd)
             os.replace(temp, path)
-        except OSError as exc:
+        except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
-            if isinstance(exc, IsADirectoryError):
-                raise ObjectExistsError(
-                    f"cannot write {key!r}: it became a directory in {self._root!r}"
-                ) from exc
-            _raise_os(exc, f"{key!r} in {self._root!r}")
+            raise
 
     def _remove(self, key: str) -> None:
         path = self._path(key)
@@ -441,6 +532,36 @@ class FileMap(ZMap):
         """Delete every key (and every directory) below the root."""
         self._check_writable()
         self._empty_tree()
+
+
+def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+    """``os.write`` until all of ``data`` is written (a write may be short)."""
+    view = memoryview(data).cast("B")
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _copy_fd(fd_in: int, fd_out: int) -> int:
+    """Copy ``fd_in`` from its start to ``fd_out`` until end of file; bytes copied."""
+    total = 0
+    try:
+        while n := os.copy_file_range(fd_in, fd_out, 1 << 30):
+            total += n
+        return total
+    except OSError as exc:  # e.g. EXDEV on older kernels, ENOSYS, EINVAL
+        if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+            raise
+    try:
+        while n := os.sendfile(fd_out, fd_in, None, 1 << 30):
+            total += n
+        return total
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSYS, errno.EINVAL):
+            raise
+    while block := os.read(fd_in, 1 << 20):
+        _write_all(fd_out, block)
+        total += len(block)
+    return total
 
 
 def _first_visit(entry: os.DirEntry[str], seen: set[str]) -> bool:
