@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from .errors import InvalidKeyError, MetadataError, UnsupportedError
+from .errors import InvalidKeyError, MetadataError
 from .maps.base import ZMap, normalize_key
 from .translate.attrs import parse_json
 from .translate.conventions import (
@@ -33,7 +33,10 @@ from .translate.conventions import (
 from .translate.detect import FormatInfo, detect_format, nczarr_key, object_key
 from .translate.model import Dataset
 
-__all__ = ["FormatInfo", "load_metadata", "detect", "read"]
+if TYPE_CHECKING:
+    from .translate.read_zarr3 import ChunkKeys
+
+__all__ = ["FormatInfo", "load_metadata", "detect", "read", "read_with_chunk_keys"]
 
 _ROOT_OBJECTS = (
     ZMETADATA,
@@ -98,7 +101,33 @@ def _load_consolidated(meta: dict[str, Any], url: str) -> None:
         meta[nkey] = value
 
 
+def _load_v3_consolidated(meta: dict[str, Any], url: str) -> bool:
+    """Expand the root ``zarr.json``'s inline ``consolidated_metadata``; False if it has none."""
+    content = meta[ZARR_JSON].get("consolidated_metadata")
+    if content is None:
+        return False
+    entries = content.get("metadata") if isinstance(content, dict) else None
+    if not isinstance(entries, dict):
+        raise MetadataError(
+            f"{url}: '{ZARR_JSON}': consolidated_metadata must hold {{'metadata': {{...}}}}"
+        )
+    for path, value in entries.items():
+        try:
+            nkey = normalize_key(f"{path}/{ZARR_JSON}")
+        except InvalidKeyError as exc:
+            raise MetadataError(
+                f"{url}: '{ZARR_JSON}': consolidated_metadata holds an invalid path: {exc}"
+            ) from None
+        meta.setdefault(nkey, value)
+    return True
+
+
 def _load_v3(zmap: ZMap, meta: dict[str, Any], url: str) -> None:
+    root = meta[ZARR_JSON]
+    if not isinstance(root, dict):
+        raise MetadataError(f"{url}: '{ZARR_JSON}' must hold a JSON object")
+    if root.get("node_type") != "group" or _load_v3_consolidated(meta, url):
+        return
     pending = [""]
     while pending:
         candidates = []
@@ -258,7 +287,7 @@ def detect(src: str | os.PathLike[str] | ZMap) -> FormatInfo:
 
 
 def read(src: str | os.PathLike[str] | ZMap) -> Dataset:
-    """Read any NCZarr or Zarr v2 store's metadata into the netCDF-4 model.
+    """Read any NCZarr, Zarr v2 or Zarr v3 store's metadata into the netCDF-4 model.
 
     Parameters
     ----------
@@ -269,31 +298,45 @@ def read(src: str | os.PathLike[str] | ZMap) -> Dataset:
     -------
     Dataset
         ``Dataset.layout`` is the detected layout; ``Dataset.warnings`` lists what
-        was skipped or guessed (unsupported dtypes, unknown codecs, fallbacks).
+        was skipped or guessed (unsupported dtypes, unknown codecs, fallbacks, Zarr
+        v3 codecs without a byte-identical Zarr v2 form).
 
     Raises
     ------
     MetadataError, DimensionConflictError
         Malformed metadata (the message names the URL, the key and the problem).
-    UnsupportedError
-        Zarr v3 stores (detected, not yet translated).
+    """
+    return read_with_chunk_keys(src)[0]
+
+
+def read_with_chunk_keys(
+    src: str | os.PathLike[str] | ZMap,
+) -> tuple[Dataset, dict[str, ChunkKeys]]:
+    """:func:`read`, plus how chunk keys of Zarr v3 arrays map to Zarr v2 keys.
+
+    Returns
+    -------
+    (Dataset, dict)
+        The dict maps the key prefix of every Zarr v3 array (``"g/v"``) to its
+        :class:`~nczarr.translate.read_zarr3.ChunkKeys`; it is empty for Zarr v2
+        and NCZarr stores, whose chunk keys are already v2 keys.
     """
     zmap, owned = _open(src)
     try:
         meta, info = _detect(zmap)
-        if info.zarr_format == 3:
-            raise UnsupportedError(
-                f"{zmap.url}: Zarr v3 store detected; reading Zarr v3 into the netCDF model "
-                "is not supported yet"
-            )
         try:
+            if info.zarr_format == 3:
+                from .translate.read_zarr3 import chunk_key_encodings, read_zarr3
+
+                dataset = read_zarr3(meta, info, name=_store_name(zmap.url))
+                return dataset, chunk_key_encodings(meta)
             if info.format == "nczarr":
                 from .translate.read_nczarr import read_nczarr
 
-                return read_nczarr(meta, info)
+                return read_nczarr(meta, info), {}
             from .translate.read_zarr import read_zarr
 
-            return read_zarr(meta, info, name=_store_name(zmap.url))
+            return read_zarr(meta, info, name=_store_name(zmap.url)), {}
         except MetadataError as exc:
             raise _with_url(exc, zmap.url) from None
     finally:

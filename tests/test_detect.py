@@ -12,7 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from ncoracle import fixture_path, map_from_dir, map_from_zip
 
-from nczarr.errors import MetadataError, StorageError, UnsupportedError
+from nczarr.errors import MetadataError, StorageError
 from nczarr.maps.memory import MemoryMap
 from nczarr.metadata import FormatInfo, detect, load_metadata, read
 
@@ -167,7 +167,7 @@ def test_upper_case_superblock_in_zgroup() -> None:
     assert detect(store).layout == "nczarr-v2-keys"
 
 
-def test_zarr_python_v3_is_detected_and_reading_is_unsupported(tmp_path: Path) -> None:
+def test_zarr_python_v3_is_detected_and_read(tmp_path: Path) -> None:
     import zarr
 
     group = zarr.open_group(tmp_path / "v3.zarr", mode="w", zarr_format=3)
@@ -182,8 +182,8 @@ def test_zarr_python_v3_is_detected_and_reading_is_unsupported(tmp_path: Path) -
     )
     meta = load_metadata(map_from_dir(tmp_path / "v3.zarr"))
     assert meta["a/zarr.json"]["dimension_names"] == ["x"]
-    with pytest.raises(UnsupportedError, match="Zarr v3 store detected"):
-        read(tmp_path / "v3.zarr")
+    variable = read(tmp_path / "v3.zarr").find_variable("/a")
+    assert (variable.type, variable.dimensions) == ("int", ("/x",))
 
 
 def test_xarray_consolidated_and_not(tmp_path: Path) -> None:

@@ -158,7 +158,7 @@ def detect_format(meta: Mapping[str, Any]) -> FormatInfo:
             layout=LAYOUT_ZARR,
             zarr_format=3,
             xarray=_xarray(meta),
-            consolidated=consolidated or "consolidated_metadata" in root,
+            consolidated=consolidated or isinstance(root.get("consolidated_metadata"), dict),
             netcdf_version=netcdf_version(attrs),
             evidence=(ZARR_JSON,),
         )

@@ -1,0 +1,206 @@
+"""Zarr v3 codec chains -> Zarr v2 (``order``, byte order, ``filters``, ``compressor``).
+
+A v3 array lists its codecs as one chain: array->array codecs, exactly one
+array->bytes codec, then bytes->bytes codecs. A chunk written by that chain can be
+described by Zarr v2 metadata *without re-encoding* only when v2's fixed pipeline
+(elements in ``order`` with the dtype's byte order, then ``filters``, then
+``compressor``) produces the very same bytes. :func:`v2_pipeline` finds that
+description or raises :class:`~nczarr.errors.UnsupportedError` naming the codec
+(the reader then skips the array: chunk bytes are never re-encoded).
+
+Equivalences (each checked byte for byte in ``tests/test_zarr3.py``):
+
+* ``transpose`` -> ``order``: the identity permutation is ``"C"``, the reversed one
+  ``"F"`` (a C-order serialisation of the transposed chunk is the F-order one);
+  any other permutation has no v2 form;
+* ``bytes`` -> the byte order of the v2 dtype (``endian``; 1-byte types have none);
+* ``gzip`` -> numcodecs ``gzip`` (``level``); ``zstd`` -> numcodecs ``zstd``
+  (``level``; ``checksum`` kept when true: numcodecs writes the same frame);
+  ``blosc`` -> numcodecs ``blosc`` (``cname``, ``clevel``, ``shuffle`` names ->
+  0/1/2, ``blocksize``; ``typesize`` only when it is not the item size, since v2
+  takes it from the array); ``crc32c`` -> numcodecs ``crc32c`` (4-byte little-endian
+  checksum at the end);
+* zarr-python's ``numcodecs.<id>`` wrappers of bytes->bytes numcodecs codecs ->
+  ``<id>`` with the same configuration.
+
+The last bytes->bytes codec becomes the v2 ``compressor``, the earlier ones
+``filters`` (v2 applies filters first, then the compressor).
+
+Not expressible (the array is skipped): ``sharding_indexed`` (one object holds
+many chunks), ``vlen-utf8``/``vlen-bytes`` and any other array->bytes codec,
+other permutations, and codecs without a known numcodecs equivalent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..errors import MetadataError, UnsupportedError
+
+__all__ = ["V2Pipeline", "v2_pipeline", "codec_name", "BLOSC_SHUFFLE"]
+
+#: v3 blosc shuffle names -> the integers of numcodecs' Blosc.
+BLOSC_SHUFFLE = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
+
+#: numcodecs ids whose zarr-python v3 wrapper (``numcodecs.<id>``) is bytes->bytes and
+#: encodes exactly as the v2 codec of the same id.
+_NUMCODECS_BYTES = frozenset(
+    {
+        "zlib",
+        "gzip",
+        "bz2",
+        "lzma",
+        "lz4",
+        "zstd",
+        "blosc",
+        "shuffle",
+        "crc32",
+        "crc32c",
+        "adler32",
+        "fletcher32",
+    }
+)
+
+_ARRAY_TO_BYTES = frozenset({"bytes", "endian", "sharding_indexed", "vlen-utf8", "vlen-bytes"})
+
+
+@dataclass(frozen=True)
+class V2Pipeline:
+    """The v2 description of a v3 codec chain.
+
+    Attributes
+    ----------
+    order : {"C", "F"}
+    endian : {"little", "big"}
+    filters : tuple of dict
+        numcodecs configs, applied in order before the compressor.
+    compressor : dict or None
+    """
+
+    order: Literal["C", "F"]
+    endian: Literal["little", "big"]
+    filters: tuple[dict[str, Any], ...]
+    compressor: dict[str, Any] | None
+
+
+def codec_name(codec: Any) -> tuple[str, dict[str, Any]]:
+    """``(name, configuration)`` of one v3 codec entry (a dict, or a bare name string).
+
+    Raises
+    ------
+    MetadataError
+        Neither a string nor an object with a string ``name``.
+    """
+    if isinstance(codec, str) and codec:
+        return codec, {}
+    if not isinstance(codec, dict) or not isinstance(codec.get("name"), str):
+        raise MetadataError(f"codec must be a name or an object with a 'name', got {codec!r}")
+    config = codec.get("configuration") or {}
+    if not isinstance(config, dict):
+        raise MetadataError(f"codec {codec['name']!r}: 'configuration' must be an object")
+    return codec["name"], config
+
+
+def _permutation_order(config: dict[str, Any], ndim: int) -> Literal["C", "F"]:
+    order = config.get("order")
+    if order in ("C", "F"):  # early zarr-python 3 pre-releases
+        return order  # type: ignore[return-value]
+    if not isinstance(order, list) or sorted(order) != list(range(ndim)):
+        raise MetadataError(f"transpose order {order!r} is not a permutation of {ndim} axes")
+    if order == list(range(ndim)):
+        return "C"
+    if order == list(range(ndim))[::-1]:
+        return "F"
+    raise UnsupportedError(
+        f"codec 'transpose' with order {order!r} has no Zarr v2 equivalent (only the "
+        "identity (C) and reversed (F) axis orders do)"
+    )
+
+
+def _bytes_codec(name: str, config: dict[str, Any], itemsize: int) -> dict[str, Any]:
+    """The numcodecs config of one v3 bytes->bytes codec, or UnsupportedError."""
+    if name == "gzip":
+        return {"id": "gzip", "level": config.get("level", 5)}
+    if name == "zstd":
+        out: dict[str, Any] = {"id": "zstd", "level": config.get("level", 0)}
+        if config.get("checksum", False):
+            out["checksum"] = True
+        return out
+    if name == "blosc":
+        shuffle = config.get("shuffle", "noshuffle")
+        if shuffle not in BLOSC_SHUFFLE:
+            raise MetadataError(f"codec 'blosc': unknown shuffle {shuffle!r}")
+        out = {
+            "id": "blosc",
+            "cname": config.get("cname", "lz4"),
+            "clevel": config.get("clevel", 5),
+            "shuffle": BLOSC_SHUFFLE[shuffle],
+            "blocksize": config.get("blocksize", 0),
+        }
+        typesize = config.get("typesize")
+        if typesize not in (None, itemsize):
+            out["typesize"] = typesize
+        return out
+    if name == "crc32c":
+        return {"id": "crc32c"}
+    if name.startswith("numcodecs.") and name.split(".", 1)[1] in _NUMCODECS_BYTES:
+        return {"id": name.split(".", 1)[1], **config}
+    raise UnsupportedError(f"codec {name!r} has no byte-identical Zarr v2 (numcodecs) equivalent")
+
+
+def v2_pipeline(codecs: Any, *, ndim: int, itemsize: int) -> V2Pipeline:
+    """Describe a v3 ``codecs`` chain in Zarr v2 terms, or refuse.
+
+    Parameters
+    ----------
+    codecs : list
+        The ``codecs`` of a v3 array's ``zarr.json``.
+    ndim, itemsize : int
+        Rank of the array and bytes per element.
+
+    Raises
+    ------
+    UnsupportedError
+        The chain has no byte-identical v2 equivalent; the message names the codec.
+    MetadataError
+        The chain is malformed (no array->bytes codec, not a list ...).
+    """
+    if not isinstance(codecs, list) or not codecs:
+        raise MetadataError(f"'codecs' must be a non-empty list, got {codecs!r}")
+    order: Literal["C", "F"] = "C"
+    endian: Literal["little", "big"] = "little"
+    compressors: list[dict[str, Any]] = []
+    seen_bytes = False
+    for entry in codecs:
+        name, config = codec_name(entry)
+        if not seen_bytes:
+            if name == "transpose":
+                step = _permutation_order(config, ndim)
+                order = "F" if (order == "F") != (step == "F") else "C"
+                continue
+            if name in ("bytes", "endian"):
+                value = config.get("endian", "little")
+                if value not in ("little", "big"):
+                    raise MetadataError(f"codec 'bytes': endian must be little or big: {value!r}")
+                endian = value if itemsize > 1 else "little"
+                seen_bytes = True
+                continue
+            if name in _ARRAY_TO_BYTES:
+                raise UnsupportedError(
+                    f"codec {name!r} has no byte-identical Zarr v2 equivalent"
+                    + (" (a shard object holds many chunks)" if name == "sharding_indexed" else "")
+                )
+            raise UnsupportedError(
+                f"codec {name!r} (before the array->bytes codec) has no byte-identical Zarr v2 "
+                "equivalent"
+            )
+        if name in _ARRAY_TO_BYTES or name == "transpose":
+            raise MetadataError(f"codec {name!r} after the array->bytes codec")
+        compressors.append(_bytes_codec(name, config, itemsize))
+    if not seen_bytes:
+        raise MetadataError("the codec chain has no array->bytes codec (such as 'bytes')")
+    if ndim <= 1:
+        order = "C"
+    compressor = compressors[-1] if compressors else None
+    return V2Pipeline(order, endian, tuple(compressors[:-1]), compressor)
