@@ -4,7 +4,9 @@ Both are a translated view (:func:`nczarr.view`) plus a copy: the view says what
 the metadata of the target is and which chunk objects pass through unchanged;
 :mod:`nczarr.plan` orders the writes and :mod:`nczarr.apply` performs them. Chunk
 bytes are never decoded, so every NCZarr <-> Zarr v2 conversion only rewrites
-metadata and copies chunks verbatim.
+metadata and copies chunks verbatim; so does a Zarr v3 source, whose chunks are
+copied byte for byte to their Zarr v2 keys (arrays whose v3 codecs have no
+byte-identical v2 form are left out, with a warning).
 
 Safety: chunks are written first, then array metadata, then groups, the root group
 last, so an interrupted convert never leaves a target that opens as a complete
@@ -268,7 +270,10 @@ def convert(
             noxarray=noxarray,
             consolidated=consolidated,
         )
-        source = translated.source
+        # Chunks are copied from the source map itself (verbatim, kernel or S3
+        # server-side copies) unless the view shows them under other keys (Zarr v3
+        # "c/0/1" -> "0.1"): then through the view, which reads each from its v3 key.
+        source = translated if translated.keys_mapped else translated.source
         report = ConvertReport(
             source=src_url,
             target=dst_url,

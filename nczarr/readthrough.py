@@ -7,7 +7,9 @@ serves:
 * the translated metadata objects (``.zgroup``, ``.zattrs``, ``.zarray``, and
   ``.zmetadata`` when asked for) from memory;
 * the chunk objects of every array in the model straight from ``src``, under the
-  same key (an NCZarr scalar's chunk ``0`` is also the 0-d chunk of pure Zarr).
+  same key (an NCZarr scalar's chunk ``0`` is also the 0-d chunk of pure Zarr);
+  Zarr v3 chunks (``c/0/1``, ``c`` for 0-d) are shown under their Zarr v2 keys
+  (``0.1``, ``0``) and read from the v3 key (:meth:`TranslatedView.source_key`).
 
 Everything else in ``src`` is hidden: legacy objects (``.nczarr``, ``.nczgroup``,
 ``.nczvar`` ...), the source's own metadata, and arrays the reader skipped. Wrap it
@@ -25,6 +27,7 @@ from .errors import InvalidModeError, ReadOnlyError
 from .maps.base import ZMap, normalize_key
 from .translate.conventions import ZMETADATA
 from .translate.model import Dataset
+from .translate.read_zarr3 import ChunkKeys
 
 __all__ = ["TranslatedView", "view"]
 
@@ -53,7 +56,7 @@ class TranslatedView(ZMap):
             raise InvalidModeError(
                 f"invalid view mode {format!r}: expected one of {', '.join(map(repr, _FORMATS))}"
             )
-        from .metadata import read
+        from .metadata import read_with_chunk_keys
         from .translate.writer import write_with_warnings
 
         self._source = source
@@ -61,7 +64,8 @@ class TranslatedView(ZMap):
         self._format = format
         self._noxarray = noxarray
         self._consolidated_arg = consolidated
-        self._dataset: Dataset = read(source)
+        self._dataset: Dataset
+        self._dataset, chunk_keys = read_with_chunk_keys(source)
         if consolidated is None:
             consolidated = ZMETADATA in source
         self._consolidated = bool(consolidated)
@@ -75,6 +79,9 @@ class TranslatedView(ZMap):
             sorted(v.path.strip("/") for v in self._dataset.root.all_variables())
         )
         self._array_set = frozenset(self._arrays)
+        #: Zarr v3 arrays: how their source chunk keys map to the v2 keys shown.
+        self._v3: dict[str, ChunkKeys] = {a: chunk_keys[a] for a in self._arrays if a in chunk_keys}
+        self._mapped = any(not k.identical for k in self._v3.values())
 
     # ---------------------------------------------------------------- converter API
     @property
@@ -107,14 +114,52 @@ class TranslatedView(ZMap):
         """Whether the view shows a ``.zmetadata``."""
         return self._consolidated
 
+    @property
+    def keys_mapped(self) -> bool:
+        """Whether some chunk is shown under another key than the source's (Zarr v3
+        source with ``c/...`` keys): then copy from the view, not from :attr:`source`."""
+        return self._mapped
+
     def chunk_keys(self) -> Iterator[str]:
-        """Every source key that passes through (chunk objects of the model's arrays)."""
+        """The key, as the view shows it, of every chunk object that passes through
+        (the source key itself unless :attr:`keys_mapped`; see :meth:`source_key`)."""
         for array in self._arrays:
             yield from self._chunks_below(array, array)
 
+    def source_key(self, key: str) -> str:
+        """The source key of the chunk the view shows as ``key``.
+
+        Raises
+        ------
+        KeyError
+            ``key`` is not a chunk key of an array of the view.
+        """
+        nkey = normalize_key(key)
+        array = self._owner(nkey)
+        if array is None:
+            raise KeyError(key)
+        encoding = self._v3.get(array)
+        if encoding is None:
+            return nkey
+        coords = encoding.target_coords(nkey[len(array) + 1 :])
+        if coords is None:  # pragma: no cover - _owner checked it
+            raise KeyError(key)
+        return f"{array}/{encoding.source(coords)}"
+
     # ------------------------------------------------------------------ internals
     def _chunks_below(self, array: str, prefix: str) -> Iterator[str]:
-        """Chunk keys of ``array`` in the source at or below ``prefix``."""
+        """Chunk keys (as shown) of ``array`` whose shown key is at or below ``prefix``."""
+        encoding = self._v3.get(array)
+        if encoding is not None:
+            cut = len(array) + 1
+            for key in self._source.keys_below(array):
+                coords = encoding.source_coords(key[cut:]) if key.startswith(array + "/") else None
+                if coords is None:
+                    continue
+                shown = f"{array}/{encoding.target(coords)}"
+                if shown == prefix or shown.startswith(prefix + "/") or prefix == array:
+                    yield shown
+            return
         cut = len(array) + 1
         for key in self._source.keys_below(prefix):
             if key == array or not key.startswith(array + "/"):
@@ -134,6 +179,9 @@ class TranslatedView(ZMap):
                 rest = parts[i:]
                 if any(segment.startswith(".") for segment in rest):
                     return None
+                encoding = self._v3.get(candidate)
+                if encoding is not None and encoding.target_coords("/".join(rest)) is None:
+                    return None
                 return candidate
         return None
 
@@ -146,7 +194,7 @@ class TranslatedView(ZMap):
         if value is not None:
             return value
         if self._is_chunk(key):
-            return self._source[key]
+            return self._source[self.source_key(key)]
         raise KeyError(key)
 
     def _store(self, key: str, value: bytes) -> None:
@@ -158,7 +206,7 @@ class TranslatedView(ZMap):
     def _exists(self, key: str) -> bool:
         if key in self._metadata:
             return True
-        return self._is_chunk(key) and key in self._source
+        return self._is_chunk(key) and self.source_key(key) in self._source
 
     def _list(self, prefix: str) -> Iterator[str]:
         def below(key: str) -> bool:
@@ -188,7 +236,7 @@ class TranslatedView(ZMap):
             if nkey in self._metadata:
                 out[key] = self._metadata[nkey]
             elif self._is_chunk(nkey):
-                passthrough[nkey] = key
+                passthrough[self.source_key(nkey)] = key
         if passthrough:
             found = self._source.getitems(list(passthrough))
             for nkey, value in found.items():
@@ -199,7 +247,7 @@ class TranslatedView(ZMap):
         """A byte range; chunk ranges are read from the source without the whole object."""
         nkey = normalize_key(key)
         if nkey not in self._metadata and self._is_chunk(nkey):
-            return self._source.getrange(nkey, start, length)
+            return self._source.getrange(self.source_key(nkey), start, length)
         return super().getrange(key, start, length)
 
     def getsize(self, key: str) -> int:
@@ -208,7 +256,7 @@ class TranslatedView(ZMap):
         if nkey in self._metadata:
             return len(self._metadata[nkey])
         if self._is_chunk(nkey):
-            return self._source.getsize(nkey)
+            return self._source.getsize(self.source_key(nkey))
         raise KeyError(key)
 
     def close(self) -> None:
