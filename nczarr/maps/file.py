@@ -357,13 +357,15 @@ class FileMap(ZMap):
             st = os.fstat(fd_in)
             if not stat.S_ISREG(st.st_mode):
                 raise KeyError(nkey)
-            self._check_leaf_rule(nkey)
             copied = [0]
 
             def fill(fd: int) -> None:
                 copied[0] = _copy_fd(fd_in, fd, st.st_size)
 
+            # In place, the leaf rule needs no check of its own: the parent is a known
+            # real directory and O_EXCL finds anything already at the leaf.
             if atomic or not self._write_new(nkey, fill):
+                self._check_leaf_rule(nkey)
                 self._write(nkey, fill)
         finally:
             os.close(fd_in)
