@@ -21,6 +21,12 @@ v3 spellings:
   for floats). netCDF has one fill value per variable, so it becomes the
   variable's fill value and the attribute is dropped; when it differs from the
   Zarr ``fill_value`` a warning says that chunks never written now read as it.
+  Arrays with ``dimension_names`` (xarray writes them on every array) but no
+  ``_FillValue`` attribute have no missing value for xarray, while a v2 / netCDF
+  fill value would mask data equal to it (an xarray time axis starting at 0 would
+  read as NaT): their fill value becomes ``None`` unless it is NaN. Limitation:
+  chunks never written (all fill) then read as the reader's default (0 in
+  zarr-python, the netCDF default fill in netcdf-c).
 
 Chunk keys differ between v3 (``c/0/1``, ``c.0.1``, ``c`` for 0-d) and v2
 (``0.1``, ``0`` for 0-d). :func:`chunk_key_encodings` gives each array's
@@ -359,11 +365,20 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
                 f"never written read as {fill!r}"
             )
         spec = replace(spec, fill_value=fill)
+    elif doc.get("dimension_names") is not None and not _is_nan(spec.fill_value):
+        # xarray (which always writes dimension_names) keeps its missing value in the
+        # _FillValue attribute; without one, the array has none. A v2 / netCDF fill
+        # value *is* the missing value, so the mandatory v3 fill_value is not carried.
+        spec = replace(spec, fill_value=None)
     dims = _dimensions(builder, group, doc, attrs, spec.shape, key)
     attributes: dict[str, Attribute] = decode_attributes(
         attrs, _types(attrs), key=key, var_type=nc_type
     )
     return builder.make_variable(name, prefix, spec, dims, not spec.shape, attributes)
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and value != value
 
 
 def _same(a: Any, b: Any) -> bool:
