@@ -87,12 +87,18 @@ def format_info(info: Any, dataset: Dataset) -> str:
     dims = [(g.path.rstrip("/") + "/" + d.name, d) for g in groups for d in g.dimensions.values()]
     variables = list(dataset.root.all_variables())
     fmt = "NCZarr" if getattr(info, "format", "") == "nczarr" else "Zarr"
+    v3 = getattr(info, "zarr_format", 2) == 3
+    consolidated_in = "zarr.json consolidated_metadata" if v3 else ".zmetadata"
+    dims_in = "dimension_names" if v3 else "_ARRAY_DIMENSIONS"
     summary = [
         ("format", f"{fmt} (Zarr v{getattr(info, 'zarr_format', 2)})"),
         ("layout", f"{info.layout}: {describe_layout(info.layout)}"),
         ("written by", f"netCDF {info.netcdf_version}" if info.netcdf_version else "unknown"),
-        ("consolidated", "yes (.zmetadata)" if getattr(info, "consolidated", False) else "no"),
-        ("xarray dims", "yes (_ARRAY_DIMENSIONS)" if getattr(info, "xarray", False) else "no"),
+        (
+            "consolidated",
+            f"yes ({consolidated_in})" if getattr(info, "consolidated", False) else "no",
+        ),
+        ("xarray dims", f"yes ({dims_in})" if getattr(info, "xarray", False) else "no"),
         ("groups", str(len(groups))),
         ("dimensions", str(len(dims))),
         ("arrays", str(len(variables))),

@@ -554,6 +554,8 @@ def test_info_shows_a_v3_store(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert main(["info", str(src)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("format        Zarr (Zarr v3)\n")
+    assert "consolidated  yes (zarr.json consolidated_metadata)\n" in out
+    assert "xarray dims   yes (dimension_names)\n" in out
     assert "  /t      float   (y=5, x=7)" in out
     assert "zstd(level=0)" in out and "blosc(cname='lz4'" in out
     assert f"  - {SHARD_WARNING}" in out
