@@ -24,8 +24,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
 from .errors import InvalidModeError, ReadOnlyError
-from .maps.base import ZMap, normalize_key
-from .translate.conventions import ZMETADATA
+from .maps.base import ZMap, join_key, normalize_key
+from .translate.conventions import ZARRAY, ZMETADATA
 from .translate.model import Dataset
 from .translate.read_zarr3 import ChunkKeys
 
@@ -81,7 +81,13 @@ class TranslatedView(ZMap):
         self._array_set = frozenset(self._arrays)
         #: Zarr v3 arrays: how their source chunk keys map to the v2 keys shown.
         self._v3: dict[str, ChunkKeys] = {a: chunk_keys[a] for a in self._arrays if a in chunk_keys}
-        self._mapped = any(not k.identical for k in self._v3.values())
+        #: Arrays whose chunks live under another key prefix in the source: a store
+        #: whose root is a bare array shows it as variable ``name`` (chunks ``name/0.0``)
+        #: while the source holds them at its root (``0.0``).
+        self._source_prefix: dict[str, str] = {}
+        if ZARRAY in source and len(self._arrays) == 1:
+            self._source_prefix[self._arrays[0]] = ""
+        self._mapped = bool(self._source_prefix) or any(not k.identical for k in self._v3.values())
 
     # ---------------------------------------------------------------- converter API
     @property
@@ -138,13 +144,14 @@ class TranslatedView(ZMap):
         array = self._owner(nkey)
         if array is None:
             raise KeyError(key)
+        rest = nkey[len(array) + 1 :]
         encoding = self._v3.get(array)
-        if encoding is None:
-            return nkey
-        coords = encoding.target_coords(nkey[len(array) + 1 :])
-        if coords is None:  # pragma: no cover - _owner checked it
-            raise KeyError(key)
-        return f"{array}/{encoding.source(coords)}"
+        if encoding is not None:
+            coords = encoding.target_coords(rest)
+            if coords is None:  # pragma: no cover - _owner checked it
+                raise KeyError(key)
+            rest = encoding.source(coords)
+        return join_key(self._source_prefix.get(array, array), rest)
 
     # ------------------------------------------------------------------ internals
     def _chunks_below(self, array: str, prefix: str) -> Iterator[str]:
@@ -157,6 +164,15 @@ class TranslatedView(ZMap):
                 if coords is None:
                     continue
                 shown = f"{array}/{encoding.target(coords)}"
+                if shown == prefix or shown.startswith(prefix + "/") or prefix == array:
+                    yield shown
+            return
+        source_prefix = self._source_prefix.get(array)
+        if source_prefix is not None:  # a bare root array: chunks at the source's root
+            for key in self._source.keys_below(source_prefix):
+                if any(segment.startswith(".") for segment in key.split("/")):
+                    continue
+                shown = join_key(array, key)
                 if shown == prefix or shown.startswith(prefix + "/") or prefix == array:
                     yield shown
             return
