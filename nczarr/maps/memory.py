@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from ..errors import ObjectExistsError
@@ -38,6 +38,24 @@ class KeyIndex:
             kids = self._children.setdefault(prefix, {})
             kids[segment] = kids.get(segment, 0) + 1
             prefix = f"{prefix}/{segment}" if prefix else segment
+
+    def check_leaf_rule(self, key: str, holds: Callable[[str], bool]) -> None:
+        """Raise ObjectExistsError if writing ``key`` would break the leaf rule.
+
+        ``holds(k)`` says whether key ``k`` holds content (the index knows only which
+        prefixes lead to keys); the caller holds its lock around check and store.
+        """
+        for parent in parent_keys(key):
+            if holds(parent):
+                raise ObjectExistsError(
+                    f"cannot write {key!r}: {parent!r} holds content, and "
+                    "content-bearing keys are leaves"
+                )
+        if self.is_prefix(key):
+            example = next(self.below(key))
+            raise ObjectExistsError(
+                f"cannot write {key!r}: it is a prefix of existing keys (e.g. {example!r})"
+            )
 
     def discard(self, key: str) -> None:
         """Forget a key; prefixes left with nothing below them disappear."""
@@ -125,17 +143,7 @@ class MemoryMap(ZMap):
 
     def _check_leaf_rule(self, key: str) -> None:
         with self._lock:
-            for parent in parent_keys(key):
-                if parent in self._data:
-                    raise ObjectExistsError(
-                        f"cannot write {key!r}: {parent!r} holds content, and "
-                        "content-bearing keys are leaves"
-                    )
-            if self._index.is_prefix(key):
-                example = next(self._index.below(key))
-                raise ObjectExistsError(
-                    f"cannot write {key!r}: it is a prefix of existing keys (e.g. {example!r})"
-                )
+            self._index.check_leaf_rule(key, self._data.__contains__)
 
     def __setitem__(self, key: str, value: bytes | bytearray | memoryview) -> None:
         # One lock around check + store, so two threads cannot both pass the leaf rule.

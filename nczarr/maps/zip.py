@@ -333,17 +333,7 @@ class ZipMap(ZMap):
 
     def _check_leaf_rule(self, key: str) -> None:
         with self._lock:
-            for parent in parent_keys(key):
-                if self._exists(parent):
-                    raise ObjectExistsError(
-                        f"cannot write {key!r}: {parent!r} holds content, and "
-                        "content-bearing keys are leaves"
-                    )
-            if self._index.is_prefix(key):
-                example = next(self._index.below(key))
-                raise ObjectExistsError(
-                    f"cannot write {key!r}: it is a prefix of existing keys (e.g. {example!r})"
-                )
+            self._index.check_leaf_rule(key, self._exists)
 
     def __setitem__(self, key: str, value: bytes | bytearray | memoryview) -> None:
         with self._lock:
