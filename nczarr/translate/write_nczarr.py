@@ -76,9 +76,9 @@ from .conventions import (
     ZATTRS,
     ZGROUP,
 )
-from .dtypes import encode_fill_value, nc_to_zarr_dtype, to_float32
+from .dtypes import encode_fill_value, to_float32
 from .model import Attribute, Dataset, Group, Variable
-from .writer import dumps, group_key, join, ncproperties
+from .writer import dumps, group_key, join, ncproperties, zarray_document
 
 __all__ = ["write_nczarr", "encode_char_attribute", "zarray_nczarr", "float_text"]
 
@@ -121,21 +121,8 @@ def zarray_nczarr(var: Variable) -> dict[str, Any]:
     netcdf-c reads); float fill values as :func:`float_text`;
     ``dimension_separator`` only when it is ``"/"``.
     """
-    doc: dict[str, Any] = {
-        "zarr_format": 2,
-        "shape": [1] if var.scalar else list(var.shape),
-        "dtype": nc_to_zarr_dtype(var.type, var.endian, var.maxstrlen, nczarr=True),
-        "chunks": [1] if var.scalar else list(var.chunks),
-        "fill_value": _exact_floats(
-            encode_fill_value(var.fill_value, var.type, nczarr=True), var.type
-        ),
-        "order": var.order,
-        "compressor": var.compressor,
-        "filters": list(var.filters) if var.filters else None,
-    }
-    if var.dimension_separator == "/":
-        doc["dimension_separator"] = "/"
-    return doc
+    fill = encode_fill_value(var.fill_value, var.type, nczarr=True)
+    return zarray_document(var, nczarr=True, fill_value=_exact_floats(fill, var.type))
 
 
 _EXPONENT = re.compile(r"e([+-])0*(\d)")

@@ -27,9 +27,9 @@ from typing import Any
 
 from .attrs import encode_attribute
 from .conventions import ARRAY_DIMENSIONS, HIDDEN_ATTRIBUTES, NCPROPERTIES, ZARRAY, ZATTRS, ZGROUP
-from .dtypes import encode_fill_value, nc_to_zarr_dtype
+from .dtypes import encode_fill_value
 from .model import Dataset, Group, Variable
-from .writer import dumps, group_key, join, ncproperties
+from .writer import dumps, group_key, join, ncproperties, zarray_document
 
 __all__ = ["write_zarr", "zarray_zarr", "dimension_names"]
 
@@ -73,19 +73,8 @@ def write_zarr(dataset: Dataset, *, noxarray: bool = False) -> tuple[dict[str, b
 
 def zarray_zarr(var: Variable) -> dict[str, Any]:
     """The pure-Zarr ``.zarray`` document of one variable (scalars are 0-d)."""
-    doc: dict[str, Any] = {
-        "zarr_format": 2,
-        "shape": [] if var.scalar else list(var.shape),
-        "dtype": nc_to_zarr_dtype(var.type, var.endian, var.maxstrlen, nczarr=False),
-        "chunks": [] if var.scalar else list(var.chunks),
-        "fill_value": encode_fill_value(var.fill_value, var.type, nczarr=False),
-        "order": var.order,
-        "compressor": var.compressor,
-        "filters": list(var.filters) if var.filters else None,
-    }
-    if var.dimension_separator == "/":
-        doc["dimension_separator"] = "/"
-    return doc
+    fill = encode_fill_value(var.fill_value, var.type, nczarr=False)
+    return zarray_document(var, nczarr=False, fill_value=fill)
 
 
 def _attributes(attributes: Any) -> dict[str, Any]:

@@ -37,7 +37,8 @@ from typing import Any, Literal
 from ..errors import InvalidModeError
 from .attrs import json_text, parse_json
 from .conventions import NCPROPERTIES, NCZARR_FORMAT_VERSION, ZARR_METADATA_NAMES, ZMETADATA
-from .model import Dataset, Group
+from .dtypes import nc_to_zarr_dtype
+from .model import Dataset, Group, Variable
 
 __all__ = ["FORMATS", "WriteResult", "write", "write_with_warnings", "dumps", "ncproperties"]
 
@@ -191,3 +192,27 @@ def consolidate(metadata: dict[str, bytes]) -> bytes:
         if key.rsplit("/", 1)[-1] in ZARR_METADATA_NAMES and key != ZMETADATA:
             inner[key] = parse_json(value, key=key)
     return dumps({"metadata": inner, "zarr_consolidated_format": 1})
+
+
+def zarray_document(var: Variable, *, nczarr: bool, fill_value: Any) -> dict[str, Any]:
+    """The ``.zarray`` of one variable in netcdf-c's key order, shared by both writers.
+
+    NCZarr stores a scalar as shape/chunks ``[1]`` (what netcdf-c reads), pure Zarr
+    as a 0-d array; ``dtype`` follows the format (``>S1`` vs ``|S1`` for char);
+    ``fill_value`` is already encoded by the caller; ``dimension_separator`` is
+    written only when it is ``"/"``.
+    """
+    scalar_shape: list[int] = [1] if nczarr else []
+    doc: dict[str, Any] = {
+        "zarr_format": 2,
+        "shape": scalar_shape if var.scalar else list(var.shape),
+        "dtype": nc_to_zarr_dtype(var.type, var.endian, var.maxstrlen, nczarr=nczarr),
+        "chunks": scalar_shape if var.scalar else list(var.chunks),
+        "fill_value": fill_value,
+        "order": var.order,
+        "compressor": var.compressor,
+        "filters": list(var.filters) if var.filters else None,
+    }
+    if var.dimension_separator == "/":
+        doc["dimension_separator"] = "/"
+    return doc
