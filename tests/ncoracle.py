@@ -400,3 +400,46 @@ def map_from_zip(path: str | os.PathLike[str]) -> MemoryMap:
 def finite(x: float) -> bool:
     """Helper for hypothesis filters."""
     return math.isfinite(x)
+
+
+# --------------------------------------------------------------- shared test helpers
+def extract_fixture(name: str, where: Path) -> Path:
+    """Extract a netcdf-c zip fixture (one top-level folder) into ``where``; the folder."""
+    with zipfile.ZipFile(FIXTURES / name) as zf:
+        top = zf.namelist()[0].split("/")[0]
+        zf.extractall(where)
+    return where / top
+
+
+def file_tree(root: Path) -> dict[str, bytes]:
+    """Every file below ``root`` as ``{relative posix path: bytes}``, sorted."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def open_append(path: Path) -> netCDF4.Dataset:
+    """``netCDF4.Dataset(url, "a")`` that really opens (NC_WRITE) an existing NCZarr store.
+
+    netCDF4-python chooses between nc_open and nc_create with ``os.path.exists(url)``,
+    which is False for a URL, so "a"/"r+" on an NCZarr URL would create (clobber) the
+    store. A placeholder directory named like the URL, relative to the working
+    directory (tests chdir to a scratch directory first), makes that check true;
+    libnetcdf then opens the URL itself.
+    """
+    url = nc_url(path)
+    os.makedirs(url, exist_ok=True)
+    return netCDF4.Dataset(url, "a")
+
+
+def load_attributes(group: Any) -> None:
+    """Read every attribute: netcdf-c 4.10.1 drops a group's unread ones on close."""
+    for name in group.ncattrs():
+        group.getncattr(name)
+    for var in group.variables.values():
+        for name in var.ncattrs():
+            var.getncattr(name)
+    for child in group.groups.values():
+        load_attributes(child)

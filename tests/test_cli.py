@@ -14,22 +14,9 @@ import pytest
 import nczarr
 from nczarr.cli import main
 
+from .ncoracle import extract_fixture, file_tree
+
 DATA = Path(__file__).parent / "data"
-
-
-def _extract(name: str, where: Path) -> Path:
-    with zipfile.ZipFile(DATA / name) as zf:
-        top = zf.namelist()[0].split("/")[0]
-        zf.extractall(where)
-    return where / top
-
-
-def _tree(root: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(root).as_posix(): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }
 
 
 def test_version(capsys):
@@ -73,11 +60,11 @@ def test_convert_prints_one_line_summary(tmp_path, capsys):
 
 
 def test_convert_options_reach_the_library(tmp_path, capsys):
-    src = _extract("current_netcdf4101.zip", tmp_path)
+    src = extract_fixture("current_netcdf4101.zip", tmp_path)
     out = tmp_path / "o"
     argv = ["convert", str(src), str(out), "--mode", "zarr", "--include", "/g/gv", "c"]
     assert main([*argv, "--consolidated", "--noxarray", "--workers", "2"]) == 0
-    tree = _tree(out)
+    tree = file_tree(out)
     assert ".zmetadata" in tree
     assert sorted(k for k in tree if k.endswith(".zarray")) == ["c/.zarray", "g/gv/.zarray"]
     assert not any(b"_ARRAY_DIMENSIONS" in v for k, v in tree.items() if ".z" in k)
@@ -123,12 +110,12 @@ def test_resume_flag(tmp_path, capsys):
 
 
 def test_migrate_and_dry_run(tmp_path, capsys):
-    store = _extract("ref_oldformat_v1.zip", tmp_path)
-    before = _tree(store)
+    store = extract_fixture("ref_oldformat_v1.zip", tmp_path)
+    before = file_tree(store)
     assert main(["migrate", str(store), "--dry-run"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert "delete .nczarr" in out
-    assert _tree(store) == before
+    assert file_tree(store) == before
     assert main(["migrate", str(store)]) == 0
     assert not (store / ".nczarr").exists()
     assert nczarr.detect(str(store)).layout == "nczarr-v2"

@@ -22,7 +22,7 @@ from nczarr.maps.memory import MemoryMap
 
 netCDF4 = pytest.importorskip("netCDF4")
 
-from .ncoracle import describe, diff  # noqa: E402 - needs netCDF4
+from .ncoracle import describe, diff, extract_fixture, file_tree  # noqa: E402 - needs netCDF4
 
 DATA = Path(__file__).parent / "data"
 
@@ -50,14 +50,6 @@ def _write_netcdf(path: Path, fmt: str) -> Path:
         gv[:] = [7, 8, 255]
         gv.long_name = "in a group"
     return path
-
-
-def _extract(name: str, tmp_path: Path) -> Path:
-    """A netcdf-c zip fixture (one top-level folder) extracted to a directory."""
-    with zipfile.ZipFile(DATA / name) as zf:
-        top = zf.namelist()[0].split("/")[0]
-        zf.extractall(tmp_path / "src")
-    return tmp_path / "src" / top
 
 
 def _zarr_python(path: Path) -> Path:
@@ -91,21 +83,13 @@ def _xarray(path: Path) -> Path:
 INPUTS = {
     "netcdf-nczarr": lambda tmp: _write_netcdf(tmp / "src.file", "nczarr"),
     "netcdf-zarr": lambda tmp: _write_netcdf(tmp / "src.file", "zarr"),
-    "v2uc-4.9.0": lambda tmp: _extract("v2uc_ncgen490.zip", tmp),
-    "oldkeys-4.9.2": lambda tmp: _extract("ref_oldkeys.file.zip", tmp),
-    "v1": lambda tmp: _extract("ref_oldformat_v1.zip", tmp),
-    "current-4.10.1": lambda tmp: _extract("current_netcdf4101.zip", tmp),
+    "v2uc-4.9.0": lambda tmp: extract_fixture("v2uc_ncgen490.zip", tmp / "src"),
+    "oldkeys-4.9.2": lambda tmp: extract_fixture("ref_oldkeys.file.zip", tmp / "src"),
+    "v1": lambda tmp: extract_fixture("ref_oldformat_v1.zip", tmp / "src"),
+    "current-4.10.1": lambda tmp: extract_fixture("current_netcdf4101.zip", tmp / "src"),
     "zarr-python": lambda tmp: _zarr_python(tmp / "src.zarr"),
     "xarray": lambda tmp: _xarray(tmp / "src.zarr"),
 }
-
-
-def _tree(root: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(root).as_posix(): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }
 
 
 def _zip_content(path: Path) -> dict[str, bytes]:
@@ -228,11 +212,11 @@ def test_convert_every_input_to_both_formats(
     kind, fmt, tmp_path, s3_endpoint, s3_bucket, s3_client
 ):
     src = INPUTS[kind](tmp_path)
-    before = _tree(src)
+    before = file_tree(src)
     out = tmp_path / f"out.{fmt}"
     report = nczarr.convert(str(src), str(out), mode=fmt)
-    assert _tree(src) == before, "source modified"
-    result = _tree(out)
+    assert file_tree(src) == before, "source modified"
+    result = file_tree(out)
 
     # chunk objects: the same keys and bytes as the source's
     src_chunks = {k: v for k, v in before.items() if not _is_metadata(k)}
@@ -300,14 +284,14 @@ def test_zip_and_s3_sources_convert_like_directories(tmp_path, s3_endpoint, s3_b
     assert report.target_format == "zarr"
     again = tmp_path / "again.zarr"
     nczarr.convert(s3_out, str(again), mode="zarr")
-    assert _tree(again) == _tree(reference)
+    assert file_tree(again) == file_tree(reference)
 
 
 # --------------------------------------------------------------------------- options
 
 
 def _current(tmp_path: Path) -> Path:
-    return _extract("current_netcdf4101.zip", tmp_path)
+    return extract_fixture("current_netcdf4101.zip", tmp_path / "src")
 
 
 def test_mode_defaults_to_nczarr_and_comes_from_fragment(tmp_path):
@@ -332,7 +316,7 @@ def test_existing_target_refused_unchanged(tmp_path):
     (dst / "keep.txt").write_bytes(b"precious")
     with pytest.raises(TargetExistsError, match=f"target {str(dst)!r} exists and is not empty"):
         nczarr.convert(str(src), str(dst))
-    assert _tree(dst) == {"keep.txt": b"precious"}
+    assert file_tree(dst) == {"keep.txt": b"precious"}
 
 
 def test_existing_zip_and_s3_targets_refused_unchanged(tmp_path, s3_endpoint, s3_bucket, s3_client):
@@ -359,7 +343,7 @@ def test_overwrite_replaces_everything(tmp_path):
     nczarr.convert(str(src), str(dst), mode="nczarr", overwrite=True)
     fresh = tmp_path / "fresh"
     nczarr.convert(str(src), str(fresh), mode="nczarr")
-    assert _tree(dst) == _tree(fresh)
+    assert file_tree(dst) == file_tree(fresh)
 
 
 def test_overwrite_and_resume_exclude_each_other(tmp_path):
@@ -382,7 +366,7 @@ def test_dry_run_plans_and_writes_nothing(tmp_path):
     report = nczarr.convert(str(src), str(dst), mode="zarr", dry_run=True)
     assert not dst.exists()
     real = nczarr.convert(str(src), str(tmp_path / "real"), mode="zarr")
-    tree = _tree(tmp_path / "real")
+    tree = file_tree(tmp_path / "real")
     assert report.dry_run
     assert sorted(report.planned_keys) == sorted(tree)
     assert report.planned_bytes == sum(map(len, tree.values()))
@@ -422,7 +406,7 @@ def test_include_exclude(tmp_path):
     assert [n for n, _ in group["g"].arrays()] == ["gv"]
     assert report.arrays == 1
     assert any("left out by include/exclude" in w for w in report.warnings)
-    assert all(k.startswith("g/") or "/" not in k for k in _tree(out))
+    assert all(k.startswith("g/") or "/" not in k for k in file_tree(out))
     out2 = tmp_path / "exc"
     nczarr.convert(str(src), str(out2), mode="nczarr", exclude=["v", "/g"])
     seen = _nc_snapshot(out2, "nczarr")
@@ -445,7 +429,7 @@ def test_resume_skips_complete_chunks(tmp_path):
     src = _current(tmp_path)
     dst = tmp_path / "r"
     full = nczarr.convert(str(src), str(tmp_path / "full"), mode="zarr")
-    reference = _tree(tmp_path / "full")
+    reference = file_tree(tmp_path / "full")
     # an interrupted run: some chunks, no metadata
     chunks = sorted(k for k in reference if not _is_metadata(k))
     for key in chunks[:2]:
@@ -454,7 +438,7 @@ def test_resume_skips_complete_chunks(tmp_path):
     report = nczarr.convert(str(src), str(dst), mode="zarr", resume=True)
     assert report.chunks_skipped == 2
     assert report.chunks_copied == full.chunks_copied - 2
-    assert _tree(dst) == reference
+    assert file_tree(dst) == reference
 
 
 def test_server_side_copy_moves_no_chunk_bytes_through_client(s3_endpoint, s3_bucket, tmp_path):

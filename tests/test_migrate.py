@@ -7,9 +7,7 @@ nothing, and the number of storage operations does not depend on the chunk count
 
 from __future__ import annotations
 
-import os
 import shutil
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +16,8 @@ import pytest
 import nczarr
 from nczarr.errors import InvalidModeError
 from nczarr.maps.file import FileMap
+
+from .ncoracle import extract_fixture, file_tree, load_attributes, open_append
 
 netCDF4 = pytest.importorskip("netCDF4")
 
@@ -28,21 +28,6 @@ LEGACY = {
     "oldkeys-4.9.2": "ref_oldkeys.file.zip",
     "v2attrs-4.9.3": "ref_oldformat_v2attrs.zip",
 }
-
-
-def _extract(name: str, where: Path) -> Path:
-    with zipfile.ZipFile(DATA / name) as zf:
-        top = zf.namelist()[0].split("/")[0]
-        zf.extractall(where)
-    return where / top
-
-
-def _tree(root: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(root).as_posix(): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }
 
 
 def _is_metadata(key: str) -> bool:
@@ -65,29 +50,6 @@ def _first_numeric(ds) -> tuple[object, str]:
     raise AssertionError("no numeric variable")
 
 
-def _open_append(path: Path):
-    """``netCDF4.Dataset(url, "a")`` that really opens (NC_WRITE) an existing NCZarr store.
-
-    netCDF4-python decides between nc_open and nc_create with ``os.path.exists(url)``,
-    which is False for a URL, so "a"/"r+" on an NCZarr URL would create (clobber) the
-    store. A placeholder directory named like the URL, relative to the working
-    directory, makes that check true; libnetcdf then opens the URL itself.
-    """
-    url = f"file://{path}#mode=nczarr,file"
-    os.makedirs(url, exist_ok=True)
-    return netCDF4.Dataset(url, "a")
-
-
-def _load_attributes(group) -> None:
-    for name in group.ncattrs():
-        group.getncattr(name)
-    for var in group.variables.values():
-        for name in var.ncattrs():
-            var.getncattr(name)
-    for child in group.groups.values():
-        _load_attributes(child)
-
-
 def _netcdf_writes(path: Path) -> None:
     """netCDF4 opens ``path`` read-write, a write sticks, and a reopen sees it.
 
@@ -95,11 +57,11 @@ def _netcdf_writes(path: Path) -> None:
     (``tests/test_netcdf_rewrite.py``): this also checks that none of ours is left
     with a stale tail.
     """
-    with _open_append(path) as ds:
+    with open_append(path) as ds:
         # netcdf-c 4.10 rewrites every group's .zattrs on close, and drops the
         # attributes it has not loaded yet (its own 4.9.3 stores lose them too):
         # load them all first.
-        _load_attributes(ds)
+        load_attributes(ds)
         group, name = _first_numeric(ds)
         var = group.variables[name]
         index = (0,) * var.ndim
@@ -114,7 +76,7 @@ def _netcdf_writes(path: Path) -> None:
 
 @pytest.fixture(autouse=True)
 def _scratch_cwd(tmp_path, monkeypatch):
-    """Run in a scratch directory (``_open_append`` creates placeholders there)."""
+    """Run in a scratch directory (``open_append`` creates placeholders there)."""
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
@@ -122,17 +84,17 @@ def _scratch_cwd(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("kind", list(LEGACY))
 def test_migrate_legacy_to_current_opens_read_write(kind, tmp_path):
-    store = _extract(LEGACY[kind], tmp_path)
-    before = _tree(store)
+    store = extract_fixture(LEGACY[kind], tmp_path)
+    before = file_tree(store)
     if kind in ("v2uc-4.9.0", "oldkeys-4.9.2"):
         # netcdf-c 4.10 refuses the first (NC_ENCZARR) and opens the second read-only.
         # (It opens V1 read-write and corrupts it; 4.9.3's layout is its own.)
         with pytest.raises((OSError, RuntimeError)):
             _netcdf_writes(store)
-        assert _tree(store) == before
+        assert file_tree(store) == before
     model_before = nczarr.read(str(store))
     report = nczarr.migrate(str(store))
-    after = _tree(store)
+    after = file_tree(store)
     assert _chunks(after) == _chunks(before)
     assert report.source_layout == model_before.layout
     assert report.target_format == "nczarr"
@@ -146,12 +108,12 @@ def test_migrate_legacy_to_current_opens_read_write(kind, tmp_path):
     # a second run changes nothing
     again = nczarr.migrate(str(store))
     assert again.metadata_written == () and again.deleted_keys == ()
-    assert _tree(store) == after
+    assert file_tree(store) == after
     _netcdf_writes(store)
 
 
 def test_v1_migration_deletes_every_separate_object(tmp_path):
-    store = _extract("ref_oldformat_v1.zip", tmp_path)
+    store = extract_fixture("ref_oldformat_v1.zip", tmp_path)
     report = nczarr.migrate(str(store))
     assert sorted(report.deleted_keys) == sorted(
         [
@@ -173,10 +135,10 @@ def test_v1_migration_deletes_every_separate_object(tmp_path):
 def test_migrate_to_zarr_and_back(tmp_path):
     import xarray as xr
 
-    store = _extract("current_netcdf4101.zip", tmp_path)
-    chunks = _chunks(_tree(store))
+    store = extract_fixture("current_netcdf4101.zip", tmp_path)
+    chunks = _chunks(file_tree(store))
     nczarr.migrate(str(store), to="zarr")
-    tree = _tree(store)
+    tree = file_tree(store)
     assert _chunks(tree) == chunks
     assert not any(b"_nczarr" in v for k, v in tree.items() if _is_metadata(k))
     assert nczarr.detect(str(store)).layout == "zarr"
@@ -188,20 +150,20 @@ def test_migrate_to_zarr_and_back(tmp_path):
 
 
 def test_current_store_is_left_byte_for_byte(tmp_path):
-    store = _extract("current_netcdf4101.zip", tmp_path)
-    before = _tree(store)
+    store = extract_fixture("current_netcdf4101.zip", tmp_path)
+    before = file_tree(store)
     report = nczarr.migrate(str(store))
     assert report.metadata_written == () and report.deleted_keys == ()
     assert report.source_layout == "nczarr-v2"
-    assert _tree(store) == before
+    assert file_tree(store) == before
     _netcdf_writes(store)
 
 
 def test_dry_run_changes_nothing_and_predicts_the_run(tmp_path):
-    store = _extract("v2uc_ncgen490.zip", tmp_path)
-    before = _tree(store)
+    store = extract_fixture("v2uc_ncgen490.zip", tmp_path)
+    before = file_tree(store)
     plan = nczarr.migrate(str(store), dry_run=True)
-    assert _tree(store) == before
+    assert file_tree(store) == before
     assert plan.dry_run and plan.planned_keys
     real = nczarr.migrate(str(store))
     assert plan.planned_keys == real.metadata_written
@@ -210,7 +172,7 @@ def test_dry_run_changes_nothing_and_predicts_the_run(tmp_path):
 
 
 def test_bad_target_format(tmp_path):
-    store = _extract("v2uc_ncgen490.zip", tmp_path)
+    store = extract_fixture("v2uc_ncgen490.zip", tmp_path)
     with pytest.raises(InvalidModeError, match="invalid target format 'hdf5'"):
         nczarr.migrate(str(store), to="hdf5")
 
@@ -230,8 +192,8 @@ def test_migrate_zip_in_place(tmp_path):
 
 
 def test_migrate_s3_in_place(tmp_path, s3_endpoint, s3_bucket, s3_client):
-    store = _extract("ref_oldformat_v1.zip", tmp_path)
-    for key, value in _tree(store).items():
+    store = extract_fixture("ref_oldformat_v1.zip", tmp_path)
+    for key, value in file_tree(store).items():
         s3_client.put_object(Bucket=s3_bucket, Key=f"ds/{key}", Body=value)
     url = f"{s3_endpoint}/{s3_bucket}/ds#mode=nczarr,s3"
     report = nczarr.migrate(url)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import struct
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,8 @@ from nczarr.translate.model import Attribute, Dataset, Dimension, Group, Variabl
 from nczarr.translate.write_nczarr import float_text
 from nczarr.translate.writer import write
 
+from .ncoracle import load_attributes, open_append
+
 netCDF4 = pytest.importorskip("netCDF4")
 
 NC_FILL_FLOAT = struct.unpack("<f", struct.pack("<f", 9.9692099683868690e36))[0]
@@ -39,7 +40,7 @@ NC_FILL_DOUBLE = 9.9692099683868690e36
 
 @pytest.fixture(autouse=True)
 def _scratch_cwd(tmp_path, monkeypatch):
-    """Run in a scratch directory (:func:`_open_append` creates placeholders there)."""
+    """Run in a scratch directory (``open_append`` creates placeholders there)."""
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
@@ -47,27 +48,6 @@ def _scratch_cwd(tmp_path, monkeypatch):
 
 def _url(path: Path) -> str:
     return f"file://{path}#mode=nczarr,file"
-
-
-def _open_append(path: Path):
-    """``netCDF4.Dataset(url, "a")`` that really opens the existing store.
-
-    netCDF4-python checks ``os.path.exists(url)`` to choose between nc_open and
-    nc_create; a placeholder directory named like the URL makes it open.
-    """
-    os.makedirs(_url(path), exist_ok=True)
-    return netCDF4.Dataset(_url(path), "a")
-
-
-def _load_attributes(group) -> None:
-    """Read every attribute: netcdf-c 4.10.1 drops a group's unread ones on close."""
-    for name in group.ncattrs():
-        group.getncattr(name)
-    for var in group.variables.values():
-        for name in var.ncattrs():
-            var.getncattr(name)
-    for child in group.groups.values():
-        _load_attributes(child)
 
 
 def _metadata(root: Path) -> dict[str, bytes]:
@@ -104,8 +84,8 @@ def _slack(doc: Any) -> int:
 
 def _rewrite(path: Path, action=None) -> dict[str, bytes]:
     """Open ``path`` read-write with netCDF4, run ``action(ds)``, close; the objects after."""
-    with _open_append(path) as ds:
-        _load_attributes(ds)
+    with open_append(path) as ds:
+        load_attributes(ds)
         if action is not None:
             action(ds)
     return _metadata(path)
@@ -129,7 +109,7 @@ def test_netcdf_c_rewrites_every_object_in_place_without_truncating(tmp_path: Pa
     zattrs.write_bytes(original + b" " * 20)  # valid JSON: trailing whitespace
     stamps = {p: p.stat().st_mtime_ns for p in path.rglob(".z*")}
 
-    with _open_append(path):
+    with open_append(path):
         pass  # nothing read, nothing changed
 
     rewritten = sorted(
@@ -142,7 +122,7 @@ def test_netcdf_c_rewrites_every_object_in_place_without_truncating(tmp_path: Pa
     # A longer but equivalent document: netcdf-c's shorter text leaves our tail behind.
     longer = original.replace(b'"units": "m"', b'"units"   :    "m"')
     zattrs.write_bytes(longer)
-    with _open_append(path):
+    with open_append(path):
         pass
     stale = zattrs.read_bytes()
     assert len(stale) == len(longer)
@@ -353,8 +333,8 @@ def test_beyond_the_slack_netcdf_c_leaves_a_stale_tail(tmp_path: Path) -> None:
     attributes = {"thirds": A("thirds", "double", thirds)}
     ours = write(_model(attributes), "nczarr")
     path = _to_dir(ours, tmp_path / "m.file")
-    with _open_append(path) as ds:
-        _load_attributes(ds)
+    with open_append(path) as ds:
+        load_attributes(ds)
     stored = (path / "v" / ".zattrs").read_bytes()
     theirs = _netcdf_text(stored)
     assert b'"thirds": [0.333333,0.666667,1,' in theirs
@@ -374,7 +354,7 @@ def test_unread_group_attributes_are_dropped_by_netcdf_c(tmp_path: Path) -> None
     Read every attribute (as :func:`_rewrite` does) before closing a writable store."""
     ours = write(_model(EXACT_ATTRIBUTES), "nczarr")
     path = _to_dir(ours, tmp_path / "m.file")
-    with _open_append(path):
+    with open_append(path):
         pass
     stored = (path / "g" / ".zattrs").read_bytes()
     theirs = _netcdf_text(stored)
