@@ -14,6 +14,7 @@ ctypes (``nc_inq_atttype``) with the group ids netCDF4 holds.
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import glob
 import math
@@ -25,6 +26,7 @@ from typing import Any
 
 import netCDF4
 import numpy as np
+from hypothesis import strategies as st
 
 from nczarr.maps.memory import MemoryMap
 from nczarr.translate.model import Attribute, Dataset, Dimension, Group, Variable
@@ -443,3 +445,44 @@ def load_attributes(group: Any) -> None:
             var.getncattr(name)
     for child in group.groups.values():
         load_attributes(child)
+
+
+# ------------------------------------------------------------ metadata fuzzing
+_JSON_ATOMS = st.none() | st.booleans() | st.integers(-5, 300) | st.text(max_size=4)
+#: Small arbitrary JSON values, to put where valid metadata had something else.
+JSON_VALUES = st.recursive(
+    _JSON_ATOMS,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out.extend(_paths(v, (*prefix, k)))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out.extend(_paths(v, (*prefix, i)))
+    return out
+
+
+def corrupt_metadata(data: st.DataObject, base: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of loaded metadata with 1-3 values (anywhere, at any depth)
+    replaced by arbitrary JSON: what readers must reject with MetadataError only."""
+    meta = copy.deepcopy(base)
+    for _ in range(data.draw(st.integers(1, 3))):
+        key = data.draw(st.sampled_from(sorted(meta)))
+        path = data.draw(st.sampled_from(_paths(meta[key])))
+        new = data.draw(JSON_VALUES)
+        if not path:
+            meta[key] = new
+            continue
+        target = meta[key]
+        for part in path[:-1]:
+            target = target[part]
+        target[path[-1]] = new
+    return meta

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import sys
 from collections.abc import Callable
@@ -16,7 +15,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ncoracle import build, describe, diff, fixture_path, map_from_dir, map_from_zip
+from ncoracle import (
+    build,
+    corrupt_metadata,
+    describe,
+    diff,
+    fixture_path,
+    map_from_dir,
+    map_from_zip,
+)
 
 from nczarr.errors import DimensionConflictError, MetadataError
 from nczarr.maps.memory import MemoryMap
@@ -421,27 +428,6 @@ def test_duplicate_dimension_with_two_sizes() -> None:
 
 
 # --------------------------------------------------------------------------- fuzz
-_JSON_ATOMS = st.none() | st.booleans() | st.integers(-5, 300) | st.text(max_size=4)
-_JSON = st.recursive(
-    _JSON_ATOMS,
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
-    ),
-    max_leaves=6,
-)
-
-
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out.extend(_paths(v, (*prefix, k)))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out.extend(_paths(v, (*prefix, i)))
-    return out
-
-
 _BASES = {
     "current": _current(),
     "v1": load_metadata(map_from_zip(fixture_path("ref_oldformat_v1.zip"))),
@@ -455,18 +441,7 @@ def test_fuzzed_metadata_only_raises_metadata_errors(data: st.DataObject) -> Non
     from nczarr.translate.detect import detect_format
     from nczarr.translate.read_nczarr import read_nczarr
 
-    meta = copy.deepcopy(_BASES[data.draw(st.sampled_from(sorted(_BASES)))])
-    for _ in range(data.draw(st.integers(1, 3))):
-        key = data.draw(st.sampled_from(sorted(meta)))
-        path = data.draw(st.sampled_from(_paths(meta[key])))
-        new = data.draw(_JSON)
-        if not path:
-            meta[key] = new
-            continue
-        target = meta[key]
-        for part in path[:-1]:
-            target = target[part]
-        target[path[-1]] = new
+    meta = corrupt_metadata(data, _BASES[data.draw(st.sampled_from(sorted(_BASES)))])
     try:
         info = detect_format(meta)
         if info.format == "nczarr":

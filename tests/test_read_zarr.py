@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 import math
 import sys
@@ -19,6 +18,7 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).parent))
 from ncoracle import (
     build,
+    corrupt_metadata,
     describe,
     diff,
     fixture_path,
@@ -417,14 +417,6 @@ def test_fill_value_attribute_takes_the_array_type() -> None:
 
 
 # --------------------------------------------------------------------------- fuzz
-_JSON_ATOMS = st.none() | st.booleans() | st.integers(-5, 300) | st.text(max_size=4)
-_JSON = st.recursive(
-    _JSON_ATOMS,
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
-    ),
-    max_leaves=6,
-)
 _BASES = [
     load_metadata(map_from_zip(fixture_path("ref_power_901_constants_orig.zip"))),
     load_metadata(map_from_zip(fixture_path("ref_byte_fill_value_null.zarr.zip"))),
@@ -448,17 +440,6 @@ def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 def test_fuzzed_metadata_only_raises_metadata_errors(data: st.DataObject) -> None:
     from nczarr.translate.read_zarr import read_zarr
 
-    meta = copy.deepcopy(data.draw(st.sampled_from(_BASES)))
-    for _ in range(data.draw(st.integers(1, 3))):
-        key = data.draw(st.sampled_from(sorted(meta)))
-        path = data.draw(st.sampled_from(_paths(meta[key])))
-        new = data.draw(_JSON)
-        if not path:
-            meta[key] = new
-            continue
-        target = meta[key]
-        for part in path[:-1]:
-            target = target[part]
-        target[path[-1]] = new
+    meta = corrupt_metadata(data, data.draw(st.sampled_from(_BASES)))
     with contextlib.suppress(MetadataError):
         read_zarr(meta)
