@@ -150,3 +150,10 @@ NC_DEFAULT_FILL: Final = {
     "char": "\x00",
     "string": "",
 }
+
+#: Codec ids netcdf-c 4.10 can decode (its standard filter plugins: deflate, shuffle,
+#: fletcher32, szip, bzip2, zstd, blosc). Data under any other codec is invisible to
+#: netcdf-c (NC_ENOFILTER), however correct the metadata is.
+NETCDF_C_CODECS: Final = frozenset(
+    {"zlib", "shuffle", "fletcher32", "szip", "bz2", "zstd", "blosc"}
+)

@@ -69,6 +69,7 @@ from .conventions import (
     JSON_TYPE,
     NCPROPERTIES,
     NCZARR_FORMAT_VERSION,
+    NETCDF_C_CODECS,
     SCALAR_DIM,
     SUPERBLOCK,
     TYPES_KEY,
@@ -81,6 +82,25 @@ from .model import Attribute, Dataset, Group, Variable
 from .writer import dumps, group_key, join, ncproperties, zarray_document
 
 __all__ = ["write_nczarr", "encode_char_attribute", "zarray_nczarr", "float_text"]
+
+
+def unreadable_codec_warnings(dataset: Dataset) -> list[str]:
+    """One warning per variable whose codecs netcdf-c cannot decode.
+
+    The NCZarr metadata is still written (zarr-python, and nczarr, read the data);
+    the warning tells the user that netcdf-c will open the dataset but fail to read
+    that variable's values (NC_ENOFILTER).
+    """
+    warnings = []
+    for var in dataset.root.all_variables():
+        codecs = [*var.filters, *([var.compressor] if var.compressor else [])]
+        unknown = [c.get("id", "?") for c in codecs if c.get("id") not in NETCDF_C_CODECS]
+        if unknown:
+            warnings.append(
+                f"variable {var.path}: codec {', '.join(map(repr, unknown))} has no netcdf-c "
+                "filter; netcdf-c will not read its values (zarr-python and nczarr will)"
+            )
+    return warnings
 
 
 def write_nczarr(dataset: Dataset, *, noxarray: bool = False) -> dict[str, bytes]:

@@ -112,9 +112,10 @@ def write_with_warnings(
 ) -> WriteResult:
     """Like :func:`write`, returning a :class:`WriteResult` (metadata and warnings)."""
     if format == "nczarr":
-        from .write_nczarr import write_nczarr
+        from .write_nczarr import unreadable_codec_warnings, write_nczarr
 
-        metadata, warnings = write_nczarr(dataset, noxarray=noxarray), []
+        metadata = write_nczarr(dataset, noxarray=noxarray)
+        warnings = unreadable_codec_warnings(dataset)
     elif format == "zarr":
         from .write_zarr import write_zarr
 
