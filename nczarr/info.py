@@ -93,7 +93,7 @@ def format_info(info: Any, dataset: Dataset) -> str:
     summary = [
         ("format", f"{fmt} (Zarr v{getattr(info, 'zarr_format', 2)})"),
         ("layout", f"{info.layout}: {describe_layout(info.layout)}"),
-        ("written by", f"netCDF {info.netcdf_version}" if info.netcdf_version else "unknown"),
+        ("written by", info.written_by or "unknown"),
         (
             "consolidated",
             f"yes ({consolidated_in})" if getattr(info, "consolidated", False) else "no",

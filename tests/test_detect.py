@@ -30,16 +30,34 @@ def mem(objects: dict[str, object]) -> MemoryMap:
     [
         (
             "current_netcdf4101.zip",
-            FormatInfo("nczarr", "nczarr-v2", 2, True, False, "4.10.1", (".zattrs",)),
+            FormatInfo(
+                "nczarr", "nczarr-v2", 2, True, False, "4.10.1", (".zattrs",), "netCDF 4.10.1"
+            ),
         ),
         (
             "ref_oldformat_v2attrs.zip",
-            FormatInfo("nczarr", "nczarr-v2", 2, True, False, "4.9.3-development", (".zattrs",)),
+            FormatInfo(
+                "nczarr",
+                "nczarr-v2",
+                2,
+                True,
+                False,
+                "4.9.3-development",
+                (".zattrs",),
+                "netCDF 4.9.3-development",
+            ),
         ),
         (
             "ref_oldkeys.file.zip",
             FormatInfo(
-                "nczarr", "nczarr-v2-keys", 2, True, False, "4.9.2", (".zgroup", "v/.zarray")
+                "nczarr",
+                "nczarr-v2-keys",
+                2,
+                True,
+                False,
+                "4.9.2",
+                (".zgroup", "v/.zarray"),
+                "netCDF 4.9.2",
             ),
         ),
         (
@@ -52,15 +70,27 @@ def mem(objects: dict[str, object]) -> MemoryMap:
                 False,
                 "4.9.0",
                 (".zgroup", "code/.zarray", "count/.zarray", "id/.zarray", "pressure/.zarray"),
+                "netCDF 4.9.0",
             ),
         ),
         (
             "ref_oldformat_v1.zip",
-            FormatInfo("nczarr", "nczarr-v1", 2, False, False, "4.8.1-development", (".nczarr",)),
+            FormatInfo(
+                "nczarr",
+                "nczarr-v1",
+                2,
+                False,
+                False,
+                "4.8.1-development",
+                (".nczarr",),
+                "netCDF 4.8.1-development",
+            ),
         ),
         (
             "pure_netcdf4101_shuffle.zip",
-            FormatInfo("zarr", "zarr", 2, True, False, "4.10.1", (".zgroup", ".zattrs")),
+            FormatInfo(
+                "zarr", "zarr", 2, True, False, "4.10.1", (".zgroup", ".zattrs"), "netCDF 4.10.1"
+            ),
         ),
         ("ref_byte.zarr.zip", FormatInfo("zarr", "zarr", 2, False, False, None, (".zgroup",))),
         (

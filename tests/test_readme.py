@@ -26,6 +26,7 @@ def test_first_command_converts_the_legacy_example_and_info_describes_it(tmp_pat
     assert main(["info", str(out)]) == 0
     text = capsys.readouterr().out
     assert "layout        zarr: pure Zarr" in text
+    assert f"written by    nczarr-python {nczarr.__version__}" in text
     assert "/pressure  double  (station=4, level=2)" in text
     # and the result is plain Zarr that zarr-python and xarray open without nczarr
     assert zarr.open_group(str(out), mode="r")["pressure"].shape == (4, 2)

@@ -61,6 +61,9 @@ class FormatInfo:
         The ``netcdf=`` part of the root ``_NCProperties`` (``"4.10.1"``).
     evidence : tuple of str
         The metadata keys that decided ``format`` and ``layout``.
+    written_by : str or None
+        Who wrote the store, from ``_NCProperties``: ``"netCDF 4.10.1"``,
+        ``"nczarr-python 0.1.0"``, or None when it does not say.
     """
 
     format: Literal["nczarr", "zarr"]
@@ -70,6 +73,7 @@ class FormatInfo:
     consolidated: bool
     netcdf_version: str | None
     evidence: tuple[str, ...]
+    written_by: str | None = None
 
 
 def object_key(prefix: str, name: str) -> str:
@@ -118,6 +122,19 @@ def netcdf_version(root_attrs: Mapping[str, Any] | None) -> str | None:
     return match.group(1).strip() if match else None
 
 
+_NCZARR_PYTHON = re.compile(r"(?:^|,)\s*nczarr-python=([^,]+)")
+
+
+def written_by(root_attrs: Mapping[str, Any] | None) -> str | None:
+    """``"netCDF <version>"`` or ``"nczarr-python <version>"`` from ``_NCProperties``."""
+    version = netcdf_version(root_attrs)
+    if version:
+        return f"netCDF {version}"
+    props = (root_attrs or {}).get(NCPROPERTIES)
+    match = _NCZARR_PYTHON.search(props) if isinstance(props, str) else None
+    return f"nczarr-python {match.group(1).strip()}" if match else None
+
+
 def _has_keys_in_objects(meta: Mapping[str, Any]) -> list[str]:
     found = []
     for key, value in meta.items():
@@ -161,6 +178,7 @@ def detect_format(meta: Mapping[str, Any]) -> FormatInfo:
             consolidated=consolidated or isinstance(root.get("consolidated_metadata"), dict),
             netcdf_version=netcdf_version(attrs),
             evidence=(ZARR_JSON,),
+            written_by=written_by(attrs),
         )
     root_attrs = _as_dict(meta, ZATTRS)
     common = {
@@ -168,6 +186,7 @@ def detect_format(meta: Mapping[str, Any]) -> FormatInfo:
         "xarray": _xarray(meta),
         "consolidated": consolidated,
         "netcdf_version": netcdf_version(root_attrs),
+        "written_by": written_by(root_attrs),
     }
     if V1_SUPERBLOCK in meta:
         return FormatInfo("nczarr", LAYOUT_V1, evidence=(V1_SUPERBLOCK,), **common)
