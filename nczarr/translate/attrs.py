@@ -24,7 +24,7 @@ import re
 from typing import Any
 
 from ..errors import MetadataError, UnsupportedError
-from .conventions import LEGACY_CHAR_DTYPES, V1_TYPE_CODES
+from .conventions import DEFAULT_MAXSTRLEN, LEGACY_CHAR_DTYPES, V1_TYPE_CODES
 from .dtypes import (
     INT_RANGES,
     coerce_float,
@@ -197,7 +197,7 @@ def attribute_nc_type(code: Any) -> str:
         raise ValueError(f"attribute type {code!r} names no netCDF type") from None
 
 
-def attribute_type_code(nc_type: str, maxstrlen: int = 128) -> str:
+def attribute_type_code(nc_type: str, maxstrlen: int = DEFAULT_MAXSTRLEN) -> str:
     """The ``_nczarr_attr.types`` code netcdf-c records for an attribute of ``nc_type``.
 
     Numeric types use little-endian dtype strings (``"<i4"``; ``"|i1"`` for 1-byte
@@ -346,7 +346,7 @@ def json_text_safe(value: Any, limit: int = 80) -> str:
 
 
 def encode_attribute(
-    attr: Attribute, *, typed: bool = True, maxstrlen: int = 128
+    attr: Attribute, *, typed: bool = True, maxstrlen: int = DEFAULT_MAXSTRLEN
 ) -> tuple[Any, str]:
     """The JSON value to store for ``attr`` and the type code to record for it.
 

@@ -65,7 +65,6 @@ DIMENSIONS_ALT: Final = ("dimensions", "dims")
 ARRAYS_ALT: Final = ("arrays", "vars")
 GROUPS_ALT: Final = ("groups",)
 DIMREFS_ALT: Final = ("dimension_references", "dimrefs")
-SUPERBLOCK_VERSION_ALT: Final = ("version", "nczarr_version")
 TYPES_KEY: Final = "types"
 
 # What the current writer emits.
@@ -80,21 +79,12 @@ JSON_TYPE: Final = "|J0"  # type code of the _nczarr_* dicts themselves
 ARRAY_DIMENSIONS: Final = "_ARRAY_DIMENSIONS"
 NCPROPERTIES: Final = "_NCProperties"
 FILLVALUE: Final = "_FillValue"
-MAXSTRLEN: Final = "_nczarr_maxstrlen"
-DEFAULT_MAXSTRLEN_ATTR: Final = "_nczarr_default_maxstrlen"
 DEFAULT_MAXSTRLEN: Final = 128
 SCALAR_DIM: Final = "_scalar_"
 
 #: Our name for anonymous dimensions of pure Zarr (the spec's; netcdf-c 4.10 says
-#: ``_Anonymous_Dim_<n>``, which readers also recognise).
+#: ``_Anonymous_Dim_<n>``).
 ANONYMOUS_DIM_PREFIX: Final = "_Anonymous_Dimension_"
-ANONYMOUS_DIM_PREFIXES_READ: Final = (
-    "_Anonymous_Dimension_",
-    "_Anonymous_Dim_",
-    "_zdim_",
-    ".zdim_",
-    ".zdim",
-)
 
 #: Attribute names that never become netCDF attributes (hidden/reserved on read).
 HIDDEN_ATTRIBUTES: Final = frozenset(
@@ -134,22 +124,6 @@ DTYPE_TO_NC: Final = {v: k for k, v in NC_TO_DTYPE.items()}
 CHAR_DTYPE_NCZARR: Final = ">S1"
 CHAR_DTYPE_ZARR: Final = "|S1"
 LEGACY_CHAR_DTYPES: Final = frozenset({"<U1", ">U1", "|U1"})
-
-#: netCDF default fill values (netcdf.h NC_FILL_*).
-NC_DEFAULT_FILL: Final = {
-    "byte": -127,
-    "ubyte": 255,
-    "short": -32767,
-    "ushort": 65535,
-    "int": -2147483647,
-    "uint": 4294967295,
-    "int64": -9223372036854775806,
-    "uint64": 18446744073709551614,
-    "float": 9.969209968386869e36,
-    "double": 9.969209968386869e36,
-    "char": "\x00",
-    "string": "",
-}
 
 #: Codec ids netcdf-c 4.10 can decode (its standard filter plugins: deflate, shuffle,
 #: fletcher32, szip, bzip2, zstd, blosc). Data under any other codec is invisible to

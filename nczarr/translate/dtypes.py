@@ -23,7 +23,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import MetadataError, UnsupportedError
-from .conventions import CHAR_DTYPE_NCZARR, CHAR_DTYPE_ZARR, DTYPE_TO_NC, NC_TO_DTYPE
+from .conventions import (
+    CHAR_DTYPE_NCZARR,
+    CHAR_DTYPE_ZARR,
+    DEFAULT_MAXSTRLEN,
+    DTYPE_TO_NC,
+    NC_TO_DTYPE,
+)
 
 __all__ = [
     "json_number",
@@ -157,7 +163,7 @@ def nc_to_zarr_dtype(
     if nc_type == "char":
         return CHAR_DTYPE_NCZARR if nczarr else CHAR_DTYPE_ZARR
     if nc_type == "string":
-        return f"|S{maxstrlen or 128}"
+        return f"|S{maxstrlen or DEFAULT_MAXSTRLEN}"
     code = NC_TO_DTYPE.get(nc_type)
     if code is None:
         raise UnsupportedError(f"netCDF type {nc_type!r} has no Zarr dtype")
