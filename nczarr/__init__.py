@@ -25,6 +25,7 @@ from .errors import (
     InvalidURLError,
     MetadataError,
     NCZarrError,
+    NCZarrWarning,
     ObjectExistsError,
     ReadOnlyError,
     StorageError,
@@ -32,6 +33,7 @@ from .errors import (
     StoragePermissionError,
     TargetExistsError,
     UnsupportedError,
+    UnsupportedTypeError,
 )
 
 __version__ = "0.1.0"
@@ -82,6 +84,8 @@ __all__ = [
     "MetadataError",
     "DimensionConflictError",
     "UnsupportedError",
+    "UnsupportedTypeError",
+    "NCZarrWarning",
     *_LAZY,
 ]
 

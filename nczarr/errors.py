@@ -8,6 +8,9 @@ still handles our errors correctly.
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterable
+
 __all__ = [
     "NCZarrError",
     "InvalidKeyError",
@@ -22,6 +25,9 @@ __all__ = [
     "DimensionConflictError",
     "UnsupportedError",
     "TargetExistsError",
+    "UnsupportedTypeError",
+    "NCZarrWarning",
+    "warn_all",
 ]
 
 
@@ -75,3 +81,23 @@ class DimensionConflictError(MetadataError):
 
 class UnsupportedError(NCZarrError, NotImplementedError):
     """The input is valid but uses a feature nczarr does not support."""
+
+
+class UnsupportedTypeError(UnsupportedError):
+    """An array's data type cannot be represented in the target format; the message names it."""
+
+
+class NCZarrWarning(UserWarning):
+    """Something was not a verbatim copy or a strict reading: re-encoded, renamed, skipped,
+    or decoded leniently. The message names the array or key and the reason."""
+
+
+def warn_all(messages: Iterable[str], stacklevel: int = 3) -> None:
+    """Announce each message as an :class:`NCZarrWarning`.
+
+    Translators stay pure and return their warnings as strings; the public entry points
+    (``read``, ``view``, ``convert`` ...) pass them here so that they also reach Python's
+    ``warnings`` machinery (filters, ``pytest.warns``, logging capture).
+    """
+    for message in messages:
+        warnings.warn(message, NCZarrWarning, stacklevel=stacklevel)
