@@ -44,7 +44,9 @@ def normalize_key(key: str) -> str:
     One leading ``/`` is dropped (``"/g/.zattrs"`` -> ``"g/.zattrs"``). Rejected,
     with the key named in the message: non-strings, the empty key (the root holds no
     content), empty segments (``"a//b"``, a trailing ``/``), ``.`` and ``..``
-    segments, backslashes, control characters and keys longer than 1024 UTF-8 bytes.
+    segments, backslashes, control characters, lone surrogates (not encodable as UTF-8,
+    so no file system, archive or bucket could store them) and keys longer than 1024
+    UTF-8 bytes.
 
     >>> normalize_key("/g/v/.zarray")
     'g/v/.zarray'
@@ -76,7 +78,14 @@ def _check_body(original: str, body: str) -> None:
         raise InvalidKeyError(f"invalid key {original!r}: backslashes are not allowed")
     if _CONTROL.search(body):
         raise InvalidKeyError(f"invalid key {original!r}: control characters are not allowed")
-    if len(body.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
+    try:
+        encoded = body.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidKeyError(
+            f"invalid key {original!r}: lone surrogates are not valid UTF-8 "
+            "(a file name that is not UTF-8 cannot be a key)"
+        ) from None
+    if len(encoded) > MAX_KEY_BYTES:
         raise InvalidKeyError(
             f"invalid key {original[:60]!r}...: longer than {MAX_KEY_BYTES} UTF-8 bytes"
         )
@@ -273,6 +282,19 @@ class ZMap(MutableMapping[str, bytes], ABC):
         with ThreadPoolExecutor(max_workers=min(16, max(1, len(normalized)))) as pool:
             values = list(pool.map(one, normalized))
         return {k: v for k, v in zip(wanted, values, strict=True) if v is not None}
+
+    def getitems_capped(self, keys: Iterable[str], cap: int) -> dict[str, bytes]:
+        """Like :meth:`getitems`, but read at most ``cap`` bytes of each value.
+
+        A longer object comes back cut to its first ``cap`` bytes, as ``file.read(cap)``
+        would give it, so a caller that asks for ``limit + 1`` bytes can tell an object
+        over its limit without this map holding (or inflating) more than that.
+        File and zip maps stop reading or decompressing at ``cap``; the default here
+        reads whole values.
+        """
+        if cap < 0:
+            raise ValueError(f"cap must be >= 0, got {cap}")
+        return {k: v[:cap] for k, v in self.getitems(keys).items()}
 
     def setitems(self, items: Mapping[str, bytes]) -> None:
         """Write many keys; same checks as ``m[k] = v`` for each."""

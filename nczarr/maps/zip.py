@@ -16,12 +16,31 @@ stray copy while, as netcdf-c requires, the archive's first entry lies in the
 folder. Anything else is the root layout. Members outside the folder are kept but
 are not keys.
 
-Zip members cannot be rewritten in place, so writes and deletes are recorded in
-memory and applied by :meth:`ZipMap.flush` (also run by ``close``): new members only
-are appended in zipfile's ``"a"`` mode; any overwrite or delete rewrites the whole
-archive to a temporary file beside it, which then replaces the original with
-``os.replace``. A member is therefore never duplicated. All methods take one lock,
-so a map may be shared between threads.
+Zip members cannot be rewritten in place, and an archive is never modified in
+place either: a kill or a full disk half-way through rewriting a central directory
+would lose every key. Writes and deletes are recorded in memory; above
+:data:`AUTOFLUSH_BYTES` they are moved to a private *staging* archive beside the
+original (a byte copy of it, then zipfile's append; a full rewrite when keys are
+overwritten or deleted). :meth:`ZipMap.flush` (also run by ``close``) commits: the
+staging archive is synced and renamed over the original with ``os.replace``, which is
+atomic on one file system, so readers see the old archive or the new one, never a
+mix, and a killed writer leaves the old archive intact (plus a temporary file that
+the next writer of the archive removes). A member is never duplicated.
+
+Several processes may write one archive, each with its own map: commits are
+serialised by a lock file beside the archive (``.<name>.nczarr-lock``; ``flock``,
+``msvcrt.locking``, or an ``O_EXCL`` lock file with stale-lock detection where neither
+exists). A writer whose archive was replaced by another writer since it was read
+merges: its own writes and deletes are applied to the current archive, so no key
+committed by another writer is lost (for the same key, the last commit wins). Tools
+that do not take the lock (netcdf-c, zarr's ``ZipStore``) are not serialised.
+
+All methods take one lock, so a map may be shared between threads.
+
+Members are decompressed here, not with ``ZipFile.read``: zipfile inflates whatever
+one read of compressed data holds (a few KB of bzip2 can become gigabytes), while
+every read here stops at the member's declared size (or at the caller's cap) and a
+member that inflates beyond its declared size is refused as corrupt.
 
 Deflate64 members (7-Zip, Windows Explorer) are read through ``zipfile-deflate64``;
 they are re-compressed with Deflate when an archive is rewritten (nothing writes
@@ -30,12 +49,17 @@ Deflate64).
 
 from __future__ import annotations
 
+import bz2
 import contextlib
+import errno
+import lzma
 import os
 import secrets
 import shutil
+import socket
 import stat
 import struct
+import sys
 import threading
 import time
 import zipfile
@@ -71,13 +95,22 @@ WRITE_METHODS = {
     zipfile.ZIP_LZMA: "lzma",
 }
 
-#: Pending bytes above which writes are flushed to the archive early.
+#: Pending bytes above which writes move from memory to the staging archive.
 AUTOFLUSH_BYTES = 64 * 2**20
+
+#: Seconds a commit waits for another writer's lock before failing loudly.
+LOCK_TIMEOUT = 120.0
+
+#: An ``O_EXCL`` lock file (used only without flock/msvcrt) older than this is stale.
+STALE_LOCK_SECONDS = 600.0
 
 _MARKER = b"nczarr:layout="
 _METADATA = (".zgroup", ".zarray", ".zattrs", "zarr.json", ".zmetadata", ".nczarr")
 _LOCAL_HEADER = struct.Struct("<4s5H3L2H")
 _FILE_MODE = (stat.S_IFREG | 0o644) << 16
+_TEMP_TAG = ".nczarr-"
+_HOST = "".join(c for c in socket.gethostname().split(".")[0] if c.isalnum())[:16] or "host"
+_READ_BLOCK = 1 << 20
 
 
 class ZipMap(ZMap):
@@ -133,21 +166,38 @@ class ZipMap(ZMap):
         self._pending_bytes = 0
         self._deleted: set[str] = set()
         self._index = KeyIndex()
+        self._reader_file: Any = None
+        self._base_id: tuple[int, ...] | None = None  # identity of the archive we read
+        self._stage: str | None = None  # private staging archive, once writes spill
+        self._stage_damaged = False  # a failed append: rewrite the stage next time
+        self._written: set[str] = set()  # keys whose value is in the stage
+        self._removed: set[str] = set()  # keys deleted since the last commit, spilled
         self._open()
 
     # ----------------------------------------------------------------- opening
     def _open(self) -> None:
         path, mode = self._path, self._mode
-        exists = os.path.exists(path)
-        if exists and os.path.isdir(path):
+        try:
+            st: os.stat_result | None = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            st = None
+        except OSError as exc:
+            _raise_os(exc, path)
+        if st is not None and stat.S_ISDIR(st.st_mode):
             raise StorageError(f"cannot open {path!r} as a zip archive: it is a directory")
-        if not exists and mode in ("r", "r+"):
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            raise StorageError(f"cannot open {path!r} as a zip archive: it is not a regular file")
+        if st is None and mode in ("r", "r+"):
             raise StorageNotFoundError(f"no such zip archive: {path!r} (mode {mode!r})")
-        if mode == "w" or not exists:
+        if mode != "r":
+            self._remove_stale_temps()
+        if mode == "w" or st is None:
             if self._layout == "netcdf":
                 self._prefix = Path(path).stem + "/"
-            self._write_archive()
-            self._read(fixed=True)
+            if self._create(truncate=mode == "w"):
+                self._read(fixed=True)
+            else:  # another writer created it meanwhile: open what it wrote
+                self._read(fixed=False)
         else:
             self._read(fixed=False)
         self._index = KeyIndex(self._disk)
@@ -158,17 +208,35 @@ class ZipMap(ZMap):
                 f"{len(self._disk)} keys"
             )
 
-    def _read(self, fixed: bool) -> None:
-        """(Re)open the archive and index its members; ``fixed`` keeps layout and root."""
+    def _read(self, fixed: bool, path: str | None = None) -> None:
+        """(Re)open the archive (or the staging archive ``path``) and index its members;
+        ``fixed`` keeps layout and root."""
         self._close_reader()
+        name = path or self._path
         try:
-            reader = zipfile.ZipFile(self._path)
-        except zipfile.BadZipFile as exc:
-            raise StorageError(f"{self._path!r} is not a zip archive: {exc}") from exc
+            raw = _open_regular(name)
         except FileNotFoundError as exc:
             raise StorageNotFoundError(f"no such zip archive: {self._path!r}") from exc
         except OSError as exc:
             _raise_os(exc, self._path)
+        try:
+            reader = zipfile.ZipFile(raw)
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as exc:
+            raw.close()
+            raise StorageError(f"{self._path!r} is not a zip archive (or is corrupt): {exc}") from exc
+        except (struct.error, NotImplementedError) as exc:
+            raw.close()
+            raise StorageError(f"{self._path!r} is not a zip archive (or is corrupt): {exc}") from exc
+        except OSError as exc:
+            raw.close()
+            _raise_os(exc, self._path)
+        except BaseException:
+            raw.close()
+            raise
+        self._reader_file = raw
+        if path is None:
+            st = os.fstat(raw.fileno())
+            self._base_id = _identity(st)
         infos = reader.infolist()
         try:
             for info in infos:
@@ -176,7 +244,8 @@ class ZipMap(ZMap):
             if not fixed:
                 self._layout, self._prefix = self._detect(infos, reader.comment)
         except BaseException:
-            reader.close()
+            self._reader = reader
+            self._close_reader()
             raise
         disk: dict[str, zipfile.ZipInfo] = {}
         dirs: set[str] = set()
@@ -194,7 +263,8 @@ class ZipMap(ZMap):
             try:
                 key = normalize_key(relative)
             except ValueError as exc:
-                reader.close()
+                self._reader = reader
+                self._close_reader()
                 raise StorageError(
                     f"archive member {name!r} of {self._path!r} is not a valid key: {exc}"
                 ) from None
@@ -234,6 +304,9 @@ class ZipMap(ZMap):
         if self._reader is not None:
             self._reader.close()
             self._reader = None
+        if self._reader_file is not None:
+            self._reader_file.close()
+            self._reader_file = None
 
     def _require_reader(self) -> zipfile.ZipFile:
         if self._reader is None:
@@ -276,48 +349,84 @@ class ZipMap(ZMap):
             value = self._pending.get(key)
             if value is not None:
                 return value
-            info = self._live_info(key)
-            reader = self._require_reader()
-            if info.compress_type == zipfile.ZIP_STORED and not info.flag_bits & 0x1:
-                return self._read_stored(key, info, reader)
-            try:
-                return reader.read(info)
-            except NotImplementedError as exc:
-                raise UnsupportedError(f"cannot read {key!r} from {self._path!r}: {exc}") from exc
-            except RuntimeError as exc:  # encrypted members
-                raise UnsupportedError(f"cannot read {key!r} from {self._path!r}: {exc}") from exc
-            except (zipfile.BadZipFile, EOFError, ValueError) as exc:
-                raise StorageError(
-                    f"cannot read {key!r} from {self._path!r}: corrupt member ({exc})"
-                ) from exc
-            except OSError as exc:
-                _raise_os(exc, f"{key!r} in {self._path!r}")
+            return self._read_member(key, self._live_info(key), None)
 
-    def _read_stored(self, key: str, info: zipfile.ZipInfo, reader: zipfile.ZipFile) -> bytes:
-        """An uncompressed member with one ``pread`` at its cached data offset.
-
-        ``zipfile`` would seek, parse the local header and build a ``ZipExtFile`` for
-        every read (~10 µs, more than reading a 4 KB chunk); the CRC is still checked.
-        """
+    def _read_member(self, key: str, info: zipfile.ZipInfo, cap: int | None) -> bytes:
+        """The content of member ``info`` (its first ``cap`` bytes when ``cap`` is given),
+        never inflating more than that; corruption is a StorageError naming the key."""
+        reader = self._require_reader()
+        where = f"{key!r} from {self._path!r}"
+        if info.flag_bits & 0x1:
+            raise UnsupportedError(f"cannot read {where}: the member is encrypted")
+        size = info.file_size if cap is None else min(cap, info.file_size)
+        method = info.compress_type
         try:
-            fd = reader.fp.fileno()  # type: ignore[union-attr]
-            offset = self._offsets.get(key)
-            if offset is None:
-                offset = self._data_offset(key, info, reader.fp)
-            size = info.file_size
-            data = os.pread(fd, size, offset)
-            while len(data) < size:  # pread may stop short (e.g. above 2 GiB)
-                more = os.pread(fd, size - len(data), offset + len(data))
-                if not more:
-                    break
-                data += more
+            if method == zipfile.ZIP_STORED:
+                if info.compress_size != info.file_size:
+                    raise StorageError(
+                        f"cannot read {where}: corrupt member (stored with "
+                        f"{info.compress_size} bytes for {info.file_size})"
+                    )
+                data = self._pread(self._data_offset(key, info, reader.fp), size)
+            elif method in _DECOMPRESSORS:
+                raw = self._pread(self._data_offset(key, info, reader.fp), info.compress_size)
+                data = _DECOMPRESSORS[method](raw, size + 1)
+            else:
+                data = self._read_streaming(info, size)
+        except NCZarrError:
+            raise
+        except (zlib.error, lzma.LZMAError, EOFError, ValueError, zipfile.BadZipFile) as exc:
+            raise StorageError(f"cannot read {where}: corrupt member ({exc})") from exc
+        except NotImplementedError as exc:
+            raise UnsupportedError(f"cannot read {where}: {exc}") from exc
+        except RuntimeError as exc:  # e.g. encryption zipfile refuses
+            raise UnsupportedError(f"cannot read {where}: {exc}") from exc
         except OSError as exc:
+            if exc.errno is None:
+                # bz2 reports corrupt streams as a bare OSError ("Invalid data stream")
+                raise StorageError(f"cannot read {where}: corrupt member ({exc})") from exc
             _raise_os(exc, f"{key!r} in {self._path!r}")
-        if len(data) != size or zlib.crc32(data) != info.CRC:
+        if len(data) > info.file_size:
             raise StorageError(
-                f"cannot read {key!r} from {self._path!r}: corrupt member "
-                f"(Bad CRC-32 for file {info.filename!r})"
+                f"cannot read {where}: corrupt member (it inflates beyond its declared "
+                f"size of {info.file_size} bytes)"
             )
+        if len(data) < size:
+            raise StorageError(
+                f"cannot read {where}: corrupt member (it ends after {len(data)} of {size} bytes)"
+            )
+        if size == info.file_size and zlib.crc32(data) != info.CRC:
+            raise StorageError(
+                f"cannot read {where}: corrupt member (Bad CRC-32 for file {info.filename!r})"
+            )
+        return data[:size] if len(data) > size else data
+
+    def _read_streaming(self, info: zipfile.ZipInfo, size: int) -> bytes:
+        """Methods decoded by zipfile only (Deflate64): read in blocks up to ``size``."""
+        reader = self._require_reader()
+        chunks = []
+        left = size + 1
+        with reader.open(info) as f:
+            while left > 0 and (block := f.read(min(left, _READ_BLOCK))):
+                chunks.append(block)
+                left -= len(block)
+        return b"".join(chunks)
+
+    def _pread(self, offset: int, size: int) -> bytes:
+        """``size`` bytes at ``offset`` of the open archive (``os.pread`` where present,
+        else ``seek`` + ``read`` on the reader's file, under the map's lock)."""
+        f = self._require_reader().fp
+        pread = getattr(os, "pread", None)
+        if pread is None:
+            f.seek(offset)  # type: ignore[union-attr]
+            return f.read(size)  # type: ignore[union-attr]
+        fd = f.fileno()  # type: ignore[union-attr]
+        data = pread(fd, size, offset)
+        while len(data) < size:  # pread may stop short (e.g. above 2 GiB)
+            more = pread(fd, size - len(data), offset + len(data))
+            if not more:
+                break
+            data += more
         return data
 
     def _live_info(self, key: str) -> zipfile.ZipInfo:
@@ -348,7 +457,7 @@ class ZipMap(ZMap):
             self._pending[key] = value
             self._deleted.discard(key)
             if self._pending_bytes > AUTOFLUSH_BYTES:
-                self.flush()
+                self._spill()
 
     def _remove(self, key: str) -> None:
         with self._lock:
@@ -394,6 +503,25 @@ class ZipMap(ZMap):
                     out[key] = self._load(normalize_key(key))
         return out
 
+    def getitems_capped(self, keys: Iterable[str], cap: int) -> dict[str, bytes]:
+        """At most ``cap`` bytes of each value, inflating no more than that."""
+        if cap < 0:
+            raise ValueError(f"cap must be >= 0, got {cap}")
+        out: dict[str, bytes] = {}
+        with self._lock:
+            for key in keys:
+                nkey = normalize_key(key)
+                value = self._pending.get(nkey)
+                if value is not None:
+                    out[key] = value[:cap]
+                    continue
+                try:
+                    info = self._live_info(nkey)
+                except KeyError:
+                    continue
+                out[key] = self._read_member(nkey, info, cap)
+        return out
+
     def getsize(self, key: str) -> int:
         """Uncompressed size of ``key``, from the central directory."""
         nkey = normalize_key(key)
@@ -417,18 +545,15 @@ class ZipMap(ZMap):
             if last <= first:
                 return b""
             try:
-                with open(self._path, "rb") as f:
-                    offset = self._data_offset(nkey, info, f)
-                    f.seek(offset + first)
-                    return f.read(last - first)
+                offset = self._data_offset(nkey, info, self._require_reader().fp)
+                return self._pread(offset + first, last - first)
             except OSError as exc:
                 _raise_os(exc, f"{nkey!r} in {self._path!r}")
 
     def _data_offset(self, key: str, info: zipfile.ZipInfo, f: Any) -> int:
         offset = self._offsets.get(key)
         if offset is None:
-            f.seek(info.header_offset)
-            header = f.read(_LOCAL_HEADER.size)
+            header = self._pread(info.header_offset, _LOCAL_HEADER.size)
             fields = _LOCAL_HEADER.unpack(header) if len(header) == _LOCAL_HEADER.size else None
             if fields is None or fields[0] != b"PK\x03\x04":
                 raise StorageError(
@@ -449,28 +574,173 @@ class ZipMap(ZMap):
 
     # ------------------------------------------------------------ persistence
     def flush(self) -> None:
-        """Apply pending writes and deletes to the archive on disk."""
+        """Commit pending writes and deletes: the archive is replaced atomically."""
         with self._lock:
-            if self._closed or self.read_only or not (self._pending or self._deleted):
+            if self._closed or self.read_only:
                 return
-            if not self._deleted and not any(k in self._disk for k in self._pending):
-                self._append()
-            else:
-                self._write_archive()
-            self._pending.clear()
-            self._pending_bytes = 0
-            self._deleted.clear()
-            self._read(fixed=True)
+            if self._pending or self._deleted:
+                self._spill()
+            if self._stage is not None:
+                self._commit()
 
     def close(self) -> None:
-        """Flush pending changes and close the archive; further I/O raises."""
+        """Commit pending changes and close the archive; further I/O raises.
+
+        If the commit fails (a full disk, a lock held too long), the map stays open with
+        its changes, so ``close`` can be retried; the archive on disk is unchanged.
+        """
         with self._lock:
             if not self._closed:
+                self.flush()
+                self._closed = True
+                self._close_reader()
+                self._discard_stage()
+
+    def _target(self) -> str:
+        """The archive's real path (a symlinked archive is updated, not replaced)."""
+        return os.path.realpath(self._path)
+
+    def _temp_name(self) -> str:
+        directory, name = os.path.split(self._target())
+        token = secrets.token_hex(6)
+        return os.path.join(directory, f".{name}{_TEMP_TAG}{_HOST}-{os.getpid()}-{token}.tmp")
+
+    def _remove_stale_temps(self) -> None:
+        """Remove staging files of writers on this host that no longer run (killed)."""
+        directory, name = os.path.split(self._target())
+        start = f".{name}{_TEMP_TAG}{_HOST}-"
+        try:
+            with os.scandir(directory) as it:
+                names = [e.name for e in it if e.name.startswith(start)]
+        except OSError:
+            return
+        for temp in names:
+            pid_text = temp[len(start) :].split("-", 1)[0]
+            if pid_text.isdigit() and not _pid_alive(int(pid_text)):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(directory, temp))
+
+    def _discard_stage(self) -> None:
+        if self._stage is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._stage)
+            self._stage = None
+
+    def _create(self, truncate: bool) -> bool:
+        """Atomically create an empty archive (replace it with ``truncate``); ``False``
+        when another writer created the archive first and it must not be truncated."""
+        target = self._target()
+        temp = self._temp_name()
+        try:
+            self._write_new(temp, keys=False)
+            with _ArchiveLock(target):
+                if not truncate and os.path.exists(target):
+                    os.unlink(temp)
+                    return False
+                _replace(temp, target)
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            if isinstance(exc, OSError) and not isinstance(exc, NCZarrError):
+                _raise_os(exc, self._path)
+            raise
+        return True
+
+    def _spill(self) -> None:
+        """Move pending writes and deletes from memory into the staging archive."""
+        appendable = (
+            not self._deleted
+            and not self._stage_damaged
+            and not any(k in self._disk for k in self._pending)
+        )
+        if appendable:
+            self._append_to_stage()
+        else:
+            temp = self._temp_name()
+            try:
+                self._write_new(temp, keys=True)
+            except BaseException as exc:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp)
+                if isinstance(exc, OSError) and not isinstance(exc, NCZarrError):
+                    _raise_os(exc, self._path)
+                raise
+            self._close_reader()
+            self._discard_stage()
+            self._stage, self._stage_damaged = temp, False
+        self._written.update(self._pending)
+        self._written.difference_update(self._deleted)
+        self._removed.update(self._deleted)
+        self._removed.difference_update(self._pending)
+        self._pending.clear()
+        self._pending_bytes = 0
+        self._deleted.clear()
+        self._read(fixed=True, path=self._stage)
+
+    def _append_to_stage(self) -> None:
+        """Append new members to the staging archive (first a byte copy of the archive)."""
+        if self._stage is None:
+            stage = self._temp_name()
+            try:
+                shutil.copyfile(self._target(), stage)
+            except BaseException as exc:
+                with contextlib.suppress(OSError):
+                    os.unlink(stage)
+                if isinstance(exc, OSError) and not isinstance(exc, NCZarrError):
+                    _raise_os(exc, self._path)
+                raise
+            self._stage = stage
+        made = set(self._dirs)
+        try:
+            with zipfile.ZipFile(self._stage, "a") as out:
+                for key, value in self._pending.items():
+                    for directory in self._new_dirs(key, made):
+                        out.mkdir(_dir_info(self._prefix + directory))
+                    out.writestr(self._new_info(key), value)
+        except BaseException as exc:
+            # Members already in the stage are intact (an append only writes past
+            # them) and indexed in memory; the next spill rewrites the stage.
+            self._stage_damaged = True
+            if isinstance(exc, OSError) and not isinstance(exc, NCZarrError):
+                _raise_os(exc, self._path)
+            raise
+
+    def _commit(self) -> None:
+        """Rename the staging archive over the archive, or merge into a newer one."""
+        stage = self._stage
+        assert stage is not None
+        target = self._target()
+        try:
+            with _ArchiveLock(target):
                 try:
-                    self.flush()
-                finally:
-                    self._closed = True
+                    current = _identity(os.stat(target))
+                except FileNotFoundError:
+                    current = None
+                if current is not None and current == self._base_id:
+                    _copy_mode(target, stage)
                     self._close_reader()
+                    _replace(stage, target)
+                else:  # another writer replaced the archive since we read it
+                    merged = self._temp_name()
+                    try:
+                        self._write_merged(merged, target)
+                        self._close_reader()
+                        _replace(merged, target)
+                    except BaseException:
+                        with contextlib.suppress(OSError):
+                            os.unlink(merged)
+                        raise
+                    self._discard_stage()
+                self._stage = None
+                self._written.clear()
+                self._removed.clear()
+                self._read(fixed=True)  # under the lock: the identity is of this version
+        except BaseException as exc:
+            if self._stage is not None and self._reader is None:
+                self._read(fixed=True, path=self._stage)  # keep serving our writes
+            if isinstance(exc, OSError) and not isinstance(exc, NCZarrError):
+                _raise_os(exc, self._path)
+            raise
 
     def _new_dirs(self, key: str, made: set[str]) -> list[str]:
         """Directory entries (relative, outermost first) to add before ``key``."""
@@ -484,77 +754,274 @@ class ZipMap(ZMap):
         made.update(wanted)
         return wanted
 
-    def _append(self) -> None:
-        """Add new members only, in zipfile's append mode."""
-        self._close_reader()
-        made = set(self._dirs)
-        try:
-            with zipfile.ZipFile(self._path, "a") as out:
-                for key, value in self._pending.items():
-                    for directory in self._new_dirs(key, made):
-                        out.mkdir(_dir_info(self._prefix + directory))
-                    out.writestr(self._new_info(key), value)
-        except OSError as exc:
-            _raise_os(exc, self._path)
-
     def _new_info(self, key: str) -> zipfile.ZipInfo:
         info = zipfile.ZipInfo(self._prefix + key, date_time=time.localtime()[:6])
         info.compress_type = self._compression
         info.external_attr = _FILE_MODE
         return info
 
-    def _write_archive(self) -> None:
-        """Write the live keys (and foreign members) to a temp file, then replace."""
-        target = os.path.realpath(self._path)  # a symlinked archive is updated, not replaced
-        directory, name = os.path.split(target)
-        temp = os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
-        try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-            with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w") as out:
+    def _write_new(self, temp: str, keys: bool) -> None:
+        """Write a complete archive to the new file ``temp``: the live keys (none when
+        ``keys`` is false) and the foreign members, then sync it."""
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _flag("O_CLOEXEC"), 0o666)
+        with os.fdopen(fd, "wb") as raw:
+            with zipfile.ZipFile(raw, "w") as out:
                 out.comment = _MARKER + self._layout.encode("ascii")
                 made: set[str] = set()
                 if self._layout == "netcdf":
                     out.mkdir(_dir_info(self._prefix))
                     made.add("")
-                for key in self._live_keys():
-                    for parent in self._new_dirs(key, made):
-                        out.mkdir(_dir_info(self._prefix + parent))
-                    value = self._pending.get(key)
-                    if value is not None:
-                        out.writestr(self._new_info(key), value)
-                    else:
-                        self._copy_member(self._disk[key], out)
-                for info in self._extra:
-                    self._copy_member(info, out)
-            with contextlib.suppress(FileNotFoundError):
-                os.chmod(temp, stat.S_IMODE(os.stat(target).st_mode))
-            self._close_reader()
-            os.replace(temp, target)
-        except BaseException as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            if isinstance(exc, OSError) and not isinstance(exc, NCZarrError):
-                _raise_os(exc, self._path)
-            raise
+                if keys:
+                    for key in self._live_keys():
+                        for parent in self._new_dirs(key, made):
+                            out.mkdir(_dir_info(self._prefix + parent))
+                        value = self._pending.get(key)
+                        if value is not None:
+                            out.writestr(self._new_info(key), value)
+                        else:
+                            _copy_member(self._disk[key], self._require_reader(), out)
+                    for info in self._extra:
+                        _copy_member(info, self._require_reader(), out)
+            raw.flush()
+            os.fsync(raw.fileno())
 
-    def _copy_member(self, info: zipfile.ZipInfo, out: zipfile.ZipFile) -> None:
-        """Copy one existing member, keeping its name, time, attributes and method."""
-        if info.is_dir():
-            entry = _dir_info(info.filename)
-            entry.date_time = info.date_time
-            entry.external_attr = info.external_attr
-            out.mkdir(entry)
-            return
-        copy = zipfile.ZipInfo(info.filename, date_time=info.date_time)
-        copy.external_attr = info.external_attr
-        copy.create_system = info.create_system
-        method = info.compress_type
-        copy.compress_type = method if method in WRITE_METHODS else zipfile.ZIP_DEFLATED
-        copy.file_size = info.file_size
-        reader = self._require_reader()
-        big = info.file_size > zipfile.ZIP64_LIMIT
+    def _write_merged(self, temp: str, target: str) -> None:
+        """Write the archive another writer committed, with our writes and deletes
+        applied, to the new file ``temp``."""
+        prefix = self._prefix
+        ours = {prefix + k for k in self._written}
+        dropped = ours | {prefix + k for k in self._removed}
+        stage = self._require_reader()
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _flag("O_CLOEXEC"), 0o666)
+        with os.fdopen(fd, "wb") as raw:
+            with contextlib.ExitStack() as stack:
+                out = stack.enter_context(zipfile.ZipFile(raw, "w"))
+                out.comment = _MARKER + self._layout.encode("ascii")
+                names: set[str] = set()
+                if os.path.exists(target):
+                    base = stack.enter_context(zipfile.ZipFile(target))
+                    for info in base.infolist():
+                        if info.filename not in dropped:
+                            _check_member(info.filename, target)
+                            _copy_member(info, base, out)
+                            names.add(info.filename.rstrip("/"))
+                for key in sorted(self._written):
+                    if self._layout == "netcdf":
+                        for parent in reversed([prefix.rstrip("/"), *parent_keys(key)]):
+                            name = parent if parent == prefix.rstrip("/") else prefix + parent
+                            if name and name not in names:
+                                out.mkdir(_dir_info(name))
+                                names.add(name)
+                    _copy_member(self._disk[key], stage, out)
+            raw.flush()
+            os.fsync(raw.fileno())
+
+
+def _copy_member(info: zipfile.ZipInfo, reader: zipfile.ZipFile, out: zipfile.ZipFile) -> None:
+    """Copy one member of ``reader``, keeping its name, time, attributes and method."""
+    if info.is_dir():
+        entry = _dir_info(info.filename)
+        entry.date_time = info.date_time
+        entry.external_attr = info.external_attr
+        out.mkdir(entry)
+        return
+    copy = zipfile.ZipInfo(info.filename, date_time=info.date_time)
+    copy.external_attr = info.external_attr
+    copy.create_system = info.create_system
+    method = info.compress_type
+    copy.compress_type = method if method in WRITE_METHODS else zipfile.ZIP_DEFLATED
+    copy.file_size = info.file_size
+    big = info.file_size > zipfile.ZIP64_LIMIT
+    try:
         with reader.open(info) as src, out.open(copy, "w", force_zip64=big) as dst:
-            shutil.copyfileobj(src, dst, 1 << 20)
+            shutil.copyfileobj(src, dst, _READ_BLOCK)
+    except (zlib.error, lzma.LZMAError, EOFError, zipfile.BadZipFile) as exc:
+        raise StorageError(f"cannot copy member {info.filename!r}: corrupt member ({exc})") from exc
+
+
+def _flag(name: str) -> int:
+    """``os.<name>`` where this platform has it, else 0 (looked up at each call)."""
+    return getattr(os, name, 0)
+
+
+def _open_regular(path: str) -> Any:
+    """Open ``path`` for binary reading, refusing anything but a regular file (a FIFO
+    would block the open; ``O_NONBLOCK`` makes it return so it can be refused)."""
+    fd = os.open(path, os.O_RDONLY | _flag("O_BINARY") | _flag("O_CLOEXEC") | _flag("O_NONBLOCK"))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise StorageError(f"cannot open {path!r} as a zip archive: it is not a regular file")
+        if _flag("O_NONBLOCK") and hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _identity(st: os.stat_result) -> tuple[int, ...]:
+    """What changes when another writer replaces (or rewrites) the archive."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _copy_mode(source: str, target: str) -> None:
+    with contextlib.suppress(OSError):
+        os.chmod(target, stat.S_IMODE(os.stat(source).st_mode))
+
+
+def _replace(temp: str, target: str) -> None:
+    """``os.replace`` and, where directories can be synced, make the rename durable."""
+    os.replace(temp, target)
+    if sys.platform != "win32":
+        with contextlib.suppress(OSError):
+            fd = os.open(os.path.dirname(target) or ".", os.O_RDONLY | _flag("O_DIRECTORY"))
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
+def _pid_alive(pid: int) -> bool:
+    if sys.platform == "win32":
+        return True  # no cheap check: leave the file
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+class _ArchiveLock:
+    """An exclusive inter-process lock on ``<dir>/.<name>.nczarr-lock``.
+
+    ``fcntl.flock`` (POSIX) or ``msvcrt.locking`` (Windows): released by the OS when a
+    holder dies, so never stale. Where neither exists, an ``O_EXCL`` lock file holding
+    host, pid and time, treated as stale when its process is gone (same host) or it is
+    older than :data:`STALE_LOCK_SECONDS`. Waits up to :data:`LOCK_TIMEOUT` seconds,
+    then raises :class:`~nczarr.errors.StorageError` naming the archive.
+    """
+
+    def __init__(self, target: str) -> None:
+        directory, name = os.path.split(target)
+        self.target = target
+        self.path = os.path.join(directory, f".{name}.nczarr-lock")
+        self._fd: int | None = None
+        self._excl = False
+
+    def __enter__(self) -> _ArchiveLock:
+        deadline = time.monotonic() + LOCK_TIMEOUT
+        delay = 0.002
+        while not self._try():
+            if time.monotonic() > deadline:
+                raise StorageError(
+                    f"cannot commit {self.target!r}: another writer holds {self.path!r} for "
+                    f"more than {LOCK_TIMEOUT:.0f} s"
+                )
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._excl:
+            with contextlib.suppress(OSError):
+                os.unlink(self.path + ".excl")
+            self._excl = False
+        if self._fd is not None:
+            os.close(self._fd)  # releases flock / msvcrt locks
+            self._fd = None
+
+    def _try(self) -> bool:
+        fcntl = _module("fcntl")
+        msvcrt = _module("msvcrt")
+        if fcntl is not None and hasattr(fcntl, "flock"):
+            return self._try_os(lambda fd: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB))
+        if msvcrt is not None and hasattr(msvcrt, "locking"):
+            return self._try_os(lambda fd: msvcrt.locking(fd, msvcrt.LK_NBLCK, 1))
+        return self._try_excl()
+
+    def _try_os(self, lock: Any) -> bool:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | _flag("O_CLOEXEC"), 0o666)
+        try:
+            lock(self._fd)
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK, errno.EDEADLK):
+                return False
+            raise
+        return True
+
+    def _try_excl(self) -> bool:
+        path = self.path + ".excl"
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _flag("O_CLOEXEC"), 0o666)
+        except FileExistsError:
+            if self._stale(path):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            return False
+        with os.fdopen(fd, "w") as f:
+            f.write(f"{_HOST} {os.getpid()} {time.time():.0f}\n")
+        self._excl = True
+        return True
+
+    @staticmethod
+    def _stale(path: str) -> bool:
+        try:
+            with open(path) as f:
+                host, pid, _ = f.read().split()
+            age = time.time() - os.stat(path).st_mtime
+        except (OSError, ValueError):
+            return False  # being written right now, or already gone
+        if age > STALE_LOCK_SECONDS:
+            return True
+        return host == _HOST and pid.isdigit() and not _pid_alive(int(pid))
+
+
+def _module(name: str) -> Any:
+    """An OS-specific stdlib module, or None where this platform lacks it."""
+    try:
+        return __import__(name)
+    except ImportError:
+        return None
+
+
+def _inflate(raw: bytes, limit: int) -> bytes:
+    d = zlib.decompressobj(-15)
+    return d.decompress(raw, limit)
+
+
+def _bunzip(raw: bytes, limit: int) -> bytes:
+    d = bz2.BZ2Decompressor()
+    return d.decompress(raw, max_length=limit)
+
+
+def _unlzma(raw: bytes, limit: int) -> bytes:
+    """zip's LZMA method: a 4-byte header (version, properties size), the LZMA1
+    properties (lc/lp/pb byte, dictionary size), then a raw LZMA1 stream."""
+    if len(raw) < 9:
+        raise EOFError("LZMA header truncated")
+    (psize,) = struct.unpack("<H", raw[2:4])
+    if psize != 5 or len(raw) < 4 + psize:
+        raise ValueError(f"unexpected LZMA properties size {psize}")
+    byte = raw[4]
+    if byte >= 9 * 5 * 5:
+        raise ValueError("invalid LZMA properties")
+    pb, rest = divmod(byte, 45)
+    lp, lc = divmod(rest, 9)
+    (dict_size,) = struct.unpack("<I", raw[5:9])
+    filters = [{"id": lzma.FILTER_LZMA1, "dict_size": dict_size, "lc": lc, "lp": lp, "pb": pb}]
+    d = lzma.LZMADecompressor(format=lzma.FORMAT_RAW, filters=filters)
+    return d.decompress(raw[4 + psize :], max_length=limit)
+
+
+#: Bounded decoders by zip method (anything else is streamed through zipfile).
+_DECOMPRESSORS = {
+    zipfile.ZIP_DEFLATED: _inflate,
+    zipfile.ZIP_BZIP2: _bunzip,
+    zipfile.ZIP_LZMA: _unlzma,
+}
 
 
 def _dir_info(name: str) -> zipfile.ZipInfo:
