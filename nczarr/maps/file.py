@@ -36,6 +36,7 @@ from ..errors import (
     StorageError,
     StorageNotFoundError,
     StoragePermissionError,
+    warn_all,
 )
 from .base import ZMap, _as_bytes, normalize_key, parent_keys
 
@@ -102,8 +103,6 @@ class FileMap(ZMap):
         self._open_root()
         self._real_root = os.path.realpath(self._root)
         self._real_prefix = self._real_root.rstrip(os.sep) + os.sep
-        self._root_slash = self._root.rstrip("/") + "/"
-        self._safe_dirs: set[str] = set()  # real (non-link) directories below the root
 
     # ----------------------------------------------------------------- opening
     def _open_root(self) -> None:
@@ -138,7 +137,6 @@ class FileMap(ZMap):
                 )
 
     def _empty_tree(self) -> None:
-        self._safe_dirs = set()
         try:
             with os.scandir(self._root) as it:
                 entries = list(it)
@@ -156,10 +154,7 @@ class FileMap(ZMap):
         """Absolute path of the directory."""
         return self._root
 
-    def _path(self, key: str) -> str:
-        """Path of normalized ``key`` (or prefix); refuses reserved names and escapes."""
-        if not key:
-            return self._root
+    def _check_reserved(self, key: str) -> None:
         if TEMP_PREFIX in key:
             for segment in key.split("/"):
                 if segment.startswith(TEMP_PREFIX):
@@ -167,104 +162,228 @@ class FileMap(ZMap):
                         f"invalid key {key!r}: names starting with {TEMP_PREFIX!r} are "
                         "reserved for temporary files"
                     )
-        # A normalized key has no empty, "." or ".." segment: joining is concatenation.
-        path = self._root_slash + key
-        cut = key.rfind("/")
-        if cut < 0 or path[: len(self._root_slash) + cut] in self._safe_dirs:
-            return path  # no parent directory, or all of them already checked
-        # Only a symlink among the parent directories can lead out of the root; real
-        # directories already seen are cached, so a hot key costs no extra syscall.
-        # The leaf itself is guarded where it is opened (see _open_leaf).
-        current = self._root
-        for segment in key[:cut].split("/"):
-            current = os.path.join(current, segment)
-            if current in self._safe_dirs:
-                continue
+
+    def _root_dir(self) -> _Dir:
+        """The root directory as a handle (the root path itself may be a symlink)."""
+        if _use_dir_fds():
+            fd = os.open(self._root, os.O_RDONLY | _flag("O_DIRECTORY") | _flag("O_CLOEXEC"))
+            if not _flag("O_DIRECTORY") and not stat.S_ISDIR(os.fstat(fd).st_mode):
+                os.close(fd)
+                raise NotADirectoryError(errno.ENOTDIR, "not a directory", self._root)
+            return _Dir(self._root, fd)
+        return _Dir(self._root, None)
+
+    def _child(self, parent: _Dir, name: str, key: str, depth: int = 0) -> _Dir:
+        """The subdirectory ``name`` of ``parent``, checked *now*: a real directory, or
+        a symbolic link that resolves inside the root (reached again from the root
+        without following any link). Raises FileNotFoundError / NotADirectoryError
+        when it is missing or not a directory, StoragePermissionError on an escape."""
+        path = parent.join(name)
+        if parent.fd is not None:
+            flags = os.O_RDONLY | _flag("O_DIRECTORY") | _flag("O_CLOEXEC") | os.O_NOFOLLOW
             try:
-                mode = os.lstat(current).st_mode
-            except (FileNotFoundError, NotADirectoryError):
-                break
+                fd = os.open(name, flags, dir_fd=parent.fd)
             except OSError as exc:
-                _raise_os(exc, f"{key!r} in {self._root!r}")
-            if stat.S_ISLNK(mode):
-                self._refuse_escape(key, path)
-                break
-            if not stat.S_ISDIR(mode):
-                break
-            self._safe_dirs.add(current)
-        return path
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+                    raise
+                fd = None
+            if fd is not None:
+                if _flag("O_DIRECTORY") or stat.S_ISDIR(os.fstat(fd).st_mode):
+                    return _Dir(path, fd)
+                os.close(fd)
+                raise NotADirectoryError(errno.ENOTDIR, "not a directory", path)
+        mode = os.stat(
+            name if parent.fd is not None else path, dir_fd=parent.fd, follow_symlinks=False
+        ).st_mode
+        if stat.S_ISLNK(mode):
+            return self._through_link(path, key, depth)
+        if not stat.S_ISDIR(mode):
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory", path)
+        return _Dir(path, None)  # path mode (no dir_fd on this platform)
 
-    def _known_parent(self, path: str) -> bool:
-        """Whether ``path``'s directory is the root or a real directory seen before."""
-        directory = path[: path.rfind("/")] or "/"
-        return directory == self._root or directory in self._safe_dirs
-
-    def _refuse_escape(self, key: str, path: str) -> None:
-        if not self._inside(path):
-            raise StoragePermissionError(
-                f"key {key!r} resolves to {os.path.realpath(path)!r}, outside the "
-                f"map's root {self._root!r}; refusing to follow the symbolic link"
-            )
-
-    def _stat_leaf(self, key: str, path: str) -> os.stat_result:
-        """``os.stat`` of ``key``'s file, refusing a leaf symlink out of the root."""
-        st = os.stat(path, follow_symlinks=False)
-        if stat.S_ISLNK(st.st_mode):
-            self._refuse_escape(key, path)
-            st = os.stat(path)
-        return st
-
-    def _open_leaf(self, key: str, path: str) -> int:
-        """``os.open`` the file of ``key`` read-only without following a leaf symlink
-        out of the root (one syscall on the hot path)."""
-        try:
-            return os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
-        except OSError as exc:
-            if exc.errno != errno.ELOOP:
-                raise
-        self._refuse_escape(key, path)  # a symlink leaf: allowed only inside the root
-        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-
-    def _inside(self, path: str) -> bool:
+    def _through_link(self, path: str, key: str, depth: int) -> _Dir:
+        """The directory a symlink at ``path`` leads to, if it stays inside the root."""
         real = os.path.realpath(path)
-        return real == self._real_root or real.startswith(self._real_prefix)
+        if not (real == self._real_root or real.startswith(self._real_prefix)):
+            raise StoragePermissionError(
+                f"key {key!r} resolves to {real!r}, outside the map's root {self._root!r}; "
+                "refusing to follow the symbolic link"
+            )
+        if depth > _MAX_LINK_DEPTH:
+            raise StoragePermissionError(
+                f"key {key!r} in {self._root!r}: symbolic links changed while resolving it"
+            )
+        relative = real[len(self._real_prefix) :] if real != self._real_root else ""
+        directory = self._walk(relative.split(os.sep) if relative else [], key, depth=depth + 1)
+        directory.via_link = True
+        return directory
 
-    def _visible(self, entry: os.DirEntry[str]) -> bool:
-        """Whether a directory entry can be (part of) a key."""
-        name = entry.name
-        if name.startswith(TEMP_PREFIX) or name in (".", ".."):
-            return False
-        if not _CONTROL.isdisjoint(name):
-            return False
-        return not (entry.is_symlink() and not self._inside(entry.path))
+    def _walk(self, segments: list[str], key: str, create: bool = False, depth: int = 0) -> _Dir:
+        """The directory ``root/segments...``, every component checked at use."""
+        current = self._root_dir()
+        try:
+            for segment in segments:
+                try:
+                    child = self._child(current, segment, key, depth)
+                except FileNotFoundError:
+                    if not create:
+                        raise
+                    with contextlib.suppress(FileExistsError):
+                        current.mkdir(segment)
+                    child = self._child(current, segment, key, depth)
+                current.close()
+                current = child
+        except BaseException:
+            current.close()
+            raise
+        return current
 
-    def _has_file(self, directory: str) -> bool:
-        """Whether some file (a key) lies anywhere below ``directory``."""
-        seen: set[str] = set()
-        stack = [directory]
-        while stack:
-            current = stack.pop()
+    def _parent(self, key: str, create: bool = False) -> tuple[_Dir, str]:
+        """``(parent directory handle, leaf name)`` of normalized ``key``."""
+        self._check_reserved(key)
+        cut = key.rfind("/")
+        if cut < 0:
+            return self._root_dir(), key
+        return self._walk(key[:cut].split("/"), key, create), key[cut + 1 :]
+
+    def _open_leaf_in(self, parent: _Dir, name: str, key: str, depth: int = 0) -> int:
+        """Open ``key``'s file read-only: never a FIFO or device (an NCZarrError), never
+        through a symlink out of the root; a directory is a prefix (KeyError)."""
+        flags = os.O_RDONLY | _flag("O_BINARY") | _flag("O_CLOEXEC") | _flag("O_NONBLOCK")
+        nofollow = _flag("O_NOFOLLOW")
+        fd = None
+        if nofollow:
             try:
-                it = os.scandir(current)
-            except (FileNotFoundError, NotADirectoryError):
-                continue
+                fd = parent.open(name, flags | nofollow)
             except OSError as exc:
-                _raise_os(exc, current)
-            with it:
-                for entry in it:
-                    if not self._visible(entry):
+                if exc.errno not in (errno.ELOOP, errno.EMLINK):
+                    raise
+        if fd is None:  # a symlink (or no O_NOFOLLOW here): check where it leads
+            st = parent.stat(name)
+            if stat.S_ISLNK(st.st_mode):
+                real = os.path.realpath(parent.join(name))
+                target_dir = self._through_link(os.path.dirname(real), key, depth)
+                try:
+                    return self._open_leaf_in(target_dir, os.path.basename(real), key, depth + 1)
+                finally:
+                    target_dir.close()
+            if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+                raise self._not_regular(key, st.st_mode)
+            fd = parent.open(name, flags)
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(errno.EISDIR, "is a directory", key)
+            if not stat.S_ISREG(st.st_mode):
+                raise self._not_regular(key, st.st_mode)
+            if _flag("O_NONBLOCK"):
+                os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _not_regular(self, key: str, mode: int) -> StorageError:
+        kind = _FILE_KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        return StorageError(
+            f"cannot read {key!r} in {self._root!r}: it is {kind}, not a regular file "
+            "(only regular files are keys)"
+        )
+
+    def _open_key(self, key: str) -> int:
+        """Open ``key`` for reading (see :meth:`_open_leaf_in`)."""
+        parent, name = self._parent(key)
+        try:
+            return self._open_leaf_in(parent, name, key)
+        finally:
+            parent.close()
+
+    def _lstat_key(self, key: str) -> os.stat_result | None:
+        """``stat`` of ``key``'s file (a symlink inside the root followed), or None."""
+        try:
+            parent, name = self._parent(key)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        try:
+            st = parent.stat(name)
+            if stat.S_ISLNK(st.st_mode):
+                real = os.path.realpath(parent.join(name))
+                target_dir = self._through_link(os.path.dirname(real), key, 0)
+                try:
+                    st = target_dir.stat(os.path.basename(real))
+                finally:
+                    target_dir.close()
+            return st
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        finally:
+            parent.close()
+
+    def _visible(self, name: str, directory: str) -> bool:
+        """Whether a directory entry's name can be (part of) a key."""
+        if name.startswith(TEMP_PREFIX):
+            return False
+        if not _CONTROL.isdisjoint(name) or not _utf8(name):
+            warn_all(
+                [
+                    f"skipping {os.path.join(directory, name)!r} in {self._root!r}: its name "
+                    "is not valid UTF-8 or holds control characters, so it cannot be a key"
+                ],
+                stacklevel=4,
+            )
+            return False
+        return True
+
+    def _entries(self, directory: _Dir, key: str) -> Iterator[tuple[str, bool]]:
+        """``(name, is_dir)`` of the visible files and directories in ``directory``;
+        symlinks are followed only when they resolve inside the root."""
+        target = directory.fd if directory.fd is not None else directory.path
+        with os.scandir(target) as it:
+            entries = list(it)
+        for entry in entries:
+            name = entry.name
+            if not self._visible(name, directory.path):
+                continue
+            if entry.is_symlink():
+                real = os.path.realpath(directory.join(name))
+                if not (real == self._real_root or real.startswith(self._real_prefix)):
+                    continue
+            try:
+                if entry.is_file():
+                    yield name, False
+                elif entry.is_dir():
+                    yield name, True
+            except OSError:
+                continue
+
+    def _has_file(self, directory: _Dir, key: str) -> bool:
+        """Whether some file (a key) lies anywhere below ``directory`` (consumed)."""
+        seen: set[tuple[int, int]] = set()
+        stack = [(directory, key)]
+        try:
+            while stack:
+                current, ckey = stack.pop()
+                try:
+                    if not _first_visit(current, seen):
                         continue
-                    if entry.is_file():
-                        return True
-                    if entry.is_dir() and _first_visit(entry, seen):
-                        stack.append(entry.path)
+                    for name, is_dir in self._entries(current, ckey):
+                        if not is_dir:
+                            return True
+                        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+                            stack.append((self._child(current, name, ckey), f"{ckey}/{name}"))
+                except (FileNotFoundError, NotADirectoryError):
+                    continue
+                finally:
+                    current.close()
+        finally:
+            for d, _ in stack:
+                d.close()
         return False
 
     # -------------------------------------------------------------- primitives
     def _load(self, key: str) -> bytes:
-        path = self._path(key)
         try:
-            with open(self._open_leaf(key, path), "rb") as f:
+            with open(self._open_key(key), "rb") as f:
                 return f.read()
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise KeyError(key) from None
@@ -272,44 +391,49 @@ class FileMap(ZMap):
             _raise_os(exc, f"{key!r} in {self._root!r}")
 
     def _exists(self, key: str) -> bool:
-        path = self._path(key)
         try:
-            return stat.S_ISREG(self._stat_leaf(key, path).st_mode)
-        except (FileNotFoundError, NotADirectoryError):
-            return False
+            st = self._lstat_key(key)
         except OSError as exc:
             _raise_os(exc, f"{key!r} in {self._root!r}")
+        return st is not None and stat.S_ISREG(st.st_mode)
 
     def _check_leaf_rule(self, key: str) -> None:
-        path = self._path(key)
-        if self._known_parent(path):
-            # Hot path (every chunk of a copy): the parent is a real directory, so no
-            # parent holds content; one lstat of the leaf settles the rest.
+        self._check_reserved(key)
+        try:
+            st = self._lstat_key(key)
+        except OSError as exc:
+            _raise_os(exc, f"{key!r} in {self._root!r}")
+        if st is not None and stat.S_ISREG(st.st_mode):
+            return  # an overwrite: the parents are directories, the leaf is a file
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            # A directory where the file should go: refused if it holds content.
             try:
-                mode = os.lstat(path).st_mode
+                parent, name = self._parent(key)
+                try:
+                    below = self._child(parent, name, key)
+                finally:
+                    parent.close()
             except (FileNotFoundError, NotADirectoryError):
                 return
             except OSError as exc:
                 _raise_os(exc, f"{key!r} in {self._root!r}")
-            if stat.S_ISREG(mode):
-                return
-        # A directory where the file should go, with content below it.
-        if os.path.isdir(path) and self._has_file(path):
-            raise ObjectExistsError(
-                f"cannot write {key!r}: it is a prefix of existing keys in {self._root!r}"
-            )
+            if self._has_file(below, key):
+                raise ObjectExistsError(
+                    f"cannot write {key!r}: it is a prefix of existing keys in {self._root!r}"
+                )
+            return
         # A file where a directory is needed: stop at the nearest existing directory.
-        for parent in parent_keys(key):
+        for parent_key in parent_keys(key):
             try:
-                mode = os.stat(self._path(parent)).st_mode
-            except (FileNotFoundError, NotADirectoryError):
-                continue
+                pst = self._lstat_key(parent_key)
             except OSError as exc:
-                _raise_os(exc, f"{parent!r} in {self._root!r}")
-            if stat.S_ISDIR(mode):
+                _raise_os(exc, f"{parent_key!r} in {self._root!r}")
+            if pst is None:
+                continue
+            if stat.S_ISDIR(pst.st_mode):
                 return
             raise ObjectExistsError(
-                f"cannot write {key!r}: {parent!r} holds content, and content-bearing "
+                f"cannot write {key!r}: {parent_key!r} holds content, and content-bearing "
                 "keys are leaves"
             )
 
@@ -333,7 +457,7 @@ class FileMap(ZMap):
 
         Same checks as ``self[key] = src[key]``, but the bytes go from file to file
         with ``os.copy_file_range`` (``os.sendfile``, or a read/write loop, where the
-        kernel refuses), never through a Python ``bytes``.
+        kernel refuses or the platform lacks them), never through a Python ``bytes``.
 
         With ``atomic=False`` a key that does not exist yet is created in place
         (``O_CREAT | O_EXCL``) instead of through a temporary file and a rename: one
@@ -346,24 +470,21 @@ class FileMap(ZMap):
         """
         nkey = normalize_key(key)
         self._check_writable(nkey)
-        source = src._path(nkey)
         try:
-            fd_in = src._open_leaf(nkey, source)
+            fd_in = src._open_key(nkey)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise KeyError(nkey) from None
         except OSError as exc:
             _raise_os(exc, f"{nkey!r} in {src._root!r}")
         try:
             st = os.fstat(fd_in)
-            if not stat.S_ISREG(st.st_mode):
-                raise KeyError(nkey)
             copied = [0]
 
             def fill(fd: int) -> None:
                 copied[0] = _copy_fd(fd_in, fd, st.st_size)
 
-            # In place, the leaf rule needs no check of its own: the parent is a known
-            # real directory and O_EXCL finds anything already at the leaf.
+            # In place, the leaf rule needs no check of its own when the parents are
+            # directories: O_EXCL finds anything already at the leaf.
             if atomic or not self._write_new(nkey, fill):
                 self._check_leaf_rule(nkey)
                 self._write(nkey, fill)
@@ -372,155 +493,167 @@ class FileMap(ZMap):
         return copied[0]
 
     def _write_new(self, key: str, fill: Callable[[int], object]) -> bool:
-        """Create ``key`` in place with ``fill`` if it does not exist and its directory
-        is known; ``False`` (nothing done) otherwise."""
-        path = self._path(key)
-        if not self._known_parent(path):
-            return False
+        """Create ``key`` in place with ``fill`` if it does not exist and its parent
+        directories do; ``False`` (nothing done) otherwise."""
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-        except (FileExistsError, FileNotFoundError, NotADirectoryError):
-            return False  # exists (or a link or directory is there), or the parent went
+            parent, name = self._parent(key)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
         except OSError as exc:
             _raise_os(exc, f"{key!r} in {self._root!r}")
         try:
             try:
-                fill(fd)
-            finally:
-                os.close(fd)
-        except BaseException as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
-            if isinstance(exc, OSError) and not isinstance(exc, NCZarrError):
+                fd = parent.open(
+                    name,
+                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | _flag("O_BINARY") | _flag("O_CLOEXEC"),
+                    0o666,
+                )
+            except (FileExistsError, FileNotFoundError, NotADirectoryError, IsADirectoryError):
+                return False  # exists (or a link or directory is there), or the parent went
+            except OSError as exc:
                 _raise_os(exc, f"{key!r} in {self._root!r}")
-            raise
-        return True
+            try:
+                try:
+                    fill(fd)
+                finally:
+                    os.close(fd)
+            except BaseException as exc:
+                with contextlib.suppress(OSError):
+                    parent.unlink(name)
+                if isinstance(exc, OSError) and not isinstance(exc, NCZarrError):
+                    _raise_os(exc, f"{key!r} in {self._root!r}")
+                raise
+            return True
+        finally:
+            parent.close()
 
     def _write(self, key: str, fill: Callable[[int], object]) -> None:
         """Atomically make ``key`` hold what ``fill(fd)`` writes to a fresh file."""
-        path = self._path(key)
-        if self._known_parent(path):
-            # Hot path: the directory exists; a directory at the leaf or a directory
-            # that vanished since shows up as an error and takes the slow path.
-            try:
-                self._write_temp(os.path.dirname(path), path, fill)
-                return
-            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-                self._safe_dirs.discard(os.path.dirname(path))
-            except OSError as exc:
-                _raise_os(exc, f"{key!r} in {self._root!r}")
-        self._prepare_leaf(key, path)
         try:
-            self._write_temp(os.path.dirname(path), path, fill)
-        except IsADirectoryError as exc:
-            raise ObjectExistsError(
-                f"cannot write {key!r}: it became a directory in {self._root!r}"
-            ) from exc
-        except OSError as exc:
-            _raise_os(exc, f"{key!r} in {self._root!r}")
-        self._path(key)  # remember the parent directories now known to be real
-
-    def _prepare_leaf(self, key: str, path: str) -> None:
-        """Create the parent directories; remove an empty directory tree at the leaf."""
-        try:
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path)  # an empty directory tree (the leaf rule checked it)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
+            parent, name = self._parent(key, create=True)
         except (FileExistsError, NotADirectoryError) as exc:
             raise ObjectExistsError(
                 f"cannot write {key!r}: a parent is a file in {self._root!r}"
             ) from exc
         except OSError as exc:
             _raise_os(exc, f"{key!r} in {self._root!r}")
-
-    @staticmethod
-    def _write_temp(directory: str, path: str, fill: Callable[[int], object]) -> None:
-        """Write a temporary file in ``directory`` with ``fill``, then move it to ``path``."""
-        temp = os.path.join(directory, TEMP_PREFIX + secrets.token_hex(8))
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
         try:
             try:
-                fill(fd)
-            finally:
-                os.close(fd)
-            os.replace(temp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
+                _write_temp(parent, name, fill)
+            except IsADirectoryError:
+                # An empty directory tree where the file goes (the leaf rule checked it).
+                parent.rmtree(name)
+                _write_temp(parent, name, fill)
+        except IsADirectoryError as exc:
+            raise ObjectExistsError(
+                f"cannot write {key!r}: it became a directory in {self._root!r}"
+            ) from exc
+        except OSError as exc:
+            _raise_os(exc, f"{key!r} in {self._root!r}")
+        finally:
+            parent.close()
 
     def _remove(self, key: str) -> None:
-        path = self._path(key)
         try:
-            if os.path.isdir(path):
+            parent, name = self._parent(key)
+        except (FileNotFoundError, NotADirectoryError):
+            raise KeyError(key) from None
+        except OSError as exc:
+            _raise_os(exc, f"{key!r} in {self._root!r}")
+        try:
+            if stat.S_ISDIR(parent.stat(name).st_mode):
                 raise KeyError(key)
-            os.unlink(path)
+            parent.unlink(name)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise KeyError(key) from None
         except OSError as exc:
             _raise_os(exc, f"{key!r} in {self._root!r}")
-        self._prune(os.path.dirname(path))
+        finally:
+            parent.close()
+        self._prune(key)
 
-    def _prune(self, directory: str) -> None:
-        """Remove ``directory`` and its ancestors while they are empty, up to the root."""
-        root = self._root
-        while len(directory) > len(root) and directory.startswith(root):
+    def _prune(self, key: str) -> None:
+        """Remove the directories deleting ``key`` left empty, nearest first (never
+        the root; each reached again from the root, links refused)."""
+        for directory in parent_keys(key):
             try:
-                os.rmdir(directory)
-            except OSError:
+                parent, name = self._parent(directory)
+                try:
+                    parent.rmdir(name)
+                finally:
+                    parent.close()
+            except (OSError, NCZarrError):
                 return
-            self._safe_dirs.discard(directory)
-            directory = os.path.dirname(directory)
 
     def _list(self, prefix: str) -> Iterator[str]:
-        path = self._path(prefix)
         if prefix:
             try:
-                mode = os.stat(path).st_mode
-            except (FileNotFoundError, NotADirectoryError):
-                return
+                st = self._lstat_key(prefix)
             except OSError as exc:
                 _raise_os(exc, f"{prefix!r} in {self._root!r}")
-            if stat.S_ISREG(mode):
+            if st is None:
+                return
+            if stat.S_ISREG(st.st_mode):
                 yield prefix
                 return
-            if not stat.S_ISDIR(mode):
+            if not stat.S_ISDIR(st.st_mode):
                 return
-        seen: set[str] = set()
-        stack = [(path, prefix)]
-        while stack:
-            directory, key = stack.pop()
-            try:
-                with os.scandir(directory) as it:
-                    entries = list(it)
-            except (FileNotFoundError, NotADirectoryError):
-                continue
-            except OSError as exc:
-                _raise_os(exc, directory)
-            for entry in entries:
-                if not self._visible(entry):
+        try:
+            start = self._walk(prefix.split("/") if prefix else [], prefix)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        except OSError as exc:
+            _raise_os(exc, f"{prefix!r} in {self._root!r}")
+        seen: set[tuple[int, int]] = set()
+        stack = [(start, prefix)]
+        try:
+            while stack:
+                directory, key = stack.pop()
+                try:
+                    if not _first_visit(directory, seen):
+                        continue
+                    entries = list(self._entries(directory, key))
+                    for name, is_dir in entries:
+                        child = f"{key}/{name}" if key else name
+                        if not is_dir:
+                            yield child
+                            continue
+                        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+                            stack.append((self._child(directory, name, child), child))
+                except (FileNotFoundError, NotADirectoryError):
                     continue
-                child = f"{key}/{entry.name}" if key else entry.name
-                if entry.is_file():
-                    yield child
-                elif entry.is_dir() and _first_visit(entry, seen):
-                    stack.append((entry.path, child))
+                except OSError as exc:
+                    _raise_os(exc, f"{key!r} in {self._root!r}")
+                finally:
+                    directory.close()
+        finally:
+            for d, _ in stack:
+                d.close()
 
     def _search(self, prefix: str) -> Iterable[str]:
-        path = self._path(prefix)
         try:
-            it = os.scandir(path)
+            directory = self._walk(prefix.split("/") if prefix else [], prefix)
         except (FileNotFoundError, NotADirectoryError):
             return []
         except OSError as exc:
             _raise_os(exc, f"{prefix!r} in {self._root!r}")
         names = []
-        with it:
-            for entry in it:
-                if not self._visible(entry):
+        try:
+            for name, is_dir in self._entries(directory, prefix):
+                if not is_dir:
+                    names.append(name)
                     continue
-                if entry.is_file() or (entry.is_dir() and self._has_file(entry.path)):
-                    names.append(entry.name)
+                child = f"{prefix}/{name}" if prefix else name
+                try:
+                    below = self._child(directory, name, child)
+                except (FileNotFoundError, NotADirectoryError):
+                    continue
+                if self._has_file(below, child):
+                    names.append(name)
+        except OSError as exc:
+            _raise_os(exc, f"{prefix!r} in {self._root!r}")
+        finally:
+            directory.close()
         return names
 
     def _describe(self) -> tuple[str, dict[str, Any]]:
@@ -535,12 +668,27 @@ class FileMap(ZMap):
                 out[key] = self._load(normalize_key(key))
         return out
 
+    def getitems_capped(self, keys: Iterable[str], cap: int) -> dict[str, bytes]:
+        """At most ``cap`` bytes of each file, never reading more."""
+        if cap < 0:
+            raise ValueError(f"cap must be >= 0, got {cap}")
+        out: dict[str, bytes] = {}
+        for key in keys:
+            nkey = normalize_key(key)
+            try:
+                with open(self._open_key(nkey), "rb") as f:
+                    out[key] = f.read(cap)
+            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+                continue
+            except OSError as exc:
+                _raise_os(exc, f"{nkey!r} in {self._root!r}")
+        return out
+
     def getrange(self, key: str, start: int, length: int | None = None) -> bytes:
         """Bytes ``start:start+length`` of ``key``, read without loading the whole file."""
         nkey = normalize_key(key)
-        path = self._path(nkey)
         try:
-            with open(self._open_leaf(nkey, path), "rb") as f:
+            with open(self._open_key(nkey), "rb") as f:
                 size = os.fstat(f.fileno()).st_size
                 stop = None if length is None else start + length
                 first, last, _ = slice(start, stop).indices(size)
@@ -557,19 +705,117 @@ class FileMap(ZMap):
         """Size of the file at ``key`` from ``os.stat``."""
         nkey = normalize_key(key)
         try:
-            st = self._stat_leaf(nkey, self._path(nkey))
-        except (FileNotFoundError, NotADirectoryError):
-            raise KeyError(nkey) from None
+            st = self._lstat_key(nkey)
         except OSError as exc:
             _raise_os(exc, f"{nkey!r} in {self._root!r}")
-        if not stat.S_ISREG(st.st_mode):
+        if st is None or stat.S_ISDIR(st.st_mode):
             raise KeyError(nkey)
+        if not stat.S_ISREG(st.st_mode):
+            raise self._not_regular(nkey, st.st_mode)
         return st.st_size
 
     def clear(self) -> None:
         """Delete every key (and every directory) below the root."""
         self._check_writable()
         self._empty_tree()
+
+
+class _Dir:
+    """A directory reached safely from the root: an open descriptor where the
+    platform has ``dir_fd`` support (every later call is relative to it, so a
+    directory swapped for a symlink afterwards is not followed), else its path."""
+
+    __slots__ = ("fd", "path", "via_link")
+
+    def __init__(self, path: str, fd: int | None) -> None:
+        self.path = path
+        self.fd = fd
+        self.via_link = False  # reached through a symbolic link (loops are possible)
+
+    def join(self, name: str) -> str:
+        return os.path.join(self.path, name)
+
+    def _at(self, name: str) -> str:
+        return name if self.fd is not None else self.join(name)
+
+    def open(self, name: str, flags: int, mode: int = 0o777) -> int:
+        return os.open(self._at(name), flags, mode, dir_fd=self.fd)
+
+    def stat(self, name: str) -> os.stat_result:
+        return os.stat(self._at(name), dir_fd=self.fd, follow_symlinks=False)
+
+    def mkdir(self, name: str) -> None:
+        os.mkdir(self._at(name), 0o777, dir_fd=self.fd)
+
+    def rmdir(self, name: str) -> None:
+        os.rmdir(self._at(name), dir_fd=self.fd)
+
+    def unlink(self, name: str) -> None:
+        os.unlink(self._at(name), dir_fd=self.fd)
+
+    def replace(self, src: str, dst: str) -> None:
+        os.replace(self._at(src), self._at(dst), src_dir_fd=self.fd, dst_dir_fd=self.fd)
+
+    def rmtree(self, name: str) -> None:
+        if self.fd is not None and shutil.rmtree.avoids_symlink_attacks:
+            shutil.rmtree(name, dir_fd=self.fd)
+        else:
+            shutil.rmtree(self.join(name))
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _write_temp(parent: _Dir, name: str, fill: Callable[[int], object]) -> None:
+    """Write a temporary file in ``parent`` with ``fill``, then move it to ``name``."""
+    temp = TEMP_PREFIX + secrets.token_hex(8)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _flag("O_BINARY") | _flag("O_CLOEXEC")
+    fd = parent.open(temp, flags, 0o666)
+    try:
+        try:
+            fill(fd)
+        finally:
+            os.close(fd)
+        parent.replace(temp, name)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            parent.unlink(temp)
+        raise
+
+
+def _use_dir_fds() -> bool:
+    """Whether this platform can walk directories by descriptor (looked up per call,
+    so the path fallback is testable everywhere)."""
+    return (
+        os.open in os.supports_dir_fd
+        and os.stat in os.supports_dir_fd
+        and os.scandir in os.supports_fd
+        and hasattr(os, "O_NOFOLLOW")
+    )
+
+
+def _flag(name: str) -> int:
+    """``os.<name>`` where this platform has it, else 0 (looked up at each call)."""
+    return getattr(os, name, 0)
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+_MAX_LINK_DEPTH = 8
+_FILE_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
 
 
 def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
@@ -586,7 +832,12 @@ def _copy_fd(fd_in: int, fd_out: int, size: int) -> int:
     needed to find the end. Returns the bytes copied.
     """
     total = 0
-    for kernel_copy in (_copy_file_range, _sendfile):
+    kernel_copies = [
+        method
+        for name, method in (("copy_file_range", _copy_file_range), ("sendfile", _sendfile))
+        if hasattr(os, name)  # Linux has both, macOS sendfile only to sockets, Windows none
+    ]
+    for kernel_copy in kernel_copies:
         try:
             while total < size and (n := kernel_copy(fd_in, fd_out, size - total)):
                 total += n
@@ -608,12 +859,13 @@ def _sendfile(fd_in: int, fd_out: int, count: int) -> int:
     return os.sendfile(fd_out, fd_in, None, count)
 
 
-def _first_visit(entry: os.DirEntry[str], seen: set[str]) -> bool:
-    """Guard against symlink loops: real directories are walked once."""
-    if not entry.is_symlink():
+def _first_visit(directory: _Dir, seen: set[tuple[int, int]]) -> bool:
+    """Guard against symlink loops: a directory reached through a link is walked once."""
+    if not directory.via_link:
         return True
-    real = os.path.realpath(entry.path)
-    if real in seen:
+    st = os.fstat(directory.fd) if directory.fd is not None else os.stat(directory.path)
+    ident = (st.st_dev, st.st_ino)
+    if ident in seen:
         return False
-    seen.add(real)
+    seen.add(ident)
     return True

@@ -223,10 +223,14 @@ class ZipMap(ZMap):
             reader = zipfile.ZipFile(raw)
         except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as exc:
             raw.close()
-            raise StorageError(f"{self._path!r} is not a zip archive (or is corrupt): {exc}") from exc
+            raise StorageError(
+                f"{self._path!r} is not a zip archive (or is corrupt): {exc}"
+            ) from exc
         except (struct.error, NotImplementedError) as exc:
             raw.close()
-            raise StorageError(f"{self._path!r} is not a zip archive (or is corrupt): {exc}") from exc
+            raise StorageError(
+                f"{self._path!r} is not a zip archive (or is corrupt): {exc}"
+            ) from exc
         except OSError as exc:
             raw.close()
             _raise_os(exc, self._path)
