@@ -36,7 +36,18 @@ from .translate.model import Dataset
 if TYPE_CHECKING:
     from .translate.read_zarr3 import ChunkKeys
 
-__all__ = ["FormatInfo", "load_metadata", "detect", "read", "read_with_chunk_keys"]
+__all__ = [
+    "FormatInfo",
+    "MAX_METADATA_SIZE",
+    "load_metadata",
+    "detect",
+    "read",
+    "read_with_chunk_keys",
+]
+
+#: Largest metadata object (bytes) :func:`load_metadata` reads unless told otherwise;
+#: a bigger one (a zip bomb, a runaway ``.zattrs``) is a MetadataError naming the key.
+MAX_METADATA_SIZE = 64 * 2**20
 
 _ROOT_OBJECTS = (
     ZMETADATA,
@@ -53,6 +64,18 @@ _ARRAY_OBJECTS = (ZARRAY, ZATTRS)
 _UNKNOWN_OBJECTS = (ZGROUP, ZARRAY, ZATTRS)
 _V1_GROUP_OBJECTS = (V1_GROUP, *V1_ATTR_NAMES)
 _V1_ARRAY_OBJECTS = (*V1_ARRAY_NAMES, *V1_ATTR_NAMES)
+
+
+def _fetch(zmap: ZMap, keys: Iterable[str], limit: int) -> dict[str, bytes]:
+    """Metadata objects, none read (or inflated) beyond ``limit`` bytes."""
+    raw = zmap.getitems_capped(keys, limit + 1)
+    for key, data in raw.items():
+        if len(data) > limit:
+            raise MetadataError(
+                f"{zmap.url}: {key!r} is larger than the metadata size limit of {limit} "
+                "bytes (max_metadata_size)"
+            )
+    return raw
 
 
 def _parse_into(meta: dict[str, Any], raw: dict[str, bytes], url: str) -> None:
@@ -122,7 +145,7 @@ def _load_v3_consolidated(meta: dict[str, Any], url: str) -> bool:
     return True
 
 
-def _load_v3(zmap: ZMap, meta: dict[str, Any], url: str) -> None:
+def _load_v3(zmap: ZMap, meta: dict[str, Any], url: str, limit: int) -> None:
     root = meta[ZARR_JSON]
     if not isinstance(root, dict):
         raise MetadataError(f"{url}: '{ZARR_JSON}' must hold a JSON object")
@@ -137,7 +160,7 @@ def _load_v3(zmap: ZMap, meta: dict[str, Any], url: str) -> None:
                 for name in zmap.search(prefix)
                 if not name.startswith(".") and name != ZARR_JSON
             )
-        raw = zmap.getitems(object_key(c, ZARR_JSON) for c in candidates)
+        raw = _fetch(zmap, (object_key(c, ZARR_JSON) for c in candidates), limit)
         _parse_into(meta, raw, url)
         pending = [
             c
@@ -147,7 +170,7 @@ def _load_v3(zmap: ZMap, meta: dict[str, Any], url: str) -> None:
         ]
 
 
-def load_metadata(zmap: ZMap) -> dict[str, Any]:
+def load_metadata(zmap: ZMap, *, max_metadata_size: int | None = None) -> dict[str, Any]:
     """Parsed JSON of every metadata object of a store, keyed by normalized map key.
 
     Keys look like ``".zgroup"``, ``"g/v/.zarray"``, ``".nczarr"``. When
@@ -158,19 +181,24 @@ def load_metadata(zmap: ZMap) -> dict[str, Any]:
     one are listed with ``zmap.search``. Each level's objects are fetched with one
     ``zmap.getitems`` call (concurrent on network maps).
 
+    No object is read beyond ``max_metadata_size`` bytes (default
+    :data:`MAX_METADATA_SIZE`, looked up at call time).
+
     Raises
     ------
     MetadataError
-        An object is not valid JSON (the message names the URL and the key).
+        An object is not valid JSON, or larger than ``max_metadata_size`` (the message
+        names the URL and the key).
     """
     url = zmap.url
+    limit = MAX_METADATA_SIZE if max_metadata_size is None else max_metadata_size
     meta: dict[str, Any] = {}
-    _parse_into(meta, zmap.getitems(_ROOT_OBJECTS), url)
+    _parse_into(meta, _fetch(zmap, _ROOT_OBJECTS, limit), url)
     if ZMETADATA in meta:
         _load_consolidated(meta, url)
         return meta
     if ZARR_JSON in meta:
-        _load_v3(zmap, meta, url)
+        _load_v3(zmap, meta, url, limit)
         return meta
     if ZARRAY in meta:
         return meta
@@ -197,7 +225,7 @@ def load_metadata(zmap: ZMap) -> dict[str, Any]:
                     names = (*names, *(_V1_ARRAY_OBJECTS if kind != "group" else ()))
                     names = (*names, *(_V1_GROUP_OBJECTS if kind != "array" else ()))
                 wanted.extend(object_key(child, n) for n in dict.fromkeys(names))
-        _parse_into(meta, zmap.getitems(wanted), url)
+        _parse_into(meta, _fetch(zmap, wanted, limit), url)
         pending = []
         for child, kind in kinds.items():
             if kind == "array" or object_key(child, ZARRAY) in meta:

@@ -10,7 +10,21 @@ reads here key for key.
 * Deleting a key removes the directories it leaves empty (never the root itself).
 * Symbolic links inside the tree work as long as they stay inside the root; a key
   that resolves outside it raises :class:`~nczarr.errors.StoragePermissionError`,
-  and such links are left out of listings.
+  and such links are left out of listings. This is checked at every use, never
+  remembered: a directory swapped for a link later is caught. Where the kernel can
+  say where an open directory is (``/proc/self/fd``, macOS ``F_GETPATH``), the parent
+  is opened by path and its real location checked (two system calls); otherwise,
+  with ``dir_fd`` support, every component is opened with ``O_NOFOLLOW`` relative to
+  the previous one; without either (Windows), a ``realpath`` containment check runs
+  before each use. The leaf is opened with ``O_NOFOLLOW`` relative to its directory.
+* Only regular files are keys. A FIFO, socket or device named like a key raises
+  :class:`~nczarr.errors.StorageError` naming it (it is opened ``O_NONBLOCK``, so a
+  FIFO never blocks), and listings leave such entries out, as they leave out names
+  that are not valid UTF-8 or hold control characters (with an
+  :class:`~nczarr.errors.NCZarrWarning` naming each: such a name cannot be a key).
+* OS-specific calls (``copy_file_range``, ``sendfile``, ``O_NOFOLLOW``,
+  ``O_CLOEXEC``, ``O_DIRECTORY``, ``O_NONBLOCK``, ``dir_fd``) are looked up when used
+  and have fallbacks, so the module runs on Linux, macOS and Windows.
 * ``search`` is one ``os.scandir`` of the directory; a subdirectory is listed only
   if some file lies below it, so empty directories left by other tools are invisible.
 """
@@ -23,6 +37,7 @@ import os
 import secrets
 import shutil
 import stat
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
@@ -244,7 +259,34 @@ class FileMap(ZMap):
         cut = key.rfind("/")
         if cut < 0:
             return self._root_dir(), key
+        fast = self._open_verified(key[:cut], key)
+        if fast is not None:
+            return fast, key[cut + 1 :]
         return self._walk(key[:cut].split("/"), key, create), key[cut + 1 :]
+
+    def _open_verified(self, prefix: str, key: str) -> _Dir | None:
+        """Fast path: open directory ``prefix`` by path, then ask the kernel where the
+        open directory really is (``/proc/self/fd`` on Linux, ``F_GETPATH`` on macOS):
+        race-free, in two system calls. None where the platform cannot tell, or the
+        directory is missing (the walk then handles creation and errors)."""
+        if not _use_dir_fds():
+            return None
+        path = os.path.join(self._root, prefix)
+        try:
+            fd = os.open(path, os.O_RDONLY | _flag("O_DIRECTORY") | _flag("O_CLOEXEC"))
+        except OSError:
+            return None
+        real = _fd_path(fd)
+        if real is None or not (_flag("O_DIRECTORY") or stat.S_ISDIR(os.fstat(fd).st_mode)):
+            os.close(fd)
+            return None
+        if not real.startswith(self._real_prefix):
+            os.close(fd)
+            raise StoragePermissionError(
+                f"key {key!r} resolves to {real!r}, outside the map's root {self._root!r}; "
+                "refusing to follow the symbolic link"
+            )
+        return _Dir(path, fd)
 
     def _open_leaf_in(self, parent: _Dir, name: str, key: str, depth: int = 0) -> int:
         """Open ``key``'s file read-only: never a FIFO or device (an NCZarrError), never
@@ -276,8 +318,7 @@ class FileMap(ZMap):
                 raise IsADirectoryError(errno.EISDIR, "is a directory", key)
             if not stat.S_ISREG(st.st_mode):
                 raise self._not_regular(key, st.st_mode)
-            if _flag("O_NONBLOCK"):
-                os.set_blocking(fd, True)
+            # O_NONBLOCK (so that a FIFO's open returns) has no effect on regular files.
         except BaseException:
             os.close(fd)
             raise
@@ -383,8 +424,11 @@ class FileMap(ZMap):
     # -------------------------------------------------------------- primitives
     def _load(self, key: str) -> bytes:
         try:
-            with open(self._open_key(key), "rb") as f:
-                return f.read()
+            fd = self._open_key(key)
+            try:
+                return _read_fd(fd, os.fstat(fd).st_size)
+            finally:
+                os.close(fd)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise KeyError(key) from None
         except OSError as exc:
@@ -399,6 +443,24 @@ class FileMap(ZMap):
 
     def _check_leaf_rule(self, key: str) -> None:
         self._check_reserved(key)
+        if "/" in key:
+            # Hot path (every chunk of a copy): the parent directory exists, so no
+            # parent holds content; one stat of the leaf settles the rest.
+            try:
+                parent = self._open_verified(key[: key.rfind("/")], key)
+            except OSError as exc:
+                _raise_os(exc, f"{key!r} in {self._root!r}")
+            if parent is not None:
+                try:
+                    mode = parent.stat(key[key.rfind("/") + 1 :]).st_mode
+                except FileNotFoundError:
+                    return
+                except OSError as exc:
+                    _raise_os(exc, f"{key!r} in {self._root!r}")
+                finally:
+                    parent.close()
+                if stat.S_ISREG(mode):
+                    return
         try:
             st = self._lstat_key(key)
         except OSError as exc:
@@ -446,8 +508,39 @@ class FileMap(ZMap):
             isinstance(value, memoryview) and value.c_contiguous
         ):
             value = _as_bytes(value, nkey)
+        if type(self)._store is FileMap._store and self._store_fast(nkey, value):
+            return
         self._check_leaf_rule(nkey)
         self._store(nkey, value)  # type: ignore[arg-type]
+
+    def _store_fast(self, key: str, value: bytes | bytearray | memoryview) -> bool:
+        """Hot path of a write (every chunk of a copy): with the parent directory open
+        and verified once, the leaf rule is one ``stat`` of the leaf (no parent can hold
+        content) and the file is written in that directory. False: take the slow path."""
+        self._check_reserved(key)
+        cut = key.rfind("/")
+        if cut < 0:
+            return False
+        try:
+            parent = self._open_verified(key[:cut], key)
+        except OSError as exc:
+            _raise_os(exc, f"{key!r} in {self._root!r}")
+        if parent is None:
+            return False
+        name = key[cut + 1 :]
+        try:
+            try:
+                mode = parent.stat(name).st_mode
+            except FileNotFoundError:
+                mode = None
+            if mode is not None and not stat.S_ISREG(mode):
+                return False
+            _write_temp(parent, name, lambda fd: _write_all(fd, value))
+        except OSError as exc:
+            _raise_os(exc, f"{key!r} in {self._root!r}")
+        finally:
+            parent.close()
+        return True
 
     def _store(self, key: str, value: bytes) -> None:
         self._write(key, lambda fd: _write_all(fd, value))
@@ -670,6 +763,8 @@ class FileMap(ZMap):
 
     def getitems_capped(self, keys: Iterable[str], cap: int) -> dict[str, bytes]:
         """At most ``cap`` bytes of each file, never reading more."""
+        if type(self)._load is not FileMap._load:  # a subclass reads its own way
+            return super().getitems_capped(keys, cap)
         if cap < 0:
             raise ValueError(f"cap must be >= 0, got {cap}")
         out: dict[str, bytes] = {}
@@ -801,6 +896,41 @@ def _flag(name: str) -> int:
     return getattr(os, name, 0)
 
 
+def _read_fd(fd: int, size: int) -> bytes:
+    """The first ``size`` bytes of ``fd`` (fewer if it ends sooner), without the
+    buffered file object (its isatty and seek calls cost as much as a small read)."""
+    if size == 0:
+        return b""
+    data = os.read(fd, size)
+    if len(data) < size:
+        parts = [data]
+        left = size - len(data)
+        while left > 0 and (more := os.read(fd, left)):
+            parts.append(more)
+            left -= len(more)
+        data = b"".join(parts)
+    return data
+
+
+def _fd_path(fd: int) -> str | None:
+    """The path of the open directory ``fd`` as the kernel knows it, or None."""
+    if _PROC_FD is not None:
+        try:
+            real = os.readlink(f"{_PROC_FD}/{fd}")
+        except OSError:
+            return None
+        return real if real.startswith("/") and not real.endswith(" (deleted)") else None
+    fcntl = sys.modules.get("fcntl")
+    getpath = getattr(fcntl, "F_GETPATH", None) if fcntl is not None else None
+    if getpath is None:
+        return None
+    try:
+        raw = fcntl.fcntl(fd, getpath, b"\0" * 1024)  # type: ignore[union-attr]
+    except OSError:
+        return None
+    return os.fsdecode(raw.split(b"\0", 1)[0]) or None
+
+
 def _utf8(name: str) -> bool:
     try:
         name.encode("utf-8")
@@ -810,6 +940,8 @@ def _utf8(name: str) -> bool:
 
 
 _MAX_LINK_DEPTH = 8
+#: Where this system lists a process's open files by descriptor (Linux), if anywhere.
+_PROC_FD = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else None
 _FILE_KINDS = {
     stat.S_IFIFO: "a FIFO",
     stat.S_IFSOCK: "a socket",
