@@ -195,7 +195,7 @@ class FileMap(ZMap):
         when it is missing or not a directory, StoragePermissionError on an escape."""
         path = parent.join(name)
         if parent.fd is not None:
-            flags = os.O_RDONLY | _flag("O_DIRECTORY") | _flag("O_CLOEXEC") | os.O_NOFOLLOW
+            flags = os.O_RDONLY | _flag("O_DIRECTORY") | _flag("O_CLOEXEC") | _flag("O_NOFOLLOW")
             try:
                 fd = os.open(name, flags, dir_fd=parent.fd)
             except OSError as exc:

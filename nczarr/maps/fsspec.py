@@ -4,12 +4,16 @@ The map's keys are paths below one root path of the filesystem. ``search`` is on
 ``fs.ls(path, detail=True)``; fsspec's listing caches are invalidated for every path
 this map writes or deletes, so a listing never misses a write made through the map.
 Directories left empty by a delete are pruned, as the zmap contract requires.
-``http(s)`` filesystems cannot write: they open read-only.
+``http(s)`` filesystems cannot write: they open read-only. On fsspec's local
+filesystem only regular files are read: a FIFO or device named like a key is an
+error naming it (fsspec would block opening a FIFO).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -89,6 +93,7 @@ class FsspecMap(ZMap):
         self._fs = fs
         self._path = fs._strip_protocol(path).rstrip("/") if path else ""
         protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
+        self._protocols = frozenset(protocols)
         if protocols & READ_ONLY_PROTOCOLS and mode != "r":
             raise ReadOnlyError(
                 f"cannot open {self.url} with mode {mode!r}: http(s) filesystems are "
@@ -146,12 +151,26 @@ class FsspecMap(ZMap):
 
     # --------------------------------------------------------------- primitives
     def _load(self, key: str) -> bytes:
+        if "file" in self._protocols:
+            self._check_regular(key)
         try:
             return self._fs.cat_file(self._full(key))
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             raise KeyError(key) from None
         except OSError as exc:
             raise self._error(exc, key, "read") from exc
+
+    def _check_regular(self, key: str) -> None:
+        """Refuse a local FIFO, socket or device at ``key`` (opening a FIFO blocks)."""
+        try:
+            mode = os.stat(self._full(key)).st_mode
+        except OSError:
+            return  # missing or unreadable: cat_file reports it as usual
+        if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+            raise StorageError(
+                f"cannot read {key!r} in {self.url}: it is not a regular file "
+                "(only regular files are keys)"
+            )
 
     def _exists(self, key: str) -> bool:
         return bool(self._fs.isfile(self._full(key)))

@@ -592,15 +592,19 @@ class ZipMap(ZMap):
     def close(self) -> None:
         """Commit pending changes and close the archive; further I/O raises.
 
-        If the commit fails (a full disk, a lock held too long), the map stays open with
-        its changes, so ``close`` can be retried; the archive on disk is unchanged.
+        If the commit fails (a full disk, a lock held too long), the error is raised,
+        the archive on disk is unchanged, and the uncommitted changes and the staging
+        file are discarded, so a failed close never holds disk space. To retry instead,
+        call :meth:`flush` (which keeps the changes when it fails) before ``close``.
         """
         with self._lock:
             if not self._closed:
-                self.flush()
-                self._closed = True
-                self._close_reader()
-                self._discard_stage()
+                try:
+                    self.flush()
+                finally:
+                    self._closed = True
+                    self._close_reader()
+                    self._discard_stage()
 
     def _target(self) -> str:
         """The archive's real path (a symlinked archive is updated, not replaced)."""
