@@ -10,6 +10,7 @@ imports s3fs.
 from __future__ import annotations
 
 import os
+import stat
 from typing import Any
 
 from ..errors import InvalidURLError, StorageError
@@ -151,8 +152,14 @@ def probe_local(path: str) -> str:
     try:
         if os.path.isdir(path):
             return "directory"
-        with open(path, "rb") as handle:
-            head = handle.read(4)
+        # O_NONBLOCK: opening a FIFO must not block; only regular files are probed.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise StorageError(f"cannot open {path!r}: it is not a regular file or directory")
+            head = os.read(fd, 4)
+        finally:
+            os.close(fd)
     except FileNotFoundError:
         return "missing"
     except NotADirectoryError:
@@ -163,6 +170,8 @@ def probe_local(path: str) -> str:
         raise StoragePermissionError(f"permission denied reading {path!r}: {exc}") from None
     except IsADirectoryError:
         return "directory"
+    except StorageError:
+        raise
     except OSError as exc:
         raise StorageError(f"cannot inspect {path!r}: {exc}") from None
     if not head:
