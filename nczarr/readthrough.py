@@ -13,7 +13,7 @@ serves:
 
 Everything else in ``src`` is hidden: legacy objects (``.nczarr``, ``.nczgroup``,
 ``.nczvar`` ...), the source's own metadata, and arrays the reader skipped. Wrap it
-in :class:`nczarr.maps.store.ZarrStore` to read any NCZarr generation with
+in :class:`nczarr.integrations.zarr_store.ZarrStore` to read any NCZarr generation with
 zarr-python or xarray, or copy its keys to convert (what :mod:`nczarr.convert` does).
 """
 
@@ -56,7 +56,7 @@ class TranslatedView(ZMap):
             raise InvalidModeError(
                 f"invalid view mode {format!r}: expected one of {', '.join(map(repr, _FORMATS))}"
             )
-        from .metadata import read_with_chunk_keys
+        from .load import read_with_chunk_keys
         from .translate.writer import write_with_warnings
 
         self._source = source
@@ -339,7 +339,7 @@ def view(
     InvalidModeError
         ``mode`` is not ``"zarr"`` or ``"nczarr"``.
     MetadataError, UnsupportedError
-        ``src`` cannot be read (see :func:`nczarr.metadata.read`).
+        ``src`` cannot be read (see :func:`nczarr.load.read`).
 
     Examples
     --------

@@ -28,8 +28,8 @@ from ncoracle import (
 )
 
 from nczarr.errors import DimensionConflictError, MetadataError
+from nczarr.load import load_metadata, read
 from nczarr.maps.memory import MemoryMap
-from nczarr.metadata import load_metadata, read
 from nczarr.translate.model import Attribute, Dimension
 
 

@@ -1,6 +1,6 @@
 """Which format and NCZarr generation a store's metadata is in (pure: dict in, FormatInfo out).
 
-The input is what :func:`nczarr.metadata.load_metadata` returns: parsed JSON of
+The input is what :func:`nczarr.load.load_metadata` returns: parsed JSON of
 every metadata object, keyed by normalized map key (``".zgroup"``,
 ``"g/v/.zarray"``, ``".nczarr"``, ``"zarr.json"`` ...), plus ``".zmetadata"`` when
 the store has consolidated metadata.

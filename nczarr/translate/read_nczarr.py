@@ -305,7 +305,7 @@ def read_nczarr(meta: Mapping[str, Any], info: FormatInfo) -> Dataset:
     Parameters
     ----------
     meta : Mapping
-        Loaded metadata (see :func:`nczarr.metadata.load_metadata`); not modified.
+        Loaded metadata (see :func:`nczarr.load.load_metadata`); not modified.
     info : FormatInfo
         Detection result; ``info.layout`` selects the V1 object names and is
         recorded in the returned dataset.

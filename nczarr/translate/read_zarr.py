@@ -416,7 +416,7 @@ def read_zarr(
     Parameters
     ----------
     meta : Mapping
-        Loaded metadata (see :func:`nczarr.metadata.load_metadata`); not modified.
+        Loaded metadata (see :func:`nczarr.load.load_metadata`); not modified.
     info : FormatInfo, optional
         Detection result; only its layout is recorded.
     name : str

@@ -421,7 +421,7 @@ def read_zarr3(
     Parameters
     ----------
     meta : Mapping
-        Loaded metadata (:func:`nczarr.metadata.load_metadata`): ``zarr.json``
+        Loaded metadata (:func:`nczarr.load.load_metadata`): ``zarr.json``
         objects keyed ``"zarr.json"``, ``"g/v/zarr.json"`` ...; not modified.
     info : FormatInfo, optional
         Detection result; only its layout is recorded.
