@@ -41,7 +41,7 @@ __version__ = "0.1.0"
 _LAZY = {
     # maps
     "ZMap": "nczarr.maps.base",
-    "normalize_key": "nczarr.maps.base",
+    "normalize_key": "nczarr.keys",
     "MemoryMap": "nczarr.maps.memory",
     "FileMap": "nczarr.maps.file",
     "ZipMap": "nczarr.maps.zip",

@@ -24,7 +24,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
 from .errors import InvalidModeError, ReadOnlyError
-from .maps.base import ZMap, join_key, normalize_key
+from .keys import join_key, normalize_key
+from .maps.base import ZMap
 from .translate.conventions import ZARRAY, ZMETADATA
 from .translate.model import Dataset
 from .translate.read_zarr3 import ChunkKeys

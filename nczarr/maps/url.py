@@ -39,7 +39,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from ..errors import InvalidKeyError, InvalidURLError
-from .base import normalize_prefix
+from ..keys import normalize_prefix
 
 __all__ = ["NCZarrURL", "parse_url", "MODE_WORDS", "FORMAT_WORDS", "STORAGE_WORDS"]
 
