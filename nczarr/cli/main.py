@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import posixpath
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -178,22 +177,14 @@ def _info(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _dataset_name(url: str) -> str:
-    """ncdump's name for a dataset: the last path segment without its extension."""
-    from ..maps.url import parse_url
-
-    path = parse_url(url).path.rstrip("/")
-    base = posixpath.basename(path) or "dataset"
-    return base.split(".", 1)[0] or base
-
-
 def _dump(args: argparse.Namespace, out: TextIO) -> int:
     from ..load import read
+    from ..maps.url import dataset_name
     from .cdl import format_cdl
 
     with ExitStack() as stack:
         zmap = _open_read(args.url, stack)
-        text = format_cdl(read(zmap), _dataset_name(args.url))
+        text = format_cdl(read(zmap), dataset_name(args.url))
     print(text.rstrip("\n"), file=out)
     return 0
 

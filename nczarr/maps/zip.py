@@ -59,10 +59,10 @@ from ..keys import KeyIndex, normalize_key, parent_keys
 from .base import ZMap
 from .file import local_path
 
-__all__ = ["LAYOUTS", "ZipMap"]
+__all__ = ["ZIP_LAYOUTS", "ZipMap"]
 
 #: Accepted values of ``layout=``.
-LAYOUTS = ("root", "netcdf")
+ZIP_LAYOUTS = ("root", "netcdf")
 
 #: Compression methods ZipMap writes (never Deflate64).
 WRITE_METHODS = {
@@ -109,10 +109,10 @@ class ZipMap(ZMap):
     ) -> None:
         super().__init__(mode)
         self._path = local_path(path)
-        if layout is not None and layout not in LAYOUTS:
+        if layout is not None and layout not in ZIP_LAYOUTS:
             raise InvalidModeError(
                 f"invalid zip layout {layout!r} for {self._path!r}: expected one of "
-                f"{', '.join(LAYOUTS)} or None"
+                f"{', '.join(ZIP_LAYOUTS)} or None"
             )
         if compression not in WRITE_METHODS:
             raise InvalidModeError(
@@ -213,7 +213,7 @@ class ZipMap(ZMap):
         layout = self._layout_option
         if layout is None and comment.startswith(_MARKER):
             marked = comment[len(_MARKER) :].decode("ascii", "replace")
-            layout = marked if marked in LAYOUTS else None
+            layout = marked if marked in ZIP_LAYOUTS else None
         if layout == "root":
             return "root", ""
         if layout == "netcdf":
