@@ -41,14 +41,14 @@ from nczarr.errors import (
     StoragePermissionError,
     UnsupportedError,
 )
+from nczarr.keys import normalize_key
+from nczarr.load import load_metadata
 from nczarr.maps import file as file_module
 from nczarr.maps import zip as zip_module
-from nczarr.maps.base import normalize_key
 from nczarr.maps.file import TEMP_PREFIX, FileMap
 from nczarr.maps.fsspec import FsspecMap
 from nczarr.maps.memory import MemoryMap
 from nczarr.maps.zip import ZipMap
-from nczarr.metadata import load_metadata
 
 STRESS = int(os.environ.get("NCZARR_STRESS", "0") or 0)
 ROOT = Path(__file__).resolve().parent.parent
@@ -690,7 +690,7 @@ def test_metadata_objects_are_capped_without_inflating_them(tmp_path, limit):
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()
-    cap = nczarr.metadata.MAX_METADATA_SIZE if limit is None else limit
+    cap = nczarr.load.MAX_METADATA_SIZE if limit is None else limit
     assert peak < 2 * cap + (8 << 20), peak  # the decoder joins its output once
     root = tmp_path / "big.file"
     with FileMap(root, mode="w") as m:

@@ -40,7 +40,7 @@ import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..errors import (
@@ -51,16 +51,16 @@ from ..errors import (
     StorageError,
     StorageNotFoundError,
     StoragePermissionError,
+    raise_os_error,
     warn_all,
 )
-from .base import ZMap, _as_bytes, normalize_key, parent_keys
+from ..keys import FORBIDDEN_CHARACTERS, normalize_key, parent_keys
+from .base import ZMap, as_bytes
 
 __all__ = ["TEMP_PREFIX", "FileMap", "local_path"]
 
 #: Names of in-flight temporary files start with this; they are never keys.
 TEMP_PREFIX = ".~nczarr-tmp-"
-
-_CONTROL = {chr(c) for c in range(32)} | {"\x7f", "\\"}
 
 
 def local_path(location: str | os.PathLike[str]) -> str:
@@ -85,17 +85,6 @@ def local_path(location: str | os.PathLike[str]) -> str:
     if not text:
         raise InvalidURLError("empty path")
     return os.path.abspath(text)
-
-
-def _raise_os(exc: OSError, what: str) -> NoReturn:
-    """Re-raise an OSError as the nczarr error a caller should see, naming ``what``."""
-    if isinstance(exc, NCZarrError):
-        raise exc  # already ours (e.g. a refused symlink), already names the key
-    if exc.errno in (errno.EACCES, errno.EPERM):
-        raise StoragePermissionError(f"permission denied: {what}: {exc}") from exc
-    if exc.errno == errno.ENAMETOOLONG:
-        raise InvalidKeyError(f"name too long for the file system: {what}") from exc
-    raise StorageError(f"cannot access {what}: {exc}") from exc
 
 
 class FileMap(ZMap):
@@ -127,7 +116,7 @@ class FileMap(ZMap):
         except FileNotFoundError:
             st = None
         except OSError as exc:
-            _raise_os(exc, root)
+            raise_os_error(exc, root)
         if st is not None and not stat.S_ISDIR(st.st_mode):
             raise StorageError(f"cannot open {root!r} as a directory map: it is not a directory")
         if st is None:
@@ -136,7 +125,7 @@ class FileMap(ZMap):
             try:
                 os.makedirs(root, exist_ok=True)
             except OSError as exc:
-                _raise_os(exc, root)
+                raise_os_error(exc, root)
             return
         if mode == "w":
             self._empty_tree()
@@ -145,7 +134,7 @@ class FileMap(ZMap):
                 with os.scandir(root) as it:
                     occupied = any(True for _ in it)
             except OSError as exc:
-                _raise_os(exc, root)
+                raise_os_error(exc, root)
             if occupied:
                 raise ObjectExistsError(
                     f"cannot create {root!r} (mode 'w-'): the directory exists and is not empty"
@@ -161,7 +150,7 @@ class FileMap(ZMap):
                 else:
                     os.unlink(entry.path)
         except OSError as exc:
-            _raise_os(exc, self._root)
+            raise_os_error(exc, self._root)
 
     # ------------------------------------------------------------------- paths
     @property
@@ -364,7 +353,7 @@ class FileMap(ZMap):
         """Whether a directory entry's name can be (part of) a key."""
         if name.startswith(TEMP_PREFIX):
             return False
-        if not _CONTROL.isdisjoint(name) or not _utf8(name):
+        if "\\" in name or FORBIDDEN_CHARACTERS.search(name):
             warn_all(
                 [
                     f"skipping {os.path.join(directory, name)!r} in {self._root!r}: its name "
@@ -432,13 +421,13 @@ class FileMap(ZMap):
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise KeyError(key) from None
         except OSError as exc:
-            _raise_os(exc, f"{key!r} in {self._root!r}")
+            raise_os_error(exc, f"{key!r} in {self._root!r}")
 
     def _exists(self, key: str) -> bool:
         try:
             st = self._lstat_key(key)
         except OSError as exc:
-            _raise_os(exc, f"{key!r} in {self._root!r}")
+            raise_os_error(exc, f"{key!r} in {self._root!r}")
         return st is not None and stat.S_ISREG(st.st_mode)
 
     def _check_leaf_rule(self, key: str) -> None:
@@ -449,14 +438,14 @@ class FileMap(ZMap):
             try:
                 parent = self._open_verified(key[: key.rfind("/")], key)
             except OSError as exc:
-                _raise_os(exc, f"{key!r} in {self._root!r}")
+                raise_os_error(exc, f"{key!r} in {self._root!r}")
             if parent is not None:
                 try:
                     mode = parent.stat(key[key.rfind("/") + 1 :]).st_mode
                 except FileNotFoundError:
                     return
                 except OSError as exc:
-                    _raise_os(exc, f"{key!r} in {self._root!r}")
+                    raise_os_error(exc, f"{key!r} in {self._root!r}")
                 finally:
                     parent.close()
                 if stat.S_ISREG(mode):
@@ -464,7 +453,7 @@ class FileMap(ZMap):
         try:
             st = self._lstat_key(key)
         except OSError as exc:
-            _raise_os(exc, f"{key!r} in {self._root!r}")
+            raise_os_error(exc, f"{key!r} in {self._root!r}")
         if st is not None and stat.S_ISREG(st.st_mode):
             return  # an overwrite: the parents are directories, the leaf is a file
         if st is not None and stat.S_ISDIR(st.st_mode):
@@ -478,7 +467,7 @@ class FileMap(ZMap):
             except (FileNotFoundError, NotADirectoryError):
                 return
             except OSError as exc:
-                _raise_os(exc, f"{key!r} in {self._root!r}")
+                raise_os_error(exc, f"{key!r} in {self._root!r}")
             if self._has_file(below, key):
                 raise ObjectExistsError(
                     f"cannot write {key!r}: it is a prefix of existing keys in {self._root!r}"
@@ -489,7 +478,7 @@ class FileMap(ZMap):
             try:
                 pst = self._lstat_key(parent_key)
             except OSError as exc:
-                _raise_os(exc, f"{parent_key!r} in {self._root!r}")
+                raise_os_error(exc, f"{parent_key!r} in {self._root!r}")
             if pst is None:
                 continue
             if stat.S_ISDIR(pst.st_mode):
@@ -501,13 +490,13 @@ class FileMap(ZMap):
 
     def __setitem__(self, key: str, value: bytes | bytearray | memoryview) -> None:
         # As ZMap.__setitem__, but a contiguous buffer is written as it is: the write
-        # is synchronous, so the copy _as_bytes makes of a memoryview is not needed.
+        # is synchronous, so the copy as_bytes makes of a memoryview is not needed.
         nkey = normalize_key(key)
         self._check_writable(nkey)
         if not isinstance(value, bytes | bytearray) and not (
             isinstance(value, memoryview) and value.c_contiguous
         ):
-            value = _as_bytes(value, nkey)
+            value = as_bytes(value, nkey)
         if type(self)._store is FileMap._store and self._store_fast(nkey, value):
             return
         self._check_leaf_rule(nkey)
@@ -524,7 +513,7 @@ class FileMap(ZMap):
         try:
             parent = self._open_verified(key[:cut], key)
         except OSError as exc:
-            _raise_os(exc, f"{key!r} in {self._root!r}")
+            raise_os_error(exc, f"{key!r} in {self._root!r}")
         if parent is None:
             return False
         name = key[cut + 1 :]
@@ -537,7 +526,7 @@ class FileMap(ZMap):
                 return False
             _write_temp(parent, name, lambda fd: _write_all(fd, value))
         except OSError as exc:
-            _raise_os(exc, f"{key!r} in {self._root!r}")
+            raise_os_error(exc, f"{key!r} in {self._root!r}")
         finally:
             parent.close()
         return True
@@ -568,7 +557,7 @@ class FileMap(ZMap):
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise KeyError(nkey) from None
         except OSError as exc:
-            _raise_os(exc, f"{nkey!r} in {src._root!r}")
+            raise_os_error(exc, f"{nkey!r} in {src._root!r}")
         try:
             st = os.fstat(fd_in)
             copied = [0]
@@ -593,7 +582,7 @@ class FileMap(ZMap):
         except (FileNotFoundError, NotADirectoryError):
             return False
         except OSError as exc:
-            _raise_os(exc, f"{key!r} in {self._root!r}")
+            raise_os_error(exc, f"{key!r} in {self._root!r}")
         try:
             try:
                 fd = parent.open(
@@ -604,7 +593,7 @@ class FileMap(ZMap):
             except (FileExistsError, FileNotFoundError, NotADirectoryError, IsADirectoryError):
                 return False  # exists (or a link or directory is there), or the parent went
             except OSError as exc:
-                _raise_os(exc, f"{key!r} in {self._root!r}")
+                raise_os_error(exc, f"{key!r} in {self._root!r}")
             try:
                 try:
                     fill(fd)
@@ -614,7 +603,7 @@ class FileMap(ZMap):
                 with contextlib.suppress(OSError):
                     parent.unlink(name)
                 if isinstance(exc, OSError) and not isinstance(exc, NCZarrError):
-                    _raise_os(exc, f"{key!r} in {self._root!r}")
+                    raise_os_error(exc, f"{key!r} in {self._root!r}")
                 raise
             return True
         finally:
@@ -629,7 +618,7 @@ class FileMap(ZMap):
                 f"cannot write {key!r}: a parent is a file in {self._root!r}"
             ) from exc
         except OSError as exc:
-            _raise_os(exc, f"{key!r} in {self._root!r}")
+            raise_os_error(exc, f"{key!r} in {self._root!r}")
         try:
             try:
                 _write_temp(parent, name, fill)
@@ -642,7 +631,7 @@ class FileMap(ZMap):
                 f"cannot write {key!r}: it became a directory in {self._root!r}"
             ) from exc
         except OSError as exc:
-            _raise_os(exc, f"{key!r} in {self._root!r}")
+            raise_os_error(exc, f"{key!r} in {self._root!r}")
         finally:
             parent.close()
 
@@ -652,7 +641,7 @@ class FileMap(ZMap):
         except (FileNotFoundError, NotADirectoryError):
             raise KeyError(key) from None
         except OSError as exc:
-            _raise_os(exc, f"{key!r} in {self._root!r}")
+            raise_os_error(exc, f"{key!r} in {self._root!r}")
         try:
             if stat.S_ISDIR(parent.stat(name).st_mode):
                 raise KeyError(key)
@@ -660,7 +649,7 @@ class FileMap(ZMap):
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise KeyError(key) from None
         except OSError as exc:
-            _raise_os(exc, f"{key!r} in {self._root!r}")
+            raise_os_error(exc, f"{key!r} in {self._root!r}")
         finally:
             parent.close()
         self._prune(key)
@@ -683,7 +672,7 @@ class FileMap(ZMap):
             try:
                 st = self._lstat_key(prefix)
             except OSError as exc:
-                _raise_os(exc, f"{prefix!r} in {self._root!r}")
+                raise_os_error(exc, f"{prefix!r} in {self._root!r}")
             if st is None:
                 return
             if stat.S_ISREG(st.st_mode):
@@ -696,7 +685,7 @@ class FileMap(ZMap):
         except (FileNotFoundError, NotADirectoryError):
             return
         except OSError as exc:
-            _raise_os(exc, f"{prefix!r} in {self._root!r}")
+            raise_os_error(exc, f"{prefix!r} in {self._root!r}")
         seen: set[tuple[int, int]] = set()
         stack = [(start, prefix)]
         try:
@@ -716,7 +705,7 @@ class FileMap(ZMap):
                 except (FileNotFoundError, NotADirectoryError):
                     continue
                 except OSError as exc:
-                    _raise_os(exc, f"{key!r} in {self._root!r}")
+                    raise_os_error(exc, f"{key!r} in {self._root!r}")
                 finally:
                     directory.close()
         finally:
@@ -729,7 +718,7 @@ class FileMap(ZMap):
         except (FileNotFoundError, NotADirectoryError):
             return []
         except OSError as exc:
-            _raise_os(exc, f"{prefix!r} in {self._root!r}")
+            raise_os_error(exc, f"{prefix!r} in {self._root!r}")
         names = []
         try:
             for name, is_dir in self._entries(directory, prefix):
@@ -744,7 +733,7 @@ class FileMap(ZMap):
                 if self._has_file(below, child):
                     names.append(name)
         except OSError as exc:
-            _raise_os(exc, f"{prefix!r} in {self._root!r}")
+            raise_os_error(exc, f"{prefix!r} in {self._root!r}")
         finally:
             directory.close()
         return names
@@ -776,7 +765,7 @@ class FileMap(ZMap):
             except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
                 continue
             except OSError as exc:
-                _raise_os(exc, f"{nkey!r} in {self._root!r}")
+                raise_os_error(exc, f"{nkey!r} in {self._root!r}")
         return out
 
     def getrange(self, key: str, start: int, length: int | None = None) -> bytes:
@@ -794,7 +783,7 @@ class FileMap(ZMap):
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise KeyError(nkey) from None
         except OSError as exc:
-            _raise_os(exc, f"{nkey!r} in {self._root!r}")
+            raise_os_error(exc, f"{nkey!r} in {self._root!r}")
 
     def getsize(self, key: str) -> int:
         """Size of the file at ``key`` from ``os.stat``."""
@@ -802,7 +791,7 @@ class FileMap(ZMap):
         try:
             st = self._lstat_key(nkey)
         except OSError as exc:
-            _raise_os(exc, f"{nkey!r} in {self._root!r}")
+            raise_os_error(exc, f"{nkey!r} in {self._root!r}")
         if st is None or stat.S_ISDIR(st.st_mode):
             raise KeyError(nkey)
         if not stat.S_ISREG(st.st_mode):
@@ -929,14 +918,6 @@ def _fd_path(fd: int) -> str | None:
     except OSError:
         return None
     return os.fsdecode(raw.split(b"\0", 1)[0]) or None
-
-
-def _utf8(name: str) -> bool:
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 _MAX_LINK_DEPTH = 8

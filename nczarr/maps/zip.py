@@ -77,15 +77,16 @@ from ..errors import (
     StorageError,
     StorageNotFoundError,
     UnsupportedError,
+    raise_os_error,
 )
-from .base import ZMap, normalize_key, parent_keys
-from .file import _raise_os, local_path
-from .memory import KeyIndex
+from ..keys import KeyIndex, normalize_key, parent_keys
+from .base import ZMap
+from .file import local_path
 
-__all__ = ["LAYOUTS", "ZipMap"]
+__all__ = ["ZIP_LAYOUTS", "ZipMap"]
 
 #: Accepted values of ``layout=``.
-LAYOUTS = ("root", "netcdf")
+ZIP_LAYOUTS = ("root", "netcdf")
 
 #: Compression methods ZipMap writes (never Deflate64).
 WRITE_METHODS = {
@@ -141,10 +142,10 @@ class ZipMap(ZMap):
     ) -> None:
         super().__init__(mode)
         self._path = local_path(path)
-        if layout is not None and layout not in LAYOUTS:
+        if layout is not None and layout not in ZIP_LAYOUTS:
             raise InvalidModeError(
                 f"invalid zip layout {layout!r} for {self._path!r}: expected one of "
-                f"{', '.join(LAYOUTS)} or None"
+                f"{', '.join(ZIP_LAYOUTS)} or None"
             )
         if compression not in WRITE_METHODS:
             raise InvalidModeError(
@@ -182,7 +183,7 @@ class ZipMap(ZMap):
         except (FileNotFoundError, NotADirectoryError):
             st = None
         except OSError as exc:
-            _raise_os(exc, path)
+            raise_os_error(exc, path)
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise StorageError(f"cannot open {path!r} as a zip archive: it is a directory")
         if st is not None and not stat.S_ISREG(st.st_mode):
@@ -218,7 +219,7 @@ class ZipMap(ZMap):
         except FileNotFoundError as exc:
             raise StorageNotFoundError(f"no such zip archive: {self._path!r}") from exc
         except OSError as exc:
-            _raise_os(exc, self._path)
+            raise_os_error(exc, self._path)
         try:
             reader = zipfile.ZipFile(raw)
         except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as exc:
@@ -233,7 +234,7 @@ class ZipMap(ZMap):
             ) from exc
         except OSError as exc:
             raw.close()
-            _raise_os(exc, self._path)
+            raise_os_error(exc, self._path)
         except BaseException:
             raw.close()
             raise
@@ -286,7 +287,7 @@ class ZipMap(ZMap):
         layout = self._layout_option
         if layout is None and comment.startswith(_MARKER):
             marked = comment[len(_MARKER) :].decode("ascii", "replace")
-            layout = marked if marked in LAYOUTS else None
+            layout = marked if marked in ZIP_LAYOUTS else None
         if layout == "root":
             return "root", ""
         if layout == "netcdf":
@@ -391,7 +392,7 @@ class ZipMap(ZMap):
             if exc.errno is None:
                 # bz2 reports corrupt streams as a bare OSError ("Invalid data stream")
                 raise StorageError(f"cannot read {where}: corrupt member ({exc})") from exc
-            _raise_os(exc, f"{key!r} in {self._path!r}")
+            raise_os_error(exc, f"{key!r} in {self._path!r}")
         if len(data) > info.file_size:
             raise StorageError(
                 f"cannot read {where}: corrupt member (it inflates beyond its declared "
@@ -556,7 +557,7 @@ class ZipMap(ZMap):
                 offset = self._data_offset(nkey, info, self._require_reader().fp)
                 return self._pread(offset + first, last - first)
             except OSError as exc:
-                _raise_os(exc, f"{nkey!r} in {self._path!r}")
+                raise_os_error(exc, f"{nkey!r} in {self._path!r}")
 
     def _data_offset(self, key: str, info: zipfile.ZipInfo, f: Any) -> int:
         offset = self._offsets.get(key)
@@ -654,7 +655,7 @@ class ZipMap(ZMap):
             with contextlib.suppress(OSError):
                 os.unlink(temp)
             if isinstance(exc, OSError) and not isinstance(exc, NCZarrError):
-                _raise_os(exc, self._path)
+                raise_os_error(exc, self._path)
             raise
         return True
 
@@ -675,7 +676,7 @@ class ZipMap(ZMap):
                 with contextlib.suppress(OSError):
                     os.unlink(temp)
                 if isinstance(exc, OSError) and not isinstance(exc, NCZarrError):
-                    _raise_os(exc, self._path)
+                    raise_os_error(exc, self._path)
                 raise
             self._close_reader()
             self._discard_stage()
@@ -699,7 +700,7 @@ class ZipMap(ZMap):
                 with contextlib.suppress(OSError):
                     os.unlink(stage)
                 if isinstance(exc, OSError) and not isinstance(exc, NCZarrError):
-                    _raise_os(exc, self._path)
+                    raise_os_error(exc, self._path)
                 raise
             self._stage = stage
         made = set(self._dirs)
@@ -714,7 +715,7 @@ class ZipMap(ZMap):
             # them) and indexed in memory; the next spill rewrites the stage.
             self._stage_damaged = True
             if isinstance(exc, OSError) and not isinstance(exc, NCZarrError):
-                _raise_os(exc, self._path)
+                raise_os_error(exc, self._path)
             raise
 
     def _commit(self) -> None:
@@ -751,7 +752,7 @@ class ZipMap(ZMap):
             if self._stage is not None and self._reader is None:
                 self._read(fixed=True, path=self._stage)  # keep serving our writes
             if isinstance(exc, OSError) and not isinstance(exc, NCZarrError):
-                _raise_os(exc, self._path)
+                raise_os_error(exc, self._path)
             raise
 
     def _new_dirs(self, key: str, made: set[str]) -> list[str]:
