@@ -283,6 +283,13 @@ class FileMap(ZMap):
         flags = os.O_RDONLY | _flag("O_BINARY") | _flag("O_CLOEXEC") | _flag("O_NONBLOCK")
         nofollow = _flag("O_NOFOLLOW")
         fd = None
+        if not _flag("O_NONBLOCK"):
+            # No O_NONBLOCK (Windows): opening a FIFO would block, so look first.
+            st = parent.stat(name)
+            if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+                if not stat.S_ISLNK(st.st_mode):
+                    raise self._not_regular(key, st.st_mode)
+                nofollow = 0  # a link: resolved and checked below
         if nofollow:
             try:
                 fd = parent.open(name, flags | nofollow)

@@ -152,7 +152,10 @@ def probe_local(path: str) -> str:
     try:
         if os.path.isdir(path):
             return "directory"
-        # O_NONBLOCK: opening a FIFO must not block; only regular files are probed.
+        # Only regular files are probed: opening a FIFO would block (O_NONBLOCK makes it
+        # return where the platform has it; the stat covers the rest).
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise StorageError(f"cannot open {path!r}: it is not a regular file or directory")
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):

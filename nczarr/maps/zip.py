@@ -860,6 +860,8 @@ def _flag(name: str) -> int:
 def _open_regular(path: str) -> Any:
     """Open ``path`` for binary reading, refusing anything but a regular file (a FIFO
     would block the open; ``O_NONBLOCK`` makes it return so it can be refused)."""
+    if not _flag("O_NONBLOCK") and not stat.S_ISREG(os.stat(path).st_mode):
+        raise StorageError(f"cannot open {path!r} as a zip archive: it is not a regular file")
     fd = os.open(path, os.O_RDONLY | _flag("O_BINARY") | _flag("O_CLOEXEC") | _flag("O_NONBLOCK"))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):

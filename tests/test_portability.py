@@ -1,0 +1,228 @@
+"""OS-specific calls have fallbacks, and the fallbacks work (issue 9, "Not portable").
+
+Each test removes what macOS or Windows lacks (``os.copy_file_range``, ``os.sendfile``,
+``os.pread``, ``os.O_NOFOLLOW``, ``os.O_CLOEXEC``, ``os.O_DIRECTORY``,
+``os.O_NONBLOCK``, ``dir_fd`` support, the kernel's name of an open directory,
+``fcntl.flock``) and runs the real map operations and a real convert on Linux.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import nczarr
+from nczarr.errors import StorageError, StoragePermissionError
+from nczarr.maps import file as file_module
+from nczarr.maps import zip as zip_module
+from nczarr.maps.file import FileMap
+from nczarr.maps.zip import ZipMap
+
+DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    with FileMap(root, mode="r") as m:
+        return {k: m[k] for k in m}
+
+
+def _exercise_file_map(tmp_path: Path) -> None:
+    """Every FileMap operation, the leaf rule, a symlink escape and a FIFO."""
+    root = tmp_path / "m.file"
+    m = FileMap(root, mode="w")
+    m["a"] = b"1"
+    m["g/v/0.0"] = b"chunk"
+    m["g/v/0.0"] = b"chunk2"  # an overwrite
+    m["g/.zattrs"] = b"{}"
+    assert m["g/v/0.0"] == b"chunk2" and m.getrange("g/v/0.0", 1, 3) == b"hun"
+    assert m.getsize("g/v/0.0") == 6 and "g/v/0.0" in m and "g/v" not in m
+    assert sorted(m) == ["a", "g/.zattrs", "g/v/0.0"]
+    assert m.search("") == ["a", "g"] and m.search("g") == [".zattrs", "v"]
+    assert m.getitems_capped(["g/v/0.0"], 2) == {"g/v/0.0": b"ch"}
+    with pytest.raises(FileExistsError):
+        m["a/b"] = b"x"
+    with pytest.raises(FileExistsError):
+        m["g/v"] = b"x"
+    dst = FileMap(tmp_path / "copy.file", mode="w")
+    assert dst.copy_file(m, "g/v/0.0", atomic=False) == 6
+    assert dst.copy_file(m, "g/v/0.0") == 6 and dst["g/v/0.0"] == b"chunk2"
+    del m["g/v/0.0"]
+    assert sorted(m) == ["a", "g/.zattrs"] and not (root / "g" / "v").exists()
+    outside = tmp_path / "outside"
+    outside.mkdir(exist_ok=True)
+    (outside / "secret").write_bytes(b"s")
+    (root / "g" / "link").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(StoragePermissionError):
+        m["g/link/secret"]
+    with pytest.raises(StoragePermissionError):
+        m["g/link/new"] = b"x"
+    assert sorted(m) == ["a", "g/.zattrs"] and sorted(os.listdir(outside)) == ["secret"]
+    (root / "g" / "inner").symlink_to(root / "g", target_is_directory=True)
+    assert m["g/inner/.zattrs"] == b"{}"
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(root / "fifo")
+        with pytest.raises(StorageError, match="FIFO"):
+            m["fifo"]
+    m.clear()
+    assert list(m) == []
+
+
+def _convert_dir_to_dir(tmp_path: Path) -> None:
+    src = tmp_path / "src.zarr"
+    nczarr.convert(str(DATA / "v2uc_ncgen490.zip"), str(src), mode="zarr")
+    out = tmp_path / "out.zarr"
+    nczarr.convert(str(src), str(out), mode="zarr")  # chunks copied file to file
+    assert _tree(out) == _tree(src)
+
+
+MISSING = {
+    "copy_file_range": ["copy_file_range"],
+    "copy_file_range+sendfile": ["copy_file_range", "sendfile"],
+    "O_NOFOLLOW": ["O_NOFOLLOW"],
+    "O_CLOEXEC": ["O_CLOEXEC"],
+    "O_DIRECTORY": ["O_DIRECTORY"],
+    "O_NONBLOCK": ["O_NONBLOCK"],
+    "everything": [
+        "copy_file_range",
+        "sendfile",
+        "pread",
+        "O_NOFOLLOW",
+        "O_CLOEXEC",
+        "O_DIRECTORY",
+        "O_NONBLOCK",
+    ],
+}
+
+
+@pytest.mark.parametrize("missing", sorted(MISSING))
+def test_file_map_and_convert_without(tmp_path, monkeypatch, missing):
+    for name in MISSING[missing]:
+        monkeypatch.delattr(os, name)
+    if missing == "everything":
+        monkeypatch.setattr(os, "supports_dir_fd", set())
+        monkeypatch.setattr(file_module, "_PROC_FD", None)
+    _exercise_file_map(tmp_path)
+    _convert_dir_to_dir(tmp_path)
+
+
+@pytest.mark.parametrize("way", ["no-dir-fd", "no-kernel-path"])
+def test_file_map_and_convert_without_dir_fd_or_kernel_paths(tmp_path, monkeypatch, way):
+    if way == "no-dir-fd":  # Windows: realpath containment before each use
+        monkeypatch.setattr(os, "supports_dir_fd", set())
+    else:  # no /proc (BSDs): the O_NOFOLLOW walk by dir_fd
+        monkeypatch.setattr(file_module, "_PROC_FD", None)
+        monkeypatch.delitem(sys.modules, "fcntl", raising=False)
+    _exercise_file_map(tmp_path)
+    _convert_dir_to_dir(tmp_path)
+
+
+def test_copy_without_kernel_copies_uses_read_write(tmp_path, monkeypatch):
+    monkeypatch.delattr(os, "copy_file_range")
+    monkeypatch.delattr(os, "sendfile")
+    data = os.urandom(3 * 2**20 + 5)
+    src = FileMap(tmp_path / "s", mode="w")
+    src["k"] = data
+    dst = FileMap(tmp_path / "d", mode="w")
+    assert dst.copy_file(src, "k") == len(data) and dst["k"] == data
+
+
+@pytest.mark.parametrize("missing", [["pread"], ["pread", "O_CLOEXEC", "O_NONBLOCK"]])
+def test_zip_map_and_convert_without(tmp_path, monkeypatch, missing):
+    for name in missing:
+        monkeypatch.delattr(os, name)
+    path = tmp_path / "p.zip"
+    with ZipMap(path, mode="w") as m:
+        m["g/v/0"] = bytes(range(200))
+        m["g/.zattrs"] = b"{}"
+    with ZipMap(path, mode="a") as m:
+        assert m["g/v/0"] == bytes(range(200)) and m.getrange("g/v/0", 10, 5) == bytes(
+            range(10, 15)
+        )
+        m["g/v/1"] = b"new"
+        m["g/.zattrs"] = b'{"a": 1}'  # a rewrite
+    with ZipMap(path, mode="r") as m:
+        assert {k: m[k] for k in m} == {
+            "g/v/0": bytes(range(200)),
+            "g/v/1": b"new",
+            "g/.zattrs": b'{"a": 1}',
+        }
+    out = tmp_path / "out.zip"
+    nczarr.convert(str(DATA / "v2uc_ncgen490.zip"), f"file://{out}#mode=zarr,zip", mode="zarr")
+    back = tmp_path / "back.zarr"
+    nczarr.convert(f"file://{out}#mode=zarr,zip", str(back), mode="zarr")
+    reference = tmp_path / "ref.zarr"
+    nczarr.convert(str(DATA / "v2uc_ncgen490.zip"), str(reference), mode="zarr")
+    assert _tree(back) == _tree(reference)
+
+
+# ----------------------------------------------------------------- the O_EXCL lock
+WRITER = textwrap.dedent(
+    """
+    import sys
+    import fcntl
+    del fcntl.flock  # as on a platform without flock: the O_EXCL lock file is used
+    from nczarr.maps.zip import ZipMap
+    path, who = sys.argv[1], int(sys.argv[2])
+    with ZipMap(path, mode="a") as m:
+        for j in range(30):
+            m[f"w{who}/{j}"] = f"{who}/{j}".encode()
+    """
+)
+
+
+def test_writers_serialise_with_the_o_excl_lock_file(tmp_path):
+    path = tmp_path / "x.zip"
+    ZipMap(path, mode="w").close()
+    script = tmp_path / "w.py"
+    script.write_text(WRITER)
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    )
+    procs = [
+        subprocess.Popen([sys.executable, str(script), str(path), str(w)], env=env)
+        for w in range(4)
+    ]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0, 0, 0]
+    with ZipMap(path, mode="r") as m:
+        assert {k: m[k] for k in m} == {
+            f"w{w}/{j}": f"{w}/{j}".encode() for w in range(4) for j in range(30)
+        }
+    assert not (tmp_path / ".x.zip.nczarr-lock.excl").exists()
+
+
+def test_o_excl_lock_file_stale_and_held(tmp_path, monkeypatch):
+    import fcntl
+
+    monkeypatch.delattr(fcntl, "flock")
+    monkeypatch.setattr(zip_module, "LOCK_TIMEOUT", 0.3)
+    path = tmp_path / "y.zip"
+    ZipMap(path, mode="w").close()
+    lock = tmp_path / ".y.zip.nczarr-lock.excl"
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    ).stdout.strip()
+    # A lock left by a killed writer on this host is stale: taken over.
+    lock.write_text(f"{zip_module._HOST} {dead} {time.time():.0f}\n")
+    with ZipMap(path, mode="a") as m:
+        m["a"] = b"1"
+    assert not lock.exists()
+    # A lock held by a live process is waited for, then the commit fails loudly.
+    lock.write_text(f"{zip_module._HOST} {os.getpid()} {time.time():.0f}\n")
+    m = ZipMap(path, mode="a")
+    m["b"] = b"2"
+    with pytest.raises(StorageError, match="another writer holds"):
+        m.flush()
+    # A lock older than STALE_LOCK_SECONDS is stale whoever holds it.
+    old = time.time() - zip_module.STALE_LOCK_SECONDS - 10
+    os.utime(lock, (old, old))
+    m.close()
+    with zipfile.ZipFile(path) as zf:
+        assert sorted(zf.namelist()) == ["a", "b"]
