@@ -19,6 +19,7 @@ import os
 import random
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import textwrap
@@ -43,12 +44,15 @@ from nczarr.errors import (
 )
 from nczarr.keys import normalize_key
 from nczarr.load import load_metadata
-from nczarr.maps import file as file_module
+from nczarr.maps import localfs, lockfile
 from nczarr.maps import zip as zip_module
 from nczarr.maps.file import TEMP_PREFIX, FileMap
 from nczarr.maps.fsspec import FsspecMap
 from nczarr.maps.memory import MemoryMap
 from nczarr.maps.zip import ZipMap
+
+#: A zip local file header: signature, 5 shorts, 3 longs, name and extra lengths.
+LOCAL_HEADER = struct.Struct("<4s5H3L2H")
 
 STRESS = int(os.environ.get("NCZARR_STRESS", "0") or 0)
 ROOT = Path(__file__).resolve().parent.parent
@@ -306,7 +310,7 @@ def test_a_held_lock_fails_loudly_and_changes_nothing(tmp_path, monkeypatch):
     fcntl = pytest.importorskip("fcntl")  # the OS lock; the O_EXCL fallback: test_portability
     path = tmp_path / "l.zip"
     _make_archive(path, {"a": b"1"})
-    monkeypatch.setattr(zip_module, "LOCK_TIMEOUT", 0.2)
+    monkeypatch.setattr(lockfile, "LOCK_TIMEOUT", 0.2)
     m = ZipMap(path, mode="a")
     m["b"] = b"2"
     with open(tmp_path / ".l.zip.nczarr-lock", "a+") as held:
@@ -475,7 +479,7 @@ def strategy(request, monkeypatch):
     (Linux /proc, macOS F_GETPATH), the O_NOFOLLOW walk by dir_fd, and the realpath
     fallback of platforms without dir_fd (Windows)."""
     if request.param != "kernel-path":
-        monkeypatch.setattr(file_module, "_PROC_FD", None)
+        monkeypatch.setattr(localfs, "PROC_FD", None)
         monkeypatch.delitem(sys.modules, "fcntl", raising=False)
     if request.param == "realpath":
         monkeypatch.setattr(os, "supports_dir_fd", set())
@@ -557,8 +561,8 @@ def _corrupt_data(path: Path, name: str, at: float = 0.5) -> None:
     data = bytearray(path.read_bytes())
     with zipfile.ZipFile(path) as zf:
         info = zf.getinfo(name)
-    header = zip_module._LOCAL_HEADER.unpack_from(data, info.header_offset)
-    start = info.header_offset + zip_module._LOCAL_HEADER.size + header[9] + header[10]
+    header = LOCAL_HEADER.unpack_from(data, info.header_offset)
+    start = info.header_offset + LOCAL_HEADER.size + header[9] + header[10]
     for i in range(start + int(info.compress_size * at), start + info.compress_size, 7):
         data[i] ^= 0x5A
     path.write_bytes(bytes(data))
@@ -788,8 +792,8 @@ def test_stale_staging_files_of_dead_writers_are_removed(tmp_path):
     dead = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
     ).stdout.strip()
-    stale = tmp_path / f".st.zip.nczarr-{zip_module._HOST}-{dead}-abcdef.tmp"
-    live = tmp_path / f".st.zip.nczarr-{zip_module._HOST}-{os.getpid()}-abcdef.tmp"
+    stale = tmp_path / f".st.zip.nczarr-{lockfile.HOST}-{dead}-abcdef.tmp"
+    live = tmp_path / f".st.zip.nczarr-{lockfile.HOST}-{os.getpid()}-abcdef.tmp"
     other = tmp_path / ".st.zip.nczarr-otherhost-1-abcdef.tmp"
     for p in (stale, live, other):
         p.write_bytes(b"partial")

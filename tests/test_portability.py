@@ -20,8 +20,7 @@ import pytest
 
 import nczarr
 from nczarr.errors import StorageError, StoragePermissionError
-from nczarr.maps import file as file_module
-from nczarr.maps import zip as zip_module
+from nczarr.maps import localfs, lockfile
 from nczarr.maps.file import FileMap
 from nczarr.maps.zip import ZipMap
 
@@ -108,7 +107,7 @@ def test_file_map_and_convert_without(tmp_path, monkeypatch, missing):
         monkeypatch.delattr(os, name)
     if missing == "everything":
         monkeypatch.setattr(os, "supports_dir_fd", set())
-        monkeypatch.setattr(file_module, "_PROC_FD", None)
+        monkeypatch.setattr(localfs, "PROC_FD", None)
     _exercise_file_map(tmp_path)
     _convert_dir_to_dir(tmp_path)
 
@@ -118,7 +117,7 @@ def test_file_map_and_convert_without_dir_fd_or_kernel_paths(tmp_path, monkeypat
     if way == "no-dir-fd":  # Windows: realpath containment before each use
         monkeypatch.setattr(os, "supports_dir_fd", set())
     else:  # no /proc (BSDs): the O_NOFOLLOW walk by dir_fd
-        monkeypatch.setattr(file_module, "_PROC_FD", None)
+        monkeypatch.setattr(localfs, "PROC_FD", None)
         monkeypatch.delitem(sys.modules, "fcntl", raising=False)
     _exercise_file_map(tmp_path)
     _convert_dir_to_dir(tmp_path)
@@ -202,7 +201,7 @@ def test_o_excl_lock_file_stale_and_held(tmp_path, monkeypatch):
     import fcntl
 
     monkeypatch.delattr(fcntl, "flock")
-    monkeypatch.setattr(zip_module, "LOCK_TIMEOUT", 0.3)
+    monkeypatch.setattr(lockfile, "LOCK_TIMEOUT", 0.3)
     path = tmp_path / "y.zip"
     ZipMap(path, mode="w").close()
     lock = tmp_path / ".y.zip.nczarr-lock.excl"
@@ -210,18 +209,18 @@ def test_o_excl_lock_file_stale_and_held(tmp_path, monkeypatch):
         [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
     ).stdout.strip()
     # A lock left by a killed writer on this host is stale: taken over.
-    lock.write_text(f"{zip_module._HOST} {dead} {time.time():.0f}\n")
+    lock.write_text(f"{lockfile.HOST} {dead} {time.time():.0f}\n")
     with ZipMap(path, mode="a") as m:
         m["a"] = b"1"
     assert not lock.exists()
     # A lock held by a live process is waited for, then the commit fails loudly.
-    lock.write_text(f"{zip_module._HOST} {os.getpid()} {time.time():.0f}\n")
+    lock.write_text(f"{lockfile.HOST} {os.getpid()} {time.time():.0f}\n")
     m = ZipMap(path, mode="a")
     m["b"] = b"2"
     with pytest.raises(StorageError, match="another writer holds"):
         m.flush()
     # A lock older than STALE_LOCK_SECONDS is stale whoever holds it.
-    old = time.time() - zip_module.STALE_LOCK_SECONDS - 10
+    old = time.time() - lockfile.STALE_LOCK_SECONDS - 10
     os.utime(lock, (old, old))
     m.close()
     with zipfile.ZipFile(path) as zf:

@@ -37,7 +37,6 @@ import os
 import secrets
 import shutil
 import stat
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -56,6 +55,7 @@ from ..errors import (
 )
 from ..keys import FORBIDDEN_CHARACTERS, normalize_key, parent_keys
 from .base import ZMap, as_bytes
+from .localfs import DirHandle, fd_path, first_visit, flag, read_fd, use_dir_fds
 
 __all__ = ["TEMP_PREFIX", "FileMap", "local_path"]
 
@@ -167,24 +167,24 @@ class FileMap(ZMap):
                         "reserved for temporary files"
                     )
 
-    def _root_dir(self) -> _Dir:
+    def _root_dir(self) -> DirHandle:
         """The root directory as a handle (the root path itself may be a symlink)."""
-        if _use_dir_fds():
-            fd = os.open(self._root, os.O_RDONLY | _flag("O_DIRECTORY") | _flag("O_CLOEXEC"))
-            if not _flag("O_DIRECTORY") and not stat.S_ISDIR(os.fstat(fd).st_mode):
+        if use_dir_fds():
+            fd = os.open(self._root, os.O_RDONLY | flag("O_DIRECTORY") | flag("O_CLOEXEC"))
+            if not flag("O_DIRECTORY") and not stat.S_ISDIR(os.fstat(fd).st_mode):
                 os.close(fd)
                 raise NotADirectoryError(errno.ENOTDIR, "not a directory", self._root)
-            return _Dir(self._root, fd)
-        return _Dir(self._root, None)
+            return DirHandle(self._root, fd)
+        return DirHandle(self._root, None)
 
-    def _child(self, parent: _Dir, name: str, key: str, depth: int = 0) -> _Dir:
+    def _child(self, parent: DirHandle, name: str, key: str, depth: int = 0) -> DirHandle:
         """The subdirectory ``name`` of ``parent``, checked *now*: a real directory, or
         a symbolic link that resolves inside the root (reached again from the root
         without following any link). Raises FileNotFoundError / NotADirectoryError
         when it is missing or not a directory, StoragePermissionError on an escape."""
         path = parent.join(name)
         if parent.fd is not None:
-            flags = os.O_RDONLY | _flag("O_DIRECTORY") | _flag("O_CLOEXEC") | _flag("O_NOFOLLOW")
+            flags = os.O_RDONLY | flag("O_DIRECTORY") | flag("O_CLOEXEC") | flag("O_NOFOLLOW")
             try:
                 fd = os.open(name, flags, dir_fd=parent.fd)
             except OSError as exc:
@@ -192,8 +192,8 @@ class FileMap(ZMap):
                     raise
                 fd = None
             if fd is not None:
-                if _flag("O_DIRECTORY") or stat.S_ISDIR(os.fstat(fd).st_mode):
-                    return _Dir(path, fd)
+                if flag("O_DIRECTORY") or stat.S_ISDIR(os.fstat(fd).st_mode):
+                    return DirHandle(path, fd)
                 os.close(fd)
                 raise NotADirectoryError(errno.ENOTDIR, "not a directory", path)
         mode = os.stat(
@@ -203,9 +203,9 @@ class FileMap(ZMap):
             return self._through_link(path, key, depth)
         if not stat.S_ISDIR(mode):
             raise NotADirectoryError(errno.ENOTDIR, "not a directory", path)
-        return _Dir(path, None)  # path mode (no dir_fd on this platform)
+        return DirHandle(path, None)  # path mode (no dir_fd on this platform)
 
-    def _through_link(self, path: str, key: str, depth: int) -> _Dir:
+    def _through_link(self, path: str, key: str, depth: int) -> DirHandle:
         """The directory a symlink at ``path`` leads to, if it stays inside the root."""
         real = os.path.realpath(path)
         if not (real == self._real_root or real.startswith(self._real_prefix)):
@@ -222,7 +222,9 @@ class FileMap(ZMap):
         directory.via_link = True
         return directory
 
-    def _walk(self, segments: list[str], key: str, create: bool = False, depth: int = 0) -> _Dir:
+    def _walk(
+        self, segments: list[str], key: str, create: bool = False, depth: int = 0
+    ) -> DirHandle:
         """The directory ``root/segments...``, every component checked at use."""
         current = self._root_dir()
         try:
@@ -242,7 +244,7 @@ class FileMap(ZMap):
             raise
         return current
 
-    def _parent(self, key: str, create: bool = False) -> tuple[_Dir, str]:
+    def _parent(self, key: str, create: bool = False) -> tuple[DirHandle, str]:
         """``(parent directory handle, leaf name)`` of normalized ``key``."""
         self._check_reserved(key)
         cut = key.rfind("/")
@@ -253,20 +255,20 @@ class FileMap(ZMap):
             return fast, key[cut + 1 :]
         return self._walk(key[:cut].split("/"), key, create), key[cut + 1 :]
 
-    def _open_verified(self, prefix: str, key: str) -> _Dir | None:
+    def _open_verified(self, prefix: str, key: str) -> DirHandle | None:
         """Fast path: open directory ``prefix`` by path, then ask the kernel where the
         open directory really is (``/proc/self/fd`` on Linux, ``F_GETPATH`` on macOS):
         race-free, in two system calls. None where the platform cannot tell, or the
         directory is missing (the walk then handles creation and errors)."""
-        if not _use_dir_fds():
+        if not use_dir_fds():
             return None
         path = os.path.join(self._root, prefix)
         try:
-            fd = os.open(path, os.O_RDONLY | _flag("O_DIRECTORY") | _flag("O_CLOEXEC"))
+            fd = os.open(path, os.O_RDONLY | flag("O_DIRECTORY") | flag("O_CLOEXEC"))
         except OSError:
             return None
-        real = _fd_path(fd)
-        if real is None or not (_flag("O_DIRECTORY") or stat.S_ISDIR(os.fstat(fd).st_mode)):
+        real = fd_path(fd)
+        if real is None or not (flag("O_DIRECTORY") or stat.S_ISDIR(os.fstat(fd).st_mode)):
             os.close(fd)
             return None
         if not real.startswith(self._real_prefix):
@@ -275,15 +277,15 @@ class FileMap(ZMap):
                 f"key {key!r} resolves to {real!r}, outside the map's root {self._root!r}; "
                 "refusing to follow the symbolic link"
             )
-        return _Dir(path, fd)
+        return DirHandle(path, fd)
 
-    def _open_leaf_in(self, parent: _Dir, name: str, key: str, depth: int = 0) -> int:
+    def _open_leaf_in(self, parent: DirHandle, name: str, key: str, depth: int = 0) -> int:
         """Open ``key``'s file read-only: never a FIFO or device (an NCZarrError), never
         through a symlink out of the root; a directory is a prefix (KeyError)."""
-        flags = os.O_RDONLY | _flag("O_BINARY") | _flag("O_CLOEXEC") | _flag("O_NONBLOCK")
-        nofollow = _flag("O_NOFOLLOW")
+        flags = os.O_RDONLY | flag("O_BINARY") | flag("O_CLOEXEC") | flag("O_NONBLOCK")
+        nofollow = flag("O_NOFOLLOW")
         fd = None
-        if not _flag("O_NONBLOCK"):
+        if not flag("O_NONBLOCK"):
             # No O_NONBLOCK (Windows): opening a FIFO would block, so look first.
             st = parent.stat(name)
             if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
@@ -371,7 +373,7 @@ class FileMap(ZMap):
             return False
         return True
 
-    def _entries(self, directory: _Dir, key: str) -> Iterator[tuple[str, bool]]:
+    def _entries(self, directory: DirHandle, key: str) -> Iterator[tuple[str, bool]]:
         """``(name, is_dir)`` of the visible files and directories in ``directory``;
         symlinks are followed only when they resolve inside the root."""
         target = directory.fd if directory.fd is not None else directory.path
@@ -393,7 +395,7 @@ class FileMap(ZMap):
             except OSError:
                 continue
 
-    def _has_file(self, directory: _Dir, key: str) -> bool:
+    def _has_file(self, directory: DirHandle, key: str) -> bool:
         """Whether some file (a key) lies anywhere below ``directory`` (consumed)."""
         seen: set[tuple[int, int]] = set()
         stack = [(directory, key)]
@@ -401,7 +403,7 @@ class FileMap(ZMap):
             while stack:
                 current, ckey = stack.pop()
                 try:
-                    if not _first_visit(current, seen):
+                    if not first_visit(current, seen):
                         continue
                     for name, is_dir in self._entries(current, ckey):
                         if not is_dir:
@@ -422,7 +424,7 @@ class FileMap(ZMap):
         try:
             fd = self._open_key(key)
             try:
-                return _read_fd(fd, os.fstat(fd).st_size)
+                return read_fd(fd, os.fstat(fd).st_size)
             finally:
                 os.close(fd)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
@@ -594,7 +596,7 @@ class FileMap(ZMap):
             try:
                 fd = parent.open(
                     name,
-                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | _flag("O_BINARY") | _flag("O_CLOEXEC"),
+                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | flag("O_BINARY") | flag("O_CLOEXEC"),
                     0o666,
                 )
             except (FileExistsError, FileNotFoundError, NotADirectoryError, IsADirectoryError):
@@ -699,7 +701,7 @@ class FileMap(ZMap):
             while stack:
                 directory, key = stack.pop()
                 try:
-                    if not _first_visit(directory, seen):
+                    if not first_visit(directory, seen):
                         continue
                     entries = list(self._entries(directory, key))
                     for name, is_dir in entries:
@@ -811,58 +813,10 @@ class FileMap(ZMap):
         self._empty_tree()
 
 
-class _Dir:
-    """A directory reached safely from the root: an open descriptor where the
-    platform has ``dir_fd`` support (every later call is relative to it, so a
-    directory swapped for a symlink afterwards is not followed), else its path."""
-
-    __slots__ = ("fd", "path", "via_link")
-
-    def __init__(self, path: str, fd: int | None) -> None:
-        self.path = path
-        self.fd = fd
-        self.via_link = False  # reached through a symbolic link (loops are possible)
-
-    def join(self, name: str) -> str:
-        return os.path.join(self.path, name)
-
-    def _at(self, name: str) -> str:
-        return name if self.fd is not None else self.join(name)
-
-    def open(self, name: str, flags: int, mode: int = 0o777) -> int:
-        return os.open(self._at(name), flags, mode, dir_fd=self.fd)
-
-    def stat(self, name: str) -> os.stat_result:
-        return os.stat(self._at(name), dir_fd=self.fd, follow_symlinks=False)
-
-    def mkdir(self, name: str) -> None:
-        os.mkdir(self._at(name), 0o777, dir_fd=self.fd)
-
-    def rmdir(self, name: str) -> None:
-        os.rmdir(self._at(name), dir_fd=self.fd)
-
-    def unlink(self, name: str) -> None:
-        os.unlink(self._at(name), dir_fd=self.fd)
-
-    def replace(self, src: str, dst: str) -> None:
-        os.replace(self._at(src), self._at(dst), src_dir_fd=self.fd, dst_dir_fd=self.fd)
-
-    def rmtree(self, name: str) -> None:
-        if self.fd is not None and shutil.rmtree.avoids_symlink_attacks:
-            shutil.rmtree(name, dir_fd=self.fd)
-        else:
-            shutil.rmtree(self.join(name))
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-
-def _write_temp(parent: _Dir, name: str, fill: Callable[[int], object]) -> None:
+def _write_temp(parent: DirHandle, name: str, fill: Callable[[int], object]) -> None:
     """Write a temporary file in ``parent`` with ``fill``, then move it to ``name``."""
     temp = TEMP_PREFIX + secrets.token_hex(8)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _flag("O_BINARY") | _flag("O_CLOEXEC")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | flag("O_BINARY") | flag("O_CLOEXEC")
     fd = parent.open(temp, flags, 0o666)
     try:
         try:
@@ -876,60 +830,7 @@ def _write_temp(parent: _Dir, name: str, fill: Callable[[int], object]) -> None:
         raise
 
 
-def _use_dir_fds() -> bool:
-    """Whether this platform can walk directories by descriptor (looked up per call,
-    so the path fallback is testable everywhere)."""
-    return (
-        os.open in os.supports_dir_fd
-        and os.stat in os.supports_dir_fd
-        and os.scandir in os.supports_fd
-        and hasattr(os, "O_NOFOLLOW")
-    )
-
-
-def _flag(name: str) -> int:
-    """``os.<name>`` where this platform has it, else 0 (looked up at each call)."""
-    return getattr(os, name, 0)
-
-
-def _read_fd(fd: int, size: int) -> bytes:
-    """The first ``size`` bytes of ``fd`` (fewer if it ends sooner), without the
-    buffered file object (its isatty and seek calls cost as much as a small read)."""
-    if size == 0:
-        return b""
-    data = os.read(fd, size)
-    if len(data) < size:
-        parts = [data]
-        left = size - len(data)
-        while left > 0 and (more := os.read(fd, left)):
-            parts.append(more)
-            left -= len(more)
-        data = b"".join(parts)
-    return data
-
-
-def _fd_path(fd: int) -> str | None:
-    """The path of the open directory ``fd`` as the kernel knows it, or None."""
-    if _PROC_FD is not None:
-        try:
-            real = os.readlink(f"{_PROC_FD}/{fd}")
-        except OSError:
-            return None
-        return real if real.startswith("/") and not real.endswith(" (deleted)") else None
-    fcntl = sys.modules.get("fcntl")
-    getpath = getattr(fcntl, "F_GETPATH", None) if fcntl is not None else None
-    if getpath is None:
-        return None
-    try:
-        raw = fcntl.fcntl(fd, getpath, b"\0" * 1024)  # type: ignore[union-attr]
-    except OSError:
-        return None
-    return os.fsdecode(raw.split(b"\0", 1)[0]) or None
-
-
 _MAX_LINK_DEPTH = 8
-#: Where this system lists a process's open files by descriptor (Linux), if anywhere.
-_PROC_FD = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else None
 _FILE_KINDS = {
     stat.S_IFIFO: "a FIFO",
     stat.S_IFSOCK: "a socket",
@@ -977,15 +878,3 @@ def _copy_file_range(fd_in: int, fd_out: int, count: int) -> int:
 
 def _sendfile(fd_in: int, fd_out: int, count: int) -> int:
     return os.sendfile(fd_out, fd_in, None, count)
-
-
-def _first_visit(directory: _Dir, seen: set[tuple[int, int]]) -> bool:
-    """Guard against symlink loops: a directory reached through a link is walked once."""
-    if not directory.via_link:
-        return True
-    st = os.fstat(directory.fd) if directory.fd is not None else os.stat(directory.path)
-    ident = (st.st_dev, st.st_ino)
-    if ident in seen:
-        return False
-    seen.add(ident)
-    return True

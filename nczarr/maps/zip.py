@@ -49,14 +49,11 @@ Deflate64).
 
 from __future__ import annotations
 
-import bz2
 import contextlib
-import errno
 import lzma
 import os
 import secrets
 import shutil
-import socket
 import stat
 import struct
 import sys
@@ -82,6 +79,9 @@ from ..errors import (
 from ..keys import KeyIndex, normalize_key, parent_keys
 from .base import ZMap
 from .file import local_path
+from .localfs import flag
+from .lockfile import HOST, ArchiveLock, pid_alive
+from .zipcodec import BOUNDED_DECODERS
 
 __all__ = ["ZIP_LAYOUTS", "ZipMap"]
 
@@ -99,18 +99,11 @@ WRITE_METHODS = {
 #: Pending bytes above which writes move from memory to the staging archive.
 AUTOFLUSH_BYTES = 64 * 2**20
 
-#: Seconds a commit waits for another writer's lock before failing loudly.
-LOCK_TIMEOUT = 120.0
-
-#: An ``O_EXCL`` lock file (used only without flock/msvcrt) older than this is stale.
-STALE_LOCK_SECONDS = 600.0
-
 _MARKER = b"nczarr:layout="
 _METADATA = (".zgroup", ".zarray", ".zattrs", "zarr.json", ".zmetadata", ".nczarr")
 _LOCAL_HEADER = struct.Struct("<4s5H3L2H")
 _FILE_MODE = (stat.S_IFREG | 0o644) << 16
 _TEMP_TAG = ".nczarr-"
-_HOST = "".join(c for c in socket.gethostname().split(".")[0] if c.isalnum())[:16] or "host"
 _READ_BLOCK = 1 << 20
 
 
@@ -373,11 +366,11 @@ class ZipMap(ZMap):
                         f"{info.compress_size} bytes for {info.file_size})"
                     )
                 data = self._pread(self._data_offset(key, info, reader.fp), size)
-            elif method in _DECOMPRESSORS:
+            elif method in BOUNDED_DECODERS:
                 raw = self._pread(self._data_offset(key, info, reader.fp), info.compress_size)
                 # One byte more than declared shows a member inflating beyond its size.
                 want = size + 1 if size == info.file_size else size
-                data = _DECOMPRESSORS[method](raw, want)
+                data = BOUNDED_DECODERS[method](raw, want)
             else:
                 data = self._read_streaming(info, size)
         except NCZarrError:
@@ -616,12 +609,12 @@ class ZipMap(ZMap):
     def _temp_name(self) -> str:
         directory, name = os.path.split(self._target())
         token = secrets.token_hex(6)
-        return os.path.join(directory, f".{name}{_TEMP_TAG}{_HOST}-{os.getpid()}-{token}.tmp")
+        return os.path.join(directory, f".{name}{_TEMP_TAG}{HOST}-{os.getpid()}-{token}.tmp")
 
     def _remove_stale_temps(self) -> None:
         """Remove staging files of writers on this host that no longer run (killed)."""
         directory, name = os.path.split(self._target())
-        start = f".{name}{_TEMP_TAG}{_HOST}-"
+        start = f".{name}{_TEMP_TAG}{HOST}-"
         try:
             with os.scandir(directory) as it:
                 names = [e.name for e in it if e.name.startswith(start)]
@@ -629,7 +622,7 @@ class ZipMap(ZMap):
             return
         for temp in names:
             pid_text = temp[len(start) :].split("-", 1)[0]
-            if pid_text.isdigit() and not _pid_alive(int(pid_text)):
+            if pid_text.isdigit() and not pid_alive(int(pid_text)):
                 with contextlib.suppress(OSError):
                     os.unlink(os.path.join(directory, temp))
 
@@ -646,7 +639,7 @@ class ZipMap(ZMap):
         temp = self._temp_name()
         try:
             self._write_new(temp, keys=False)
-            with _ArchiveLock(target):
+            with ArchiveLock(target):
                 if not truncate and os.path.exists(target):
                     os.unlink(temp)
                     return False
@@ -724,7 +717,7 @@ class ZipMap(ZMap):
         assert stage is not None
         target = self._target()
         try:
-            with _ArchiveLock(target):
+            with ArchiveLock(target):
                 try:
                     current = _identity(os.stat(target))
                 except FileNotFoundError:
@@ -776,7 +769,7 @@ class ZipMap(ZMap):
     def _write_new(self, temp: str, keys: bool) -> None:
         """Write a complete archive to the new file ``temp``: the live keys (none when
         ``keys`` is false) and the foreign members, then sync it."""
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _flag("O_CLOEXEC"), 0o666)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | flag("O_CLOEXEC"), 0o666)
         with os.fdopen(fd, "wb") as raw:
             with zipfile.ZipFile(raw, "w") as out:
                 out.comment = _MARKER + self._layout.encode("ascii")
@@ -805,7 +798,7 @@ class ZipMap(ZMap):
         ours = {prefix + k for k in self._written}
         dropped = ours | {prefix + k for k in self._removed}
         stage = self._require_reader()
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _flag("O_CLOEXEC"), 0o666)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | flag("O_CLOEXEC"), 0o666)
         with os.fdopen(fd, "wb") as raw:
             with contextlib.ExitStack() as stack:
                 out = stack.enter_context(zipfile.ZipFile(raw, "w"))
@@ -852,21 +845,16 @@ def _copy_member(info: zipfile.ZipInfo, reader: zipfile.ZipFile, out: zipfile.Zi
         raise StorageError(f"cannot copy member {info.filename!r}: corrupt member ({exc})") from exc
 
 
-def _flag(name: str) -> int:
-    """``os.<name>`` where this platform has it, else 0 (looked up at each call)."""
-    return getattr(os, name, 0)
-
-
 def _open_regular(path: str) -> Any:
     """Open ``path`` for binary reading, refusing anything but a regular file (a FIFO
     would block the open; ``O_NONBLOCK`` makes it return so it can be refused)."""
-    if not _flag("O_NONBLOCK") and not stat.S_ISREG(os.stat(path).st_mode):
+    if not flag("O_NONBLOCK") and not stat.S_ISREG(os.stat(path).st_mode):
         raise StorageError(f"cannot open {path!r} as a zip archive: it is not a regular file")
-    fd = os.open(path, os.O_RDONLY | _flag("O_BINARY") | _flag("O_CLOEXEC") | _flag("O_NONBLOCK"))
+    fd = os.open(path, os.O_RDONLY | flag("O_BINARY") | flag("O_CLOEXEC") | flag("O_NONBLOCK"))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise StorageError(f"cannot open {path!r} as a zip archive: it is not a regular file")
-        if _flag("O_NONBLOCK") and hasattr(os, "set_blocking"):
+        if flag("O_NONBLOCK") and hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
@@ -889,154 +877,11 @@ def _replace(temp: str, target: str) -> None:
     os.replace(temp, target)
     if sys.platform != "win32":
         with contextlib.suppress(OSError):
-            fd = os.open(os.path.dirname(target) or ".", os.O_RDONLY | _flag("O_DIRECTORY"))
+            fd = os.open(os.path.dirname(target) or ".", os.O_RDONLY | flag("O_DIRECTORY"))
             try:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-
-
-def _pid_alive(pid: int) -> bool:
-    if sys.platform == "win32":
-        return True  # no cheap check: leave the file
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
-
-
-class _ArchiveLock:
-    """An exclusive inter-process lock on ``<dir>/.<name>.nczarr-lock``.
-
-    ``fcntl.flock`` (POSIX) or ``msvcrt.locking`` (Windows): released by the OS when a
-    holder dies, so never stale. Where neither exists, an ``O_EXCL`` lock file holding
-    host, pid and time, treated as stale when its process is gone (same host) or it is
-    older than :data:`STALE_LOCK_SECONDS`. Waits up to :data:`LOCK_TIMEOUT` seconds,
-    then raises :class:`~nczarr.errors.StorageError` naming the archive.
-    """
-
-    def __init__(self, target: str) -> None:
-        directory, name = os.path.split(target)
-        self.target = target
-        self.path = os.path.join(directory, f".{name}.nczarr-lock")
-        self._fd: int | None = None
-        self._excl = False
-
-    def __enter__(self) -> _ArchiveLock:
-        deadline = time.monotonic() + LOCK_TIMEOUT
-        delay = 0.002
-        while not self._try():
-            if time.monotonic() > deadline:
-                raise StorageError(
-                    f"cannot commit {self.target!r}: another writer holds {self.path!r} for "
-                    f"more than {LOCK_TIMEOUT:.0f} s"
-                )
-            time.sleep(delay)
-            delay = min(delay * 2, 0.05)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._excl:
-            with contextlib.suppress(OSError):
-                os.unlink(self.path + ".excl")
-            self._excl = False
-        if self._fd is not None:
-            os.close(self._fd)  # releases flock / msvcrt locks
-            self._fd = None
-
-    def _try(self) -> bool:
-        fcntl = _module("fcntl")
-        msvcrt = _module("msvcrt")
-        if fcntl is not None and hasattr(fcntl, "flock"):
-            return self._try_os(lambda fd: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB))
-        if msvcrt is not None and hasattr(msvcrt, "locking"):
-            return self._try_os(lambda fd: msvcrt.locking(fd, msvcrt.LK_NBLCK, 1))
-        return self._try_excl()
-
-    def _try_os(self, lock: Any) -> bool:
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | _flag("O_CLOEXEC"), 0o666)
-        try:
-            lock(self._fd)
-        except OSError as exc:
-            if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK, errno.EDEADLK):
-                return False
-            raise
-        return True
-
-    def _try_excl(self) -> bool:
-        path = self.path + ".excl"
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _flag("O_CLOEXEC"), 0o666)
-        except FileExistsError:
-            if self._stale(path):
-                with contextlib.suppress(OSError):
-                    os.unlink(path)
-            return False
-        with os.fdopen(fd, "w") as f:
-            f.write(f"{_HOST} {os.getpid()} {time.time():.0f}\n")
-        self._excl = True
-        return True
-
-    @staticmethod
-    def _stale(path: str) -> bool:
-        try:
-            with open(path) as f:
-                host, pid, _ = f.read().split()
-            age = time.time() - os.stat(path).st_mtime
-        except (OSError, ValueError):
-            return False  # being written right now, or already gone
-        if age > STALE_LOCK_SECONDS:
-            return True
-        return host == _HOST and pid.isdigit() and not _pid_alive(int(pid))
-
-
-def _module(name: str) -> Any:
-    """An OS-specific stdlib module, or None where this platform lacks it."""
-    try:
-        return __import__(name)
-    except ImportError:
-        return None
-
-
-def _inflate(raw: bytes, limit: int) -> bytes:
-    d = zlib.decompressobj(-15)
-    return d.decompress(raw, limit)
-
-
-def _bunzip(raw: bytes, limit: int) -> bytes:
-    d = bz2.BZ2Decompressor()
-    return d.decompress(raw, max_length=limit)
-
-
-def _unlzma(raw: bytes, limit: int) -> bytes:
-    """zip's LZMA method: a 4-byte header (version, properties size), the LZMA1
-    properties (lc/lp/pb byte, dictionary size), then a raw LZMA1 stream."""
-    if len(raw) < 9:
-        raise EOFError("LZMA header truncated")
-    (psize,) = struct.unpack("<H", raw[2:4])
-    if psize != 5 or len(raw) < 4 + psize:
-        raise ValueError(f"unexpected LZMA properties size {psize}")
-    byte = raw[4]
-    if byte >= 9 * 5 * 5:
-        raise ValueError("invalid LZMA properties")
-    pb, rest = divmod(byte, 45)
-    lp, lc = divmod(rest, 9)
-    (dict_size,) = struct.unpack("<I", raw[5:9])
-    filters = [{"id": lzma.FILTER_LZMA1, "dict_size": dict_size, "lc": lc, "lp": lp, "pb": pb}]
-    d = lzma.LZMADecompressor(format=lzma.FORMAT_RAW, filters=filters)
-    return d.decompress(raw[4 + psize :], max_length=limit)
-
-
-#: Bounded decoders by zip method (anything else is streamed through zipfile).
-_DECOMPRESSORS = {
-    zipfile.ZIP_DEFLATED: _inflate,
-    zipfile.ZIP_BZIP2: _bunzip,
-    zipfile.ZIP_LZMA: _unlzma,
-}
 
 
 def _dir_info(name: str) -> zipfile.ZipInfo:

@@ -1,0 +1,130 @@
+"""Portable local file-system primitives for the file and zip maps.
+
+Every OS-specific name (``O_NOFOLLOW``, ``O_CLOEXEC``, ``O_DIRECTORY``,
+``O_NONBLOCK``, ``O_BINARY``, ``dir_fd`` support, ``/proc/self/fd``, macOS
+``F_GETPATH``) is looked up when it is used, never bound at import, so that each
+fallback runs -- and is tested on Linux by removing the attribute -- on the
+platforms that lack it (macOS, Windows, the BSDs).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+__all__ = ["PROC_FD", "DirHandle", "fd_path", "first_visit", "flag", "read_fd", "use_dir_fds"]
+
+#: Where this system lists a process's open files by descriptor (Linux), if anywhere.
+PROC_FD = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else None
+
+
+class DirHandle:
+    """A directory reached safely from the root: an open descriptor where the
+    platform has ``dir_fd`` support (every later call is relative to it, so a
+    directory swapped for a symlink afterwards is not followed), else its path."""
+
+    __slots__ = ("fd", "path", "via_link")
+
+    def __init__(self, path: str, fd: int | None) -> None:
+        self.path = path
+        self.fd = fd
+        self.via_link = False  # reached through a symbolic link (loops are possible)
+
+    def join(self, name: str) -> str:
+        return os.path.join(self.path, name)
+
+    def _at(self, name: str) -> str:
+        return name if self.fd is not None else self.join(name)
+
+    def open(self, name: str, flags: int, mode: int = 0o777) -> int:
+        return os.open(self._at(name), flags, mode, dir_fd=self.fd)
+
+    def stat(self, name: str) -> os.stat_result:
+        return os.stat(self._at(name), dir_fd=self.fd, follow_symlinks=False)
+
+    def mkdir(self, name: str) -> None:
+        os.mkdir(self._at(name), 0o777, dir_fd=self.fd)
+
+    def rmdir(self, name: str) -> None:
+        os.rmdir(self._at(name), dir_fd=self.fd)
+
+    def unlink(self, name: str) -> None:
+        os.unlink(self._at(name), dir_fd=self.fd)
+
+    def replace(self, src: str, dst: str) -> None:
+        os.replace(self._at(src), self._at(dst), src_dir_fd=self.fd, dst_dir_fd=self.fd)
+
+    def rmtree(self, name: str) -> None:
+        if self.fd is not None and shutil.rmtree.avoids_symlink_attacks:
+            shutil.rmtree(name, dir_fd=self.fd)
+        else:
+            shutil.rmtree(self.join(name))
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def use_dir_fds() -> bool:
+    """Whether this platform can walk directories by descriptor (looked up per call,
+    so the path fallback is testable everywhere)."""
+    return (
+        os.open in os.supports_dir_fd
+        and os.stat in os.supports_dir_fd
+        and os.scandir in os.supports_fd
+        and hasattr(os, "O_NOFOLLOW")
+    )
+
+
+def flag(name: str) -> int:
+    """``os.<name>`` where this platform has it, else 0 (looked up at each call)."""
+    return getattr(os, name, 0)
+
+
+def read_fd(fd: int, size: int) -> bytes:
+    """The first ``size`` bytes of ``fd`` (fewer if it ends sooner), without the
+    buffered file object (its isatty and seek calls cost as much as a small read)."""
+    if size == 0:
+        return b""
+    data = os.read(fd, size)
+    if len(data) < size:
+        parts = [data]
+        left = size - len(data)
+        while left > 0 and (more := os.read(fd, left)):
+            parts.append(more)
+            left -= len(more)
+        data = b"".join(parts)
+    return data
+
+
+def fd_path(fd: int) -> str | None:
+    """The path of the open directory ``fd`` as the kernel knows it, or None."""
+    if PROC_FD is not None:
+        try:
+            real = os.readlink(f"{PROC_FD}/{fd}")
+        except OSError:
+            return None
+        return real if real.startswith("/") and not real.endswith(" (deleted)") else None
+    fcntl = sys.modules.get("fcntl")
+    getpath = getattr(fcntl, "F_GETPATH", None) if fcntl is not None else None
+    if getpath is None:
+        return None
+    try:
+        raw = fcntl.fcntl(fd, getpath, b"\0" * 1024)  # type: ignore[union-attr]
+    except OSError:
+        return None
+    return os.fsdecode(raw.split(b"\0", 1)[0]) or None
+
+
+def first_visit(directory: DirHandle, seen: set[tuple[int, int]]) -> bool:
+    """Guard against symlink loops: a directory reached through a link is walked once."""
+    if not directory.via_link:
+        return True
+    st = os.fstat(directory.fd) if directory.fd is not None else os.stat(directory.path)
+    ident = (st.st_dev, st.st_ino)
+    if ident in seen:
+        return False
+    seen.add(ident)
+    return True
