@@ -155,6 +155,7 @@ def test_zip_close_killed_at_random_moments_keeps_a_complete_archive(tmp_path, h
     # Killed writers' staging files are removed by the next writer of the archive.
     ZipMap(path, mode="a").close()
     assert _temp_files(tmp_path) == []
+    print(f"{how}: {kills} kills during close(): {outcomes}")
     assert outcomes["old"] > 0, outcomes  # the kills did land inside close()
 
 
@@ -532,6 +533,25 @@ def test_directory_swapped_for_a_symlink_after_use_is_refused(tmp_path, strategy
     assert sorted(p.name for p in outside.iterdir()) == ["a", "x"]
     assert (outside / "a").read_bytes() == b"secret"
     assert (outside / "x" / "y").read_bytes() == b"deep secret"
+
+
+def test_directory_moved_out_and_linked_back_is_refused(tmp_path, strategy):
+    """The same directory (same inode) moved outside the root, a link left in its place."""
+    root = tmp_path / "r.file"
+    m = FileMap(root, mode="w")
+    m["g/v/0"] = b"mine"
+    m["g/v/1"] = b"mine"
+    assert m["g/v/0"] == b"mine"  # verified once
+    moved = tmp_path / "elsewhere"
+    os.rename(root / "g" / "v", moved)
+    (root / "g" / "v").symlink_to(moved, target_is_directory=True)
+    with pytest.raises(StoragePermissionError, match="outside the map's root"):
+        m["g/v/0"]
+    with pytest.raises(StoragePermissionError):
+        m["g/v/2"] = b"x"
+    with pytest.raises(StoragePermissionError):
+        del m["g/v/1"]
+    assert sorted(os.listdir(moved)) == ["0", "1"]
 
 
 def test_links_inside_the_root_still_work_with_every_strategy(tmp_path, strategy):

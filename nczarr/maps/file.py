@@ -107,6 +107,8 @@ class FileMap(ZMap):
         self._open_root()
         self._real_root = os.path.realpath(self._root)
         self._real_prefix = self._real_root.rstrip(os.sep) + os.sep
+        # prefix -> (st_dev, st_ino, st_ctime_ns) of a directory verified inside the root
+        self._verified: dict[str, tuple[int, int, int]] = {}
 
     # ----------------------------------------------------------------- opening
     def _open_root(self) -> None:
@@ -256,10 +258,13 @@ class FileMap(ZMap):
         return self._walk(key[:cut].split("/"), key, create), key[cut + 1 :]
 
     def _open_verified(self, prefix: str, key: str) -> DirHandle | None:
-        """Fast path: open directory ``prefix`` by path, then ask the kernel where the
-        open directory really is (``/proc/self/fd`` on Linux, ``F_GETPATH`` on macOS):
-        race-free, in two system calls. None where the platform cannot tell, or the
-        directory is missing (the walk then handles creation and errors)."""
+        """Fast path: open directory ``prefix`` by path, then check where the open
+        directory really is. The kernel says (``/proc/self/fd`` on Linux, ``F_GETPATH``
+        on macOS); the answer is remembered with the directory's device, inode and
+        ctime, so later uses cost one ``fstat``: a directory swapped for a link is
+        another inode, and one moved (renamed) elsewhere has a new ctime, so both are
+        asked about again. None where the platform cannot tell, or the directory is
+        missing (the walk then handles creation and errors)."""
         if not use_dir_fds():
             return None
         path = os.path.join(self._root, prefix)
@@ -267,19 +272,31 @@ class FileMap(ZMap):
             fd = os.open(path, os.O_RDONLY | flag("O_DIRECTORY") | flag("O_CLOEXEC"))
         except OSError:
             return None
-        real = fd_path(fd)
-        if real is None or not (flag("O_DIRECTORY") or stat.S_ISDIR(os.fstat(fd).st_mode)):
+        try:
+            st = os.fstat(fd)
+            ident = (st.st_dev, st.st_ino, st.st_ctime_ns)
+            if self._verified.get(prefix) == ident:
+                return DirHandle(path, fd)
+            real = fd_path(fd)
+            if real is None or not stat.S_ISDIR(st.st_mode):
+                os.close(fd)
+                return None
+            if not real.startswith(self._real_prefix):
+                raise StoragePermissionError(
+                    f"key {key!r} resolves to {real!r}, outside the map's root "
+                    f"{self._root!r}; refusing to follow the symbolic link"
+                )
+        except BaseException:
             os.close(fd)
-            return None
-        if not real.startswith(self._real_prefix):
-            os.close(fd)
-            raise StoragePermissionError(
-                f"key {key!r} resolves to {real!r}, outside the map's root {self._root!r}; "
-                "refusing to follow the symbolic link"
-            )
+            raise
+        if len(self._verified) > _MAX_VERIFIED:
+            self._verified.clear()
+        self._verified[prefix] = ident
         return DirHandle(path, fd)
 
-    def _open_leaf_in(self, parent: DirHandle, name: str, key: str, depth: int = 0) -> int:
+    def _open_leaf_in(
+        self, parent: DirHandle, name: str, key: str, depth: int = 0
+    ) -> tuple[int, os.stat_result]:
         """Open ``key``'s file read-only: never a FIFO or device (an NCZarrError), never
         through a symlink out of the root; a directory is a prefix (KeyError)."""
         flags = os.O_RDONLY | flag("O_BINARY") | flag("O_CLOEXEC") | flag("O_NONBLOCK")
@@ -320,7 +337,7 @@ class FileMap(ZMap):
         except BaseException:
             os.close(fd)
             raise
-        return fd
+        return fd, st
 
     def _not_regular(self, key: str, mode: int) -> StorageError:
         kind = _FILE_KINDS.get(stat.S_IFMT(mode), "not a regular file")
@@ -329,8 +346,9 @@ class FileMap(ZMap):
             "(only regular files are keys)"
         )
 
-    def _open_key(self, key: str) -> int:
-        """Open ``key`` for reading (see :meth:`_open_leaf_in`)."""
+    def _open_key(self, key: str) -> tuple[int, os.stat_result]:
+        """Open ``key`` for reading (see :meth:`_open_leaf_in`): the descriptor and its
+        ``fstat``."""
         parent, name = self._parent(key)
         try:
             return self._open_leaf_in(parent, name, key)
@@ -422,9 +440,9 @@ class FileMap(ZMap):
     # -------------------------------------------------------------- primitives
     def _load(self, key: str) -> bytes:
         try:
-            fd = self._open_key(key)
+            fd, st = self._open_key(key)
             try:
-                return read_fd(fd, os.fstat(fd).st_size)
+                return read_fd(fd, st.st_size)
             finally:
                 os.close(fd)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
@@ -512,9 +530,10 @@ class FileMap(ZMap):
         self._store(nkey, value)  # type: ignore[arg-type]
 
     def _store_fast(self, key: str, value: bytes | bytearray | memoryview) -> bool:
-        """Hot path of a write (every chunk of a copy): with the parent directory open
-        and verified once, the leaf rule is one ``stat`` of the leaf (no parent can hold
-        content) and the file is written in that directory. False: take the slow path."""
+        """Hot path of a write (every chunk of a copy): the parent directory is opened
+        and verified once and the file written in it. No parent can hold content (the
+        parent is a directory), and a directory at the leaf makes the rename fail:
+        then, as when the parent is missing, False sends the caller the slow path."""
         self._check_reserved(key)
         cut = key.rfind("/")
         if cut < 0:
@@ -525,15 +544,10 @@ class FileMap(ZMap):
             raise_os_error(exc, f"{key!r} in {self._root!r}")
         if parent is None:
             return False
-        name = key[cut + 1 :]
         try:
-            try:
-                mode = parent.stat(name).st_mode
-            except FileNotFoundError:
-                mode = None
-            if mode is not None and not stat.S_ISREG(mode):
-                return False
-            _write_temp(parent, name, lambda fd: _write_all(fd, value))
+            _write_temp(parent, key[cut + 1 :], lambda fd: _write_all(fd, value))
+        except IsADirectoryError:
+            return False
         except OSError as exc:
             raise_os_error(exc, f"{key!r} in {self._root!r}")
         finally:
@@ -562,13 +576,12 @@ class FileMap(ZMap):
         nkey = normalize_key(key)
         self._check_writable(nkey)
         try:
-            fd_in = src._open_key(nkey)
+            fd_in, st = src._open_key(nkey)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise KeyError(nkey) from None
         except OSError as exc:
             raise_os_error(exc, f"{nkey!r} in {src._root!r}")
         try:
-            st = os.fstat(fd_in)
             copied = [0]
 
             def fill(fd: int) -> None:
@@ -769,7 +782,7 @@ class FileMap(ZMap):
         for key in keys:
             nkey = normalize_key(key)
             try:
-                with open(self._open_key(nkey), "rb") as f:
+                with open(self._open_key(nkey)[0], "rb") as f:
                     out[key] = f.read(cap)
             except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
                 continue
@@ -781,7 +794,7 @@ class FileMap(ZMap):
         """Bytes ``start:start+length`` of ``key``, read without loading the whole file."""
         nkey = normalize_key(key)
         try:
-            with open(self._open_key(nkey), "rb") as f:
+            with open(self._open_key(nkey)[0], "rb") as f:
                 size = os.fstat(f.fileno()).st_size
                 stop = None if length is None else start + length
                 first, last, _ = slice(start, stop).indices(size)
@@ -831,6 +844,7 @@ def _write_temp(parent: DirHandle, name: str, fill: Callable[[int], object]) -> 
 
 
 _MAX_LINK_DEPTH = 8
+_MAX_VERIFIED = 4096  # directories remembered as verified, per map
 _FILE_KINDS = {
     stat.S_IFIFO: "a FIFO",
     stat.S_IFSOCK: "a socket",
