@@ -57,7 +57,7 @@ from ..keys import FORBIDDEN_CHARACTERS, normalize_key, parent_keys
 from .base import ZMap, as_bytes
 from .localfs import DirHandle, fd_path, first_visit, flag, read_fd, use_dir_fds
 
-__all__ = ["TEMP_PREFIX", "FileMap", "local_path"]
+__all__ = ["TEMP_PREFIX", "FileMap", "copy_fd", "local_path"]
 
 #: Names of in-flight temporary files start with this; they are never keys.
 TEMP_PREFIX = ".~nczarr-tmp-"
@@ -858,6 +858,12 @@ def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
     view = memoryview(data).cast("B")
     while view:
         view = view[os.write(fd, view) :]
+
+
+def copy_fd(fd_in: int, fd_out: int, size: int) -> int:
+    """Copy the first ``size`` bytes of ``fd_in`` to ``fd_out`` from their current
+    offsets, kernel-side where the platform can (see :meth:`FileMap.copy_file`)."""
+    return _copy_fd(fd_in, fd_out, size)
 
 
 def _copy_fd(fd_in: int, fd_out: int, size: int) -> int:
