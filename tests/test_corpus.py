@@ -71,7 +71,7 @@ for _store in STORES:
 for _path in PATHS:
     KNOWN["ref_tst_nans", "zarr", _path] = (
         "issue 7 defect 4: netcdf-c writes NaN/Inf attributes to pure Zarr as JSON strings "
-        "and netCDF4 reads them back as the char text '[\"-Infinity\",\"NaN\",...]'; "
+        'and netCDF4 reads them back as the char text \'["-Infinity","NaN",...]\'; '
         "nczarr reads a string list (defect 4 decides how both spellings read)"
     )
 del _name, _path, _store
