@@ -22,18 +22,22 @@ runs many random examples per cell (200, or N with ``NCZARR_LONG_TESTS=N``).
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
 import nczarr
 
 from .differential import (
+    OPEN_DEFECTS,
     PRODUCERS,
     Spec,
+    VarSpec,
     compare,
     copy_store,
     expect,
@@ -147,3 +151,76 @@ def test_differential(producer: str, path: str, tmp_path: Path) -> None:
         assert not problems, "\n".join(problems)
 
     check()
+
+
+# ------------------------------------------------- the inputs OPEN_DEFECTS leaves out
+def _var(kind: str, shape: tuple[int, ...], **kw: object) -> VarSpec:
+    n = len(shape)
+    values = {
+        "name": "v",
+        "kind": kind,
+        "endian": "little",
+        "dims": ("x", "y", "z", "w")[:n],
+        "shape": shape,
+        "chunks": tuple(max(1, s // 2) for s in shape),
+        "fill": "default",
+        "region": None,
+        "data": None,
+        "compressor": "default",
+        "attrs": {},
+    }
+    values.update(kw)
+    return VarSpec(**values)  # type: ignore[arg-type]
+
+
+def _spec(*variables: VarSpec, attrs: dict | None = None, named: bool = True) -> Spec:
+    dims = {d: n for v in variables for d, n in zip(v.dims, v.shape, strict=True)}
+    return Spec(dims=dims, named=named, variables=variables, attrs=attrs or {})
+
+
+_HALF = (slice(0, 2),)
+_NONFINITE = {"inf": ("json", [-math.inf, 1.5, math.inf]), "nan": ("json", math.nan)}
+DEFECT_CASES = {
+    # Zarr v3, dimension_names, zarr-python's default fill (0), half written.
+    "defect1": (
+        "zarr3",
+        _spec(_var("f8", (4,), region=_HALF, data=np.array([1.5, 2.5]))),
+        1,
+        ("read", "view", "convert-nczarr", "convert-zarr"),
+    ),
+    # NaN / +-Infinity attributes through pure Zarr.
+    "defect4": (
+        "zarr2",
+        _spec(_var("i2", (3,), region=(slice(0, 3),), data=np.array([1, 2, 3])), attrs=_NONFINITE),
+        4,
+        ("view", "convert-zarr", "nczarr-zarr"),
+    ),
+    # A 0-d array with zarr-python's default (blosc) compressor, to NCZarr.
+    "defect8": (
+        "zarr2",
+        _spec(_var("i4", (), region=(), data=np.array(7, dtype="i4"))),
+        8,
+        ("convert-nczarr", "zarr-nczarr", "migrate-nczarr"),
+    ),
+}
+
+
+def _defect_cases() -> list:
+    out = []
+    for case, (_, _, defect, paths) in DEFECT_CASES.items():
+        for path in paths:
+            mark = pytest.mark.xfail(strict=True, reason=f"issue 7 defect {defect}")
+            out.append(pytest.param(case, path, marks=[mark], id=f"{case}-{path}"))
+    return out
+
+
+@pytest.mark.parametrize(("case", "path"), _defect_cases())
+def test_left_out_inputs(case: str, path: str, tmp_path: Path) -> None:
+    """The inputs ``OPEN_DEFECTS`` keeps out of the generated datasets, pinned: each
+    fails today; when its fix lands, drop the xfail and the number from OPEN_DEFECTS."""
+    producer, spec, defect, _ = DEFECT_CASES[case]
+    assert defect in OPEN_DEFECTS
+    writer = PRODUCERS[producer][0]
+    src = writer(spec, tmp_path / "src")
+    problems = run_path(producer, path, src, tmp_path, spec.named)
+    assert not problems, "\n".join(problems)
