@@ -34,6 +34,7 @@ from typing import Any
 import netCDF4
 import numpy as np
 import zarr
+from hypothesis import reject
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -157,15 +158,20 @@ def typed_attrs(draw: Any, max_size: int = 3) -> dict[str, tuple[str, Any]]:
 def json_attrs(draw: Any, max_size: int = 3) -> dict[str, tuple[str, Any]]:
     """Attributes a Zarr producer writes: JSON numbers (int64/uint64 extremes, NaN,
     +-Infinity), strings and homogeneous lists, ``{name: ("json", value)}``."""
-    ints = st.sampled_from([-(2**63), 2**63 - 1, 2**64 - 1, 0]) | st.integers(-(2**40), 2**40)
+    signed = st.sampled_from([-(2**63), 2**63 - 1, 0]) | st.integers(-(2**40), 2**40)
+    unsigned = st.sampled_from([2**64 - 1, 2**63, 0]) | st.integers(0, 2**40)
+    ints = signed | unsigned
     special = 4 not in OPEN_DEFECTS
     floats = st.floats(allow_nan=special, allow_infinity=special) | st.sampled_from(
         [math.nan, math.inf, -math.inf, 1e300, -0.0] if special else [1e300, -0.0, 5e-324]
     )
     text = st.text(st.characters(min_codepoint=32, max_codepoint=0x24F), min_size=1, max_size=6)
     atoms = st.one_of(ints, floats, text)
+    # A list mixing negatives and values above 2**63 - 1 has no netCDF integer type
+    # (nczarr reads it as double); each list stays within int64 or uint64.
     lists = st.one_of(
-        st.lists(ints, min_size=1, max_size=3),
+        st.lists(signed, min_size=1, max_size=3),
+        st.lists(unsigned, min_size=1, max_size=3),
         st.lists(floats, min_size=1, max_size=3),
         st.lists(text, min_size=2, max_size=3),
     )
@@ -177,7 +183,9 @@ def json_attrs(draw: Any, max_size: int = 3) -> dict[str, tuple[str, Any]]:
 
 def _values(kind: str, shape: tuple[int, ...]) -> st.SearchStrategy[Any]:
     if kind == "char":
-        return hnp.arrays("S1", shape, elements=st.binary(min_size=1, max_size=1))
+        # ASCII: netCDF4 cannot decode other bytes where netcdf-c turns char into string
+        ascii_ = st.integers(0, 127).map(lambda i: bytes([i]))
+        return hnp.arrays("S1", shape, elements=ascii_)
     if kind == "string":
         text = st.text(st.characters(min_codepoint=32, max_codepoint=0x24F), max_size=5)
         return hnp.arrays(object, shape, elements=text)
@@ -211,6 +219,8 @@ def specs(
     numeric variables, dimensions named or not)."""
     sizes = {n: draw(st.integers(1, 5)) for n in DIM_NAMES}
     named = True if netcdf else draw(st.booleans())
+    if 1 in OPEN_DEFECTS and zarr_format == 3:
+        named = False  # defect 1: named v3 arrays lose their fill value
     kinds = (*NUMERIC, "char", "string") if netcdf else NUMERIC
     variables = []
     for i in range(draw(st.integers(1, max_vars))):
@@ -233,8 +243,6 @@ def specs(
             fill = draw(st.sampled_from(("default", "none", "value", "value")))
             if fill == "value":
                 fill = draw(_finite_or_special(kind))
-            if 1 in OPEN_DEFECTS and zarr_format == 3 and named and not netcdf:
-                fill = draw(_finite_or_special(kind).filter(lambda f: f != 0))
         region = draw(_region(shape))
         data = None
         if region is not None:
@@ -295,8 +303,10 @@ def write_netcdf(spec: Spec, path: Path, mode: str) -> Path:
             if v.region is not None:
                 if v.dims:
                     var[v.region] = v.data
+                elif v.kind == "string":
+                    var[0] = v.data[()]  # netCDF4 indexes scalar VLENs with 0 only
                 else:
-                    var.assignValue(v.data[()] if v.kind != "char" else v.data)
+                    var.assignValue(v.data[()])
     return path
 
 
@@ -542,7 +552,10 @@ def _check_xarray(store: Any, seen: Seen) -> None:
             got = ds[name]
             if var.dims is not None:
                 assert tuple(got.dims) == var.dims, (name, got.dims, var.dims)
-            assert _same_array(_native(got.values), var.values), (name, got.values, var.values)
+            values = _native(got.values)
+            if var.kind == "string" and values.dtype.kind == "S":
+                values = np.vectorize(lambda b: b.decode("utf-8"), otypes=[object])(values)
+            assert _same_array(values, var.values), (name, got.values, var.values)
         for name, value in seen.attrs.items():
             if ":" in name:
                 continue
@@ -580,7 +593,12 @@ def expect(path: Path, producer: str) -> Seen:
     _, by_netcdf, mode = PRODUCERS[producer]
     if not by_netcdf:
         return observe_zarr(path)
-    seen = observe_netcdf(path, mode, typed=True)
+    try:
+        seen = observe_netcdf(path, mode, typed=True)
+    except OSError:
+        # libnetcdf 4.10 cannot reopen some pure Zarr it wrote itself ("Numeric
+        # conversion not representable", e.g. int64/uint64 extremes): no oracle.
+        reject()
     if mode == "zarr":
         for var in seen.variables.values():
             if var.dims == ("_scalar_",):
