@@ -45,7 +45,6 @@ netCDF4's filter flags.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -180,7 +179,6 @@ class NCZarrSource:
         self.url = zmap.url
         self.dataset = self.view.dataset
         self._store = ZarrStore(self.view, read_only=True)
-        self._lock = threading.Lock()
         self._closed = False
 
     def group(self, path: str | None) -> Group:
@@ -206,10 +204,9 @@ class NCZarrSource:
 
     def close(self) -> None:
         """Close the view (and the map, when it was opened from a URL). Idempotent."""
-        with self._lock:
-            if not self._closed:
-                self._closed = True
-                self._store.close()
+        if not self._closed:
+            self._closed = True
+            self._store.close()
 
 
 class NCZarrDataStore(AbstractDataStore):
@@ -220,6 +217,11 @@ class NCZarrDataStore(AbstractDataStore):
     def __init__(self, source: NCZarrSource, group: str | None = None) -> None:
         self._source = source
         self._group = source.group(group)
+
+    @property
+    def source(self) -> NCZarrSource:
+        """The opened store this group belongs to."""
+        return self._source
 
     @classmethod
     def open(
@@ -379,7 +381,9 @@ class NCZarrBackendEntrypoint(BackendEntrypoint):
             top = source.group(group)
             parent = NodePath("/") / NodePath(top.path)
             for node in top.walk():
-                ds = StoreBackendEntrypoint().open_dataset(NCZarrDataStore(source, node.path), **decoders)
+                ds = StoreBackendEntrypoint().open_dataset(
+                    NCZarrDataStore(source, node.path), **decoders
+                )
                 name = NodePath(node.path)
                 out[str(name.relative_to(parent)) if group else str(name)] = ds
         except BaseException:
