@@ -115,12 +115,14 @@ def _attributes(attrs: Mapping[Hashable, Any], where: str) -> dict[str, Attribut
 def _encode(ds: Any) -> tuple[dict[str, Any], dict[Hashable, Any]]:
     """The netcdf4 engine's CF encoding of one group's dataset: (variables, attributes)."""
     from xarray import conventions
+    from xarray.backends.common import ensure_dtype_not_object
     from xarray.coding.strings import CharacterArrayCoder, EncodedStringCoder
 
     variables, attrs = conventions.encode_dataset_coordinates(ds)
     variables, attrs = conventions.cf_encoder(variables, attrs)
     out = {}
     for name, var in variables.items():
+        var = ensure_dtype_not_object(var, name=name)
         var = EncodedStringCoder(allows_unicode=True).encode(var, name=name)
         var = CharacterArrayCoder().encode(var, name=name)
         out[str(name)] = var
@@ -164,15 +166,25 @@ def _text_bytes(data: Any) -> tuple[Any, int]:
     return np.array(flat, dtype=f"S{width}").reshape(values.shape), width
 
 
-def _chunks(var: Any, name: str) -> tuple[int, ...]:
-    """Zarr chunks: the encoding's (``chunksizes``/``chunks``), dask's, or the shape."""
+def _chunks(var: Any, unlimited: set[str]) -> tuple[int, ...]:
+    """Zarr chunks: the encoding's (``chunksizes``/``chunks``), dask's, or the shape.
+
+    As ``to_netcdf`` does, an encoded chunking that no longer fits (read from a store
+    whose variable had another shape, or chunks beyond a fixed dimension) is dropped.
+    """
     if not var.shape:
         return ()
+    original = var.encoding.get("original_shape")
+    stale = original is not None and tuple(original) != tuple(var.shape)
     for key in ("chunksizes", "chunks"):
         chunks = var.encoding.get(key)
-        if chunks:
-            if len(chunks) != len(var.shape):
-                raise ValueError(f"variable {name!r}: encoding[{key!r}]={chunks!r} has wrong rank")
+        if not chunks or stale or isinstance(chunks, dict) or len(chunks) != len(var.shape):
+            continue
+        too_big = any(
+            c > n and d not in unlimited
+            for c, n, d in zip(chunks, var.shape, var.dims, strict=True)
+        )
+        if not too_big:
             return tuple(max(1, int(c)) for c in chunks)
     if var.chunks is not None:
         return tuple(max(1, int(c[0])) for c in var.chunks)
@@ -269,7 +281,7 @@ class _Plan:
                     type=nc_type,
                     dimensions=tuple(fqns),
                     shape=tuple(int(s) for s in var.shape),
-                    chunks=_chunks(var, name),
+                    chunks=_chunks(var, unlimited),
                     fill_value=_fill_value(fill, nc_type),
                     compressor=compressor,
                     filters=filters,
