@@ -43,15 +43,20 @@ ENGINE = "nczarr"
 @pytest.fixture(autouse=True, scope="module")
 def _engine_registered() -> Iterator[None]:
     """``engine="nczarr"`` by name, also when the installed metadata predates the entry
-    point (an editable install made before it was added): register it as the entry
-    point would. The entry point itself is checked by ``test_entry_point``."""
+    point (an editable install made before it was added): register it where the entry
+    point would put it (xarray's engine order). ``test_entry_point`` checks the entry
+    point itself."""
+    from xarray.backends.plugins import sort_backends
+
     engines = xr.backends.list_engines()
-    added = ENGINE not in engines
-    if added:
-        engines[ENGINE] = NCZarrBackendEntrypoint()
+    before = dict(engines)
+    if ENGINE not in engines:
+        ordered = sort_backends({**engines, ENGINE: NCZarrBackendEntrypoint()})
+        engines.clear()
+        engines.update(ordered)
     yield
-    if added:
-        engines.pop(ENGINE, None)
+    engines.clear()
+    engines.update(before)
 
 
 # ------------------------------------------------------------------ datasets
@@ -387,6 +392,7 @@ def test_char_attributes_keep_their_text_where_netcdf_c_reads_json(tmp_path):
         assert actual["u"].encoding["_Unsigned"] == "true"
 
 
+@pytest.mark.filterwarnings("ignore:Duplicate dimension names")
 def test_anonymous_dimensions_are_named_by_the_spec(tmp_path):
     directory = extract_fixture("ref_byte.zarr.zip", tmp_path)
     expected = xr.open_dataset(nc_url(directory, "zarr"), engine="netcdf4")
@@ -523,6 +529,10 @@ def test_guess_can_open_claims_a_local_nczarr_dot_zarr(corpus, tmp_path):
     assert NCZarrBackendEntrypoint().guess_can_open(str(copy))
     assert NCZarrBackendEntrypoint().guess_can_open(nczarr.MemoryMap(mode="w"))
     # and xarray picks the engine without being told
+    from xarray.backends.plugins import guess_engine
+
+    for src in (str(copy), nc_url(path), str(fixture_path("current_netcdf4101.zip"))):
+        assert guess_engine(src) == ENGINE
     assert_same(xr.open_dataset(path, engine=ENGINE), xr.open_dataset(nc_url(path)))
 
 
