@@ -72,6 +72,7 @@ def write(
     *,
     noxarray: bool = False,
     consolidated: bool = False,
+    netcdf_scalars: bool = False,
 ) -> dict[str, bytes]:
     """The metadata objects that describe ``dataset`` in ``format``.
 
@@ -86,6 +87,11 @@ def write(
         Omit ``_ARRAY_DIMENSIONS`` (netcdf-c's ``mode=noxarray``).
     consolidated : bool
         Also write ``.zmetadata`` (``zarr_consolidated_format`` 1).
+    netcdf_scalars : bool
+        ``"zarr"`` only: write scalars as netcdf-c does in pure Zarr (shape ``[1]``,
+        ``_ARRAY_DIMENSIONS: ["_scalar_"]``), which netcdf-c 4.10 reads, instead of
+        0-d arrays (shape ``[]``), which zarr-python and xarray write and expect
+        and which netcdf-c 4.10 silently leaves out.
 
     Returns
     -------
@@ -99,7 +105,11 @@ def write(
         ``format`` is not one of :data:`FORMATS`.
     """
     return write_with_warnings(
-        dataset, format, noxarray=noxarray, consolidated=consolidated
+        dataset,
+        format,
+        noxarray=noxarray,
+        consolidated=consolidated,
+        netcdf_scalars=netcdf_scalars,
     ).metadata
 
 
@@ -109,6 +119,7 @@ def write_with_warnings(
     *,
     noxarray: bool = False,
     consolidated: bool = False,
+    netcdf_scalars: bool = False,
 ) -> WriteResult:
     """Like :func:`write`, returning a :class:`WriteResult` (metadata and warnings)."""
     if format == "nczarr":
@@ -119,7 +130,7 @@ def write_with_warnings(
     elif format == "zarr":
         from .write_zarr import write_zarr
 
-        metadata, warnings = write_zarr(dataset, noxarray=noxarray)
+        metadata, warnings = write_zarr(dataset, noxarray=noxarray, netcdf_scalars=netcdf_scalars)
     else:
         raise InvalidModeError(
             f"invalid format {format!r}: expected one of {', '.join(map(repr, FORMATS))}"
@@ -139,12 +150,16 @@ def dumps(value: Any, *, compact: bool = False) -> bytes:
     non-truncating rewrite of an object is longer than ours by ``2 * n - 1`` bytes
     per dict of ``n`` entries (see the module docstring). Non-ASCII text is written
     as UTF-8, never as ``\\u`` escapes (netcdf-c 4.10's parser does not decode
-    those); numbers are written as :func:`~nczarr.translate.attrs.json_text` writes
+    those); bytes a reader kept undecoded (lone surrogates, see
+    :func:`~nczarr.translate.attrs.parse_json`) are written back as those bytes;
+    numbers are written as :func:`~nczarr.translate.attrs.json_text` writes
     them (a :class:`~nczarr.translate.attrs.JSONFloat` keeps its text, other floats
-    use ``repr``, full precision). Callers encode NaN and infinities as strings
-    beforehand.
+    use ``repr``, full precision); NaN and infinities are the bare tokens
+    ``NaN``/``Infinity``/``-Infinity`` (callers wanting the strings, as Zarr v2 says
+    for ``fill_value``, encode them beforehand).
     """
-    return (_compact(value) if compact else json_text(value)).encode("utf-8")
+    text = _compact(value) if compact else json_text(value)
+    return text.encode("utf-8", "surrogateescape")
 
 
 def _compact(value: Any) -> str:
@@ -191,19 +206,22 @@ def consolidate(metadata: dict[str, bytes]) -> bytes:
     inner: dict[str, Any] = {}
     for key, value in metadata.items():
         if key.rsplit("/", 1)[-1] in ZARR_METADATA_NAMES and key != ZMETADATA:
-            inner[key] = parse_json(value, key=key)
+            inner[key] = parse_json(value, key=key, warnings=[])  # our own bytes
     return dumps({"metadata": inner, "zarr_consolidated_format": 1})
 
 
-def zarray_document(var: Variable, *, nczarr: bool, fill_value: Any) -> dict[str, Any]:
+def zarray_document(
+    var: Variable, *, nczarr: bool, fill_value: Any, netcdf_scalars: bool = False
+) -> dict[str, Any]:
     """The ``.zarray`` of one variable in netcdf-c's key order, shared by both writers.
 
     NCZarr stores a scalar as shape/chunks ``[1]`` (what netcdf-c reads), pure Zarr
-    as a 0-d array; ``dtype`` follows the format (``>S1`` vs ``|S1`` for char);
+    as a 0-d array unless ``netcdf_scalars`` (then ``[1]`` too); ``dtype`` follows
+    the format (``>S1`` vs ``|S1`` for char);
     ``fill_value`` is already encoded by the caller; ``dimension_separator`` is
     written only when it is ``"/"``.
     """
-    scalar_shape: list[int] = [1] if nczarr else []
+    scalar_shape: list[int] = [1] if nczarr or netcdf_scalars else []
     doc: dict[str, Any] = {
         "zarr_format": 2,
         "shape": scalar_shape if var.scalar else list(var.shape),
@@ -212,8 +230,25 @@ def zarray_document(var: Variable, *, nczarr: bool, fill_value: Any) -> dict[str
         "fill_value": fill_value,
         "order": var.order,
         "compressor": var.compressor,
-        "filters": list(var.filters) if var.filters else None,
+        "filters": _filters(var) or None,
     }
     if var.dimension_separator == "/":
         doc["dimension_separator"] = "/"
     return doc
+
+
+def _filters(var: Variable) -> list[dict[str, Any]]:
+    """The filters to write: a text variable's byte shuffle is left out.
+
+    A shuffle with ``elementsize`` 1 is the identity on the chunk bytes, so leaving it
+    out changes no value for any reader. Kept, it breaks netcdf-c: netcdf-c ignores
+    ``elementsize`` and shuffles with the size of the type *in memory*, which for a
+    ``"|S1"`` array (a netCDF ``string`` in pure Zarr, what a char becomes there) is
+    a pointer, 8 bytes: ``"hello world, abc"`` reads as ``"hlowrd bel ol,ac"``.
+    """
+    filters = list(var.filters)
+    if var.type in ("char", "string"):
+        filters = [
+            f for f in filters if not (f.get("id") == "shuffle" and f.get("elementsize") == 1)
+        ]
+    return filters
