@@ -282,7 +282,7 @@ def _raw_attribute(url: str, var: str, name: str) -> bytes:
         return buf.raw[: length.value]
 
 
-def test_defect_11_non_utf8_byte_does_not_refuse_the_store(tmp_path: Path) -> None:
+def test_defect_11_non_utf8_byte_does_not_refuse_the_store(tmp_path: Path, capsys) -> None:
     cdl = tmp_path / "g.cdl"
     cdl.write_text(
         "netcdf g {\ndimensions:\n  n = 2 ;\nvariables:\n  int v(n) ;\n"
@@ -316,7 +316,9 @@ def test_defect_11_non_utf8_byte_does_not_refuse_the_store(tmp_path: Path) -> No
     with pytest.warns(NCZarrWarning, match=r"v/\.zattrs.*not UTF-8"):
         group = nczarr.open_zarr(nc_url(src))  # through the view, announced
     assert group["v"][:].tolist() == [1, 2]
+    capsys.readouterr()
     assert main(["dump", "-h", str(src)]) == 0
+    assert 'v:weird = "\\200ok"' in capsys.readouterr().out  # as ncgen reads it back
 
 
 # --------------------------------------------------------------------------- defect 12
