@@ -18,6 +18,7 @@ import warnings
 from pathlib import Path
 
 import netCDF4
+import numcodecs
 import numpy as np
 import pytest
 import xarray as xr
@@ -204,6 +205,24 @@ def test_defect_5_char_with_shuffle_reads_right_in_netcdf_c(tmp_path: Path) -> N
         again = tmp_path / f"again-{mode}.file"
         nczarr.convert(out, again, mode="nczarr")
         assert _text(_nc_values(nc_url(again), "cs")) == text
+
+
+def test_defect_5_string_with_a_real_shuffle_is_announced(tmp_path: Path) -> None:
+    """A ``|S4`` array with shuffle elementsize 4 (zarr-python): netcdf-c reads it
+    scrambled whatever the metadata says, so a convert says so."""
+    src = tmp_path / "s4.zarr"
+    group = zarr.open_group(str(src), mode="w", zarr_format=2)
+    words = np.array([b"abcd", b"efgh", b"ijkl"])
+    a = group.create_array(
+        "s", shape=(3,), dtype="S4", filters=[numcodecs.Shuffle(elementsize=4)], compressors=None
+    )
+    a[:] = words
+    a.attrs["_ARRAY_DIMENSIONS"] = ["n"]
+    with netCDF4.Dataset(nc_url(src, "zarr")) as ds:
+        assert ds["s"][:].tolist() != ["abcd", "efgh", "ijkl"]  # netcdf-c's own misreading
+    with pytest.warns(NCZarrWarning, match=r"/s: a string array with a byte shuffle"):
+        report = nczarr.convert(src, tmp_path / "out.file", mode="nczarr")
+    assert any("scrambled" in w for w in report.warnings)
 
 
 # --------------------------------------------------------------------------- defect 6

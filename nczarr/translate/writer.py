@@ -135,6 +135,7 @@ def write_with_warnings(
         raise InvalidModeError(
             f"invalid format {format!r}: expected one of {', '.join(map(repr, FORMATS))}"
         )
+    warnings = [*warnings, *_text_shuffle_warnings(dataset)]
     if consolidated:
         metadata[ZMETADATA] = consolidate(metadata)
     return WriteResult(metadata, tuple(warnings))
@@ -235,6 +236,24 @@ def zarray_document(
     if var.dimension_separator == "/":
         doc["dimension_separator"] = "/"
     return doc
+
+
+def _text_shuffle_warnings(dataset: Dataset) -> list[str]:
+    """One warning per string variable whose chunks keep a real byte shuffle.
+
+    netcdf-c un-shuffles a string array with its in-memory element size (8, a
+    pointer), not the ``elementsize`` stored, and so reads scrambled text
+    (``"abcd", "efgh"`` as ``"ambn", "codp"``); zarr-python and nczarr read it right.
+    Leaving the filter out would need the chunks re-encoded.
+    """
+    return [
+        f"variable {var.path}: a string array with a byte shuffle (elementsize "
+        f"{f.get('elementsize')}); netcdf-c un-shuffles it with the wrong element size and "
+        "reads scrambled text (zarr-python and nczarr read it right)"
+        for var in dataset.root.all_variables()
+        for f in _filters(var)
+        if var.type in ("char", "string") and f.get("id") == "shuffle"
+    ]
 
 
 def _filters(var: Variable) -> list[dict[str, Any]]:
