@@ -41,7 +41,7 @@ __version__ = "0.1.0"
 _LAZY = {
     # maps
     "ZMap": "nczarr.maps.base",
-    "normalize_key": "nczarr.maps.base",
+    "normalize_key": "nczarr.keys",
     "MemoryMap": "nczarr.maps.memory",
     "FileMap": "nczarr.maps.file",
     "ZipMap": "nczarr.maps.zip",
@@ -63,6 +63,9 @@ _LAZY = {
     "detect": "nczarr.load",
     "read": "nczarr.load",
     "view": "nczarr.readthrough",
+    # diagnosis
+    "check": "nczarr.diagnosis",
+    "CheckReport": "nczarr.diagnosis",
     # conversion
     "convert": "nczarr.conversion.api",
     "migrate": "nczarr.conversion.api",

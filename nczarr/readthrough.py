@@ -24,14 +24,13 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
 from .errors import InvalidModeError, ReadOnlyError, warn_all
-from .maps.base import ZMap, join_key, normalize_key
-from .translate.conventions import ZARRAY, ZMETADATA
+from .keys import join_key, normalize_key
+from .maps.base import ZMap
+from .translate.conventions import FORMATS, ZARRAY, ZMETADATA
 from .translate.model import Dataset
 from .translate.read_zarr3 import ChunkKeys
 
 __all__ = ["TranslatedView", "view"]
-
-_FORMATS = ("zarr", "nczarr")
 
 
 class TranslatedView(ZMap):
@@ -53,9 +52,9 @@ class TranslatedView(ZMap):
         netcdf_scalars: bool = False,
     ) -> None:
         super().__init__("r")
-        if format not in _FORMATS:
+        if format not in FORMATS:
             raise InvalidModeError(
-                f"invalid view mode {format!r}: expected one of {', '.join(map(repr, _FORMATS))}"
+                f"invalid view mode {format!r}: expected one of {', '.join(map(repr, FORMATS))}"
             )
         from .load import read_with_chunk_keys
         from .translate.writer import write_with_warnings

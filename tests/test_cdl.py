@@ -14,8 +14,7 @@ import nczarr
 from nczarr.cli.cdl import escape_name, format_attribute_values, format_cdl
 from nczarr.translate.model import Attribute, Dataset, Dimension, Group, Variable
 
-from .conftest import fixture_path
-from .ncoracle import build, map_from_zip, rename_dimensions
+from .ncoracle import build, fixture_path, map_from_zip, rename_dimensions
 
 _END_OF_DATA = re.compile(r"^\s*(group: .* \{|\} // group .*|\})$")
 

@@ -1,6 +1,6 @@
 """The ``nczarr`` command: a thin argparse layer over the library.
 
-Subcommands: ``convert``, ``migrate``, ``ls``, ``info``, ``dump``. Errors of nczarr
+Subcommands: ``convert``, ``migrate``, ``ls``, ``info``, ``check``, ``dump``. Errors of nczarr
 and of the operating system print one line, ``nczarr: error: <message>``, on stderr
 and exit 1; usage errors exit 2 (argparse). A progress bar is shown only when stderr
 is a terminal. The library's warnings (:class:`~nczarr.errors.NCZarrWarning`) are
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import posixpath
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -65,6 +64,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-R", dest="recursive", action="store_true", help="every key below PREFIX")
 
     p = sub.add_parser("info", help="detected layout and a summary of the dataset")
+    p.add_argument("url", metavar="URL")
+
+    p = sub.add_parser(
+        "check",
+        help="what each reader (netcdf-c, zarr-python, xarray) would get wrong",
+        description="Exit 0 when every reader gets the store right, 1 when any would "
+        "fail or misread it, 2 on usage errors.",
+    )
     p.add_argument("url", metavar="URL")
 
     p = sub.add_parser("dump", help="print the dataset as CDL (like ncdump)", add_help=False)
@@ -175,23 +182,24 @@ def _info(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _dataset_name(url: str) -> str:
-    """ncdump's name for a dataset: the last path segment without its extension."""
-    from ..maps.url import parse_url
+def _check(args: argparse.Namespace, out: TextIO) -> int:
+    from ..diagnosis import check
 
-    path = parse_url(url).path.rstrip("/")
-    base = posixpath.basename(path) or "dataset"
-    return base.split(".", 1)[0] or base
+    with ExitStack() as stack:
+        report = check(_open_read(args.url, stack))
+    print(report.summary().replace(report.url, args.url), file=out)
+    return 0 if report.ok else 1
 
 
 def _dump(args: argparse.Namespace, out: TextIO) -> int:
     from ..load import read
+    from ..maps.url import dataset_name
     from .cdl import format_cdl
 
     with ExitStack() as stack:
         zmap = _open_read(args.url, stack)
         dataset = read(zmap)
-        text = format_cdl(dataset, _dataset_name(args.url))
+        text = format_cdl(dataset, dataset_name(args.url))
     _print_warnings(dataset.warnings)
     print(text.rstrip("\n"), file=out)
     return 0
@@ -202,6 +210,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "migrate": _migrate,
     "ls": _ls,
     "info": _info,
+    "check": _check,
     "dump": _dump,
 }
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import InvalidModeError
-from ..maps.base import ZMap, parent_keys
+from ..keys import parent_keys
+from ..maps.base import ZMap
 from ..translate.conventions import V1_OBJECT_NAMES, ZARR_METADATA_NAMES, ZARRAY
 from ..translate.model import Dataset, Group
 

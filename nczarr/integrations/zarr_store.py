@@ -413,7 +413,7 @@ def open_zarr(url: str, mode: str = "r", **kwargs: Any) -> zarr.Group:
 
     In read mode a store with netcdf-c metadata (NCZarr of any generation, or pure
     Zarr that netcdf-c wrote: see
-    :func:`~nczarr.translate.detect.needs_translation`) is read through the
+    :func:`~nczarr.translate.compat.needs_translation`) is read through the
     translated view (:func:`nczarr.view` with ``mode="zarr"``), so zarr-python gets
     the numbers and text netCDF4 reads (it would otherwise decode netcdf-c's
     ``{"id": "shuffle", "elementsize": 0}`` to wrong numbers and refuse char
@@ -446,7 +446,8 @@ def _translated_if_needed(zmap: ZMap) -> ZMap:
     from ..errors import MetadataError, warn_all
     from ..load import load_metadata
     from ..readthrough import TranslatedView
-    from ..translate.detect import detect_format, needs_translation
+    from ..translate.compat import needs_translation
+    from ..translate.detect import detect_format
 
     try:
         meta = load_metadata(zmap, warnings=[])

@@ -14,18 +14,16 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import MetadataError
-from .codecs import normalize_codec
+from ..keys import join_key
 from .conventions import (
     ARRAY_DIMENSIONS,
     ARRAY_KEYS,
     ATTR_KEYS,
-    CHAR_DTYPE_NCZARR,
     GROUP_KEYS,
     LAYOUT_V1,
     LAYOUT_V2,
     LAYOUT_V2_KEYS,
     LAYOUT_ZARR,
-    LEGACY_CHAR_DTYPES,
     NCPROPERTIES,
     SUPERBLOCK_KEYS,
     V1_SUPERBLOCK,
@@ -36,14 +34,7 @@ from .conventions import (
     ZMETADATA,
 )
 
-__all__ = [
-    "FormatInfo",
-    "detect_format",
-    "nczarr_key",
-    "object_key",
-    "netcdf_version",
-    "needs_translation",
-]
+__all__ = ["FormatInfo", "detect_format", "nczarr_key", "netcdf_version"]
 
 _NCZARR_KEYS = (*SUPERBLOCK_KEYS, *GROUP_KEYS, *ARRAY_KEYS, *ATTR_KEYS)
 _NETCDF_VERSION = re.compile(r"(?:^|,)\s*netcdf=([^,]+)")
@@ -86,11 +77,6 @@ class FormatInfo:
     written_by: str | None = None
 
 
-def object_key(prefix: str, name: str) -> str:
-    """Map key of metadata object ``name`` in the node at ``prefix`` (``""`` = root)."""
-    return f"{prefix}/{name}" if prefix else name
-
-
 def _as_dict(meta: Mapping[str, Any], key: str) -> dict[str, Any] | None:
     value = meta.get(key)
     if value is None:
@@ -111,7 +97,7 @@ def nczarr_key(
     """
     names = tuple(names)
     for source in (ZATTRS, obj):
-        key = object_key(prefix, source)
+        key = join_key(prefix, source)
         content = _as_dict(meta, key)
         if content is None:
             continue
@@ -215,37 +201,3 @@ def detect_format(meta: Mapping[str, Any]) -> FormatInfo:
             "not a Zarr store: no .zgroup, .zarray, .zattrs, .zmetadata or zarr.json found"
         )
     return FormatInfo("zarr", LAYOUT_ZARR, evidence=tuple(present), **common)
-
-
-def needs_translation(meta: Mapping[str, Any], info: FormatInfo) -> bool:
-    """Whether zarr-python would misread this store as stored (netcdf-c metadata).
-
-    True for NCZarr (every generation), for pure Zarr that netcdf-c wrote
-    (``_NCProperties`` names netCDF), and for any Zarr v2 array with netcdf-c's
-    spellings: char dtype ``">S1"``/``"<U1"`` (zarr-python refuses it) or a codec
-    config numcodecs misreads (shuffle ``elementsize`` 0 silently gives wrong numbers,
-    numeric strings are rejected). Stores written by zarr-python or xarray, Zarr v3
-    included, are read correctly as they are.
-    """
-    if info.format == "nczarr":
-        return True
-    if info.zarr_format == 3:
-        return False
-    if info.written_by is not None and info.written_by.startswith("netCDF"):
-        return True
-    for key, value in meta.items():
-        if key.rsplit("/", 1)[-1] != ZARRAY or not isinstance(value, dict):
-            continue
-        dtype = value.get("dtype")
-        if dtype == CHAR_DTYPE_NCZARR or dtype in LEGACY_CHAR_DTYPES:
-            return True
-        for codec in [value.get("compressor"), *(value.get("filters") or [])]:
-            if codec is None:
-                continue
-            try:
-                # the item size only matters for a shuffle without a valid elementsize
-                if normalize_codec(codec, itemsize=-1) != codec:
-                    return True
-            except MetadataError:
-                return True  # malformed: the reader's error names the key
-    return False

@@ -1,6 +1,6 @@
 """Write pure Zarr v2 that zarr-python 3, xarray and netcdf-c all read correctly.
 
-Differences from the NCZarr writer (``shared/reference/netcdf-c-layouts.md``
+Differences from the NCZarr writer (``docs/netcdf-c-layouts.md``
 sections 2.3-2.6 and ``zarr-xarray-vs-netcdf-c.md``):
 
 * no ``_nczarr_*`` key anywhere; ``_NCProperties`` stays in the root ``.zattrs``;
@@ -39,6 +39,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..keys import join_key
 from .attrs import encode_attribute
 from .conventions import (
     ARRAY_DIMENSIONS,
@@ -51,7 +52,7 @@ from .conventions import (
 )
 from .dtypes import encode_fill_value
 from .model import Dataset, Group, Variable
-from .writer import dumps, group_key, join, ncproperties, zarray_document
+from .write_common import dumps, group_key, ncproperties, zarray_document
 
 __all__ = ["write_zarr", "zarray_zarr", "dimension_names"]
 
@@ -97,17 +98,17 @@ def write_zarr(
 
     for group in dataset.root.walk():
         prefix = group_key(group)
-        out[join(prefix, ZGROUP)] = dumps({"zarr_format": 2})
+        out[join_key(prefix, ZGROUP)] = dumps({"zarr_format": 2})
         attrs = _attributes(group.attributes.values())
         if group.path in ("", "/"):
             attrs[NCPROPERTIES] = ncproperties(dataset)
-        out[join(prefix, ZATTRS)] = utf8(join(prefix, ZATTRS), attrs)
+        out[join_key(prefix, ZATTRS)] = utf8(join_key(prefix, ZATTRS), attrs)
         names, group_warnings = dimension_names(dataset, group)
         warnings.extend(group_warnings)
         for var in group.variables.values():
-            vprefix = join(prefix, var.name)
+            vprefix = join_key(prefix, var.name)
             zarray = zarray_zarr(var, netcdf_scalars=netcdf_scalars)
-            out[join(vprefix, ZARRAY)] = utf8(join(vprefix, ZARRAY), zarray)
+            out[join_key(vprefix, ZARRAY)] = utf8(join_key(vprefix, ZARRAY), zarray)
             vattrs = _attributes(var.attributes.values())
             if not noxarray:
                 vattrs[ARRAY_DIMENSIONS] = (
@@ -115,7 +116,7 @@ def write_zarr(
                     if var.scalar and netcdf_scalars
                     else [names[d] for d in var.dimensions]
                 )
-            out[join(vprefix, ZATTRS)] = utf8(join(vprefix, ZATTRS), vattrs)
+            out[join_key(vprefix, ZATTRS)] = utf8(join_key(vprefix, ZATTRS), vattrs)
     return out, warnings
 
 
