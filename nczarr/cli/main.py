@@ -19,7 +19,7 @@ from contextlib import ExitStack
 from typing import Any, TextIO
 
 from .. import __version__
-from ..errors import NCZarrError, NCZarrWarning
+from ..errors import InvalidModeError, NCZarrError, NCZarrWarning
 
 __all__ = ["main", "build_parser"]
 
@@ -75,7 +75,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("url", metavar="URL")
 
     p = sub.add_parser("dump", help="print the dataset as CDL (like ncdump)", add_help=False)
-    p.add_argument("-h", dest="header", action="store_true", required=True, help="header only")
+    p.add_argument("-h", dest="header", action="store_true", help="header only, no data")
+    p.add_argument(
+        "-v",
+        dest="variables",
+        metavar="VAR,...",
+        type=lambda text: [v for v in text.split(",") if v],
+        help="data of these variables only (names or paths)",
+    )
     p.add_argument("url", metavar="URL")
     return parser
 
@@ -196,13 +203,41 @@ def _dump(args: argparse.Namespace, out: TextIO) -> int:
     from ..maps.url import dataset_name
     from .cdl import format_cdl
 
+    name = dataset_name(args.url)
     with ExitStack() as stack:
         zmap = _open_read(args.url, stack)
-        dataset = read(zmap)
-        text = format_cdl(dataset, dataset_name(args.url))
+        if args.header:
+            dataset = read(zmap)
+            text = format_cdl(dataset, name)
+        else:
+            dataset, data = _data_source(zmap)
+            if args.variables:
+                known = {v.name for v in dataset.root.all_variables()}
+                known |= {v.path for v in dataset.root.all_variables()}
+                unknown = [v for v in args.variables if v not in known]
+                if unknown:
+                    raise InvalidModeError(f"{args.url}: no variable {unknown[0]!r}")
+            text = format_cdl(dataset, name, data=data, variables=args.variables)
     _print_warnings(dataset.warnings)
     print(text.rstrip("\n"), file=out)
     return 0
+
+
+def _data_source(zmap: Any) -> tuple[Any, Callable[[Any], Any]]:
+    """The dataset and a reader of each variable's values: zarr-python over the
+    translated pure-Zarr view, so every layout reads as its producer wrote it."""
+    import zarr
+
+    from ..integrations.zarr_store import ZarrStore
+    from ..readthrough import view
+
+    translated = view(zmap, "zarr")
+    group = zarr.open_group(store=ZarrStore(translated), mode="r")
+
+    def values(var: Any) -> Any:
+        return group[var.path.strip("/")][...]
+
+    return translated.dataset, values
 
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
