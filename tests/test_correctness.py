@@ -313,6 +313,14 @@ def test_defect_11_non_utf8_byte_does_not_refuse_the_store(tmp_path: Path, capsy
     assert b"\x80ok" in (src / "v" / ".zattrs").read_bytes()  # the raw byte, not UTF-8
     assert _raw_attribute(nc_url(src), "v", "weird") == b"\x80ok"
 
+    # zarr-python and xarray cannot read it; nczarr check says so instead of refusing
+    with pytest.raises(UnicodeDecodeError):
+        zarr.open_group(str(src), mode="r", zarr_format=2)["v"]
+    with pytest.raises(UnicodeDecodeError):
+        xr.open_zarr(src, consolidated=False, zarr_format=2)
+    found = {(f.reader, f.severity) for f in nczarr.check(src).findings if f.where == "v/.zattrs"}
+    assert found == {("zarr-python 3", "fails"), ("xarray", "refuses")}
+
     with pytest.warns(NCZarrWarning, match=r"v/\.zattrs.*not UTF-8"):
         ds = nczarr.read(src)
     var = ds.find_variable("/v")
@@ -332,6 +340,7 @@ def test_defect_11_non_utf8_byte_does_not_refuse_the_store(tmp_path: Path, capsy
     group = zarr.open_group(str(pure), mode="r")  # valid UTF-8 JSON for zarr-python
     assert group["v"].attrs["weird"] == "\x80ok"
     assert group["v"][:].tolist() == [1, 2]
+    assert not [f for f in nczarr.check(pure).findings if f.where == "v/.zattrs"]
     with pytest.warns(NCZarrWarning, match=r"v/\.zattrs.*not UTF-8"):
         group = nczarr.open_zarr(nc_url(src))  # through the view, announced
     assert group["v"][:].tolist() == [1, 2]

@@ -433,12 +433,25 @@ def _trailing_bytes(trailing: Mapping[str, int]) -> Iterable[Finding]:
             yield Finding(reader, "refuses" if root else "fails", key, problem, fix)
 
 
+def _not_utf8(keys: Iterable[str]) -> Iterable[Finding]:
+    for key in sorted(keys):
+        root = "/" not in key
+        problem = (
+            "metadata is not UTF-8 (netcdf-c 4.9 writes a char attribute's raw bytes): "
+            "its JSON parser raises UnicodeDecodeError"
+        )
+        fix = "nczarr convert URL OUT --mode zarr"
+        yield Finding(ZARR_PYTHON, "refuses" if root else "fails", key, problem, fix)
+        yield Finding(XARRAY, "refuses", key, problem, fix)
+
+
 def findings(
     meta: Mapping[str, Any],
     info: FormatInfo,
     *,
     consolidated: Mapping[str, Any] | None = None,
     trailing: Mapping[str, int] | None = None,
+    not_utf8: Iterable[str] = (),
 ) -> list[Finding]:
     """Every problem each reader would have with a store, worst first per reader.
 
@@ -452,8 +465,15 @@ def findings(
         The parsed ``.zmetadata`` document, when the store has one.
     trailing
         Keys of objects whose JSON document is followed by stray bytes, with their count.
+    not_utf8
+        Keys of objects that are not UTF-8 text (netcdf-c reads them; zarr-python,
+        and so xarray, does not).
     """
-    out: list[Finding] = [*_trailing_bytes(trailing or {}), *_layout_findings(meta, info)]
+    out: list[Finding] = [
+        *_trailing_bytes(trailing or {}),
+        *_not_utf8(not_utf8),
+        *_layout_findings(meta, info),
+    ]
     if info.zarr_format == 2:
         for prefix in _arrays(meta):
             out.extend(_array_findings(meta, info, prefix))
