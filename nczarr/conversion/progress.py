@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from contextlib import ExitStack
+from typing import Any
 
 __all__ = ["Progress", "ProgressArg", "progress_callback"]
 
@@ -51,11 +52,18 @@ def progress_callback(progress: ProgressArg, stack: ExitStack, *, unit: str) -> 
 
 
 def _bar(stack: ExitStack, unit: str) -> Progress:
-    from tqdm import tqdm
-
-    bar = stack.enter_context(tqdm(total=0, unit=unit, file=sys.stderr, leave=False))
+    """A tqdm bar, drawn at the first report (a dry run, which copies nothing, draws
+    none) and closed by ``stack``."""
+    bars: list[Any] = []
 
     def update(done: int, total: int) -> None:
+        if not bars:
+            from tqdm import tqdm
+
+            bars.append(
+                stack.enter_context(tqdm(total=total, unit=unit, file=sys.stderr, leave=False))
+            )
+        bar = bars[0]
         if bar.total != total:
             bar.total = total
         bar.update(done - bar.n)
