@@ -14,6 +14,7 @@ import os
 import pickle
 import shutil
 import tomllib
+import uuid
 import zipfile
 from collections.abc import Callable, Iterator
 from importlib import import_module
@@ -25,6 +26,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import nczarr
 from nczarr.integrations.xarray_backend import (
@@ -603,3 +606,118 @@ def test_attribute_value_follows_netcdf4(attr, expected):
 def test_attribute_arrays_keep_their_type():
     value = attribute_value(Attribute("a", "float", (1.5, float("nan"))))
     assert value.dtype == np.float32 and value[0] == 1.5 and np.isnan(value[1])
+
+
+# ------------------------------------------------------------------ stores xarray wrote
+def _xarray_sample() -> xr.Dataset:
+    return xr.Dataset(
+        {
+            "t": (
+                ("time", "x"),
+                np.arange(6.0).reshape(2, 3).astype("f4"),
+                {"units": "K", "n": 3, "f": 1.5, "l": [1, 2], "s": "txt"},
+            ),
+            "i": ("x", np.array([1, 2, -3], "i2")),
+        },
+        coords={"time": pd.date_range("2000-01-01", periods=2), "x": [10, 20, 30]},
+        attrs={"title": "made by xarray", "v": 2},
+    )
+
+
+def test_pure_zarr_v2_written_by_xarray(tmp_path):
+    ds = _xarray_sample()
+    plain = tmp_path / "plain.zarr"
+    ds.to_zarr(plain, zarr_format=2, consolidated=False, encoding={"t": {"compressors": None}})
+    # netcdf-c reads it too: both engines agree, attribute types included
+    expected = xr.open_dataset(nc_url(plain, "zarr"), engine="netcdf4").load()
+    actual = xr.open_dataset(plain, engine=ENGINE).load()
+    assert_same(expected, actual)
+    xr.testing.assert_identical(actual, ds)
+    # zarr-python's default codecs (blosc) and consolidated metadata, engine only
+    default = tmp_path / "default.zarr"
+    ds.to_zarr(default, zarr_format=2)
+    xr.testing.assert_identical(xr.open_dataset(default, engine=ENGINE).load(), ds)
+
+
+def test_pure_zarr_v3_written_by_xarray(tmp_path):
+    ds = _xarray_sample()
+    path = tmp_path / "v3.zarr"
+    ds.to_zarr(path, zarr_format=3, consolidated=False)
+    actual = xr.open_dataset(path, engine=ENGINE, chunks={})
+    xr.testing.assert_identical(actual.load(), ds)
+    assert actual["t"].attrs["n"].dtype == np.int32  # netcdf-c's inference for JSON ints
+
+
+# ------------------------------------------------------------------ differential
+_NUMERIC = ["i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f4", "f8"]
+
+
+@st.composite
+def netcdf_datasets(draw: st.DrawFn) -> Callable[[netCDF4.Dataset], None]:
+    """A random small netCDF-4 dataset: dims, typed variables (numeric, char, string),
+    chunking, fill values, partial writes, typed attributes, a subgroup."""
+    sizes = draw(st.lists(st.integers(1, 5), min_size=1, max_size=2))
+    unlimited = draw(st.booleans())
+    specs = []
+    for i in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from([*_NUMERIC, "S1", "str"]))
+        ndim = draw(st.integers(0, len(sizes)))
+        dims = tuple(f"d{j}" for j in range(ndim))
+        chunks = tuple(draw(st.integers(1, max(1, sizes[j]))) for j in range(ndim))
+        fill = draw(st.booleans()) and kind in _NUMERIC
+        written = draw(st.integers(0, sizes[0])) if ndim else 1
+        attr = draw(st.sampled_from([None, *_NUMERIC, "char", "strings"]))
+        specs.append((f"v{i}", kind, dims, chunks, fill, written, attr, draw(st.integers(0, 9))))
+    in_group = draw(st.booleans())
+
+    def fill_dataset(ds: netCDF4.Dataset) -> None:
+        for j, size in enumerate(sizes):
+            ds.createDimension(f"d{j}", None if unlimited and j == 0 else size)
+        target = ds.createGroup("sub") if in_group else ds
+        for name, kind, dims, chunks, fill, written, attr, seed in specs:
+            rng = np.random.default_rng(seed)
+            dtype = str if kind == "str" else kind
+            kwargs: dict[str, Any] = {"chunksizes": chunks} if dims else {}
+            if fill:
+                kwargs["fill_value"] = np.array(rng.integers(0, 100)).astype(kind)
+            var = target.createVariable(name, dtype, dims, **kwargs)
+            shape = tuple([written, *[sizes[j] for j in range(1, len(dims))]]) if dims else ()
+            if kind == "str":
+                values = np.array(
+                    [f"s{rng.integers(0, 1000)}é" for _ in range(int(np.prod(shape)))], object
+                ).reshape(shape)
+            elif kind == "S1":
+                var.set_auto_chartostring(False)
+                values = rng.choice(np.array(list(b"abc"), "u1"), shape).view("S1")
+            else:
+                info = np.iinfo(kind) if kind[0] in "iu" else np.finfo(kind)
+                values = rng.uniform(-100, 100, shape).clip(info.min, info.max).astype(kind)
+            if dims and written:
+                var[:written] = values
+            elif not dims:
+                var[...] = values
+            if attr == "char":
+                var.setncattr("a", "text é")
+            elif attr == "strings":
+                var.setncattr_string("a", ["x", "yz"])
+            elif attr is not None:
+                var.setncattr("a", np.array([1, 2], attr))
+
+    return fill_dataset
+
+
+@settings(
+    max_examples=int(os.environ.get("NCZARR_LONG_TESTS", "0") and 200) or 12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(fill=netcdf_datasets(), decode=st.booleans())
+def test_random_netcdf_datasets_are_identical_to_the_netcdf4_engine(tmp_path, fill, decode):
+    path = tmp_path / f"h{uuid.uuid4().hex[:8]}.file"
+    build_nc(path, fill)
+    try:
+        expected = xr.open_datatree(nc_url(path), engine="netcdf4", decode_cf=decode).load()
+        actual = xr.open_datatree(path, engine=ENGINE, decode_cf=decode).load()
+        assert_same(expected, actual)
+    finally:
+        shutil.rmtree(path)
