@@ -8,8 +8,12 @@ groups, unlimited) and the CF encoding xarray's netcdf4 engine would have writte
 
 from __future__ import annotations
 
+import os
+import shutil
+import uuid
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import dask.array as da
 import netCDF4
@@ -17,6 +21,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import nczarr
 
@@ -229,3 +236,69 @@ def test_untypable_values_fail_before_anything_is_written(tmp_path, ds, message)
 def test_not_an_xarray_object(tmp_path):
     with pytest.raises(TypeError, match="Dataset or DataTree"):
         nczarr.to_nczarr({"a": 1}, str(tmp_path / "x.file"))
+
+
+@st.composite
+def xarray_datasets(draw: st.DrawFn) -> xr.Dataset:
+    """A random small Dataset of what xarray writes to netCDF: numbers (with NaN/inf
+    and extremes), text, bytes, booleans, datetimes with NaT, scalars, typed attributes."""
+    n = draw(st.integers(1, 4))
+    variables: dict[str, Any] = {}
+    for i in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["i1", "u2", "i4", "u8", "i8", "f4", "f8", "U", "S", "b", "M"]))
+        shape = () if draw(st.booleans()) and kind not in "SM" else (n,)
+        size = int(np.prod(shape))
+        if kind == "U":
+            text = st.text(st.characters(blacklist_characters="\0"), max_size=5)
+            values = np.array(draw(st.lists(text, min_size=size, max_size=size)))
+        elif kind == "S":
+            values = np.array(
+                draw(
+                    st.lists(
+                        st.binary(min_size=1, max_size=4).filter(lambda b: b"\0" not in b),
+                        min_size=size,
+                        max_size=size,
+                    )
+                )
+            )
+        elif kind == "b":
+            values = np.array(draw(st.lists(st.booleans(), min_size=size, max_size=size)))
+        elif kind == "M":
+            days = draw(
+                st.lists(st.none() | st.integers(-5000, 5000), min_size=size, max_size=size)
+            )
+            values = pd.to_datetime(
+                [
+                    None if d is None else pd.Timestamp("2000-01-01") + pd.Timedelta(days=d)
+                    for d in days
+                ]
+            ).values
+        else:
+            values = draw(hnp.arrays(kind, size))
+        attrs = {"a": draw(st.sampled_from([np.int16(3), np.float32(0.5), "t", ["p", "q"], 7]))}
+        variables[f"v{i}"] = (("x",) if shape else (), values.reshape(shape), attrs)
+    return xr.Dataset(variables, attrs={"g": draw(st.sampled_from([np.uint8(1), "z", 1.5]))})
+
+
+@settings(
+    max_examples=int(os.environ.get("NCZARR_LONG_TESTS", "0") and 200) or 12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(ds=xarray_datasets())
+def test_random_datasets_round_trip_through_netcdf_c(tmp_path, ds):
+    path = tmp_path / f"r{uuid.uuid4().hex[:8]}.file"
+    try:
+        nczarr.to_nczarr(ds, str(path))
+        back = xr.open_dataset(nc_url(path), engine="netcdf4").load()
+        xr.testing.assert_identical(back, ds)
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def test_nul_characters_in_text_are_announced(tmp_path):
+    ds = xr.Dataset({"s": ("x", np.array(["a\0b", "c"]))})
+    with pytest.warns(nczarr.NCZarrWarning, match=r"/s: 1 value\(s\) contain a NUL"):
+        nczarr.to_nczarr(ds, str(tmp_path / "nul.file"))
+    back = xr.open_dataset(nc_url(tmp_path / "nul.file"), engine="netcdf4")
+    assert back["s"].values.tolist() == ["a", "c"]

@@ -34,12 +34,19 @@ infers attribute types from JSON (``scale_factor`` becomes float64, changing dec
 dtypes), returns fixed-width bytes for netCDF strings, and knows nothing of netCDF
 dimension scoping.
 
-Known differences from the netcdf4 engine: anonymous dimensions of pure Zarr arrays
-without ``_ARRAY_DIMENSIONS`` are named ``_Anonymous_Dimension_<n>`` (netcdf-c 4.10:
-``_Anonymous_Dim_<n>``); arrays nczarr cannot translate (e.g. Zarr v3 vlen strings)
-are left out with an :class:`~nczarr.NCZarrWarning` where netcdf-c may fail; variable
-``encoding`` carries the Zarr chunking (``chunksizes``/``preferred_chunks``), not
-netCDF4's filter flags.
+Known differences from the netcdf4 engine (each pinned by a test):
+
+* anonymous dimensions of pure Zarr arrays without ``_ARRAY_DIMENSIONS`` are named
+  ``_Anonymous_Dimension_<n>`` (netcdf-c 4.10: ``_Anonymous_Dim_<n>``);
+* a scalar netcdf-c wrote as pure Zarr (shape ``[1]``, ``_ARRAY_DIMENSIONS:
+  ["_scalar_"]``) is 0-d here; netcdf-c 4.10 reads it back as 1-d over ``_scalar_``;
+* a char attribute whose text is a JSON scalar (``"17"``, ``"true"``) is the text
+  that was written; netcdf-c stores it as JSON and reads it back mangled (``"1"``), so
+  the netcdf4 engine ignores ``_Unsigned = "true"`` on NCZarr and this engine applies it;
+* arrays nczarr cannot translate (e.g. Zarr v3 vlen strings) are left out with an
+  :class:`~nczarr.NCZarrWarning`;
+* variable ``encoding`` carries the Zarr chunking (``chunksizes``,
+  ``preferred_chunks``), not netCDF4's filter flags.
 """
 
 from __future__ import annotations

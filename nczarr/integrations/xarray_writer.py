@@ -155,13 +155,27 @@ def _nc_type(name: str, var: Any) -> tuple[str, int | None]:
     return nc_type, None
 
 
-def _text_bytes(data: Any) -> tuple[Any, int]:
-    """Text values as NUL-padded UTF-8 (``|S<width>``) and that width."""
+def _text_bytes(data: Any, where: str) -> tuple[Any, int]:
+    """Text values as NUL-padded UTF-8 (``|S<width>``) and that width.
+
+    netCDF strings are C strings: a value holding a NUL character ends there for
+    every netCDF reader (also after xarray's netcdf4 engine). That is announced with
+    an :class:`~nczarr.NCZarrWarning`.
+    """
     values = np.asarray(data)
     flat = [
         (v if isinstance(v, str) else "" if v is None else str(v)).encode("utf-8")
         for v in values.reshape(-1)
     ]
+    cut = sum(1 for b in flat if b"\0" in b)
+    if cut:
+        warn_all(
+            [
+                f"variable {where}: {cut} value(s) contain a NUL character; netCDF strings "
+                "end at the first NUL, so readers see them cut there"
+            ],
+            stacklevel=5,
+        )
     width = max([DEFAULT_MAXSTRLEN, *(len(b) for b in flat)])
     return np.array(flat, dtype=f"S{width}").reshape(values.shape), width
 
@@ -270,7 +284,7 @@ class _Plan:
                 data = var.data
                 maxstrlen = None
                 if nc_type == "string":
-                    data, maxstrlen = _text_bytes(var.values)
+                    data, maxstrlen = _text_bytes(var.values, f"{path.rstrip('/')}/{name}")
                 attributes = _attributes(var.attrs, f"variable {path.rstrip('/')}/{name}")
                 fill = attributes.get("_FillValue")
                 itemsize = 1 if nc_type in ("char", "string") else var.dtype.itemsize
