@@ -302,3 +302,14 @@ def test_nul_characters_in_text_are_announced(tmp_path):
         nczarr.to_nczarr(ds, str(tmp_path / "nul.file"))
     back = xr.open_dataset(nc_url(tmp_path / "nul.file"), engine="netcdf4")
     assert back["s"].values.tolist() == ["a", "c"]
+
+
+@pytest.mark.parametrize("engine", ["netcdf4", ENGINE])
+def test_replacing_the_store_being_read_is_refused(tmp_path, engine):
+    path = _roundtrip(tmp_path, sample())
+    src = nc_url(path) if engine == "netcdf4" else str(path)
+    ds = xr.open_dataset(src, engine=engine)
+    with pytest.raises(nczarr.InvalidModeError, match="is read from it"):
+        nczarr.to_nczarr(ds, nc_url(path), mode="w")
+    ds.close()
+    xr.testing.assert_identical(xr.open_dataset(path, engine=ENGINE).load(), sample())

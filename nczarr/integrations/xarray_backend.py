@@ -134,11 +134,12 @@ class NCZarrArrayWrapper(ZarrArrayWrapper):
     def _as_text(self, value: Any) -> Any:
         if not self._text:
             return value
-        data = np.asarray(value)
+        # C strings, as netcdf-c returns them: UTF-8 up to the first NUL
+        data = np.asarray(value, dtype=bytes)
         out = np.empty(data.shape, dtype=object)
-        flat = out.reshape(-1)
-        for i, item in enumerate(data.reshape(-1)):
-            flat[i] = item.decode("utf-8", errors="replace") if isinstance(item, bytes) else item
+        out.reshape(-1)[:] = [
+            item.split(b"\0", 1)[0].decode("utf-8", errors="replace") for item in data.reshape(-1)
+        ]
         return out
 
     def __getitem__(self, key: indexing.ExplicitIndexer) -> Any:

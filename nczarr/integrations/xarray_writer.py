@@ -475,6 +475,7 @@ def to_nczarr(
     zmap, owned = _open_target(url, storage_options)
     try:
         if any(True for _ in zmap.keys_below("")):
+            _check_not_reading_from(obj, zmap)
             if mode == "w-":
                 raise TargetExistsError(
                     f"target {zmap.url!r} exists and is not empty: pass mode='w' to replace it"
@@ -512,6 +513,46 @@ def _with_encoding(obj: Any, encoding: Mapping[str, Mapping[str, Any]] | None) -
                 raise KeyError(f"encoding names variable {key!r}, which is not in the dataset")
             obj[key].encoding = {**obj[key].encoding, **enc}
     return obj
+
+
+def _location(url: str) -> tuple[str, str | None, str] | None:
+    """(storage, bucket, path) of a URL, local paths resolved; None if not a URL."""
+    from ..maps.url import parse_url
+
+    try:
+        parsed = parse_url(url)
+    except (NCZarrError, ValueError, TypeError):
+        return None
+    path = parsed.path
+    if parsed.storage in ("file", "zip"):
+        path = os.path.realpath(path)
+    return ("local" if parsed.storage in ("file", "zip") else parsed.storage, parsed.bucket, path)
+
+
+def _check_not_reading_from(obj: Any, zmap: ZMap) -> None:
+    """Refuse to replace a store that ``obj``'s (lazy) variables are read from."""
+    import xarray as xr
+
+    target = _location(zmap.url)
+    if target is None:
+        return
+    datasets = (
+        [n.to_dataset(inherit=False) for n in obj.subtree]
+        if isinstance(obj, xr.DataTree)
+        else [obj]
+    )
+    for ds in datasets:
+        for name, var in ds.variables.items():
+            source = var.encoding.get("source")
+            here = _location(source) if isinstance(source, str) else None
+            if here is None or here[:2] != target[:2]:
+                continue
+            a, b = here[2].rstrip("/"), target[2].rstrip("/")
+            if a == b or a.startswith(b + "/") or b.startswith(a + "/"):
+                raise InvalidModeError(
+                    f"cannot replace {zmap.url!r}: variable {name!r} is read from it "
+                    f"({source!r}); load the data first (.load()) or write elsewhere"
+                )
 
 
 def _open_target(url: Any, storage_options: Mapping[str, Any] | None) -> tuple[ZMap, bool]:
