@@ -313,3 +313,20 @@ def test_replacing_the_store_being_read_is_refused(tmp_path, engine):
         nczarr.to_nczarr(ds, nc_url(path), mode="w")
     ds.close()
     xr.testing.assert_identical(xr.open_dataset(path, engine=ENGINE).load(), sample())
+
+
+def test_fill_values_take_the_variable_type(tmp_path):
+    ds = xr.Dataset(
+        {
+            "s": ("x", np.array(["a", "missing"], dtype=object)),
+            "i": ("x", np.array([1, 2], "i2")),
+        }
+    )
+    encoding = {"s": {"_FillValue": "missing"}, "i": {"_FillValue": 2}}
+    path = _roundtrip(tmp_path, ds, encoding=encoding)
+    model = describe(path)
+    assert model.root.variables["i"].attributes["_FillValue"].type == "short"
+    assert model.root.variables["s"].attributes["_FillValue"].type == "string"
+    with xr.open_dataset(nc_url(path), engine="netcdf4") as back:
+        assert back["i"].values[0] == 1 and np.isnan(back["i"].values[1])
+        assert back["s"].encoding["_FillValue"] == "missing"

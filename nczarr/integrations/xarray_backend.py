@@ -299,7 +299,6 @@ class NCZarrBackendEntrypoint(BackendEntrypoint):
     """
 
     description = "Open NCZarr (every netcdf-c generation) and Zarr stores as netCDF-4"
-    url = "https://github.com/nczarr/nczarr#the-xarray-engine"
     supports_groups = True
     open_dataset_parameters = (
         "filename_or_obj",

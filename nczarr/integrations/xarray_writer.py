@@ -129,30 +129,30 @@ def _encode(ds: Any) -> tuple[dict[str, Any], dict[Hashable, Any]]:
     return out, attrs
 
 
-def _nc_type(name: str, var: Any) -> tuple[str, int | None]:
-    """(netCDF type, maxstrlen) of an encoded variable."""
+def _nc_type(name: str, var: Any) -> str:
+    """The netCDF type of an encoded variable."""
     from xarray.coding.strings import check_vlen_dtype
 
     dtype = var.dtype
     if dtype.kind == "S":
         if dtype.itemsize != 1:  # pragma: no cover - CharacterArrayCoder made it S1
             raise UnsupportedTypeError(f"variable {name!r}: bytes of width {dtype.itemsize}")
-        return "char", None
+        return "char"
     if dtype.kind == "U" or (dtype.kind == "O" and check_vlen_dtype(dtype) is str):
-        return "string", None
+        return "string"
     if dtype.kind == "O":
         values = np.asarray(var.values).reshape(-1)
         if all(isinstance(v, str) for v in values):
-            return "string", None
+            return "string"
         raise UnsupportedTypeError(
             f"variable {name!r}: object values that are not all strings have no netCDF type"
         )
     if dtype.kind == "b":
-        return "byte", None  # pragma: no cover - cf_encoder turns bools into int8
+        return "byte"  # pragma: no cover - cf_encoder turns bools into int8
     nc_type = DTYPE_TO_NC.get(f"{dtype.kind}{dtype.itemsize}")
     if nc_type is None:
         raise UnsupportedTypeError(f"variable {name!r}: dtype {dtype} has no netCDF-4 type")
-    return nc_type, None
+    return nc_type
 
 
 def _text_bytes(data: Any, where: str) -> tuple[Any, int]:
@@ -280,13 +280,12 @@ class _Plan:
                         dims[path][dim] = Dimension(dim, int(size), dim in unlimited)
                         owner = path
                     fqns.append(f"{owner.rstrip('/')}/{dim}")
-                nc_type, _ = _nc_type(f"{path.rstrip('/')}/{name}", var)
+                nc_type = _nc_type(f"{path.rstrip('/')}/{name}", var)
                 data = var.data
                 maxstrlen = None
                 if nc_type == "string":
                     data, maxstrlen = _text_bytes(var.values, f"{path.rstrip('/')}/{name}")
                 attributes = _attributes(var.attrs, f"variable {path.rstrip('/')}/{name}")
-                fill = attributes.get("_FillValue")
                 itemsize = 1 if nc_type in ("char", "string") else var.dtype.itemsize
                 compressor, filters = _codecs(var, itemsize)
                 model = Variable(
@@ -296,7 +295,7 @@ class _Plan:
                     dimensions=tuple(fqns),
                     shape=tuple(int(s) for s in var.shape),
                     chunks=_chunks(var, unlimited),
-                    fill_value=_fill_value(fill, nc_type),
+                    fill_value=_typed_fill(attributes, nc_type, var.dtype),
                     compressor=compressor,
                     filters=filters,
                     attributes=attributes,
@@ -309,14 +308,27 @@ class _Plan:
         self.dataset = Dataset(_tree("/", groups, dims, contents), layout="nczarr-v2")
 
 
-def _fill_value(fill: Attribute | None, nc_type: str) -> Any:
+def _typed_fill(attributes: dict[str, Attribute], nc_type: str, dtype: Any) -> Any:
+    """The Zarr fill value, with the ``_FillValue`` attribute retyped to the variable's
+    type where it is not (netCDF requires the two to agree)."""
+    fill = attributes.get("_FillValue")
     if fill is None:
         return None
-    if nc_type == "char":
-        return fill.value[:1] if isinstance(fill.value, str) else None
-    if nc_type == "string":
-        return fill.value[0] if fill.value else ""
-    return fill.value[0]
+    values = (fill.value,) if isinstance(fill.value, str) else tuple(fill.value)
+    if not values:
+        return None
+    if nc_type in ("char", "string"):
+        text = str(values[0])
+        if nc_type == "char":
+            text = text[:1]
+        kind = "char" if nc_type == "char" else "string"
+        attributes["_FillValue"] = Attribute(
+            "_FillValue", kind, text if kind == "char" else (text,)
+        )
+        return text
+    value = np.array(values[0]).astype(dtype).item()
+    attributes["_FillValue"] = Attribute("_FillValue", nc_type, (value,))
+    return value
 
 
 def _tree(
