@@ -39,7 +39,7 @@ FORMATS = ("nczarr", "zarr")
 _CURRENT_LAYOUT = {"nczarr": LAYOUT_V2, "zarr": LAYOUT_ZARR}
 
 #: Names of the root group's metadata objects, removed first when overwriting a target.
-_ROOT_OBJECTS = (".zgroup", ".zmetadata", ".zattrs")
+_ROOT_OBJECTS = ("zarr.json", ".zgroup", ".zmetadata", ".zattrs")
 
 
 @dataclass
@@ -55,6 +55,8 @@ class ConvertReport:
         ``zarr``).
     target_format
         ``"nczarr"`` or ``"zarr"``.
+    zarr_format
+        2 or 3: the Zarr version of the target's metadata.
     arrays
         Number of arrays (netCDF variables) in the target.
     chunks_copied, chunks_skipped, bytes_copied
@@ -89,6 +91,11 @@ class ConvertReport:
     planned_keys: tuple[str, ...] = field(default=(), repr=False)
     planned_bytes: int = 0
     operation: str = "convert"
+    zarr_format: int = 2
+
+    @property
+    def _target_name(self) -> str:
+        return f"{self.target_format} v3" if self.zarr_format == 3 else self.target_format
 
     def summary(self) -> str:
         """One line for humans (what the CLI prints)."""
@@ -106,12 +113,12 @@ class ConvertReport:
         if self.dry_run:
             return (
                 f"dry run: {self.source} ({self.source_layout}) -> {self.target} "
-                f"({self.target_format}): {self.arrays} arrays, {len(self.planned_keys)} keys "
+                f"({self._target_name}): {self.arrays} arrays, {len(self.planned_keys)} keys "
                 f"to write, {self.planned_bytes} bytes"
                 + (f", {len(self.deleted_keys)} keys to delete" if self.deleted_keys else "")
             )
         return (
-            f"{self.source} ({self.source_layout}) -> {self.target} ({self.target_format}): "
+            f"{self.source} ({self.source_layout}) -> {self.target} ({self._target_name}): "
             f"{self.arrays} arrays, {self.chunks_copied} chunks copied, "
             f"{self.chunks_skipped} skipped, {self.bytes_copied} bytes, "
             f"{len(self.metadata_written)} metadata objects written"
@@ -140,16 +147,23 @@ def _open(
 ) -> ZMap:
     """A map for ``location``; maps we open are closed (flushed) by ``stack``."""
     if isinstance(location, ZMap):
+        if options:
+            raise TypeError(
+                f"got an open map {location!r}: storage options apply to URLs only, "
+                f"got {sorted(options)}"
+            )
         return location
     from .maps.open import open_map
 
-    zmap = open_map(location, mode=mode, **dict(options or {}))
+    zmap = open_map(location, mode=mode, storage_options=options)
     stack.callback(zmap.close)
     return zmap
 
 
 def _parsed(location: str | os.PathLike[str] | ZMap) -> Any:
-    if isinstance(location, ZMap):
+    from .maps.chained import is_chained
+
+    if isinstance(location, ZMap) or is_chained(location):
         return None
     from .urls import parse_url
 
@@ -185,10 +199,24 @@ def _is_empty(zmap: ZMap) -> bool:
     return not zmap.search("")
 
 
-def _translate(zmap: ZMap, fmt: str, noxarray: bool, consolidated: bool | None) -> Any:
+def _translate(
+    zmap: ZMap, fmt: str, noxarray: bool, consolidated: bool | None, zarr_format: int = 2
+) -> Any:
     from .readthrough import view
 
-    return view(zmap, mode=fmt, noxarray=noxarray, consolidated=consolidated)
+    return view(
+        zmap, mode=fmt, noxarray=noxarray, consolidated=consolidated, zarr_format=zarr_format
+    )
+
+
+def _zarr_format(value: int | None, parsed: Any, fmt: str) -> int:
+    """The Zarr version to write: ``value``, else the ``v2``/``v3`` word of the target
+    URL, else 2."""
+    from .translate.writer import check_zarr_format
+
+    if value is None:
+        value = (parsed.zarr_version if parsed is not None else None) or 2
+    return check_zarr_format(fmt, value)
 
 
 # ------------------------------------------------------------------ convert
@@ -206,7 +234,8 @@ def convert(
     progress: Callable[[int, int], object] | None = None,
     noxarray: bool | None = None,
     consolidated: bool | None = None,
-    storage_options: Mapping[str, Any] | None = None,
+    zarr_format: int | None = None,
+    source_options: Mapping[str, Any] | None = None,
     target_options: Mapping[str, Any] | None = None,
 ) -> ConvertReport:
     """Convert the dataset at ``src`` into ``mode`` format at ``dst``.
@@ -234,10 +263,20 @@ def convert(
     progress
         ``progress(done, total)`` in chunk objects, called after each chunk.
     noxarray, consolidated
-        Writer options (no ``_ARRAY_DIMENSIONS``; write ``.zmetadata``). ``None``:
-        from ``dst``'s fragment (``noxarray``, ``consolidated`` mode words).
-    storage_options, target_options
-        Extra options for opening ``src`` / ``dst`` from URLs (see ``open_map``).
+        Writer options (no ``_ARRAY_DIMENSIONS``/``dimension_names``; write
+        consolidated metadata: ``.zmetadata``, or in Zarr v3 the root ``zarr.json``'s
+        ``consolidated_metadata``). ``None``: from ``dst``'s fragment (``noxarray``,
+        ``consolidated`` mode words).
+    zarr_format
+        With ``mode="zarr"``: 2 (``.zarray``/``.zgroup``) or 3 (``zarr.json``, what
+        zarr-python 3 and xarray write by default; chunks are still copied
+        verbatim, under the same keys: see :mod:`nczarr.translate.write_zarr3`).
+        ``None``: the ``v2``/``v3`` mode word of ``dst``'s fragment
+        (``file:///x.zarr#mode=zarr,v3,file``), else 2.
+    source_options, target_options
+        Storage options for opening ``src`` / ``dst`` from URLs (``anon=True``,
+        ``endpoint_url``, ``profile``, ... see :func:`nczarr.open_map`); one per side,
+        since the two often live on different servers.
 
     Raises
     ------
@@ -246,12 +285,14 @@ def convert(
         was given. Nothing is changed.
     InvalidModeError
         Bad ``mode``, ``overwrite`` together with ``resume``, overlapping source
-        and target, or an include/exclude pattern that matches nothing.
+        and target, an include/exclude pattern that matches nothing, or
+        ``zarr_format=3`` with ``mode="nczarr"``.
     """
     start = time.perf_counter()
     parsed = _parsed(dst)
     fmt = mode if mode is not None else (parsed.format if parsed is not None else None)
     fmt = _check_format(fmt or "nczarr", "mode")
+    version = _zarr_format(zarr_format, parsed, fmt)
     if overwrite and resume:
         raise InvalidModeError("overwrite=True and resume=True exclude each other")
     if noxarray is None:
@@ -260,8 +301,8 @@ def convert(
         consolidated = True
     src_url, dst_url = _url_of(src), _url_of(dst)
     with ExitStack() as stack:
-        src_map = _open(src, "r", storage_options, stack)
-        translated = _translate(src_map, fmt, noxarray, consolidated)
+        src_map = _open(src, "r", source_options, stack)
+        translated = _translate(src_map, fmt, noxarray, consolidated, version)
         plan = build_plan(
             translated,
             target_format=fmt,
@@ -269,6 +310,7 @@ def convert(
             exclude=exclude,
             noxarray=noxarray,
             consolidated=consolidated,
+            zarr_format=version,
         )
         # Chunks are copied from the source map itself (verbatim, kernel or S3
         # server-side copies) unless the view shows them under other keys (Zarr v3
@@ -281,6 +323,7 @@ def convert(
             target_format=fmt,
             arrays=plan.arrays,
             warnings=plan.warnings,
+            zarr_format=version,
         )
         if dry_run:
             report.dry_run = True
@@ -363,6 +406,9 @@ def migrate(
     ----------
     progress
         ``progress(done, total)`` in metadata objects written or deleted.
+    storage_options
+        Options for opening ``url`` (``endpoint_url``, ``profile``, ... see
+        :func:`nczarr.open_map`).
     """
     start = time.perf_counter()
     fmt = _check_format(to, "target format")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from zarr.abc.store import (
@@ -404,21 +404,30 @@ def _rebuild(zmap: ZMap, read_only: bool) -> ZarrStore:
     return ZarrStore(zmap, read_only=read_only)
 
 
-def open_zarr(url: str, mode: str = "r", **kwargs: Any) -> zarr.Group:
+def open_zarr(
+    url: str | ZMap,
+    mode: str = "r",
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> zarr.Group:
     """Open the Zarr group at a dataset URL through nczarr's maps.
 
     Equivalent to ``zarr.open_group(store=ZarrStore(open_map(url, mode)), mode=mode,
     **kwargs)``: any URL :func:`~nczarr.maps.open.open_map` accepts (a directory, a
-    ``.zip``, ``s3://...``, ``file://...#mode=nczarr,file``) opens as a zarr-python
-    group.
+    ``.zip``, ``s3://...``, ``file://...#mode=nczarr,file``, ``zip::s3://...``)
+    opens as a zarr-python group.
 
     Parameters
     ----------
     url
-        Where the dataset lives.
+        Where the dataset lives, or an open map (used as it is; its own mode
+        decides what can be written).
     mode
         ``"r"``, ``"r+"``, ``"a"``, ``"w"`` or ``"w-"`` (zarr/h5py meaning), used for
         both the map and the group.
+    storage_options
+        Options for opening ``url`` (see :func:`~nczarr.maps.open.open_map`).
     **kwargs
         Passed to :func:`zarr.open_group` (``zarr_format``, ``path``, ...).
     """
@@ -426,5 +435,11 @@ def open_zarr(url: str, mode: str = "r", **kwargs: Any) -> zarr.Group:
 
     from .open import open_map
 
-    store = ZarrStore(open_map(url, mode))
+    if isinstance(url, ZMap):
+        if storage_options:
+            raise TypeError(f"open_zarr got an open map {url!r}: storage options apply to URLs")
+        zmap = url
+    else:
+        zmap = open_map(url, mode, storage_options=storage_options)
+    store = ZarrStore(zmap)
     return zarr.open_group(store=store, mode=mode, **kwargs)

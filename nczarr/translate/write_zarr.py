@@ -25,11 +25,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .attrs import encode_attribute
-from .conventions import ARRAY_DIMENSIONS, HIDDEN_ATTRIBUTES, NCPROPERTIES, ZARRAY, ZATTRS, ZGROUP
+from .conventions import ARRAY_DIMENSIONS, NCPROPERTIES, ZARRAY, ZATTRS, ZGROUP
 from .dtypes import encode_fill_value
-from .model import Dataset, Group, Variable
+from .model import Dataset, Variable
 from .writer import dumps, group_key, join, ncproperties, zarray_document
+from .zarr_names import dimension_names, plain_attributes
 
 __all__ = ["write_zarr", "zarray_zarr", "dimension_names"]
 
@@ -55,7 +55,7 @@ def write_zarr(dataset: Dataset, *, noxarray: bool = False) -> tuple[dict[str, b
     for group in dataset.root.walk():
         prefix = group_key(group)
         out[join(prefix, ZGROUP)] = dumps({"zarr_format": 2})
-        attrs = _attributes(group.attributes.values())
+        attrs = plain_attributes(group.attributes.values())
         if group.path in ("", "/"):
             attrs[NCPROPERTIES] = ncproperties(dataset)
         out[join(prefix, ZATTRS)] = dumps(attrs)
@@ -64,7 +64,7 @@ def write_zarr(dataset: Dataset, *, noxarray: bool = False) -> tuple[dict[str, b
         for var in group.variables.values():
             vprefix = join(prefix, var.name)
             out[join(vprefix, ZARRAY)] = dumps(zarray_zarr(var))
-            vattrs = _attributes(var.attributes.values())
+            vattrs = plain_attributes(var.attributes.values())
             if not noxarray:
                 vattrs[ARRAY_DIMENSIONS] = [names[d] for d in var.dimensions]
             out[join(vprefix, ZATTRS)] = dumps(vattrs)
@@ -75,75 +75,3 @@ def zarray_zarr(var: Variable) -> dict[str, Any]:
     """The pure-Zarr ``.zarray`` document of one variable (scalars are 0-d)."""
     fill = encode_fill_value(var.fill_value, var.type, nczarr=False)
     return zarray_document(var, nczarr=False, fill_value=fill)
-
-
-def _attributes(attributes: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for attr in attributes:
-        if attr.name in HIDDEN_ATTRIBUTES:
-            continue
-        out[attr.name] = encode_attribute(attr, typed=False)[0]
-    return out
-
-
-def _scope_depth(dataset: Dataset, group: Group, fqn: str) -> int:
-    """How near ``fqn``'s group is to ``group`` in netCDF scoping (higher = nearer).
-
-    netCDF resolves a dimension name in the group itself, then its ancestors; a
-    dimension of any other group is never picked by name (-1).
-    """
-    dim_group = fqn.rpartition("/")[0] or "/"
-    path = group.path.rstrip("/") or "/"
-    if dim_group == path or dim_group == "/" or path.startswith(dim_group + "/"):
-        return dim_group.count("/") if dim_group != "/" else 0
-    return -1
-
-
-def dimension_names(dataset: Dataset, group: Group) -> tuple[dict[str, str], list[str]]:
-    """The ``_ARRAY_DIMENSIONS`` name of every dimension ``group``'s arrays use.
-
-    Returns ``({dimension FQN: name}, warnings)``. Names are the plain dimension
-    names, except where two dimensions with one name and different sizes meet in
-    this group: the one netCDF scoping resolves keeps the name, the others get
-    ``<name>_<n>`` (the lowest ``n`` free among this group's dimension and
-    variable names).
-    """
-    used: dict[str, list[str]] = {}
-    for var in group.variables.values():
-        for fqn in var.dimensions:
-            base = fqn.rsplit("/", 1)[-1]
-            if fqn not in used.setdefault(base, []):
-                used[base].append(fqn)
-    names: dict[str, str] = {}
-    warnings: list[str] = []
-    taken = set(used) | set(group.variables)
-    for base, fqns in used.items():
-        sizes = {fqn: _size(dataset, fqn) for fqn in fqns}
-        if len(set(sizes.values())) <= 1:
-            names.update(dict.fromkeys(fqns, base))
-            continue
-        keeper = max(fqns, key=lambda f: _scope_depth(dataset, group, f))
-        names[keeper] = base
-        for fqn in fqns:
-            if fqn == keeper or sizes[fqn] == sizes[keeper]:
-                names.setdefault(fqn, base)
-                continue
-            n = 1
-            while f"{base}_{n}" in taken:
-                n += 1
-            new = f"{base}_{n}"
-            taken.add(new)
-            names[fqn] = new
-            warnings.append(
-                f"group {group.path!r}: dimension {fqn!r} (size {sizes[fqn]}) is written as "
-                f"{new!r} in _ARRAY_DIMENSIONS, because {keeper!r} (size {sizes[keeper]}) "
-                f"is also used there and keeps the name {base!r}"
-            )
-    return names, warnings
-
-
-def _size(dataset: Dataset, fqn: str) -> int | None:
-    try:
-        return dataset.find_dimension(fqn).size
-    except KeyError:
-        return None

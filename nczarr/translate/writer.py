@@ -3,8 +3,10 @@
 :func:`write` is the one entry point (``nczarr.translate.write``, the function); it dispatches
 to :mod:`~nczarr.translate.write_nczarr` (netcdf-c 4.9.3+ layout) or
 :mod:`~nczarr.translate.write_zarr` (pure Zarr v2 that zarr-python 3 and xarray
-read). Writers are pure: a :class:`~nczarr.translate.model.Dataset` in, a new
-``dict[str, bytes]`` of metadata objects out (``.zgroup``, ``.zattrs``,
+read) or, with ``zarr_format=3``, :mod:`~nczarr.translate.write_zarr3` (pure Zarr
+v3, one ``zarr.json`` per node). Writers are pure: a
+:class:`~nczarr.translate.model.Dataset` in, a new ``dict[str, bytes]`` of metadata
+objects out (``.zgroup``, ``.zattrs``,
 ``<path>/.zarray`` ...; keys relative to the store root, no leading ``/``). Chunk
 data is never touched: translated metadata describes the very same chunk bytes.
 
@@ -40,7 +42,15 @@ from .conventions import NCPROPERTIES, NCZARR_FORMAT_VERSION, ZARR_METADATA_NAME
 from .dtypes import nc_to_zarr_dtype
 from .model import Dataset, Group, Variable
 
-__all__ = ["FORMATS", "WriteResult", "write", "write_with_warnings", "dumps", "ncproperties"]
+__all__ = [
+    "FORMATS",
+    "WriteResult",
+    "write",
+    "write_with_warnings",
+    "check_zarr_format",
+    "dumps",
+    "ncproperties",
+]
 
 #: Formats :func:`write` produces.
 FORMATS = ("nczarr", "zarr")
@@ -60,10 +70,14 @@ class WriteResult:
         Metadata objects by key, in writing order (parents before children).
     warnings : tuple[str, ...]
         Changes the target format forced (each names the object and what changed).
+    skipped : tuple[str, ...]
+        Key prefixes (``"g/v"``) of arrays the target format cannot describe; they
+        have no metadata, and their chunks must not be copied.
     """
 
     metadata: dict[str, bytes] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = ()
 
 
 def write(
@@ -72,6 +86,7 @@ def write(
     *,
     noxarray: bool = False,
     consolidated: bool = False,
+    zarr_format: int = 2,
 ) -> dict[str, bytes]:
     """The metadata objects that describe ``dataset`` in ``format``.
 
@@ -85,7 +100,11 @@ def write(
     noxarray : bool
         Omit ``_ARRAY_DIMENSIONS`` (netcdf-c's ``mode=noxarray``).
     consolidated : bool
-        Also write ``.zmetadata`` (``zarr_consolidated_format`` 1).
+        Also write ``.zmetadata`` (``zarr_consolidated_format`` 1); for Zarr v3, the
+        root ``zarr.json``'s ``consolidated_metadata``.
+    zarr_format : {2, 3}
+        For ``format="zarr"``: Zarr v2 (``.zgroup``/``.zarray``/``.zattrs``) or
+        Zarr v3 (``zarr.json``). NCZarr is Zarr v2 only.
 
     Returns
     -------
@@ -96,10 +115,11 @@ def write(
     Raises
     ------
     InvalidModeError
-        ``format`` is not one of :data:`FORMATS`.
+        ``format`` is not one of :data:`FORMATS`, ``zarr_format`` is not 2 or 3, or
+        NCZarr is asked for in Zarr v3.
     """
     return write_with_warnings(
-        dataset, format, noxarray=noxarray, consolidated=consolidated
+        dataset, format, noxarray=noxarray, consolidated=consolidated, zarr_format=zarr_format
     ).metadata
 
 
@@ -109,8 +129,17 @@ def write_with_warnings(
     *,
     noxarray: bool = False,
     consolidated: bool = False,
+    zarr_format: int = 2,
 ) -> WriteResult:
     """Like :func:`write`, returning a :class:`WriteResult` (metadata and warnings)."""
+    check_zarr_format(format, zarr_format)
+    if zarr_format == 3:
+        from .write_zarr3 import write_zarr3
+
+        metadata, warnings, skipped = write_zarr3(
+            dataset, noxarray=noxarray, consolidated=consolidated
+        )
+        return WriteResult(metadata, tuple(warnings), tuple(skipped))
     if format == "nczarr":
         from .write_nczarr import unreadable_codec_warnings, write_nczarr
 
@@ -127,6 +156,25 @@ def write_with_warnings(
     if consolidated:
         metadata[ZMETADATA] = consolidate(metadata)
     return WriteResult(metadata, tuple(warnings))
+
+
+def check_zarr_format(format: str, zarr_format: Any) -> int:
+    """Validate a ``(format, zarr_format)`` pair; return the Zarr format (2 or 3).
+
+    Raises
+    ------
+    InvalidModeError
+        ``zarr_format`` is not 2 or 3, or ``format`` is ``"nczarr"`` with 3 (NCZarr
+        is defined over Zarr v2; netcdf-c's v3 drafts are not a stable format).
+    """
+    if isinstance(zarr_format, bool) or zarr_format not in (2, 3):
+        raise InvalidModeError(f"invalid zarr_format {zarr_format!r}: expected 2 or 3")
+    if zarr_format == 3 and format != "zarr":
+        raise InvalidModeError(
+            f"zarr_format=3 is written for format 'zarr' only, not {format!r}: NCZarr is "
+            "Zarr v2 (netcdf-c reads no stable NCZarr over Zarr v3)"
+        )
+    return int(zarr_format)
 
 
 # ------------------------------------------------------------------ shared helpers
