@@ -14,7 +14,7 @@ serves:
 
 Everything else in ``src`` is hidden: legacy objects (``.nczarr``, ``.nczgroup``,
 ``.nczvar`` ...), the source's own metadata, and arrays the reader skipped. Wrap it
-in :class:`nczarr.maps.store.ZarrStore` to read any NCZarr generation with
+in :class:`nczarr.integrations.zarr_store.ZarrStore` to read any NCZarr generation with
 zarr-python or xarray, or copy its keys to convert (what :mod:`nczarr.convert` does).
 """
 
@@ -25,7 +25,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Literal
 
 from .errors import InvalidModeError, ReadOnlyError
-from .maps.base import ZMap, join_key, normalize_key
+from .keys import join_key, normalize_key
+from .maps.base import ZMap
 from .translate.conventions import ZARRAY, ZMETADATA
 from .translate.model import Dataset
 from .translate.read_zarr3 import ChunkKeys
@@ -58,7 +59,7 @@ class TranslatedView(ZMap):
             raise InvalidModeError(
                 f"invalid view mode {format!r}: expected one of {', '.join(map(repr, _FORMATS))}"
             )
-        from .metadata import read_with_chunk_keys
+        from .load import read_with_chunk_keys
         from .translate.writer import check_zarr_format, write_with_warnings
 
         self._zarr_format = check_zarr_format(format, zarr_format)
@@ -376,7 +377,7 @@ def view(
         ``mode`` is not ``"zarr"`` or ``"nczarr"``, or ``zarr_format`` is not 2 or 3
         (3 only with ``"zarr"``).
     MetadataError, UnsupportedError
-        ``src`` cannot be read (see :func:`nczarr.metadata.read`).
+        ``src`` cannot be read (see :func:`nczarr.load.read`).
 
     Examples
     --------

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import nczarr
-from nczarr.cdl import escape_name, format_attribute_values, format_cdl
+from nczarr.cli.cdl import escape_name, format_attribute_values, format_cdl
 from nczarr.translate.model import Attribute, Dataset, Dimension, Group, Variable
 
 from .conftest import fixture_path

@@ -444,8 +444,8 @@ def test_resume_skips_complete_chunks(tmp_path):
 def test_server_side_copy_moves_no_chunk_bytes_through_client(s3_endpoint, s3_bucket, tmp_path):
     import zarr
 
+    from nczarr.integrations.zarr_store import ZarrStore
     from nczarr.maps.s3 import S3Map
-    from nczarr.maps.store import ZarrStore
 
     src = S3Map(f"s3://{s3_bucket}/big", mode="a", endpoint_url=s3_endpoint)
     g = zarr.open_group(store=ZarrStore(src), mode="w", zarr_format=2)

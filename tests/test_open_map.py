@@ -19,7 +19,7 @@ from nczarr.errors import (
 from nczarr.maps.base import ZMap
 from nczarr.maps.memory import MemoryMap
 from nczarr.maps.open import ZIP_MAGIC, open_map, probe_local
-from nczarr.urls import parse_url
+from nczarr.maps.url import parse_url
 
 ZGROUP = json.dumps({"zarr_format": 2}).encode()
 

@@ -18,9 +18,9 @@ from zarr.core.sync import sync
 from zarr.testing.store import StoreTests
 
 from nczarr.errors import InvalidKeyError, ObjectExistsError, ReadOnlyError
+from nczarr.integrations.zarr_store import ZarrStore, blocking_io
 from nczarr.maps.base import ZMap
 from nczarr.maps.memory import MemoryMap
-from nczarr.maps.store import ZarrStore, blocking_io
 
 
 def _map_class(module: str, name: str) -> type[ZMap]:

@@ -1,7 +1,8 @@
 """zarr-python reads what the real netcdf-c writes, through ZarrStore over FileMap and ZipMap.
 
 netcdf-c (libnetcdf 4.10.1 inside the netCDF4 wheel) writes an NCZarr directory; zarr-python,
-doing its I/O through :class:`~nczarr.maps.store.ZarrStore`, must see the same numbers that
+doing its I/O through :class:`~nczarr.integrations.zarr_store.ZarrStore`, must see the same
+numbers that
 netCDF4 reads back. The zip case zips the directory the way netcdf-c's zip map lays it out:
 every member under one top-level folder named after the archive minus its last extension.
 """
@@ -17,8 +18,8 @@ import numpy as np
 import pytest
 import zarr
 
+from nczarr.integrations.zarr_store import ZarrStore
 from nczarr.maps.base import ZMap
-from nczarr.maps.store import ZarrStore
 
 netCDF4 = pytest.importorskip("netCDF4")
 

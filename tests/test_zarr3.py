@@ -33,8 +33,8 @@ from zarr.codecs import (
 
 import nczarr
 from nczarr.cli import main
+from nczarr.load import read_with_chunk_keys
 from nczarr.maps.memory import MemoryMap
-from nczarr.metadata import read_with_chunk_keys
 from nczarr.readthrough import view
 from nczarr.translate.codecs_v3 import v2_pipeline
 from nczarr.translate.detect import FormatInfo

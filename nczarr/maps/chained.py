@@ -38,7 +38,7 @@ def is_chained(url: Any) -> bool:
 
 
 def s3fs_options(url: Any, options: Mapping[str, Any]) -> dict[str, Any]:
-    """Options for ``s3fs.S3FileSystem`` from an S3 :class:`~nczarr.urls.NCZarrURL`
+    """Options for ``s3fs.S3FileSystem`` from an S3 :class:`~nczarr.maps.url.NCZarrURL`
     (endpoint, region, profile) and the caller's options, which win.
 
     ``region`` is s3fs's ``client_kwargs["region_name"]``; every other option is
@@ -128,7 +128,7 @@ def _inner(url: str, options: Mapping[str, Any]) -> tuple[str, str, dict[str, An
     inner = match.group(2).partition("#")[0]
     if "::" in inner:
         raise InvalidURLError(f"chained URL {url!r} has more than two links")
-    from ..urls import parse_url
+    from .url import parse_url
 
     parsed = parse_url(inner)
     if parsed.storage == "s3":

@@ -1,6 +1,6 @@
 """``open_map``: one entry point from a netCDF-style URL (or a path) to the right zmap.
 
-The URL is parsed by :func:`nczarr.urls.parse_url`; this module only decides which
+The URL is parsed by :func:`nczarr.maps.url.parse_url`; this module only decides which
 backend to construct and with which options, looking at the local file system where
 a URL leaves the choice open (a zip archive without a ``.zip`` suffix, an existing
 directory). Backends are imported when first needed, so opening a directory never
@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidURLError, StorageError
-from ..urls import NCZarrURL, parse_url
 from .base import ZMap, check_mode
+from .url import NCZarrURL, parse_url
 
 __all__ = ["open_map", "probe_local", "is_remote", "merge_options", "ZIP_MAGIC"]
 
@@ -71,10 +71,10 @@ def open_map(
     Parameters
     ----------
     url_or_path
-        A URL or local path as accepted by :func:`~nczarr.urls.parse_url`, a chained
+        A URL or local path as accepted by :func:`~nczarr.maps.url.parse_url`, a chained
         URL of a zip archive elsewhere (``zip::s3://bucket/x.zip``,
         ``zip::memory://x.zip``; read-only, see :mod:`nczarr.maps.chained`), an
-        :class:`~nczarr.urls.NCZarrURL`, or an open :class:`ZMap`, which is returned
+        :class:`~nczarr.maps.url.NCZarrURL`, or an open :class:`ZMap`, which is returned
         as it is (``mode`` and options must then be left at their defaults).
     mode
         ``"r"``, ``"r+"``, ``"a"``, ``"w"`` or ``"w-"`` (see :class:`ZMap`).

@@ -131,3 +131,6 @@ LEGACY_CHAR_DTYPES: Final = frozenset({"<U1", ">U1", "|U1"})
 NETCDF_C_CODECS: Final = frozenset(
     {"zlib", "shuffle", "fletcher32", "szip", "bz2", "zstd", "blosc"}
 )
+
+#: Formats nczarr writes: current NCZarr (netcdf-c 4.9.3+ layout) and pure Zarr.
+FORMATS: Final = ("nczarr", "zarr")

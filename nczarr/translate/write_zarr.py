@@ -25,10 +25,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..keys import join_key
 from .conventions import ARRAY_DIMENSIONS, NCPROPERTIES, ZARRAY, ZATTRS, ZGROUP
 from .dtypes import encode_fill_value
 from .model import Dataset, Variable
-from .writer import dumps, group_key, join, ncproperties, zarray_document
+from .write_common import dumps, group_key, ncproperties, zarray_document
 from .zarr_names import dimension_names, plain_attributes
 
 __all__ = ["write_zarr", "zarray_zarr", "dimension_names"]
@@ -54,20 +55,20 @@ def write_zarr(dataset: Dataset, *, noxarray: bool = False) -> tuple[dict[str, b
     warnings: list[str] = []
     for group in dataset.root.walk():
         prefix = group_key(group)
-        out[join(prefix, ZGROUP)] = dumps({"zarr_format": 2})
+        out[join_key(prefix, ZGROUP)] = dumps({"zarr_format": 2})
         attrs = plain_attributes(group.attributes.values())
         if group.path in ("", "/"):
             attrs[NCPROPERTIES] = ncproperties(dataset)
-        out[join(prefix, ZATTRS)] = dumps(attrs)
+        out[join_key(prefix, ZATTRS)] = dumps(attrs)
         names, group_warnings = dimension_names(dataset, group)
         warnings.extend(group_warnings)
         for var in group.variables.values():
-            vprefix = join(prefix, var.name)
-            out[join(vprefix, ZARRAY)] = dumps(zarray_zarr(var))
+            vprefix = join_key(prefix, var.name)
+            out[join_key(vprefix, ZARRAY)] = dumps(zarray_zarr(var))
             vattrs = plain_attributes(var.attributes.values())
             if not noxarray:
                 vattrs[ARRAY_DIMENSIONS] = [names[d] for d in var.dimensions]
-            out[join(vprefix, ZATTRS)] = dumps(vattrs)
+            out[join_key(vprefix, ZATTRS)] = dumps(vattrs)
     return out, warnings
 
 

@@ -56,11 +56,12 @@ import struct
 from typing import Any
 
 from ..errors import UnsupportedError
+from ..keys import join_key
 from .codecs_v3 import v3_codecs
 from .conventions import DEFAULT_MAXSTRLEN, FILLVALUE, NCPROPERTIES, ZARR_JSON
 from .dtypes import encode_fill_value, json_number
 from .model import Dataset, Group, Variable
-from .writer import dumps, group_key, join, ncproperties
+from .write_common import dumps, group_key, ncproperties
 from .zarr_names import dimension_names, plain_attributes
 
 __all__ = ["write_zarr3", "array_document", "data_type", "CHUNK_KEY_ENCODING"]
@@ -209,7 +210,7 @@ def write_zarr3(
         names, group_warnings = dimension_names(dataset, group)
         warnings.extend(group_warnings)
         for var in group.variables.values():
-            vprefix = join(prefix, var.name)
+            vprefix = join_key(prefix, var.name)
             dims = None if noxarray else [names[d] for d in var.dimensions]
             try:
                 docs[vprefix] = array_document(var, dims, xarray_fill=not noxarray)
@@ -234,7 +235,7 @@ def write_zarr3(
                 entry["consolidated_metadata"] = _empty_consolidated()
             inner[prefix] = entry
         root["consolidated_metadata"] = {**_empty_consolidated(), "metadata": inner}
-    out = {join(prefix, ZARR_JSON): dumps(doc) for prefix, doc in docs.items()}
+    out = {join_key(prefix, ZARR_JSON): dumps(doc) for prefix, doc in docs.items()}
     return out, warnings, skipped
 
 

@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
 
-from .errors import InvalidKeyError, InvalidURLError
-from .maps.base import normalize_prefix
+from ..errors import InvalidKeyError, InvalidURLError
+from ..keys import normalize_prefix
 
 __all__ = ["NCZarrURL", "parse_url", "MODE_WORDS", "FORMAT_WORDS", "STORAGE_WORDS"]
 

@@ -30,8 +30,8 @@ from zarr.abc.store import (
 from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
 
 from ..errors import ReadOnlyError
-from .base import ZMap
-from .memory import MemoryMap
+from ..maps.base import ZMap
+from ..maps.memory import MemoryMap
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator
@@ -433,7 +433,7 @@ def open_zarr(
     """
     import zarr
 
-    from .open import open_map
+    from ..maps.open import open_map
 
     if isinstance(url, ZMap):
         if storage_options:

@@ -2,7 +2,8 @@
 
 Both are a translated view (:func:`nczarr.view`) plus a copy: the view says what
 the metadata of the target is and which chunk objects pass through unchanged;
-:mod:`nczarr.plan` orders the writes and :mod:`nczarr.apply` performs them. Chunk
+:mod:`nczarr.conversion.plan` orders the writes and :mod:`nczarr.conversion.apply`
+performs them. Chunk
 bytes are never decoded, so every NCZarr <-> Zarr v2 conversion only rewrites
 metadata and copies chunks verbatim; so does a Zarr v3 source, whose chunks are
 copied byte for byte to their Zarr v2 keys (arrays whose v3 codecs have no
@@ -24,11 +25,11 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import InvalidModeError, TargetExistsError
+from ..maps.base import ZMap
+from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, V1_OBJECT_NAMES
 from .apply import copy_chunks, delete_keys, write_metadata
-from .errors import InvalidModeError, TargetExistsError
-from .maps.base import ZMap
 from .plan import build_plan, legacy_candidates, order_metadata
-from .translate.conventions import LAYOUT_V2, LAYOUT_ZARR, V1_OBJECT_NAMES
 
 __all__ = ["ConvertReport", "convert", "migrate", "FORMATS"]
 
@@ -153,7 +154,7 @@ def _open(
                 f"got {sorted(options)}"
             )
         return location
-    from .maps.open import open_map
+    from ..maps.open import open_map
 
     zmap = open_map(location, mode=mode, storage_options=options)
     stack.callback(zmap.close)
@@ -161,11 +162,11 @@ def _open(
 
 
 def _parsed(location: str | os.PathLike[str] | ZMap) -> Any:
-    from .maps.chained import is_chained
+    from ..maps.chained import is_chained
 
     if isinstance(location, ZMap) or is_chained(location):
         return None
-    from .urls import parse_url
+    from ..maps.url import parse_url
 
     return parse_url(location)
 
@@ -202,7 +203,7 @@ def _is_empty(zmap: ZMap) -> bool:
 def _translate(
     zmap: ZMap, fmt: str, noxarray: bool, consolidated: bool | None, zarr_format: int = 2
 ) -> Any:
-    from .readthrough import view
+    from ..readthrough import view
 
     return view(
         zmap, mode=fmt, noxarray=noxarray, consolidated=consolidated, zarr_format=zarr_format
@@ -212,7 +213,7 @@ def _translate(
 def _zarr_format(value: int | None, parsed: Any, fmt: str) -> int:
     """The Zarr version to write: ``value``, else the ``v2``/``v3`` word of the target
     URL, else 2."""
-    from .translate.writer import check_zarr_format
+    from ..translate.writer import check_zarr_format
 
     if value is None:
         value = (parsed.zarr_version if parsed is not None else None) or 2

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from typing import Any, TextIO
 
-from . import __version__
-from .errors import NCZarrError
+from .. import __version__
+from ..errors import NCZarrError
 
 __all__ = ["main", "build_parser"]
 
@@ -110,7 +110,7 @@ def _progress_bar(stack: ExitStack) -> Callable[[int, int], object] | None:
 
 
 def _convert(args: argparse.Namespace, out: TextIO) -> int:
-    from .conversion import convert
+    from ..conversion import convert
 
     with ExitStack() as stack:
         report = convert(
@@ -132,7 +132,7 @@ def _convert(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _migrate(args: argparse.Namespace, out: TextIO) -> int:
-    from .conversion import migrate
+    from ..conversion import migrate
 
     report = migrate(args.url, to=args.to, dry_run=args.dry_run)
     _print_report(report, out)
@@ -151,7 +151,7 @@ def _print_report(report: Any, out: TextIO) -> None:
 
 
 def _open_read(url: str, stack: ExitStack) -> Any:
-    from .maps.open import open_map
+    from ..maps.open import open_map
 
     zmap = open_map(url, mode="r")
     stack.callback(zmap.close)
@@ -168,8 +168,8 @@ def _ls(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _info(args: argparse.Namespace, out: TextIO) -> int:
+    from ..load import detect, read
     from .info import format_info
-    from .metadata import detect, read
 
     with ExitStack() as stack:
         zmap = _open_read(args.url, stack)
@@ -180,7 +180,7 @@ def _info(args: argparse.Namespace, out: TextIO) -> int:
 
 def _dataset_name(url: str) -> str:
     """ncdump's name for a dataset: the last path segment without its extension."""
-    from .urls import parse_url
+    from ..maps.url import parse_url
 
     path = parse_url(url).path.rstrip("/")
     base = posixpath.basename(path) or "dataset"
@@ -188,8 +188,8 @@ def _dataset_name(url: str) -> str:
 
 
 def _dump(args: argparse.Namespace, out: TextIO) -> int:
+    from ..load import read
     from .cdl import format_cdl
-    from .metadata import read
 
     with ExitStack() as stack:
         zmap = _open_read(args.url, stack)

@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from .translate.model import Attribute, Dataset, Group, Variable
+from ..translate.model import Attribute, Dataset, Group, Variable
 
 __all__ = ["format_cdl", "format_attribute_values", "escape_name"]
 
