@@ -33,7 +33,11 @@ copies every chunk verbatim. Per array:
   would not show the NaNs it shows for the v2 output. Text arrays get no
   ``_FillValue`` attribute: xarray cannot decode one for fixed-width bytes
   (``FillValueCoder``), and a warning says their fill value is not a missing value
-  for xarray.
+  for xarray (with the Zarr v2 output xarray masks it). ``null_terminated_bytes``
+  is zarr-python's own data type, not yet in the Zarr v3 specification (zarr-python
+  says so with an ``UnstableSpecificationWarning``); the warning says that too.
+  netCDF strings need no re-encoding here: NCZarr stores them fixed-width, as these
+  bytes already.
 
 Groups are ``{"zarr_format": 3, "node_type": "group", "attributes": {...}}``;
 ``_NCProperties`` stays in the root group's attributes. With ``consolidated`` the
@@ -218,12 +222,8 @@ def write_zarr3(
                 skipped.append(vprefix)
                 warnings.append(f"array {var.path!r} left out of the Zarr v3 output: {exc}")
                 continue
-            if var.fill_value is not None and var.type in ("char", "string") and not noxarray:
-                warnings.append(
-                    f"array {var.path!r}: its fill value {var.fill_value!r} is the Zarr v3 "
-                    "fill_value, but xarray cannot read a _FillValue attribute of a "
-                    "fixed-width bytes array in Zarr v3, so xarray does not mask it"
-                )
+            if var.type in ("char", "string"):
+                warnings.append(_text_warning(var, noxarray))
     if consolidated:
         root = docs[""]
         inner = {}
@@ -241,3 +241,19 @@ def write_zarr3(
 
 def _empty_consolidated() -> dict[str, Any]:
     return {"kind": "inline", "must_understand": False, "metadata": {}}
+
+
+def _text_warning(var: Variable, noxarray: bool) -> str:
+    """What a reader of a char/string array in Zarr v3 should know."""
+    message = (
+        f"array {var.path!r}: written with zarr-python's fixed-width data type "
+        "'null_terminated_bytes', which is not (yet) in the Zarr v3 specification: other "
+        "Zarr v3 libraries may not read it"
+    )
+    if var.fill_value is not None and not noxarray:
+        message += (
+            f"; its fill value {var.fill_value!r} is the Zarr fill_value, but xarray masks "
+            "Zarr v3 arrays by a _FillValue attribute it cannot decode for bytes, so xarray "
+            "shows fill values as data"
+        )
+    return message
