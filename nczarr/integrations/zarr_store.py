@@ -437,7 +437,10 @@ def open_zarr(
 
     if isinstance(url, ZMap):
         if storage_options:
-            raise TypeError(f"open_zarr got an open map {url!r}: storage options apply to URLs")
+            raise TypeError(
+                f"open_zarr got an open map {url!r}: storage options apply to URLs only, "
+                f"got {sorted(storage_options)}"
+            )
         zmap = url
     else:
         zmap = open_map(url, mode, storage_options=storage_options)

@@ -23,7 +23,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import InvalidModeError, InvalidURLError, StorageError
+from ..errors import (
+    InvalidModeError,
+    InvalidURLError,
+    NCZarrError,
+    StorageError,
+    StorageNotFoundError,
+    StoragePermissionError,
+)
 from .fsspec import FsspecMap, public_options
 from .zip import detect_layout
 
@@ -88,10 +95,12 @@ class ChainedZipMap(FsspecMap):
         try:
             self._file = fsspec.open(fsspec_url, "rb", **options).open()
         except FileNotFoundError as exc:
-            from ..errors import StorageNotFoundError
-
             raise StorageNotFoundError(f"no such zip archive: {url!r}") from exc
-        except (OSError, ValueError) as exc:
+        except PermissionError as exc:
+            raise StoragePermissionError(f"permission denied reading {url!r}: {exc}") from exc
+        except NCZarrError:
+            raise
+        except Exception as exc:  # network and client errors of any fsspec backend
             raise StorageError(f"cannot open {url!r}: {type(exc).__name__}: {exc}") from exc
         try:
             fs = ZipFileSystem(fo=self._file, skip_instance_cache=True)

@@ -117,7 +117,8 @@ def open_map(
         if mode != "r" or storage_options:
             raise TypeError(
                 f"open_map got an open map {url_or_path!r}: it is returned as it is, "
-                "so mode and storage options cannot be applied"
+                f"so mode and storage options cannot be applied (mode={mode!r}, "
+                f"options {sorted(storage_options)})"
             )
         return url_or_path
     check_mode(mode)
