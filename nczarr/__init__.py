@@ -63,6 +63,9 @@ _LAZY = {
     "detect": "nczarr.load",
     "read": "nczarr.load",
     "view": "nczarr.readthrough",
+    # diagnosis
+    "check": "nczarr.diagnosis",
+    "CheckReport": "nczarr.diagnosis",
     # conversion
     "convert": "nczarr.conversion.api",
     "migrate": "nczarr.conversion.api",

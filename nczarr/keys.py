@@ -18,6 +18,7 @@ __all__ = [
     "FORBIDDEN_CHARACTERS",
     "KeyIndex",
     "check_key_body",
+    "is_node_name",
     "join_key",
     "normalize_key",
     "normalize_prefix",
@@ -89,6 +90,21 @@ def parent_keys(key: str) -> Iterator[str]:
     while "/" in key:
         key = key.rsplit("/", 1)[0]
         yield key
+
+
+def is_node_name(name: object) -> bool:
+    """Whether ``name`` can name a group or array: one key segment that is not a
+    metadata object's name (no ``/``, not empty, no leading ``.``, no forbidden
+    characters). NCZarr group lists (``vars``, ``groups``) are checked with this rule
+    both when a store is crawled and when it is read.
+    """
+    return (
+        isinstance(name, str)
+        and bool(name)
+        and "/" not in name
+        and not name.startswith(".")
+        and not FORBIDDEN_CHARACTERS.search(name)
+    )
 
 
 def join_key(*parts: str) -> str:

@@ -8,14 +8,13 @@ The I/O side of reading; everything after :func:`load_metadata` is pure
 from __future__ import annotations
 
 import os
-import posixpath
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
 
 from .errors import InvalidKeyError, MetadataError
-from .keys import join_key, normalize_key
+from .keys import is_node_name, join_key, normalize_key
 from .maps.base import ZMap
+from .maps.url import dataset_name
 from .translate.attrs import parse_json
 from .translate.conventions import (
     ARRAYS_ALT,
@@ -77,14 +76,10 @@ def _listed_children(meta: dict[str, Any], prefix: str, v1: bool) -> list[tuple[
     out: list[tuple[str, str]] = []
     for alts, kind in ((ARRAYS_ALT, "array"), ((*GROUPS_ALT, "subgroups"), "group")):
         names = next((content[a] for a in alts if a in content), [])
-        if not isinstance(names, list) or not all(_valid_name(n) for n in names):
+        if not isinstance(names, list) or not all(is_node_name(n) for n in names):
             return None
         out.extend((n, kind) for n in names)
     return out
-
-
-def _valid_name(name: Any) -> bool:
-    return isinstance(name, str) and bool(name) and "/" not in name and name not in (".", "..")
 
 
 def _load_consolidated(meta: dict[str, Any], url: str) -> None:
@@ -248,17 +243,6 @@ def _with_url(exc: MetadataError, url: str) -> MetadataError:
     return type(exc)(f"{url}: {text}")
 
 
-def _store_name(url: str) -> str:
-    parsed = urlparse(url)
-    if parsed.scheme == "memory":
-        return "data"
-    base = posixpath.basename(parsed.path.rstrip("/"))
-    for ext in (".zip", ".zarr", ".file", ".nczarr"):
-        if base.endswith(ext) and len(base) > len(ext):
-            base = base[: -len(ext)]
-    return base or "data"
-
-
 def _detect(zmap: ZMap) -> tuple[dict[str, Any], FormatInfo]:
     meta = load_metadata(zmap)
     try:
@@ -341,7 +325,7 @@ def read_with_chunk_keys(
             if info.zarr_format == 3:
                 from .translate.read_zarr3 import chunk_key_encodings, read_zarr3
 
-                dataset = read_zarr3(meta, info, name=_store_name(zmap.url))
+                dataset = read_zarr3(meta, info, name=dataset_name(zmap.url))
                 return dataset, chunk_key_encodings(meta)
             if info.format == "nczarr":
                 from .translate.read_nczarr import read_nczarr
@@ -349,7 +333,7 @@ def read_with_chunk_keys(
                 return read_nczarr(meta, info), {}
             from .translate.read_zarr2 import read_zarr2
 
-            return read_zarr2(meta, info, name=_store_name(zmap.url)), {}
+            return read_zarr2(meta, info, name=dataset_name(zmap.url)), {}
         except MetadataError as exc:
             raise _with_url(exc, zmap.url) from None
     finally:

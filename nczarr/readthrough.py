@@ -27,13 +27,11 @@ from typing import Any, Literal
 from .errors import InvalidModeError, ReadOnlyError
 from .keys import join_key, normalize_key
 from .maps.base import ZMap
-from .translate.conventions import ZARRAY, ZMETADATA
+from .translate.conventions import FORMATS, ZARRAY, ZMETADATA
 from .translate.model import Dataset
 from .translate.read_zarr3 import ChunkKeys
 
 __all__ = ["TranslatedView", "view"]
-
-_FORMATS = ("zarr", "nczarr")
 
 
 class TranslatedView(ZMap):
@@ -55,9 +53,9 @@ class TranslatedView(ZMap):
         zarr_format: int = 2,
     ) -> None:
         super().__init__("r")
-        if format not in _FORMATS:
+        if format not in FORMATS:
             raise InvalidModeError(
-                f"invalid view mode {format!r}: expected one of {', '.join(map(repr, _FORMATS))}"
+                f"invalid view mode {format!r}: expected one of {', '.join(map(repr, FORMATS))}"
             )
         from .load import read_with_chunk_keys
         from .translate.writer import check_zarr_format, write_with_warnings

@@ -1,6 +1,6 @@
 """The ``nczarr`` command: a thin argparse layer over the library.
 
-Subcommands: ``convert``, ``migrate``, ``ls``, ``info``, ``dump``. Errors of nczarr
+Subcommands: ``convert``, ``migrate``, ``ls``, ``info``, ``check``, ``dump``. Errors of nczarr
 and of the operating system print one line, ``nczarr: error: <message>``, on stderr
 and exit 1; usage errors exit 2 (argparse). A progress bar is shown only when stderr
 is a terminal.
@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import posixpath
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from typing import Any, TextIO
 
 from .. import __version__
-from ..errors import NCZarrError
+from ..errors import InvalidModeError, NCZarrError
 from .options import add_storage_arguments, storage_options
 
 __all__ = ["main", "build_parser"]
@@ -71,8 +70,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("url", metavar="URL")
     add_storage_arguments(p)
 
+    p = sub.add_parser(
+        "check",
+        help="what each reader (netcdf-c, zarr-python, xarray) would get wrong",
+        description="Exit 0 when every reader gets the store right, 1 when any would "
+        "fail or misread it, 2 on usage errors.",
+    )
+    p.add_argument("url", metavar="URL")
+    add_storage_arguments(p)
+
     p = sub.add_parser("dump", help="print the dataset as CDL (like ncdump)", add_help=False)
-    p.add_argument("-h", dest="header", action="store_true", required=True, help="header only")
+    p.add_argument("-h", dest="header", action="store_true", help="header only, no data")
+    p.add_argument(
+        "-v",
+        dest="variables",
+        metavar="VAR,...",
+        type=lambda text: [v for v in text.split(",") if v],
+        help="data of these variables only (names or paths)",
+    )
     p.add_argument("url", metavar="URL")
     add_storage_arguments(p)
     return parser
@@ -230,25 +245,53 @@ def _info(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _dataset_name(url: str) -> str:
-    """ncdump's name for a dataset: the last path segment without its extension."""
-    from ..maps.url import parse_url
+def _check(args: argparse.Namespace, out: TextIO) -> int:
+    from ..diagnosis import check
 
-    url = url.rpartition("::")[2]  # a chained zip::s3://... URL: the archive's name
-    path = parse_url(url).path.rstrip("/")
-    base = posixpath.basename(path) or "dataset"
-    return base.split(".", 1)[0] or base
+    with ExitStack() as stack:
+        report = check(_open_read(args, stack))
+    print(report.summary().replace(report.url, args.url), file=out)
+    return 0 if report.ok else 1
 
 
 def _dump(args: argparse.Namespace, out: TextIO) -> int:
     from ..load import read
+    from ..maps.url import dataset_name
     from .cdl import format_cdl
 
+    name = dataset_name(args.url.rpartition("::")[2])  # zip::s3://...: the archive's name
     with ExitStack() as stack:
         zmap = _open_read(args, stack)
-        text = format_cdl(read(zmap), _dataset_name(args.url))
+        if args.header:
+            text = format_cdl(read(zmap), name)
+        else:
+            dataset, data = _data_source(zmap)
+            if args.variables:
+                known = {v.name for v in dataset.root.all_variables()}
+                known |= {v.path for v in dataset.root.all_variables()}
+                unknown = [v for v in args.variables if v not in known]
+                if unknown:
+                    raise InvalidModeError(f"{args.url}: no variable {unknown[0]!r}")
+            text = format_cdl(dataset, name, data=data, variables=args.variables)
     print(text.rstrip("\n"), file=out)
     return 0
+
+
+def _data_source(zmap: Any) -> tuple[Any, Callable[[Any], Any]]:
+    """The dataset and a reader of each variable's values: zarr-python over the
+    translated pure-Zarr view, so every layout reads as its producer wrote it."""
+    import zarr
+
+    from ..integrations.zarr_store import ZarrStore
+    from ..readthrough import view
+
+    translated = view(zmap, "zarr")
+    group = zarr.open_group(store=ZarrStore(translated), mode="r")
+
+    def values(var: Any) -> Any:
+        return group[var.path.strip("/")][...]
+
+    return translated.dataset, values
 
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
@@ -256,6 +299,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "migrate": _migrate,
     "ls": _ls,
     "info": _info,
+    "check": _check,
     "dump": _dump,
 }
 

@@ -27,14 +27,11 @@ from typing import Any
 
 from ..errors import InvalidModeError, TargetExistsError
 from ..maps.base import ZMap
-from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, V1_OBJECT_NAMES
+from ..translate.conventions import FORMATS, LAYOUT_V2, LAYOUT_ZARR, V1_OBJECT_NAMES
 from .apply import copy_chunks, delete_keys, write_metadata
 from .plan import build_plan, legacy_candidates, order_metadata
 
 __all__ = ["ConvertReport", "convert", "migrate", "FORMATS"]
-
-#: Output formats: current NCZarr (netcdf-c 4.9.3+ layout) and pure Zarr v2.
-FORMATS = ("nczarr", "zarr")
 
 #: The layout ``migrate(to=...)`` produces.
 _CURRENT_LAYOUT = {"nczarr": LAYOUT_V2, "zarr": LAYOUT_ZARR}
@@ -251,7 +248,7 @@ def convert(
         ``"nczarr"`` or ``"zarr"``. Omitted: the format of ``dst``'s ``#mode=``
         fragment, else ``"nczarr"``.
     workers
-        Concurrent chunk copies (memory holds at most ``2 * workers`` chunks).
+        Concurrent chunk copies (memory holds at most ``workers`` chunks).
     overwrite
         Replace a non-empty ``dst`` (its root metadata is removed first, then the rest).
     resume

@@ -38,15 +38,13 @@ from ..errors import (
     StoragePermissionError,
     raise_os_error,
 )
-from ..keys import normalize_key, parent_keys
+from ..keys import FORBIDDEN_CHARACTERS, normalize_key, parent_keys
 from .base import ZMap, as_bytes
 
 __all__ = ["TEMP_PREFIX", "FileMap", "local_path"]
 
 #: Names of in-flight temporary files start with this; they are never keys.
 TEMP_PREFIX = ".~nczarr-tmp-"
-
-_CONTROL = {chr(c) for c in range(32)} | {"\x7f", "\\"}
 
 
 def local_path(location: str | os.PathLike[str]) -> str:
@@ -225,7 +223,7 @@ class FileMap(ZMap):
         name = entry.name
         if name.startswith(TEMP_PREFIX) or name in (".", ".."):
             return False
-        if not _CONTROL.isdisjoint(name):
+        if "\\" in name or FORBIDDEN_CHARACTERS.search(name):
             return False
         return not (entry.is_symlink() and not self._inside(entry.path))
 

@@ -59,10 +59,10 @@ from ..keys import KeyIndex, normalize_key, parent_keys
 from .base import ZMap
 from .file import local_path
 
-__all__ = ["LAYOUTS", "ZipMap", "detect_layout"]
+__all__ = ["ZIP_LAYOUTS", "ZipMap", "detect_layout"]
 
 #: Accepted values of ``layout=``.
-LAYOUTS = ("root", "netcdf")
+ZIP_LAYOUTS = ("root", "netcdf")
 
 #: Compression methods ZipMap writes (never Deflate64).
 WRITE_METHODS = {
@@ -109,10 +109,10 @@ class ZipMap(ZMap):
     ) -> None:
         super().__init__(mode)
         self._path = local_path(path)
-        if layout is not None and layout not in LAYOUTS:
+        if layout is not None and layout not in ZIP_LAYOUTS:
             raise InvalidModeError(
                 f"invalid zip layout {layout!r} for {self._path!r}: expected one of "
-                f"{', '.join(LAYOUTS)} or None"
+                f"{', '.join(ZIP_LAYOUTS)} or None"
             )
         if compression not in WRITE_METHODS:
             raise InvalidModeError(
@@ -578,7 +578,7 @@ def detect_layout(
     single = next(iter(tops)) if len(tops) == 1 else None
     if layout is None and comment.startswith(_MARKER):
         marked = comment[len(_MARKER) :].decode("ascii", "replace")
-        layout = marked if marked in LAYOUTS else None
+        layout = marked if marked in ZIP_LAYOUTS else None
     if layout == "root":
         return "root", ""
     if layout == "netcdf":

@@ -1,7 +1,7 @@
 """Every reserved NCZarr name and JSON shape, per format generation, in one table.
 
 Readers of every generation and the writers share these constants instead of
-scattering string literals. Generations (see ``shared/reference/netcdf-c-layouts.md``):
+scattering string literals. Generations (see ``docs/netcdf-c-layouts.md``):
 
 * ``nczarr-v1``: netcdf-c 4.8.0 and 2021 development builds, separate objects
   (``/.nczarr``, ``.nczgroup``, ``.nczvar``/``.nczarray``, ``.nczattr``/``.nczattrs``),

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import MetadataError
-from ..keys import join_key
+from ..keys import is_node_name, join_key
 from .attrs import json_text_safe
 from .conventions import (
     ARRAY_KEYS,
@@ -291,9 +291,7 @@ class _NCZarrReader:
 def _names(value: Any, what: str, where: str) -> list[str]:
     if value is None:
         return []
-    if not isinstance(value, list) or not all(
-        isinstance(v, str) and v and "/" not in v and not v.startswith(".") for v in value
-    ):
+    if not isinstance(value, list) or not all(is_node_name(v) for v in value):
         raise MetadataError(
             f"{where!r}: {what} must be a list of names, got {json_text_safe(value)}"
         )

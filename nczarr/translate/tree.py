@@ -6,7 +6,7 @@ back to; :func:`discover_nodes` finds the groups and arrays implied by metadata 
 The readers (:mod:`read_nczarr`, :mod:`read_zarr2`, :mod:`read_zarr3`) build on it.
 
 Pure Zarr rules (see the NCZarr spec, "Translation" and "Compatibility", and
-``shared/reference/netcdf-c-layouts.md`` section 2):
+``docs/netcdf-c-layouts.md`` section 2):
 
 * Groups are nodes with ``.zgroup`` (or only ``.zattrs``), arrays nodes with
   ``.zarray``; missing intermediate groups are implied. Children are sorted by name.

@@ -1,6 +1,6 @@
 """Write the current NCZarr layout (netcdf-c 4.9.3+, "nczarr 2.0.0", all in ``.zattrs``).
 
-What netcdf-c 4.10 writes (``shared/reference/netcdf-c-layouts.md`` section 1.4),
+What netcdf-c 4.10 writes (``docs/netcdf-c-layouts.md`` section 1.4),
 with three improvements that netcdf-c reads back unchanged:
 
 * floats (attributes and ``fill_value``) are exact: netcdf-c prints them with

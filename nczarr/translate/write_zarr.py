@@ -1,6 +1,6 @@
 """Write pure Zarr v2 that zarr-python 3, xarray and netcdf-c all read correctly.
 
-Differences from the NCZarr writer (``shared/reference/netcdf-c-layouts.md``
+Differences from the NCZarr writer (``docs/netcdf-c-layouts.md``
 sections 2.3-2.6 and ``zarr-xarray-vs-netcdf-c.md``):
 
 * no ``_nczarr_*`` key anywhere; ``_NCProperties`` stays in the root ``.zattrs``;
