@@ -11,12 +11,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from typing import Any, TextIO
 
 from .. import __version__
-from ..errors import InvalidModeError, NCZarrError
+from ..errors import InvalidModeError, NCZarrError, NCZarrWarning
 from .options import add_storage_arguments, storage_options
 
 __all__ = ["main", "build_parser"]
@@ -117,7 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "--storage-option/--anon apply to remote locations (S3, fsspec URLs, "
                 f"zip::...), and {' and '.join(_locations(args))} is local"
             )
-        return _COMMANDS[args.command](args, sys.stdout)
+        with warnings.catch_warnings():
+            # the commands print the warnings of their reports themselves
+            warnings.simplefilter("ignore", NCZarrWarning)
+            return _COMMANDS[args.command](args, sys.stdout)
     except BrokenPipeError:
         # The reader went away (`nczarr ls -R URL | head`): stop quietly, as cat does.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -25,7 +25,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidModeError, TargetExistsError
+from ..errors import InvalidModeError, TargetExistsError, warn_all
 from ..maps.base import ZMap
 from ..translate.conventions import FORMATS, LAYOUT_V2, LAYOUT_ZARR, V1_OBJECT_NAMES
 from .apply import copy_chunks, delete_keys, write_metadata
@@ -323,6 +323,7 @@ def convert(
             warnings=plan.warnings,
             zarr_format=version,
         )
+        warn_all(report.warnings)
         if dry_run:
             report.dry_run = True
             report.planned_keys = plan.keys
@@ -439,6 +440,7 @@ def migrate(
             warnings=tuple(translated.warnings),
             operation="migrate",
         )
+        warn_all(report.warnings)
         if dry_run:
             report.dry_run = True
             report.planned_keys = tuple(changed)
