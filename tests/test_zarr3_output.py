@@ -535,3 +535,25 @@ def test_text_arrays_are_announced(outputs: dict[str, Path], tmp_path: Path) -> 
     assert "null_terminated_bytes" in by_array["/c"] and "fill value 'z'" in by_array["/c"]
     assert "null_terminated_bytes" in by_array["/s"]
     assert not any("/v_f8_l" in w for w in report.warnings)
+
+
+def test_writer_is_pure_and_the_view_pickles(outputs: dict[str, Path]) -> None:
+    import pickle
+
+    from nczarr.translate import write, write_with_warnings
+
+    dataset = nczarr.read(outputs["src"])
+    before = copy.deepcopy(dataset)
+    first = write(dataset, "zarr", zarr_format=3, consolidated=True)
+    assert dataset == before
+    assert first == write(dataset, "zarr", zarr_format=3, consolidated=True)
+    assert set(first) == {k for k in file_tree(outputs["v3"]) if k.endswith("zarr.json")}
+    result = write_with_warnings(dataset, "zarr", zarr_format=3, noxarray=True)
+    doc = json.loads(result.metadata["v_f4_l/zarr.json"])
+    assert "dimension_names" not in doc and "_FillValue" not in doc["attributes"]
+    assert result.skipped == ()
+    with nczarr.view(outputs["src"], mode="zarr", zarr_format=3) as v:
+        again = pickle.loads(pickle.dumps(v))
+        assert again == v and again.zarr_format == 3
+        assert again["zarr.json"] == v["zarr.json"]
+        again.close()
