@@ -557,3 +557,22 @@ def test_writer_is_pure_and_the_view_pickles(outputs: dict[str, Path]) -> None:
         assert again == v and again.zarr_format == 3
         assert again["zarr.json"] == v["zarr.json"]
         again.close()
+
+
+def test_slash_separated_v2_chunks_keep_their_keys(tmp_path: Path) -> None:
+    src = tmp_path / "src.zarr"
+    g = zarr.open_group(src, mode="w", zarr_format=2)
+    a = g.create_array(
+        "a",
+        shape=(4, 4),
+        chunks=(2, 2),
+        dtype="<f4",
+        chunk_key_encoding={"name": "v2", "separator": "/"},
+    )
+    a[:3, :3] = 1.5
+    dst = tmp_path / "dst.zarr"
+    nczarr.convert(src, dst, mode="zarr", zarr_format=3)
+    doc = json.loads((dst / "a" / "zarr.json").read_text())
+    assert doc["chunk_key_encoding"] == {"name": "v2", "configuration": {"separator": "/"}}
+    assert (dst / "a" / "1" / "1").read_bytes() == (src / "a" / "1" / "1").read_bytes()
+    assert _same(zarr.open_array(dst / "a", mode="r")[...], a[...])
