@@ -24,7 +24,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Literal
 
-from .errors import InvalidModeError, ReadOnlyError
+from .errors import InvalidModeError, ReadOnlyError, warn_all
 from .keys import join_key, normalize_key
 from .maps.base import ZMap
 from .translate.conventions import FORMATS, ZARRAY, ZMETADATA
@@ -50,6 +50,7 @@ class TranslatedView(ZMap):
         noxarray: bool = False,
         consolidated: bool | None = None,
         owns_source: bool = False,
+        netcdf_scalars: bool = False,
         zarr_format: int = 2,
     ) -> None:
         super().__init__("r")
@@ -60,12 +61,12 @@ class TranslatedView(ZMap):
         from .load import read_with_chunk_keys
         from .translate.writer import check_zarr_format, write_with_warnings
 
-        self._zarr_format = check_zarr_format(format, zarr_format)
-
+        self._zarr_format = check_zarr_format(format, zarr_format, netcdf_scalars=netcdf_scalars)
         self._source = source
         self._owns_source = owns_source
         self._format = format
         self._noxarray = noxarray
+        self._netcdf_scalars = netcdf_scalars
         self._consolidated_arg = consolidated
         self._dataset: Dataset
         self._dataset, chunk_keys = read_with_chunk_keys(source)
@@ -77,6 +78,7 @@ class TranslatedView(ZMap):
             format,
             noxarray=noxarray,
             consolidated=self._consolidated,
+            netcdf_scalars=netcdf_scalars,
             zarr_format=self._zarr_format,
         )
         self._metadata: dict[str, bytes] = written.metadata
@@ -131,6 +133,11 @@ class TranslatedView(ZMap):
     def zarr_format(self) -> int:
         """2 or 3: the Zarr version of the metadata the view shows."""
         return self._zarr_format
+
+    @property
+    def netcdf_scalars(self) -> bool:
+        """Whether pure Zarr scalars are shown in netcdf-c's form (shape ``[1]``)."""
+        return self._netcdf_scalars
 
     @property
     def consolidated(self) -> bool:
@@ -258,6 +265,7 @@ class TranslatedView(ZMap):
             {
                 "noxarray": self._noxarray,
                 "consolidated": self._consolidated_arg,
+                "netcdf_scalars": self._netcdf_scalars,
                 "zarr_format": self._zarr_format,
             },
         )
@@ -310,6 +318,7 @@ class TranslatedView(ZMap):
             and self._format == other._format
             and self._noxarray == other._noxarray
             and self._consolidated == other._consolidated
+            and self._netcdf_scalars == other._netcdf_scalars
             and self._zarr_format == other._zarr_format
         )
 
@@ -324,19 +333,26 @@ class TranslatedView(ZMap):
                 self._format,
                 self._noxarray,
                 self._consolidated_arg,
+                self._netcdf_scalars,
                 self._zarr_format,
             ),
         )
 
 
 def _rebuild(
-    source: ZMap, format: str, noxarray: bool, consolidated: bool | None, zarr_format: int = 2
+    source: ZMap,
+    format: str,
+    noxarray: bool,
+    consolidated: bool | None,
+    netcdf_scalars: bool = False,
+    zarr_format: int = 2,
 ) -> TranslatedView:
     return TranslatedView(
         source,
         format=format,  # type: ignore[arg-type]
         noxarray=noxarray,
         consolidated=consolidated,
+        netcdf_scalars=netcdf_scalars,
         zarr_format=zarr_format,
     )
 
@@ -347,10 +363,15 @@ def view(
     *,
     noxarray: bool = False,
     consolidated: bool | None = None,
+    netcdf_scalars: bool = False,
     zarr_format: int = 2,
     storage_options: Mapping[str, Any] | None = None,
 ) -> TranslatedView:
     """A read-only map showing ``src`` translated to ``mode``, without copying data.
+
+    What the translation could not carry verbatim (arrays skipped, dimensions
+    renamed, metadata decoded leniently ...) is announced as
+    :class:`~nczarr.errors.NCZarrWarning` and kept in ``view(...).warnings``.
 
     Parameters
     ----------
@@ -363,7 +384,10 @@ def view(
     noxarray : bool
         Omit ``_ARRAY_DIMENSIONS`` (``dimension_names`` in Zarr v3).
     consolidated : bool or None
-        Show consolidated metadata; ``None``: iff ``src`` has a ``.zmetadata``.
+        Show a ``.zmetadata``; ``None``: iff ``src`` has one.
+    netcdf_scalars : bool
+        ``mode="zarr"`` only: show scalars as netcdf-c writes them in pure Zarr (shape
+        ``[1]``, ``_ARRAY_DIMENSIONS: ["_scalar_"]``) instead of 0-d arrays.
     zarr_format : {2, 3}
         With ``mode="zarr"``: show Zarr v2 or Zarr v3 (``zarr.json``) metadata.
     storage_options : mapping, optional
@@ -373,7 +397,7 @@ def view(
     ------
     InvalidModeError
         ``mode`` is not ``"zarr"`` or ``"nczarr"``, or ``zarr_format`` is not 2 or 3
-        (3 only with ``"zarr"``).
+        (3 only with ``"zarr"``, without ``netcdf_scalars``).
     MetadataError, UnsupportedError
         ``src`` cannot be read (see :func:`nczarr.load.read`).
 
@@ -385,21 +409,29 @@ def view(
     >>> sorted(view(src, "nczarr"))
     ['.zattrs', '.zgroup']
     """
-    options = {"noxarray": noxarray, "consolidated": consolidated, "zarr_format": zarr_format}
+    options = {
+        "noxarray": noxarray,
+        "consolidated": consolidated,
+        "netcdf_scalars": netcdf_scalars,
+        "zarr_format": zarr_format,
+    }
     if isinstance(src, ZMap):
         if storage_options:
             raise TypeError(
                 f"view got an open map {src!r}: storage options apply to URLs only, "
                 f"got {sorted(storage_options)}"
             )
-        return TranslatedView(src, format=mode, **options)
-    if isinstance(src, str | os.PathLike):
+        result = TranslatedView(src, format=mode, **options)
+    elif isinstance(src, str | os.PathLike):
         from .maps.open import open_map
 
         zmap = open_map(os.fspath(src), mode="r", storage_options=storage_options)
         try:
-            return TranslatedView(zmap, format=mode, owns_source=True, **options)
+            result = TranslatedView(zmap, format=mode, owns_source=True, **options)
         except BaseException:
             zmap.close()
             raise
-    raise TypeError(f"expected a URL, a path or a ZMap, got {type(src).__name__}")
+    else:
+        raise TypeError(f"expected a URL, a path or a ZMap, got {type(src).__name__}")
+    warn_all(result.warnings)
+    return result

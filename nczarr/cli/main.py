@@ -3,7 +3,9 @@
 Subcommands: ``convert``, ``migrate``, ``ls``, ``info``, ``check``, ``dump``. Errors of nczarr
 and of the operating system print one line, ``nczarr: error: <message>``, on stderr
 and exit 1; usage errors exit 2 (argparse). A progress bar is shown only when stderr
-is a terminal.
+is a terminal. The library's warnings (:class:`~nczarr.errors.NCZarrWarning`) are
+printed once each, ``nczarr: warning: <message>`` on stderr (``info`` lists them in
+its output).
 """
 
 from __future__ import annotations
@@ -47,6 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--consolidated", action="store_true", default=None, help="write consolidated metadata"
     )
     p.add_argument("--noxarray", action="store_true", default=None, help="no _ARRAY_DIMENSIONS")
+    p.add_argument(
+        "--netcdf-scalars",
+        action="store_true",
+        help="pure Zarr: scalars as netcdf-c writes them (shape [1], dimension _scalar_), "
+        "for netcdf-c readers; default: 0-d arrays, for zarr-python and xarray",
+    )
     p.add_argument(
         "--zarr-format",
         type=int,
@@ -119,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"zip::...), and {' and '.join(_locations(args))} is local"
             )
         with warnings.catch_warnings():
-            # the commands print the warnings of their reports themselves
+            # The commands print the library's warnings themselves, once each.
             warnings.simplefilter("ignore", NCZarrWarning)
             return _COMMANDS[args.command](args, sys.stdout)
     except BrokenPipeError:
@@ -153,46 +161,27 @@ def _options_for(args: argparse.Namespace, location: str) -> dict[str, Any] | No
 
 
 # ---------------------------------------------------------------- commands
-def _progress_bar(stack: ExitStack) -> Callable[[int, int], object] | None:
-    if not sys.stderr.isatty():
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    bar = stack.enter_context(tqdm(total=0, unit="chunk", file=sys.stderr, leave=False))
-
-    def update(done: int, total: int) -> None:
-        if bar.total != total:
-            bar.total = total
-        bar.update(done - bar.n)
-        if done == total:
-            bar.refresh()  # tqdm throttles redraws: show the final count
-
-    return update
-
-
 def _convert(args: argparse.Namespace, out: TextIO) -> int:
     from ..conversion import convert
 
-    with ExitStack() as stack:
-        report = convert(
-            args.src,
-            args.dst,
-            args.mode,
-            workers=args.workers,
-            overwrite=args.overwrite,
-            resume=args.resume,
-            dry_run=args.dry_run,
-            include=args.include,
-            exclude=args.exclude,
-            progress=None if args.dry_run else _progress_bar(stack),
-            noxarray=args.noxarray,
-            consolidated=args.consolidated,
-            zarr_format=args.zarr_format,
-            source_options=_options_for(args, args.src),
-            target_options=_options_for(args, args.dst),
-        )
+    report = convert(
+        args.src,
+        args.dst,
+        args.mode,
+        workers=args.workers,
+        overwrite=args.overwrite,
+        resume=args.resume,
+        dry_run=args.dry_run,
+        include=args.include,
+        exclude=args.exclude,
+        progress=not args.dry_run and sys.stderr.isatty(),
+        noxarray=args.noxarray,
+        consolidated=args.consolidated,
+        netcdf_scalars=args.netcdf_scalars,
+        zarr_format=args.zarr_format,
+        source_options=_options_for(args, args.src),
+        target_options=_options_for(args, args.dst),
+    )
     _print_report(report, out)
     return 0
 
@@ -216,9 +205,13 @@ def _print_report(report: Any, out: TextIO) -> None:
             print(f"write {key}", file=out)
         for key in report.deleted_keys:
             print(f"delete {key}", file=out)
-    for warning in report.warnings:
-        print(f"nczarr: warning: {warning}", file=sys.stderr)
+    _print_warnings(report.warnings)
     print(report.summary(), file=out)
+
+
+def _print_warnings(messages: Sequence[str]) -> None:
+    for warning in messages:
+        print(f"nczarr: warning: {warning}", file=sys.stderr)
 
 
 def _open_read(args: argparse.Namespace, stack: ExitStack) -> Any:
@@ -267,7 +260,8 @@ def _dump(args: argparse.Namespace, out: TextIO) -> int:
     with ExitStack() as stack:
         zmap = _open_read(args, stack)
         if args.header:
-            text = format_cdl(read(zmap), name)
+            dataset = read(zmap)
+            text = format_cdl(dataset, name)
         else:
             dataset, data = _data_source(zmap)
             if args.variables:
@@ -277,6 +271,7 @@ def _dump(args: argparse.Namespace, out: TextIO) -> int:
                 if unknown:
                     raise InvalidModeError(f"{args.url}: no variable {unknown[0]!r}")
             text = format_cdl(dataset, name, data=data, variables=args.variables)
+    _print_warnings(dataset.warnings)
     print(text.rstrip("\n"), file=out)
     return 0
 

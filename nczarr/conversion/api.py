@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +30,7 @@ from ..maps.base import ZMap
 from ..translate.conventions import FORMATS, LAYOUT_V2, LAYOUT_ZARR, V1_OBJECT_NAMES
 from .apply import copy_chunks, delete_keys, write_metadata
 from .plan import build_plan, legacy_candidates, order_metadata
+from .progress import ProgressArg, progress_callback
 
 __all__ = ["ConvertReport", "convert", "migrate", "FORMATS"]
 
@@ -198,23 +199,35 @@ def _is_empty(zmap: ZMap) -> bool:
 
 
 def _translate(
-    zmap: ZMap, fmt: str, noxarray: bool, consolidated: bool | None, zarr_format: int = 2
+    zmap: ZMap,
+    fmt: str,
+    noxarray: bool,
+    consolidated: bool | None,
+    netcdf_scalars: bool = False,
+    zarr_format: int = 2,
 ) -> Any:
-    from ..readthrough import view
+    """The translated view (built directly: its warnings are announced by the caller,
+    once, with the report's)."""
+    from ..readthrough import TranslatedView
 
-    return view(
-        zmap, mode=fmt, noxarray=noxarray, consolidated=consolidated, zarr_format=zarr_format
+    return TranslatedView(
+        zmap,
+        format=fmt,  # type: ignore[arg-type]
+        noxarray=noxarray,
+        consolidated=consolidated,
+        netcdf_scalars=netcdf_scalars,
+        zarr_format=zarr_format,
     )
 
 
-def _zarr_format(value: int | None, parsed: Any, fmt: str) -> int:
+def _zarr_format(value: int | None, parsed: Any, fmt: str, netcdf_scalars: bool) -> int:
     """The Zarr version to write: ``value``, else the ``v2``/``v3`` word of the target
     URL, else 2."""
     from ..translate.writer import check_zarr_format
 
     if value is None:
         value = (parsed.zarr_version if parsed is not None else None) or 2
-    return check_zarr_format(fmt, value)
+    return check_zarr_format(fmt, value, netcdf_scalars=netcdf_scalars)
 
 
 # ------------------------------------------------------------------ convert
@@ -229,12 +242,13 @@ def convert(
     dry_run: bool = False,
     include: Sequence[str] | None = None,
     exclude: Sequence[str] | None = None,
-    progress: Callable[[int, int], object] | None = None,
+    progress: ProgressArg = None,
     noxarray: bool | None = None,
     consolidated: bool | None = None,
     zarr_format: int | None = None,
     source_options: Mapping[str, Any] | None = None,
     target_options: Mapping[str, Any] | None = None,
+    netcdf_scalars: bool = False,
 ) -> ConvertReport:
     """Convert the dataset at ``src`` into ``mode`` format at ``dst``.
 
@@ -259,7 +273,8 @@ def convert(
     include, exclude
         Variable (or group) FQNs or bare names to keep / leave out.
     progress
-        ``progress(done, total)`` in chunk objects, called after each chunk.
+        A callable ``progress(done, total)`` in chunk objects, called after each
+        chunk; ``True`` for a progress bar on stderr; ``False``/``None`` for none.
     noxarray, consolidated
         Writer options (no ``_ARRAY_DIMENSIONS``/``dimension_names``; write
         consolidated metadata: ``.zmetadata``, or in Zarr v3 the root ``zarr.json``'s
@@ -275,6 +290,15 @@ def convert(
         Storage options for opening ``src`` / ``dst`` from URLs (``anon=True``,
         ``endpoint_url``, ``profile``, ... see :func:`nczarr.open_map`); one per side,
         since the two often live on different servers.
+    netcdf_scalars
+        Pure Zarr target only: write netCDF scalars as netcdf-c does (shape ``[1]``,
+        ``_ARRAY_DIMENSIONS: ["_scalar_"]``) so that netcdf-c 4.10, which leaves 0-d
+        arrays out, reads them; zarr-python and xarray then see 1-element arrays.
+        Default: 0-d arrays, what zarr-python and xarray write and expect.
+
+    Everything that is not a verbatim copy (arrays skipped, dimensions renamed,
+    metadata decoded leniently, codecs netcdf-c cannot read ...) is announced as an
+    :class:`~nczarr.errors.NCZarrWarning` and listed in ``report.warnings``.
 
     Raises
     ------
@@ -284,13 +308,15 @@ def convert(
     InvalidModeError
         Bad ``mode``, ``overwrite`` together with ``resume``, overlapping source
         and target, an include/exclude pattern that matches nothing, or
-        ``zarr_format=3`` with ``mode="nczarr"``.
+        ``zarr_format=3`` with ``mode="nczarr"`` or ``netcdf_scalars``.
+    TypeError
+        ``progress`` is not a bool, None or a callable.
     """
     start = time.perf_counter()
     parsed = _parsed(dst)
     fmt = mode if mode is not None else (parsed.format if parsed is not None else None)
     fmt = _check_format(fmt or "nczarr", "mode")
-    version = _zarr_format(zarr_format, parsed, fmt)
+    version = _zarr_format(zarr_format, parsed, fmt, netcdf_scalars)
     if overwrite and resume:
         raise InvalidModeError("overwrite=True and resume=True exclude each other")
     if noxarray is None:
@@ -299,8 +325,9 @@ def convert(
         consolidated = True
     src_url, dst_url = _url_of(src), _url_of(dst)
     with ExitStack() as stack:
+        on_chunk = progress_callback(progress, stack, unit="chunk")
         src_map = _open(src, "r", source_options, stack)
-        translated = _translate(src_map, fmt, noxarray, consolidated, version)
+        translated = _translate(src_map, fmt, noxarray, consolidated, netcdf_scalars, version)
         plan = build_plan(
             translated,
             target_format=fmt,
@@ -308,6 +335,7 @@ def convert(
             exclude=exclude,
             noxarray=noxarray,
             consolidated=consolidated,
+            netcdf_scalars=netcdf_scalars,
             zarr_format=version,
         )
         # Chunks are copied from the source map itself (verbatim, kernel or S3
@@ -346,7 +374,7 @@ def convert(
                     "interrupted convert"
                 )
         stats = copy_chunks(
-            source, dst_map, plan.chunk_keys, workers=workers, resume=resume, progress=progress
+            source, dst_map, plan.chunk_keys, workers=workers, resume=resume, progress=on_chunk
         )
         written = write_metadata(dst_map, plan.metadata)
         dst_map.flush()
@@ -383,7 +411,7 @@ def migrate(
     to: str = "nczarr",
     dry_run: bool = False,
     *,
-    progress: Callable[[int, int], object] | None = None,
+    progress: ProgressArg = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> ConvertReport:
     """Rewrite the metadata of the store at ``url`` in place, as current NCZarr or pure Zarr.
@@ -404,14 +432,19 @@ def migrate(
     Parameters
     ----------
     progress
-        ``progress(done, total)`` in metadata objects written or deleted.
+        ``progress(done, total)`` in metadata objects written or deleted; ``True``
+        for a progress bar on stderr; ``False``/``None`` for none.
     storage_options
         Options for opening ``url`` (``endpoint_url``, ``profile``, ... see
         :func:`nczarr.open_map`).
+
+    What the new metadata cannot carry verbatim is announced as an
+    :class:`~nczarr.errors.NCZarrWarning` and listed in ``report.warnings``.
     """
     start = time.perf_counter()
     fmt = _check_format(to, "target format")
     with ExitStack() as stack:
+        on_object = progress_callback(progress, stack, unit="object")
         zmap = _open(url, "r" if dry_run else "r+", storage_options, stack)
         translated = _translate(zmap, fmt, False, None)
         dataset = translated.dataset
@@ -454,8 +487,8 @@ def migrate(
         def step() -> None:
             nonlocal done
             done += 1
-            if progress is not None:
-                progress(done, total)
+            if on_object is not None:
+                on_object(done, total)
 
         written = write_metadata(
             zmap, ((k, bytes(metadata[k])) for k in changed), skip_equal=True, progress=step

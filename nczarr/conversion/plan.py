@@ -224,6 +224,7 @@ def build_plan(
     exclude: Sequence[str] | None = None,
     noxarray: bool = False,
     consolidated: bool | None = None,
+    netcdf_scalars: bool = False,
     zarr_format: int = 2,
 ) -> Plan:
     """Plan a conversion from a translated view.
@@ -245,6 +246,7 @@ def build_plan(
             target_format,
             noxarray=noxarray,
             consolidated=bool(consolidated),
+            netcdf_scalars=netcdf_scalars,
             zarr_format=zarr_format,
         )
         metadata = written.metadata

@@ -65,8 +65,8 @@ from .codecs_v3 import v3_codecs
 from .conventions import DEFAULT_MAXSTRLEN, FILLVALUE, NCPROPERTIES, ZARR_JSON
 from .dtypes import encode_fill_value, json_number
 from .model import Dataset, Group, Variable
-from .write_common import dumps, group_key, ncproperties
-from .zarr_names import dimension_names, plain_attributes
+from .write_common import group_key, ncproperties
+from .zarr_names import dimension_names, plain_attributes, utf8_json
 
 __all__ = ["write_zarr3", "array_document", "data_type", "CHUNK_KEY_ENCODING"]
 
@@ -235,7 +235,10 @@ def write_zarr3(
                 entry["consolidated_metadata"] = _empty_consolidated()
             inner[prefix] = entry
         root["consolidated_metadata"] = {**_empty_consolidated(), "metadata": inner}
-    out = {join_key(prefix, ZARR_JSON): dumps(doc) for prefix, doc in docs.items()}
+    out = {}
+    for prefix, doc in docs.items():
+        key = join_key(prefix, ZARR_JSON)
+        out[key] = utf8_json(key, doc, warnings)
     return out, warnings, skipped
 
 

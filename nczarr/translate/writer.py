@@ -27,7 +27,7 @@ from typing import Any, Literal
 from ..errors import InvalidModeError
 from .conventions import FORMATS, ZMETADATA
 from .model import Dataset
-from .write_common import consolidate
+from .write_common import consolidate, text_shuffle_warnings
 from .write_nczarr import unreadable_codec_warnings, write_nczarr
 from .write_zarr import write_zarr
 from .write_zarr3 import write_zarr3
@@ -61,6 +61,7 @@ def write(
     *,
     noxarray: bool = False,
     consolidated: bool = False,
+    netcdf_scalars: bool = False,
     zarr_format: int = 2,
 ) -> dict[str, bytes]:
     """The metadata objects that describe ``dataset`` in ``format``.
@@ -75,11 +76,16 @@ def write(
     noxarray : bool
         Omit ``_ARRAY_DIMENSIONS`` (netcdf-c's ``mode=noxarray``).
     consolidated : bool
-        Also write ``.zmetadata`` (``zarr_consolidated_format`` 1); for Zarr v3, the
-        root ``zarr.json``'s ``consolidated_metadata``.
+        Also write ``.zmetadata`` (``zarr_consolidated_format`` 1).
+    netcdf_scalars : bool
+        ``"zarr"`` only: write scalars as netcdf-c does in pure Zarr (shape ``[1]``,
+        ``_ARRAY_DIMENSIONS: ["_scalar_"]``), which netcdf-c 4.10 reads, instead of
+        0-d arrays (shape ``[]``), which zarr-python and xarray write and expect
+        and which netcdf-c 4.10 silently leaves out. Zarr v2 only.
     zarr_format : {2, 3}
         For ``format="zarr"``: Zarr v2 (``.zgroup``/``.zarray``/``.zattrs``) or
-        Zarr v3 (``zarr.json``). NCZarr is Zarr v2 only.
+        Zarr v3 (``zarr.json``; ``consolidated`` then fills the root's
+        ``consolidated_metadata``). NCZarr is Zarr v2 only.
 
     Returns
     -------
@@ -91,10 +97,15 @@ def write(
     ------
     InvalidModeError
         ``format`` is not one of :data:`FORMATS`, ``zarr_format`` is not 2 or 3, or
-        NCZarr is asked for in Zarr v3.
+        Zarr v3 is asked for with NCZarr or ``netcdf_scalars``.
     """
     return write_with_warnings(
-        dataset, format, noxarray=noxarray, consolidated=consolidated, zarr_format=zarr_format
+        dataset,
+        format,
+        noxarray=noxarray,
+        consolidated=consolidated,
+        netcdf_scalars=netcdf_scalars,
+        zarr_format=zarr_format,
     ).metadata
 
 
@@ -104,36 +115,40 @@ def write_with_warnings(
     *,
     noxarray: bool = False,
     consolidated: bool = False,
+    netcdf_scalars: bool = False,
     zarr_format: int = 2,
 ) -> WriteResult:
     """Like :func:`write`, returning a :class:`WriteResult` (metadata and warnings)."""
-    if check_zarr_format(format, zarr_format) == 3:
+    if check_zarr_format(format, zarr_format, netcdf_scalars=netcdf_scalars) == 3:
         metadata, warnings, skipped = write_zarr3(
             dataset, noxarray=noxarray, consolidated=consolidated
         )
+        warnings = [*warnings, *text_shuffle_warnings(dataset)]
         return WriteResult(metadata, tuple(warnings), tuple(skipped))
     if format == "nczarr":
         metadata = write_nczarr(dataset, noxarray=noxarray)
         warnings = unreadable_codec_warnings(dataset)
     elif format == "zarr":
-        metadata, warnings = write_zarr(dataset, noxarray=noxarray)
+        metadata, warnings = write_zarr(dataset, noxarray=noxarray, netcdf_scalars=netcdf_scalars)
     else:
         raise InvalidModeError(
             f"invalid format {format!r}: expected one of {', '.join(map(repr, FORMATS))}"
         )
+    warnings = [*warnings, *text_shuffle_warnings(dataset)]
     if consolidated:
         metadata[ZMETADATA] = consolidate(metadata)
     return WriteResult(metadata, tuple(warnings))
 
 
-def check_zarr_format(format: str, zarr_format: Any) -> int:
+def check_zarr_format(format: str, zarr_format: Any, *, netcdf_scalars: bool = False) -> int:
     """Validate a ``(format, zarr_format)`` pair; return the Zarr format (2 or 3).
 
     Raises
     ------
     InvalidModeError
-        ``zarr_format`` is not 2 or 3, or ``format`` is ``"nczarr"`` with 3 (NCZarr
-        is defined over Zarr v2; netcdf-c's v3 drafts are not a stable format).
+        ``zarr_format`` is not 2 or 3; ``format`` is ``"nczarr"`` with 3 (NCZarr is
+        defined over Zarr v2; netcdf-c's v3 drafts are not a stable format); or
+        ``netcdf_scalars`` with 3 (it is for netcdf-c, which reads no Zarr v3).
     """
     if isinstance(zarr_format, bool) or zarr_format not in (2, 3):
         raise InvalidModeError(f"invalid zarr_format {zarr_format!r}: expected 2 or 3")
@@ -145,5 +160,10 @@ def check_zarr_format(format: str, zarr_format: Any) -> int:
         raise InvalidModeError(
             f"zarr_format=3 is written for format 'zarr' only, not {format!r}: NCZarr is "
             "Zarr v2 (netcdf-c reads no stable NCZarr over Zarr v3)"
+        )
+    if zarr_format == 3 and netcdf_scalars:
+        raise InvalidModeError(
+            "netcdf_scalars is for netcdf-c readers, which do not read Zarr v3: "
+            "use it with zarr_format=2"
         )
     return int(zarr_format)

@@ -1,9 +1,15 @@
 """Pure Zarr naming rules shared by the Zarr v2 and Zarr v3 writers.
 
 Both pure-Zarr writers (:mod:`~nczarr.translate.write_zarr`,
-:mod:`~nczarr.translate.write_zarr3`) write attributes as untyped JSON and name
-every array's dimensions (``_ARRAY_DIMENSIONS`` in v2, ``dimension_names`` in v3)
-by the same rules; they live here so that no writer imports another.
+:mod:`~nczarr.translate.write_zarr3`) write attributes as untyped JSON, name every
+array's dimensions (``_ARRAY_DIMENSIONS`` in v2, ``dimension_names`` in v3) by the
+same rules, and write metadata as UTF-8 only; these rules live here so that no
+writer imports another.
+
+Metadata a reader kept undecoded (bytes that are not UTF-8, which netcdf-c 4.9
+writes for a char attribute ``"\\200"``) becomes the Latin-1 characters those bytes
+stand for, with a warning (:func:`utf8_json`): Zarr metadata is UTF-8 JSON, and
+zarr-python and xarray refuse anything else.
 
 ``_ARRAY_DIMENSIONS``/``dimension_names`` hold plain names. xarray and netcdf-c
 resolve a name in the array's own group, so when one group's arrays use two
@@ -14,19 +20,46 @@ group's own ``x``), the one that netCDF scoping would *not* pick is renamed
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
 from .attrs import encode_attribute
 from .conventions import HIDDEN_ATTRIBUTES
 from .model import Attribute, Dataset, Group
+from .write_common import dumps
 
-__all__ = ["plain_attributes", "dimension_names"]
+__all__ = ["plain_attributes", "dimension_names", "utf8_json"]
+
+
+#: A byte a reader kept undecoded (``surrogateescape``: 0x80-0xFF -> U+DC80-U+DCFF).
+_LONE_SURROGATE = re.compile("[\udc80-\udcff]")
+
+
+def _latin1(match: re.Match[str]) -> str:
+    return chr(ord(match.group()) - 0xDC00)
+
+
+def utf8_json(key: str, doc: dict[str, Any], warnings: list[str]) -> bytes:
+    """``doc`` serialised as UTF-8 JSON; undecoded bytes become Latin-1 characters,
+    and a warning naming ``key`` is appended to ``warnings``."""
+    data = dumps(doc)
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        data = _LONE_SURROGATE.sub(_latin1, data.decode("utf-8", "surrogateescape"))
+        data = data.encode("utf-8")
+        warnings.append(
+            f"{key!r}: bytes that are not UTF-8 are written as the Latin-1 characters "
+            "they stand for (Zarr metadata is UTF-8 JSON, zarr-python reads nothing "
+            "else); the NCZarr form keeps the bytes"
+        )
+    return data
 
 
 def plain_attributes(attributes: Iterable[Attribute]) -> dict[str, Any]:
-    """Attributes as untyped JSON (hidden netCDF/NCZarr bookkeeping left out), chosen so
-    that a reader's type inference gives the type back where JSON can say it."""
+    """Attributes as untyped JSON (hidden netCDF/NCZarr bookkeeping left out), as
+    zarr-python and xarray write them."""
     out: dict[str, Any] = {}
     for attr in attributes:
         if attr.name in HIDDEN_ATTRIBUTES:
