@@ -351,3 +351,11 @@ def test_cli_migrate_on_s3(
     assert main(["migrate", url, "--to", "zarr", *opt]) == 0
     capsys.readouterr()
     assert nczarr.detect(url, storage_options={"endpoint_url": s3_endpoint}).format == "zarr"
+
+
+def test_open_zarr_translates_an_open_netcdf_map_and_leaves_it_open() -> None:
+    with nczarr.open_map(EXAMPLE) as m:
+        group = nczarr.open_zarr(m)
+        assert group["c"].dtype.kind == "S"  # netcdf-c's ">S1" char array, translated
+        assert not m.closed
+        assert m["v/.zarray"]

@@ -576,3 +576,13 @@ def test_slash_separated_v2_chunks_keep_their_keys(tmp_path: Path) -> None:
     assert doc["chunk_key_encoding"] == {"name": "v2", "configuration": {"separator": "/"}}
     assert (dst / "a" / "1" / "1").read_bytes() == (src / "a" / "1" / "1").read_bytes()
     assert _same(zarr.open_array(dst / "a", mode="r")[...], a[...])
+
+
+def test_netcdf_scalars_is_refused_for_zarr_v3(outputs: dict[str, Path], tmp_path: Path) -> None:
+    with pytest.raises(InvalidModeError, match="netcdf_scalars"):
+        nczarr.convert(
+            outputs["src"], tmp_path / "s.zarr", mode="zarr", zarr_format=3, netcdf_scalars=True
+        )
+    with pytest.raises(InvalidModeError, match="netcdf_scalars"):
+        nczarr.view(outputs["src"], mode="zarr", zarr_format=3, netcdf_scalars=True)
+    assert not any(tmp_path.iterdir())
