@@ -484,7 +484,7 @@ def arrays(draw):
 
 
 @settings(
-    max_examples=int(os.environ.get("NCZARR_HYPOTHESIS_EXAMPLES", "15")),
+    max_examples=int(os.environ.get("NCZARR_LONG_TESTS", "0") and 200) or 15,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
