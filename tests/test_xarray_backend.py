@@ -518,6 +518,7 @@ def test_entry_point():
         ("/data/x.nc", False),
         ("/data/x.zarr", False),  # plain Zarr stays with xarray's zarr engine
         ("s3://bucket/x.zarr", False),
+        ("zip::s3://bucket/x.zip", True),
         ("https://host/x.nc", False),
         (42, False),
     ],
@@ -556,7 +557,7 @@ def test_not_a_store_raises_metadata_error(tmp_path):
 def test_storage_options_reach_open_map(corpus):
     path, _ = corpus["everything"]
     # a directory map takes no options: the error comes from open_map, naming them
-    with pytest.raises(TypeError, match="takes no storage options"):
+    with pytest.raises(TypeError, match="storage options"):
         xr.open_dataset(path, engine=ENGINE, storage_options={"anon": True})
 
 
@@ -721,3 +722,18 @@ def test_random_netcdf_datasets_are_identical_to_the_netcdf4_engine(tmp_path, fi
         assert_same(expected, actual)
     finally:
         shutil.rmtree(path)
+
+
+def test_chained_url_of_a_zip_elsewhere(corpus, tmp_path):
+    import fsspec
+
+    path, _ = corpus["everything"]
+    archive = _zip_netcdf_layout(path, tmp_path / "chained.zip")
+    fs = fsspec.filesystem("memory")
+    remote = f"/xarray-chained-{os.getpid()}/everything.zip"
+    fs.pipe(remote, archive.read_bytes())
+    try:
+        expected = xr.open_datatree(nc_url(path), engine="netcdf4").load()
+        assert_same(expected, xr.open_datatree(f"zip::memory://{remote}", engine=ENGINE).load())
+    finally:
+        fs.rm(remote.rsplit("/", 1)[0], recursive=True)

@@ -69,7 +69,7 @@ from xarray.core import indexing
 from xarray.core.utils import FrozenDict
 from xarray.core.variable import Variable as XVariable
 
-from ..errors import StorageNotFoundError, warn_all
+from ..errors import StorageNotFoundError
 from ..maps.base import ZMap
 from ..translate.conventions import NC_TO_DTYPE
 from ..translate.model import Attribute, Group, Variable
@@ -163,28 +163,11 @@ class NCZarrSource:
     def __init__(
         self, src: str | os.PathLike[str] | ZMap, storage_options: Mapping[str, Any] | None = None
     ) -> None:
-        from ..readthrough import TranslatedView
+        from ..readthrough import view
 
-        owned = not isinstance(src, ZMap)
-        if owned:
-            from ..maps.open import open_map
-
-            zmap = open_map(os.fspath(src), "r", **dict(storage_options or {}))
-        else:
-            if storage_options:
-                raise TypeError(
-                    f"storage_options cannot be applied to an open map {src!r}; "
-                    "pass its URL instead"
-                )
-            zmap = src
-        try:
-            self.view = TranslatedView(zmap, format="zarr", owns_source=owned)
-        except BaseException:
-            if owned:
-                zmap.close()
-            raise
-        warn_all(self.view.warnings, stacklevel=5)
-        self.url = zmap.url
+        # warns (NCZarrWarning) about arrays it leaves out; closes a map it opened
+        self.view = view(src, "zarr", storage_options=storage_options)
+        self.url = self.view.source.url
         self.dataset = self.view.dataset
         self._store = ZarrStore(self.view, read_only=True)
         self._closed = False

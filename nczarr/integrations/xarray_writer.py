@@ -579,4 +579,4 @@ def _open_target(url: Any, storage_options: Mapping[str, Any] | None) -> tuple[Z
     parsed = parse_url(os.fspath(url))
     if parsed.storage == "zip" and not os.path.exists(parsed.path):
         options.setdefault("layout", "netcdf")  # the only zip layout netcdf-c reads
-    return open_map(parsed, "a", **options), True
+    return open_map(parsed, "a", storage_options=options), True
