@@ -26,7 +26,8 @@ from ..errors import (
     StorageNotFoundError,
     StoragePermissionError,
 )
-from .base import ZMap, _as_bytes, normalize_key, normalize_prefix, parent_keys
+from ..keys import normalize_key, normalize_prefix, parent_keys
+from .base import ZMap, as_bytes
 
 __all__ = ["S3Map"]
 
@@ -501,7 +502,7 @@ class S3Map(ZMap):
         batch = {normalize_key(k): v for k, v in items.items()}
         for nkey in batch:
             self._check_writable(nkey)
-        data = {k: _as_bytes(v, k) for k, v in batch.items()}
+        data = {k: as_bytes(v, k) for k, v in batch.items()}
         for nkey in data:
             for parent in parent_keys(nkey):
                 if parent in data:

@@ -53,15 +53,16 @@ from ..errors import (
     StorageError,
     StorageNotFoundError,
     UnsupportedError,
+    raise_os_error,
 )
-from .base import ZMap, normalize_key, parent_keys
-from .file import _raise_os, local_path
-from .memory import KeyIndex
+from ..keys import KeyIndex, normalize_key, parent_keys
+from .base import ZMap
+from .file import local_path
 
-__all__ = ["LAYOUTS", "ZipMap"]
+__all__ = ["ZIP_LAYOUTS", "ZipMap", "detect_layout"]
 
 #: Accepted values of ``layout=``.
-LAYOUTS = ("root", "netcdf")
+ZIP_LAYOUTS = ("root", "netcdf")
 
 #: Compression methods ZipMap writes (never Deflate64).
 WRITE_METHODS = {
@@ -108,10 +109,10 @@ class ZipMap(ZMap):
     ) -> None:
         super().__init__(mode)
         self._path = local_path(path)
-        if layout is not None and layout not in LAYOUTS:
+        if layout is not None and layout not in ZIP_LAYOUTS:
             raise InvalidModeError(
                 f"invalid zip layout {layout!r} for {self._path!r}: expected one of "
-                f"{', '.join(LAYOUTS)} or None"
+                f"{', '.join(ZIP_LAYOUTS)} or None"
             )
         if compression not in WRITE_METHODS:
             raise InvalidModeError(
@@ -168,7 +169,7 @@ class ZipMap(ZMap):
         except FileNotFoundError as exc:
             raise StorageNotFoundError(f"no such zip archive: {self._path!r}") from exc
         except OSError as exc:
-            _raise_os(exc, self._path)
+            raise_os_error(exc, self._path)
         infos = reader.infolist()
         try:
             for info in infos:
@@ -205,30 +206,9 @@ class ZipMap(ZMap):
 
     def _detect(self, infos: list[zipfile.ZipInfo], comment: bytes) -> tuple[str, str]:
         """``(layout, member-name prefix of the root)`` for an existing archive."""
-        names = [info.filename for info in infos]
-        tops = {name.split("/", 1)[0] for name in names if "/" in name}
-        single = next(iter(tops)) if len(tops) == 1 else None
-        stem = Path(self._path).stem
-        layout = self._layout_option
-        if layout is None and comment.startswith(_MARKER):
-            marked = comment[len(_MARKER) :].decode("ascii", "replace")
-            layout = marked if marked in LAYOUTS else None
-        if layout == "root":
-            return "root", ""
-        if layout == "netcdf":
-            return "netcdf", (single or stem) + "/"
-        if single is None:
-            return "root", ""
-        at_root = [name for name in names if "/" not in name]
-        if not at_root and single == stem:
-            return "netcdf", single + "/"
-        if not any(f"{single}/{meta}" in names for meta in _METADATA):
-            return "root", ""
-        if not at_root:
-            return "netcdf", single + "/"
-        if all(name in _METADATA for name in at_root) and names[0].startswith(single + "/"):
-            return "netcdf", single + "/"
-        return "root", ""
+        return detect_layout(
+            [info.filename for info in infos], comment, Path(self._path).stem, self._layout_option
+        )
 
     def _close_reader(self) -> None:
         if self._reader is not None:
@@ -291,7 +271,7 @@ class ZipMap(ZMap):
                     f"cannot read {key!r} from {self._path!r}: corrupt member ({exc})"
                 ) from exc
             except OSError as exc:
-                _raise_os(exc, f"{key!r} in {self._path!r}")
+                raise_os_error(exc, f"{key!r} in {self._path!r}")
 
     def _read_stored(self, key: str, info: zipfile.ZipInfo, reader: zipfile.ZipFile) -> bytes:
         """An uncompressed member with one ``pread`` at its cached data offset.
@@ -312,7 +292,7 @@ class ZipMap(ZMap):
                     break
                 data += more
         except OSError as exc:
-            _raise_os(exc, f"{key!r} in {self._path!r}")
+            raise_os_error(exc, f"{key!r} in {self._path!r}")
         if len(data) != size or zlib.crc32(data) != info.CRC:
             raise StorageError(
                 f"cannot read {key!r} from {self._path!r}: corrupt member "
@@ -422,7 +402,7 @@ class ZipMap(ZMap):
                     f.seek(offset + first)
                     return f.read(last - first)
             except OSError as exc:
-                _raise_os(exc, f"{nkey!r} in {self._path!r}")
+                raise_os_error(exc, f"{nkey!r} in {self._path!r}")
 
     def _data_offset(self, key: str, info: zipfile.ZipInfo, f: Any) -> int:
         offset = self._offsets.get(key)
@@ -495,7 +475,7 @@ class ZipMap(ZMap):
                         out.mkdir(_dir_info(self._prefix + directory))
                     out.writestr(self._new_info(key), value)
         except OSError as exc:
-            _raise_os(exc, self._path)
+            raise_os_error(exc, self._path)
 
     def _new_info(self, key: str) -> zipfile.ZipInfo:
         info = zipfile.ZipInfo(self._prefix + key, date_time=time.localtime()[:6])
@@ -534,7 +514,7 @@ class ZipMap(ZMap):
             with contextlib.suppress(OSError):
                 os.unlink(temp)
             if isinstance(exc, OSError) and not isinstance(exc, NCZarrError):
-                _raise_os(exc, self._path)
+                raise_os_error(exc, self._path)
             raise
 
     def _copy_member(self, info: zipfile.ZipInfo, out: zipfile.ZipFile) -> None:
@@ -576,3 +556,42 @@ def _check_member(name: str, path: str) -> None:
         problem = "it contains a '..' segment"
     if problem:
         raise StorageError(f"refusing archive {path!r}: member {name!r} is unsafe ({problem})")
+
+
+def detect_layout(
+    names: list[str], comment: bytes, stem: str, layout: str | None = None
+) -> tuple[str, str]:
+    """``(layout, member-name prefix of the root)`` of an archive (module docstring).
+
+    Parameters
+    ----------
+    names
+        Member names in archive order.
+    comment
+        The archive comment (nczarr records its layout there).
+    stem
+        The archive's file name without ``.zip`` (netcdf-c's top-level folder).
+    layout
+        ``"root"``/``"netcdf"`` to force one, ``None`` to detect.
+    """
+    tops = {name.split("/", 1)[0] for name in names if "/" in name}
+    single = next(iter(tops)) if len(tops) == 1 else None
+    if layout is None and comment.startswith(_MARKER):
+        marked = comment[len(_MARKER) :].decode("ascii", "replace")
+        layout = marked if marked in ZIP_LAYOUTS else None
+    if layout == "root":
+        return "root", ""
+    if layout == "netcdf":
+        return "netcdf", (single or stem) + "/"
+    if single is None:
+        return "root", ""
+    at_root = [name for name in names if "/" not in name]
+    if not at_root and single == stem:
+        return "netcdf", single + "/"
+    if not any(f"{single}/{meta}" in names for meta in _METADATA):
+        return "root", ""
+    if not at_root:
+        return "netcdf", single + "/"
+    if all(name in _METADATA for name in at_root) and names[0].startswith(single + "/"):
+        return "netcdf", single + "/"
+    return "root", ""
