@@ -22,7 +22,6 @@ runs many random examples per cell (200, or N with ``NCZARR_LONG_TESTS=N``).
 
 from __future__ import annotations
 
-import math
 import os
 import warnings
 from pathlib import Path
@@ -180,22 +179,7 @@ def _spec(*variables: VarSpec, attrs: dict | None = None, named: bool = True) ->
 
 
 _HALF = (slice(0, 2),)
-_NONFINITE = {"inf": ("json", [-math.inf, 1.5, math.inf]), "nan": ("json", math.nan)}
 DEFECT_CASES = {
-    # Zarr v3, dimension_names, zarr-python's default fill (0), half written.
-    "defect1": (
-        "zarr3",
-        _spec(_var("f8", (4,), region=_HALF, data=np.array([1.5, 2.5]))),
-        1,
-        ("read", "view", "convert-nczarr", "convert-zarr"),
-    ),
-    # NaN / +-Infinity attributes through pure Zarr.
-    "defect4": (
-        "zarr2",
-        _spec(_var("i2", (3,), region=(slice(0, 3),), data=np.array([1, 2, 3])), attrs=_NONFINITE),
-        4,
-        ("view", "convert-zarr", "nczarr-zarr"),
-    ),
     # A 0-d array with zarr-python's default (blosc) compressor, to NCZarr.
     "defect8": (
         "zarr2",
