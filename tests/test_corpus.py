@@ -66,15 +66,13 @@ _CHAR_BUG = (
 for _name in ("tst_chararray", "ref_tst_small", "ref_tst_unlim2"):
     KNOWN[_name, "nczarr", "zarr-nczarr"] = _CHAR_BUG
 KNOWN["tst_chararray", "legacy", "zarr-nczarr"] = _CHAR_BUG
-for _store in STORES:
-    KNOWN["ref_tst_nans", _store, "zarr-nczarr"] = "issue 7 defect 4"
 for _path in PATHS:
     KNOWN["ref_tst_nans", "zarr", _path] = (
         "issue 7 defect 4: netcdf-c writes NaN/Inf attributes to pure Zarr as JSON strings "
         'and netCDF4 reads them back as the char text \'["-Infinity","NaN",...]\'; '
         "nczarr reads a string list (defect 4 decides how both spellings read)"
     )
-del _name, _path, _store
+del _name, _path
 
 
 def _ncgen() -> str:
