@@ -45,6 +45,7 @@ from .differential import (
     observe_zarr,
     specs,
 )
+from .ncoracle import build as write_netcdf_store
 
 _LONG = os.environ.get("NCZARR_LONG_TESTS", "")
 LONG = _LONG not in ("", "0")
@@ -209,3 +210,56 @@ def test_left_out_inputs(case: str, path: str, tmp_path: Path) -> None:
     src = writer(spec, tmp_path / "src")
     problems = run_path(producer, path, src, tmp_path, spec.named)
     assert not problems, "\n".join(problems)
+
+
+# ------------------------------------------- single cases found by the generated runs
+def test_char_attribute_spelled_like_a_number_keeps_its_text(tmp_path: Path) -> None:
+    """netcdf-c 4.10 stores a char attribute whose text parses as a number unquoted
+    (``"Inf"`` -> ``Inf``, ``"nan"`` -> ``nan``, ``"1e3"`` -> ``1e3``); the text it
+    was given is still in the store and is what a reader must get."""
+    texts = {"a": "Inf", "b": "nan", "c": "-inf", "d": "1e3"}
+
+    def fill(ds: object) -> None:
+        for name, text in texts.items():
+            ds.setncattr(name, text)  # type: ignore[attr-defined]
+
+    src = write_netcdf_store(tmp_path / "src", fill)
+    attrs = nczarr.read(src).root.attributes
+    assert {k: (attrs[k].type, attrs[k].value) for k in texts} == {
+        k: ("char", t) for k, t in texts.items()
+    }
+
+
+test_char_attribute_spelled_like_a_number_keeps_its_text = pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "new bug: nczarr reads netcdf-c's unquoted char attribute text Inf/nan/-inf as "
+        "'Infinity'/'NaN'/'-Infinity' (parse_json rewrites the constants; only real-number "
+        "tokens keep their original text); netCDF4 itself reads 'i'/'n'"
+    ),
+)(test_char_attribute_spelled_like_a_number_keeps_its_text)
+
+
+def test_netcdf_pure_zarr_double_attribute_with_nan_reads_as_double(tmp_path: Path) -> None:
+    """netcdf-c writes a double attribute holding NaN to pure Zarr as ``[1.5, "NaN"]``
+    and reads it back as double; so must every nczarr path (issue 7, defect 4:
+    "read both spellings as numbers where netcdf-c does")."""
+
+    def fill(ds: object) -> None:
+        ds.setncattr("d", np.array([1.5, np.nan, -np.inf]))  # type: ignore[attr-defined]
+
+    src = write_netcdf_store(tmp_path / "src", fill, mode="zarr")
+    seen = observe_netcdf(src, "zarr", typed=True)
+    assert seen.attrs["d"].type == "double"
+    attr = nczarr.read(src).root.attributes["d"]
+    assert attr.type == "double"
+    assert np.array_equal(attr.value, [1.5, np.nan, -np.inf], equal_nan=True)
+
+
+test_netcdf_pure_zarr_double_attribute_with_nan_reads_as_double = pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "issue 7 defect 4 (remainder): a pure-Zarr numeric list mixing numbers and "
+        "'NaN'/'Infinity' strings (what netcdf-c writes) is read as char JSON text"
+    ),
+)(test_netcdf_pure_zarr_double_attribute_with_nan_reads_as_double)
