@@ -17,7 +17,7 @@ from contextlib import ExitStack
 from typing import Any, TextIO
 
 from . import __version__
-from .errors import NCZarrError
+from .errors import NCZarrError, StorageError, UnsupportedError
 
 __all__ = ["main", "build_parser"]
 
@@ -36,6 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dst", metavar="DST", help="target URL or path")
     p.add_argument("--mode", choices=("zarr", "nczarr"), help="output format (default: DST's)")
     p.add_argument("--workers", type=_positive, default=8, help="concurrent copies (8)")
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="copy chunks on this dask.distributed scheduler (tcp://host:8786)",
+    )
     group = p.add_mutually_exclusive_group()
     group.add_argument("--overwrite", action="store_true", help="replace a non-empty DST")
     group.add_argument("--resume", action="store_true", help="continue an interrupted convert")
@@ -113,6 +118,9 @@ def _convert(args: argparse.Namespace, out: TextIO) -> int:
     from .conversion import convert
 
     with ExitStack() as stack:
+        client = None
+        if args.scheduler and not args.dry_run:
+            client = stack.enter_context(_dask_client(args.scheduler))
         report = convert(
             args.src,
             args.dst,
@@ -126,9 +134,24 @@ def _convert(args: argparse.Namespace, out: TextIO) -> int:
             progress=None if args.dry_run else _progress_bar(stack),
             noxarray=args.noxarray,
             consolidated=args.consolidated,
+            client=client,
         )
     _print_report(report, out)
     return 0
+
+
+def _dask_client(address: str) -> Any:
+    """A ``distributed.Client`` connected to ``address``; errors name the address."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise UnsupportedError(
+            "--scheduler needs dask.distributed, which is not installed: pip install nczarr[dask]"
+        ) from None
+    try:
+        return Client(address, timeout=30)
+    except (OSError, TimeoutError) as exc:
+        raise StorageError(f"cannot connect to the dask scheduler {address!r}: {exc}") from None
 
 
 def _migrate(args: argparse.Namespace, out: TextIO) -> int:
