@@ -17,7 +17,7 @@ Retries: botocore retries throttling (503 ``SlowDown``), 5xx and connection erro
 with backoff; the mode and attempts are ``config_kwargs={"retries": {...}}``
 (default :data:`DEFAULT_RETRIES`, botocore's "standard" mode). A response body cut
 mid-stream (fewer bytes than ``Content-Length``) is retried by s3fs's read loop like
-any other transient error.
+any other transient error, as many times as ``max_attempts`` says.
 
 Errors (the zmap contract) come from s3fs's translation of botocore's: a missing
 object is ``KeyError(key)``; a missing bucket :class:`StorageNotFoundError`; denied
@@ -230,6 +230,9 @@ class S3Map(ZMap):
             client_kwargs=fs_client_kwargs,
             **fs_kwargs,
         )
+        # s3fs retries a read whose body was cut mid-stream (and other transient errors
+        # botocore does not see) up to ``fs.retries`` times: as many as botocore tries.
+        self._fs.retries = max(1, int(config["retries"].get("max_attempts", 5)))
         # Prefixes known to be "directories" (ancestors of stored keys): they hold no
         # content, so writing below them needs no HEAD. Bounded by the number of
         # groups and arrays, not chunks.
