@@ -149,7 +149,8 @@ def _dask_client(address: str) -> Any:
             "--scheduler needs dask.distributed, which is not installed: pip install nczarr[dask]"
         ) from None
     try:
-        return Client(address, timeout=30)
+        # Waits up to dask's ``distributed.comm.timeouts.connect`` (30 s by default).
+        return Client(address)
     except (OSError, TimeoutError) as exc:
         raise StorageError(f"cannot connect to the dask scheduler {address!r}: {exc}") from None
 
