@@ -2,12 +2,13 @@
 
 :func:`nczarr.convert` with ``client=`` plans on the client as usual, then hands the
 chunk keys to the cluster in batches (:data:`DEFAULT_BATCH` keys per task, so the
-scheduler sees hundreds of tasks for a million chunks, not a million). Each task
-unpickles the two maps (they pickle by location and options and reopen on the
-worker), copies its keys with the same :func:`~nczarr.apply.copy_chunks` a local run
-uses, and closes them. The client keeps at most a few batches per worker thread in
-flight, reports progress as batches finish, and writes no metadata: the caller
-writes it, root last, only after every batch succeeded.
+scheduler sees hundreds of tasks for a million chunks, not a million). The two maps
+are scattered to every worker once (they pickle by location and options and reopen
+there, so each worker process holds one open copy and its connection pool for the
+whole convert); each task copies its keys with the same
+:func:`~nczarr.apply.copy_chunks` a local run uses. The client keeps at most a few
+batches per worker thread in flight, reports progress as batches finish, and writes
+no metadata: the caller writes it, root last, only after every batch succeeded.
 
 A failed batch is retried (``retries`` times, by dask, also when its worker dies);
 copying a chunk twice writes the same bytes, so a retry is harmless. If the cluster
@@ -57,11 +58,9 @@ def copy_batch(
 ) -> tuple[int, int, int]:
     """One cluster task: copy ``keys``; return ``(copied, skipped, bytes)``.
 
-    ``src`` and ``dst`` are this task's own copies of the maps (unpickled), closed here.
+    ``src`` and ``dst`` are the worker's copies of the maps, shared by its tasks.
     """
     with ExitStack() as stack:
-        stack.callback(src.close)
-        stack.callback(dst.close)
         if trusted:
             stack.enter_context(dst.trusted_writes())
         stats = copy_chunks(src, dst, keys, workers=workers, resume=resume)
@@ -122,12 +121,14 @@ def copy_chunks_on_cluster(
     threads = sum(client.nthreads().values()) or 1
     starts = iter(range(0, total, batch_size))
 
+    shared_src, shared_dst = client.scatter([src, dst], broadcast=True, hash=False)
+
     def submit(start: int) -> Any:
         batch = list(keys[start : start + batch_size])
         return client.submit(
             copy_batch,
-            src,
-            dst,
+            shared_src,
+            shared_dst,
             batch,
             resume,
             trusted,
