@@ -88,17 +88,18 @@ def bench_requests(src: Path, endpoint: str, chunks: int, repeat: int) -> None:
         best[name] = min(best.get(name, float("inf")), once(func))
 
     for i in range(repeat):
-        record("s3fs put", lambda: fs.put(str(src) + "/", f"{bucket}/put{i}", recursive=True))
+        record("s3fs put", lambda i=i: fs.put(str(src) + "/", f"{bucket}/put{i}", recursive=True))
         record(
-            "nczarr file->S3", lambda: nczarr.convert(str(src), s3url(endpoint, bucket, f"o{i}"))
+            "nczarr file->S3",
+            lambda i=i: nczarr.convert(str(src), s3url(endpoint, bucket, f"o{i}")),
         )
         record(
             "s3fs copy",
-            lambda: fs.copy(f"{bucket}/put{i}", f"{bucket}/copy{i}", recursive=True),
+            lambda i=i: fs.copy(f"{bucket}/put{i}", f"{bucket}/copy{i}", recursive=True),
         )
         record(
             "nczarr S3->S3",
-            lambda: nczarr.convert(
+            lambda i=i: nczarr.convert(
                 s3url(endpoint, bucket, f"o{i}"), s3url(endpoint, bucket, f"p{i}")
             ),
         )
