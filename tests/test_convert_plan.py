@@ -1,4 +1,4 @@
-"""Unit tests of the conversion planner and applier (nczarr.plan, nczarr.apply).
+"""Unit tests of the conversion planner and applier (nczarr.conversion.plan and .apply).
 
 The planner is tested against a small stand-in for the translated view (only the
 attributes the planner reads); everything that touches storage uses real maps.
@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nczarr.apply import copy_chunks, delete_keys, server_side, write_metadata
+from nczarr.conversion.apply import copy_chunks, delete_keys, server_side, write_metadata
+from nczarr.conversion.plan import array_of_key, build_plan, order_metadata, select_dataset
 from nczarr.errors import InvalidModeError
 from nczarr.maps.memory import MemoryMap
-from nczarr.plan import array_of_key, build_plan, order_metadata, select_dataset
 from nczarr.translate.model import Dataset, Dimension, Group, Variable
 
 
@@ -201,7 +201,7 @@ def test_build_plan_without_selection_uses_view_metadata():
 def test_build_plan_selection_filters_chunks_and_rewrites_metadata(monkeypatch):
     calls = []
 
-    def fake_write(dataset, fmt, *, noxarray, consolidated):
+    def fake_write(dataset, fmt, *, noxarray, consolidated, netcdf_scalars=False):
         calls.append((_paths(dataset), fmt, noxarray, consolidated))
         return SimpleNamespace(metadata={".zgroup": b"{}", "g/v/.zarray": b"{}"}, warnings=())
 

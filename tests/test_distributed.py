@@ -17,9 +17,9 @@ import pytest
 
 import nczarr
 from nczarr.cli import main
+from nczarr.conversion.plan import build_plan
 from nczarr.errors import InvalidModeError
 from nczarr.maps.file import FileMap
-from nczarr.plan import build_plan
 from nczarr.readthrough import view
 
 from .sources import tree, zarr_source

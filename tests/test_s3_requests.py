@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 import nczarr
+from nczarr.integrations.zarr_store import ZarrStore
 from nczarr.maps.s3 import S3Map
-from nczarr.maps.store import ZarrStore
 
 from .faultproxy import FaultProxy
 from .sources import tree, zarr_source

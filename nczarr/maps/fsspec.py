@@ -27,7 +27,8 @@ from ..errors import (
     StorageNotFoundError,
     StoragePermissionError,
 )
-from .base import ZMap, normalize_key, normalize_prefix, parent_keys
+from ..keys import normalize_key, normalize_prefix, parent_keys
+from .base import ZMap
 
 __all__ = ["FsspecMap"]
 

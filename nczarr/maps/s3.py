@@ -40,7 +40,8 @@ from ..errors import (
     StorageNotFoundError,
     StoragePermissionError,
 )
-from .base import ZMap, _as_bytes, normalize_key, normalize_prefix, parent_keys
+from ..keys import normalize_key, normalize_prefix, parent_keys
+from .base import ZMap, as_bytes
 
 __all__ = ["S3Map", "parse_s3_url", "DEFAULT_RETRIES", "COPY_LIMIT"]
 
@@ -584,7 +585,7 @@ class S3Map(ZMap):
         batch = {normalize_key(k): v for k, v in items.items()}
         for nkey in batch:
             self._check_writable(nkey)
-        data = {k: _as_bytes(v, k) for k, v in batch.items()}
+        data = {k: as_bytes(v, k) for k, v in batch.items()}
         for nkey in data:
             for parent in parent_keys(nkey):
                 if parent in data:

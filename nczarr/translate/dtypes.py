@@ -1,7 +1,7 @@
 """Zarr v2 dtype strings <-> netCDF types, byte order, and fill value decoding.
 
 Pure functions shared by the readers and the writers. The mapping follows
-``shared/reference/netcdf-c-layouts.md`` section 4:
+``docs/netcdf-c-layouts.md`` section 4:
 
 * ``"<i4"``, ``">f8"``, ``"|u1"`` ... -> the numeric netCDF type, byte order kept;
 * ``">S1"`` -> ``char`` in NCZarr layouts (netcdf-c's marker), otherwise a string

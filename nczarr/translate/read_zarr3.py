@@ -1,7 +1,7 @@
 """Pure Zarr v3 metadata (``zarr.json`` per node) -> the netCDF-4 model, read only.
 
-The rules are those of :mod:`~nczarr.translate.read_zarr` (same
-:class:`~nczarr.translate.read_zarr.TreeBuilder`, so dimension scoping,
+The rules are those of :mod:`~nczarr.translate.read_zarr2` (same
+:class:`~nczarr.translate.tree.TreeBuilder`, so dimension scoping,
 anonymous dimensions and the bare-root-array case behave identically), with the
 v3 spellings:
 
@@ -24,9 +24,11 @@ v3 spellings:
   Arrays with ``dimension_names`` (xarray writes them on every array) but no
   ``_FillValue`` attribute have no missing value for xarray, while a v2 / netCDF
   fill value would mask data equal to it (an xarray time axis starting at 0 would
-  read as NaT): their fill value becomes ``None`` unless it is NaN. Limitation:
-  chunks never written (all fill) then read as the reader's default (0 in
-  zarr-python, the netCDF default fill in netcdf-c).
+  read as NaT). Zarr's default fill value 0 therefore becomes ``None``: without a
+  fill value zarr-python and netcdf-c read chunks never written as 0, the
+  producer's value. Any other fill value (``-1`` from zarr-python) is what chunks
+  never written hold, so it is kept, with a warning that netCDF and xarray readers
+  of the result treat it as missing.
 
 Chunk keys differ between v3 (``c/0/1``, ``c.0.1``, ``c`` for 0-d) and v2
 (``0.1``, ``0`` for 0-d). :func:`chunk_key_encodings` gives each array's
@@ -37,12 +39,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import MetadataError, UnsupportedError
+from ..keys import join_key
 from .attrs import json_text_safe
 from .codecs_v3 import v2_pipeline
 from .conventions import (
@@ -55,18 +59,18 @@ from .conventions import (
     ZARRAY,
     ZGROUP,
 )
-from .detect import FormatInfo, object_key
+from .detect import FormatInfo
 from .dtypes import ZarrDtype, decode_fill_value, to_float32
 from .model import Attribute, Dataset, Group, Variable
-from .read_zarr import (
+from .tree import (
     ArraySpec,
+    Node,
     TreeBuilder,
-    _finish_dims,
-    _Node,
-    _renamed,
     decode_attributes,
     discover_nodes,
+    finish_dims,
     group_fqn,
+    renamed_variable,
 )
 
 __all__ = ["read_zarr3", "ChunkKeys", "chunk_key_encodings", "parse_array_v3", "DATA_TYPES"]
@@ -275,7 +279,7 @@ def chunk_key_encodings(meta: Mapping[str, Any]) -> dict[str, ChunkKeys]:
         if doc["node_type"] != "array" or not isinstance(doc.get("shape"), list):
             continue
         try:
-            out[prefix] = _chunk_keys(doc, object_key(prefix, ZARR_JSON), len(doc["shape"]))
+            out[prefix] = _chunk_keys(doc, join_key(prefix, ZARR_JSON), len(doc["shape"]))
         except (UnsupportedError, MetadataError):
             continue
     return out
@@ -342,7 +346,7 @@ def _dimensions(
 
 
 def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dict[str, Any]):
-    key = object_key(prefix, ZARR_JSON)
+    key = join_key(prefix, ZARR_JSON)
     try:
         spec, _ = parse_array_v3(doc, key)
     except UnsupportedError as exc:
@@ -365,11 +369,20 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
                 f"never written read as {fill!r}"
             )
         spec = replace(spec, fill_value=fill)
-    elif doc.get("dimension_names") is not None and not _is_nan(spec.fill_value):
+    elif doc.get("dimension_names") is not None and _is_zero(spec.fill_value):
         # xarray (which always writes dimension_names) keeps its missing value in the
-        # _FillValue attribute; without one, the array has none. A v2 / netCDF fill
-        # value *is* the missing value, so the mandatory v3 fill_value is not carried.
+        # _FillValue attribute and leaves zarr's default fill_value 0 otherwise. A v2 /
+        # netCDF fill value *is* a missing value (an xarray time axis starting at 0
+        # would read as NaT), and no fill value reads chunks never written as 0 in
+        # zarr-python and netcdf-c alike: the same values, without the mask.
         spec = replace(spec, fill_value=None)
+    elif doc.get("dimension_names") is not None and not _is_nan(spec.fill_value):
+        builder.warnings.append(
+            f"array {group_fqn(prefix)!r}: its Zarr v3 fill_value {spec.fill_value!r} (no "
+            f"_FillValue attribute) is kept as the netCDF fill value, so chunks never "
+            f"written read as {spec.fill_value!r}; netCDF and xarray readers of the result "
+            f"also treat {spec.fill_value!r} as missing"
+        )
     dims = _dimensions(builder, group, doc, attrs, spec.shape, key)
     attributes: dict[str, Attribute] = decode_attributes(
         attrs, _types(attrs), key=key, var_type=nc_type
@@ -381,6 +394,13 @@ def _is_nan(value: Any) -> bool:
     return isinstance(value, float) and value != value
 
 
+def _is_zero(value: Any) -> bool:
+    """Zarr's default fill value: 0, 0.0 (not -0.0) or False."""
+    if isinstance(value, float):
+        return value == 0 and math.copysign(1.0, value) > 0
+    return isinstance(value, int) and value == 0
+
+
 def _same(a: Any, b: Any) -> bool:
     from .model import same_value
 
@@ -390,25 +410,25 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _group(
-    builder: TreeBuilder, nodes: dict[str, _Node], docs: dict[str, dict[str, Any]], prefix: str
+    builder: TreeBuilder, nodes: dict[str, Node], docs: dict[str, dict[str, Any]], prefix: str
 ) -> Group:
-    node = nodes.get(prefix, _Node(prefix, "group"))
+    node = nodes.get(prefix, Node(prefix, "group"))
     fqn = group_fqn(prefix)
     builder.dims.setdefault(fqn, {})
-    key = object_key(prefix, ZARR_JSON)
+    key = join_key(prefix, ZARR_JSON)
     attrs = _attributes(docs.get(prefix, {}), key)
     attributes = decode_attributes(attrs, _types(attrs), key=key)
     variables: dict[str, Variable] = {}
     child_groups = []
     for child in node.children:
-        child_prefix = object_key(prefix, child)
+        child_prefix = join_key(prefix, child)
         if nodes[child_prefix].kind == "array":
             variable = _variable(builder, fqn, child_prefix, child, docs[child_prefix])
             if variable is not None:
                 variables[child] = variable
         else:
             child_groups.append(child)
-    groups = {c: _group(builder, nodes, docs, object_key(prefix, c)) for c in child_groups}
+    groups = {c: _group(builder, nodes, docs, join_key(prefix, c)) for c in child_groups}
     name = prefix.rsplit("/", 1)[-1] if prefix else "/"
     return Group(name, fqn, {}, attributes, variables, groups)
 
@@ -421,7 +441,7 @@ def read_zarr3(
     Parameters
     ----------
     meta : Mapping
-        Loaded metadata (:func:`nczarr.metadata.load_metadata`): ``zarr.json``
+        Loaded metadata (:func:`nczarr.load.load_metadata`): ``zarr.json``
         objects keyed ``"zarr.json"``, ``"g/v/zarr.json"`` ...; not modified.
     info : FormatInfo, optional
         Detection result; only its layout is recorded.
@@ -437,7 +457,7 @@ def read_zarr3(
         raise MetadataError(f"no root {ZARR_JSON}")
     builder = TreeBuilder(meta, nczarr=False)
     stand_in = {
-        object_key(p, ZARRAY if d["node_type"] == "array" else ZGROUP): {} for p, d in docs.items()
+        join_key(p, ZARRAY if d["node_type"] == "array" else ZGROUP): {} for p, d in docs.items()
     }
     nodes, warnings = discover_nodes(stand_in)
     builder.warnings.extend(warnings)
@@ -448,8 +468,8 @@ def read_zarr3(
             "of the root group"
         )
         variable = _variable(builder, "/", "", name, docs[""])
-        variables = {name: _renamed(variable, name)} if variable is not None else {}
+        variables = {name: renamed_variable(variable, name)} if variable is not None else {}
         root = Group("/", "/", dict(builder.dims.get("/", {})), {}, variables, {})
         return Dataset(root, layout, tuple(builder.warnings))
-    root = _finish_dims(_group(builder, nodes, docs, ""), builder)
+    root = finish_dims(_group(builder, nodes, docs, ""), builder)
     return Dataset(root, layout, tuple(builder.warnings))

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from .maps.base import ZMap
+from ..maps.base import ZMap
 
 __all__ = ["CopyStats", "copy_chunks", "write_metadata", "delete_keys", "server_side"]
 
@@ -189,7 +189,7 @@ def _copier(
 def _file_to_file(src: ZMap, dst: ZMap) -> bool:
     """Whether ``dst`` can copy ``src``'s files kernel-side: two FileMaps whose
     reads and writes are not customised (a subclass overriding them is honoured)."""
-    from .maps.file import FileMap
+    from ..maps.file import FileMap
 
     return (
         isinstance(src, FileMap)

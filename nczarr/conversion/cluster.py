@@ -25,9 +25,9 @@ from itertools import islice
 from typing import Any
 from uuid import uuid4
 
+from ..errors import InvalidModeError
+from ..maps.base import ZMap
 from .apply import CopyStats, copy_chunks
-from .errors import InvalidModeError
-from .maps.base import ZMap
 
 __all__ = ["copy_chunks_on_cluster", "DEFAULT_BATCH"]
 
@@ -42,8 +42,8 @@ _IN_FLIGHT = 2
 
 def _check_shareable(dst: ZMap) -> None:
     """Refuse targets other processes cannot write into alongside the client."""
-    from .maps.memory import MemoryMap
-    from .maps.zip import ZipMap
+    from ..maps.memory import MemoryMap
+    from ..maps.zip import ZipMap
 
     if isinstance(dst, ZipMap | MemoryMap):
         kind = "a zip archive" if isinstance(dst, ZipMap) else "an in-memory map"

@@ -8,13 +8,14 @@ The I/O side of reading; everything after :func:`load_metadata` is pure
 from __future__ import annotations
 
 import os
-import posixpath
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
 
-from .errors import InvalidKeyError, MetadataError
-from .maps.base import ZMap, normalize_key
+from .errors import InvalidKeyError, MetadataError, warn_all
+from .keys import is_node_name, join_key, normalize_key
+from .maps.base import ZMap
+from .maps.url import dataset_name
 from .translate.attrs import parse_json
 from .translate.conventions import (
     ARRAYS_ALT,
@@ -30,7 +31,7 @@ from .translate.conventions import (
     ZGROUP,
     ZMETADATA,
 )
-from .translate.detect import FormatInfo, detect_format, nczarr_key, object_key
+from .translate.detect import FormatInfo, detect_format, nczarr_key
 from .translate.model import Dataset
 
 if TYPE_CHECKING:
@@ -55,17 +56,19 @@ _V1_GROUP_OBJECTS = (V1_GROUP, *V1_ATTR_NAMES)
 _V1_ARRAY_OBJECTS = (*V1_ARRAY_NAMES, *V1_ATTR_NAMES)
 
 
-def _parse_into(meta: dict[str, Any], raw: dict[str, bytes], url: str) -> None:
+def _parse_into(
+    meta: dict[str, Any], raw: dict[str, bytes], url: str, warnings: list[str] | None
+) -> None:
     for key, data in raw.items():
         try:
-            meta[key] = parse_json(data, key=key)
+            meta[key] = parse_json(data, key=key, warnings=warnings)
         except MetadataError as exc:
             raise MetadataError(f"{url}: {exc}") from None
 
 
 def _listed_children(meta: dict[str, Any], prefix: str, v1: bool) -> list[tuple[str, str]] | None:
     """``[(name, kind)]`` from the node's NCZarr group list, or None if it has none."""
-    content = meta.get(object_key(prefix, V1_GROUP)) if v1 else None
+    content = meta.get(join_key(prefix, V1_GROUP)) if v1 else None
     if not isinstance(content, dict):
         try:
             content, _ = nczarr_key(meta, prefix, GROUP_KEYS, ZGROUP)
@@ -76,14 +79,10 @@ def _listed_children(meta: dict[str, Any], prefix: str, v1: bool) -> list[tuple[
     out: list[tuple[str, str]] = []
     for alts, kind in ((ARRAYS_ALT, "array"), ((*GROUPS_ALT, "subgroups"), "group")):
         names = next((content[a] for a in alts if a in content), [])
-        if not isinstance(names, list) or not all(_valid_name(n) for n in names):
+        if not isinstance(names, list) or not all(is_node_name(n) for n in names):
             return None
         out.extend((n, kind) for n in names)
     return out
-
-
-def _valid_name(name: Any) -> bool:
-    return isinstance(name, str) and bool(name) and "/" not in name and name not in (".", "..")
 
 
 def _load_consolidated(meta: dict[str, Any], url: str) -> None:
@@ -122,7 +121,7 @@ def _load_v3_consolidated(meta: dict[str, Any], url: str) -> bool:
     return True
 
 
-def _load_v3(zmap: ZMap, meta: dict[str, Any], url: str) -> None:
+def _load_v3(zmap: ZMap, meta: dict[str, Any], url: str, warnings: list[str] | None) -> None:
     root = meta[ZARR_JSON]
     if not isinstance(root, dict):
         raise MetadataError(f"{url}: '{ZARR_JSON}' must hold a JSON object")
@@ -133,21 +132,21 @@ def _load_v3(zmap: ZMap, meta: dict[str, Any], url: str) -> None:
         candidates = []
         for prefix in pending:
             candidates.extend(
-                object_key(prefix, name)
+                join_key(prefix, name)
                 for name in zmap.search(prefix)
                 if not name.startswith(".") and name != ZARR_JSON
             )
-        raw = zmap.getitems(object_key(c, ZARR_JSON) for c in candidates)
-        _parse_into(meta, raw, url)
+        raw = zmap.getitems(join_key(c, ZARR_JSON) for c in candidates)
+        _parse_into(meta, raw, url, warnings)
         pending = [
             c
             for c in candidates
-            if isinstance(meta.get(object_key(c, ZARR_JSON)), dict)
-            and meta[object_key(c, ZARR_JSON)].get("node_type") == "group"
+            if isinstance(meta.get(join_key(c, ZARR_JSON)), dict)
+            and meta[join_key(c, ZARR_JSON)].get("node_type") == "group"
         ]
 
 
-def load_metadata(zmap: ZMap) -> dict[str, Any]:
+def load_metadata(zmap: ZMap, *, warnings: list[str] | None = None) -> dict[str, Any]:
     """Parsed JSON of every metadata object of a store, keyed by normalized map key.
 
     Keys look like ``".zgroup"``, ``"g/v/.zarray"``, ``".nczarr"``. When
@@ -158,6 +157,10 @@ def load_metadata(zmap: ZMap) -> dict[str, Any]:
     one are listed with ``zmap.search``. Each level's objects are fetched with one
     ``zmap.getitems`` call (concurrent on network maps).
 
+    With a ``warnings`` list, an object that is not UTF-8 is read as netcdf-c reads
+    it (the undecodable bytes kept, see :func:`~nczarr.translate.attrs.parse_json`)
+    and a warning naming its key is appended; without one it is an error.
+
     Raises
     ------
     MetadataError
@@ -165,12 +168,12 @@ def load_metadata(zmap: ZMap) -> dict[str, Any]:
     """
     url = zmap.url
     meta: dict[str, Any] = {}
-    _parse_into(meta, zmap.getitems(_ROOT_OBJECTS), url)
+    _parse_into(meta, zmap.getitems(_ROOT_OBJECTS), url, warnings)
     if ZMETADATA in meta:
         _load_consolidated(meta, url)
         return meta
     if ZARR_JSON in meta:
-        _load_v3(zmap, meta, url)
+        _load_v3(zmap, meta, url, warnings)
         return meta
     if ZARRAY in meta:
         return meta
@@ -186,7 +189,7 @@ def load_metadata(zmap: ZMap) -> dict[str, Any]:
             if listed is None:
                 listed = [(n, "unknown") for n in zmap.search(prefix) if not n.startswith(".")]
             for name, kind in listed:
-                child = object_key(prefix, name)
+                child = join_key(prefix, name)
                 kinds[child] = kind
                 names: Iterable[str] = {
                     "array": _ARRAY_OBJECTS,
@@ -196,14 +199,14 @@ def load_metadata(zmap: ZMap) -> dict[str, Any]:
                 if v1:
                     names = (*names, *(_V1_ARRAY_OBJECTS if kind != "group" else ()))
                     names = (*names, *(_V1_GROUP_OBJECTS if kind != "array" else ()))
-                wanted.extend(object_key(child, n) for n in dict.fromkeys(names))
-        _parse_into(meta, zmap.getitems(wanted), url)
+                wanted.extend(join_key(child, n) for n in dict.fromkeys(names))
+        _parse_into(meta, zmap.getitems(wanted), url, warnings)
         pending = []
         for child, kind in kinds.items():
-            if kind == "array" or object_key(child, ZARRAY) in meta:
+            if kind == "array" or join_key(child, ZARRAY) in meta:
                 continue
             if kind == "group" or any(
-                object_key(child, n) in meta for n in (ZGROUP, ZATTRS, V1_GROUP)
+                join_key(child, n) in meta for n in (ZGROUP, ZATTRS, V1_GROUP)
             ):
                 pending.append(child)
     return meta
@@ -217,9 +220,7 @@ def _not_a_store(zmap: ZMap) -> str:
         "zarr.json at its root"
     )
     children = [n for n in zmap.search("") if not n.startswith(".")][:200]
-    found = zmap.getitems(
-        object_key(n, obj) for n in children for obj in (ZGROUP, ZARRAY, ZARR_JSON)
-    )
+    found = zmap.getitems(join_key(n, obj) for n in children for obj in (ZGROUP, ZARRAY, ZARR_JSON))
     stores = sorted({key.split("/", 1)[0] for key in found})
     if stores:
         shown = ", ".join(repr(n) for n in stores[:5])
@@ -244,19 +245,8 @@ def _with_url(exc: MetadataError, url: str) -> MetadataError:
     return type(exc)(f"{url}: {text}")
 
 
-def _store_name(url: str) -> str:
-    parsed = urlparse(url)
-    if parsed.scheme == "memory":
-        return "data"
-    base = posixpath.basename(parsed.path.rstrip("/"))
-    for ext in (".zip", ".zarr", ".file", ".nczarr"):
-        if base.endswith(ext) and len(base) > len(ext):
-            base = base[: -len(ext)]
-    return base or "data"
-
-
-def _detect(zmap: ZMap) -> tuple[dict[str, Any], FormatInfo]:
-    meta = load_metadata(zmap)
+def _detect(zmap: ZMap, warnings: list[str] | None = None) -> tuple[dict[str, Any], FormatInfo]:
+    meta = load_metadata(zmap, warnings=warnings)
     try:
         return meta, detect_format(meta)
     except MetadataError as exc:
@@ -280,7 +270,7 @@ def detect(src: str | os.PathLike[str] | ZMap) -> FormatInfo:
     """
     zmap, owned = _open(src)
     try:
-        return _detect(zmap)[1]
+        return _detect(zmap, [])[1]
     finally:
         if owned:
             zmap.close()
@@ -298,15 +288,19 @@ def read(src: str | os.PathLike[str] | ZMap) -> Dataset:
     -------
     Dataset
         ``Dataset.layout`` is the detected layout; ``Dataset.warnings`` lists what
-        was skipped or guessed (unsupported dtypes, unknown codecs, fallbacks, Zarr
-        v3 codecs without a byte-identical Zarr v2 form).
+        was skipped, renamed, guessed or decoded leniently (unsupported dtypes,
+        unknown codecs, fallbacks, Zarr v3 codecs without a byte-identical Zarr v2
+        form, metadata that is not UTF-8); each is also announced as an
+        :class:`~nczarr.errors.NCZarrWarning`.
 
     Raises
     ------
     MetadataError, DimensionConflictError
         Malformed metadata (the message names the URL, the key and the problem).
     """
-    return read_with_chunk_keys(src)[0]
+    dataset = read_with_chunk_keys(src)[0]
+    warn_all(dataset.warnings)
+    return dataset
 
 
 def read_with_chunk_keys(
@@ -323,22 +317,28 @@ def read_with_chunk_keys(
     """
     zmap, owned = _open(src)
     try:
-        meta, info = _detect(zmap)
+        lenient: list[str] = []
+        meta, info = _detect(zmap, lenient)
+        keys: dict[str, ChunkKeys] = {}
         try:
             if info.zarr_format == 3:
                 from .translate.read_zarr3 import chunk_key_encodings, read_zarr3
 
-                dataset = read_zarr3(meta, info, name=_store_name(zmap.url))
-                return dataset, chunk_key_encodings(meta)
-            if info.format == "nczarr":
+                dataset = read_zarr3(meta, info, name=dataset_name(zmap.url))
+                keys = chunk_key_encodings(meta)
+            elif info.format == "nczarr":
                 from .translate.read_nczarr import read_nczarr
 
-                return read_nczarr(meta, info), {}
-            from .translate.read_zarr import read_zarr
+                dataset = read_nczarr(meta, info)
+            else:
+                from .translate.read_zarr2 import read_zarr2
 
-            return read_zarr(meta, info, name=_store_name(zmap.url)), {}
+                dataset = read_zarr2(meta, info, name=dataset_name(zmap.url))
         except MetadataError as exc:
             raise _with_url(exc, zmap.url) from None
+        if lenient:
+            dataset = replace(dataset, warnings=(*lenient, *dataset.warnings))
+        return dataset, keys
     finally:
         if owned:
             zmap.close()

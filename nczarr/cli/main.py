@@ -1,23 +1,25 @@
 """The ``nczarr`` command: a thin argparse layer over the library.
 
-Subcommands: ``convert``, ``migrate``, ``ls``, ``info``, ``dump``. Errors of nczarr
+Subcommands: ``convert``, ``migrate``, ``ls``, ``info``, ``check``, ``dump``. Errors of nczarr
 and of the operating system print one line, ``nczarr: error: <message>``, on stderr
 and exit 1; usage errors exit 2 (argparse). A progress bar is shown only when stderr
-is a terminal.
+is a terminal. The library's warnings (:class:`~nczarr.errors.NCZarrWarning`) are
+printed once each, ``nczarr: warning: <message>`` on stderr (``info`` lists them in
+its output).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import posixpath
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from typing import Any, TextIO
 
-from . import __version__
-from .errors import NCZarrError, StorageError, UnsupportedError
+from .. import __version__
+from ..errors import InvalidModeError, NCZarrError, NCZarrWarning, StorageError, UnsupportedError
 
 __all__ = ["main", "build_parser"]
 
@@ -49,6 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--exclude", nargs="+", metavar="PATH", help="variables or groups to drop")
     p.add_argument("--consolidated", action="store_true", default=None, help="write .zmetadata")
     p.add_argument("--noxarray", action="store_true", default=None, help="no _ARRAY_DIMENSIONS")
+    p.add_argument(
+        "--netcdf-scalars",
+        action="store_true",
+        help="pure Zarr: scalars as netcdf-c writes them (shape [1], dimension _scalar_), "
+        "for netcdf-c readers; default: 0-d arrays, for zarr-python and xarray",
+    )
 
     p = sub.add_parser("migrate", help="rewrite a store's metadata in place")
     p.add_argument("url", metavar="URL")
@@ -63,8 +71,23 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("info", help="detected layout and a summary of the dataset")
     p.add_argument("url", metavar="URL")
 
+    p = sub.add_parser(
+        "check",
+        help="what each reader (netcdf-c, zarr-python, xarray) would get wrong",
+        description="Exit 0 when every reader gets the store right, 1 when any would "
+        "fail or misread it, 2 on usage errors.",
+    )
+    p.add_argument("url", metavar="URL")
+
     p = sub.add_parser("dump", help="print the dataset as CDL (like ncdump)", add_help=False)
-    p.add_argument("-h", dest="header", action="store_true", required=True, help="header only")
+    p.add_argument("-h", dest="header", action="store_true", help="header only, no data")
+    p.add_argument(
+        "-v",
+        dest="variables",
+        metavar="VAR,...",
+        type=lambda text: [v for v in text.split(",") if v],
+        help="data of these variables only (names or paths)",
+    )
     p.add_argument("url", metavar="URL")
     return parser
 
@@ -83,7 +106,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit status."""
     args = build_parser().parse_args(argv)
     try:
-        return _COMMANDS[args.command](args, sys.stdout)
+        with warnings.catch_warnings():
+            # The commands print the library's warnings themselves, once each.
+            warnings.simplefilter("ignore", NCZarrWarning)
+            return _COMMANDS[args.command](args, sys.stdout)
     except BrokenPipeError:
         # The reader went away (`nczarr ls -R URL | head`): stop quietly, as cat does.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -95,27 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 # ---------------------------------------------------------------- commands
-def _progress_bar(stack: ExitStack) -> Callable[[int, int], object] | None:
-    if not sys.stderr.isatty():
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    bar = stack.enter_context(tqdm(total=0, unit="chunk", file=sys.stderr, leave=False))
-
-    def update(done: int, total: int) -> None:
-        if bar.total != total:
-            bar.total = total
-        bar.update(done - bar.n)
-        if done == total:
-            bar.refresh()  # tqdm throttles redraws: show the final count
-
-    return update
-
-
 def _convert(args: argparse.Namespace, out: TextIO) -> int:
-    from .conversion import convert
+    from ..conversion import convert
 
     with ExitStack() as stack:
         client = None
@@ -131,9 +138,10 @@ def _convert(args: argparse.Namespace, out: TextIO) -> int:
             dry_run=args.dry_run,
             include=args.include,
             exclude=args.exclude,
-            progress=None if args.dry_run else _progress_bar(stack),
+            progress=not args.dry_run and sys.stderr.isatty(),
             noxarray=args.noxarray,
             consolidated=args.consolidated,
+            netcdf_scalars=args.netcdf_scalars,
             client=client,
         )
     _print_report(report, out)
@@ -156,7 +164,7 @@ def _dask_client(address: str) -> Any:
 
 
 def _migrate(args: argparse.Namespace, out: TextIO) -> int:
-    from .conversion import migrate
+    from ..conversion import migrate
 
     report = migrate(args.url, to=args.to, dry_run=args.dry_run)
     _print_report(report, out)
@@ -169,13 +177,17 @@ def _print_report(report: Any, out: TextIO) -> None:
             print(f"write {key}", file=out)
         for key in report.deleted_keys:
             print(f"delete {key}", file=out)
-    for warning in report.warnings:
-        print(f"nczarr: warning: {warning}", file=sys.stderr)
+    _print_warnings(report.warnings)
     print(report.summary(), file=out)
 
 
+def _print_warnings(messages: Sequence[str]) -> None:
+    for warning in messages:
+        print(f"nczarr: warning: {warning}", file=sys.stderr)
+
+
 def _open_read(url: str, stack: ExitStack) -> Any:
-    from .maps.open import open_map
+    from ..maps.open import open_map
 
     zmap = open_map(url, mode="r")
     stack.callback(zmap.close)
@@ -192,8 +204,8 @@ def _ls(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _info(args: argparse.Namespace, out: TextIO) -> int:
+    from ..load import detect, read
     from .info import format_info
-    from .metadata import detect, read
 
     with ExitStack() as stack:
         zmap = _open_read(args.url, stack)
@@ -202,24 +214,55 @@ def _info(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _dataset_name(url: str) -> str:
-    """ncdump's name for a dataset: the last path segment without its extension."""
-    from .urls import parse_url
+def _check(args: argparse.Namespace, out: TextIO) -> int:
+    from ..diagnosis import check
 
-    path = parse_url(url).path.rstrip("/")
-    base = posixpath.basename(path) or "dataset"
-    return base.split(".", 1)[0] or base
+    with ExitStack() as stack:
+        report = check(_open_read(args.url, stack))
+    print(report.summary().replace(report.url, args.url), file=out)
+    return 0 if report.ok else 1
 
 
 def _dump(args: argparse.Namespace, out: TextIO) -> int:
+    from ..load import read
+    from ..maps.url import dataset_name
     from .cdl import format_cdl
-    from .metadata import read
 
+    name = dataset_name(args.url)
     with ExitStack() as stack:
         zmap = _open_read(args.url, stack)
-        text = format_cdl(read(zmap), _dataset_name(args.url))
+        if args.header:
+            dataset = read(zmap)
+            text = format_cdl(dataset, name)
+        else:
+            dataset, data = _data_source(zmap)
+            if args.variables:
+                known = {v.name for v in dataset.root.all_variables()}
+                known |= {v.path for v in dataset.root.all_variables()}
+                unknown = [v for v in args.variables if v not in known]
+                if unknown:
+                    raise InvalidModeError(f"{args.url}: no variable {unknown[0]!r}")
+            text = format_cdl(dataset, name, data=data, variables=args.variables)
+    _print_warnings(dataset.warnings)
     print(text.rstrip("\n"), file=out)
     return 0
+
+
+def _data_source(zmap: Any) -> tuple[Any, Callable[[Any], Any]]:
+    """The dataset and a reader of each variable's values: zarr-python over the
+    translated pure-Zarr view, so every layout reads as its producer wrote it."""
+    import zarr
+
+    from ..integrations.zarr_store import ZarrStore
+    from ..readthrough import view
+
+    translated = view(zmap, "zarr")
+    group = zarr.open_group(store=ZarrStore(translated), mode="r")
+
+    def values(var: Any) -> Any:
+        return group[var.path.strip("/")][...]
+
+    return translated.dataset, values
 
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
@@ -227,6 +270,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "migrate": _migrate,
     "ls": _ls,
     "info": _info,
+    "check": _check,
     "dump": _dump,
 }
 

@@ -2,7 +2,8 @@
 
 Both are a translated view (:func:`nczarr.view`) plus a copy: the view says what
 the metadata of the target is and which chunk objects pass through unchanged;
-:mod:`nczarr.plan` orders the writes and :mod:`nczarr.apply` performs them. Chunk
+:mod:`nczarr.conversion.plan` orders the writes and :mod:`nczarr.conversion.apply`
+performs them. Chunk
 bytes are never decoded, so every NCZarr <-> Zarr v2 conversion only rewrites
 metadata and copies chunks verbatim; so does a Zarr v3 source, whose chunks are
 copied byte for byte to their Zarr v2 keys (arrays whose v3 codecs have no
@@ -19,21 +20,19 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import InvalidModeError, TargetExistsError, warn_all
+from ..maps.base import ZMap
+from ..translate.conventions import FORMATS, LAYOUT_V2, LAYOUT_ZARR, V1_OBJECT_NAMES
 from .apply import copy_chunks, delete_keys, write_metadata
-from .errors import InvalidModeError, TargetExistsError
-from .maps.base import ZMap
 from .plan import build_plan, legacy_candidates, order_metadata
-from .translate.conventions import LAYOUT_V2, LAYOUT_ZARR, V1_OBJECT_NAMES
+from .progress import ProgressArg, progress_callback
 
 __all__ = ["ConvertReport", "convert", "migrate", "FORMATS"]
-
-#: Output formats: current NCZarr (netcdf-c 4.9.3+ layout) and pure Zarr v2.
-FORMATS = ("nczarr", "zarr")
 
 #: The layout ``migrate(to=...)`` produces.
 _CURRENT_LAYOUT = {"nczarr": LAYOUT_V2, "zarr": LAYOUT_ZARR}
@@ -141,7 +140,7 @@ def _open(
     """A map for ``location``; maps we open are closed (flushed) by ``stack``."""
     if isinstance(location, ZMap):
         return location
-    from .maps.open import open_map
+    from ..maps.open import open_map
 
     zmap = open_map(location, mode=mode, **dict(options or {}))
     stack.callback(zmap.close)
@@ -151,7 +150,7 @@ def _open(
 def _parsed(location: str | os.PathLike[str] | ZMap) -> Any:
     if isinstance(location, ZMap):
         return None
-    from .urls import parse_url
+    from ..maps.url import parse_url
 
     return parse_url(location)
 
@@ -185,10 +184,20 @@ def _is_empty(zmap: ZMap) -> bool:
     return not zmap.search("")
 
 
-def _translate(zmap: ZMap, fmt: str, noxarray: bool, consolidated: bool | None) -> Any:
-    from .readthrough import view
+def _translate(
+    zmap: ZMap, fmt: str, noxarray: bool, consolidated: bool | None, netcdf_scalars: bool = False
+) -> Any:
+    """The translated view (built directly: its warnings are announced by the caller,
+    once, with the report's)."""
+    from ..readthrough import TranslatedView
 
-    return view(zmap, mode=fmt, noxarray=noxarray, consolidated=consolidated)
+    return TranslatedView(
+        zmap,
+        format=fmt,  # type: ignore[arg-type]
+        noxarray=noxarray,
+        consolidated=consolidated,
+        netcdf_scalars=netcdf_scalars,
+    )
 
 
 # ------------------------------------------------------------------ convert
@@ -203,13 +212,14 @@ def convert(
     dry_run: bool = False,
     include: Sequence[str] | None = None,
     exclude: Sequence[str] | None = None,
-    progress: Callable[[int, int], object] | None = None,
+    progress: ProgressArg = None,
     noxarray: bool | None = None,
     consolidated: bool | None = None,
     storage_options: Mapping[str, Any] | None = None,
     target_options: Mapping[str, Any] | None = None,
     client: Any = None,
     batch_size: int | None = None,
+    netcdf_scalars: bool = False,
 ) -> ConvertReport:
     """Convert the dataset at ``src`` into ``mode`` format at ``dst``.
 
@@ -223,7 +233,7 @@ def convert(
         ``"nczarr"`` or ``"zarr"``. Omitted: the format of ``dst``'s ``#mode=``
         fragment, else ``"nczarr"``.
     workers
-        Concurrent chunk copies (memory holds at most ``2 * workers`` chunks).
+        Concurrent chunk copies (memory holds at most ``workers`` chunks).
     overwrite
         Replace a non-empty ``dst`` (its root metadata is removed first, then the rest).
     resume
@@ -234,7 +244,8 @@ def convert(
     include, exclude
         Variable (or group) FQNs or bare names to keep / leave out.
     progress
-        ``progress(done, total)`` in chunk objects, called after each chunk.
+        A callable ``progress(done, total)`` in chunk objects, called after each
+        chunk; ``True`` for a progress bar on stderr; ``False``/``None`` for none.
     noxarray, consolidated
         Writer options (no ``_ARRAY_DIMENSIONS``; write ``.zmetadata``). ``None``:
         from ``dst``'s fragment (``noxarray``, ``consolidated`` mode words).
@@ -243,10 +254,19 @@ def convert(
     client
         A ``distributed.Client``: the chunk copies run on its cluster, in batches of
         ``batch_size`` keys per task (default
-        :data:`nczarr.distributed.DEFAULT_BATCH`); the metadata is written here, root
+        :data:`nczarr.conversion.cluster.DEFAULT_BATCH`); the metadata is written here, root
         last, after every batch succeeded. The maps must be reachable from the
         workers (S3, a shared directory); a zip archive target is refused. See
         docs/scaling.md.
+    netcdf_scalars
+        Pure Zarr target only: write netCDF scalars as netcdf-c does (shape ``[1]``,
+        ``_ARRAY_DIMENSIONS: ["_scalar_"]``) so that netcdf-c 4.10, which leaves 0-d
+        arrays out, reads them; zarr-python and xarray then see 1-element arrays.
+        Default: 0-d arrays, what zarr-python and xarray write and expect.
+
+    Everything that is not a verbatim copy (arrays skipped, dimensions renamed,
+    metadata decoded leniently, codecs netcdf-c cannot read ...) is announced as an
+    :class:`~nczarr.errors.NCZarrWarning` and listed in ``report.warnings``.
 
     Raises
     ------
@@ -256,6 +276,8 @@ def convert(
     InvalidModeError
         Bad ``mode``, ``overwrite`` together with ``resume``, overlapping source
         and target, or an include/exclude pattern that matches nothing.
+    TypeError
+        ``progress`` is not a bool, None or a callable.
     """
     start = time.perf_counter()
     parsed = _parsed(dst)
@@ -269,8 +291,9 @@ def convert(
         consolidated = True
     src_url, dst_url = _url_of(src), _url_of(dst)
     with ExitStack() as stack:
+        on_chunk = progress_callback(progress, stack, unit="chunk")
         src_map = _open(src, "r", storage_options, stack)
-        translated = _translate(src_map, fmt, noxarray, consolidated)
+        translated = _translate(src_map, fmt, noxarray, consolidated, netcdf_scalars)
         plan = build_plan(
             translated,
             target_format=fmt,
@@ -278,6 +301,7 @@ def convert(
             exclude=exclude,
             noxarray=noxarray,
             consolidated=consolidated,
+            netcdf_scalars=netcdf_scalars,
         )
         # Chunks are copied from the source map itself (verbatim, kernel or S3
         # server-side copies) unless the view shows them under other keys (Zarr v3
@@ -291,6 +315,7 @@ def convert(
             arrays=plan.arrays,
             warnings=plan.warnings,
         )
+        warn_all(report.warnings)
         if dry_run:
             report.dry_run = True
             report.planned_keys = plan.keys
@@ -319,7 +344,7 @@ def convert(
         if trusted:
             stack.enter_context(dst_map.trusted_writes())
         if client is not None:
-            from .distributed import DEFAULT_BATCH, copy_chunks_on_cluster
+            from .cluster import DEFAULT_BATCH, copy_chunks_on_cluster
 
             stats = copy_chunks_on_cluster(
                 client,
@@ -330,11 +355,11 @@ def convert(
                 workers=workers,
                 resume=resume,
                 trusted=trusted,
-                progress=progress,
+                progress=on_chunk,
             )
         else:
             stats = copy_chunks(
-                source, dst_map, plan.chunk_keys, workers=workers, resume=resume, progress=progress
+                source, dst_map, plan.chunk_keys, workers=workers, resume=resume, progress=on_chunk
             )
         written = write_metadata(dst_map, plan.metadata)
         dst_map.flush()
@@ -371,7 +396,7 @@ def migrate(
     to: str = "nczarr",
     dry_run: bool = False,
     *,
-    progress: Callable[[int, int], object] | None = None,
+    progress: ProgressArg = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> ConvertReport:
     """Rewrite the metadata of the store at ``url`` in place, as current NCZarr or pure Zarr.
@@ -392,11 +417,16 @@ def migrate(
     Parameters
     ----------
     progress
-        ``progress(done, total)`` in metadata objects written or deleted.
+        ``progress(done, total)`` in metadata objects written or deleted; ``True``
+        for a progress bar on stderr; ``False``/``None`` for none.
+
+    What the new metadata cannot carry verbatim is announced as an
+    :class:`~nczarr.errors.NCZarrWarning` and listed in ``report.warnings``.
     """
     start = time.perf_counter()
     fmt = _check_format(to, "target format")
     with ExitStack() as stack:
+        on_object = progress_callback(progress, stack, unit="object")
         zmap = _open(url, "r" if dry_run else "r+", storage_options, stack)
         translated = _translate(zmap, fmt, False, None)
         dataset = translated.dataset
@@ -425,6 +455,7 @@ def migrate(
             warnings=tuple(translated.warnings),
             operation="migrate",
         )
+        warn_all(report.warnings)
         if dry_run:
             report.dry_run = True
             report.planned_keys = tuple(changed)
@@ -438,8 +469,8 @@ def migrate(
         def step() -> None:
             nonlocal done
             done += 1
-            if progress is not None:
-                progress(done, total)
+            if on_object is not None:
+                on_object(done, total)
 
         written = write_metadata(
             zmap, ((k, bytes(metadata[k])) for k in changed), skip_equal=True, progress=step
