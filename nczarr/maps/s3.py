@@ -76,21 +76,6 @@ SECRET_OPTIONS = frozenset(
 )
 
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.\-_]{1,253}[a-z0-9]$", re.I)
-_NOT_FOUND = frozenset({"NoSuchKey", "404", "NotFound"})
-_DENIED = frozenset(
-    {
-        "AccessDenied",
-        "403",
-        "Forbidden",
-        "InvalidAccessKeyId",
-        "SignatureDoesNotMatch",
-        "AllAccessDisabled",
-        "ExpiredToken",
-        "InvalidToken",
-        "AccountProblem",
-    }
-)
-
 _LOADER: Any = None
 
 
@@ -139,17 +124,21 @@ def parse_s3_url(url: str) -> tuple[str, str]:
         raise InvalidURLError(f"invalid key prefix in S3 URL {url!r}: {exc}") from None
 
 
-def _client_error(exc: BaseException) -> Any:
-    """The botocore ``ClientError`` behind ``exc`` (s3fs keeps it as the cause), if any."""
+def _error_info(exc: BaseException) -> tuple[str, int | None, str]:
+    """``(code, HTTP status, message)`` of the botocore error behind ``exc`` (s3fs keeps
+    it as the cause of the error it raises); ``("", None, "")`` if there is none."""
     from botocore.exceptions import ClientError
 
-    seen = 0
-    while exc is not None and seen < 5:
+    for _ in range(5):
         if isinstance(exc, ClientError):
-            return exc
+            error = exc.response.get("Error", {})
+            code = str(error.get("Code", ""))
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            return code, status, str(error.get("Message") or code)
+        if exc is None:
+            break
         exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
-        seen += 1
-    return None
+    return "", None, ""
 
 
 class S3Map(ZMap):
@@ -200,36 +189,25 @@ class S3Map(ZMap):
         self._profile = profile
         self._region = region
         self._anon = bool(anon)
-        options = dict(s3fs_options)
-        # An injected aiobotocore session is used but neither described nor pickled.
-        session = options.pop("session", None) or _new_session(profile)
-        self._secrets = {k: options.pop(k) for k in list(options) if k in SECRET_OPTIONS}
-        client_kwargs = dict(options.pop("client_kwargs", None) or {})
-        client_secrets = {
-            k: client_kwargs.pop(k) for k in list(client_kwargs) if k in SECRET_OPTIONS
-        }
-        if client_secrets:
-            self._secrets["client_kwargs"] = client_secrets
-        self._options = options
-        self._client_kwargs = client_kwargs
-        fs_client_kwargs = {**client_kwargs, **client_secrets}
+        # Everything else goes to s3fs, and with the map when it is pickled (secrets
+        # included); an injected aiobotocore session is used but not pickled.
+        self._options = dict(s3fs_options)
+        session = self._options.pop("session", None) or _new_session(profile)
+        client_kwargs = dict(self._options.get("client_kwargs") or {})
         if region is not None:
-            fs_client_kwargs["region_name"] = region
-        config = dict(options.get("config_kwargs") or {})
-        config.setdefault("retries", dict(DEFAULT_RETRIES))
-        fs_kwargs: dict[str, Any] = {
-            **options,
-            "config_kwargs": config,
-            **{k: v for k, v in self._secrets.items() if k != "client_kwargs"},
+            client_kwargs["region_name"] = region
+        config = {"retries": dict(DEFAULT_RETRIES), **(self._options.get("config_kwargs") or {})}
+        passed = {
+            k: v for k, v in self._options.items() if k not in ("client_kwargs", "config_kwargs")
         }
-        fs_kwargs.setdefault("skip_instance_cache", True)
-        fs_kwargs["use_listings_cache"] = False
         self._fs = s3fs.S3FileSystem(
+            **{"skip_instance_cache": True, **passed},
             anon=self._anon,
             session=session,
             endpoint_url=endpoint_url,
-            client_kwargs=fs_client_kwargs,
-            **fs_kwargs,
+            client_kwargs=client_kwargs,
+            config_kwargs=config,
+            use_listings_cache=False,
         )
         # s3fs retries a read whose body was cut mid-stream (and other transient errors
         # botocore does not see) up to ``fs.retries`` times: as many as botocore tries.
@@ -288,36 +266,32 @@ class S3Map(ZMap):
         return sync(self._fs.loop, run)
 
     def _translate(self, exc: BaseException, op: str, what: str, key: str | None) -> BaseException:
-        """The zmap error for a failure of ``op`` on ``what`` (``key``: not-found is KeyError)."""
+        """The zmap error for a failure of ``op`` on ``what`` (``key``: not-found is KeyError).
+
+        s3fs has already sorted botocore's errors into ``FileNotFoundError`` and
+        ``PermissionError``; only a missing bucket (also a ``FileNotFoundError``) and
+        missing credentials (not an HTTP error) need telling apart here.
+        """
         from botocore.exceptions import NoCredentialsError
 
-        client = _client_error(exc)
-        if client is not None:
-            error = client.response.get("Error", {})
-            code = str(error.get("Code", ""))
-            status = client.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-            message = error.get("Message") or code
-            if code == "NoSuchBucket":
-                return StorageNotFoundError(
-                    f"no such bucket {self._bucket!r}{self._where()} (while reading {what})"
-                )
-            if key is not None and (code in _NOT_FOUND or status == 404):
-                return KeyError(key)
-            if code in _DENIED or status == 403:
-                return StoragePermissionError(
-                    f"access denied to {what}{self._where()} ({op}: {code}: {message})"
-                )
-            return StorageError(f"S3 {op} of {what}{self._where()} failed: {code}: {message}")
+        code, status, message = _error_info(exc)
+        where = f"{what}{self._where()}"
+        if code == "NoSuchBucket":
+            return StorageNotFoundError(
+                f"no such bucket {self._bucket!r}{self._where()} (while reading {what})"
+            )
+        if key is not None and (isinstance(exc, FileNotFoundError) or status == 404):
+            return KeyError(key)
         if isinstance(exc, NoCredentialsError) or isinstance(exc.__cause__, NoCredentialsError):
             return StoragePermissionError(
-                f"no AWS credentials found for {what}{self._where()}; configure the AWS "
-                "environment or a profile, or pass anon=True for a public bucket"
+                f"no AWS credentials found for {where}; configure the AWS environment or a "
+                "profile, or pass anon=True for a public bucket"
             )
-        if key is not None and isinstance(exc, FileNotFoundError):
-            return KeyError(key)
-        if isinstance(exc, PermissionError):
-            return StoragePermissionError(f"access denied to {what}{self._where()} ({op}: {exc})")
-        return StorageError(f"S3 {op} of {what}{self._where()} failed: {type(exc).__name__}: {exc}")
+        if isinstance(exc, PermissionError) or status == 403:
+            return StoragePermissionError(f"access denied to {where} ({op}: {code}: {message})")
+        if code:
+            return StorageError(f"S3 {op} of {where} failed: {code}: {message}")
+        return StorageError(f"S3 {op} of {where} failed: {type(exc).__name__}: {exc}")
 
     async def _do(self, op: str, key: str | None, coro: Awaitable[T], what: str = "") -> T:
         """Await one s3fs call, translating its failure (see :meth:`_translate`)."""
@@ -359,16 +333,10 @@ class S3Map(ZMap):
         try:
             await self._fs._call_s3("head_bucket", Bucket=self._bucket)
         except Exception as exc:
-            client = _client_error(exc)
-            status = (
-                client.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-                if client
-                else None
-            )
-            code = str(client.response.get("Error", {}).get("Code", "")) if client else ""
-            if status == 404 or code in ("404", "NoSuchBucket", "NotFound"):
+            code, status, _ = _error_info(exc)
+            if status == 404 or code == "NoSuchBucket":
                 return False
-            if (status == 403 or code in _DENIED) and self.read_only:
+            if (status == 403 or isinstance(exc, PermissionError)) and self.read_only:
                 # Readers of public data may be allowed GetObject but not ListBucket:
                 # let the object requests themselves succeed or fail.
                 return True
@@ -492,18 +460,18 @@ class S3Map(ZMap):
             self._known_dirs.update(parent_keys(prefix))
         return names
 
-    def _describe(self) -> tuple[str, dict[str, Any]]:
-        options: dict[str, Any] = {
+    def _settings(self) -> dict[str, Any]:
+        """Every constructor keyword that reopens this map (credentials included)."""
+        named = {
             "endpoint_url": self._endpoint_url,
             "profile": self._profile,
             "region": self._region,
             "anon": self._anon,
         }
-        options = {k: v for k, v in options.items() if v not in (None, False)}
-        options.update(self._options)
-        if self._client_kwargs:
-            options["client_kwargs"] = dict(self._client_kwargs)
-        return self._s3url(), options
+        return {**{k: v for k, v in named.items() if v not in (None, False)}, **self._options}
+
+    def _describe(self) -> tuple[str, dict[str, Any]]:
+        return self._s3url(), _split_secrets(self._settings())[0]
 
     # ------------------------------------------------------------- leaf rule
     def _tree_known(self, key: str) -> bool:
@@ -679,7 +647,7 @@ class S3Map(ZMap):
             and self._profile == other._profile
             and self._region == other._region
             and self._anon == other._anon
-            and self._secrets == other._secrets
+            and _split_secrets(self._options)[1] == _split_secrets(other._options)[1]
         )
 
     def copy_from(
@@ -713,11 +681,8 @@ class S3Map(ZMap):
             else:
                 await self._fs._copy_basic(source, target)
         except Exception as exc:
-            client = _client_error(exc)
-            code = str(client.response.get("Error", {}).get("Code", "")) if client else ""
-            if code in _NOT_FOUND or (
-                isinstance(exc, FileNotFoundError) and code != "NoSuchBucket"
-            ):
+            code, status, _ = _error_info(exc)
+            if code != "NoSuchBucket" and (isinstance(exc, FileNotFoundError) or status == 404):
                 raise KeyError(src) from None
             if size is None and "copy source is larger" in str(exc):
                 await self._do(
@@ -731,14 +696,13 @@ class S3Map(ZMap):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, S3Map):
             return NotImplemented
-        return super().__eq__(other) and self._secrets == other._secrets
+        return super().__eq__(other) and self.same_service(other)
 
     __hash__ = ZMap.__hash__
 
     def __reduce__(self) -> tuple[Any, ...]:
-        location, options = self._describe()
         mode = "r+" if self._mode in ("w", "w-") else self._mode
-        return (_reopen_s3, (location, mode, options, dict(self._secrets)))
+        return (_reopen_s3, (self._s3url(), mode, self._settings()))
 
     def close(self) -> None:
         """Close the map and its HTTP connections."""
@@ -750,12 +714,24 @@ class S3Map(ZMap):
             self._run(self._fs.s3.close())
 
 
-def _reopen_s3(location: str, mode: str, options: dict[str, Any], secrets: dict[str, Any]) -> S3Map:
-    secrets = dict(secrets)
-    client_secrets = secrets.pop("client_kwargs", None)
-    if client_secrets:
-        options = {
-            **options,
-            "client_kwargs": {**options.get("client_kwargs", {}), **client_secrets},
-        }
-    return S3Map(location, mode=mode, **options, **secrets)
+def _reopen_s3(location: str, mode: str, settings: dict[str, Any]) -> S3Map:
+    return S3Map(location, mode=mode, **settings)
+
+
+def _split_secrets(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(public, secret)`` halves of s3fs options, by name, recursing into dicts
+    (``client_kwargs``); dicts left empty on the public side are dropped."""
+    public: dict[str, Any] = {}
+    secret: dict[str, Any] = {}
+    for name, value in options.items():
+        if name in SECRET_OPTIONS:
+            secret[name] = value
+        elif isinstance(value, dict):
+            inner_public, inner_secret = _split_secrets(value)
+            if inner_public or not value:
+                public[name] = inner_public
+            if inner_secret:
+                secret[name] = inner_secret
+        else:
+            public[name] = value
+    return public, secret
