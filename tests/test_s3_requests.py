@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import nczarr
+from nczarr.errors import ObjectExistsError
 from nczarr.integrations.zarr_store import ZarrStore
 from nczarr.maps.s3 import S3Map
 
@@ -108,3 +109,29 @@ def test_zarr_writes_into_a_fresh_array_are_one_put_per_chunk(
     a[:] = np.arange(1600, dtype="i2").reshape(40, 40) + 1
     assert proxy.counts == {"PutObject": 100}
     assert (a[:] == np.arange(1600).reshape(40, 40) + 1).all()
+
+
+def test_zarr_recreating_an_array_in_an_existing_store_is_one_put_per_chunk(
+    proxy: FaultProxy, s3_bucket: str, s3_endpoint: str
+) -> None:
+    import numpy as np
+    import zarr
+
+    url = f"s3://{s3_bucket}/z{uuid.uuid4().hex[:6]}"
+    with S3Map(url, mode="w", endpoint_url=s3_endpoint) as first:
+        zarr.open_group(store=ZarrStore(first), mode="w", zarr_format=2).create_array(
+            "old", shape=(4,), chunks=(2,), dtype="i1", fill_value=0
+        )[:] = 1
+    # a map on existing content: it learns that "a" is empty when zarr clears it
+    m = S3Map(url, mode="a", endpoint_url=proxy.endpoint)
+    root = zarr.open_group(store=ZarrStore(m), mode="a", zarr_format=2)
+    a = root.create_array(
+        "a", shape=(40, 40), chunks=(4, 4), dtype="i2", fill_value=0, overwrite=True
+    )
+    proxy.reset_counts()
+    a[:] = np.arange(1600, dtype="i2").reshape(40, 40) + 1
+    assert proxy.counts == {"PutObject": 100}
+    # the leaf rule still holds below what it found empty
+    with pytest.raises(ObjectExistsError, match=r"'a/0\.0' holds content"):
+        m["a/0.0/x"] = b"1"
+    assert (root["old"][:] == 1).all()

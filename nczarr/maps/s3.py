@@ -220,6 +220,9 @@ class S3Map(ZMap):
         # verified empty, by "w"/"w-" or clear()): then a key that is not a known
         # directory and whose ancestors are known directories cannot break the leaf rule.
         self._owned = False
+        # Prefixes this map found empty (a listing below them gave nothing) and has
+        # written below since: e.g. an array zarr recreated (``delete_dir``, then writes).
+        self._owned_prefixes: set[str] = set()
         self._open()
 
     # ------------------------------------------------------------------ plumbing
@@ -424,8 +427,12 @@ class S3Map(ZMap):
     def _list(self, prefix: str) -> Iterator[str]:
         if prefix and self._exists(prefix):
             yield prefix
+        empty = True
         for key, _ in self._stream(self._below(prefix)):
+            empty = False
             yield key
+        if empty and prefix:
+            self._owned_prefixes.add(prefix)
 
     def list_sizes(self, prefix: str = "") -> Iterator[tuple[str, int]]:
         """``(key, size)`` below ``prefix`` from ``ListObjectsV2`` pages (no HEAD per key)."""
@@ -475,12 +482,11 @@ class S3Map(ZMap):
 
     # ------------------------------------------------------------- leaf rule
     def _tree_known(self, key: str) -> bool:
-        """Whether this map alone wrote the store and ``key`` fits its known tree."""
-        return (
-            self._owned
-            and key not in self._known_dirs
-            and all(p in self._known_dirs for p in parent_keys(key))
-        )
+        """Whether this map alone wrote the store (or the prefix ``key`` is below, since
+        it found it empty) and ``key`` fits its known tree."""
+        if key in self._known_dirs or not all(p in self._known_dirs for p in parent_keys(key)):
+            return False
+        return self._owned or any(p in self._owned_prefixes for p in parent_keys(key))
 
     async def _leaf_conflict(self, key: str) -> str | None:
         """A message if writing ``key`` would break the leaf rule, else ``None``.
@@ -510,9 +516,10 @@ class S3Map(ZMap):
         """Probe S3 only for what the map does not know.
 
         Ancestors that are known directories need no HEAD. When every object under the
-        root was written through this map (opened ``"w"``/``"w-"`` or cleared), a key
-        below known directories needs no LIST either: a fresh array costs one PUT per
-        chunk. Otherwise one LIST below the key (``MaxKeys``) and a HEAD per unknown
+        root was written through this map (opened ``"w"``/``"w-"`` or cleared), or under
+        a prefix it listed and found empty (zarr's ``delete_dir`` before it recreates an
+        array), a key below known directories needs no LIST either: a fresh array costs
+        one PUT per chunk. Otherwise one LIST below the key (``MaxKeys``) and a HEAD per unknown
         ancestor, issued concurrently. Writers that bypass this map and break the leaf
         rule behind its back can make that knowledge wrong; the contract assumes they
         do not.
@@ -633,6 +640,7 @@ class S3Map(ZMap):
                     f"({len(left)} of {len(paths)} objects in one DeleteObjects call)"
                 )
         self._known_dirs.clear()
+        self._owned_prefixes.clear()
         self._owned = True
 
     # ------------------------------------------------------------- server-side copy
