@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import distributed
 import pytest
 
 import nczarr
@@ -23,8 +24,6 @@ from nczarr.maps.file import FileMap
 from nczarr.readthrough import view
 
 from .sources import tree, zarr_source
-
-distributed = pytest.importorskip("distributed")  # declared in the dask and test extras
 
 
 @pytest.fixture(scope="module")
