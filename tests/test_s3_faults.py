@@ -106,9 +106,9 @@ def test_converts_survive_faults(tmp_path: Path, s3_endpoint: str, s3_bucket: st
         on_s3 = f"{proxy.endpoint}/{s3_bucket}/c1#mode=zarr,s3"
         nczarr.convert(str(src), on_s3, target_options=options)  # file -> S3
         again = f"{proxy.endpoint}/{s3_bucket}/c2#mode=nczarr,s3"
-        nczarr.convert(on_s3, again, storage_options=options, target_options=options)  # S3 -> S3
+        nczarr.convert(on_s3, again, source_options=options, target_options=options)  # S3 -> S3
         back = tmp_path / "back"
-        nczarr.convert(again, str(back), storage_options=options)  # S3 -> directory
+        nczarr.convert(again, str(back), source_options=options)  # S3 -> directory
     assert sum(proxy.injected.values()) >= 20, proxy.injected
     assert tree(back) == tree(expected)
 
