@@ -225,7 +225,9 @@ class S3Map(ZMap):
         return f"{full}/" if full else ""
 
     def _where(self) -> str:
-        return f" at {self._endpoint_url}" if self._endpoint_url else ""
+        from ..urls import redact  # an endpoint_url may carry user:password@
+
+        return f" at {redact(self._endpoint_url)}" if self._endpoint_url else ""
 
     def _run(self, func: Callable[..., Awaitable[T]], *args: Any) -> T:
         from fsspec.asyn import sync
@@ -271,7 +273,11 @@ class S3Map(ZMap):
                 f"no AWS credentials found for {what}{self._where()}; configure the AWS "
                 "environment or a profile, or pass anon=True for a public bucket"
             )
-        return StorageError(f"S3 {op} of {what}{self._where()} failed: {type(exc).__name__}: {exc}")
+        from ..urls import redact_text  # botocore quotes the endpoint URL in its errors
+
+        return StorageError(
+            redact_text(f"S3 {op} of {what}{self._where()} failed: {type(exc).__name__}: {exc}")
+        )
 
     def _s3url(self, key: str = "") -> str:
         full = self._full(key)
