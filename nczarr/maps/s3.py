@@ -89,7 +89,9 @@ def _import_s3fs() -> Any:
     try:
         import s3fs
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
+        from ..errors import MissingDependencyError
+
+        raise MissingDependencyError(
             "S3Map needs s3fs, which is not installed: pip install nczarr[s3]"
         ) from exc
     return s3fs
