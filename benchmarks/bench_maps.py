@@ -34,8 +34,8 @@ import zarr
 from zarr.abc.store import Store
 from zarr.storage import LocalStore, ZipStore
 
+from nczarr.integrations.zarr_store import ZarrStore, blocking_io
 from nczarr.maps.base import ZMap
-from nczarr.maps.store import ZarrStore, blocking_io
 
 
 @dataclass(frozen=True)

@@ -41,32 +41,35 @@ __version__ = "0.1.0"
 _LAZY = {
     # maps
     "ZMap": "nczarr.maps.base",
-    "normalize_key": "nczarr.maps.base",
+    "normalize_key": "nczarr.keys",
     "MemoryMap": "nczarr.maps.memory",
     "FileMap": "nczarr.maps.file",
     "ZipMap": "nczarr.maps.zip",
     "S3Map": "nczarr.maps.s3",
     "FsspecMap": "nczarr.maps.fsspec",
     "open_map": "nczarr.maps.open",
-    "ZarrStore": "nczarr.maps.store",
-    "open_zarr": "nczarr.maps.store",
+    "ZarrStore": "nczarr.integrations.zarr_store",
+    "open_zarr": "nczarr.integrations.zarr_store",
     # urls
-    "parse_url": "nczarr.urls",
-    "NCZarrURL": "nczarr.urls",
+    "parse_url": "nczarr.maps.url",
+    "NCZarrURL": "nczarr.maps.url",
     # model and translation
     "Dataset": "nczarr.translate.model",
     "Group": "nczarr.translate.model",
     "Dimension": "nczarr.translate.model",
     "Variable": "nczarr.translate.model",
     "Attribute": "nczarr.translate.model",
-    "FormatInfo": "nczarr.metadata",
-    "detect": "nczarr.metadata",
-    "read": "nczarr.metadata",
+    "FormatInfo": "nczarr.load",
+    "detect": "nczarr.load",
+    "read": "nczarr.load",
     "view": "nczarr.readthrough",
+    # diagnosis
+    "check": "nczarr.diagnosis",
+    "CheckReport": "nczarr.diagnosis",
     # conversion
-    "convert": "nczarr.conversion",
-    "migrate": "nczarr.conversion",
-    "ConvertReport": "nczarr.conversion",
+    "convert": "nczarr.conversion.api",
+    "migrate": "nczarr.conversion.api",
+    "ConvertReport": "nczarr.conversion.api",
 }
 
 __all__ = [

@@ -8,8 +8,10 @@ still handles our errors correctly.
 
 from __future__ import annotations
 
+import errno
 import warnings
 from collections.abc import Iterable
+from typing import NoReturn
 
 __all__ = [
     "NCZarrError",
@@ -29,6 +31,7 @@ __all__ = [
     "MissingDependencyError",
     "NCZarrWarning",
     "warn_all",
+    "raise_os_error",
 ]
 
 
@@ -106,3 +109,14 @@ def warn_all(messages: Iterable[str], stacklevel: int = 3) -> None:
     """
     for message in messages:
         warnings.warn(message, NCZarrWarning, stacklevel=stacklevel)
+
+
+def raise_os_error(exc: OSError, what: str) -> NoReturn:
+    """Re-raise an OSError as the nczarr error a caller should see, naming ``what``."""
+    if isinstance(exc, NCZarrError):
+        raise exc  # already ours (e.g. a refused symlink), already names the key
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        raise StoragePermissionError(f"permission denied: {what}: {exc}") from exc
+    if exc.errno == errno.ENAMETOOLONG:
+        raise InvalidKeyError(f"name too long for the file system: {what}") from exc
+    raise StorageError(f"cannot access {what}: {exc}") from exc

@@ -13,7 +13,7 @@ serves:
 
 Everything else in ``src`` is hidden: legacy objects (``.nczarr``, ``.nczgroup``,
 ``.nczvar`` ...), the source's own metadata, and arrays the reader skipped. Wrap it
-in :class:`nczarr.maps.store.ZarrStore` to read any NCZarr generation with
+in :class:`nczarr.integrations.zarr_store.ZarrStore` to read any NCZarr generation with
 zarr-python or xarray, or copy its keys to convert (what :mod:`nczarr.convert` does).
 """
 
@@ -24,14 +24,13 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
 from .errors import InvalidModeError, ReadOnlyError
-from .maps.base import ZMap, join_key, normalize_key
-from .translate.conventions import ZARRAY, ZMETADATA
+from .keys import join_key, normalize_key
+from .maps.base import ZMap
+from .translate.conventions import FORMATS, ZARRAY, ZMETADATA
 from .translate.model import Dataset
 from .translate.read_zarr3 import ChunkKeys
 
 __all__ = ["TranslatedView", "view"]
-
-_FORMATS = ("zarr", "nczarr")
 
 
 class TranslatedView(ZMap):
@@ -52,11 +51,11 @@ class TranslatedView(ZMap):
         owns_source: bool = False,
     ) -> None:
         super().__init__("r")
-        if format not in _FORMATS:
+        if format not in FORMATS:
             raise InvalidModeError(
-                f"invalid view mode {format!r}: expected one of {', '.join(map(repr, _FORMATS))}"
+                f"invalid view mode {format!r}: expected one of {', '.join(map(repr, FORMATS))}"
             )
-        from .metadata import read_with_chunk_keys
+        from .load import read_with_chunk_keys
         from .translate.writer import write_with_warnings
 
         self._source = source
@@ -339,7 +338,7 @@ def view(
     InvalidModeError
         ``mode`` is not ``"zarr"`` or ``"nczarr"``.
     MetadataError, UnsupportedError
-        ``src`` cannot be read (see :func:`nczarr.metadata.read`).
+        ``src`` cannot be read (see :func:`nczarr.load.read`).
 
     Examples
     --------

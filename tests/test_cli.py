@@ -35,7 +35,8 @@ def test_version(capsys):
         ["convert", "a", "b", "--workers", "0"],
         ["convert", "a", "b", "--overwrite", "--resume"],
         ["migrate", "x", "--to", "netcdf"],
-        ["dump", "x"],
+        ["dump", "-h"],
+        ["check"],
         ["frobnicate"],
     ],
 )
@@ -147,8 +148,8 @@ def test_ls(tmp_path, capsys):
 
 
 def test_info_and_dump(tmp_path, capsys):
-    from nczarr.cdl import format_cdl
-    from nczarr.info import format_info
+    from nczarr.cli.cdl import format_cdl
+    from nczarr.cli.info import format_info
 
     src = str(DATA / "v2uc_ncgen490.zip")
     assert main(["info", src]) == 0

@@ -1,4 +1,4 @@
-"""Unit tests of the conversion planner and applier (nczarr.plan, nczarr.apply).
+"""Unit tests of the conversion planner and applier (nczarr.conversion.plan and .apply).
 
 The planner is tested against a small stand-in for the translated view (only the
 attributes the planner reads); everything that touches storage uses real maps.
@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nczarr.apply import copy_chunks, delete_keys, server_side, write_metadata
+from nczarr.conversion.apply import copy_chunks, delete_keys, server_side, write_metadata
+from nczarr.conversion.plan import array_of_key, build_plan, order_metadata, select_dataset
 from nczarr.errors import InvalidModeError
 from nczarr.maps.memory import MemoryMap
-from nczarr.plan import array_of_key, build_plan, order_metadata, select_dataset
 from nczarr.translate.model import Dataset, Dimension, Group, Variable
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nczarr.apply import copy_chunks
+from nczarr.conversion.apply import copy_chunks
 from nczarr.errors import ObjectExistsError, ReadOnlyError
 from nczarr.maps import file as file_module
 from nczarr.maps.file import TEMP_PREFIX, FileMap

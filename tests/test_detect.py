@@ -13,8 +13,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from ncoracle import fixture_path, map_from_dir, map_from_zip
 
 from nczarr.errors import MetadataError, StorageError
+from nczarr.load import FormatInfo, detect, load_metadata, read
 from nczarr.maps.memory import MemoryMap
-from nczarr.metadata import FormatInfo, detect, load_metadata, read
 
 
 def mem(objects: dict[str, object]) -> MemoryMap:

@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 import nczarr
 from nczarr.errors import InvalidURLError, NCZarrError
 from nczarr.maps.memory import MemoryMap
-from nczarr.urls import parse_url, redact, redact_text
+from nczarr.maps.url import parse_url, redact, redact_text
 
 from .ncoracle import JSON_VALUES, corrupt_metadata, map_from_zip
 

@@ -22,6 +22,8 @@ import numpy as np
 import pytest
 
 import nczarr
+from nczarr.conversion.journal import JOURNAL_KEY
+from nczarr.conversion.overlap import Location, overlap
 from nczarr.errors import (
     InvalidModeError,
     InvalidURLError,
@@ -31,11 +33,9 @@ from nczarr.errors import (
     StorageError,
     TargetExistsError,
 )
-from nczarr.journal import JOURNAL_KEY
 from nczarr.maps.file import TEMP_PREFIX, FileMap
 from nczarr.maps.memory import MemoryMap
-from nczarr.overlap import Location, overlap
-from nczarr.urls import parse_url
+from nczarr.maps.url import parse_url
 
 ROOT = Path(__file__).resolve().parent.parent
 

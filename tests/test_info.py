@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import nczarr
-from nczarr.info import describe_layout, format_codec, format_info
+from nczarr.cli.info import describe_layout, format_codec, format_info
 
 from .conftest import fixture_path
 from .ncoracle import map_from_zip

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from nczarr.errors import InvalidKeyError
-from nczarr.maps.base import MAX_KEY_BYTES, normalize_key, normalize_prefix
+from nczarr.keys import MAX_KEY_BYTES, normalize_key, normalize_prefix
 
 # Segment characters: anything printable except "/" and "\" (and surrogates).
 SEGMENT_CHARS = st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="/\\\x7f")

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import nczarr
-from nczarr.journal import JOURNAL_KEY
+from nczarr.conversion.journal import JOURNAL_KEY
 from nczarr.maps.file import TEMP_PREFIX, FileMap
 
 DATA = Path(__file__).parent / "data"

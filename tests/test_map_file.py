@@ -18,8 +18,9 @@ from nczarr.errors import (
     StorageError,
     StorageNotFoundError,
     StoragePermissionError,
+    raise_os_error,
 )
-from nczarr.maps.file import TEMP_PREFIX, FileMap, _raise_os, local_path
+from nczarr.maps.file import TEMP_PREFIX, FileMap, local_path
 
 
 def files_below(root: Path) -> dict[str, bytes]:
@@ -177,11 +178,11 @@ def test_leaf_rule_is_checked_on_the_filesystem(tmp_path):
 def test_os_errors_are_not_keyerrors():
     denied = OSError(errno.EACCES, "Permission denied")
     with pytest.raises(StoragePermissionError, match="'k' in x"):
-        _raise_os(denied, "'k' in x")
+        raise_os_error(denied, "'k' in x")
     with pytest.raises(StorageError, match="No space"):
-        _raise_os(OSError(errno.ENOSPC, "No space left on device"), "'k'")
+        raise_os_error(OSError(errno.ENOSPC, "No space left on device"), "'k'")
     with pytest.raises(InvalidKeyError, match="too long"):
-        _raise_os(OSError(errno.ENAMETOOLONG, "File name too long"), "'k'")
+        raise_os_error(OSError(errno.ENAMETOOLONG, "File name too long"), "'k'")
 
 
 def test_segment_too_long_for_the_filesystem(tmp_path):
@@ -287,7 +288,8 @@ def test_reads_a_tree_written_by_zarr_local_store(tmp_path, zarr_format):
 
 
 def test_reads_a_dataset_written_by_netcdf_c(tmp_path):
-    netCDF4 = pytest.importorskip("netCDF4")
+    import netCDF4
+
     root = tmp_path / "nc.file"
     with netCDF4.Dataset(f"file://{root}#mode=nczarr,file", "w") as ds:
         ds.createDimension("x", 3)

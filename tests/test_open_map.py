@@ -19,7 +19,7 @@ from nczarr.errors import (
 from nczarr.maps.base import ZMap
 from nczarr.maps.memory import MemoryMap
 from nczarr.maps.open import ZIP_MAGIC, open_map, probe_local
-from nczarr.urls import parse_url
+from nczarr.maps.url import parse_url
 
 ZGROUP = json.dumps({"zarr_format": 2}).encode()
 
@@ -133,8 +133,10 @@ def test_probe_local(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ zip archives
 @pytest.fixture
 def zip_map_class() -> type:
-    """The ZipMap class (its tests skip until nczarr.maps.zip exists)."""
-    return pytest.importorskip("nczarr.maps.zip").ZipMap
+    """The ZipMap class."""
+    from nczarr.maps.zip import ZipMap
+
+    return ZipMap
 
 
 @pytest.mark.parametrize(

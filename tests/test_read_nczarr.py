@@ -26,8 +26,8 @@ from ncoracle import (
 )
 
 from nczarr.errors import DimensionConflictError, MetadataError
+from nczarr.load import load_metadata, read
 from nczarr.maps.memory import MemoryMap
-from nczarr.metadata import load_metadata, read
 from nczarr.translate.model import Attribute, Dimension
 
 NUMERIC = ["i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f4", "f8"]

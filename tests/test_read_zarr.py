@@ -28,8 +28,8 @@ from ncoracle import (
 )
 
 from nczarr.errors import DimensionConflictError, MetadataError
+from nczarr.load import load_metadata, read
 from nczarr.maps.memory import MemoryMap
-from nczarr.metadata import load_metadata, read
 from nczarr.translate.model import Attribute, Dimension
 
 
@@ -396,10 +396,10 @@ def test_group_and_array_at_one_node() -> None:
 def test_implicit_intermediate_groups() -> None:
     """The translator implies missing groups (e.g. consolidated metadata without them);
     the loader, like zarr-python and netcdf-c, only descends into real groups."""
-    from nczarr.translate.read_zarr import read_zarr
+    from nczarr.translate.read_zarr2 import read_zarr2
 
     meta = {".zgroup": {"zarr_format": 2}, "a/b/v/.zarray": _zarray([2])}
-    ds = read_zarr(meta)
+    ds = read_zarr2(meta)
     assert ds.find_variable("/a/b/v").path == "/a/b/v"
     assert ds.find_group("/a/b").name == "b"
     assert read(_mem(meta)).root.groups == {}
@@ -427,8 +427,8 @@ _BASES = [
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_fuzzed_metadata_only_raises_metadata_errors(data: st.DataObject) -> None:
-    from nczarr.translate.read_zarr import read_zarr
+    from nczarr.translate.read_zarr2 import read_zarr2
 
     meta = corrupt_metadata(data, data.draw(st.sampled_from(_BASES)))
     with contextlib.suppress(MetadataError):
-        read_zarr(meta)
+        read_zarr2(meta)

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import nczarr.urls
+import nczarr.maps.url
 from nczarr.errors import InvalidURLError, NCZarrError
-from nczarr.urls import MODE_WORDS, NCZarrURL, parse_url
+from nczarr.maps.url import MODE_WORDS, NCZarrURL, parse_url
 
 F = frozenset
 
@@ -471,7 +471,7 @@ def test_constructor_validates(kwargs: dict, message: str) -> None:
 
 
 def test_doctests() -> None:
-    result = doctest.testmod(nczarr.urls, optionflags=doctest.ELLIPSIS)
+    result = doctest.testmod(nczarr.maps.url, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
 
 

@@ -16,6 +16,7 @@ import json
 import warnings
 from pathlib import Path
 
+import netCDF4
 import numcodecs
 import numpy as np
 import pytest
@@ -33,14 +34,12 @@ from zarr.codecs import (
 
 import nczarr
 from nczarr.cli import main
+from nczarr.load import read_with_chunk_keys
 from nczarr.maps.memory import MemoryMap
-from nczarr.metadata import read_with_chunk_keys
 from nczarr.readthrough import view
 from nczarr.translate.codecs_v3 import v2_pipeline
 from nczarr.translate.detect import FormatInfo
 from nczarr.translate.read_zarr3 import ChunkKeys, read_zarr3
-
-netCDF4 = pytest.importorskip("netCDF4")
 
 SHARD_WARNING = (
     "skipped array '/sh': codec 'sharding_indexed' has no byte-identical Zarr v2 "
@@ -133,8 +132,8 @@ def v3_store(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
 
 
 def _xarray_store(path: Path):
-    xr = pytest.importorskip("xarray")
     import pandas as pd
+    import xarray as xr
 
     ds = xr.Dataset(
         {
@@ -465,7 +464,8 @@ def _expected_chunks(src: Path) -> dict[str, bytes]:
 
 
 def test_convert_to_zarr_v2_opens_in_zarr_python_and_xarray(v3_store: Path, tmp_path: Path) -> None:
-    xr = pytest.importorskip("xarray")
+    import xarray as xr
+
     out = tmp_path / "out.zarr"
     report = nczarr.convert(v3_store, out, mode="zarr")
     assert report.warnings == (SHARD_WARNING,)
@@ -520,7 +520,8 @@ def test_convert_to_nczarr_opens_in_netcdf4(v3_store: Path, tmp_path: Path) -> N
 
 
 def test_xarray_v3_store(tmp_path: Path) -> None:
-    xr = pytest.importorskip("xarray")
+    import xarray as xr
+
     src = tmp_path / "x.zarr"
     original = _xarray_store(src)
     ds = nczarr.read(src)

@@ -8,19 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import ZMap, normalize_key, normalize_prefix
+from .base import ZMap
 from .memory import MemoryMap
 
 __all__ = [
     "ZMap",
-    "normalize_key",
-    "normalize_prefix",
     "MemoryMap",
     "FileMap",
     "ZipMap",
     "S3Map",
     "FsspecMap",
-    "ZarrStore",
     "open_map",
 ]
 
@@ -29,7 +26,6 @@ _LAZY = {
     "ZipMap": ".zip",
     "S3Map": ".s3",
     "FsspecMap": ".fsspec",
-    "ZarrStore": ".store",
     "open_map": ".open",
 }
 

@@ -18,73 +18,18 @@ overridden for speed.
 
 from __future__ import annotations
 
-import posixpath
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..errors import InvalidKeyError, InvalidModeError, ObjectExistsError, ReadOnlyError
+from ..errors import InvalidModeError, ObjectExistsError, ReadOnlyError
+from ..keys import normalize_key, normalize_prefix, parent_keys
 
-__all__ = ["ZMap", "normalize_key", "normalize_prefix", "MODES", "MAX_KEY_BYTES"]
+__all__ = ["ZMap", "MODES", "as_bytes", "check_mode"]
 
 #: Accepted open modes, with zarr/h5py meaning.
 MODES = ("r", "r+", "a", "w", "w-")
-
-#: S3 limits keys to 1024 UTF-8 bytes (NCZarr spec, Appendix B); every map inherits it.
-MAX_KEY_BYTES = 1024
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def normalize_key(key: str) -> str:
-    """Return the canonical form of a map key, or raise :class:`InvalidKeyError`.
-
-    One leading ``/`` is dropped (``"/g/.zattrs"`` -> ``"g/.zattrs"``). Rejected,
-    with the key named in the message: non-strings, the empty key (the root holds no
-    content), empty segments (``"a//b"``, a trailing ``/``), ``.`` and ``..``
-    segments, backslashes, control characters and keys longer than 1024 UTF-8 bytes.
-
-    >>> normalize_key("/g/v/.zarray")
-    'g/v/.zarray'
-    """
-    if not isinstance(key, str):
-        raise InvalidKeyError(f"map keys are str, got {type(key).__name__}: {key!r}")
-    body = key[1:] if key.startswith("/") else key
-    if not body:
-        raise InvalidKeyError(f"invalid key {key!r}: the root holds no content")
-    _check_body(key, body)
-    return body
-
-
-def normalize_prefix(prefix: str) -> str:
-    """Canonical form of a search prefix: like :func:`normalize_key`, but ``""`` and
-    ``"/"`` mean the root (returned as ``""``) and one trailing ``/`` is tolerated."""
-    if not isinstance(prefix, str):
-        raise InvalidKeyError(f"search prefixes are str, got {type(prefix).__name__}: {prefix!r}")
-    body = prefix[1:] if prefix.startswith("/") else prefix
-    if body.endswith("/"):
-        body = body[:-1]
-    if body:
-        _check_body(prefix, body)
-    return body
-
-
-def _check_body(original: str, body: str) -> None:
-    if "\\" in body:
-        raise InvalidKeyError(f"invalid key {original!r}: backslashes are not allowed")
-    if _CONTROL.search(body):
-        raise InvalidKeyError(f"invalid key {original!r}: control characters are not allowed")
-    if len(body.encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
-        raise InvalidKeyError(
-            f"invalid key {original[:60]!r}...: longer than {MAX_KEY_BYTES} UTF-8 bytes"
-        )
-    for segment in body.split("/"):
-        if segment in ("", ".", ".."):
-            raise InvalidKeyError(
-                f"invalid key {original!r}: empty, '.' and '..' segments are not allowed"
-            )
 
 
 def check_mode(mode: str) -> str:
@@ -92,13 +37,6 @@ def check_mode(mode: str) -> str:
     if mode not in MODES:
         raise InvalidModeError(f"invalid mode {mode!r}: expected one of {', '.join(MODES)}")
     return mode
-
-
-def parent_keys(key: str) -> Iterator[str]:
-    """The proper ancestors of a normalized key, nearest first: ``a/b/c`` -> ``a/b``, ``a``."""
-    while "/" in key:
-        key = key.rsplit("/", 1)[0]
-        yield key
 
 
 class ZMap(MutableMapping[str, bytes], ABC):
@@ -212,7 +150,7 @@ class ZMap(MutableMapping[str, bytes], ABC):
     def __setitem__(self, key: str, value: bytes | bytearray | memoryview) -> None:
         nkey = normalize_key(key)
         self._check_writable(nkey)
-        data = _as_bytes(value, nkey)
+        data = as_bytes(value, nkey)
         self._check_leaf_rule(nkey)
         self._store(nkey, data)
 
@@ -350,7 +288,8 @@ def _reopen(cls: type[ZMap], location: str, mode: str, options: dict[str, Any]) 
     return cls(location, mode=mode, **options)  # type: ignore[call-arg]
 
 
-def _as_bytes(value: object, key: str) -> bytes:
+def as_bytes(value: object, key: str) -> bytes:
+    """``value`` as ``bytes`` (any buffer is accepted), or ``TypeError`` naming ``key``."""
     if isinstance(value, bytes):
         return value
     if isinstance(value, bytearray | memoryview):
@@ -361,8 +300,3 @@ def _as_bytes(value: object, key: str) -> bytes:
         raise TypeError(
             f"cannot store {type(value).__name__} at {key!r}: values must be bytes-like"
         ) from None
-
-
-def join_key(*parts: str) -> str:
-    """Join key segments, ignoring empty parts (``join_key("", "a")`` -> ``"a"``)."""
-    return posixpath.join(*[p for p in parts if p]) if any(parts) else ""

@@ -25,7 +25,7 @@ import shutil
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..errors import (
@@ -36,15 +36,15 @@ from ..errors import (
     StorageError,
     StorageNotFoundError,
     StoragePermissionError,
+    raise_os_error,
 )
-from .base import ZMap, _as_bytes, normalize_key, parent_keys
+from ..keys import FORBIDDEN_CHARACTERS, normalize_key, parent_keys
+from .base import ZMap, as_bytes
 
 __all__ = ["TEMP_PREFIX", "FileMap", "local_path"]
 
 #: Names of in-flight temporary files start with this; they are never keys.
 TEMP_PREFIX = ".~nczarr-tmp-"
-
-_CONTROL = {chr(c) for c in range(32)} | {"\x7f", "\\"}
 
 
 def local_path(location: str | os.PathLike[str]) -> str:
@@ -69,17 +69,6 @@ def local_path(location: str | os.PathLike[str]) -> str:
     if not text:
         raise InvalidURLError("empty path")
     return os.path.abspath(text)
-
-
-def _raise_os(exc: OSError, what: str) -> NoReturn:
-    """Re-raise an OSError as the nczarr error a caller should see, naming ``what``."""
-    if isinstance(exc, NCZarrError):
-        raise exc  # already ours (e.g. a refused symlink), already names the key
-    if exc.errno in (errno.EACCES, errno.EPERM):
-        raise StoragePermissionError(f"permission denied: {what}: {exc}") from exc
-    if exc.errno == errno.ENAMETOOLONG:
-        raise InvalidKeyError(f"name too long for the file system: {what}") from exc
-    raise StorageError(f"cannot access {what}: {exc}") from exc
 
 
 class FileMap(ZMap):
@@ -113,7 +102,7 @@ class FileMap(ZMap):
         except FileNotFoundError:
             st = None
         except OSError as exc:
-            _raise_os(exc, root)
+            raise_os_error(exc, root)
         if st is not None and not stat.S_ISDIR(st.st_mode):
             raise StorageError(f"cannot open {root!r} as a directory map: it is not a directory")
         if st is None:
@@ -122,7 +111,7 @@ class FileMap(ZMap):
             try:
                 os.makedirs(root, exist_ok=True)
             except OSError as exc:
-                _raise_os(exc, root)
+                raise_os_error(exc, root)
             return
         if mode == "w":
             self._empty_tree()
@@ -131,7 +120,7 @@ class FileMap(ZMap):
                 with os.scandir(root) as it:
                     occupied = any(True for _ in it)
             except OSError as exc:
-                _raise_os(exc, root)
+                raise_os_error(exc, root)
             if occupied:
                 raise ObjectExistsError(
                     f"cannot create {root!r} (mode 'w-'): the directory exists and is not empty"
@@ -148,7 +137,7 @@ class FileMap(ZMap):
                 else:
                     os.unlink(entry.path)
         except OSError as exc:
-            _raise_os(exc, self._root)
+            raise_os_error(exc, self._root)
 
     # ------------------------------------------------------------------- paths
     @property
@@ -185,7 +174,7 @@ class FileMap(ZMap):
             except (FileNotFoundError, NotADirectoryError):
                 break
             except OSError as exc:
-                _raise_os(exc, f"{key!r} in {self._root!r}")
+                raise_os_error(exc, f"{key!r} in {self._root!r}")
             if stat.S_ISLNK(mode):
                 self._refuse_escape(key, path)
                 break
@@ -234,7 +223,7 @@ class FileMap(ZMap):
         name = entry.name
         if name.startswith(TEMP_PREFIX) or name in (".", ".."):
             return False
-        if not _CONTROL.isdisjoint(name):
+        if "\\" in name or FORBIDDEN_CHARACTERS.search(name):
             return False
         return not (entry.is_symlink() and not self._inside(entry.path))
 
@@ -249,7 +238,7 @@ class FileMap(ZMap):
             except (FileNotFoundError, NotADirectoryError):
                 continue
             except OSError as exc:
-                _raise_os(exc, current)
+                raise_os_error(exc, current)
             with it:
                 for entry in it:
                     if not self._visible(entry):
@@ -269,7 +258,7 @@ class FileMap(ZMap):
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise KeyError(key) from None
         except OSError as exc:
-            _raise_os(exc, f"{key!r} in {self._root!r}")
+            raise_os_error(exc, f"{key!r} in {self._root!r}")
 
     def _exists(self, key: str) -> bool:
         path = self._path(key)
@@ -278,7 +267,7 @@ class FileMap(ZMap):
         except (FileNotFoundError, NotADirectoryError):
             return False
         except OSError as exc:
-            _raise_os(exc, f"{key!r} in {self._root!r}")
+            raise_os_error(exc, f"{key!r} in {self._root!r}")
 
     def _check_leaf_rule(self, key: str) -> None:
         path = self._path(key)
@@ -290,7 +279,7 @@ class FileMap(ZMap):
             except (FileNotFoundError, NotADirectoryError):
                 return
             except OSError as exc:
-                _raise_os(exc, f"{key!r} in {self._root!r}")
+                raise_os_error(exc, f"{key!r} in {self._root!r}")
             if stat.S_ISREG(mode):
                 return
         # A directory where the file should go, with content below it.
@@ -305,7 +294,7 @@ class FileMap(ZMap):
             except (FileNotFoundError, NotADirectoryError):
                 continue
             except OSError as exc:
-                _raise_os(exc, f"{parent!r} in {self._root!r}")
+                raise_os_error(exc, f"{parent!r} in {self._root!r}")
             if stat.S_ISDIR(mode):
                 return
             raise ObjectExistsError(
@@ -315,13 +304,13 @@ class FileMap(ZMap):
 
     def __setitem__(self, key: str, value: bytes | bytearray | memoryview) -> None:
         # As ZMap.__setitem__, but a contiguous buffer is written as it is: the write
-        # is synchronous, so the copy _as_bytes makes of a memoryview is not needed.
+        # is synchronous, so the copy as_bytes makes of a memoryview is not needed.
         nkey = normalize_key(key)
         self._check_writable(nkey)
         if not isinstance(value, bytes | bytearray) and not (
             isinstance(value, memoryview) and value.c_contiguous
         ):
-            value = _as_bytes(value, nkey)
+            value = as_bytes(value, nkey)
         self._check_leaf_rule(nkey)
         self._store(nkey, value)  # type: ignore[arg-type]
 
@@ -352,7 +341,7 @@ class FileMap(ZMap):
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise KeyError(nkey) from None
         except OSError as exc:
-            _raise_os(exc, f"{nkey!r} in {src._root!r}")
+            raise_os_error(exc, f"{nkey!r} in {src._root!r}")
         try:
             st = os.fstat(fd_in)
             if not stat.S_ISREG(st.st_mode):
@@ -382,7 +371,7 @@ class FileMap(ZMap):
         except (FileExistsError, FileNotFoundError, NotADirectoryError):
             return False  # exists (or a link or directory is there), or the parent went
         except OSError as exc:
-            _raise_os(exc, f"{key!r} in {self._root!r}")
+            raise_os_error(exc, f"{key!r} in {self._root!r}")
         try:
             try:
                 fill(fd)
@@ -392,7 +381,7 @@ class FileMap(ZMap):
             with contextlib.suppress(OSError):
                 os.unlink(path)
             if isinstance(exc, OSError) and not isinstance(exc, NCZarrError):
-                _raise_os(exc, f"{key!r} in {self._root!r}")
+                raise_os_error(exc, f"{key!r} in {self._root!r}")
             raise
         return True
 
@@ -408,7 +397,7 @@ class FileMap(ZMap):
             except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
                 self._safe_dirs.discard(os.path.dirname(path))
             except OSError as exc:
-                _raise_os(exc, f"{key!r} in {self._root!r}")
+                raise_os_error(exc, f"{key!r} in {self._root!r}")
         self._prepare_leaf(key, path)
         try:
             self._write_temp(os.path.dirname(path), path, fill)
@@ -417,7 +406,7 @@ class FileMap(ZMap):
                 f"cannot write {key!r}: it became a directory in {self._root!r}"
             ) from exc
         except OSError as exc:
-            _raise_os(exc, f"{key!r} in {self._root!r}")
+            raise_os_error(exc, f"{key!r} in {self._root!r}")
         self._path(key)  # remember the parent directories now known to be real
 
     def _prepare_leaf(self, key: str, path: str) -> None:
@@ -431,7 +420,7 @@ class FileMap(ZMap):
                 f"cannot write {key!r}: a parent is a file in {self._root!r}"
             ) from exc
         except OSError as exc:
-            _raise_os(exc, f"{key!r} in {self._root!r}")
+            raise_os_error(exc, f"{key!r} in {self._root!r}")
 
     @staticmethod
     def _write_temp(directory: str, path: str, fill: Callable[[int], object]) -> None:
@@ -458,7 +447,7 @@ class FileMap(ZMap):
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise KeyError(key) from None
         except OSError as exc:
-            _raise_os(exc, f"{key!r} in {self._root!r}")
+            raise_os_error(exc, f"{key!r} in {self._root!r}")
         self._prune(os.path.dirname(path))
 
     def _prune(self, directory: str) -> None:
@@ -480,7 +469,7 @@ class FileMap(ZMap):
             except (FileNotFoundError, NotADirectoryError):
                 return
             except OSError as exc:
-                _raise_os(exc, f"{prefix!r} in {self._root!r}")
+                raise_os_error(exc, f"{prefix!r} in {self._root!r}")
             if stat.S_ISREG(mode):
                 yield prefix
                 return
@@ -496,7 +485,7 @@ class FileMap(ZMap):
             except (FileNotFoundError, NotADirectoryError):
                 continue
             except OSError as exc:
-                _raise_os(exc, directory)
+                raise_os_error(exc, directory)
             for entry in entries:
                 if not self._visible(entry):
                     continue
@@ -513,7 +502,7 @@ class FileMap(ZMap):
         except (FileNotFoundError, NotADirectoryError):
             return []
         except OSError as exc:
-            _raise_os(exc, f"{prefix!r} in {self._root!r}")
+            raise_os_error(exc, f"{prefix!r} in {self._root!r}")
         names = []
         with it:
             for entry in it:
@@ -551,7 +540,7 @@ class FileMap(ZMap):
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise KeyError(nkey) from None
         except OSError as exc:
-            _raise_os(exc, f"{nkey!r} in {self._root!r}")
+            raise_os_error(exc, f"{nkey!r} in {self._root!r}")
 
     def getsize(self, key: str) -> int:
         """Size of the file at ``key`` from ``os.stat``."""
@@ -561,7 +550,7 @@ class FileMap(ZMap):
         except (FileNotFoundError, NotADirectoryError):
             raise KeyError(nkey) from None
         except OSError as exc:
-            _raise_os(exc, f"{nkey!r} in {self._root!r}")
+            raise_os_error(exc, f"{nkey!r} in {self._root!r}")
         if not stat.S_ISREG(st.st_mode):
             raise KeyError(nkey)
         return st.st_size

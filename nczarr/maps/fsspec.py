@@ -22,7 +22,8 @@ from ..errors import (
     StorageNotFoundError,
     StoragePermissionError,
 )
-from .base import ZMap, normalize_key, normalize_prefix, parent_keys
+from ..keys import normalize_key, normalize_prefix, parent_keys
+from .base import ZMap
 
 __all__ = ["FsspecMap"]
 
@@ -51,7 +52,7 @@ def _url_to_fs(url_to_fs: Any, url: str, options: dict[str, Any]) -> tuple[Any, 
     install; a filesystem that connects when constructed (``ftp://``) and fails is a
     :class:`~nczarr.errors.StorageError`.
     """
-    from ..urls import redact
+    from .url import redact
 
     shown = redact(url)
     try:

@@ -1,101 +1,15 @@
-"""An in-memory zmap that owns its dict (no shared global state), and :class:`KeyIndex`."""
+"""An in-memory zmap that owns its dict (no shared global state)."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from ..errors import ObjectExistsError
-from .base import ZMap, normalize_key, parent_keys
+from ..keys import KeyIndex, normalize_key
+from .base import ZMap
 
-__all__ = ["KeyIndex", "MemoryMap"]
-
-
-class KeyIndex:
-    """Child-name index over a set of normalized keys.
-
-    Maps every proper prefix of a stored key to the names directly below it, with a
-    count of the keys reached through each name. Adding or removing a key costs
-    O(depth); ``children`` is one dict lookup, and "is this key a prefix of others?"
-    (the leaf rule) is a membership test. Maps that hold their key set in memory
-    (:class:`MemoryMap`, the zip map) use it so that ``search`` and the leaf-rule
-    check never scan every key.
-
-    The caller guarantees that :meth:`add` is only called for keys not yet present
-    and :meth:`discard` only for keys that are.
-    """
-
-    def __init__(self, keys: Iterable[str] = ()) -> None:
-        self._children: dict[str, dict[str, int]] = {}
-        for key in keys:
-            self.add(key)
-
-    def add(self, key: str) -> None:
-        """Record a new key."""
-        prefix = ""
-        for segment in key.split("/"):
-            kids = self._children.setdefault(prefix, {})
-            kids[segment] = kids.get(segment, 0) + 1
-            prefix = f"{prefix}/{segment}" if prefix else segment
-
-    def check_leaf_rule(self, key: str, holds: Callable[[str], bool]) -> None:
-        """Raise ObjectExistsError if writing ``key`` would break the leaf rule.
-
-        ``holds(k)`` says whether key ``k`` holds content (the index knows only which
-        prefixes lead to keys); the caller holds its lock around check and store.
-        """
-        for parent in parent_keys(key):
-            if holds(parent):
-                raise ObjectExistsError(
-                    f"cannot write {key!r}: {parent!r} holds content, and "
-                    "content-bearing keys are leaves"
-                )
-        if self.is_prefix(key):
-            example = next(self.below(key))
-            raise ObjectExistsError(
-                f"cannot write {key!r}: it is a prefix of existing keys (e.g. {example!r})"
-            )
-
-    def discard(self, key: str) -> None:
-        """Forget a key; prefixes left with nothing below them disappear."""
-        prefix = ""
-        for segment in key.split("/"):
-            kids = self._children.get(prefix)
-            if kids is None:
-                return
-            count = kids.get(segment, 0) - 1
-            if count > 0:
-                kids[segment] = count
-            else:
-                kids.pop(segment, None)
-                if not kids:
-                    del self._children[prefix]
-            prefix = f"{prefix}/{segment}" if prefix else segment
-
-    def children(self, prefix: str) -> list[str]:
-        """Names directly below ``prefix`` (``""`` = root) that lead to keys."""
-        return list(self._children.get(prefix, ()))
-
-    def is_prefix(self, key: str) -> bool:
-        """Whether some stored key lies strictly below ``key``."""
-        return key in self._children
-
-    def below(self, prefix: str) -> Iterator[str]:
-        """Every path strictly below ``prefix`` that is not itself a prefix (the leaves)."""
-        stack = [prefix]
-        while stack:
-            node = stack.pop()
-            for name in self._children.get(node, ()):
-                path = f"{node}/{name}" if node else name
-                if path in self._children:
-                    stack.append(path)
-                else:
-                    yield path
-
-    def clear(self) -> None:
-        """Forget every key."""
-        self._children.clear()
+__all__ = ["MemoryMap"]
 
 
 class MemoryMap(ZMap):

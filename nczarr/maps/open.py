@@ -1,6 +1,6 @@
 """``open_map``: one entry point from a netCDF-style URL (or a path) to the right zmap.
 
-The URL is parsed by :func:`nczarr.urls.parse_url`; this module only decides which
+The URL is parsed by :func:`nczarr.maps.url.parse_url`; this module only decides which
 backend to construct and with which options, looking at the local file system where
 a URL leaves the choice open (a zip archive without a ``.zip`` suffix, an existing
 directory). Backends are imported when first needed, so opening a directory never
@@ -13,8 +13,8 @@ import os
 from typing import Any
 
 from ..errors import InvalidURLError, StorageError
-from ..urls import NCZarrURL, parse_url
 from .base import ZMap, check_mode
+from .url import NCZarrURL, parse_url
 
 __all__ = ["open_map", "probe_local", "ZIP_MAGIC"]
 
@@ -32,8 +32,8 @@ def open_map(
     Parameters
     ----------
     url_or_path
-        A URL or local path as accepted by :func:`~nczarr.urls.parse_url`, an
-        :class:`~nczarr.urls.NCZarrURL`, or an open :class:`ZMap`, which is returned
+        A URL or local path as accepted by :func:`~nczarr.maps.url.parse_url`, an
+        :class:`~nczarr.maps.url.NCZarrURL`, or an open :class:`ZMap`, which is returned
         as it is (``mode`` and options must then be left at their defaults).
     mode
         ``"r"``, ``"r+"``, ``"a"``, ``"w"`` or ``"w-"`` (see :class:`ZMap`).

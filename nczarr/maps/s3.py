@@ -26,7 +26,8 @@ from ..errors import (
     StorageNotFoundError,
     StoragePermissionError,
 )
-from .base import ZMap, _as_bytes, normalize_key, normalize_prefix, parent_keys
+from ..keys import normalize_key, normalize_prefix, parent_keys
+from .base import ZMap, as_bytes
 
 __all__ = ["S3Map"]
 
@@ -227,7 +228,7 @@ class S3Map(ZMap):
         return f"{full}/" if full else ""
 
     def _where(self) -> str:
-        from ..urls import redact  # an endpoint_url may carry user:password@
+        from .url import redact  # an endpoint_url may carry user:password@
 
         return f" at {redact(self._endpoint_url)}" if self._endpoint_url else ""
 
@@ -275,7 +276,7 @@ class S3Map(ZMap):
                 f"no AWS credentials found for {what}{self._where()}; configure the AWS "
                 "environment or a profile, or pass anon=True for a public bucket"
             )
-        from ..urls import redact_text  # botocore quotes the endpoint URL in its errors
+        from .url import redact_text  # botocore quotes the endpoint URL in its errors
 
         return StorageError(
             redact_text(f"S3 {op} of {what}{self._where()} failed: {type(exc).__name__}: {exc}")
@@ -509,7 +510,7 @@ class S3Map(ZMap):
         batch = {normalize_key(k): v for k, v in items.items()}
         for nkey in batch:
             self._check_writable(nkey)
-        data = {k: _as_bytes(v, k) for k, v in batch.items()}
+        data = {k: as_bytes(v, k) for k, v in batch.items()}
         for nkey in data:
             for parent in parent_keys(nkey):
                 if parent in data:

@@ -53,15 +53,16 @@ from ..errors import (
     StorageError,
     StorageNotFoundError,
     UnsupportedError,
+    raise_os_error,
 )
-from .base import ZMap, normalize_key, parent_keys
-from .file import _raise_os, local_path
-from .memory import KeyIndex
+from ..keys import KeyIndex, normalize_key, parent_keys
+from .base import ZMap
+from .file import local_path
 
-__all__ = ["LAYOUTS", "ZipMap"]
+__all__ = ["ZIP_LAYOUTS", "ZipMap"]
 
 #: Accepted values of ``layout=``.
-LAYOUTS = ("root", "netcdf")
+ZIP_LAYOUTS = ("root", "netcdf")
 
 #: Compression methods ZipMap writes (never Deflate64).
 WRITE_METHODS = {
@@ -108,10 +109,10 @@ class ZipMap(ZMap):
     ) -> None:
         super().__init__(mode)
         self._path = local_path(path)
-        if layout is not None and layout not in LAYOUTS:
+        if layout is not None and layout not in ZIP_LAYOUTS:
             raise InvalidModeError(
                 f"invalid zip layout {layout!r} for {self._path!r}: expected one of "
-                f"{', '.join(LAYOUTS)} or None"
+                f"{', '.join(ZIP_LAYOUTS)} or None"
             )
         if compression not in WRITE_METHODS:
             raise InvalidModeError(
@@ -168,7 +169,7 @@ class ZipMap(ZMap):
         except FileNotFoundError as exc:
             raise StorageNotFoundError(f"no such zip archive: {self._path!r}") from exc
         except OSError as exc:
-            _raise_os(exc, self._path)
+            raise_os_error(exc, self._path)
         infos = reader.infolist()
         try:
             for info in infos:
@@ -212,7 +213,7 @@ class ZipMap(ZMap):
         layout = self._layout_option
         if layout is None and comment.startswith(_MARKER):
             marked = comment[len(_MARKER) :].decode("ascii", "replace")
-            layout = marked if marked in LAYOUTS else None
+            layout = marked if marked in ZIP_LAYOUTS else None
         if layout == "root":
             return "root", ""
         if layout == "netcdf":
@@ -291,7 +292,7 @@ class ZipMap(ZMap):
                     f"cannot read {key!r} from {self._path!r}: corrupt member ({exc})"
                 ) from exc
             except OSError as exc:
-                _raise_os(exc, f"{key!r} in {self._path!r}")
+                raise_os_error(exc, f"{key!r} in {self._path!r}")
 
     def _read_stored(self, key: str, info: zipfile.ZipInfo, reader: zipfile.ZipFile) -> bytes:
         """An uncompressed member with one ``pread`` at its cached data offset.
@@ -312,7 +313,7 @@ class ZipMap(ZMap):
                     break
                 data += more
         except OSError as exc:
-            _raise_os(exc, f"{key!r} in {self._path!r}")
+            raise_os_error(exc, f"{key!r} in {self._path!r}")
         if len(data) != size or zlib.crc32(data) != info.CRC:
             raise StorageError(
                 f"cannot read {key!r} from {self._path!r}: corrupt member "
@@ -422,7 +423,7 @@ class ZipMap(ZMap):
                     f.seek(offset + first)
                     return f.read(last - first)
             except OSError as exc:
-                _raise_os(exc, f"{nkey!r} in {self._path!r}")
+                raise_os_error(exc, f"{nkey!r} in {self._path!r}")
 
     def _data_offset(self, key: str, info: zipfile.ZipInfo, f: Any) -> int:
         offset = self._offsets.get(key)
@@ -495,7 +496,7 @@ class ZipMap(ZMap):
                         out.mkdir(_dir_info(self._prefix + directory))
                     out.writestr(self._new_info(key), value)
         except OSError as exc:
-            _raise_os(exc, self._path)
+            raise_os_error(exc, self._path)
 
     def _new_info(self, key: str) -> zipfile.ZipInfo:
         info = zipfile.ZipInfo(self._prefix + key, date_time=time.localtime()[:6])
@@ -534,7 +535,7 @@ class ZipMap(ZMap):
             with contextlib.suppress(OSError):
                 os.unlink(temp)
             if isinstance(exc, OSError) and not isinstance(exc, NCZarrError):
-                _raise_os(exc, self._path)
+                raise_os_error(exc, self._path)
             raise
 
     def _copy_member(self, info: zipfile.ZipInfo, out: zipfile.ZipFile) -> None:

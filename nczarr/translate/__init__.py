@@ -2,7 +2,7 @@
 
 * :mod:`~nczarr.translate.model`: the data model (``Dataset``, ``Group``, ...).
 * readers: :mod:`~nczarr.translate.detect`, :mod:`~nczarr.translate.read_nczarr`,
-  :mod:`~nczarr.translate.read_zarr` (the I/O side is :mod:`nczarr.metadata`).
+  :mod:`~nczarr.translate.read_zarr2` (the I/O side is :mod:`nczarr.load`).
 * writers: :func:`write` (:mod:`~nczarr.translate.writer`), which emits current
   NCZarr or pure Zarr metadata objects.
 """

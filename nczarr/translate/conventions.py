@@ -1,7 +1,7 @@
 """Every reserved NCZarr name and JSON shape, per format generation, in one table.
 
 Readers of every generation and the writers share these constants instead of
-scattering string literals. Generations (see ``shared/reference/netcdf-c-layouts.md``):
+scattering string literals. Generations (see ``docs/netcdf-c-layouts.md``):
 
 * ``nczarr-v1``: netcdf-c 4.8.0 and 2021 development builds, separate objects
   (``/.nczarr``, ``.nczgroup``, ``.nczvar``/``.nczarray``, ``.nczattr``/``.nczattrs``),
@@ -131,3 +131,6 @@ LEGACY_CHAR_DTYPES: Final = frozenset({"<U1", ">U1", "|U1"})
 NETCDF_C_CODECS: Final = frozenset(
     {"zlib", "shuffle", "fletcher32", "szip", "bz2", "zstd", "blosc"}
 )
+
+#: Formats nczarr writes: current NCZarr (netcdf-c 4.9.3+ layout) and pure Zarr.
+FORMATS: Final = ("nczarr", "zarr")

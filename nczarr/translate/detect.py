@@ -1,6 +1,6 @@
 """Which format and NCZarr generation a store's metadata is in (pure: dict in, FormatInfo out).
 
-The input is what :func:`nczarr.metadata.load_metadata` returns: parsed JSON of
+The input is what :func:`nczarr.load.load_metadata` returns: parsed JSON of
 every metadata object, keyed by normalized map key (``".zgroup"``,
 ``"g/v/.zarray"``, ``".nczarr"``, ``"zarr.json"`` ...), plus ``".zmetadata"`` when
 the store has consolidated metadata.
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import MetadataError
+from ..keys import join_key
 from .conventions import (
     ARRAY_DIMENSIONS,
     ARRAY_KEYS,
@@ -33,7 +34,7 @@ from .conventions import (
     ZMETADATA,
 )
 
-__all__ = ["FormatInfo", "detect_format", "nczarr_key", "object_key", "netcdf_version"]
+__all__ = ["FormatInfo", "detect_format", "nczarr_key", "netcdf_version"]
 
 _NCZARR_KEYS = (*SUPERBLOCK_KEYS, *GROUP_KEYS, *ARRAY_KEYS, *ATTR_KEYS)
 _NETCDF_VERSION = re.compile(r"(?:^|,)\s*netcdf=([^,]+)")
@@ -76,11 +77,6 @@ class FormatInfo:
     written_by: str | None = None
 
 
-def object_key(prefix: str, name: str) -> str:
-    """Map key of metadata object ``name`` in the node at ``prefix`` (``""`` = root)."""
-    return f"{prefix}/{name}" if prefix else name
-
-
 def _as_dict(meta: Mapping[str, Any], key: str) -> dict[str, Any] | None:
     value = meta.get(key)
     if value is None:
@@ -101,7 +97,7 @@ def nczarr_key(
     """
     names = tuple(names)
     for source in (ZATTRS, obj):
-        key = object_key(prefix, source)
+        key = join_key(prefix, source)
         content = _as_dict(meta, key)
         if content is None:
             continue

@@ -1,7 +1,7 @@
 """Zarr v2 dtype strings <-> netCDF types, byte order, and fill value decoding.
 
 Pure functions shared by the readers and the writers. The mapping follows
-``shared/reference/netcdf-c-layouts.md`` section 4:
+``docs/netcdf-c-layouts.md`` section 4:
 
 * ``"<i4"``, ``">f8"``, ``"|u1"`` ... -> the numeric netCDF type, byte order kept;
 * ``">S1"`` -> ``char`` in NCZarr layouts (netcdf-c's marker), otherwise a string
@@ -307,7 +307,7 @@ def fill_value_note(value: Any, info: ZarrDtype, decoded: Any) -> str | None:
     """
     if info.nc_type in ("char", "string", "float", "double") or decoded is None:
         return None
-    if isinstance(value, bool):
+    if isinstance(value, bool) and info.nc_type != "ubyte":  # ubyte: also Zarr's bool
         return (
             f"fill_value {json.dumps(value)} is a boolean, not an integer of {info.nc_type}: read "
             f"as {decoded}, as netcdf-c does"

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import MetadataError
+from ..keys import is_node_name, join_key
 from .attrs import json_text_safe
 from .conventions import (
     ARRAY_KEYS,
@@ -38,9 +39,9 @@ from .conventions import (
     ZATTRS,
     ZGROUP,
 )
-from .detect import FormatInfo, nczarr_key, object_key
+from .detect import FormatInfo, nczarr_key
 from .model import Attribute, Dataset, Dimension, Group, Variable
-from .read_zarr import (
+from .tree import (
     TreeBuilder,
     attribute_types,
     decode_attributes,
@@ -81,7 +82,7 @@ class _NCZarrReader:
     # ------------------------------------------------------------------ lookups
     def _v1_object(self, prefix: str, names: tuple[str, ...]) -> tuple[Any, str | None]:
         for name in names:
-            key = object_key(prefix, name)
+            key = join_key(prefix, name)
             if key in self.meta:
                 return self.meta[key], key
         return None, None
@@ -129,15 +130,15 @@ class _NCZarrReader:
         arrays = _names(get_alt(content, ARRAYS_ALT), "arrays", where)
         groups = _names(get_alt(content, (*GROUPS_ALT, "subgroups")), "groups", where)
         for name in arrays:
-            if object_key(object_key(prefix, name), ZARRAY) not in self.meta:
+            if join_key(join_key(prefix, name), ZARRAY) not in self.meta:
                 raise MetadataError(
                     f"{where!r} lists array {name!r} but "
-                    f"{object_key(object_key(prefix, name), ZARRAY)!r} does not exist"
+                    f"{join_key(join_key(prefix, name), ZARRAY)!r} does not exist"
                 )
         plan = _Plan(prefix, True, arrays)
         for name in groups:
-            child = object_key(prefix, name)
-            if not any(object_key(child, o) in self.meta for o in (ZGROUP, ZATTRS, V1_GROUP)):
+            child = join_key(prefix, name)
+            if not any(join_key(child, o) in self.meta for o in (ZGROUP, ZATTRS, V1_GROUP)):
                 raise MetadataError(
                     f"{where!r} lists group {name!r} but {child!r} has no {ZGROUP} or {ZATTRS}"
                 )
@@ -153,7 +154,7 @@ class _NCZarrReader:
         )
         plan = _Plan(prefix, False, [])
         for child in children:
-            child_prefix = object_key(prefix, child)
+            child_prefix = join_key(prefix, child)
             if self.nodes()[child_prefix].kind == "array":
                 plan.arrays.append(child)
             else:
@@ -195,13 +196,13 @@ class _NCZarrReader:
         prefix = plan.prefix
         fqn = group_fqn(prefix)
         attributes = decode_attributes(
-            self.meta.get(object_key(prefix, ZATTRS)),
+            self.meta.get(join_key(prefix, ZATTRS)),
             self.types(prefix, ZGROUP),
-            key=object_key(prefix, ZATTRS),
+            key=join_key(prefix, ZATTRS),
         )
         variables: dict[str, Variable] = {}
         for name in plan.arrays:
-            child = object_key(prefix, name)
+            child = join_key(prefix, name)
             variable = self.variable(fqn, child, name) if plan.listed else None
             if not plan.listed:
                 variable = self.builder.pure_variable(fqn, child, name)
@@ -219,7 +220,7 @@ class _NCZarrReader:
         spec = builder.parse_or_skip(prefix)
         if spec is None:
             return None
-        zattrs = self.meta.get(object_key(prefix, ZATTRS))
+        zattrs = self.meta.get(join_key(prefix, ZATTRS))
         info, where = self.array_info(prefix)
         if info is None:
             builder.warnings.append(
@@ -232,7 +233,7 @@ class _NCZarrReader:
         attributes: dict[str, Attribute] = decode_attributes(
             zattrs,
             self.types(prefix, ZARRAY),
-            key=object_key(prefix, ZATTRS),
+            key=join_key(prefix, ZATTRS),
             var_type=spec.dtype.nc_type,
         )
         return builder.make_variable(name, prefix, spec, dims, scalar, attributes)
@@ -303,9 +304,7 @@ class _NCZarrReader:
 def _names(value: Any, what: str, where: str) -> list[str]:
     if value is None:
         return []
-    if not isinstance(value, list) or not all(
-        isinstance(v, str) and v and "/" not in v and not v.startswith(".") for v in value
-    ):
+    if not isinstance(value, list) or not all(is_node_name(v) for v in value):
         raise MetadataError(
             f"{where!r}: {what} must be a list of names, got {json_text_safe(value)}"
         )
@@ -318,7 +317,7 @@ def read_nczarr(meta: Mapping[str, Any], info: FormatInfo) -> Dataset:
     Parameters
     ----------
     meta : Mapping
-        Loaded metadata (see :func:`nczarr.metadata.load_metadata`); not modified.
+        Loaded metadata (see :func:`nczarr.load.load_metadata`); not modified.
     info : FormatInfo
         Detection result; ``info.layout`` selects the V1 object names and is
         recorded in the returned dataset.

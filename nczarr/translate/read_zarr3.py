@@ -1,7 +1,7 @@
 """Pure Zarr v3 metadata (``zarr.json`` per node) -> the netCDF-4 model, read only.
 
-The rules are those of :mod:`~nczarr.translate.read_zarr` (same
-:class:`~nczarr.translate.read_zarr.TreeBuilder`, so dimension scoping,
+The rules are those of :mod:`~nczarr.translate.read_zarr2` (same
+:class:`~nczarr.translate.tree.TreeBuilder`, so dimension scoping,
 anonymous dimensions and the bare-root-array case behave identically), with the
 v3 spellings:
 
@@ -43,6 +43,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import MetadataError, UnsupportedError
+from ..keys import join_key
 from .attrs import json_text_safe
 from .codecs_v3 import v2_pipeline
 from .conventions import (
@@ -55,18 +56,18 @@ from .conventions import (
     ZARRAY,
     ZGROUP,
 )
-from .detect import FormatInfo, object_key
+from .detect import FormatInfo
 from .dtypes import ZarrDtype, decode_fill_value, fill_value_note, to_float32
 from .model import Attribute, Dataset, Group, Variable
-from .read_zarr import (
+from .tree import (
     ArraySpec,
+    Node,
     TreeBuilder,
-    _finish_dims,
-    _Node,
-    _renamed,
     decode_attributes,
     discover_nodes,
+    finish_dims,
     group_fqn,
+    renamed_variable,
 )
 
 __all__ = ["read_zarr3", "ChunkKeys", "chunk_key_encodings", "parse_array_v3", "DATA_TYPES"]
@@ -292,7 +293,7 @@ def chunk_key_encodings(meta: Mapping[str, Any]) -> dict[str, ChunkKeys]:
         if doc["node_type"] != "array" or not isinstance(doc.get("shape"), list):
             continue
         try:
-            out[prefix] = _chunk_keys(doc, object_key(prefix, ZARR_JSON), len(doc["shape"]))
+            out[prefix] = _chunk_keys(doc, join_key(prefix, ZARR_JSON), len(doc["shape"]))
         except (UnsupportedError, MetadataError):
             continue
     return out
@@ -359,7 +360,7 @@ def _dimensions(
 
 
 def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dict[str, Any]):
-    key = object_key(prefix, ZARR_JSON)
+    key = join_key(prefix, ZARR_JSON)
     try:
         spec, _ = parse_array_v3(doc, key)
     except UnsupportedError as exc:
@@ -407,25 +408,25 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _group(
-    builder: TreeBuilder, nodes: dict[str, _Node], docs: dict[str, dict[str, Any]], prefix: str
+    builder: TreeBuilder, nodes: dict[str, Node], docs: dict[str, dict[str, Any]], prefix: str
 ) -> Group:
-    node = nodes.get(prefix, _Node(prefix, "group"))
+    node = nodes.get(prefix, Node(prefix, "group"))
     fqn = group_fqn(prefix)
     builder.dims.setdefault(fqn, {})
-    key = object_key(prefix, ZARR_JSON)
+    key = join_key(prefix, ZARR_JSON)
     attrs = _attributes(docs.get(prefix, {}), key)
     attributes = decode_attributes(attrs, _types(attrs), key=key)
     variables: dict[str, Variable] = {}
     child_groups = []
     for child in node.children:
-        child_prefix = object_key(prefix, child)
+        child_prefix = join_key(prefix, child)
         if nodes[child_prefix].kind == "array":
             variable = _variable(builder, fqn, child_prefix, child, docs[child_prefix])
             if variable is not None:
                 variables[child] = variable
         else:
             child_groups.append(child)
-    groups = {c: _group(builder, nodes, docs, object_key(prefix, c)) for c in child_groups}
+    groups = {c: _group(builder, nodes, docs, join_key(prefix, c)) for c in child_groups}
     name = prefix.rsplit("/", 1)[-1] if prefix else "/"
     return Group(name, fqn, {}, attributes, variables, groups)
 
@@ -438,7 +439,7 @@ def read_zarr3(
     Parameters
     ----------
     meta : Mapping
-        Loaded metadata (:func:`nczarr.metadata.load_metadata`): ``zarr.json``
+        Loaded metadata (:func:`nczarr.load.load_metadata`): ``zarr.json``
         objects keyed ``"zarr.json"``, ``"g/v/zarr.json"`` ...; not modified.
     info : FormatInfo, optional
         Detection result; only its layout is recorded.
@@ -454,7 +455,7 @@ def read_zarr3(
         raise MetadataError(f"no root {ZARR_JSON}")
     builder = TreeBuilder(meta, nczarr=False)
     stand_in = {
-        object_key(p, ZARRAY if d["node_type"] == "array" else ZGROUP): {} for p, d in docs.items()
+        join_key(p, ZARRAY if d["node_type"] == "array" else ZGROUP): {} for p, d in docs.items()
     }
     nodes, warnings = discover_nodes(stand_in)
     builder.warnings.extend(warnings)
@@ -465,8 +466,8 @@ def read_zarr3(
             "of the root group"
         )
         variable = _variable(builder, "/", "", name, docs[""])
-        variables = {name: _renamed(variable, name)} if variable is not None else {}
+        variables = {name: renamed_variable(variable, name)} if variable is not None else {}
         root = Group("/", "/", dict(builder.dims.get("/", {})), {}, variables, {})
         return Dataset(root, layout, tuple(builder.warnings))
-    root = _finish_dims(_group(builder, nodes, docs, ""), builder)
+    root = finish_dims(_group(builder, nodes, docs, ""), builder)
     return Dataset(root, layout, tuple(builder.warnings))

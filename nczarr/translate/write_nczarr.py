@@ -1,6 +1,6 @@
 """Write the current NCZarr layout (netcdf-c 4.9.3+, "nczarr 2.0.0", all in ``.zattrs``).
 
-What netcdf-c 4.10 writes (``shared/reference/netcdf-c-layouts.md`` section 1.4),
+What netcdf-c 4.10 writes (``docs/netcdf-c-layouts.md`` section 1.4),
 with three improvements that netcdf-c reads back unchanged:
 
 * floats (attributes and ``fill_value``) are exact: netcdf-c prints them with
@@ -29,7 +29,7 @@ closes a store opened for writing (even with nothing changed), in place and
 without truncating the file. Its text must therefore never be shorter than ours.
 It is not, for an unchanged object, when every value is one netcdf-c formats
 exactly as we do, because these objects are written without whitespace
-(:func:`~nczarr.translate.writer.dumps` with ``compact=True``) and netcdf-c writes
+(:func:`~nczarr.translate.write_common.dumps` with ``compact=True``) and netcdf-c writes
 ``", "``/``": "``: ``2 * n - 1`` bytes more for every dict of ``n`` entries,
 nested ones included.
 What netcdf-c writes *shorter* than we do, and so eats into that slack:
@@ -58,6 +58,7 @@ import re
 import struct
 from typing import Any
 
+from ..keys import join_key
 from .attrs import JSONFloat, encode_attribute, json_text
 from .conventions import (
     ARRAY,
@@ -79,7 +80,7 @@ from .conventions import (
 )
 from .dtypes import encode_fill_value, to_float32
 from .model import Attribute, Dataset, Group, Variable
-from .writer import dumps, group_key, join, ncproperties, zarray_document
+from .write_common import dumps, group_key, ncproperties, zarray_document
 
 __all__ = ["write_nczarr", "encode_char_attribute", "zarray_nczarr", "float_text"]
 
@@ -123,12 +124,12 @@ def write_nczarr(dataset: Dataset, *, noxarray: bool = False) -> dict[str, bytes
     out: dict[str, bytes] = {}
     for group in dataset.root.walk():
         prefix = group_key(group)
-        out[join(prefix, ZGROUP)] = dumps({"zarr_format": 2}, compact=True)
-        out[join(prefix, ZATTRS)] = dumps(_group_zattrs(dataset, group), compact=True)
+        out[join_key(prefix, ZGROUP)] = dumps({"zarr_format": 2}, compact=True)
+        out[join_key(prefix, ZATTRS)] = dumps(_group_zattrs(dataset, group), compact=True)
         for var in group.variables.values():
-            vprefix = join(prefix, var.name)
-            out[join(vprefix, ZARRAY)] = dumps(zarray_nczarr(var), compact=True)
-            out[join(vprefix, ZATTRS)] = dumps(
+            vprefix = join_key(prefix, var.name)
+            out[join_key(vprefix, ZARRAY)] = dumps(zarray_nczarr(var), compact=True)
+            out[join_key(vprefix, ZATTRS)] = dumps(
                 _variable_zattrs(var, noxarray=noxarray), compact=True
             )
     return out

@@ -1,6 +1,6 @@
 """Write pure Zarr v2 that zarr-python 3, xarray and netcdf-c all read correctly.
 
-Differences from the NCZarr writer (``shared/reference/netcdf-c-layouts.md``
+Differences from the NCZarr writer (``docs/netcdf-c-layouts.md``
 sections 2.3-2.6 and ``zarr-xarray-vs-netcdf-c.md``):
 
 * no ``_nczarr_*`` key anywhere; ``_NCProperties`` stays in the root ``.zattrs``;
@@ -25,11 +25,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..keys import join_key
 from .attrs import encode_attribute
 from .conventions import ARRAY_DIMENSIONS, HIDDEN_ATTRIBUTES, NCPROPERTIES, ZARRAY, ZATTRS, ZGROUP
 from .dtypes import encode_fill_value
 from .model import Dataset, Group, Variable
-from .writer import dumps, group_key, join, ncproperties, zarray_document
+from .write_common import dumps, group_key, ncproperties, zarray_document
 
 __all__ = ["write_zarr", "zarray_zarr", "dimension_names"]
 
@@ -54,20 +55,20 @@ def write_zarr(dataset: Dataset, *, noxarray: bool = False) -> tuple[dict[str, b
     warnings: list[str] = []
     for group in dataset.root.walk():
         prefix = group_key(group)
-        out[join(prefix, ZGROUP)] = dumps({"zarr_format": 2})
+        out[join_key(prefix, ZGROUP)] = dumps({"zarr_format": 2})
         attrs = _attributes(group.attributes.values())
         if group.path in ("", "/"):
             attrs[NCPROPERTIES] = ncproperties(dataset)
-        out[join(prefix, ZATTRS)] = dumps(attrs)
+        out[join_key(prefix, ZATTRS)] = dumps(attrs)
         names, group_warnings = dimension_names(dataset, group)
         warnings.extend(group_warnings)
         for var in group.variables.values():
-            vprefix = join(prefix, var.name)
-            out[join(vprefix, ZARRAY)] = dumps(zarray_zarr(var))
+            vprefix = join_key(prefix, var.name)
+            out[join_key(vprefix, ZARRAY)] = dumps(zarray_zarr(var))
             vattrs = _attributes(var.attributes.values())
             if not noxarray:
                 vattrs[ARRAY_DIMENSIONS] = [names[d] for d in var.dimensions]
-            out[join(vprefix, ZATTRS)] = dumps(vattrs)
+            out[join_key(vprefix, ZATTRS)] = dumps(vattrs)
     return out, warnings
 
 

@@ -12,42 +12,24 @@ data is never touched: translated metadata describes the very same chunk bytes.
 the target format correct (renamed dimensions in pure Zarr), as a
 :class:`WriteResult`.
 
-This module also holds the helpers both writers share: JSON serialisation
-(:func:`dumps`), the ``_NCProperties`` value, key joining and consolidated metadata.
-
-Why NCZarr objects are written as compact JSON: netcdf-c (4.10.1, file map)
-rewrites *every* ``.zgroup``, ``.zattrs`` and ``.zarray`` of a store opened for
-writing when it closes it, in place and **without truncating** the file
-(``zmap_file.c`` computes ``O_TRUNC`` and then drops it). When its text is shorter
-than what was there, the object ends in stale bytes and no longer parses
-(NC_ENCZARR on the next open). netcdf-c separates dict entries with ``", "`` and
-``": "``; writing ``","`` and ``":"`` makes its rewrite of an unchanged object
-``2 * n - 1`` bytes longer per dict of ``n`` entries, and that slack absorbs what netcdf-c writes
-shorter than we do (numbers it prints with 6 significant digits, char attributes
-whose text is a JSON scalar). See :mod:`~nczarr.translate.write_nczarr` for the
-exact limits. Pure Zarr keeps netcdf-c's spacing.
+The helpers both writers share (JSON serialisation, ``_NCProperties``, consolidated
+metadata, the ``.zarray`` document) live in :mod:`~nczarr.translate.write_common`, so
+that no writer imports another or this dispatcher.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from ..errors import InvalidModeError
-from .attrs import json_text, parse_json
-from .conventions import NCPROPERTIES, NCZARR_FORMAT_VERSION, ZARR_METADATA_NAMES, ZMETADATA
-from .dtypes import nc_to_zarr_dtype
-from .model import Dataset, Group, Variable
+from .conventions import FORMATS, ZMETADATA
+from .model import Dataset
+from .write_common import consolidate
+from .write_nczarr import unreadable_codec_warnings, write_nczarr
+from .write_zarr import write_zarr
 
-__all__ = ["FORMATS", "WriteResult", "write", "write_with_warnings", "dumps", "ncproperties"]
-
-#: Formats :func:`write` produces.
-FORMATS = ("nczarr", "zarr")
-
-#: Written as ``_NCProperties`` when the model carries none (``version=2``, as netcdf-c
-#: parses it; the ``nczarr`` entry is the NCZarr format version).
-_NCPROPERTIES_TEMPLATE = "version=2,nczarr={nczarr},nczarr-python={version}"
+__all__ = ["FORMATS", "WriteResult", "write", "write_with_warnings"]
 
 
 @dataclass(frozen=True)
@@ -112,13 +94,9 @@ def write_with_warnings(
 ) -> WriteResult:
     """Like :func:`write`, returning a :class:`WriteResult` (metadata and warnings)."""
     if format == "nczarr":
-        from .write_nczarr import unreadable_codec_warnings, write_nczarr
-
         metadata = write_nczarr(dataset, noxarray=noxarray)
         warnings = unreadable_codec_warnings(dataset)
     elif format == "zarr":
-        from .write_zarr import write_zarr
-
         metadata, warnings = write_zarr(dataset, noxarray=noxarray)
     else:
         raise InvalidModeError(
@@ -127,93 +105,3 @@ def write_with_warnings(
     if consolidated:
         metadata[ZMETADATA] = consolidate(metadata)
     return WriteResult(metadata, tuple(warnings))
-
-
-# ------------------------------------------------------------------ shared helpers
-def dumps(value: Any, *, compact: bool = False) -> bytes:
-    """Serialise a metadata document as UTF-8 JSON.
-
-    By default in netcdf-c's style: dict entries separated by ``", "`` and
-    ``": "``, list items by ``","``. With ``compact`` there is no whitespace at all
-    (``","`` and ``":"``): the NCZarr writer uses that so that netcdf-c's in-place,
-    non-truncating rewrite of an object is longer than ours by ``2 * n - 1`` bytes
-    per dict of ``n`` entries (see the module docstring). Non-ASCII text is written
-    as UTF-8, never as ``\\u`` escapes (netcdf-c 4.10's parser does not decode
-    those); numbers are written as :func:`~nczarr.translate.attrs.json_text` writes
-    them (a :class:`~nczarr.translate.attrs.JSONFloat` keeps its text, other floats
-    use ``repr``, full precision). Callers encode NaN and infinities as strings
-    beforehand.
-    """
-    return (_compact(value) if compact else json_text(value)).encode("utf-8")
-
-
-def _compact(value: Any) -> str:
-    if isinstance(value, dict):
-        items = (f"{json_text(str(k))}:{_compact(v)}" for k, v in value.items())
-        return "{" + ",".join(items) + "}"
-    if isinstance(value, list | tuple):
-        return "[" + ",".join(_compact(v) for v in value) + "]"
-    return json_text(value)
-
-
-def ncproperties(dataset: Dataset) -> str:
-    """The ``_NCProperties`` text to write: the model's own if it has one, else ours."""
-    attr = dataset.root.attributes.get(NCPROPERTIES)
-    if attr is not None and isinstance(attr.value, str) and attr.value:
-        return attr.value
-    from .. import __version__
-
-    return _NCPROPERTIES_TEMPLATE.format(nczarr=NCZARR_FORMAT_VERSION, version=__version__)
-
-
-def group_key(group: Group) -> str:
-    """The key prefix of a group (``""`` for the root, ``"g/h"`` below it)."""
-    return group.path.strip("/")
-
-
-def join(prefix: str, name: str) -> str:
-    """``prefix/name``, or ``name`` at the root."""
-    return f"{prefix}/{name}" if prefix else name
-
-
-def walk(group: Group) -> Iterator[Group]:
-    """Groups depth first, parents before children (the writing order)."""
-    return group.walk()
-
-
-def consolidate(metadata: dict[str, bytes]) -> bytes:
-    """The ``.zmetadata`` document for a set of metadata objects.
-
-    Every ``.zgroup``/``.zarray``/``.zattrs`` object is included (parsed), in the
-    order given, under ``"metadata"``, with ``"zarr_consolidated_format": 1``.
-    Numbers keep their exact text (JSON-valued char attributes stay byte-identical).
-    """
-    inner: dict[str, Any] = {}
-    for key, value in metadata.items():
-        if key.rsplit("/", 1)[-1] in ZARR_METADATA_NAMES and key != ZMETADATA:
-            inner[key] = parse_json(value, key=key)
-    return dumps({"metadata": inner, "zarr_consolidated_format": 1})
-
-
-def zarray_document(var: Variable, *, nczarr: bool, fill_value: Any) -> dict[str, Any]:
-    """The ``.zarray`` of one variable in netcdf-c's key order, shared by both writers.
-
-    NCZarr stores a scalar as shape/chunks ``[1]`` (what netcdf-c reads), pure Zarr
-    as a 0-d array; ``dtype`` follows the format (``>S1`` vs ``|S1`` for char);
-    ``fill_value`` is already encoded by the caller; ``dimension_separator`` is
-    written only when it is ``"/"``.
-    """
-    scalar_shape: list[int] = [1] if nczarr else []
-    doc: dict[str, Any] = {
-        "zarr_format": 2,
-        "shape": scalar_shape if var.scalar else list(var.shape),
-        "dtype": nc_to_zarr_dtype(var.type, var.endian, var.maxstrlen, nczarr=nczarr),
-        "chunks": scalar_shape if var.scalar else list(var.chunks),
-        "fill_value": fill_value,
-        "order": var.order,
-        "compressor": var.compressor,
-        "filters": list(var.filters) if var.filters else None,
-    }
-    if var.dimension_separator == "/":
-        doc["dimension_separator"] = "/"
-    return doc

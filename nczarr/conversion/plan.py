@@ -1,7 +1,7 @@
 """Planning a conversion or a migration: which objects to write, in which order.
 
 Pure functions over the translated view (no I/O beyond what the view already did):
-they decide *what* :mod:`nczarr.apply` will do, so ``dry_run`` is free and the
+they decide *what* :mod:`nczarr.conversion.apply` will do, so ``dry_run`` is free and the
 ordering rules live in one place.
 
 Ordering rule (the safety of an interrupted run rests on it): chunk objects first,
@@ -19,10 +19,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .errors import InvalidModeError
-from .maps.base import ZMap, parent_keys
-from .translate.conventions import V1_OBJECT_NAMES, ZARR_METADATA_NAMES, ZARRAY
-from .translate.model import Dataset, Group
+from ..errors import InvalidModeError
+from ..keys import parent_keys
+from ..maps.base import ZMap
+from ..translate.conventions import V1_OBJECT_NAMES, ZARR_METADATA_NAMES, ZARRAY
+from ..translate.model import Dataset, Group
 
 __all__ = [
     "Plan",
@@ -221,7 +222,7 @@ def build_plan(
     chunk_keys: Iterable[str] = translated.chunk_keys()
     selected = select_dataset(dataset, include, exclude)
     if selected is not dataset:
-        from .translate.writer import write_with_warnings
+        from ..translate.writer import write_with_warnings
 
         written = write_with_warnings(
             selected, target_format, noxarray=noxarray, consolidated=bool(consolidated)

@@ -30,8 +30,8 @@ from zarr.abc.store import (
 from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
 
 from ..errors import ReadOnlyError
-from .base import ZMap
-from .memory import MemoryMap
+from ..maps.base import ZMap
+from ..maps.memory import MemoryMap
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator
@@ -424,7 +424,7 @@ def open_zarr(url: str, mode: str = "r", **kwargs: Any) -> zarr.Group:
     """
     import zarr
 
-    from .open import open_map
+    from ..maps.open import open_map
 
     store = ZarrStore(open_map(url, mode))
     return zarr.open_group(store=store, mode=mode, **kwargs)

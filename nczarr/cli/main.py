@@ -1,6 +1,6 @@
 """The ``nczarr`` command: a thin argparse layer over the library.
 
-Subcommands: ``convert``, ``migrate``, ``ls``, ``info``, ``dump``. Errors of nczarr
+Subcommands: ``convert``, ``migrate``, ``ls``, ``info``, ``check``, ``dump``. Errors of nczarr
 and of the operating system print one line, ``nczarr: error: <message>``, on stderr
 and exit 1; usage errors exit 2 (argparse). A progress bar is shown only when stderr
 is a terminal.
@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import posixpath
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from typing import Any, TextIO
 
-from . import __version__
-from .errors import NCZarrError
-from .urls import redact_text
+from .. import __version__
+from ..errors import InvalidModeError, NCZarrError
+from ..maps.url import redact_text
 
 __all__ = ["main", "build_parser"]
 
@@ -59,8 +58,23 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("info", help="detected layout and a summary of the dataset")
     p.add_argument("url", metavar="URL")
 
+    p = sub.add_parser(
+        "check",
+        help="what each reader (netcdf-c, zarr-python, xarray) would get wrong",
+        description="Exit 0 when every reader gets the store right, 1 when any would "
+        "fail or misread it, 2 on usage errors.",
+    )
+    p.add_argument("url", metavar="URL")
+
     p = sub.add_parser("dump", help="print the dataset as CDL (like ncdump)", add_help=False)
-    p.add_argument("-h", dest="header", action="store_true", required=True, help="header only")
+    p.add_argument("-h", dest="header", action="store_true", help="header only, no data")
+    p.add_argument(
+        "-v",
+        dest="variables",
+        metavar="VAR,...",
+        type=lambda text: [v for v in text.split(",") if v],
+        help="data of these variables only (names or paths)",
+    )
     p.add_argument("url", metavar="URL")
     return parser
 
@@ -112,7 +126,7 @@ def _progress_bar(stack: ExitStack) -> Callable[[int, int], object] | None:
 
 
 def _convert(args: argparse.Namespace, out: TextIO) -> int:
-    from .conversion import convert
+    from ..conversion import convert
 
     with ExitStack() as stack:
         report = convert(
@@ -134,7 +148,7 @@ def _convert(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _migrate(args: argparse.Namespace, out: TextIO) -> int:
-    from .conversion import migrate
+    from ..conversion import migrate
 
     report = migrate(args.url, to=args.to, dry_run=args.dry_run)
     _print_report(report, out)
@@ -153,7 +167,7 @@ def _print_report(report: Any, out: TextIO) -> None:
 
 
 def _open_read(url: str, stack: ExitStack) -> Any:
-    from .maps.open import open_map
+    from ..maps.open import open_map
 
     zmap = open_map(url, mode="r")
     stack.callback(zmap.close)
@@ -170,8 +184,8 @@ def _ls(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _info(args: argparse.Namespace, out: TextIO) -> int:
+    from ..load import detect, read
     from .info import format_info
-    from .metadata import detect, read
 
     with ExitStack() as stack:
         zmap = _open_read(args.url, stack)
@@ -180,24 +194,53 @@ def _info(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _dataset_name(url: str) -> str:
-    """ncdump's name for a dataset: the last path segment without its extension."""
-    from .urls import parse_url
+def _check(args: argparse.Namespace, out: TextIO) -> int:
+    from ..diagnosis import check
 
-    path = parse_url(url).path.rstrip("/")
-    base = posixpath.basename(path) or "dataset"
-    return base.split(".", 1)[0] or base
+    with ExitStack() as stack:
+        report = check(_open_read(args.url, stack))
+    print(report.summary().replace(report.url, args.url), file=out)
+    return 0 if report.ok else 1
 
 
 def _dump(args: argparse.Namespace, out: TextIO) -> int:
+    from ..load import read
+    from ..maps.url import dataset_name
     from .cdl import format_cdl
-    from .metadata import read
 
+    name = dataset_name(args.url)
     with ExitStack() as stack:
         zmap = _open_read(args.url, stack)
-        text = format_cdl(read(zmap), _dataset_name(args.url))
+        if args.header:
+            text = format_cdl(read(zmap), name)
+        else:
+            dataset, data = _data_source(zmap)
+            if args.variables:
+                known = {v.name for v in dataset.root.all_variables()}
+                known |= {v.path for v in dataset.root.all_variables()}
+                unknown = [v for v in args.variables if v not in known]
+                if unknown:
+                    raise InvalidModeError(f"{args.url}: no variable {unknown[0]!r}")
+            text = format_cdl(dataset, name, data=data, variables=args.variables)
     print(text.rstrip("\n"), file=out)
     return 0
+
+
+def _data_source(zmap: Any) -> tuple[Any, Callable[[Any], Any]]:
+    """The dataset and a reader of each variable's values: zarr-python over the
+    translated pure-Zarr view, so every layout reads as its producer wrote it."""
+    import zarr
+
+    from ..integrations.zarr_store import ZarrStore
+    from ..readthrough import view
+
+    translated = view(zmap, "zarr")
+    group = zarr.open_group(store=ZarrStore(translated), mode="r")
+
+    def values(var: Any) -> Any:
+        return group[var.path.strip("/")][...]
+
+    return translated.dataset, values
 
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
@@ -205,6 +248,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "migrate": _migrate,
     "ls": _ls,
     "info": _info,
+    "check": _check,
     "dump": _dump,
 }
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .translate.conventions import LAYOUT_V1, LAYOUT_V2, LAYOUT_V2_KEYS, LAYOUT_ZARR
-from .translate.model import Dataset, Variable
+from ..translate.conventions import LAYOUT_V1, LAYOUT_V2, LAYOUT_V2_KEYS, LAYOUT_ZARR
+from ..translate.model import Dataset, Variable
 
 __all__ = ["format_info", "describe_layout", "format_codec"]
 

@@ -2,7 +2,8 @@
 
 Both are a translated view (:func:`nczarr.view`) plus a copy: the view says what
 the metadata of the target is and which chunk objects pass through unchanged;
-:mod:`nczarr.plan` orders the writes and :mod:`nczarr.apply` performs them. Chunk
+:mod:`nczarr.conversion.plan` orders the writes and :mod:`nczarr.conversion.apply`
+performs them. Chunk
 bytes are never decoded, so every NCZarr <-> Zarr v2 conversion only rewrites
 metadata and copies chunks verbatim; so does a Zarr v3 source, whose chunks are
 copied byte for byte to their Zarr v2 keys (arrays whose v3 codecs have no
@@ -24,8 +25,10 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import InvalidModeError, TargetExistsError
+from ..maps.base import ZMap
+from ..translate.conventions import FORMATS, LAYOUT_V2, LAYOUT_ZARR, V1_OBJECT_NAMES
 from .apply import copy_chunks, delete_keys, write_metadata
-from .errors import InvalidModeError, TargetExistsError
 from .journal import (
     Journal,
     plan_digest,
@@ -35,15 +38,10 @@ from .journal import (
     source_identity,
     write_journal,
 )
-from .maps.base import ZMap
 from .overlap import check_distinct, location_of
 from .plan import build_plan, legacy_candidates, order_metadata
-from .translate.conventions import LAYOUT_V2, LAYOUT_ZARR, V1_OBJECT_NAMES
 
 __all__ = ["ConvertReport", "convert", "migrate", "FORMATS"]
-
-#: Output formats: current NCZarr (netcdf-c 4.9.3+ layout) and pure Zarr v2.
-FORMATS = ("nczarr", "zarr")
 
 #: The layout ``migrate(to=...)`` produces.
 _CURRENT_LAYOUT = {"nczarr": LAYOUT_V2, "zarr": LAYOUT_ZARR}
@@ -151,7 +149,7 @@ def _open(
     """A map for ``location``; maps we open are closed (flushed) by ``stack``."""
     if isinstance(location, ZMap):
         return location
-    from .maps.open import open_map
+    from ..maps.open import open_map
 
     zmap = open_map(location, mode=mode, **dict(options or {}))
     stack.callback(zmap.close)
@@ -161,7 +159,7 @@ def _open(
 def _parsed(location: str | os.PathLike[str] | ZMap) -> Any:
     if isinstance(location, ZMap):
         return None
-    from .urls import parse_url
+    from ..maps.url import parse_url
 
     return parse_url(location)
 
@@ -187,7 +185,7 @@ def _is_empty(zmap: ZMap) -> bool:
 
 
 def _translate(zmap: ZMap, fmt: str, noxarray: bool, consolidated: bool | None) -> Any:
-    from .readthrough import view
+    from ..readthrough import view
 
     return view(zmap, mode=fmt, noxarray=noxarray, consolidated=consolidated)
 
@@ -222,12 +220,12 @@ def convert(
         ``"nczarr"`` or ``"zarr"``. Omitted: the format of ``dst``'s ``#mode=``
         fragment, else ``"nczarr"``.
     workers
-        Concurrent chunk copies (memory holds at most ``2 * workers`` chunks).
+        Concurrent chunk copies (memory holds at most ``workers`` chunks).
     overwrite
         Replace a non-empty ``dst`` (its root metadata is removed first, then the rest).
     resume
         Continue an interrupted convert into ``dst``. Chunks this convert already
-        wrote (the target's journal says so, see :mod:`nczarr.journal`) are skipped
+        wrote (the target's journal says so, see :mod:`nczarr.conversion.journal`) are skipped
         when their size is the source's; a target without a journal is resumed only
         if it holds nothing the plan does not write, and then chunks are compared
         byte for byte. A target of another convert is refused.
@@ -329,7 +327,7 @@ def convert(
         if overwrite or resume:
             remove_temporaries(dst_map)
         if skip != "content":
-            # Skipping by size is sound only for objects this convert wrote (nczarr.journal).
+            # Skipping by size is sound only for objects this convert wrote (see journal.py).
             write_journal(dst_map, journal)
         stats = copy_chunks(
             source,

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from .maps.base import ZMap
+from ..maps.base import ZMap
 
 __all__ = ["CopyStats", "copy_chunks", "write_metadata", "delete_keys", "server_side"]
 
@@ -70,7 +70,7 @@ def copy_chunks(
     resume
         Skip keys ``dst`` already holds with the size they have in ``src`` (what an
         interrupted run left complete). Sound only for objects the same convert
-        wrote: :mod:`nczarr.journal` decides.
+        wrote: :mod:`nczarr.conversion.journal` decides.
     verify
         With ``resume``: skip a key only if ``dst`` holds exactly ``src``'s bytes
         (a content check, for targets without a journal).
@@ -181,7 +181,7 @@ def _copier(
 def _file_to_file(src: ZMap, dst: ZMap) -> bool:
     """Whether ``dst`` can copy ``src``'s files kernel-side: two FileMaps whose
     reads and writes are not customised (a subclass overriding them is honoured)."""
-    from .maps.file import FileMap
+    from ..maps.file import FileMap
 
     return (
         isinstance(src, FileMap)

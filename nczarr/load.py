@@ -8,13 +8,13 @@ The I/O side of reading; everything after :func:`load_metadata` is pure
 from __future__ import annotations
 
 import os
-import posixpath
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
 
 from .errors import InvalidKeyError, MetadataError
-from .maps.base import ZMap, normalize_key
+from .keys import is_node_name, join_key, normalize_key
+from .maps.base import ZMap
+from .maps.url import dataset_name
 from .translate.attrs import parse_json
 from .translate.conventions import (
     ARRAYS_ALT,
@@ -30,7 +30,7 @@ from .translate.conventions import (
     ZGROUP,
     ZMETADATA,
 )
-from .translate.detect import FormatInfo, detect_format, nczarr_key, object_key
+from .translate.detect import FormatInfo, detect_format, nczarr_key
 from .translate.model import Dataset
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def _parse_into(meta: dict[str, Any], raw: dict[str, bytes], url: str) -> None:
 
 def _listed_children(meta: dict[str, Any], prefix: str, v1: bool) -> list[tuple[str, str]] | None:
     """``[(name, kind)]`` from the node's NCZarr group list, or None if it has none."""
-    content = meta.get(object_key(prefix, V1_GROUP)) if v1 else None
+    content = meta.get(join_key(prefix, V1_GROUP)) if v1 else None
     if not isinstance(content, dict):
         try:
             content, _ = nczarr_key(meta, prefix, GROUP_KEYS, ZGROUP)
@@ -76,14 +76,10 @@ def _listed_children(meta: dict[str, Any], prefix: str, v1: bool) -> list[tuple[
     out: list[tuple[str, str]] = []
     for alts, kind in ((ARRAYS_ALT, "array"), ((*GROUPS_ALT, "subgroups"), "group")):
         names = next((content[a] for a in alts if a in content), [])
-        if not isinstance(names, list) or not all(_valid_name(n) for n in names):
+        if not isinstance(names, list) or not all(is_node_name(n) for n in names):
             return None
         out.extend((n, kind) for n in names)
     return out
-
-
-def _valid_name(name: Any) -> bool:
-    return isinstance(name, str) and bool(name) and "/" not in name and name not in (".", "..")
 
 
 def _load_consolidated(meta: dict[str, Any], url: str) -> None:
@@ -133,17 +129,17 @@ def _load_v3(zmap: ZMap, meta: dict[str, Any], url: str) -> None:
         candidates = []
         for prefix in pending:
             candidates.extend(
-                object_key(prefix, name)
+                join_key(prefix, name)
                 for name in zmap.search(prefix)
                 if not name.startswith(".") and name != ZARR_JSON
             )
-        raw = zmap.getitems(object_key(c, ZARR_JSON) for c in candidates)
+        raw = zmap.getitems(join_key(c, ZARR_JSON) for c in candidates)
         _parse_into(meta, raw, url)
         pending = [
             c
             for c in candidates
-            if isinstance(meta.get(object_key(c, ZARR_JSON)), dict)
-            and meta[object_key(c, ZARR_JSON)].get("node_type") == "group"
+            if isinstance(meta.get(join_key(c, ZARR_JSON)), dict)
+            and meta[join_key(c, ZARR_JSON)].get("node_type") == "group"
         ]
 
 
@@ -186,7 +182,7 @@ def load_metadata(zmap: ZMap) -> dict[str, Any]:
             if listed is None:
                 listed = [(n, "unknown") for n in zmap.search(prefix) if not n.startswith(".")]
             for name, kind in listed:
-                child = object_key(prefix, name)
+                child = join_key(prefix, name)
                 kinds[child] = kind
                 names: Iterable[str] = {
                     "array": _ARRAY_OBJECTS,
@@ -196,14 +192,14 @@ def load_metadata(zmap: ZMap) -> dict[str, Any]:
                 if v1:
                     names = (*names, *(_V1_ARRAY_OBJECTS if kind != "group" else ()))
                     names = (*names, *(_V1_GROUP_OBJECTS if kind != "array" else ()))
-                wanted.extend(object_key(child, n) for n in dict.fromkeys(names))
+                wanted.extend(join_key(child, n) for n in dict.fromkeys(names))
         _parse_into(meta, zmap.getitems(wanted), url)
         pending = []
         for child, kind in kinds.items():
-            if kind == "array" or object_key(child, ZARRAY) in meta:
+            if kind == "array" or join_key(child, ZARRAY) in meta:
                 continue
             if kind == "group" or any(
-                object_key(child, n) in meta for n in (ZGROUP, ZATTRS, V1_GROUP)
+                join_key(child, n) in meta for n in (ZGROUP, ZATTRS, V1_GROUP)
             ):
                 pending.append(child)
     return meta
@@ -217,9 +213,7 @@ def _not_a_store(zmap: ZMap) -> str:
         "zarr.json at its root"
     )
     children = [n for n in zmap.search("") if not n.startswith(".")][:200]
-    found = zmap.getitems(
-        object_key(n, obj) for n in children for obj in (ZGROUP, ZARRAY, ZARR_JSON)
-    )
+    found = zmap.getitems(join_key(n, obj) for n in children for obj in (ZGROUP, ZARRAY, ZARR_JSON))
     stores = sorted({key.split("/", 1)[0] for key in found})
     if stores:
         shown = ", ".join(repr(n) for n in stores[:5])
@@ -242,17 +236,6 @@ def _with_url(exc: MetadataError, url: str) -> MetadataError:
     if url in text:
         return exc
     return type(exc)(f"{url}: {text}")
-
-
-def _store_name(url: str) -> str:
-    parsed = urlparse(url)
-    if parsed.scheme == "memory":
-        return "data"
-    base = posixpath.basename(parsed.path.rstrip("/"))
-    for ext in (".zip", ".zarr", ".file", ".nczarr"):
-        if base.endswith(ext) and len(base) > len(ext):
-            base = base[: -len(ext)]
-    return base or "data"
 
 
 def _detect(zmap: ZMap) -> tuple[dict[str, Any], FormatInfo]:
@@ -328,15 +311,15 @@ def read_with_chunk_keys(
             if info.zarr_format == 3:
                 from .translate.read_zarr3 import chunk_key_encodings, read_zarr3
 
-                dataset = read_zarr3(meta, info, name=_store_name(zmap.url))
+                dataset = read_zarr3(meta, info, name=dataset_name(zmap.url))
                 return dataset, chunk_key_encodings(meta)
             if info.format == "nczarr":
                 from .translate.read_nczarr import read_nczarr
 
                 return read_nczarr(meta, info), {}
-            from .translate.read_zarr import read_zarr
+            from .translate.read_zarr2 import read_zarr2
 
-            return read_zarr(meta, info, name=_store_name(zmap.url)), {}
+            return read_zarr2(meta, info, name=dataset_name(zmap.url)), {}
         except MetadataError as exc:
             raise _with_url(exc, zmap.url) from None
     finally:

@@ -36,16 +36,17 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, urlsplit
 
-from .errors import InvalidKeyError, InvalidURLError
-from .maps.base import normalize_prefix
+from ..errors import InvalidKeyError, InvalidURLError
+from ..keys import FORBIDDEN_CHARACTERS, normalize_prefix
 
 __all__ = [
     "NCZarrURL",
     "parse_url",
     "redact",
     "redact_text",
+    "dataset_name",
     "MODE_WORDS",
     "FORMAT_WORDS",
     "STORAGE_WORDS",
@@ -74,7 +75,6 @@ _HOSTNAME = re.compile(
     r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$"
 )
 _IPV6 = re.compile(r"^\[[0-9A-Fa-f:.]+\]$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
 _GOOGLE_HOST = "storage.googleapis.com"
 #: Characters left as they are in the path of a URL written by ``str()``.
 _PATH_SAFE = "/!$&'()*+,;=:@~"
@@ -308,7 +308,7 @@ def parse_url(url: str | os.PathLike[str]) -> NCZarrURL:
         raise InvalidURLError(f"expected a URL or path, got {type(url).__name__}")
     if not url or url.startswith("#"):
         raise InvalidURLError(f"empty URL {url!r}")
-    if _CONTROL.search(url):
+    if FORBIDDEN_CHARACTERS.search(url):
         raise InvalidURLError(f"control or surrogate characters in URL {redact(url)!r}")
     shown = redact(url)
     scheme_match = _SCHEME.match(url)
@@ -627,20 +627,25 @@ def _check_params(params: Mapping[str, str]) -> FragmentParams:
         if not isinstance(key, str) or not isinstance(value, str):
             raise InvalidURLError(f"fragment keys and values are str, got {key!r}={value!r}")
         lower = key.lower()
-        if not lower or lower == "mode" or _CONTROL.search(lower) or _CONTROL.search(value):
+        if (
+            not lower
+            or lower == "mode"
+            or FORBIDDEN_CHARACTERS.search(lower)
+            or FORBIDDEN_CHARACTERS.search(value)
+        ):
             raise InvalidURLError(f"invalid fragment key {key!r}")
         out[lower] = value
     return FragmentParams(out)
 
 
 def _check_local_path(path: Any) -> str:
-    if not isinstance(path, str) or not path.startswith("/") or _CONTROL.search(path):
+    if not isinstance(path, str) or not path.startswith("/") or FORBIDDEN_CHARACTERS.search(path):
         raise InvalidURLError(f"local path {path!r} is not absolute")
     return posixpath.normpath(path)
 
 
 def _check_fsspec_path(storage: str, path: Any) -> str:
-    if not isinstance(path, str) or "#" in path or _CONTROL.search(path):
+    if not isinstance(path, str) or "#" in path or FORBIDDEN_CHARACTERS.search(path):
         shown = redact(f"{storage}://{path}")[len(storage) + 3 :] if isinstance(path, str) else path
         raise InvalidURLError(f"invalid {storage} path {shown!r}")
     netloc = re.split(r"[/?]", path, maxsplit=1)[0]
@@ -690,7 +695,7 @@ def _check_endpoint(endpoint: Any) -> None:
 
 
 def _check_text(value: Any, what: str) -> None:
-    if not isinstance(value, str) or not value or _CONTROL.search(value):
+    if not isinstance(value, str) or not value or FORBIDDEN_CHARACTERS.search(value):
         raise InvalidURLError(f"invalid {what} {value!r}")
 
 
@@ -698,3 +703,18 @@ def _require_none(storage: str, **fields: object) -> None:
     for name, value in fields.items():
         if value is not None:
             raise InvalidURLError(f"{name} {value!r} is only meaningful for s3, not {storage!r}")
+
+
+def dataset_name(url: str) -> str:
+    """A dataset's name from its URL, as ncdump names it: the last path segment up to
+    its first ``.`` (``file:///d/ref_byte.zarr.zip#mode=zarr,zip`` -> ``ref_byte``);
+    ``data`` when the URL has no path (a memory map).
+
+    >>> dataset_name("s3://bucket/runs/era5.zarr#mode=zarr,s3")
+    'era5'
+    """
+    parts = urlsplit(url)
+    if parts.scheme == "memory":
+        return "data"
+    base = posixpath.basename(unquote(parts.path).rstrip("/"))
+    return base.split(".", 1)[0] or base or "data"

@@ -1,7 +1,12 @@
-"""Pure Zarr v2 metadata -> the netCDF-4 model (and the array/attribute parsing NCZarr reuses).
+"""What every reader shares: array and attribute parsing, and the tree of groups and dimensions.
 
-Rules (see the NCZarr spec, "Translation" and "Compatibility", and
-``shared/reference/netcdf-c-layouts.md`` section 2):
+:class:`TreeBuilder` holds one read's state (dimensions per group, names used,
+warnings) and applies the pure-Zarr rules that the NCZarr and Zarr v3 readers fall
+back to; :func:`discover_nodes` finds the groups and arrays implied by metadata keys.
+The readers (:mod:`read_nczarr`, :mod:`read_zarr2`, :mod:`read_zarr3`) build on it.
+
+Pure Zarr rules (see the NCZarr spec, "Translation" and "Compatibility", and
+``docs/netcdf-c-layouts.md`` section 2):
 
 * Groups are nodes with ``.zgroup`` (or only ``.zattrs``), arrays nodes with
   ``.zarray``; missing intermediate groups are implied. Children are sorted by name.
@@ -25,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import DimensionConflictError, MetadataError, UnsupportedError
+from ..keys import join_key
 from .attrs import decode_attribute, json_text_safe
 from .codecs import normalize_codecs
 from .conventions import (
@@ -33,20 +39,21 @@ from .conventions import (
     ATTR_KEYS,
     FILLVALUE,
     HIDDEN_ATTRIBUTES,
-    LAYOUT_ZARR,
     SCALAR_DIM,
     TYPES_KEY,
-    ZARR_JSON,
     ZARRAY,
     ZATTRS,
     ZGROUP,
 )
-from .detect import FormatInfo, nczarr_key, object_key
+from .detect import nczarr_key
 from .dtypes import ZarrDtype, decode_fill_value, fill_value_note, parse_dtype
-from .model import Attribute, Dataset, Dimension, Group, Variable
+from .model import Attribute, Dimension, Group, Variable
 
 __all__ = [
-    "read_zarr",
+    "Node",
+    "discover_nodes",
+    "finish_dims",
+    "renamed_variable",
     "ArraySpec",
     "parse_array_metadata",
     "decode_attributes",
@@ -194,7 +201,9 @@ def decode_attributes(
 
 
 @dataclass
-class _Node:
+class Node:
+    """A group or array found in the metadata keys, with its children's names."""
+
     prefix: str
     kind: str  # "group" | "array"
     children: list[str] = field(default_factory=list)
@@ -261,7 +270,7 @@ class TreeBuilder:
         self, group: str, prefix: str, spec: ArraySpec, zattrs: Any
     ) -> tuple[tuple[str, ...], bool]:
         """Dimension FQNs and the scalar flag of an array, by the pure-Zarr rules."""
-        attrs_key = object_key(prefix, ZATTRS)
+        attrs_key = join_key(prefix, ZATTRS)
         names = zattrs.get(ARRAY_DIMENSIONS) if isinstance(zattrs, dict) else None
         if names is not None and not _valid_names(names):
             raise MetadataError(
@@ -278,14 +287,14 @@ class TreeBuilder:
         if names == [SCALAR_DIM] and spec.shape == (1,):
             return (), True
         if names is None:
-            key = object_key(prefix, ZARRAY)
+            key = join_key(prefix, ZARRAY)
             return tuple(self.anonymous(n, key=key) for n in spec.shape), False
         if len(names) != len(spec.shape):
             raise MetadataError(
                 f"{attrs_key!r}: {ARRAY_DIMENSIONS} {json_text_safe(names)} has {len(names)} "
                 f"name(s) but the array has rank {len(spec.shape)} (shape {list(spec.shape)})"
             )
-        key = object_key(prefix, ZARRAY)
+        key = join_key(prefix, ZARRAY)
         return tuple(
             self.named(group, n, size, key=key) for n, size in zip(names, spec.shape, strict=True)
         ), False
@@ -321,7 +330,7 @@ class TreeBuilder:
 
     def parse_or_skip(self, prefix: str) -> ArraySpec | None:
         """Parse ``prefix/.zarray``; None (with a warning) if its dtype is unsupported."""
-        key = object_key(prefix, ZARRAY)
+        key = join_key(prefix, ZARRAY)
         try:
             return parse_array_metadata(self.meta.get(key), key, nczarr=self.nczarr)
         except UnsupportedError as exc:
@@ -333,18 +342,18 @@ class TreeBuilder:
         spec = self.parse_or_skip(prefix)
         if spec is None:
             return None
-        zattrs = self.meta.get(object_key(prefix, ZATTRS))
+        zattrs = self.meta.get(join_key(prefix, ZATTRS))
         dims, scalar = self.pure_dimensions(group, prefix, spec, zattrs)
         types = attribute_types(self.meta, prefix, ZARRAY)
         attrs = decode_attributes(
-            zattrs, types, key=object_key(prefix, ZATTRS), var_type=spec.dtype.nc_type
+            zattrs, types, key=join_key(prefix, ZATTRS), var_type=spec.dtype.nc_type
         )
         return self.make_variable(name, prefix, spec, dims, scalar, attrs)
 
     def group_attributes(self, prefix: str) -> dict[str, Attribute]:
         types = attribute_types(self.meta, prefix, ZGROUP)
         return decode_attributes(
-            self.meta.get(object_key(prefix, ZATTRS)), types, key=object_key(prefix, ZATTRS)
+            self.meta.get(join_key(prefix, ZATTRS)), types, key=join_key(prefix, ZATTRS)
         )
 
 
@@ -365,7 +374,7 @@ def _ancestors(group: str) -> list[str]:
     return out
 
 
-def discover_nodes(meta: Mapping[str, Any]) -> tuple[dict[str, _Node], list[str]]:
+def discover_nodes(meta: Mapping[str, Any]) -> tuple[dict[str, Node], list[str]]:
     """Every group and array node implied by the metadata keys, and warnings.
 
     Returns nodes keyed by prefix (``""`` = root), each group listing its children
@@ -376,7 +385,7 @@ def discover_nodes(meta: Mapping[str, Any]) -> tuple[dict[str, _Node], list[str]
         prefix, _, base = key.rpartition("/")
         if base in (ZGROUP, ZARRAY, ZATTRS):
             kinds.setdefault(prefix, set()).add(base)
-    nodes: dict[str, _Node] = {}
+    nodes: dict[str, Node] = {}
     warnings: list[str] = []
     for prefix in sorted(kinds, key=lambda p: (p.count("/") if p else -1, p)):
         found = kinds[prefix]
@@ -390,7 +399,7 @@ def discover_nodes(meta: Mapping[str, Any]) -> tuple[dict[str, _Node], list[str]
             (
                 "/".join(parts[:i])
                 for i in range(len(parts))
-                if nodes.get("/".join(parts[:i]), _Node("", "group")).kind == "array"
+                if nodes.get("/".join(parts[:i]), Node("", "group")).kind == "array"
             ),
             None,
         )
@@ -400,90 +409,28 @@ def discover_nodes(meta: Mapping[str, Any]) -> tuple[dict[str, _Node], list[str]
         for i in range(len(parts)):
             parent = "/".join(parts[:i])
             child = "/".join(parts[: i + 1])
-            nodes.setdefault(parent, _Node(parent, "group"))
+            nodes.setdefault(parent, Node(parent, "group"))
             if child != prefix:
-                nodes.setdefault(child, _Node(child, "group"))
+                nodes.setdefault(child, Node(child, "group"))
             if parts[i] not in nodes[parent].children:
                 nodes[parent].children.append(parts[i])
-        nodes[prefix] = _Node(prefix, kind, nodes.get(prefix, _Node(prefix, kind)).children)
+        nodes[prefix] = Node(prefix, kind, nodes.get(prefix, Node(prefix, kind)).children)
     for node in nodes.values():
         node.children.sort()
     return nodes, warnings
 
 
-def read_zarr(
-    meta: Mapping[str, Any], info: FormatInfo | None = None, *, name: str = "data"
-) -> Dataset:
-    """Read pure Zarr v2 metadata into the netCDF-4 model.
-
-    Parameters
-    ----------
-    meta : Mapping
-        Loaded metadata (see :func:`nczarr.metadata.load_metadata`); not modified.
-    info : FormatInfo, optional
-        Detection result; only its layout is recorded.
-    name : str
-        Variable name used when the store's root is a bare array.
-
-    Raises
-    ------
-    MetadataError, DimensionConflictError
-    UnsupportedError
-        Zarr v3 metadata (``zarr.json``).
-    """
-    if ZARR_JSON in meta:
-        raise UnsupportedError(
-            "Zarr v3 stores (zarr.json) are detected but not read into the netCDF model yet"
-        )
-    builder = TreeBuilder(meta, nczarr=False)
-    nodes, warnings = discover_nodes(meta)
-    builder.warnings.extend(warnings)
-    layout = info.layout if info is not None else LAYOUT_ZARR
-    root_node = nodes.get("")
-    if root_node is not None and root_node.kind == "array":
-        builder.warnings.append(
-            f"the store's root is a bare Zarr array, not a group: exposed as variable {name!r} "
-            "of the root group"
-        )
-        variable = builder.pure_variable("/", "", name)
-        variables = {name: _renamed(variable, name)} if variable is not None else {}
-        root = Group("/", "/", dict(builder.dims.get("/", {})), {}, variables, {})
-        return Dataset(root, layout, tuple(builder.warnings))
-    built = _build_pure_group(builder, nodes, "")
-    root = _finish_dims(built, builder)
-    return Dataset(root, layout, tuple(builder.warnings))
-
-
-def _renamed(variable: Variable, name: str) -> Variable:
-    from dataclasses import replace
-
-    return replace(variable, name=name, path=f"/{name}")
-
-
-def _build_pure_group(builder: TreeBuilder, nodes: dict[str, _Node], prefix: str) -> Group:
-    node = nodes.get(prefix, _Node(prefix, "group"))
-    fqn = group_fqn(prefix)
-    builder.dims.setdefault(fqn, {})
-    attributes = builder.group_attributes(prefix)
-    variables: dict[str, Variable] = {}
-    child_groups: list[str] = []
-    for child in node.children:
-        child_prefix = object_key(prefix, child)
-        if nodes[child_prefix].kind == "array":
-            variable = builder.pure_variable(fqn, child_prefix, child)
-            if variable is not None:
-                variables[child] = variable
-        else:
-            child_groups.append(child)
-    groups = {c: _build_pure_group(builder, nodes, object_key(prefix, c)) for c in child_groups}
-    name = prefix.rsplit("/", 1)[-1] if prefix else "/"
-    return Group(name, fqn, {}, attributes, variables, groups)
-
-
-def _finish_dims(group: Group, builder: TreeBuilder) -> Group:
+def finish_dims(group: Group, builder: TreeBuilder) -> Group:
     """Attach the dimensions collected while building (they are created lazily)."""
     from dataclasses import replace
 
-    children = {k: _finish_dims(g, builder) for k, g in group.groups.items()}
+    children = {k: finish_dims(g, builder) for k, g in group.groups.items()}
     dims = dict(builder.dims.get(group.path, {}))
     return replace(group, dimensions=dims, groups=children)
+
+
+def renamed_variable(variable: Variable, name: str) -> Variable:
+    """``variable`` renamed to ``name`` at the root (a store whose root is a bare array)."""
+    from dataclasses import replace
+
+    return replace(variable, name=name, path=f"/{name}")

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from .errors import InvalidModeError
+from ..errors import InvalidModeError
 
 __all__ = ["Location", "location_of", "overlap", "check_distinct"]
 
@@ -79,11 +79,11 @@ def _norm_endpoint(endpoint: str | None) -> str:
 
 def location_of(store: Any, options: Mapping[str, Any] | None = None) -> Location:
     """The :class:`Location` of an open map, or of a URL/path (with its storage options)."""
-    from .maps.base import ZMap
+    from ..maps.base import ZMap
 
     if isinstance(store, ZMap):
         return _map_location(store)
-    from .urls import parse_url
+    from ..maps.url import parse_url
 
     url = parse_url(store)
     if url.storage in ("file", "zip"):
@@ -97,9 +97,9 @@ def location_of(store: Any, options: Mapping[str, Any] | None = None) -> Locatio
 
 
 def _map_location(zmap: Any) -> Location:
-    from .maps.file import FileMap
-    from .maps.memory import MemoryMap
-    from .maps.zip import ZipMap
+    from ..maps.file import FileMap
+    from ..maps.memory import MemoryMap
+    from ..maps.zip import ZipMap
 
     if isinstance(zmap, FileMap):
         return Location("local", zmap.root)
@@ -107,7 +107,7 @@ def _map_location(zmap: Any) -> Location:
         return Location("local", zmap.path)
     if isinstance(zmap, MemoryMap):
         return Location("memory", "", service=str(id(zmap)))
-    from .maps.s3 import S3Map
+    from ..maps.s3 import S3Map
 
     if isinstance(zmap, S3Map):
         endpoint = getattr(zmap.fs, "endpoint_url", None)
@@ -205,10 +205,10 @@ def check_distinct(
 
 
 def _shown(store: Any) -> str:
-    from .maps.base import ZMap
+    from ..maps.base import ZMap
 
     if isinstance(store, ZMap):
         return store.url
-    from .urls import redact
+    from ..maps.url import redact
 
     return redact(os.fspath(store))

@@ -32,8 +32,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import TargetExistsError
-from .maps.base import ZMap
+from ..errors import TargetExistsError
+from ..maps.base import ZMap
 
 __all__ = [
     "JOURNAL_KEY",
@@ -60,7 +60,7 @@ class Journal:
     plan: str
 
     def encode(self) -> bytes:
-        from . import __version__
+        from .. import __version__
 
         doc = {
             "kind": _KIND,
@@ -101,7 +101,7 @@ def plan_digest(
 
 
 def source_identity(location: Any) -> str:
-    """A stable text for a :class:`~nczarr.overlap.Location` (local paths resolved)."""
+    """A stable text for a :class:`~nczarr.conversion.overlap.Location` (local paths resolved)."""
     path = os.path.realpath(location.path) if location.kind == "local" else location.path
     return f"{location.kind}|{location.service}|{location.container}|{path}"
 
@@ -178,7 +178,7 @@ def remove_temporaries(dst: ZMap) -> int:
     Only for :class:`~nczarr.maps.file.FileMap`; symbolic links are not followed.
     Returns the number of files removed.
     """
-    from .maps.file import TEMP_PREFIX, FileMap
+    from ..maps.file import TEMP_PREFIX, FileMap
 
     if not isinstance(dst, FileMap):
         return 0

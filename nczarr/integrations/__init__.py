@@ -1,0 +1,1 @@
+"""Adapters that let other libraries work over nczarr: zarr-python's ``Store``."""
