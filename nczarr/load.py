@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .errors import InvalidKeyError, MetadataError
+from .errors import InvalidKeyError, MetadataError, warn_all
 from .keys import is_node_name, join_key, normalize_key
 from .maps.base import ZMap
 from .maps.url import dataset_name
@@ -55,10 +56,12 @@ _V1_GROUP_OBJECTS = (V1_GROUP, *V1_ATTR_NAMES)
 _V1_ARRAY_OBJECTS = (*V1_ARRAY_NAMES, *V1_ATTR_NAMES)
 
 
-def _parse_into(meta: dict[str, Any], raw: dict[str, bytes], url: str) -> None:
+def _parse_into(
+    meta: dict[str, Any], raw: dict[str, bytes], url: str, warnings: list[str] | None
+) -> None:
     for key, data in raw.items():
         try:
-            meta[key] = parse_json(data, key=key)
+            meta[key] = parse_json(data, key=key, warnings=warnings)
         except MetadataError as exc:
             raise MetadataError(f"{url}: {exc}") from None
 
@@ -118,7 +121,7 @@ def _load_v3_consolidated(meta: dict[str, Any], url: str) -> bool:
     return True
 
 
-def _load_v3(zmap: ZMap, meta: dict[str, Any], url: str) -> None:
+def _load_v3(zmap: ZMap, meta: dict[str, Any], url: str, warnings: list[str] | None) -> None:
     root = meta[ZARR_JSON]
     if not isinstance(root, dict):
         raise MetadataError(f"{url}: '{ZARR_JSON}' must hold a JSON object")
@@ -134,7 +137,7 @@ def _load_v3(zmap: ZMap, meta: dict[str, Any], url: str) -> None:
                 if not name.startswith(".") and name != ZARR_JSON
             )
         raw = zmap.getitems(join_key(c, ZARR_JSON) for c in candidates)
-        _parse_into(meta, raw, url)
+        _parse_into(meta, raw, url, warnings)
         pending = [
             c
             for c in candidates
@@ -143,7 +146,7 @@ def _load_v3(zmap: ZMap, meta: dict[str, Any], url: str) -> None:
         ]
 
 
-def load_metadata(zmap: ZMap) -> dict[str, Any]:
+def load_metadata(zmap: ZMap, *, warnings: list[str] | None = None) -> dict[str, Any]:
     """Parsed JSON of every metadata object of a store, keyed by normalized map key.
 
     Keys look like ``".zgroup"``, ``"g/v/.zarray"``, ``".nczarr"``. When
@@ -154,6 +157,10 @@ def load_metadata(zmap: ZMap) -> dict[str, Any]:
     one are listed with ``zmap.search``. Each level's objects are fetched with one
     ``zmap.getitems`` call (concurrent on network maps).
 
+    With a ``warnings`` list, an object that is not UTF-8 is read as netcdf-c reads
+    it (the undecodable bytes kept, see :func:`~nczarr.translate.attrs.parse_json`)
+    and a warning naming its key is appended; without one it is an error.
+
     Raises
     ------
     MetadataError
@@ -161,12 +168,12 @@ def load_metadata(zmap: ZMap) -> dict[str, Any]:
     """
     url = zmap.url
     meta: dict[str, Any] = {}
-    _parse_into(meta, zmap.getitems(_ROOT_OBJECTS), url)
+    _parse_into(meta, zmap.getitems(_ROOT_OBJECTS), url, warnings)
     if ZMETADATA in meta:
         _load_consolidated(meta, url)
         return meta
     if ZARR_JSON in meta:
-        _load_v3(zmap, meta, url)
+        _load_v3(zmap, meta, url, warnings)
         return meta
     if ZARRAY in meta:
         return meta
@@ -193,7 +200,7 @@ def load_metadata(zmap: ZMap) -> dict[str, Any]:
                     names = (*names, *(_V1_ARRAY_OBJECTS if kind != "group" else ()))
                     names = (*names, *(_V1_GROUP_OBJECTS if kind != "array" else ()))
                 wanted.extend(join_key(child, n) for n in dict.fromkeys(names))
-        _parse_into(meta, zmap.getitems(wanted), url)
+        _parse_into(meta, zmap.getitems(wanted), url, warnings)
         pending = []
         for child, kind in kinds.items():
             if kind == "array" or join_key(child, ZARRAY) in meta:
@@ -238,8 +245,8 @@ def _with_url(exc: MetadataError, url: str) -> MetadataError:
     return type(exc)(f"{url}: {text}")
 
 
-def _detect(zmap: ZMap) -> tuple[dict[str, Any], FormatInfo]:
-    meta = load_metadata(zmap)
+def _detect(zmap: ZMap, warnings: list[str] | None = None) -> tuple[dict[str, Any], FormatInfo]:
+    meta = load_metadata(zmap, warnings=warnings)
     try:
         return meta, detect_format(meta)
     except MetadataError as exc:
@@ -263,7 +270,7 @@ def detect(src: str | os.PathLike[str] | ZMap) -> FormatInfo:
     """
     zmap, owned = _open(src)
     try:
-        return _detect(zmap)[1]
+        return _detect(zmap, [])[1]
     finally:
         if owned:
             zmap.close()
@@ -281,15 +288,19 @@ def read(src: str | os.PathLike[str] | ZMap) -> Dataset:
     -------
     Dataset
         ``Dataset.layout`` is the detected layout; ``Dataset.warnings`` lists what
-        was skipped or guessed (unsupported dtypes, unknown codecs, fallbacks, Zarr
-        v3 codecs without a byte-identical Zarr v2 form).
+        was skipped, renamed, guessed or decoded leniently (unsupported dtypes,
+        unknown codecs, fallbacks, Zarr v3 codecs without a byte-identical Zarr v2
+        form, metadata that is not UTF-8); each is also announced as an
+        :class:`~nczarr.errors.NCZarrWarning`.
 
     Raises
     ------
     MetadataError, DimensionConflictError
         Malformed metadata (the message names the URL, the key and the problem).
     """
-    return read_with_chunk_keys(src)[0]
+    dataset = read_with_chunk_keys(src)[0]
+    warn_all(dataset.warnings)
+    return dataset
 
 
 def read_with_chunk_keys(
@@ -306,22 +317,28 @@ def read_with_chunk_keys(
     """
     zmap, owned = _open(src)
     try:
-        meta, info = _detect(zmap)
+        lenient: list[str] = []
+        meta, info = _detect(zmap, lenient)
+        keys: dict[str, ChunkKeys] = {}
         try:
             if info.zarr_format == 3:
                 from .translate.read_zarr3 import chunk_key_encodings, read_zarr3
 
                 dataset = read_zarr3(meta, info, name=dataset_name(zmap.url))
-                return dataset, chunk_key_encodings(meta)
-            if info.format == "nczarr":
+                keys = chunk_key_encodings(meta)
+            elif info.format == "nczarr":
                 from .translate.read_nczarr import read_nczarr
 
-                return read_nczarr(meta, info), {}
-            from .translate.read_zarr2 import read_zarr2
+                dataset = read_nczarr(meta, info)
+            else:
+                from .translate.read_zarr2 import read_zarr2
 
-            return read_zarr2(meta, info, name=dataset_name(zmap.url)), {}
+                dataset = read_zarr2(meta, info, name=dataset_name(zmap.url))
         except MetadataError as exc:
             raise _with_url(exc, zmap.url) from None
+        if lenient:
+            dataset = replace(dataset, warnings=(*lenient, *dataset.warnings))
+        return dataset, keys
     finally:
         if owned:
             zmap.close()

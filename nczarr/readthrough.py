@@ -23,7 +23,7 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
-from .errors import InvalidModeError, ReadOnlyError
+from .errors import InvalidModeError, ReadOnlyError, warn_all
 from .keys import join_key, normalize_key
 from .maps.base import ZMap
 from .translate.conventions import FORMATS, ZARRAY, ZMETADATA
@@ -49,6 +49,7 @@ class TranslatedView(ZMap):
         noxarray: bool = False,
         consolidated: bool | None = None,
         owns_source: bool = False,
+        netcdf_scalars: bool = False,
     ) -> None:
         super().__init__("r")
         if format not in FORMATS:
@@ -62,6 +63,7 @@ class TranslatedView(ZMap):
         self._owns_source = owns_source
         self._format = format
         self._noxarray = noxarray
+        self._netcdf_scalars = netcdf_scalars
         self._consolidated_arg = consolidated
         self._dataset: Dataset
         self._dataset, chunk_keys = read_with_chunk_keys(source)
@@ -69,7 +71,11 @@ class TranslatedView(ZMap):
             consolidated = ZMETADATA in source
         self._consolidated = bool(consolidated)
         written = write_with_warnings(
-            self._dataset, format, noxarray=noxarray, consolidated=self._consolidated
+            self._dataset,
+            format,
+            noxarray=noxarray,
+            consolidated=self._consolidated,
+            netcdf_scalars=netcdf_scalars,
         )
         self._metadata: dict[str, bytes] = written.metadata
         self._warnings: tuple[str, ...] = (*self._dataset.warnings, *written.warnings)
@@ -113,6 +119,11 @@ class TranslatedView(ZMap):
     def format(self) -> str:
         """``"zarr"`` or ``"nczarr"``: what the view shows."""
         return self._format
+
+    @property
+    def netcdf_scalars(self) -> bool:
+        """Whether pure Zarr scalars are shown in netcdf-c's form (shape ``[1]``)."""
+        return self._netcdf_scalars
 
     @property
     def consolidated(self) -> bool:
@@ -237,7 +248,11 @@ class TranslatedView(ZMap):
     def _describe(self) -> tuple[str, dict[str, Any]]:
         return (
             f"view+{self._format}:{self._source.url}",
-            {"noxarray": self._noxarray, "consolidated": self._consolidated_arg},
+            {
+                "noxarray": self._noxarray,
+                "consolidated": self._consolidated_arg,
+                "netcdf_scalars": self._netcdf_scalars,
+            },
         )
 
     # ----------------------------------------------------------- fast paths
@@ -288,6 +303,7 @@ class TranslatedView(ZMap):
             and self._format == other._format
             and self._noxarray == other._noxarray
             and self._consolidated == other._consolidated
+            and self._netcdf_scalars == other._netcdf_scalars
         )
 
     def __hash__(self) -> int:
@@ -296,18 +312,29 @@ class TranslatedView(ZMap):
     def __reduce__(self) -> tuple[Any, ...]:
         return (
             _rebuild,
-            (self._source, self._format, self._noxarray, self._consolidated_arg),
+            (
+                self._source,
+                self._format,
+                self._noxarray,
+                self._consolidated_arg,
+                self._netcdf_scalars,
+            ),
         )
 
 
 def _rebuild(
-    source: ZMap, format: str, noxarray: bool, consolidated: bool | None
+    source: ZMap,
+    format: str,
+    noxarray: bool,
+    consolidated: bool | None,
+    netcdf_scalars: bool = False,
 ) -> TranslatedView:
     return TranslatedView(
         source,
         format=format,  # type: ignore[arg-type]
         noxarray=noxarray,
         consolidated=consolidated,
+        netcdf_scalars=netcdf_scalars,
     )
 
 
@@ -317,8 +344,13 @@ def view(
     *,
     noxarray: bool = False,
     consolidated: bool | None = None,
+    netcdf_scalars: bool = False,
 ) -> TranslatedView:
     """A read-only map showing ``src`` translated to ``mode``, without copying data.
+
+    What the translation could not carry verbatim (arrays skipped, dimensions
+    renamed, metadata decoded leniently ...) is announced as
+    :class:`~nczarr.errors.NCZarrWarning` and kept in ``view(...).warnings``.
 
     Parameters
     ----------
@@ -332,6 +364,9 @@ def view(
         Omit ``_ARRAY_DIMENSIONS``.
     consolidated : bool or None
         Show a ``.zmetadata``; ``None``: iff ``src`` has one.
+    netcdf_scalars : bool
+        ``mode="zarr"`` only: show scalars as netcdf-c writes them in pure Zarr (shape
+        ``[1]``, ``_ARRAY_DIMENSIONS: ["_scalar_"]``) instead of 0-d arrays.
 
     Raises
     ------
@@ -348,17 +383,19 @@ def view(
     >>> sorted(view(src, "nczarr"))
     ['.zattrs', '.zgroup']
     """
+    options = {"noxarray": noxarray, "consolidated": consolidated, "netcdf_scalars": netcdf_scalars}
     if isinstance(src, ZMap):
-        return TranslatedView(src, format=mode, noxarray=noxarray, consolidated=consolidated)
-    if isinstance(src, str | os.PathLike):
+        result = TranslatedView(src, format=mode, **options)
+    elif isinstance(src, str | os.PathLike):
         from .maps.open import open_map
 
         zmap = open_map(os.fspath(src), mode="r")
         try:
-            return TranslatedView(
-                zmap, format=mode, noxarray=noxarray, consolidated=consolidated, owns_source=True
-            )
+            result = TranslatedView(zmap, format=mode, owns_source=True, **options)
         except BaseException:
             zmap.close()
             raise
-    raise TypeError(f"expected a URL, a path or a ZMap, got {type(src).__name__}")
+    else:
+        raise TypeError(f"expected a URL, a path or a ZMap, got {type(src).__name__}")
+    warn_all(result.warnings)
+    return result

@@ -3,7 +3,9 @@
 Subcommands: ``convert``, ``migrate``, ``ls``, ``info``, ``check``, ``dump``. Errors of nczarr
 and of the operating system print one line, ``nczarr: error: <message>``, on stderr
 and exit 1; usage errors exit 2 (argparse). A progress bar is shown only when stderr
-is a terminal.
+is a terminal. The library's warnings (:class:`~nczarr.errors.NCZarrWarning`) are
+printed once each, ``nczarr: warning: <message>`` on stderr (``info`` lists them in
+its output).
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from typing import Any, TextIO
 
 from .. import __version__
-from ..errors import InvalidModeError, NCZarrError
+from ..errors import InvalidModeError, NCZarrError, NCZarrWarning
 from ..maps.url import redact_text
 
 __all__ = ["main", "build_parser"]
@@ -44,6 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--exclude", nargs="+", metavar="PATH", help="variables or groups to drop")
     p.add_argument("--consolidated", action="store_true", default=None, help="write .zmetadata")
     p.add_argument("--noxarray", action="store_true", default=None, help="no _ARRAY_DIMENSIONS")
+    p.add_argument(
+        "--netcdf-scalars",
+        action="store_true",
+        help="pure Zarr: scalars as netcdf-c writes them (shape [1], dimension _scalar_), "
+        "for netcdf-c readers; default: 0-d arrays, for zarr-python and xarray",
+    )
 
     p = sub.add_parser("migrate", help="rewrite a store's metadata in place")
     p.add_argument("url", metavar="URL")
@@ -93,7 +102,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit status."""
     args = build_parser().parse_args(argv)
     try:
-        return _COMMANDS[args.command](args, sys.stdout)
+        with warnings.catch_warnings():
+            # The commands print the library's warnings themselves, once each.
+            warnings.simplefilter("ignore", NCZarrWarning)
+            return _COMMANDS[args.command](args, sys.stdout)
     except BrokenPipeError:
         # The reader went away (`nczarr ls -R URL | head`): stop quietly, as cat does.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -106,43 +118,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 # ---------------------------------------------------------------- commands
-def _progress_bar(stack: ExitStack) -> Callable[[int, int], object] | None:
-    if not sys.stderr.isatty():
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    bar = stack.enter_context(tqdm(total=0, unit="chunk", file=sys.stderr, leave=False))
-
-    def update(done: int, total: int) -> None:
-        if bar.total != total:
-            bar.total = total
-        bar.update(done - bar.n)
-        if done == total:
-            bar.refresh()  # tqdm throttles redraws: show the final count
-
-    return update
-
-
 def _convert(args: argparse.Namespace, out: TextIO) -> int:
     from ..conversion import convert
 
-    with ExitStack() as stack:
-        report = convert(
-            args.src,
-            args.dst,
-            args.mode,
-            workers=args.workers,
-            overwrite=args.overwrite,
-            resume=args.resume,
-            dry_run=args.dry_run,
-            include=args.include,
-            exclude=args.exclude,
-            progress=None if args.dry_run else _progress_bar(stack),
-            noxarray=args.noxarray,
-            consolidated=args.consolidated,
-        )
+    report = convert(
+        args.src,
+        args.dst,
+        args.mode,
+        workers=args.workers,
+        overwrite=args.overwrite,
+        resume=args.resume,
+        dry_run=args.dry_run,
+        include=args.include,
+        exclude=args.exclude,
+        progress=not args.dry_run and sys.stderr.isatty(),
+        noxarray=args.noxarray,
+        consolidated=args.consolidated,
+        netcdf_scalars=args.netcdf_scalars,
+    )
     _print_report(report, out)
     return 0
 
@@ -161,9 +154,13 @@ def _print_report(report: Any, out: TextIO) -> None:
             print(f"write {key}", file=out)
         for key in report.deleted_keys:
             print(f"delete {key}", file=out)
-    for warning in report.warnings:
-        print(f"nczarr: warning: {warning}", file=sys.stderr)
+    _print_warnings(report.warnings)
     print(report.summary(), file=out)
+
+
+def _print_warnings(messages: Sequence[str]) -> None:
+    for warning in messages:
+        print(f"nczarr: warning: {warning}", file=sys.stderr)
 
 
 def _open_read(url: str, stack: ExitStack) -> Any:
@@ -212,7 +209,8 @@ def _dump(args: argparse.Namespace, out: TextIO) -> int:
     with ExitStack() as stack:
         zmap = _open_read(args.url, stack)
         if args.header:
-            text = format_cdl(read(zmap), name)
+            dataset = read(zmap)
+            text = format_cdl(dataset, name)
         else:
             dataset, data = _data_source(zmap)
             if args.variables:
@@ -222,6 +220,7 @@ def _dump(args: argparse.Namespace, out: TextIO) -> int:
                 if unknown:
                     raise InvalidModeError(f"{args.url}: no variable {unknown[0]!r}")
             text = format_cdl(dataset, name, data=data, variables=args.variables)
+    _print_warnings(dataset.warnings)
     print(text.rstrip("\n"), file=out)
     return 0
 

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidModeError, TargetExistsError
+from ..errors import InvalidModeError, TargetExistsError, warn_all
 from ..maps.base import ZMap
 from ..translate.conventions import FORMATS, LAYOUT_V2, LAYOUT_ZARR, V1_OBJECT_NAMES
 from .apply import copy_chunks, delete_keys, write_metadata
@@ -40,6 +40,7 @@ from .journal import (
 )
 from .overlap import check_distinct, location_of
 from .plan import build_plan, legacy_candidates, order_metadata
+from .progress import ProgressArg, progress_callback
 
 __all__ = ["ConvertReport", "convert", "migrate", "FORMATS"]
 
@@ -184,10 +185,20 @@ def _is_empty(zmap: ZMap) -> bool:
     return not zmap.search("")
 
 
-def _translate(zmap: ZMap, fmt: str, noxarray: bool, consolidated: bool | None) -> Any:
-    from ..readthrough import view
+def _translate(
+    zmap: ZMap, fmt: str, noxarray: bool, consolidated: bool | None, netcdf_scalars: bool = False
+) -> Any:
+    """The translated view (built directly: its warnings are announced by the caller,
+    once, with the report's)."""
+    from ..readthrough import TranslatedView
 
-    return view(zmap, mode=fmt, noxarray=noxarray, consolidated=consolidated)
+    return TranslatedView(
+        zmap,
+        format=fmt,  # type: ignore[arg-type]
+        noxarray=noxarray,
+        consolidated=consolidated,
+        netcdf_scalars=netcdf_scalars,
+    )
 
 
 # ------------------------------------------------------------------ convert
@@ -202,11 +213,12 @@ def convert(
     dry_run: bool = False,
     include: Sequence[str] | None = None,
     exclude: Sequence[str] | None = None,
-    progress: Callable[[int, int], object] | None = None,
+    progress: ProgressArg = None,
     noxarray: bool | None = None,
     consolidated: bool | None = None,
     storage_options: Mapping[str, Any] | None = None,
     target_options: Mapping[str, Any] | None = None,
+    netcdf_scalars: bool = False,
 ) -> ConvertReport:
     """Convert the dataset at ``src`` into ``mode`` format at ``dst``.
 
@@ -234,12 +246,22 @@ def convert(
     include, exclude
         Variable (or group) FQNs or bare names to keep / leave out.
     progress
-        ``progress(done, total)`` in chunk objects, called after each chunk.
+        A callable ``progress(done, total)`` in chunk objects, called after each
+        chunk; ``True`` for a progress bar on stderr; ``False``/``None`` for none.
     noxarray, consolidated
         Writer options (no ``_ARRAY_DIMENSIONS``; write ``.zmetadata``). ``None``:
         from ``dst``'s fragment (``noxarray``, ``consolidated`` mode words).
     storage_options, target_options
         Extra options for opening ``src`` / ``dst`` from URLs (see ``open_map``).
+    netcdf_scalars
+        Pure Zarr target only: write netCDF scalars as netcdf-c does (shape ``[1]``,
+        ``_ARRAY_DIMENSIONS: ["_scalar_"]``) so that netcdf-c 4.10, which leaves 0-d
+        arrays out, reads them; zarr-python and xarray then see 1-element arrays.
+        Default: 0-d arrays, what zarr-python and xarray write and expect.
+
+    Everything that is not a verbatim copy (arrays skipped, dimensions renamed,
+    metadata decoded leniently, codecs netcdf-c cannot read ...) is announced as an
+    :class:`~nczarr.errors.NCZarrWarning` and listed in ``report.warnings``.
 
     Raises
     ------
@@ -251,6 +273,8 @@ def convert(
         Bad ``mode``, ``overwrite`` together with ``resume``, overlapping source
         and target (under any name: links, mounts, ``..``; checked before anything is
         opened for writing), or an include/exclude pattern that matches nothing.
+    TypeError
+        ``progress`` is not a bool, None or a callable.
     """
     start = time.perf_counter()
     parsed = _parsed(dst)
@@ -267,8 +291,9 @@ def convert(
     # it, under any name (symbolic link, bind mount, '..', hard link) is refused.
     check_distinct(src, dst, src_options=storage_options, dst_options=target_options)
     with ExitStack() as stack:
+        on_chunk = progress_callback(progress, stack, unit="chunk")
         src_map = _open(src, "r", storage_options, stack)
-        translated = _translate(src_map, fmt, noxarray, consolidated)
+        translated = _translate(src_map, fmt, noxarray, consolidated, netcdf_scalars)
         plan = build_plan(
             translated,
             target_format=fmt,
@@ -276,6 +301,7 @@ def convert(
             exclude=exclude,
             noxarray=noxarray,
             consolidated=consolidated,
+            netcdf_scalars=netcdf_scalars,
         )
         # Chunks are copied from the source map itself (verbatim, kernel or S3
         # server-side copies) unless the view shows them under other keys (Zarr v3
@@ -289,6 +315,7 @@ def convert(
             arrays=plan.arrays,
             warnings=plan.warnings,
         )
+        warn_all(report.warnings)
         if dry_run:
             report.dry_run = True
             report.planned_keys = plan.keys
@@ -336,7 +363,7 @@ def convert(
             workers=workers,
             resume=skip != "none",
             verify=skip == "content",
-            progress=progress,
+            progress=on_chunk,
         )
         written = write_metadata(dst_map, plan.metadata)
         remove_journal(dst_map)
@@ -374,7 +401,7 @@ def migrate(
     to: str = "nczarr",
     dry_run: bool = False,
     *,
-    progress: Callable[[int, int], object] | None = None,
+    progress: ProgressArg = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> ConvertReport:
     """Rewrite the metadata of the store at ``url`` in place, as current NCZarr or pure Zarr.
@@ -395,11 +422,16 @@ def migrate(
     Parameters
     ----------
     progress
-        ``progress(done, total)`` in metadata objects written or deleted.
+        ``progress(done, total)`` in metadata objects written or deleted; ``True``
+        for a progress bar on stderr; ``False``/``None`` for none.
+
+    What the new metadata cannot carry verbatim is announced as an
+    :class:`~nczarr.errors.NCZarrWarning` and listed in ``report.warnings``.
     """
     start = time.perf_counter()
     fmt = _check_format(to, "target format")
     with ExitStack() as stack:
+        on_object = progress_callback(progress, stack, unit="object")
         zmap = _open(url, "r" if dry_run else "r+", storage_options, stack)
         translated = _translate(zmap, fmt, False, None)
         dataset = translated.dataset
@@ -428,6 +460,7 @@ def migrate(
             warnings=tuple(translated.warnings),
             operation="migrate",
         )
+        warn_all(report.warnings)
         if dry_run:
             report.dry_run = True
             report.planned_keys = tuple(changed)
@@ -441,8 +474,8 @@ def migrate(
         def step() -> None:
             nonlocal done
             done += 1
-            if progress is not None:
-                progress(done, total)
+            if on_object is not None:
+                on_object(done, total)
 
         written = write_metadata(
             zmap, ((k, bytes(metadata[k])) for k in changed), skip_equal=True, progress=step

@@ -209,6 +209,7 @@ def build_plan(
     exclude: Sequence[str] | None = None,
     noxarray: bool = False,
     consolidated: bool | None = None,
+    netcdf_scalars: bool = False,
 ) -> Plan:
     """Plan a conversion from a translated view.
 
@@ -225,7 +226,11 @@ def build_plan(
         from ..translate.writer import write_with_warnings
 
         written = write_with_warnings(
-            selected, target_format, noxarray=noxarray, consolidated=bool(consolidated)
+            selected,
+            target_format,
+            noxarray=noxarray,
+            consolidated=bool(consolidated),
+            netcdf_scalars=netcdf_scalars,
         )
         metadata = written.metadata
         warnings.extend(w for w in written.warnings if w not in warnings)

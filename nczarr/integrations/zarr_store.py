@@ -407,10 +407,19 @@ def _rebuild(zmap: ZMap, read_only: bool) -> ZarrStore:
 def open_zarr(url: str, mode: str = "r", **kwargs: Any) -> zarr.Group:
     """Open the Zarr group at a dataset URL through nczarr's maps.
 
-    Equivalent to ``zarr.open_group(store=ZarrStore(open_map(url, mode)), mode=mode,
-    **kwargs)``: any URL :func:`~nczarr.maps.open.open_map` accepts (a directory, a
-    ``.zip``, ``s3://...``, ``file://...#mode=nczarr,file``) opens as a zarr-python
-    group.
+    Any URL :func:`~nczarr.maps.open.open_map` accepts (a directory, a ``.zip``,
+    ``s3://...``, ``file://...#mode=nczarr,file``) opens as a zarr-python group:
+    ``zarr.open_group(store=ZarrStore(open_map(url, mode)), mode=mode, **kwargs)``.
+
+    In read mode a store with netcdf-c metadata (NCZarr of any generation, or pure
+    Zarr that netcdf-c wrote: see
+    :func:`~nczarr.translate.compat.needs_translation`) is read through the
+    translated view (:func:`nczarr.view` with ``mode="zarr"``), so zarr-python gets
+    the numbers and text netCDF4 reads (it would otherwise decode netcdf-c's
+    ``{"id": "shuffle", "elementsize": 0}`` to wrong numbers and refuse char
+    arrays); what the view could not carry is announced as
+    :class:`~nczarr.errors.NCZarrWarning`. Stores written by zarr-python or xarray
+    are opened as they are (Zarr v3 included). Writes always go to the store itself.
 
     Parameters
     ----------
@@ -426,5 +435,31 @@ def open_zarr(url: str, mode: str = "r", **kwargs: Any) -> zarr.Group:
 
     from ..maps.open import open_map
 
-    store = ZarrStore(open_map(url, mode))
-    return zarr.open_group(store=store, mode=mode, **kwargs)
+    zmap = open_map(url, mode)
+    if mode == "r":
+        zmap = _translated_if_needed(zmap)
+    return zarr.open_group(store=ZarrStore(zmap), mode=mode, **kwargs)
+
+
+def _translated_if_needed(zmap: ZMap) -> ZMap:
+    """``zmap``, or a translated view of it (owning it) when it holds netcdf-c metadata."""
+    from ..errors import MetadataError, warn_all
+    from ..load import load_metadata
+    from ..readthrough import TranslatedView
+    from ..translate.compat import needs_translation
+    from ..translate.detect import detect_format
+
+    try:
+        meta = load_metadata(zmap, warnings=[])
+        translate = needs_translation(meta, detect_format(meta))
+    except MetadataError:
+        return zmap  # not a store nczarr reads: let zarr-python say what is wrong
+    if not translate:
+        return zmap
+    try:
+        view = TranslatedView(zmap, format="zarr", owns_source=True)
+    except BaseException:
+        zmap.close()
+        raise
+    warn_all(view.warnings, stacklevel=4)
+    return view

@@ -24,9 +24,11 @@ v3 spellings:
   Arrays with ``dimension_names`` (xarray writes them on every array) but no
   ``_FillValue`` attribute have no missing value for xarray, while a v2 / netCDF
   fill value would mask data equal to it (an xarray time axis starting at 0 would
-  read as NaT): their fill value becomes ``None`` unless it is NaN. Limitation:
-  chunks never written (all fill) then read as the reader's default (0 in
-  zarr-python, the netCDF default fill in netcdf-c).
+  read as NaT). Zarr's default fill value 0 therefore becomes ``None``: without a
+  fill value zarr-python and netcdf-c read chunks never written as 0, the
+  producer's value. Any other fill value (``-1`` from zarr-python) is what chunks
+  never written hold, so it is kept, with a warning that netCDF and xarray readers
+  of the result treat it as missing.
 
 Chunk keys differ between v3 (``c/0/1``, ``c.0.1``, ``c`` for 0-d) and v2
 (``0.1``, ``0`` for 0-d). :func:`chunk_key_encodings` gives each array's
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -383,11 +386,20 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
                 f"never written read as {fill!r}"
             )
         spec = replace(spec, fill_value=fill)
-    elif doc.get("dimension_names") is not None and not _is_nan(spec.fill_value):
+    elif doc.get("dimension_names") is not None and _is_zero(spec.fill_value):
         # xarray (which always writes dimension_names) keeps its missing value in the
-        # _FillValue attribute; without one, the array has none. A v2 / netCDF fill
-        # value *is* the missing value, so the mandatory v3 fill_value is not carried.
+        # _FillValue attribute and leaves zarr's default fill_value 0 otherwise. A v2 /
+        # netCDF fill value *is* a missing value (an xarray time axis starting at 0
+        # would read as NaT), and no fill value reads chunks never written as 0 in
+        # zarr-python and netcdf-c alike: the same values, without the mask.
         spec = replace(spec, fill_value=None)
+    elif doc.get("dimension_names") is not None and not _is_nan(spec.fill_value):
+        builder.warnings.append(
+            f"array {group_fqn(prefix)!r}: its Zarr v3 fill_value {spec.fill_value!r} (no "
+            f"_FillValue attribute) is kept as the netCDF fill value, so chunks never "
+            f"written read as {spec.fill_value!r}; netCDF and xarray readers of the result "
+            f"also treat {spec.fill_value!r} as missing"
+        )
     dims = _dimensions(builder, group, doc, attrs, spec.shape, key)
     attributes: dict[str, Attribute] = decode_attributes(
         attrs, _types(attrs), key=key, var_type=nc_type
@@ -397,6 +409,13 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
 
 def _is_nan(value: Any) -> bool:
     return isinstance(value, float) and value != value
+
+
+def _is_zero(value: Any) -> bool:
+    """Zarr's default fill value: 0, 0.0 (not -0.0) or False."""
+    if isinstance(value, float):
+        return value == 0 and math.copysign(1.0, value) > 0
+    return isinstance(value, int) and value == 0
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -25,7 +25,7 @@ from typing import Literal
 from ..errors import InvalidModeError
 from .conventions import FORMATS, ZMETADATA
 from .model import Dataset
-from .write_common import consolidate
+from .write_common import consolidate, text_shuffle_warnings
 from .write_nczarr import unreadable_codec_warnings, write_nczarr
 from .write_zarr import write_zarr
 
@@ -54,6 +54,7 @@ def write(
     *,
     noxarray: bool = False,
     consolidated: bool = False,
+    netcdf_scalars: bool = False,
 ) -> dict[str, bytes]:
     """The metadata objects that describe ``dataset`` in ``format``.
 
@@ -68,6 +69,11 @@ def write(
         Omit ``_ARRAY_DIMENSIONS`` (netcdf-c's ``mode=noxarray``).
     consolidated : bool
         Also write ``.zmetadata`` (``zarr_consolidated_format`` 1).
+    netcdf_scalars : bool
+        ``"zarr"`` only: write scalars as netcdf-c does in pure Zarr (shape ``[1]``,
+        ``_ARRAY_DIMENSIONS: ["_scalar_"]``), which netcdf-c 4.10 reads, instead of
+        0-d arrays (shape ``[]``), which zarr-python and xarray write and expect
+        and which netcdf-c 4.10 silently leaves out.
 
     Returns
     -------
@@ -81,7 +87,11 @@ def write(
         ``format`` is not one of :data:`FORMATS`.
     """
     return write_with_warnings(
-        dataset, format, noxarray=noxarray, consolidated=consolidated
+        dataset,
+        format,
+        noxarray=noxarray,
+        consolidated=consolidated,
+        netcdf_scalars=netcdf_scalars,
     ).metadata
 
 
@@ -91,17 +101,19 @@ def write_with_warnings(
     *,
     noxarray: bool = False,
     consolidated: bool = False,
+    netcdf_scalars: bool = False,
 ) -> WriteResult:
     """Like :func:`write`, returning a :class:`WriteResult` (metadata and warnings)."""
     if format == "nczarr":
         metadata = write_nczarr(dataset, noxarray=noxarray)
         warnings = unreadable_codec_warnings(dataset)
     elif format == "zarr":
-        metadata, warnings = write_zarr(dataset, noxarray=noxarray)
+        metadata, warnings = write_zarr(dataset, noxarray=noxarray, netcdf_scalars=netcdf_scalars)
     else:
         raise InvalidModeError(
             f"invalid format {format!r}: expected one of {', '.join(map(repr, FORMATS))}"
         )
+    warnings = [*warnings, *text_shuffle_warnings(dataset)]
     if consolidated:
         metadata[ZMETADATA] = consolidate(metadata)
     return WriteResult(metadata, tuple(warnings))
