@@ -376,6 +376,11 @@ def _v2_encode(values: np.ndarray, variable) -> bytes:
     return bytes(data)
 
 
+def _without_gzip_mtime(data: bytes) -> bytes:
+    """gzip output carries the time it was made (bytes 4-7): equal up to that."""
+    return data[:4] + bytes(4) + data[8:] if data[:2] == b"\x1f\x8b" else data
+
+
 def _np_dtype(variable) -> np.dtype:
     codes = {"byte": "i1", "ubyte": "u1", "short": "i2", "ushort": "u2", "int": "i4",
              "uint": "u4", "int64": "i8", "uint64": "u8", "float": "f4",
@@ -404,7 +409,9 @@ def test_every_chunk_decodes_and_reencodes_identically_with_the_v2_codecs(v3_sto
             full[tuple(slice(0, n) for n in expected.shape)] = expected
             decoded = _v2_decode(raw, variable).reshape(chunks, order=variable.order)
             np.testing.assert_array_equal(decoded, full, err_msg=f"{array}/{rest}")
-            assert _v2_encode(full, variable) == raw, f"{array}/{rest}"
+            assert _without_gzip_mtime(_v2_encode(full, variable)) == _without_gzip_mtime(raw), (
+                f"{array}/{rest}"
+            )
             checked += 1
     # t gz bl be s tr zc v2k (half of it is fill, not stored) sub/d
     assert checked == 9 + 3 + 2 + 1 + 1 + 2 + 3 + 2 + 2
