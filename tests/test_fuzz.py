@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import nczarr
@@ -129,7 +129,11 @@ SECRET_CHARS = string.ascii_letters + string.digits + "#?/@:%&=+!$,;~[]"
 
 @st.composite
 def urls_with_secrets(draw: st.DrawFn) -> tuple[str, str]:
-    secret = "Zq" + draw(st.text(alphabet=SECRET_CHARS, min_size=4, max_size=16))
+    lead = draw(st.sampled_from(["Zq", "Q", "7", "1234"]))
+    secret = lead + draw(st.text(alphabet=SECRET_CHARS, min_size=4, max_size=16))
+    # Documented limit: a password of digits, then '/' or '?', then '#' reads as
+    # host:port/path#fragment (docs/reliability.md).
+    assume(not (lead[0].isdigit() and "#" in secret))
     user = draw(st.sampled_from(["", "user", "AKIA123", "a.b"]))
     scheme = draw(SCHEMES)
     host = draw(HOSTS)

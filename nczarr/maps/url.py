@@ -458,15 +458,23 @@ def redact_text(text: str) -> str:
 def _has_credentials(rest: str) -> bool:
     """Whether the text after ``scheme://`` may start with ``user[:password]@``.
 
-    ``@`` before the first ``/`` is a user part (a password holding ``#`` or ``?``
-    included); so is a ``host:x`` head where ``x`` is not a port number, or is one
-    followed somewhere by ``@`` (a password holding ``/``). The second rule also
-    refuses ``http://host:9000/bucket/a@b``; a key holds ``@`` as ``%40``.
+    The authority ends at the first ``/``, ``?`` or ``#``; an ``@`` in it is a user
+    part. A password may itself hold those characters, so a ``user:x`` authority
+    whose ``x`` is not a port number is a user part when an ``@`` follows anywhere,
+    and a ``host:port`` one when an ``@`` follows before the fragment. The last
+    rule also refuses ``http://host:9000/bucket/a@b``: write ``@`` in a key as
+    ``%40``.
     """
-    head = rest.split("/", 1)[0]
-    if "@" in head:
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    if "@" in authority:
         return True
-    return ":" in head and "@" in rest
+    host_end = authority.find("]") + 1 if authority.startswith("[") else 0
+    if ":" not in authority[host_end:]:
+        return False
+    port = authority[host_end:].split(":", 1)[1]
+    if not port.isdigit():
+        return "@" in rest
+    return "@" in rest.split("#", 1)[0]
 
 
 def _abspath(path: str) -> str:
