@@ -244,7 +244,8 @@ class NCZarrURL:
         if self.endpoint is None:  # s3://<bucket> would read as netcdf-c's host form
             key = quote(self.path, safe=_PATH_SAFE)
             return f"https://s3.amazonaws.com/{self.bucket}/{key}" + self._fragment()
-        key = quote(self.path, safe=_PATH_SAFE)
+        # '@' after host:port would read as user:password@ (parse_url refuses it): %40
+        key = quote(self.path, safe=_PATH_SAFE.replace("@", ""))
         return f"{self.endpoint}/{self.bucket}/{key}" + self._fragment()
 
     def _fragment(self) -> str:
