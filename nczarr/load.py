@@ -8,7 +8,7 @@ The I/O side of reading; everything after :func:`load_metadata` is pure
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -228,13 +228,18 @@ def _not_a_store(zmap: ZMap) -> str:
     return message
 
 
-def _open(src: Any) -> tuple[ZMap, bool]:
+def _open(src: Any, storage_options: Mapping[str, Any] | None = None) -> tuple[ZMap, bool]:
     if isinstance(src, ZMap):
+        if storage_options:
+            raise TypeError(
+                f"got an open map {src!r}: storage options apply to URLs only, "
+                f"got {sorted(storage_options)}"
+            )
         return src, False
     if isinstance(src, str | os.PathLike):
         from .maps.open import open_map
 
-        return open_map(os.fspath(src), mode="r"), True
+        return open_map(os.fspath(src), mode="r", storage_options=storage_options), True
     raise TypeError(f"expected a URL, a path or a ZMap, got {type(src).__name__}")
 
 
@@ -253,7 +258,9 @@ def _detect(zmap: ZMap, warnings: list[str] | None = None) -> tuple[dict[str, An
         raise _with_url(exc, zmap.url) from None
 
 
-def detect(src: str | os.PathLike[str] | ZMap) -> FormatInfo:
+def detect(
+    src: str | os.PathLike[str] | ZMap, *, storage_options: Mapping[str, Any] | None = None
+) -> FormatInfo:
     """What a store is: format, NCZarr generation, Zarr version, provenance.
 
     Parameters
@@ -261,6 +268,9 @@ def detect(src: str | os.PathLike[str] | ZMap) -> FormatInfo:
     src : str, path-like or ZMap
         A netCDF-style URL or path (opened read-only with
         :func:`nczarr.maps.open.open_map`), or an open map (left open).
+    storage_options : mapping, optional
+        Options for opening ``src`` from a URL (``anon=True``, ``endpoint_url``, ...;
+        see :func:`nczarr.open_map`).
 
     Raises
     ------
@@ -268,7 +278,7 @@ def detect(src: str | os.PathLike[str] | ZMap) -> FormatInfo:
         Not a Zarr store at all (empty directory, text file, a zip of something
         else), or metadata that is not valid JSON; the message names the URL.
     """
-    zmap, owned = _open(src)
+    zmap, owned = _open(src, storage_options)
     try:
         return _detect(zmap, [])[1]
     finally:
@@ -276,12 +286,16 @@ def detect(src: str | os.PathLike[str] | ZMap) -> FormatInfo:
             zmap.close()
 
 
-def read(src: str | os.PathLike[str] | ZMap) -> Dataset:
+def read(
+    src: str | os.PathLike[str] | ZMap, *, storage_options: Mapping[str, Any] | None = None
+) -> Dataset:
     """Read any NCZarr, Zarr v2 or Zarr v3 store's metadata into the netCDF-4 model.
 
     Parameters
     ----------
     src : str, path-like or ZMap
+        As for :func:`detect`.
+    storage_options : mapping, optional
         As for :func:`detect`.
 
     Returns
@@ -298,13 +312,13 @@ def read(src: str | os.PathLike[str] | ZMap) -> Dataset:
     MetadataError, DimensionConflictError
         Malformed metadata (the message names the URL, the key and the problem).
     """
-    dataset = read_with_chunk_keys(src)[0]
+    dataset = read_with_chunk_keys(src, storage_options=storage_options)[0]
     warn_all(dataset.warnings)
     return dataset
 
 
 def read_with_chunk_keys(
-    src: str | os.PathLike[str] | ZMap,
+    src: str | os.PathLike[str] | ZMap, *, storage_options: Mapping[str, Any] | None = None
 ) -> tuple[Dataset, dict[str, ChunkKeys]]:
     """:func:`read`, plus how chunk keys of Zarr v3 arrays map to Zarr v2 keys.
 
@@ -315,7 +329,7 @@ def read_with_chunk_keys(
         :class:`~nczarr.translate.read_zarr3.ChunkKeys`; it is empty for Zarr v2
         and NCZarr stores, whose chunk keys are already v2 keys.
     """
-    zmap, owned = _open(src)
+    zmap, owned = _open(src, storage_options)
     try:
         lenient: list[str] = []
         meta, info = _detect(zmap, lenient)

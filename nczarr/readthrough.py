@@ -5,7 +5,8 @@ writes it again with :func:`nczarr.translate.write_with_warnings`, and
 serves:
 
 * the translated metadata objects (``.zgroup``, ``.zattrs``, ``.zarray``, and
-  ``.zmetadata`` when asked for) from memory;
+  ``.zmetadata`` when asked for; with ``zarr_format=3`` one ``zarr.json`` per node)
+  from memory;
 * the chunk objects of every array in the model straight from ``src``, under the
   same key (an NCZarr scalar's chunk ``0`` is also the 0-d chunk of pure Zarr);
   Zarr v3 chunks (``c/0/1``, ``c`` for 0-d) are shown under their Zarr v2 keys
@@ -20,7 +21,7 @@ zarr-python or xarray, or copy its keys to convert (what :mod:`nczarr.convert` d
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Literal
 
 from .errors import InvalidModeError, ReadOnlyError, warn_all
@@ -50,6 +51,7 @@ class TranslatedView(ZMap):
         consolidated: bool | None = None,
         owns_source: bool = False,
         netcdf_scalars: bool = False,
+        zarr_format: int = 2,
     ) -> None:
         super().__init__("r")
         if format not in FORMATS:
@@ -57,8 +59,9 @@ class TranslatedView(ZMap):
                 f"invalid view mode {format!r}: expected one of {', '.join(map(repr, FORMATS))}"
             )
         from .load import read_with_chunk_keys
-        from .translate.writer import write_with_warnings
+        from .translate.writer import check_zarr_format, write_with_warnings
 
+        self._zarr_format = check_zarr_format(format, zarr_format, netcdf_scalars=netcdf_scalars)
         self._source = source
         self._owns_source = owns_source
         self._format = format
@@ -76,12 +79,18 @@ class TranslatedView(ZMap):
             noxarray=noxarray,
             consolidated=self._consolidated,
             netcdf_scalars=netcdf_scalars,
+            zarr_format=self._zarr_format,
         )
         self._metadata: dict[str, bytes] = written.metadata
         self._warnings: tuple[str, ...] = (*self._dataset.warnings, *written.warnings)
         #: Key prefixes of the arrays whose chunks pass through, sorted.
+        left_out = set(written.skipped)
         self._arrays: tuple[str, ...] = tuple(
-            sorted(v.path.strip("/") for v in self._dataset.root.all_variables())
+            sorted(
+                path
+                for path in (v.path.strip("/") for v in self._dataset.root.all_variables())
+                if path not in left_out
+            )
         )
         self._array_set = frozenset(self._arrays)
         #: Zarr v3 arrays: how their source chunk keys map to the v2 keys shown.
@@ -119,6 +128,11 @@ class TranslatedView(ZMap):
     def format(self) -> str:
         """``"zarr"`` or ``"nczarr"``: what the view shows."""
         return self._format
+
+    @property
+    def zarr_format(self) -> int:
+        """2 or 3: the Zarr version of the metadata the view shows."""
+        return self._zarr_format
 
     @property
     def netcdf_scalars(self) -> bool:
@@ -252,6 +266,7 @@ class TranslatedView(ZMap):
                 "noxarray": self._noxarray,
                 "consolidated": self._consolidated_arg,
                 "netcdf_scalars": self._netcdf_scalars,
+                "zarr_format": self._zarr_format,
             },
         )
 
@@ -304,6 +319,7 @@ class TranslatedView(ZMap):
             and self._noxarray == other._noxarray
             and self._consolidated == other._consolidated
             and self._netcdf_scalars == other._netcdf_scalars
+            and self._zarr_format == other._zarr_format
         )
 
     def __hash__(self) -> int:
@@ -318,6 +334,7 @@ class TranslatedView(ZMap):
                 self._noxarray,
                 self._consolidated_arg,
                 self._netcdf_scalars,
+                self._zarr_format,
             ),
         )
 
@@ -328,6 +345,7 @@ def _rebuild(
     noxarray: bool,
     consolidated: bool | None,
     netcdf_scalars: bool = False,
+    zarr_format: int = 2,
 ) -> TranslatedView:
     return TranslatedView(
         source,
@@ -335,6 +353,7 @@ def _rebuild(
         noxarray=noxarray,
         consolidated=consolidated,
         netcdf_scalars=netcdf_scalars,
+        zarr_format=zarr_format,
     )
 
 
@@ -345,6 +364,8 @@ def view(
     noxarray: bool = False,
     consolidated: bool | None = None,
     netcdf_scalars: bool = False,
+    zarr_format: int = 2,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> TranslatedView:
     """A read-only map showing ``src`` translated to ``mode``, without copying data.
 
@@ -358,20 +379,25 @@ def view(
         A netCDF-style URL or path (opened read-only and closed with the view), or
         an open map (left open).
     mode : {"zarr", "nczarr"}
-        ``"zarr"``: pure Zarr v2 for zarr-python/xarray. ``"nczarr"``: the layout
+        ``"zarr"``: pure Zarr for zarr-python/xarray. ``"nczarr"``: the layout
         netcdf-c 4.9.3+ opens read-write.
     noxarray : bool
-        Omit ``_ARRAY_DIMENSIONS``.
+        Omit ``_ARRAY_DIMENSIONS`` (``dimension_names`` in Zarr v3).
     consolidated : bool or None
         Show a ``.zmetadata``; ``None``: iff ``src`` has one.
     netcdf_scalars : bool
         ``mode="zarr"`` only: show scalars as netcdf-c writes them in pure Zarr (shape
         ``[1]``, ``_ARRAY_DIMENSIONS: ["_scalar_"]``) instead of 0-d arrays.
+    zarr_format : {2, 3}
+        With ``mode="zarr"``: show Zarr v2 or Zarr v3 (``zarr.json``) metadata.
+    storage_options : mapping, optional
+        Options for opening ``src`` from a URL (see :func:`nczarr.open_map`).
 
     Raises
     ------
     InvalidModeError
-        ``mode`` is not ``"zarr"`` or ``"nczarr"``.
+        ``mode`` is not ``"zarr"`` or ``"nczarr"``, or ``zarr_format`` is not 2 or 3
+        (3 only with ``"zarr"``, without ``netcdf_scalars``).
     MetadataError, UnsupportedError
         ``src`` cannot be read (see :func:`nczarr.load.read`).
 
@@ -383,13 +409,23 @@ def view(
     >>> sorted(view(src, "nczarr"))
     ['.zattrs', '.zgroup']
     """
-    options = {"noxarray": noxarray, "consolidated": consolidated, "netcdf_scalars": netcdf_scalars}
+    options = {
+        "noxarray": noxarray,
+        "consolidated": consolidated,
+        "netcdf_scalars": netcdf_scalars,
+        "zarr_format": zarr_format,
+    }
     if isinstance(src, ZMap):
+        if storage_options:
+            raise TypeError(
+                f"view got an open map {src!r}: storage options apply to URLs only, "
+                f"got {sorted(storage_options)}"
+            )
         result = TranslatedView(src, format=mode, **options)
     elif isinstance(src, str | os.PathLike):
         from .maps.open import open_map
 
-        zmap = open_map(os.fspath(src), mode="r")
+        zmap = open_map(os.fspath(src), mode="r", storage_options=storage_options)
         try:
             result = TranslatedView(zmap, format=mode, owns_source=True, **options)
         except BaseException:

@@ -424,3 +424,30 @@ def test_warnings_reach_python_the_report_and_the_cli(tmp_path: Path, capsys) ->
         assert "'/b'" in capsys.readouterr().out
         assert main(["dump", "-h", str(src)]) == 0
         assert "nczarr: warning:" in capsys.readouterr().err
+
+
+def test_big_endian_bytes_in_pure_zarr_open_in_zarr_python_and_xarray(tmp_path: Path) -> None:
+    """netcdf-c keeps an endianness flag on byte variables; pure Zarr output must not
+    carry it as ">i1" (zarr-python cannot open the array, nor list its group)."""
+    import xarray as xr
+    import zarr
+
+    src = tmp_path / "be.file"
+    with netCDF4.Dataset(f"file://{src}#mode=nczarr,file", "w") as ds:
+        ds.createDimension("x", 3)
+        v = ds.createVariable("b", "i1", ("x",), endian="big")
+        v[:] = [-128, 0, 127]
+        u = ds.createVariable("u", "u1", ("x",), endian="big")
+        u[:] = [0, 1, 255]
+    out = tmp_path / "be.zarr"
+    nczarr.convert(str(src), str(out), mode="zarr")
+    group = zarr.open_group(str(out), mode="r")
+    assert sorted(group.keys()) == ["b", "u"]
+    np.testing.assert_array_equal(group["b"][...], [-128, 0, 127])
+    with xr.open_zarr(str(out), consolidated=False, mask_and_scale=False) as ds:
+        np.testing.assert_array_equal(ds["u"].values, [0, 1, 255])
+    back = tmp_path / "back.file"
+    nczarr.convert(str(src), str(back), mode="nczarr")
+    with netCDF4.Dataset(f"file://{back}#mode=nczarr,file") as ds:
+        assert ds["b"].endian() == "big"
+        np.testing.assert_array_equal(ds["b"][...], [-128, 0, 127])

@@ -21,6 +21,7 @@ from typing import Any, TextIO
 from .. import __version__
 from ..errors import InvalidModeError, NCZarrError, NCZarrWarning
 from ..maps.url import redact_text
+from .options import add_storage_arguments, storage_options
 
 __all__ = ["main", "build_parser"]
 
@@ -45,7 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     p.add_argument("--include", nargs="+", metavar="PATH", help="variables or groups to keep")
     p.add_argument("--exclude", nargs="+", metavar="PATH", help="variables or groups to drop")
-    p.add_argument("--consolidated", action="store_true", default=None, help="write .zmetadata")
+    p.add_argument(
+        "--consolidated", action="store_true", default=None, help="write consolidated metadata"
+    )
     p.add_argument("--noxarray", action="store_true", default=None, help="no _ARRAY_DIMENSIONS")
     p.add_argument(
         "--netcdf-scalars",
@@ -53,19 +56,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="pure Zarr: scalars as netcdf-c writes them (shape [1], dimension _scalar_), "
         "for netcdf-c readers; default: 0-d arrays, for zarr-python and xarray",
     )
+    p.add_argument(
+        "--zarr-format",
+        type=int,
+        choices=(2, 3),
+        help="with --mode zarr: Zarr v2 or v3 (default: DST's v2/v3 mode word, else 2)",
+    )
+    add_storage_arguments(p)
 
     p = sub.add_parser("migrate", help="rewrite a store's metadata in place")
     p.add_argument("url", metavar="URL")
     p.add_argument("--to", choices=("nczarr", "zarr"), default="nczarr")
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+    add_storage_arguments(p)
 
     p = sub.add_parser("ls", help="list the names below a prefix (the zmap search)")
     p.add_argument("url", metavar="URL")
     p.add_argument("prefix", metavar="PREFIX", nargs="?", default="")
     p.add_argument("-R", dest="recursive", action="store_true", help="every key below PREFIX")
+    add_storage_arguments(p)
 
     p = sub.add_parser("info", help="detected layout and a summary of the dataset")
     p.add_argument("url", metavar="URL")
+    add_storage_arguments(p)
 
     p = sub.add_parser(
         "check",
@@ -74,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
         "fail or misread it, 2 on usage errors.",
     )
     p.add_argument("url", metavar="URL")
+    add_storage_arguments(p)
 
     p = sub.add_parser("dump", help="print the dataset as CDL (like ncdump)", add_help=False)
     p.add_argument("-h", dest="header", action="store_true", help="header only, no data")
@@ -85,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="data of these variables only (names or paths)",
     )
     p.add_argument("url", metavar="URL")
+    add_storage_arguments(p)
     return parser
 
 
@@ -100,8 +115,18 @@ def _positive(text: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit status."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     try:
+        args.storage_options = storage_options(args)
+    except argparse.ArgumentTypeError as exc:
+        parser.error(str(exc))
+    try:
+        if args.storage_options and not _remote_locations(args):
+            parser.error(
+                "--storage-option/--anon apply to remote locations (S3, fsspec URLs, "
+                f"zip::...), and {' and '.join(_locations(args))} is local"
+            )
         with warnings.catch_warnings():
             # The commands print the library's warnings themselves, once each.
             warnings.simplefilter("ignore", NCZarrWarning)
@@ -115,6 +140,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         first = message.splitlines()[0] if message else type(exc).__name__
         print(f"nczarr: error: {first}", file=sys.stderr)
         return 1
+
+
+# ---------------------------------------------------------------- options
+def _locations(args: argparse.Namespace) -> list[str]:
+    return [args.src, args.dst] if args.command == "convert" else [args.url]
+
+
+def _remote_locations(args: argparse.Namespace) -> list[str]:
+    from ..maps.open import is_remote
+
+    return [location for location in _locations(args) if is_remote(location)]
+
+
+def _options_for(args: argparse.Namespace, location: str) -> dict[str, Any] | None:
+    """The command's storage options if ``location`` is remote (local maps take none)."""
+    if not args.storage_options:
+        return None
+    from ..maps.open import is_remote
+
+    return dict(args.storage_options) if is_remote(location) else None
 
 
 # ---------------------------------------------------------------- commands
@@ -135,6 +180,9 @@ def _convert(args: argparse.Namespace, out: TextIO) -> int:
         noxarray=args.noxarray,
         consolidated=args.consolidated,
         netcdf_scalars=args.netcdf_scalars,
+        zarr_format=args.zarr_format,
+        source_options=_options_for(args, args.src),
+        target_options=_options_for(args, args.dst),
     )
     _print_report(report, out)
     return 0
@@ -143,7 +191,12 @@ def _convert(args: argparse.Namespace, out: TextIO) -> int:
 def _migrate(args: argparse.Namespace, out: TextIO) -> int:
     from ..conversion import migrate
 
-    report = migrate(args.url, to=args.to, dry_run=args.dry_run)
+    report = migrate(
+        args.url,
+        to=args.to,
+        dry_run=args.dry_run,
+        storage_options=_options_for(args, args.url),
+    )
     _print_report(report, out)
     return 0
 
@@ -163,17 +216,17 @@ def _print_warnings(messages: Sequence[str]) -> None:
         print(f"nczarr: warning: {warning}", file=sys.stderr)
 
 
-def _open_read(url: str, stack: ExitStack) -> Any:
+def _open_read(args: argparse.Namespace, stack: ExitStack) -> Any:
     from ..maps.open import open_map
 
-    zmap = open_map(url, mode="r")
+    zmap = open_map(args.url, mode="r", storage_options=_options_for(args, args.url))
     stack.callback(zmap.close)
     return zmap
 
 
 def _ls(args: argparse.Namespace, out: TextIO) -> int:
     with ExitStack() as stack:
-        zmap = _open_read(args.url, stack)
+        zmap = _open_read(args, stack)
         listing = sorted(zmap.keys_below(args.prefix)) if args.recursive else None
         for name in listing if listing is not None else zmap.search(args.prefix):
             print(name, file=out)
@@ -185,7 +238,7 @@ def _info(args: argparse.Namespace, out: TextIO) -> int:
     from .info import format_info
 
     with ExitStack() as stack:
-        zmap = _open_read(args.url, stack)
+        zmap = _open_read(args, stack)
         text = format_info(detect(zmap), read(zmap))
     print(text.rstrip("\n"), file=out)
     return 0
@@ -195,7 +248,7 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     from ..diagnosis import check
 
     with ExitStack() as stack:
-        report = check(_open_read(args.url, stack))
+        report = check(_open_read(args, stack))
     print(report.summary().replace(report.url, args.url), file=out)
     return 0 if report.ok else 1
 
@@ -205,9 +258,9 @@ def _dump(args: argparse.Namespace, out: TextIO) -> int:
     from ..maps.url import dataset_name
     from .cdl import format_cdl
 
-    name = dataset_name(args.url)
+    name = dataset_name(args.url.rpartition("::")[2])  # zip::s3://...: the archive's name
     with ExitStack() as stack:
-        zmap = _open_read(args.url, stack)
+        zmap = _open_read(args, stack)
         if args.header:
             dataset = read(zmap)
             text = format_cdl(dataset, name)

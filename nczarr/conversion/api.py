@@ -48,7 +48,7 @@ __all__ = ["ConvertReport", "convert", "migrate", "FORMATS"]
 _CURRENT_LAYOUT = {"nczarr": LAYOUT_V2, "zarr": LAYOUT_ZARR}
 
 #: Names of the root group's metadata objects, removed first when overwriting a target.
-_ROOT_OBJECTS = (".zgroup", ".zmetadata", ".zattrs")
+_ROOT_OBJECTS = ("zarr.json", ".zgroup", ".zmetadata", ".zattrs")
 
 
 @dataclass
@@ -64,6 +64,8 @@ class ConvertReport:
         ``zarr``).
     target_format
         ``"nczarr"`` or ``"zarr"``.
+    zarr_format
+        2 or 3: the Zarr version of the target's metadata.
     arrays
         Number of arrays (netCDF variables) in the target.
     chunks_copied, chunks_skipped, bytes_copied
@@ -98,6 +100,11 @@ class ConvertReport:
     planned_keys: tuple[str, ...] = field(default=(), repr=False)
     planned_bytes: int = 0
     operation: str = "convert"
+    zarr_format: int = 2
+
+    @property
+    def _target_name(self) -> str:
+        return f"{self.target_format} v3" if self.zarr_format == 3 else self.target_format
 
     def summary(self) -> str:
         """One line for humans (what the CLI prints)."""
@@ -115,12 +122,12 @@ class ConvertReport:
         if self.dry_run:
             return (
                 f"dry run: {self.source} ({self.source_layout}) -> {self.target} "
-                f"({self.target_format}): {self.arrays} arrays, {len(self.planned_keys)} keys "
+                f"({self._target_name}): {self.arrays} arrays, {len(self.planned_keys)} keys "
                 f"to write, {self.planned_bytes} bytes"
                 + (f", {len(self.deleted_keys)} keys to delete" if self.deleted_keys else "")
             )
         return (
-            f"{self.source} ({self.source_layout}) -> {self.target} ({self.target_format}): "
+            f"{self.source} ({self.source_layout}) -> {self.target} ({self._target_name}): "
             f"{self.arrays} arrays, {self.chunks_copied} chunks copied, "
             f"{self.chunks_skipped} skipped, {self.bytes_copied} bytes, "
             f"{len(self.metadata_written)} metadata objects written"
@@ -149,16 +156,23 @@ def _open(
 ) -> ZMap:
     """A map for ``location``; maps we open are closed (flushed) by ``stack``."""
     if isinstance(location, ZMap):
+        if options:
+            raise TypeError(
+                f"got an open map {location!r}: storage options apply to URLs only, "
+                f"got {sorted(options)}"
+            )
         return location
     from ..maps.open import open_map
 
-    zmap = open_map(location, mode=mode, **dict(options or {}))
+    zmap = open_map(location, mode=mode, storage_options=options)
     stack.callback(zmap.close)
     return zmap
 
 
 def _parsed(location: str | os.PathLike[str] | ZMap) -> Any:
-    if isinstance(location, ZMap):
+    from ..maps.chained import is_chained
+
+    if isinstance(location, ZMap) or is_chained(location):
         return None
     from ..maps.url import parse_url
 
@@ -186,7 +200,12 @@ def _is_empty(zmap: ZMap) -> bool:
 
 
 def _translate(
-    zmap: ZMap, fmt: str, noxarray: bool, consolidated: bool | None, netcdf_scalars: bool = False
+    zmap: ZMap,
+    fmt: str,
+    noxarray: bool,
+    consolidated: bool | None,
+    netcdf_scalars: bool = False,
+    zarr_format: int = 2,
 ) -> Any:
     """The translated view (built directly: its warnings are announced by the caller,
     once, with the report's)."""
@@ -198,7 +217,18 @@ def _translate(
         noxarray=noxarray,
         consolidated=consolidated,
         netcdf_scalars=netcdf_scalars,
+        zarr_format=zarr_format,
     )
+
+
+def _zarr_format(value: int | None, parsed: Any, fmt: str, netcdf_scalars: bool) -> int:
+    """The Zarr version to write: ``value``, else the ``v2``/``v3`` word of the target
+    URL, else 2."""
+    from ..translate.writer import check_zarr_format
+
+    if value is None:
+        value = (parsed.zarr_version if parsed is not None else None) or 2
+    return check_zarr_format(fmt, value, netcdf_scalars=netcdf_scalars)
 
 
 # ------------------------------------------------------------------ convert
@@ -216,7 +246,8 @@ def convert(
     progress: ProgressArg = None,
     noxarray: bool | None = None,
     consolidated: bool | None = None,
-    storage_options: Mapping[str, Any] | None = None,
+    zarr_format: int | None = None,
+    source_options: Mapping[str, Any] | None = None,
     target_options: Mapping[str, Any] | None = None,
     netcdf_scalars: bool = False,
 ) -> ConvertReport:
@@ -249,10 +280,20 @@ def convert(
         A callable ``progress(done, total)`` in chunk objects, called after each
         chunk; ``True`` for a progress bar on stderr; ``False``/``None`` for none.
     noxarray, consolidated
-        Writer options (no ``_ARRAY_DIMENSIONS``; write ``.zmetadata``). ``None``:
-        from ``dst``'s fragment (``noxarray``, ``consolidated`` mode words).
-    storage_options, target_options
-        Extra options for opening ``src`` / ``dst`` from URLs (see ``open_map``).
+        Writer options (no ``_ARRAY_DIMENSIONS``/``dimension_names``; write
+        consolidated metadata: ``.zmetadata``, or in Zarr v3 the root ``zarr.json``'s
+        ``consolidated_metadata``). ``None``: from ``dst``'s fragment (``noxarray``,
+        ``consolidated`` mode words).
+    zarr_format
+        With ``mode="zarr"``: 2 (``.zarray``/``.zgroup``) or 3 (``zarr.json``, what
+        zarr-python 3 and xarray write by default; chunks are still copied
+        verbatim, under the same keys: see :mod:`nczarr.translate.write_zarr3`).
+        ``None``: the ``v2``/``v3`` mode word of ``dst``'s fragment
+        (``file:///x.zarr#mode=zarr,v3,file``), else 2.
+    source_options, target_options
+        Storage options for opening ``src`` / ``dst`` from URLs (``anon=True``,
+        ``endpoint_url``, ``profile``, ... see :func:`nczarr.open_map`); one per side,
+        since the two often live on different servers.
     netcdf_scalars
         Pure Zarr target only: write netCDF scalars as netcdf-c does (shape ``[1]``,
         ``_ARRAY_DIMENSIONS: ["_scalar_"]``) so that netcdf-c 4.10, which leaves 0-d
@@ -272,7 +313,8 @@ def convert(
     InvalidModeError
         Bad ``mode``, ``overwrite`` together with ``resume``, overlapping source
         and target (under any name: links, mounts, ``..``; checked before anything is
-        opened for writing), or an include/exclude pattern that matches nothing.
+        opened for writing), an include/exclude pattern that matches nothing, or
+        ``zarr_format=3`` with ``mode="nczarr"`` or ``netcdf_scalars``.
     TypeError
         ``progress`` is not a bool, None or a callable.
     """
@@ -280,6 +322,7 @@ def convert(
     parsed = _parsed(dst)
     fmt = mode if mode is not None else (parsed.format if parsed is not None else None)
     fmt = _check_format(fmt or "nczarr", "mode")
+    version = _zarr_format(zarr_format, parsed, fmt, netcdf_scalars)
     if overwrite and resume:
         raise InvalidModeError("overwrite=True and resume=True exclude each other")
     if noxarray is None:
@@ -289,11 +332,11 @@ def convert(
     src_url, dst_url = _url_of(src), _url_of(dst)
     # Before anything is opened: a target that is the source, or inside it, or holds
     # it, under any name (symbolic link, bind mount, '..', hard link) is refused.
-    check_distinct(src, dst, src_options=storage_options, dst_options=target_options)
+    check_distinct(src, dst, src_options=source_options, dst_options=target_options)
     with ExitStack() as stack:
         on_chunk = progress_callback(progress, stack, unit="chunk")
-        src_map = _open(src, "r", storage_options, stack)
-        translated = _translate(src_map, fmt, noxarray, consolidated, netcdf_scalars)
+        src_map = _open(src, "r", source_options, stack)
+        translated = _translate(src_map, fmt, noxarray, consolidated, netcdf_scalars, version)
         plan = build_plan(
             translated,
             target_format=fmt,
@@ -302,6 +345,7 @@ def convert(
             noxarray=noxarray,
             consolidated=consolidated,
             netcdf_scalars=netcdf_scalars,
+            zarr_format=version,
         )
         # Chunks are copied from the source map itself (verbatim, kernel or S3
         # server-side copies) unless the view shows them under other keys (Zarr v3
@@ -314,6 +358,7 @@ def convert(
             target_format=fmt,
             arrays=plan.arrays,
             warnings=plan.warnings,
+            zarr_format=version,
         )
         warn_all(report.warnings)
         if dry_run:
@@ -424,6 +469,9 @@ def migrate(
     progress
         ``progress(done, total)`` in metadata objects written or deleted; ``True``
         for a progress bar on stderr; ``False``/``None`` for none.
+    storage_options
+        Options for opening ``url`` (``endpoint_url``, ``profile``, ... see
+        :func:`nczarr.open_map`).
 
     What the new metadata cannot carry verbatim is announced as an
     :class:`~nczarr.errors.NCZarrWarning` and listed in ``report.warnings``.

@@ -10,8 +10,10 @@ v3 spellings:
   all, gives the anonymous ``_Anonymous_Dimension_<n>``); ``_ARRAY_DIMENSIONS`` in
   the attributes is honoured when ``dimension_names`` is absent;
 * ``data_type`` names: ``bool`` -> ubyte, ``int8`` ... ``uint64``, ``float32``,
-  ``float64``; everything else (float16, complex, strings, datetimes, raw bits,
-  extension types) is skipped with a warning, as v2 does;
+  ``float64``, and zarr-python's fixed-width ``null_terminated_bytes`` (the chunk
+  bytes of Zarr v2 ``|S<n>``, read as v2 reads that); everything else (float16,
+  complex, variable-length strings, datetimes, raw bits, extension types) is
+  skipped with a warning, as v2 does;
 * ``fill_value`` may be a number, ``"NaN"``/``"Infinity"``/``"-Infinity"``, a
   hex string of the IEEE bits (``"0x7fc00000"``) or a boolean;
 * the codec chain must have a byte-identical Zarr v2 form
@@ -21,7 +23,7 @@ v3 spellings:
   for floats). netCDF has one fill value per variable, so it becomes the
   variable's fill value and the attribute is dropped; when it differs from the
   Zarr ``fill_value`` a warning says that chunks never written now read as it.
-  Arrays with ``dimension_names`` (xarray writes them on every array) but no
+  Numeric arrays with ``dimension_names`` (xarray writes them on every array) but no
   ``_FillValue`` attribute have no missing value for xarray, while a v2 / netCDF
   fill value would mask data equal to it (an xarray time axis starting at 0 would
   read as NaT). Zarr's default fill value 0 therefore becomes ``None``: without a
@@ -186,11 +188,23 @@ def _int_tuple(value: Any, what: str, key: str, *, positive: bool) -> tuple[int,
     return tuple(value)
 
 
+#: zarr-python's fixed-width bytes type (numpy ``S<n>``): the Zarr v2 ``|S<n>``.
+BYTES_DATA_TYPE = "null_terminated_bytes"
+
+
 def _data_type(value: Any) -> tuple[str, int]:
+    config: Any = {}
     if isinstance(value, dict):
-        value = value.get("name")
+        value, config = value.get("name"), value.get("configuration") or {}
     if not isinstance(value, str):
         raise MetadataError(f"data_type must be a name, got {json_text_safe(value)}")
+    if value == BYTES_DATA_TYPE:
+        # Fixed-width bytes, the same chunk bytes as Zarr v2 "|S<n>" (what nczarr's
+        # v3 writer emits for char and strings): read as pure Zarr v2 reads "|S<n>".
+        width = config.get("length_bytes") if isinstance(config, dict) else None
+        if isinstance(width, bool) or not isinstance(width, int) or width < 1:
+            raise MetadataError(f"data_type {value!r}: invalid length_bytes {width!r}")
+        return "string", width
     found = DATA_TYPES.get(value)
     if found is None:
         raise UnsupportedError(f"data_type {value!r} has no netCDF-4 equivalent")
@@ -246,7 +260,12 @@ def parse_array_v3(doc: Any, key: str) -> tuple[ArraySpec, ChunkKeys]:
         pipeline = v2_pipeline(doc["codecs"], ndim=len(shape), itemsize=itemsize)
     except MetadataError as exc:
         raise MetadataError(f"{key!r}: {exc}") from None
-    dtype = ZarrDtype(nc_type, pipeline.endian, itemsize)
+    dtype = ZarrDtype(
+        nc_type,
+        pipeline.endian if nc_type != "string" else "little",
+        itemsize,
+        maxstrlen=itemsize if nc_type == "string" else None,
+    )
     try:
         fill = _fill_value(doc.get("fill_value"), dtype)
     except ValueError as exc:
@@ -386,14 +405,20 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
                 f"never written read as {fill!r}"
             )
         spec = replace(spec, fill_value=fill)
-    elif doc.get("dimension_names") is not None and _is_zero(spec.fill_value):
+    elif (
+        doc.get("dimension_names") is not None and nc_type != "string" and _is_zero(spec.fill_value)
+    ):
         # xarray (which always writes dimension_names) keeps its missing value in the
         # _FillValue attribute and leaves zarr's default fill_value 0 otherwise. A v2 /
         # netCDF fill value *is* a missing value (an xarray time axis starting at 0
         # would read as NaT), and no fill value reads chunks never written as 0 in
         # zarr-python and netcdf-c alike: the same values, without the mask.
         spec = replace(spec, fill_value=None)
-    elif doc.get("dimension_names") is not None and not _is_nan(spec.fill_value):
+    elif (
+        doc.get("dimension_names") is not None
+        and nc_type != "string"
+        and not _is_nan(spec.fill_value)
+    ):
         builder.warnings.append(
             f"array {group_fqn(prefix)!r}: its Zarr v3 fill_value {spec.fill_value!r} (no "
             f"_FillValue attribute) is kept as the netCDF fill value, so chunks never "

@@ -36,23 +36,14 @@ one-valued string as char).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ..keys import join_key
-from .attrs import encode_attribute
-from .conventions import (
-    ARRAY_DIMENSIONS,
-    HIDDEN_ATTRIBUTES,
-    NCPROPERTIES,
-    SCALAR_DIM,
-    ZARRAY,
-    ZATTRS,
-    ZGROUP,
-)
+from .conventions import ARRAY_DIMENSIONS, NCPROPERTIES, SCALAR_DIM, ZARRAY, ZATTRS, ZGROUP
 from .dtypes import encode_fill_value
-from .model import Dataset, Group, Variable
+from .model import Dataset, Variable
 from .write_common import dumps, group_key, ncproperties, zarray_document
+from .zarr_names import dimension_names, plain_attributes, utf8_json
 
 __all__ = ["write_zarr", "zarray_zarr", "dimension_names"]
 
@@ -83,23 +74,12 @@ def write_zarr(
     warnings: list[str] = []
 
     def utf8(key: str, doc: dict[str, Any]) -> bytes:
-        data = dumps(doc)
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            data = _LONE_SURROGATE.sub(_latin1, data.decode("utf-8", "surrogateescape"))
-            data = data.encode("utf-8")
-            warnings.append(
-                f"{key!r}: bytes that are not UTF-8 are written as the Latin-1 characters "
-                "they stand for (Zarr metadata is UTF-8 JSON, zarr-python reads nothing "
-                "else); the NCZarr form keeps the bytes"
-            )
-        return data
+        return utf8_json(key, doc, warnings)
 
     for group in dataset.root.walk():
         prefix = group_key(group)
         out[join_key(prefix, ZGROUP)] = dumps({"zarr_format": 2})
-        attrs = _attributes(group.attributes.values())
+        attrs = plain_attributes(group.attributes.values())
         if group.path in ("", "/"):
             attrs[NCPROPERTIES] = ncproperties(dataset)
         out[join_key(prefix, ZATTRS)] = utf8(join_key(prefix, ZATTRS), attrs)
@@ -109,7 +89,7 @@ def write_zarr(
             vprefix = join_key(prefix, var.name)
             zarray = zarray_zarr(var, netcdf_scalars=netcdf_scalars)
             out[join_key(vprefix, ZARRAY)] = utf8(join_key(vprefix, ZARRAY), zarray)
-            vattrs = _attributes(var.attributes.values())
+            vattrs = plain_attributes(var.attributes.values())
             if not noxarray:
                 vattrs[ARRAY_DIMENSIONS] = (
                     [SCALAR_DIM]
@@ -125,83 +105,3 @@ def zarray_zarr(var: Variable, *, netcdf_scalars: bool = False) -> dict[str, Any
     ``[1]`` with ``netcdf_scalars``)."""
     fill = encode_fill_value(var.fill_value, var.type, nczarr=False)
     return zarray_document(var, nczarr=False, fill_value=fill, netcdf_scalars=netcdf_scalars)
-
-
-#: A byte a reader kept undecoded (``surrogateescape``: 0x80-0xFF -> U+DC80-U+DCFF).
-_LONE_SURROGATE = re.compile("[\udc80-\udcff]")
-
-
-def _latin1(match: re.Match[str]) -> str:
-    return chr(ord(match.group()) - 0xDC00)
-
-
-def _attributes(attributes: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for attr in attributes:
-        if attr.name in HIDDEN_ATTRIBUTES:
-            continue
-        out[attr.name] = encode_attribute(attr, typed=False)[0]
-    return out
-
-
-def _scope_depth(dataset: Dataset, group: Group, fqn: str) -> int:
-    """How near ``fqn``'s group is to ``group`` in netCDF scoping (higher = nearer).
-
-    netCDF resolves a dimension name in the group itself, then its ancestors; a
-    dimension of any other group is never picked by name (-1).
-    """
-    dim_group = fqn.rpartition("/")[0] or "/"
-    path = group.path.rstrip("/") or "/"
-    if dim_group == path or dim_group == "/" or path.startswith(dim_group + "/"):
-        return dim_group.count("/") if dim_group != "/" else 0
-    return -1
-
-
-def dimension_names(dataset: Dataset, group: Group) -> tuple[dict[str, str], list[str]]:
-    """The ``_ARRAY_DIMENSIONS`` name of every dimension ``group``'s arrays use.
-
-    Returns ``({dimension FQN: name}, warnings)``. Names are the plain dimension
-    names, except where two dimensions with one name and different sizes meet in
-    this group: the one netCDF scoping resolves keeps the name, the others get
-    ``<name>_<n>`` (the lowest ``n`` free among this group's dimension and
-    variable names).
-    """
-    used: dict[str, list[str]] = {}
-    for var in group.variables.values():
-        for fqn in var.dimensions:
-            base = fqn.rsplit("/", 1)[-1]
-            if fqn not in used.setdefault(base, []):
-                used[base].append(fqn)
-    names: dict[str, str] = {}
-    warnings: list[str] = []
-    taken = set(used) | set(group.variables)
-    for base, fqns in used.items():
-        sizes = {fqn: _size(dataset, fqn) for fqn in fqns}
-        if len(set(sizes.values())) <= 1:
-            names.update(dict.fromkeys(fqns, base))
-            continue
-        keeper = max(fqns, key=lambda f: _scope_depth(dataset, group, f))
-        names[keeper] = base
-        for fqn in fqns:
-            if fqn == keeper or sizes[fqn] == sizes[keeper]:
-                names.setdefault(fqn, base)
-                continue
-            n = 1
-            while f"{base}_{n}" in taken:
-                n += 1
-            new = f"{base}_{n}"
-            taken.add(new)
-            names[fqn] = new
-            warnings.append(
-                f"group {group.path!r}: dimension {fqn!r} (size {sizes[fqn]}) is written as "
-                f"{new!r} in _ARRAY_DIMENSIONS, because {keeper!r} (size {sizes[keeper]}) "
-                f"is also used there and keeps the name {base!r}"
-            )
-    return names, warnings
-
-
-def _size(dataset: Dataset, fqn: str) -> int | None:
-    try:
-        return dataset.find_dimension(fqn).size
-    except KeyError:
-        return None
