@@ -606,3 +606,14 @@ def test_ftp_error_names_the_url(tmp_path):
     assert_refused(proc, "ftp://127.0.0.1:1/data/ds.zarr")
     with pytest.raises(StorageError, match=r"ftp://127\.0\.0\.1:1/data"):
         nczarr.read("ftp://127.0.0.1:1/data/ds.zarr")
+
+
+def test_chained_zip_source_inside_the_target_is_refused(tmp_path, data_dir):
+    (tmp_path / "alias").symlink_to(data_dir)
+    before = snapshot(data_dir)
+    source = f"zip::file://{data_dir / 'src.zip'}"
+    with pytest.raises(InvalidModeError, match="overlap"):
+        nczarr.convert(source, str(tmp_path / "alias"), overwrite=True)
+    assert snapshot(data_dir) == before
+    report = nczarr.convert(source, str(tmp_path / "out.zarr"), mode="zarr")
+    assert report.chunks_copied > 0
