@@ -63,6 +63,8 @@ _LAZY = {
     "detect": "nczarr.load",
     "read": "nczarr.load",
     "view": "nczarr.readthrough",
+    # xarray
+    "to_nczarr": "nczarr.integrations.xarray_writer",
     # diagnosis
     "check": "nczarr.diagnosis",
     "CheckReport": "nczarr.diagnosis",
