@@ -54,6 +54,7 @@ def copy_chunks(
     *,
     workers: int = 8,
     resume: bool = False,
+    verify: bool = False,
     progress: Progress | None = None,
 ) -> CopyStats:
     """Copy ``keys`` from ``src`` to ``dst`` unchanged (same key on both sides).
@@ -69,7 +70,11 @@ def copy_chunks(
         4 threads 1.7-3.4x slower than 1, see docs/performance.md).
     resume
         Skip keys ``dst`` already holds with the size they have in ``src`` (what an
-        interrupted run left complete).
+        interrupted run left complete). Sound only for objects the same convert
+        wrote: :mod:`nczarr.conversion.journal` decides.
+    verify
+        With ``resume``: skip a key only if ``dst`` holds exactly ``src``'s bytes
+        (a content check, for targets without a journal).
     progress
         Called from the calling thread as ``progress(done, total)`` after each key.
 
@@ -82,7 +87,7 @@ def copy_chunks(
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers!r}")
-    copy, local, remote = _copier(src, dst, resume)
+    copy, local, remote = _copier(src, dst, resume, verify)
     stats = CopyStats()
     total = len(keys)
     items = _with_sizes(src, keys) if remote and not resume else ((k, None) for k in keys)
@@ -156,7 +161,7 @@ def _with_sizes(src: ZMap, keys: Iterable[str]) -> Iterator[tuple[str, int | Non
 
 
 def _copier(
-    src: ZMap, dst: ZMap, resume: bool
+    src: ZMap, dst: ZMap, resume: bool, verify: bool = False
 ) -> tuple[Callable[[str, int | None], tuple[bool, int]], bool, bool]:
     """The per-key copy ``(key, size or None) -> (copied, bytes copied)``, whether it is a
     local file-to-file copy (which runs in the calling thread, see :func:`copy_chunks`),
@@ -165,7 +170,13 @@ def _copier(
     local = not remote and _file_to_file(src, dst)
 
     def one(key: str, size: int | None = None) -> tuple[bool, int]:
-        if resume:
+        if resume and verify:
+            try:
+                if dst[key] == src[key]:
+                    return False, 0
+            except KeyError:
+                pass
+        elif resume:
             size = src.getsize(key)
             try:
                 if dst.getsize(key) == size:

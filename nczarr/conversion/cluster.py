@@ -54,7 +54,13 @@ def _check_shareable(dst: ZMap) -> None:
 
 
 def copy_batch(
-    src: ZMap, dst: ZMap, keys: Sequence[str], resume: bool, trusted: bool, workers: int
+    src: ZMap,
+    dst: ZMap,
+    keys: Sequence[str],
+    resume: bool,
+    verify: bool,
+    trusted: bool,
+    workers: int,
 ) -> tuple[int, int, int]:
     """One cluster task: copy ``keys``; return ``(copied, skipped, bytes)``.
 
@@ -63,7 +69,7 @@ def copy_batch(
     with ExitStack() as stack:
         if trusted:
             stack.enter_context(dst.trusted_writes())
-        stats = copy_chunks(src, dst, keys, workers=workers, resume=resume)
+        stats = copy_chunks(src, dst, keys, workers=workers, resume=resume, verify=verify)
     return stats.copied, stats.skipped, stats.bytes
 
 
@@ -76,6 +82,7 @@ def copy_chunks_on_cluster(
     batch_size: int = DEFAULT_BATCH,
     workers: int = 8,
     resume: bool = False,
+    verify: bool = False,
     trusted: bool = False,
     retries: int = 3,
     progress: Callable[[int, int], object] | None = None,
@@ -90,8 +97,9 @@ def copy_chunks_on_cluster(
         Keys per task.
     workers
         Copy threads inside each task (as in :func:`~nczarr.apply.copy_chunks`).
-    resume
-        Skip keys ``dst`` already holds complete (see :func:`~nczarr.apply.copy_chunks`).
+    resume, verify
+        Skip keys ``dst`` already holds complete, by size or (``verify``) by content
+        (see :func:`~nczarr.conversion.apply.copy_chunks`).
     trusted
         The keys form a valid tree into a target verified empty: each task copies in
         a :meth:`~nczarr.maps.base.ZMap.trusted_writes` block (no per-key leaf probes).
@@ -131,6 +139,7 @@ def copy_chunks_on_cluster(
             shared_dst,
             batch,
             resume,
+            verify,
             trusted,
             workers,
             key=f"nczarr-copy-{token}-{start}",

@@ -98,7 +98,9 @@ def _import_s3fs() -> Any:
     try:
         import s3fs
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
+        from ..errors import MissingDependencyError
+
+        raise MissingDependencyError(
             "S3Map needs s3fs, which is not installed: pip install nczarr[s3]"
         ) from exc
     return s3fs
@@ -255,7 +257,9 @@ class S3Map(ZMap):
         return f"{full}/" if full else ""
 
     def _where(self) -> str:
-        return f" at {self._endpoint_url}" if self._endpoint_url else ""
+        from .url import redact  # an endpoint_url may carry user:password@
+
+        return f" at {redact(self._endpoint_url)}" if self._endpoint_url else ""
 
     def _s3url(self, key: str = "") -> str:
         return f"s3://{self._path(key)}"
@@ -294,7 +298,9 @@ class S3Map(ZMap):
             return StoragePermissionError(f"access denied to {where} ({op}: {code}: {message})")
         if code:
             return StorageError(f"S3 {op} of {where} failed: {code}: {message}")
-        return StorageError(f"S3 {op} of {where} failed: {type(exc).__name__}: {exc}")
+        from .url import redact_text  # botocore quotes the endpoint URL in its errors
+
+        return StorageError(redact_text(f"S3 {op} of {where} failed: {type(exc).__name__}: {exc}"))
 
     async def _do(self, op: str, key: str | None, coro: Awaitable[T], what: str = "") -> T:
         """Await one s3fs call, translating its failure (see :meth:`_translate`)."""
