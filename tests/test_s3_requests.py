@@ -54,12 +54,14 @@ def test_file_to_s3_is_one_put_per_chunk(
         report = nczarr.convert(str(src), _url(proxy.endpoint, s3_bucket, f"out{rows}", fmt))
         assert report.chunks_copied == chunks
         metadata = len(report.metadata_written)
-        assert proxy.counts["PutObject"] == chunks + metadata
+        # + 1: the resume journal (written first, deleted after the root)
+        assert proxy.counts["PutObject"] == chunks + metadata + 1
         assert proxy.counts["CopyObject"] == proxy.counts["GetObject"] == 0
         overheads.append(_overhead(proxy.counts, "PutObject", chunks))
     # open the bucket, check the target is empty: the same few requests at any size
     assert overheads[0] == overheads[1]
-    assert sum(overheads[0].values()) <= 12, overheads[0]
+    # HeadBucket, the emptiness LIST, metadata + journal PUTs, journal HEAD + DELETE: 13
+    assert sum(overheads[0].values()) <= 15, overheads[0]
 
 
 def test_s3_to_s3_is_one_copy_per_chunk_and_no_head(
@@ -81,14 +83,14 @@ def test_s3_to_s3_is_one_copy_per_chunk_and_no_head(
         )
         counts = dict(proxy.counts)
         assert counts["CopyObject"] == chunks
-        assert counts["PutObject"] == len(report.metadata_written)
+        assert counts["PutObject"] == len(report.metadata_written) + 1  # + the journal
         # no chunk byte through the client, no HEAD per chunk: sizes came from listings
         overhead = _overhead(counts, "CopyObject", chunks)
         overhead.pop("PutObject")
         assert overhead.get("HeadObject", 0) < 20
         overheads.append(overhead)
     assert overheads[0] == overheads[1]
-    assert sum(overheads[0].values()) <= 50, overheads[0]  # measured: 43
+    assert sum(overheads[0].values()) <= 55, overheads[0]  # measured: 43 (+3 for the journal)
     # and the copies are the source objects, byte for byte
     for key, value in tree(src).items():
         if not key.rpartition("/")[2].startswith("."):
