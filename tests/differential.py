@@ -618,11 +618,22 @@ def _stored_json(key: Path) -> dict[str, Any]:
         return {}
     doc = json.loads(key.read_text(encoding="utf-8"))
     return {
-        k: _json_plain(v)
+        k: _json_plain(_reals(v))
         for k, v in doc.items()
         if not k.startswith("_nczarr")
         and k not in ("_ARRAY_DIMENSIONS", "_FillValue", *HIDDEN_ROOT_ATTRS)
     }
+
+
+def _reals(value: Any) -> Any:
+    """netcdf-c writes a float/double attribute's whole values without a point
+    (``[5.9e16, 0]``): a numeric list holding any real is a list of reals."""
+    numbers = isinstance(value, list) and all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in value
+    )
+    if numbers and any(isinstance(v, float) for v in value):
+        return [float(v) for v in value]
+    return value
 
 
 # ------------------------------------------------------------------- comparing
