@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import InvalidModeError, TargetExistsError
 from ..maps.base import ZMap
-from ..translate.conventions import FORMATS, LAYOUT_V2, LAYOUT_ZARR, V1_OBJECT_NAMES
+from ..translate.conventions import FORMATS, LAYOUT_V2, LAYOUT_ZARR, V1_OBJECT_NAMES, ZARRAY
 from .apply import copy_chunks, delete_keys, write_metadata
 from .plan import build_plan, legacy_candidates, order_metadata
 
@@ -56,8 +56,13 @@ class ConvertReport:
     arrays
         Number of arrays (netCDF variables) in the target.
     chunks_copied, chunks_skipped, bytes_copied
-        Chunk objects copied, chunk objects skipped by ``resume`` (already complete),
-        and chunk bytes copied.
+        Chunk objects copied verbatim, chunk objects skipped by ``resume`` (already
+        complete), and chunk bytes written (copied or re-encoded).
+    chunks_reencoded
+        Chunk objects decoded and encoded again (see :mod:`nczarr.reencode`).
+    reencoded
+        ``(array FQN, reason)`` for every array whose chunks are re-encoded (also in
+        ``warnings``, and announced as :class:`~nczarr.errors.NCZarrWarning`).
     metadata_written, deleted_keys
         Metadata keys written, and legacy keys deleted (``migrate``).
     seconds
@@ -77,6 +82,7 @@ class ConvertReport:
     target_format: str
     arrays: int = 0
     chunks_copied: int = 0
+    chunks_reencoded: int = 0
     chunks_skipped: int = 0
     bytes_copied: int = 0
     metadata_written: tuple[str, ...] = ()
@@ -87,6 +93,7 @@ class ConvertReport:
     planned_keys: tuple[str, ...] = field(default=(), repr=False)
     planned_bytes: int = 0
     operation: str = "convert"
+    reencoded: tuple[tuple[str, str], ...] = ()
 
     def summary(self) -> str:
         """One line for humans (what the CLI prints)."""
@@ -111,7 +118,8 @@ class ConvertReport:
         return (
             f"{self.source} ({self.source_layout}) -> {self.target} ({self.target_format}): "
             f"{self.arrays} arrays, {self.chunks_copied} chunks copied, "
-            f"{self.chunks_skipped} skipped, {self.bytes_copied} bytes, "
+            + (f"{self.chunks_reencoded} re-encoded, " if self.chunks_reencoded else "")
+            + f"{self.chunks_skipped} skipped, {self.bytes_copied} bytes, "
             f"{len(self.metadata_written)} metadata objects written"
             + (f", {len(self.deleted_keys)} deleted" if self.deleted_keys else "")
             + f" in {self.seconds:.2f} s"
@@ -187,6 +195,33 @@ def _translate(zmap: ZMap, fmt: str, noxarray: bool, consolidated: bool | None) 
     from ..readthrough import view
 
     return view(zmap, mode=fmt, noxarray=noxarray, consolidated=consolidated)
+
+
+def split_reencoded(translated: Any, keys: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``keys`` split into chunks copied verbatim and chunks of re-encoded arrays."""
+    if not translated.reencoded:
+        return list(keys), []
+    verbatim, reencoded = [], []
+    for key in keys:
+        (reencoded if translated.reencoded_array(key) is not None else verbatim).append(key)
+    return verbatim, reencoded
+
+
+def reencoded_arrays(translated: Any, plan: Any) -> tuple[tuple[str, str], ...]:
+    """``(FQN, reason)`` of the planned arrays whose chunks are re-encoded."""
+    kept = {key.rpartition("/")[0] for key, _ in plan.metadata if key.endswith(ZARRAY)}
+    return tuple(
+        ("/" + path, reason) for path, reason in translated.reencoded.items() if path in kept
+    )
+
+
+def _offset(
+    progress: Callable[[int, int], object] | None, done: int, total: int
+) -> Callable[[int, int], object] | None:
+    """``progress`` for the second of two copies: counts continue from ``done``."""
+    if progress is None:
+        return None
+    return lambda n, _: progress(done + n, total)
 
 
 # ------------------------------------------------------------------ convert
@@ -271,7 +306,9 @@ def convert(
         # Chunks are copied from the source map itself (verbatim, kernel or S3
         # server-side copies) unless the view shows them under other keys (Zarr v3
         # "c/0/1" -> "0.1"): then through the view, which reads each from its v3 key.
+        # Chunks of re-encoded arrays always come from the view (nczarr.reencode).
         source = translated if translated.keys_mapped else translated.source
+        verbatim, reencoded = split_reencoded(translated, plan.chunk_keys)
         report = ConvertReport(
             source=src_url,
             target=dst_url,
@@ -279,12 +316,15 @@ def convert(
             target_format=fmt,
             arrays=plan.arrays,
             warnings=plan.warnings,
+            reencoded=reencoded_arrays(translated, plan),
         )
         if dry_run:
             report.dry_run = True
             report.planned_keys = plan.keys
             report.planned_bytes = (
-                sum(source.getsize(k) for k in plan.chunk_keys) + plan.metadata_bytes
+                sum(source.getsize(k) for k in verbatim)
+                + sum(translated.getsize(k) for k in reencoded)
+                + plan.metadata_bytes
             )
             report.seconds = time.perf_counter() - start
             return report
@@ -302,13 +342,29 @@ def convert(
                     "interrupted convert"
                 )
         stats = copy_chunks(
-            source, dst_map, plan.chunk_keys, workers=workers, resume=resume, progress=progress
+            source,
+            dst_map,
+            verbatim,
+            workers=workers,
+            resume=resume,
+            progress=_offset(progress, 0, len(plan.chunk_keys)),
+        )
+        # Decoded and encoded again in the same worker pool (at most `workers` chunks
+        # in memory): the view serves the target's bytes of each such chunk.
+        restats = copy_chunks(
+            translated,
+            dst_map,
+            reencoded,
+            workers=workers,
+            resume=resume,
+            progress=_offset(progress, len(verbatim), len(plan.chunk_keys)),
         )
         written = write_metadata(dst_map, plan.metadata)
         dst_map.flush()
     report.chunks_copied = stats.copied
-    report.chunks_skipped = stats.skipped
-    report.bytes_copied = stats.bytes
+    report.chunks_reencoded = restats.copied
+    report.chunks_skipped = stats.skipped + restats.skipped
+    report.bytes_copied = stats.bytes + restats.bytes
     report.metadata_written = tuple(written)
     report.seconds = time.perf_counter() - start
     return report

@@ -10,13 +10,17 @@ v3 spellings:
   all, gives the anonymous ``_Anonymous_Dimension_<n>``); ``_ARRAY_DIMENSIONS`` in
   the attributes is honoured when ``dimension_names`` is absent;
 * ``data_type`` names: ``bool`` -> ubyte, ``int8`` ... ``uint64``, ``float32``,
-  ``float64``; everything else (float16, complex, strings, datetimes, raw bits,
-  extension types) is skipped with a warning, as v2 does;
+  ``float64``; ``string`` (variable-length UTF-8) and ``fixed_length_utf32`` (numpy
+  ``<U``) -> netCDF ``string`` with ``text_storage`` saying how it is stored;
+  everything else (float16, complex, datetimes, raw bits, extension types) is
+  skipped with a warning, as v2 does;
 * ``fill_value`` may be a number, ``"NaN"``/``"Infinity"``/``"-Infinity"``, a
   hex string of the IEEE bits (``"0x7fc00000"``) or a boolean;
 * the codec chain must have a byte-identical Zarr v2 form
   (:func:`~nczarr.translate.codecs_v3.v2_pipeline`), else the array is skipped with
-  a warning naming the codec (``sharding_indexed``, ``vlen-utf8`` ...);
+  a warning naming the codec; a ``sharding_indexed`` array is described by its inner
+  chunks and codecs, with ``shards`` set (its chunks are re-encoded, see
+  :mod:`nczarr.reencode`);
 * xarray writes ``_FillValue`` as an attribute (base64 of the little-endian bytes
   for floats). netCDF has one fill value per variable, so it becomes the
   variable's fill value and the attribute is dropped; when it differs from the
@@ -45,7 +49,7 @@ from typing import Any
 from ..errors import MetadataError, UnsupportedError
 from ..keys import join_key
 from .attrs import json_text_safe
-from .codecs_v3 import v2_pipeline
+from .codecs_v3 import codec_name, v2_pipeline
 from .conventions import (
     ARRAY_DIMENSIONS,
     ATTR_KEYS,
@@ -171,15 +175,39 @@ def _int_tuple(value: Any, what: str, key: str, *, positive: bool) -> tuple[int,
     return tuple(value)
 
 
-def _data_type(value: Any) -> tuple[str, int]:
+def _data_type(value: Any) -> ZarrDtype:
+    """The data type (byte order still little: the ``bytes`` codec decides)."""
+    config: Any = {}
     if isinstance(value, dict):
+        config = value.get("configuration") or {}
         value = value.get("name")
     if not isinstance(value, str):
         raise MetadataError(f"data_type must be a name, got {json_text_safe(value)}")
+    if value == "string":  # zarr-python 3's variable-length UTF-8 strings
+        return ZarrDtype("string", "little", 1, text_storage="vlen-utf8")
+    if value == "fixed_length_utf32":  # numpy "<U<n>" (what xarray writes for text)
+        size = config.get("length_bytes") if isinstance(config, dict) else None
+        if isinstance(size, bool) or not isinstance(size, int) or size < 4 or size % 4:
+            raise MetadataError(f"data_type {value!r}: invalid length_bytes {size!r}")
+        return ZarrDtype("string", "little", size, maxstrlen=size // 4, text_storage="unicode")
     found = DATA_TYPES.get(value)
     if found is None:
         raise UnsupportedError(f"data_type {value!r} has no netCDF-4 equivalent")
-    return found
+    return ZarrDtype(found[0], "little", found[1])
+
+
+def _sharding(codecs: Any, key: str) -> tuple[tuple[int, ...], Any] | None:
+    """``(inner chunk shape, inner codecs)`` of an array sharded with ``sharding_indexed``
+    (its only array->bytes codec), or None when the array is not sharded."""
+    if not isinstance(codecs, list) or not codecs:
+        return None
+    name, config = codec_name(codecs[0])
+    if name != "sharding_indexed":
+        return None
+    if len(codecs) != 1:
+        raise UnsupportedError("codecs after 'sharding_indexed' are not supported")
+    inner = _int_tuple(config.get("chunk_shape"), "sharding chunk_shape", key, positive=True)
+    return inner, config.get("codecs", [{"name": "bytes"}])
 
 
 def _fill_value(value: Any, dtype: ZarrDtype) -> Any:
@@ -194,7 +222,8 @@ def _fill_value(value: Any, dtype: ZarrDtype) -> Any:
             raise ValueError(f"{value!r} is not {dtype.itemsize} bytes of hex") from None
         number = struct.unpack(">f" if dtype.itemsize == 4 else ">d", raw)[0]
         return to_float32(number) if dtype.nc_type == "float" else number
-    return decode_fill_value(value, dtype, raw_text=False)
+    # zarr-python writes the fill value of its string data types as plain text
+    return decode_fill_value(value, dtype, raw_text=dtype.text_storage is not None)
 
 
 def parse_array_v3(doc: Any, key: str) -> tuple[ArraySpec, ChunkKeys]:
@@ -223,12 +252,22 @@ def parse_array_v3(doc: Any, key: str) -> tuple[ArraySpec, ChunkKeys]:
         raise MetadataError(f"{key!r}: chunk_shape {list(chunks)} and shape {list(shape)} differ")
     if doc.get("storage_transformers"):
         raise UnsupportedError("storage_transformers are not supported")
+    shards: tuple[int, ...] | None = None
     try:
-        nc_type, itemsize = _data_type(doc["data_type"])
-        pipeline = v2_pipeline(doc["codecs"], ndim=len(shape), itemsize=itemsize)
+        dtype = _data_type(doc["data_type"])
+        codecs = doc["codecs"]
+        sharded = _sharding(codecs, key)
+        if sharded is not None:
+            shards, (chunks, codecs) = chunks, sharded
+            if len(chunks) != len(shape) or any(s % c for s, c in zip(shards, chunks, strict=True)):
+                raise MetadataError(
+                    f"sharding chunk_shape {list(chunks)} does not divide the shard shape "
+                    f"{list(shards)}"
+                )
+        pipeline = v2_pipeline(codecs, ndim=len(shape), itemsize=dtype.itemsize)
     except MetadataError as exc:
         raise MetadataError(f"{key!r}: {exc}") from None
-    dtype = ZarrDtype(nc_type, pipeline.endian, itemsize)
+    dtype = replace(dtype, endian=pipeline.endian)
     try:
         fill = _fill_value(doc.get("fill_value"), dtype)
     except ValueError as exc:
@@ -246,6 +285,7 @@ def parse_array_v3(doc: Any, key: str) -> tuple[ArraySpec, ChunkKeys]:
         filters=pipeline.filters,
         order=pipeline.order,
         dimension_separator=keys.target_separator,
+        shards=shards,
     )
     return spec, keys
 

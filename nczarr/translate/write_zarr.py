@@ -74,7 +74,8 @@ def write_zarr(dataset: Dataset, *, noxarray: bool = False) -> tuple[dict[str, b
 
 def zarray_zarr(var: Variable) -> dict[str, Any]:
     """The pure-Zarr ``.zarray`` document of one variable (scalars are 0-d)."""
-    fill = encode_fill_value(var.fill_value, var.type, nczarr=False)
+    # zarr-python keeps the fill value of "<U" and "|O" arrays as text (base64 is for "|S").
+    fill = encode_fill_value(var.fill_value, var.type, nczarr=var.text_storage is not None)
     return zarray_document(var, nczarr=False, fill_value=fill)
 
 
