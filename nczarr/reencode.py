@@ -15,6 +15,8 @@ chunk per source chunk; for a sharded array, per inner chunk):
 * codecs netcdf-c has no filter for (``gzip``, ``crc32c``, ``lz4`` ...), when the
   target is NCZarr: netcdf-c opens the dataset but cannot read the variable. Checksums
   are dropped and the data is compressed with ``zlib``, which every netcdf-c reads.
+* arrays in Fortran order (``"order": "F"``), when the target is NCZarr: netcdf-c
+  reads every chunk in C order and would return the values transposed.
 * scalars compressed with ``blosc``, when the target is NCZarr: netcdf-c 4.10 then
   refuses the *whole dataset* ("Filter error: bad id or parameters"), although it
   reads blosc on any array of rank >= 1. A scalar is one value: it is written
@@ -111,9 +113,16 @@ def _for_netcdf_c(var: Variable) -> tuple[Variable, list[str]]:
         filters = tuple(f for f in filters if f["id"] != "blosc")
         compressor = None if compressor and compressor["id"] == "blosc" else compressor
         reasons.append("netcdf-c 4.10 refuses a blosc-compressed scalar, so it is uncompressed")
+    order = var.order
+    if order == "F" and len(var.shape) > 1:
+        order = "C"
+        reasons.append("netcdf-c reads every chunk in C order and ignores order 'F'")
     if not reasons:
         return var, []
-    return dataclasses.replace(var, filters=filters, compressor=compressor), reasons
+    return (
+        dataclasses.replace(var, filters=filters, compressor=compressor, order=order),
+        reasons,
+    )
 
 
 def _target(var: Variable, format: str) -> tuple[Variable, list[str]]:

@@ -267,6 +267,13 @@ def parse_array_v3(doc: Any, key: str) -> tuple[ArraySpec, ChunkKeys]:
         pipeline = v2_pipeline(codecs, ndim=len(shape), itemsize=dtype.itemsize)
     except MetadataError as exc:
         raise MetadataError(f"{key!r}: {exc}") from None
+    vlen = bool(pipeline.filters) and pipeline.filters[0]["id"] == "vlen-utf8"
+    if vlen != (dtype.text_storage == "vlen-utf8"):
+        raise UnsupportedError(
+            "data_type 'string' needs the array->bytes codec 'vlen-utf8'"
+            if not vlen
+            else f"codec 'vlen-utf8' is for data_type 'string', not {doc['data_type']!r}"
+        )
     dtype = replace(dtype, endian=pipeline.endian)
     try:
         fill = _fill_value(doc.get("fill_value"), dtype)
