@@ -3,11 +3,12 @@
 Both are a translated view (:func:`nczarr.view`) plus a copy: the view says what
 the metadata of the target is and which chunk objects pass through unchanged;
 :mod:`nczarr.conversion.plan` orders the writes and :mod:`nczarr.conversion.apply`
-performs them. Chunk
-bytes are never decoded, so every NCZarr <-> Zarr v2 conversion only rewrites
-metadata and copies chunks verbatim; so does a Zarr v3 source, whose chunks are
-copied byte for byte to their Zarr v2 keys (arrays whose v3 codecs have no
-byte-identical v2 form are left out, with a warning).
+performs them. Chunk bytes are copied verbatim whenever the target's readers decode
+them to the producer's values (a Zarr v3 source's chunks go byte for byte to their
+Zarr v2 keys). The few arrays for which that is not so (strings for NCZarr, sharded
+arrays, codecs netcdf-c lacks: :mod:`nczarr.reencode`) have their chunks decoded and
+encoded again, in the same worker pool, and are named in the report and warnings.
+Arrays no target can represent make ``convert`` raise unless they are excluded.
 
 Safety: chunks are written first, then array metadata, then groups, the root group
 last, so an interrupted convert never leaves a target that opens as a complete
@@ -25,11 +26,23 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidModeError, TargetExistsError
+from ..errors import (
+    InvalidModeError,
+    TargetExistsError,
+    UnsupportedError,
+    UnsupportedTypeError,
+)
 from ..maps.base import ZMap
-from ..translate.conventions import FORMATS, LAYOUT_V2, LAYOUT_ZARR, V1_OBJECT_NAMES, ZARRAY
+from ..translate.conventions import (
+    FORMATS,
+    LAYOUT_V2,
+    LAYOUT_ZARR,
+    V1_OBJECT_NAMES,
+    ZARR_JSON,
+    ZARRAY,
+)
 from .apply import copy_chunks, delete_keys, write_metadata
-from .plan import build_plan, legacy_candidates, order_metadata
+from .plan import build_plan, legacy_candidates, order_metadata, selected_paths
 
 __all__ = ["ConvertReport", "convert", "migrate", "FORMATS"]
 
@@ -197,6 +210,23 @@ def _translate(zmap: ZMap, fmt: str, noxarray: bool, consolidated: bool | None) 
     return view(zmap, mode=fmt, noxarray=noxarray, consolidated=consolidated)
 
 
+def _check_representable(
+    translated: Any, fmt: str, include: Sequence[str] | None, exclude: Sequence[str] | None
+) -> None:
+    """Refuse to convert arrays the reader had to leave out, unless they are excluded."""
+    refused = selected_paths(translated.dataset.skipped, include, exclude)
+    if not refused:
+        return
+    reasons = [
+        w for w in translated.warnings if any(w.startswith(f"skipped array {p!r}") for p in refused)
+    ]
+    raise UnsupportedTypeError(
+        f"{translated.source.url}: cannot represent {', '.join(refused)} in {fmt}: "
+        + "; ".join(reasons)
+        + f". Pass exclude={refused!r} (--exclude) to convert without them."
+    )
+
+
 def split_reencoded(translated: Any, keys: Sequence[str]) -> tuple[list[str], list[str]]:
     """``keys`` split into chunks copied verbatim and chunks of re-encoded arrays."""
     if not translated.reencoded:
@@ -280,6 +310,9 @@ def convert(
     InvalidModeError
         Bad ``mode``, ``overwrite`` together with ``resume``, overlapping source
         and target, or an include/exclude pattern that matches nothing.
+    UnsupportedTypeError
+        An array the selection keeps has no netCDF-4 / target form (complex,
+        datetime ...); the message names it. Nothing is written.
     """
     start = time.perf_counter()
     parsed = _parsed(dst)
@@ -295,6 +328,7 @@ def convert(
     with ExitStack() as stack:
         src_map = _open(src, "r", storage_options, stack)
         translated = _translate(src_map, fmt, noxarray, consolidated)
+        _check_representable(translated, fmt, include, exclude)
         plan = build_plan(
             translated,
             target_format=fmt,
@@ -390,6 +424,29 @@ def _legacy_keys(zmap: ZMap, dataset: Any, metadata: Mapping[str, bytes]) -> lis
     return out
 
 
+def _check_migratable(zmap: ZMap, translated: Any, fmt: str) -> None:
+    """Refuse, before anything is written, a store whose chunks ``migrate`` cannot keep.
+
+    ``migrate`` rewrites metadata only. Zarr v3 chunks sit under other keys than
+    Zarr v2 metadata names (``x/c/0`` for ``x/0``), and re-encoded arrays need new chunk
+    bytes: new metadata over the old chunks would read as fill values or garbage.
+    """
+    url = zmap.url
+    if ZARR_JSON in zmap:
+        raise UnsupportedError(
+            f"{url}: cannot migrate a Zarr v3 store in place: its chunk keys (x/c/0) are not "
+            f"the Zarr v2 keys (x/0) {fmt} metadata names; use convert() (nczarr convert) to "
+            "write a copy. Nothing was changed."
+        )
+    if translated.reencoded:
+        arrays = "; ".join(f"/{path} ({why})" for path, why in translated.reencoded.items())
+        raise UnsupportedError(
+            f"{url}: cannot migrate in place to {fmt}: migrate rewrites metadata only, and "
+            f"these arrays need their chunks re-encoded: {arrays}. Use convert() (nczarr "
+            "convert) to write a copy. Nothing was changed."
+        )
+
+
 def migrate(
     url: str | os.PathLike[str] | ZMap,
     to: str = "nczarr",
@@ -417,12 +474,20 @@ def migrate(
     ----------
     progress
         ``progress(done, total)`` in metadata objects written or deleted.
+
+    Raises
+    ------
+    UnsupportedError
+        A Zarr v3 store (its chunk keys are not Zarr v2 keys), or arrays whose chunks
+        would have to be re-encoded for ``to`` (see :mod:`nczarr.reencode`): raised
+        before anything is written; :func:`convert` writes a copy instead.
     """
     start = time.perf_counter()
     fmt = _check_format(to, "target format")
     with ExitStack() as stack:
         zmap = _open(url, "r" if dry_run else "r+", storage_options, stack)
         translated = _translate(zmap, fmt, False, None)
+        _check_migratable(zmap, translated, fmt)
         dataset = translated.dataset
         metadata = translated.metadata
         order = order_metadata(metadata)

@@ -155,11 +155,16 @@ class Group(_NaNEq):
 
 @dataclass(frozen=True, eq=False)
 class Dataset(_NaNEq):
-    """A whole dataset: the root group, the layout it was read from, and warnings."""
+    """A whole dataset: the root group, the layout it was read from, and warnings.
+
+    ``skipped`` lists the FQNs of the source's arrays the reader left out (their data
+    type or codecs have no netCDF-4 form; ``warnings`` says why).
+    """
 
     root: Group
     layout: str = "nczarr-v2"
     warnings: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = ()
 
     def find_dimension(self, fqn: str) -> Dimension:
         """The dimension with fully qualified name ``fqn`` (``KeyError`` if none)."""

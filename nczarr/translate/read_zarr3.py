@@ -394,7 +394,7 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
     try:
         spec, _ = parse_array_v3(doc, key)
     except UnsupportedError as exc:
-        builder.warnings.append(f"skipped array {group_fqn(prefix)!r}: {exc}")
+        builder.skip(prefix, str(exc))
         return None
     attrs = dict(_attributes(doc, key))
     nc_type = spec.dtype.nc_type
@@ -498,6 +498,6 @@ def read_zarr3(
         variable = _variable(builder, "/", "", name, docs[""])
         variables = {name: renamed_variable(variable, name)} if variable is not None else {}
         root = Group("/", "/", dict(builder.dims.get("/", {})), {}, variables, {})
-        return Dataset(root, layout, tuple(builder.warnings))
+        return Dataset(root, layout, tuple(builder.warnings), tuple(builder.skipped))
     root = finish_dims(_group(builder, nodes, docs, ""), builder)
-    return Dataset(root, layout, tuple(builder.warnings))
+    return Dataset(root, layout, tuple(builder.warnings), tuple(builder.skipped))

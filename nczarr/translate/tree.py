@@ -229,10 +229,17 @@ class TreeBuilder:
         self.meta = meta
         self.nczarr = nczarr
         self.warnings: list[str] = []
+        #: FQNs of the arrays left out (their dtype or codecs have no netCDF form)
+        self.skipped: list[str] = []
         #: group FQN -> dimension name -> Dimension (insertion order kept)
         self.dims: dict[str, dict[str, Dimension]] = {}
         #: group FQN -> name -> (length, array key, dimension FQN) for _ARRAY_DIMENSIONS
         self.usage: dict[str, dict[str, tuple[int, str, str]]] = {}
+
+    def skip(self, prefix: str, reason: str) -> None:
+        """Leave out the array at ``prefix``, saying why."""
+        self.skipped.append(group_fqn(prefix))
+        self.warnings.append(f"skipped array {group_fqn(prefix)!r}: {reason}")
 
     # ----------------------------------------------------------------- dimensions
     def add_dimension(self, group: str, dim: Dimension, *, key: str) -> str:
@@ -345,7 +352,7 @@ class TreeBuilder:
         try:
             return parse_array_metadata(self.meta.get(key), key, nczarr=self.nczarr)
         except UnsupportedError as exc:
-            self.warnings.append(f"skipped array {group_fqn(prefix)!r}: {exc}")
+            self.skip(prefix, str(exc))
             return None
 
     def pure_variable(self, group: str, prefix: str, name: str) -> Variable | None:
