@@ -32,9 +32,10 @@ target's numcodecs pipeline. No codec is implemented here.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
-import threading
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -251,8 +252,6 @@ class ChunkRecoder:
             self._dst_codecs = _codecs(dst)
         except (ValueError, KeyError, TypeError) as exc:
             raise UnsupportedError(f"array {src.path!r}: cannot re-encode: {exc}") from None
-        self._lock = threading.Lock()
-        self._zarray: Any = None
 
     @property
     def path(self) -> str:
@@ -266,16 +265,28 @@ class ChunkRecoder:
         rest = self._re.source.dimension_separator.join(map(str, coords)) if coords else "0"
         return join_key(self._prefix, rest)
 
-    def _sharded(self) -> Any:
-        with self._lock:
-            if self._zarray is None:
-                import zarr
+    def _read_sharded(self, region: tuple[slice, ...]) -> np.ndarray:
+        """``region`` of a sharded array, read by zarr-python (which reads the shard index).
 
-                from .integrations.zarr_store import ZarrStore
+        zarr-python runs on its own private event loop here, in this thread: the
+        view may be called from zarr-python's loop (an xarray read of the view), whose
+        executor threads would otherwise wait on each other.
+        """
+        from .integrations.zarr_store import ZarrStore
 
-                store = ZarrStore(self._source, read_only=True)
-                self._zarray = zarr.open_array(store=store, path=self._prefix, mode="r")
-            return self._zarray
+        async def read() -> Any:
+            from zarr.api.asynchronous import open_array
+
+            store = ZarrStore(self._source, read_only=True)
+            array = await open_array(store=store, path=self._prefix, mode="r", zarr_format=3)
+            return await array.getitem(region)
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return np.asarray(asyncio.run(read()))
+        with ThreadPoolExecutor(1) as pool:  # called from a running loop: not on it
+            return np.asarray(pool.submit(asyncio.run, read()).result())
 
     def decode(self, coords: tuple[int, ...]) -> np.ndarray | None:
         """The values of chunk ``coords`` (chunk-shaped; None if it is not stored)."""
@@ -285,7 +296,7 @@ class ChunkRecoder:
                 slice(c * n, min((c + 1) * n, size))
                 for c, n, size in zip(coords, src.chunks, src.shape, strict=True)
             )
-            values = np.asarray(self._sharded()[region])
+            values = self._read_sharded(region)
             if values.shape == self._chunk_shape:
                 return values
             full = np.empty(self._chunk_shape, dtype=values.dtype)
