@@ -407,6 +407,8 @@ class TranslatedView(ZMap):
 
     def close(self) -> None:
         """Close the view, and the source when the view opened it from a URL."""
+        for recoder in self._recoders.values():
+            recoder.close()
         if not self._closed and self._owns_source:
             self._source.close()
         super().close()

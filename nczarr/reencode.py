@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
+import weakref
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -252,6 +253,10 @@ class ChunkRecoder:
             self._dst_codecs = _codecs(dst)
         except (ValueError, KeyError, TypeError) as exc:
             raise UnsupportedError(f"array {src.path!r}: cannot re-encode: {exc}") from None
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._array: Any = None
+        self._closer: weakref.finalize | None = None
 
     @property
     def path(self) -> str:
@@ -268,25 +273,35 @@ class ChunkRecoder:
     def _read_sharded(self, region: tuple[slice, ...]) -> np.ndarray:
         """``region`` of a sharded array, read by zarr-python (which reads the shard index).
 
-        zarr-python runs on its own private event loop here, in this thread: the
-        view may be called from zarr-python's loop (an xarray read of the view), whose
-        executor threads would otherwise wait on each other.
+        zarr-python runs on an event loop of this recoder's own (one thread, started
+        on first use, stopped by :meth:`close` or when the recoder is collected): the
+        view may be read *by* zarr-python (xarray over the view), and a nested call
+        into zarr-python's global loop from its executor threads would wait forever.
         """
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, name="nczarr-shards", daemon=True).start()
+                self._closer = weakref.finalize(self, _stop, loop)
+                self._loop = loop
+                self._array = asyncio.run_coroutine_threadsafe(self._open(), loop).result()
+            loop, array = self._loop, self._array
+        return np.asarray(asyncio.run_coroutine_threadsafe(array.getitem(region), loop).result())
+
+    async def _open(self) -> Any:
+        from zarr.api.asynchronous import open_array
+
         from .integrations.zarr_store import ZarrStore
 
-        async def read() -> Any:
-            from zarr.api.asynchronous import open_array
+        store = ZarrStore(self._source, read_only=True)
+        return await open_array(store=store, path=self._prefix, mode="r", zarr_format=3)
 
-            store = ZarrStore(self._source, read_only=True)
-            array = await open_array(store=store, path=self._prefix, mode="r", zarr_format=3)
-            return await array.getitem(region)
-
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return np.asarray(asyncio.run(read()))
-        with ThreadPoolExecutor(1) as pool:  # called from a running loop: not on it
-            return np.asarray(pool.submit(asyncio.run, read()).result())
+    def close(self) -> None:
+        """Stop the event loop of sharded reads, if one was started."""
+        with self._lock:
+            if self._closer is not None:
+                self._closer()
+            self._loop = self._array = self._closer = None
 
     def decode(self, coords: tuple[int, ...]) -> np.ndarray | None:
         """The values of chunk ``coords`` (chunk-shaped; None if it is not stored)."""
@@ -374,6 +389,10 @@ class ChunkRecoder:
         if values is None or values.size == 0:
             return 0
         return max(len(str(v).encode("utf-8")) for v in values.ravel() if v is not None)
+
+
+def _stop(loop: asyncio.AbstractEventLoop) -> None:
+    loop.call_soon_threadsafe(loop.stop)
 
 
 def _fill_of(var: Variable, dtype: np.dtype) -> Any:

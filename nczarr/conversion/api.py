@@ -328,6 +328,7 @@ def convert(
     with ExitStack() as stack:
         src_map = _open(src, "r", storage_options, stack)
         translated = _translate(src_map, fmt, noxarray, consolidated)
+        stack.callback(translated.close)
         _check_representable(translated, fmt, include, exclude)
         plan = build_plan(
             translated,
