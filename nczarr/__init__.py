@@ -63,6 +63,11 @@ _LAZY = {
     "detect": "nczarr.load",
     "read": "nczarr.load",
     "view": "nczarr.readthrough",
+    # xarray
+    "to_nczarr": "nczarr.integrations.xarray_writer",
+    # diagnosis
+    "check": "nczarr.diagnosis",
+    "CheckReport": "nczarr.diagnosis",
     # conversion
     "convert": "nczarr.conversion.api",
     "migrate": "nczarr.conversion.api",

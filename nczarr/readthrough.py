@@ -5,7 +5,8 @@ writes it again with :func:`nczarr.translate.write_with_warnings`, and
 serves:
 
 * the translated metadata objects (``.zgroup``, ``.zattrs``, ``.zarray``, and
-  ``.zmetadata`` when asked for) from memory;
+  ``.zmetadata`` when asked for; with ``zarr_format=3`` one ``zarr.json`` per node)
+  from memory;
 * the chunk objects of every array in the model straight from ``src``, under the
   same key (an NCZarr scalar's chunk ``0`` is also the 0-d chunk of pure Zarr);
   Zarr v3 chunks (``c/0/1``, ``c`` for 0-d) are shown under their Zarr v2 keys
@@ -25,7 +26,7 @@ zarr-python or xarray, or copy its keys to convert (what :mod:`nczarr.convert` d
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -58,6 +59,8 @@ class TranslatedView(ZMap):
         noxarray: bool = False,
         consolidated: bool | None = None,
         owns_source: bool = False,
+        netcdf_scalars: bool = False,
+        zarr_format: int = 2,
     ) -> None:
         super().__init__("r")
         if format not in FORMATS:
@@ -65,12 +68,14 @@ class TranslatedView(ZMap):
                 f"invalid view mode {format!r}: expected one of {', '.join(map(repr, FORMATS))}"
             )
         from .load import read_with_chunk_keys
-        from .translate.writer import write_with_warnings
+        from .translate.writer import check_zarr_format, write_with_warnings
 
+        self._zarr_format = check_zarr_format(format, zarr_format, netcdf_scalars=netcdf_scalars)
         self._source = source
         self._owns_source = owns_source
         self._format = format
         self._noxarray = noxarray
+        self._netcdf_scalars = netcdf_scalars
         self._consolidated_arg = consolidated
         self._dataset: Dataset
         read_dataset, chunk_keys = read_with_chunk_keys(source)
@@ -100,7 +105,12 @@ class TranslatedView(ZMap):
             consolidated = ZMETADATA in source
         self._consolidated = bool(consolidated)
         written = write_with_warnings(
-            self._dataset, format, noxarray=noxarray, consolidated=self._consolidated
+            self._dataset,
+            format,
+            noxarray=noxarray,
+            consolidated=self._consolidated,
+            netcdf_scalars=netcdf_scalars,
+            zarr_format=self._zarr_format,
         )
         self._metadata: dict[str, bytes] = written.metadata
         self._warnings: tuple[str, ...] = (
@@ -108,6 +118,14 @@ class TranslatedView(ZMap):
             *(r.message for r in self._reencoded.values()),
             *written.warnings,
         )
+        left_out = set(written.skipped)  # arrays the writer could not describe
+        if left_out:
+            self._arrays = tuple(a for a in self._arrays if a not in left_out)
+            self._array_set = frozenset(self._arrays)
+            self._v3 = {a: k for a, k in self._v3.items() if a in self._array_set}
+            self._mapped = bool(self._source_prefix) or any(
+                not k.identical for k in self._v3.values()
+            )
 
     def _plan(
         self, dataset: Dataset, format: str
@@ -193,6 +211,16 @@ class TranslatedView(ZMap):
     def format(self) -> str:
         """``"zarr"`` or ``"nczarr"``: what the view shows."""
         return self._format
+
+    @property
+    def zarr_format(self) -> int:
+        """2 or 3: the Zarr version of the metadata the view shows."""
+        return self._zarr_format
+
+    @property
+    def netcdf_scalars(self) -> bool:
+        """Whether pure Zarr scalars are shown in netcdf-c's form (shape ``[1]``)."""
+        return self._netcdf_scalars
 
     @property
     def consolidated(self) -> bool:
@@ -361,7 +389,12 @@ class TranslatedView(ZMap):
     def _describe(self) -> tuple[str, dict[str, Any]]:
         return (
             f"view+{self._format}:{self._source.url}",
-            {"noxarray": self._noxarray, "consolidated": self._consolidated_arg},
+            {
+                "noxarray": self._noxarray,
+                "consolidated": self._consolidated_arg,
+                "netcdf_scalars": self._netcdf_scalars,
+                "zarr_format": self._zarr_format,
+            },
         )
 
     # ----------------------------------------------------------- fast paths
@@ -421,6 +454,8 @@ class TranslatedView(ZMap):
             and self._format == other._format
             and self._noxarray == other._noxarray
             and self._consolidated == other._consolidated
+            and self._netcdf_scalars == other._netcdf_scalars
+            and self._zarr_format == other._zarr_format
         )
 
     def __hash__(self) -> int:
@@ -429,7 +464,14 @@ class TranslatedView(ZMap):
     def __reduce__(self) -> tuple[Any, ...]:
         return (
             _rebuild,
-            (self._source, self._format, self._noxarray, self._consolidated_arg),
+            (
+                self._source,
+                self._format,
+                self._noxarray,
+                self._consolidated_arg,
+                self._netcdf_scalars,
+                self._zarr_format,
+            ),
         )
 
 
@@ -440,13 +482,20 @@ def _product(ranges: list[range]) -> Iterator[tuple[int, ...]]:
 
 
 def _rebuild(
-    source: ZMap, format: str, noxarray: bool, consolidated: bool | None
+    source: ZMap,
+    format: str,
+    noxarray: bool,
+    consolidated: bool | None,
+    netcdf_scalars: bool = False,
+    zarr_format: int = 2,
 ) -> TranslatedView:
     return TranslatedView(
         source,
         format=format,  # type: ignore[arg-type]
         noxarray=noxarray,
         consolidated=consolidated,
+        netcdf_scalars=netcdf_scalars,
+        zarr_format=zarr_format,
     )
 
 
@@ -456,8 +505,15 @@ def view(
     *,
     noxarray: bool = False,
     consolidated: bool | None = None,
+    netcdf_scalars: bool = False,
+    zarr_format: int = 2,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> TranslatedView:
     """A read-only map showing ``src`` translated to ``mode``, without copying data.
+
+    What the translation could not carry verbatim (arrays skipped, dimensions
+    renamed, metadata decoded leniently ...) is announced as
+    :class:`~nczarr.errors.NCZarrWarning` and kept in ``view(...).warnings``.
 
     Parameters
     ----------
@@ -465,17 +521,25 @@ def view(
         A netCDF-style URL or path (opened read-only and closed with the view), or
         an open map (left open).
     mode : {"zarr", "nczarr"}
-        ``"zarr"``: pure Zarr v2 for zarr-python/xarray. ``"nczarr"``: the layout
+        ``"zarr"``: pure Zarr for zarr-python/xarray. ``"nczarr"``: the layout
         netcdf-c 4.9.3+ opens read-write.
     noxarray : bool
-        Omit ``_ARRAY_DIMENSIONS``.
+        Omit ``_ARRAY_DIMENSIONS`` (``dimension_names`` in Zarr v3).
     consolidated : bool or None
         Show a ``.zmetadata``; ``None``: iff ``src`` has one.
+    netcdf_scalars : bool
+        ``mode="zarr"`` only: show scalars as netcdf-c writes them in pure Zarr (shape
+        ``[1]``, ``_ARRAY_DIMENSIONS: ["_scalar_"]``) instead of 0-d arrays.
+    zarr_format : {2, 3}
+        With ``mode="zarr"``: show Zarr v2 or Zarr v3 (``zarr.json``) metadata.
+    storage_options : mapping, optional
+        Options for opening ``src`` from a URL (see :func:`nczarr.open_map`).
 
     Raises
     ------
     InvalidModeError
-        ``mode`` is not ``"zarr"`` or ``"nczarr"``.
+        ``mode`` is not ``"zarr"`` or ``"nczarr"``, or ``zarr_format`` is not 2 or 3
+        (3 only with ``"zarr"``, without ``netcdf_scalars``).
     MetadataError, UnsupportedError
         ``src`` cannot be read (see :func:`nczarr.load.read`).
 
@@ -487,20 +551,29 @@ def view(
     >>> sorted(view(src, "nczarr"))
     ['.zattrs', '.zgroup']
     """
+    options = {
+        "noxarray": noxarray,
+        "consolidated": consolidated,
+        "netcdf_scalars": netcdf_scalars,
+        "zarr_format": zarr_format,
+    }
     if isinstance(src, ZMap):
-        shown = TranslatedView(src, format=mode, noxarray=noxarray, consolidated=consolidated)
+        if storage_options:
+            raise TypeError(
+                f"view got an open map {src!r}: storage options apply to URLs only, "
+                f"got {sorted(storage_options)}"
+            )
+        result = TranslatedView(src, format=mode, **options)
     elif isinstance(src, str | os.PathLike):
         from .maps.open import open_map
 
-        zmap = open_map(os.fspath(src), mode="r")
+        zmap = open_map(os.fspath(src), mode="r", storage_options=storage_options)
         try:
-            shown = TranslatedView(
-                zmap, format=mode, noxarray=noxarray, consolidated=consolidated, owns_source=True
-            )
+            result = TranslatedView(zmap, format=mode, owns_source=True, **options)
         except BaseException:
             zmap.close()
             raise
     else:
         raise TypeError(f"expected a URL, a path or a ZMap, got {type(src).__name__}")
-    warn_all(shown.reencoded_messages)
-    return shown
+    warn_all(result.warnings)
+    return result

@@ -52,11 +52,6 @@ def s3_client(s3_endpoint: str):
     return boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1")
 
 
-def fixture_path(name: str) -> Path:
-    """Path of a file in tests/data."""
-    return FIXTURES / name
-
-
 @pytest.fixture
 def copy_fixture(tmp_path: Path) -> Callable[[str], Path]:
     """Copy a tests/data file into tmp_path (tests never modify the originals)."""
@@ -102,8 +97,10 @@ class MapKind:
         if self.kind == "memory":
             from nczarr.maps.memory import MemoryMap
 
-            if self._memory is None:
+            if self._memory is None or mode == "w":
                 self._memory = MemoryMap(mode="w")
+            if mode == "r":  # a read-only snapshot, like reopening a file read-only
+                return MemoryMap({k: self._memory[k] for k in self._memory}, mode="r")
             return self._memory
         if self.kind == "file":
             from nczarr.maps.file import FileMap
@@ -155,6 +152,15 @@ class MapKind:
                     out[obj["Key"].removeprefix("root/ds/")] = body
             return out
         raise AssertionError(self.kind)
+
+
+@pytest.fixture
+def scratch_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Run in a scratch directory (``ncoracle.open_append`` creates placeholders there)."""
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    return cwd
 
 
 @pytest.fixture(params=MAP_KINDS)

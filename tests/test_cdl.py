@@ -14,8 +14,7 @@ import nczarr
 from nczarr.cli.cdl import escape_name, format_attribute_values, format_cdl
 from nczarr.translate.model import Attribute, Dataset, Dimension, Group, Variable
 
-from .conftest import fixture_path
-from .ncoracle import build, map_from_zip, rename_dimensions
+from .ncoracle import build, fixture_path, map_from_zip, rename_dimensions
 
 _END_OF_DATA = re.compile(r"^\s*(group: .* \{|\} // group .*|\})$")
 
@@ -99,8 +98,8 @@ def test_scalar_expected_dump() -> None:
         ("ubyte", (255,), "255UB"),
         ("ushort", (65535,), "65535US"),
         ("uint", (4294967295,), "4294967295U"),
-        ("int64", (-(2**63),), "-9223372036854775808L"),
-        ("uint64", (2**64 - 1,), "18446744073709551615UL"),
+        ("int64", (-(2**63),), "-9223372036854775808LL"),
+        ("uint64", (2**64 - 1,), "18446744073709551615ULL"),
         ("float", (1.5, 1.0, 0.1), "1.5f, 1.f, 0.1f"),
         ("float", (math.nan, -math.inf, math.inf), "NaNf, -Infinityf, Infinityf"),
         ("float", (9.969209968386869e36,), "9.96921e+36f"),

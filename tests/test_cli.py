@@ -35,7 +35,8 @@ def test_version(capsys):
         ["convert", "a", "b", "--workers", "0"],
         ["convert", "a", "b", "--overwrite", "--resume"],
         ["migrate", "x", "--to", "netcdf"],
-        ["dump", "x"],
+        ["dump", "-h"],
+        ["check"],
         ["frobnicate"],
     ],
 )

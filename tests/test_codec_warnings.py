@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import netCDF4
 import numpy as np
 import pytest
 import zarr
 from numcodecs import GZip, Zlib
 
 import nczarr
-
-netCDF4 = pytest.importorskip("netCDF4")
 
 
 @pytest.fixture

@@ -14,13 +14,12 @@ import textwrap
 import zipfile
 from pathlib import Path
 
+import netCDF4
 import numpy as np
 import pytest
 
 import nczarr
 from nczarr.maps.file import FileMap
-
-netCDF4 = pytest.importorskip("netCDF4")
 
 DATA = Path(__file__).parent / "data"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import netCDF4
 import numpy as np
 import pytest
 
@@ -18,8 +19,6 @@ from nczarr.errors import InvalidModeError
 from nczarr.maps.file import FileMap
 
 from .ncoracle import extract_fixture, file_tree, load_attributes, open_append
-
-netCDF4 = pytest.importorskip("netCDF4")
 
 DATA = Path(__file__).parent / "data"
 LEGACY = {
@@ -74,12 +73,7 @@ def _netcdf_writes(path: Path) -> None:
         assert ds.getncattr("migrated") == "yes"
 
 
-@pytest.fixture(autouse=True)
-def _scratch_cwd(tmp_path, monkeypatch):
-    """Run in a scratch directory (``open_append`` creates placeholders there)."""
-    cwd = tmp_path / "cwd"
-    cwd.mkdir()
-    monkeypatch.chdir(cwd)
+pytestmark = pytest.mark.usefixtures("scratch_cwd")
 
 
 @pytest.mark.parametrize("kind", list(LEGACY))

@@ -19,6 +19,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
+import netCDF4
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -32,18 +33,11 @@ from nczarr.translate.writer import write
 
 from .ncoracle import load_attributes, open_append
 
-netCDF4 = pytest.importorskip("netCDF4")
-
 NC_FILL_FLOAT = struct.unpack("<f", struct.pack("<f", 9.9692099683868690e36))[0]
 NC_FILL_DOUBLE = 9.9692099683868690e36
 
 
-@pytest.fixture(autouse=True)
-def _scratch_cwd(tmp_path, monkeypatch):
-    """Run in a scratch directory (``open_append`` creates placeholders there)."""
-    cwd = tmp_path / "cwd"
-    cwd.mkdir()
-    monkeypatch.chdir(cwd)
+pytestmark = pytest.mark.usefixtures("scratch_cwd")
 
 
 def _url(path: Path) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import pickle
 from pathlib import Path
 from typing import Any
@@ -19,16 +18,12 @@ from zarr.testing.store import StoreTests
 
 from nczarr.errors import InvalidKeyError, ObjectExistsError, ReadOnlyError
 from nczarr.integrations.zarr_store import ZarrStore, blocking_io
-from nczarr.maps.base import ZMap
+from nczarr.maps.file import FileMap
+from nczarr.maps.fsspec import FsspecMap
 from nczarr.maps.memory import MemoryMap
-
-
-def _map_class(module: str, name: str) -> type[ZMap]:
-    """The map class, or skip the test while its module has not landed."""
-    try:
-        return getattr(importlib.import_module(f"nczarr.maps.{module}"), name)
-    except (ImportError, AttributeError) as exc:
-        pytest.skip(f"nczarr.maps.{module}.{name} is not available yet: {exc}")
+from nczarr.maps.open import open_map
+from nczarr.maps.s3 import S3Map
+from nczarr.maps.zip import ZipMap
 
 
 def _buf(data: bytes) -> cpu.Buffer:
@@ -67,54 +62,34 @@ class TestMemoryStore(_MapStoreTests):
 class TestFileStore(_MapStoreTests):
     @pytest.fixture
     def store_kwargs(self, tmp_path: Path) -> dict[str, Any]:
-        file_map = _map_class("file", "FileMap")
-        return {"zmap": file_map(str(tmp_path / "ds.file"), mode="a")}
+        return {"zmap": FileMap(str(tmp_path / "ds.file"), mode="a")}
 
 
 class TestZipStore(_MapStoreTests):
     @pytest.fixture
     def store_kwargs(self, tmp_path: Path) -> dict[str, Any]:
-        zip_map = _map_class("zip", "ZipMap")
-        return {"zmap": zip_map(str(tmp_path / "ds.zip"), mode="a")}
+        return {"zmap": ZipMap(str(tmp_path / "ds.zip"), mode="a")}
 
 
 class TestS3Store(_MapStoreTests):
     @pytest.fixture
     def store_kwargs(self, request: pytest.FixtureRequest) -> dict[str, Any]:
-        s3_map = _map_class("s3", "S3Map")
         endpoint = request.getfixturevalue("s3_endpoint")
         bucket = request.getfixturevalue("s3_bucket")
-        return {"zmap": s3_map(f"s3://{bucket}/root/ds", mode="a", endpoint_url=endpoint)}
+        return {"zmap": S3Map(f"s3://{bucket}/root/ds", mode="a", endpoint_url=endpoint)}
+
+
+class TestFsspecStore(_MapStoreTests):
+    @pytest.fixture
+    def store_kwargs(self, tmp_path: Path) -> dict[str, Any]:
+        return {"zmap": FsspecMap(f"file://{tmp_path / 'ds.fsspec'}", mode="a")}
 
 
 # --------------------------------------------------------------------------- map kinds
-KINDS = ["memory", "file", "zip", "s3"]
-
-
-@pytest.fixture(params=KINDS)
-def make_map(request: pytest.FixtureRequest, tmp_path: Path):
+@pytest.fixture
+def make_map(map_kind):
     """``make(mode)``: open (creating on first use) one store of the parametrised kind."""
-    kind = request.param
-    memory: list[MemoryMap] = []
-
-    def make(mode: str = "a") -> ZMap:
-        if kind == "memory":
-            if not memory or mode == "w":
-                memory[:] = [MemoryMap()]
-            if mode == "r":  # a read-only snapshot, like reopening a file read-only
-                return MemoryMap({k: memory[0][k] for k in memory[0]}, mode="r")
-            return memory[0]
-        if kind == "file":
-            return _map_class("file", "FileMap")(str(tmp_path / "ds.file"), mode=mode)
-        if kind == "zip":
-            return _map_class("zip", "ZipMap")(str(tmp_path / "ds.zip"), mode=mode)
-        endpoint = request.getfixturevalue("s3_endpoint")
-        bucket = request.getfixturevalue("s3_bucket")
-        s3_map = _map_class("s3", "S3Map")
-        return s3_map(f"s3://{bucket}/root/ds", mode=mode, endpoint_url=endpoint)
-
-    make.kind = kind  # type: ignore[attr-defined]
-    return make
+    return map_kind.make
 
 
 # --------------------------------------------------------------------------- zarr round trips
@@ -175,10 +150,8 @@ def test_zarr_partial_chunk_write_and_overwrite(make_map) -> None:
 
 def test_open_zarr_reads_a_written_directory(tmp_path: Path) -> None:
     """open_zarr(url) is zarr.open_group over open_map(url)."""
-    open_module = pytest.importorskip("nczarr.maps.open", reason="open_map has not landed yet")
-    _map_class("file", "FileMap")
     url = str(tmp_path / "ds.file")
-    with ZarrStore(open_module.open_map(url, "w")) as store:
+    with ZarrStore(open_map(url, "w")) as store:
         root = zarr.open_group(store=store, mode="w", zarr_format=2)
         root.create_array("v", shape=(4,), dtype="i2", fill_value=0)[...] = [1, 2, 3, 4]
     from nczarr import open_zarr
@@ -336,11 +309,10 @@ def test_read_only_follows_the_map() -> None:
 
 
 def test_with_read_only_reopens_a_read_only_file_map(tmp_path: Path) -> None:
-    file_map = _map_class("file", "FileMap")
     url = str(tmp_path / "ds.file")
-    with file_map(url, mode="w") as m:
+    with FileMap(url, mode="w") as m:
         m["k"] = b"v"
-    reader = ZarrStore(file_map(url, mode="r"))
+    reader = ZarrStore(FileMap(url, mode="r"))
     writer = reader.with_read_only(False)
     assert not writer.read_only and writer.zmap.mode == "r+"
     sync(writer.set("k2", _buf(b"w")))
@@ -385,9 +357,9 @@ def test_constructor_rejects_non_maps() -> None:
         ZarrStore({})  # type: ignore[arg-type]
 
 
-def test_blocking_io_is_per_map(make_map) -> None:
-    zmap = make_map("w")
-    assert blocking_io(zmap) is (make_map.kind in ("file", "s3"))
+def test_blocking_io_is_per_map(map_kind) -> None:
+    zmap = map_kind.make("w")
+    assert blocking_io(zmap) is (map_kind.kind in ("file", "s3", "fsspec"))
     assert ZarrStore(zmap).blocking is blocking_io(zmap)
 
     class Declared(MemoryMap):

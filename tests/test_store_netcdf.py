@@ -9,19 +9,18 @@ every member under one top-level folder named after the archive minus its last e
 
 from __future__ import annotations
 
-import importlib
 import os
 import zipfile
 from pathlib import Path
 
+import netCDF4
 import numpy as np
 import pytest
 import zarr
 
 from nczarr.integrations.zarr_store import ZarrStore
-from nczarr.maps.base import ZMap
-
-netCDF4 = pytest.importorskip("netCDF4")
+from nczarr.maps.file import FileMap
+from nczarr.maps.zip import ZipMap
 
 #: Every numeric variable of the dataset, by path: (netCDF dtype, dimension names).
 VARIABLES = {
@@ -32,13 +31,6 @@ VARIABLES = {
     "obs/id": ("i8", ("x",)),
     "obs/deep/quality": ("f4", ("y", "x")),
 }
-
-
-def _map_class(module: str, name: str) -> type[ZMap]:
-    try:
-        return getattr(importlib.import_module(f"nczarr.maps.{module}"), name)
-    except (ImportError, AttributeError) as exc:
-        pytest.skip(f"nczarr.maps.{module}.{name} is not available yet: {exc}")
 
 
 @pytest.fixture(scope="module")
@@ -126,8 +118,7 @@ def _check_store(store: ZarrStore, expected: dict[str, np.ndarray]) -> None:
 
 
 def test_zarr_reads_netcdf_c_directory(netcdf_dir: Path, expected: dict[str, np.ndarray]) -> None:
-    file_map = _map_class("file", "FileMap")
-    with ZarrStore(file_map(str(netcdf_dir), mode="r")) as store:
+    with ZarrStore(FileMap(str(netcdf_dir), mode="r")) as store:
         assert store.read_only
         _check_store(store, expected)
 
@@ -138,9 +129,8 @@ def test_zarr_reads_netcdf_c_directory(netcdf_dir: Path, expected: dict[str, np.
 def test_zarr_reads_netcdf_c_zip(
     netcdf_dir: Path, expected: dict[str, np.ndarray], tmp_path: Path, compression: int
 ) -> None:
-    zip_map = _map_class("zip", "ZipMap")
     archive = _zip_like_netcdf_c(netcdf_dir, tmp_path / "ds.file.zip", compression)
-    with ZarrStore(zip_map(str(archive), mode="r")) as store:
+    with ZarrStore(ZipMap(str(archive), mode="r")) as store:
         assert store.read_only
         # keys are relative to the top-level folder, exactly as in the directory
         assert "temp/.zarray" in store.zmap
@@ -150,10 +140,9 @@ def test_zarr_reads_netcdf_c_zip(
 
 def test_netcdf_c_reads_what_zarr_wrote_through_the_store(tmp_path: Path) -> None:
     """The other direction: zarr writes v2 through ZarrStore(FileMap); netcdf-c reads it."""
-    file_map = _map_class("file", "FileMap")
     path = tmp_path / "out.file"
     values = np.arange(12, dtype="f8").reshape(3, 4) / 7
-    with ZarrStore(file_map(str(path), mode="w")) as store:
+    with ZarrStore(FileMap(str(path), mode="w")) as store:
         root = zarr.open_group(store=store, mode="w", zarr_format=2)
         array = root.create_array(
             "v", shape=(3, 4), chunks=(2, 2), dtype="f8", fill_value=-1.0, compressors=None

@@ -1,9 +1,11 @@
 """The ``nczarr`` command: a thin argparse layer over the library.
 
-Subcommands: ``convert``, ``migrate``, ``ls``, ``info``, ``dump``. Errors of nczarr
+Subcommands: ``convert``, ``migrate``, ``ls``, ``info``, ``check``, ``dump``. Errors of nczarr
 and of the operating system print one line, ``nczarr: error: <message>``, on stderr
 and exit 1; usage errors exit 2 (argparse). A progress bar is shown only when stderr
-is a terminal.
+is a terminal. The library's warnings (:class:`~nczarr.errors.NCZarrWarning`) are
+printed once each, ``nczarr: warning: <message>`` on stderr (``info`` lists them in
+its output).
 """
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from typing import Any, TextIO
 
 from .. import __version__
-from ..errors import NCZarrError
+from ..errors import InvalidModeError, NCZarrError, NCZarrWarning
+from .options import add_storage_arguments, storage_options
 
 __all__ = ["main", "build_parser"]
 
@@ -41,25 +45,60 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     p.add_argument("--include", nargs="+", metavar="PATH", help="variables or groups to keep")
     p.add_argument("--exclude", nargs="+", metavar="PATH", help="variables or groups to drop")
-    p.add_argument("--consolidated", action="store_true", default=None, help="write .zmetadata")
+    p.add_argument(
+        "--consolidated", action="store_true", default=None, help="write consolidated metadata"
+    )
     p.add_argument("--noxarray", action="store_true", default=None, help="no _ARRAY_DIMENSIONS")
+    p.add_argument(
+        "--netcdf-scalars",
+        action="store_true",
+        help="pure Zarr: scalars as netcdf-c writes them (shape [1], dimension _scalar_), "
+        "for netcdf-c readers; default: 0-d arrays, for zarr-python and xarray",
+    )
+    p.add_argument(
+        "--zarr-format",
+        type=int,
+        choices=(2, 3),
+        help="with --mode zarr: Zarr v2 or v3 (default: DST's v2/v3 mode word, else 2)",
+    )
+    add_storage_arguments(p)
 
     p = sub.add_parser("migrate", help="rewrite a store's metadata in place")
     p.add_argument("url", metavar="URL")
     p.add_argument("--to", choices=("nczarr", "zarr"), default="nczarr")
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+    add_storage_arguments(p)
 
     p = sub.add_parser("ls", help="list the names below a prefix (the zmap search)")
     p.add_argument("url", metavar="URL")
     p.add_argument("prefix", metavar="PREFIX", nargs="?", default="")
     p.add_argument("-R", dest="recursive", action="store_true", help="every key below PREFIX")
+    add_storage_arguments(p)
 
     p = sub.add_parser("info", help="detected layout and a summary of the dataset")
     p.add_argument("url", metavar="URL")
+    add_storage_arguments(p)
+
+    p = sub.add_parser(
+        "check",
+        help="what each reader (netcdf-c, zarr-python, xarray) would get wrong",
+        description="Exit 0 when every reader gets the store right, 1 when any would "
+        "fail or misread it, 2 on usage errors.",
+    )
+    p.add_argument("url", metavar="URL")
+    add_storage_arguments(p)
 
     p = sub.add_parser("dump", help="print the dataset as CDL (like ncdump)", add_help=False)
-    p.add_argument("-h", dest="header", action="store_true", required=True, help="header only")
+    p.add_argument("-h", dest="header", action="store_true", help="header only, no data")
+    p.add_argument(
+        "-v",
+        dest="variables",
+        metavar="VAR,...",
+        type=lambda text: [v for v in text.split(",") if v],
+        help="data of these variables only (names or paths)",
+    )
     p.add_argument("url", metavar="URL")
+    add_storage_arguments(p)
     return parser
 
 
@@ -75,9 +114,22 @@ def _positive(text: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit status."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     try:
-        return _COMMANDS[args.command](args, sys.stdout)
+        args.storage_options = storage_options(args)
+    except argparse.ArgumentTypeError as exc:
+        parser.error(str(exc))
+    try:
+        if args.storage_options and not _remote_locations(args):
+            parser.error(
+                "--storage-option/--anon apply to remote locations (S3, fsspec URLs, "
+                f"zip::...), and {' and '.join(_locations(args))} is local"
+            )
+        with warnings.catch_warnings():
+            # The commands print the library's warnings themselves, once each.
+            warnings.simplefilter("ignore", NCZarrWarning)
+            return _COMMANDS[args.command](args, sys.stdout)
     except BrokenPipeError:
         # The reader went away (`nczarr ls -R URL | head`): stop quietly, as cat does.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -88,44 +140,48 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+# ---------------------------------------------------------------- options
+def _locations(args: argparse.Namespace) -> list[str]:
+    return [args.src, args.dst] if args.command == "convert" else [args.url]
+
+
+def _remote_locations(args: argparse.Namespace) -> list[str]:
+    from ..maps.open import is_remote
+
+    return [location for location in _locations(args) if is_remote(location)]
+
+
+def _options_for(args: argparse.Namespace, location: str) -> dict[str, Any] | None:
+    """The command's storage options if ``location`` is remote (local maps take none)."""
+    if not args.storage_options:
+        return None
+    from ..maps.open import is_remote
+
+    return dict(args.storage_options) if is_remote(location) else None
+
+
 # ---------------------------------------------------------------- commands
-def _progress_bar(stack: ExitStack) -> Callable[[int, int], object] | None:
-    if not sys.stderr.isatty():
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    bar = stack.enter_context(tqdm(total=0, unit="chunk", file=sys.stderr, leave=False))
-
-    def update(done: int, total: int) -> None:
-        if bar.total != total:
-            bar.total = total
-        bar.update(done - bar.n)
-        if done == total:
-            bar.refresh()  # tqdm throttles redraws: show the final count
-
-    return update
-
-
 def _convert(args: argparse.Namespace, out: TextIO) -> int:
     from ..conversion import convert
 
-    with ExitStack() as stack:
-        report = convert(
-            args.src,
-            args.dst,
-            args.mode,
-            workers=args.workers,
-            overwrite=args.overwrite,
-            resume=args.resume,
-            dry_run=args.dry_run,
-            include=args.include,
-            exclude=args.exclude,
-            progress=None if args.dry_run else _progress_bar(stack),
-            noxarray=args.noxarray,
-            consolidated=args.consolidated,
-        )
+    report = convert(
+        args.src,
+        args.dst,
+        args.mode,
+        workers=args.workers,
+        overwrite=args.overwrite,
+        resume=args.resume,
+        dry_run=args.dry_run,
+        include=args.include,
+        exclude=args.exclude,
+        progress=not args.dry_run and sys.stderr.isatty(),
+        noxarray=args.noxarray,
+        consolidated=args.consolidated,
+        netcdf_scalars=args.netcdf_scalars,
+        zarr_format=args.zarr_format,
+        source_options=_options_for(args, args.src),
+        target_options=_options_for(args, args.dst),
+    )
     _print_report(report, out)
     return 0
 
@@ -133,7 +189,12 @@ def _convert(args: argparse.Namespace, out: TextIO) -> int:
 def _migrate(args: argparse.Namespace, out: TextIO) -> int:
     from ..conversion import migrate
 
-    report = migrate(args.url, to=args.to, dry_run=args.dry_run)
+    report = migrate(
+        args.url,
+        to=args.to,
+        dry_run=args.dry_run,
+        storage_options=_options_for(args, args.url),
+    )
     _print_report(report, out)
     return 0
 
@@ -144,22 +205,26 @@ def _print_report(report: Any, out: TextIO) -> None:
             print(f"write {key}", file=out)
         for key in report.deleted_keys:
             print(f"delete {key}", file=out)
-    for warning in report.warnings:
-        print(f"nczarr: warning: {warning}", file=sys.stderr)
+    _print_warnings(report.warnings)
     print(report.summary(), file=out)
 
 
-def _open_read(url: str, stack: ExitStack) -> Any:
+def _print_warnings(messages: Sequence[str]) -> None:
+    for warning in messages:
+        print(f"nczarr: warning: {warning}", file=sys.stderr)
+
+
+def _open_read(args: argparse.Namespace, stack: ExitStack) -> Any:
     from ..maps.open import open_map
 
-    zmap = open_map(url, mode="r")
+    zmap = open_map(args.url, mode="r", storage_options=_options_for(args, args.url))
     stack.callback(zmap.close)
     return zmap
 
 
 def _ls(args: argparse.Namespace, out: TextIO) -> int:
     with ExitStack() as stack:
-        zmap = _open_read(args.url, stack)
+        zmap = _open_read(args, stack)
         listing = sorted(zmap.keys_below(args.prefix)) if args.recursive else None
         for name in listing if listing is not None else zmap.search(args.prefix):
             print(name, file=out)
@@ -171,10 +236,19 @@ def _info(args: argparse.Namespace, out: TextIO) -> int:
     from .info import format_info
 
     with ExitStack() as stack:
-        zmap = _open_read(args.url, stack)
+        zmap = _open_read(args, stack)
         text = format_info(detect(zmap), read(zmap))
     print(text.rstrip("\n"), file=out)
     return 0
+
+
+def _check(args: argparse.Namespace, out: TextIO) -> int:
+    from ..diagnosis import check
+
+    with ExitStack() as stack:
+        report = check(_open_read(args, stack))
+    print(report.summary().replace(report.url, args.url), file=out)
+    return 0 if report.ok else 1
 
 
 def _dump(args: argparse.Namespace, out: TextIO) -> int:
@@ -182,11 +256,41 @@ def _dump(args: argparse.Namespace, out: TextIO) -> int:
     from ..maps.url import dataset_name
     from .cdl import format_cdl
 
+    name = dataset_name(args.url.rpartition("::")[2])  # zip::s3://...: the archive's name
     with ExitStack() as stack:
-        zmap = _open_read(args.url, stack)
-        text = format_cdl(read(zmap), dataset_name(args.url))
+        zmap = _open_read(args, stack)
+        if args.header:
+            dataset = read(zmap)
+            text = format_cdl(dataset, name)
+        else:
+            dataset, data = _data_source(zmap)
+            if args.variables:
+                known = {v.name for v in dataset.root.all_variables()}
+                known |= {v.path for v in dataset.root.all_variables()}
+                unknown = [v for v in args.variables if v not in known]
+                if unknown:
+                    raise InvalidModeError(f"{args.url}: no variable {unknown[0]!r}")
+            text = format_cdl(dataset, name, data=data, variables=args.variables)
+    _print_warnings(dataset.warnings)
     print(text.rstrip("\n"), file=out)
     return 0
+
+
+def _data_source(zmap: Any) -> tuple[Any, Callable[[Any], Any]]:
+    """The dataset and a reader of each variable's values: zarr-python over the
+    translated pure-Zarr view, so every layout reads as its producer wrote it."""
+    import zarr
+
+    from ..integrations.zarr_store import ZarrStore
+    from ..readthrough import view
+
+    translated = view(zmap, "zarr")
+    group = zarr.open_group(store=ZarrStore(translated), mode="r")
+
+    def values(var: Any) -> Any:
+        return group[var.path.strip("/")][...]
+
+    return translated.dataset, values
 
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
@@ -194,6 +298,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "migrate": _migrate,
     "ls": _ls,
     "info": _info,
+    "check": _check,
     "dump": _dump,
 }
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +31,7 @@ from ..errors import (
     TargetExistsError,
     UnsupportedError,
     UnsupportedTypeError,
+    warn_all,
 )
 from ..maps.base import ZMap
 from ..translate.conventions import (
@@ -43,6 +44,7 @@ from ..translate.conventions import (
 )
 from .apply import copy_chunks, delete_keys, write_metadata
 from .plan import build_plan, legacy_candidates, order_metadata, selected_paths
+from .progress import Progress, ProgressArg, progress_callback
 
 __all__ = ["ConvertReport", "convert", "migrate", "FORMATS"]
 
@@ -50,7 +52,7 @@ __all__ = ["ConvertReport", "convert", "migrate", "FORMATS"]
 _CURRENT_LAYOUT = {"nczarr": LAYOUT_V2, "zarr": LAYOUT_ZARR}
 
 #: Names of the root group's metadata objects, removed first when overwriting a target.
-_ROOT_OBJECTS = (".zgroup", ".zmetadata", ".zattrs")
+_ROOT_OBJECTS = ("zarr.json", ".zgroup", ".zmetadata", ".zattrs")
 
 
 @dataclass
@@ -66,6 +68,8 @@ class ConvertReport:
         ``zarr``).
     target_format
         ``"nczarr"`` or ``"zarr"``.
+    zarr_format
+        2 or 3: the Zarr version of the target's metadata.
     arrays
         Number of arrays (netCDF variables) in the target.
     chunks_copied, chunks_skipped, bytes_copied
@@ -107,6 +111,11 @@ class ConvertReport:
     planned_bytes: int = 0
     operation: str = "convert"
     reencoded: tuple[tuple[str, str], ...] = ()
+    zarr_format: int = 2
+
+    @property
+    def _target_name(self) -> str:
+        return f"{self.target_format} v3" if self.zarr_format == 3 else self.target_format
 
     def summary(self) -> str:
         """One line for humans (what the CLI prints)."""
@@ -124,12 +133,12 @@ class ConvertReport:
         if self.dry_run:
             return (
                 f"dry run: {self.source} ({self.source_layout}) -> {self.target} "
-                f"({self.target_format}): {self.arrays} arrays, {len(self.planned_keys)} keys "
+                f"({self._target_name}): {self.arrays} arrays, {len(self.planned_keys)} keys "
                 f"to write, {self.planned_bytes} bytes"
                 + (f", {len(self.deleted_keys)} keys to delete" if self.deleted_keys else "")
             )
         return (
-            f"{self.source} ({self.source_layout}) -> {self.target} ({self.target_format}): "
+            f"{self.source} ({self.source_layout}) -> {self.target} ({self._target_name}): "
             f"{self.arrays} arrays, {self.chunks_copied} chunks copied, "
             + (f"{self.chunks_reencoded} re-encoded, " if self.chunks_reencoded else "")
             + f"{self.chunks_skipped} skipped, {self.bytes_copied} bytes, "
@@ -159,16 +168,23 @@ def _open(
 ) -> ZMap:
     """A map for ``location``; maps we open are closed (flushed) by ``stack``."""
     if isinstance(location, ZMap):
+        if options:
+            raise TypeError(
+                f"got an open map {location!r}: storage options apply to URLs only, "
+                f"got {sorted(options)}"
+            )
         return location
     from ..maps.open import open_map
 
-    zmap = open_map(location, mode=mode, **dict(options or {}))
+    zmap = open_map(location, mode=mode, storage_options=options)
     stack.callback(zmap.close)
     return zmap
 
 
 def _parsed(location: str | os.PathLike[str] | ZMap) -> Any:
-    if isinstance(location, ZMap):
+    from ..maps.chained import is_chained
+
+    if isinstance(location, ZMap) or is_chained(location):
         return None
     from ..maps.url import parse_url
 
@@ -204,10 +220,36 @@ def _is_empty(zmap: ZMap) -> bool:
     return not zmap.search("")
 
 
-def _translate(zmap: ZMap, fmt: str, noxarray: bool, consolidated: bool | None) -> Any:
-    from ..readthrough import view
+def _translate(
+    zmap: ZMap,
+    fmt: str,
+    noxarray: bool,
+    consolidated: bool | None,
+    netcdf_scalars: bool = False,
+    zarr_format: int = 2,
+) -> Any:
+    """The translated view (built directly: its warnings are announced by the caller,
+    once, with the report's)."""
+    from ..readthrough import TranslatedView
 
-    return view(zmap, mode=fmt, noxarray=noxarray, consolidated=consolidated)
+    return TranslatedView(
+        zmap,
+        format=fmt,  # type: ignore[arg-type]
+        noxarray=noxarray,
+        consolidated=consolidated,
+        netcdf_scalars=netcdf_scalars,
+        zarr_format=zarr_format,
+    )
+
+
+def _zarr_format(value: int | None, parsed: Any, fmt: str, netcdf_scalars: bool) -> int:
+    """The Zarr version to write: ``value``, else the ``v2``/``v3`` word of the target
+    URL, else 2."""
+    from ..translate.writer import check_zarr_format
+
+    if value is None:
+        value = (parsed.zarr_version if parsed is not None else None) or 2
+    return check_zarr_format(fmt, value, netcdf_scalars=netcdf_scalars)
 
 
 def _check_representable(
@@ -245,9 +287,7 @@ def reencoded_arrays(translated: Any, plan: Any) -> tuple[tuple[str, str], ...]:
     )
 
 
-def _offset(
-    progress: Callable[[int, int], object] | None, done: int, total: int
-) -> Callable[[int, int], object] | None:
+def _offset(progress: Progress | None, done: int, total: int) -> Progress | None:
     """``progress`` for the second of two copies: counts continue from ``done``."""
     if progress is None:
         return None
@@ -266,11 +306,13 @@ def convert(
     dry_run: bool = False,
     include: Sequence[str] | None = None,
     exclude: Sequence[str] | None = None,
-    progress: Callable[[int, int], object] | None = None,
+    progress: ProgressArg = None,
     noxarray: bool | None = None,
     consolidated: bool | None = None,
-    storage_options: Mapping[str, Any] | None = None,
+    zarr_format: int | None = None,
+    source_options: Mapping[str, Any] | None = None,
     target_options: Mapping[str, Any] | None = None,
+    netcdf_scalars: bool = False,
 ) -> ConvertReport:
     """Convert the dataset at ``src`` into ``mode`` format at ``dst``.
 
@@ -295,12 +337,32 @@ def convert(
     include, exclude
         Variable (or group) FQNs or bare names to keep / leave out.
     progress
-        ``progress(done, total)`` in chunk objects, called after each chunk.
+        A callable ``progress(done, total)`` in chunk objects, called after each
+        chunk; ``True`` for a progress bar on stderr; ``False``/``None`` for none.
     noxarray, consolidated
-        Writer options (no ``_ARRAY_DIMENSIONS``; write ``.zmetadata``). ``None``:
-        from ``dst``'s fragment (``noxarray``, ``consolidated`` mode words).
-    storage_options, target_options
-        Extra options for opening ``src`` / ``dst`` from URLs (see ``open_map``).
+        Writer options (no ``_ARRAY_DIMENSIONS``/``dimension_names``; write
+        consolidated metadata: ``.zmetadata``, or in Zarr v3 the root ``zarr.json``'s
+        ``consolidated_metadata``). ``None``: from ``dst``'s fragment (``noxarray``,
+        ``consolidated`` mode words).
+    zarr_format
+        With ``mode="zarr"``: 2 (``.zarray``/``.zgroup``) or 3 (``zarr.json``, what
+        zarr-python 3 and xarray write by default; chunks are still copied
+        verbatim, under the same keys: see :mod:`nczarr.translate.write_zarr3`).
+        ``None``: the ``v2``/``v3`` mode word of ``dst``'s fragment
+        (``file:///x.zarr#mode=zarr,v3,file``), else 2.
+    source_options, target_options
+        Storage options for opening ``src`` / ``dst`` from URLs (``anon=True``,
+        ``endpoint_url``, ``profile``, ... see :func:`nczarr.open_map`); one per side,
+        since the two often live on different servers.
+    netcdf_scalars
+        Pure Zarr target only: write netCDF scalars as netcdf-c does (shape ``[1]``,
+        ``_ARRAY_DIMENSIONS: ["_scalar_"]``) so that netcdf-c 4.10, which leaves 0-d
+        arrays out, reads them; zarr-python and xarray then see 1-element arrays.
+        Default: 0-d arrays, what zarr-python and xarray write and expect.
+
+    Everything that is not a verbatim copy (arrays skipped, dimensions renamed,
+    metadata decoded leniently, codecs netcdf-c cannot read ...) is announced as an
+    :class:`~nczarr.errors.NCZarrWarning` and listed in ``report.warnings``.
 
     Raises
     ------
@@ -309,7 +371,10 @@ def convert(
         was given. Nothing is changed.
     InvalidModeError
         Bad ``mode``, ``overwrite`` together with ``resume``, overlapping source
-        and target, or an include/exclude pattern that matches nothing.
+        and target, an include/exclude pattern that matches nothing, or
+        ``zarr_format=3`` with ``mode="nczarr"`` or ``netcdf_scalars``.
+    TypeError
+        ``progress`` is not a bool, None or a callable.
     UnsupportedTypeError
         An array the selection keeps has no netCDF-4 / target form (complex,
         datetime ...); the message names it. Nothing is written.
@@ -318,6 +383,7 @@ def convert(
     parsed = _parsed(dst)
     fmt = mode if mode is not None else (parsed.format if parsed is not None else None)
     fmt = _check_format(fmt or "nczarr", "mode")
+    version = _zarr_format(zarr_format, parsed, fmt, netcdf_scalars)
     if overwrite and resume:
         raise InvalidModeError("overwrite=True and resume=True exclude each other")
     if noxarray is None:
@@ -326,8 +392,9 @@ def convert(
         consolidated = True
     src_url, dst_url = _url_of(src), _url_of(dst)
     with ExitStack() as stack:
-        src_map = _open(src, "r", storage_options, stack)
-        translated = _translate(src_map, fmt, noxarray, consolidated)
+        on_chunk = progress_callback(progress, stack, unit="chunk")
+        src_map = _open(src, "r", source_options, stack)
+        translated = _translate(src_map, fmt, noxarray, consolidated, netcdf_scalars, version)
         stack.callback(translated.close)
         _check_representable(translated, fmt, include, exclude)
         plan = build_plan(
@@ -337,6 +404,8 @@ def convert(
             exclude=exclude,
             noxarray=noxarray,
             consolidated=consolidated,
+            netcdf_scalars=netcdf_scalars,
+            zarr_format=version,
         )
         # Chunks are copied from the source map itself (verbatim, kernel or S3
         # server-side copies) unless the view shows them under other keys (Zarr v3
@@ -352,7 +421,9 @@ def convert(
             arrays=plan.arrays,
             warnings=plan.warnings,
             reencoded=reencoded_arrays(translated, plan),
+            zarr_format=version,
         )
+        warn_all(report.warnings)
         if dry_run:
             report.dry_run = True
             report.planned_keys = plan.keys
@@ -382,7 +453,7 @@ def convert(
             verbatim,
             workers=workers,
             resume=resume,
-            progress=_offset(progress, 0, len(plan.chunk_keys)),
+            progress=_offset(on_chunk, 0, len(plan.chunk_keys)),
         )
         # Decoded and encoded again in the same worker pool (at most `workers` chunks
         # in memory): the view serves the target's bytes of each such chunk.
@@ -392,7 +463,7 @@ def convert(
             reencoded,
             workers=workers,
             resume=resume,
-            progress=_offset(progress, len(verbatim), len(plan.chunk_keys)),
+            progress=_offset(on_chunk, len(verbatim), len(plan.chunk_keys)),
         )
         written = write_metadata(dst_map, plan.metadata)
         dst_map.flush()
@@ -453,7 +524,7 @@ def migrate(
     to: str = "nczarr",
     dry_run: bool = False,
     *,
-    progress: Callable[[int, int], object] | None = None,
+    progress: ProgressArg = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> ConvertReport:
     """Rewrite the metadata of the store at ``url`` in place, as current NCZarr or pure Zarr.
@@ -474,7 +545,14 @@ def migrate(
     Parameters
     ----------
     progress
-        ``progress(done, total)`` in metadata objects written or deleted.
+        ``progress(done, total)`` in metadata objects written or deleted; ``True``
+        for a progress bar on stderr; ``False``/``None`` for none.
+    storage_options
+        Options for opening ``url`` (``endpoint_url``, ``profile``, ... see
+        :func:`nczarr.open_map`).
+
+    What the new metadata cannot carry verbatim is announced as an
+    :class:`~nczarr.errors.NCZarrWarning` and listed in ``report.warnings``.
 
     Raises
     ------
@@ -486,6 +564,7 @@ def migrate(
     start = time.perf_counter()
     fmt = _check_format(to, "target format")
     with ExitStack() as stack:
+        on_object = progress_callback(progress, stack, unit="object")
         zmap = _open(url, "r" if dry_run else "r+", storage_options, stack)
         translated = _translate(zmap, fmt, False, None)
         _check_migratable(zmap, translated, fmt)
@@ -515,6 +594,7 @@ def migrate(
             warnings=tuple(translated.warnings),
             operation="migrate",
         )
+        warn_all(report.warnings)
         if dry_run:
             report.dry_run = True
             report.planned_keys = tuple(changed)
@@ -528,8 +608,8 @@ def migrate(
         def step() -> None:
             nonlocal done
             done += 1
-            if progress is not None:
-                progress(done, total)
+            if on_object is not None:
+                on_object(done, total)
 
         written = write_metadata(
             zmap, ((k, bytes(metadata[k])) for k in changed), skip_equal=True, progress=step

@@ -23,7 +23,7 @@ from ..errors import (
 from ..keys import normalize_key, normalize_prefix, parent_keys
 from .base import ZMap
 
-__all__ = ["FsspecMap"]
+__all__ = ["FsspecMap", "public_options"]
 
 #: Protocols whose filesystems only read.
 READ_ONLY_PROTOCOLS = frozenset({"http", "https"})
@@ -32,13 +32,13 @@ READ_ONLY_PROTOCOLS = frozenset({"http", "https"})
 _SECRET = re.compile(r"secret|password|passwd|token|credential|^key$|access_key|auth", re.I)
 
 
-def _public_options(options: dict[str, Any]) -> dict[str, Any]:
+def public_options(options: dict[str, Any]) -> dict[str, Any]:
     """``options`` without credential-looking entries (recursing into nested dicts)."""
     out: dict[str, Any] = {}
     for name, value in options.items():
         if _SECRET.search(name):
             continue
-        out[name] = _public_options(value) if isinstance(value, dict) else value
+        out[name] = public_options(value) if isinstance(value, dict) else value
     return out
 
 
@@ -231,9 +231,7 @@ class FsspecMap(ZMap):
         return names
 
     def _describe(self) -> tuple[str, dict[str, Any]]:
-        return self._fs.unstrip_protocol(self._path), _public_options(
-            dict(self._fs.storage_options)
-        )
+        return self._fs.unstrip_protocol(self._path), public_options(dict(self._fs.storage_options))
 
     # ------------------------------------------------------------- fast paths
     def getrange(self, key: str, start: int, length: int | None = None) -> bytes:

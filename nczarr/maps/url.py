@@ -311,7 +311,8 @@ def parse_url(url: str | os.PathLike[str]) -> NCZarrURL:
     shown = _redact(url)
     if _CHAINED.match(url):
         raise InvalidURLError(
-            f"chained fsspec URLs are not supported: {shown!r} (pass a filesystem instead)"
+            f"chained fsspec URLs are not supported: {shown!r} is no single location; "
+            "open_map() opens zip::<URL of a zip archive> read-only"
         )
     body, _, fragment = url.partition("#")
     mode, params = _parse_fragment(fragment, shown)

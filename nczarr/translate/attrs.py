@@ -106,19 +106,32 @@ def _relax(text: str) -> tuple[str, list[str]]:
     return "".join(out), floats
 
 
-def parse_json(data: bytes | str, *, key: str = "") -> Any:
+def parse_json(data: bytes | str, *, key: str = "", warnings: list[str] | None = None) -> Any:
     """Parse a metadata object leniently; raise :class:`MetadataError` naming ``key``.
 
     Real numbers become :class:`JSONFloat` (plain floats that keep their text).
     ``NaN``/``Infinity`` (any case), ``1.`` and ``.5`` are accepted, as netcdf-c's
     own parser does.
+
+    Bytes that are not UTF-8 (netcdf-c 4.9 writes a char attribute ``"\200"`` as that
+    raw byte, and netcdf-c reads it back as that byte) raise :class:`MetadataError`,
+    unless a ``warnings`` list is given: then they are kept as lone surrogates
+    (``"surrogateescape"``, so ``text.encode("utf-8", "surrogateescape")`` gives the
+    stored bytes back) and a warning naming ``key`` is appended to it.
     """
     where = f"{key!r}: " if key else ""
     if isinstance(data, bytes | bytearray | memoryview):
+        raw = bytes(data)
         try:
-            text = bytes(data).decode("utf-8")
+            text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise MetadataError(f"{where}metadata is not UTF-8 text ({exc})") from None
+            if warnings is None:
+                raise MetadataError(f"{where}metadata is not UTF-8 text ({exc})") from None
+            text = raw.decode("utf-8", "surrogateescape")
+            warnings.append(
+                f"{where}metadata is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset "
+                f"{exc.start}); read as netcdf-c reads it, keeping the undecodable bytes"
+            )
     else:
         text = data
     try:
@@ -357,17 +370,22 @@ def encode_attribute(
     typed : bool
         True for NCZarr (the type code is recorded in ``_nczarr_attr``): a char
         value that parses as a JSON object or array is stored as that JSON
-        (netcdf-c's convention, so Zarr readers see structure); a one-element
-        string attribute is stored as a JSON string. False for pure Zarr: the JSON
-        is chosen so that :func:`infer_type` gives the type back where it can (char
-        stays a JSON string, string is always a JSON list).
+        (netcdf-c's convention, so Zarr readers see structure); NaN and infinities
+        are the strings ``"NaN"``/``"Infinity"``/``"-Infinity"``, as netcdf-c writes
+        them (the recorded type makes them numbers again). False for pure Zarr,
+        written as zarr-python and xarray write attributes: NaN and infinities are
+        the bare JSON tokens ``NaN``/``Infinity``/``-Infinity`` (Python floats here;
+        zarr-python, xarray and netcdf-c read them as numbers, while netcdf-c reads
+        the strings of an untyped attribute as text).
+        Either way a one-element string attribute is stored as a plain JSON string
+        (for pure Zarr that is what xarray needs to decode ``units`` and what
+        netcdf-c reads as the text; a reader infers char for it).
     maxstrlen : int
         Width recorded for string attributes (``"|S<maxstrlen>"``).
 
     Returns
     -------
     (json_value, type_code)
-        NaN and infinities are encoded as ``"NaN"``/``"Infinity"``/``"-Infinity"``.
     """
     code = attribute_type_code(attr.type, maxstrlen)
     if attr.type == "char":
@@ -382,12 +400,23 @@ def encode_attribute(
         return text, code
     if attr.type == "string":
         values = [attr.value] if isinstance(attr.value, str) else list(attr.value)
-        if typed and len(values) == 1:
+        if len(values) == 1:
             return values[0], code
         return values, code
     values = list(attr.value) if isinstance(attr.value, tuple | list) else [attr.value]
-    encoded = [json_number(v, attr.type) for v in values]
+    if typed:
+        encoded = [json_number(v, attr.type) for v in values]
+    else:
+        encoded = [_bare_number(v, attr.type) for v in values]
     return (encoded[0] if len(encoded) == 1 else encoded), code
+
+
+def _bare_number(value: Any, nc_type: str) -> Any:
+    """One numeric value for untyped JSON: NaN and infinities stay floats, which
+    :func:`json_text` writes as the bare tokens zarr-python and xarray write."""
+    if nc_type in ("float", "double"):
+        return float(value)
+    return json_number(value, nc_type)
 
 
 def _reject(constant: str) -> Any:

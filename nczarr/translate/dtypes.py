@@ -166,9 +166,10 @@ def nc_to_zarr_dtype(
 ) -> str:
     """The Zarr v2 dtype string for a netCDF type (the writer's direction).
 
-    Little-endian 1-byte types use ``"|"`` (zarr-python and tensorstore reject
-    ``"<u1"``; netcdf-c reads any prefix); big-endian ones keep ``">"`` so the
-    endianness flag survives. ``char`` is ``">S1"`` in NCZarr and ``"|S1"`` in pure Zarr;
+    1-byte types use ``"|"`` (zarr-python and tensorstore reject ``"<u1"`` and
+    ``">u1"``, and cannot even list a group holding one; netcdf-c reads any prefix),
+    except big-endian ones in NCZarr, which keep ``">"`` so that netcdf-c's endianness
+    flag survives a round trip. ``char`` is ``">S1"`` in NCZarr and ``"|S1"`` in pure Zarr;
     ``string`` is ``"|S<maxstrlen>"`` (default 128), or with ``text_storage``
     ``"<U<maxstrlen>"`` (``"unicode"``) and ``"|O"`` (``"vlen-utf8"``).
     """
@@ -183,9 +184,9 @@ def nc_to_zarr_dtype(
     code = NC_TO_DTYPE.get(nc_type)
     if code is None:
         raise UnsupportedError(f"netCDF type {nc_type!r} has no Zarr dtype")
-    if endian == "big":
-        return f">{code}"
-    return f"|{code}" if code.endswith("1") else f"<{code}"
+    if code.endswith("1") and not (nczarr and endian == "big"):
+        return f"|{code}"
+    return f">{code}" if endian == "big" else f"<{code}"
 
 
 def coerce_int(value: Any, nc_type: str) -> int:

@@ -10,9 +10,11 @@ v3 spellings:
   all, gives the anonymous ``_Anonymous_Dimension_<n>``); ``_ARRAY_DIMENSIONS`` in
   the attributes is honoured when ``dimension_names`` is absent;
 * ``data_type`` names: ``bool`` -> ubyte, ``int8`` ... ``uint64``, ``float32``,
-  ``float64``; ``string`` (variable-length UTF-8) and ``fixed_length_utf32`` (numpy
-  ``<U``) -> netCDF ``string`` with ``text_storage`` saying how it is stored;
-  everything else (float16, complex, datetimes, raw bits, extension types) is
+  ``float64``, zarr-python's fixed-width ``null_terminated_bytes`` (the chunk
+  bytes of Zarr v2 ``|S<n>``, read as v2 reads that), ``string`` (variable-length
+  UTF-8) and ``fixed_length_utf32`` (numpy ``<U``) -> netCDF ``string`` with
+  ``text_storage`` saying how it is stored; everything else (float16, complex,
+  datetimes, raw bits, extension types) is
   skipped with a warning, as v2 does;
 * ``fill_value`` may be a number, ``"NaN"``/``"Infinity"``/``"-Infinity"``, a
   hex string of the IEEE bits (``"0x7fc00000"``) or a boolean;
@@ -25,12 +27,14 @@ v3 spellings:
   for floats). netCDF has one fill value per variable, so it becomes the
   variable's fill value and the attribute is dropped; when it differs from the
   Zarr ``fill_value`` a warning says that chunks never written now read as it.
-  Arrays with ``dimension_names`` (xarray writes them on every array) but no
+  Numeric arrays with ``dimension_names`` (xarray writes them on every array) but no
   ``_FillValue`` attribute have no missing value for xarray, while a v2 / netCDF
   fill value would mask data equal to it (an xarray time axis starting at 0 would
-  read as NaT): their fill value becomes ``None`` unless it is NaN. Limitation:
-  chunks never written (all fill) then read as the reader's default (0 in
-  zarr-python, the netCDF default fill in netcdf-c).
+  read as NaT). Zarr's default fill value 0 therefore becomes ``None``: without a
+  fill value zarr-python and netcdf-c read chunks never written as 0, the
+  producer's value. Any other fill value (``-1`` from zarr-python) is what chunks
+  never written hold, so it is kept, with a warning that netCDF and xarray readers
+  of the result treat it as missing.
 
 Chunk keys differ between v3 (``c/0/1``, ``c.0.1``, ``c`` for 0-d) and v2
 (``0.1``, ``0`` for 0-d). :func:`chunk_key_encodings` gives each array's
@@ -41,6 +45,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -175,14 +180,24 @@ def _int_tuple(value: Any, what: str, key: str, *, positive: bool) -> tuple[int,
     return tuple(value)
 
 
+#: zarr-python's fixed-width bytes type (numpy ``S<n>``): the Zarr v2 ``|S<n>``.
+BYTES_DATA_TYPE = "null_terminated_bytes"
+
+
 def _data_type(value: Any) -> ZarrDtype:
     """The data type (byte order still little: the ``bytes`` codec decides)."""
     config: Any = {}
     if isinstance(value, dict):
-        config = value.get("configuration") or {}
-        value = value.get("name")
+        value, config = value.get("name"), value.get("configuration") or {}
     if not isinstance(value, str):
         raise MetadataError(f"data_type must be a name, got {json_text_safe(value)}")
+    if value == BYTES_DATA_TYPE:
+        # Fixed-width bytes, the same chunk bytes as Zarr v2 "|S<n>" (what nczarr's
+        # v3 writer emits for char and strings): read as pure Zarr v2 reads "|S<n>".
+        width = config.get("length_bytes") if isinstance(config, dict) else None
+        if isinstance(width, bool) or not isinstance(width, int) or width < 1:
+            raise MetadataError(f"data_type {value!r}: invalid length_bytes {width!r}")
+        return ZarrDtype("string", "little", width, maxstrlen=width)
     if value == "string":  # zarr-python 3's variable-length UTF-8 strings
         return ZarrDtype("string", "little", 1, text_storage="vlen-utf8")
     if value == "fixed_length_utf32":  # numpy "<U<n>" (what xarray writes for text)
@@ -274,7 +289,9 @@ def parse_array_v3(doc: Any, key: str) -> tuple[ArraySpec, ChunkKeys]:
             if not vlen
             else f"codec 'vlen-utf8' is for data_type 'string', not {doc['data_type']!r}"
         )
-    dtype = replace(dtype, endian=pipeline.endian)
+    # byte order matters for numbers and UTF-32 text, not for bytes
+    ordered = dtype.nc_type != "string" or dtype.text_storage == "unicode"
+    dtype = replace(dtype, endian=pipeline.endian if ordered else "little")
     try:
         fill = _fill_value(doc.get("fill_value"), dtype)
     except ValueError as exc:
@@ -413,11 +430,26 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
                 f"never written read as {fill!r}"
             )
         spec = replace(spec, fill_value=fill)
-    elif doc.get("dimension_names") is not None and not _is_nan(spec.fill_value):
+    elif (
+        doc.get("dimension_names") is not None and nc_type != "string" and _is_zero(spec.fill_value)
+    ):
         # xarray (which always writes dimension_names) keeps its missing value in the
-        # _FillValue attribute; without one, the array has none. A v2 / netCDF fill
-        # value *is* the missing value, so the mandatory v3 fill_value is not carried.
+        # _FillValue attribute and leaves zarr's default fill_value 0 otherwise. A v2 /
+        # netCDF fill value *is* a missing value (an xarray time axis starting at 0
+        # would read as NaT), and no fill value reads chunks never written as 0 in
+        # zarr-python and netcdf-c alike: the same values, without the mask.
         spec = replace(spec, fill_value=None)
+    elif (
+        doc.get("dimension_names") is not None
+        and nc_type != "string"
+        and not _is_nan(spec.fill_value)
+    ):
+        builder.warnings.append(
+            f"array {group_fqn(prefix)!r}: its Zarr v3 fill_value {spec.fill_value!r} (no "
+            f"_FillValue attribute) is kept as the netCDF fill value, so chunks never "
+            f"written read as {spec.fill_value!r}; netCDF and xarray readers of the result "
+            f"also treat {spec.fill_value!r} as missing"
+        )
     dims = _dimensions(builder, group, doc, attrs, spec.shape, key)
     attributes: dict[str, Attribute] = decode_attributes(
         attrs, _types(attrs), key=key, var_type=nc_type
@@ -427,6 +459,13 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
 
 def _is_nan(value: Any) -> bool:
     return isinstance(value, float) and value != value
+
+
+def _is_zero(value: Any) -> bool:
+    """Zarr's default fill value: 0, 0.0 (not -0.0) or False."""
+    if isinstance(value, float):
+        return value == 0 and math.copysign(1.0, value) > 0
+    return isinstance(value, int) and value == 0
 
 
 def _same(a: Any, b: Any) -> bool:

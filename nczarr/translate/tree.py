@@ -13,7 +13,8 @@ Pure Zarr rules (see the NCZarr spec, "Translation" and "Compatibility", and
 * Dimension names come from ``_ARRAY_DIMENSIONS``. A name used in a group is that
   group's dimension, unless the nearest ancestor group that has a dimension of
   that name has it with the same length (then it is shared). One name used with
-  two lengths in one group raises :class:`~nczarr.errors.DimensionConflictError`.
+  two lengths in one group (netcdf-c refuses such a store) keeps the first length;
+  each other length becomes a dimension ``<name>_<n>``, with a warning.
 * Arrays without names get one shared root dimension
   ``_Anonymous_Dimension_<n>`` per distinct length ``n``.
 * Shape ``[]`` (with no or empty ``_ARRAY_DIMENSIONS``) and shape ``[1]`` with
@@ -235,6 +236,8 @@ class TreeBuilder:
         self.dims: dict[str, dict[str, Dimension]] = {}
         #: group FQN -> name -> (length, array key, dimension FQN) for _ARRAY_DIMENSIONS
         self.usage: dict[str, dict[str, tuple[int, str, str]]] = {}
+        #: group FQN -> (name, length) -> FQN of the dimension renamed for that length
+        self.renamed: dict[str, dict[tuple[str, int], str]] = {}
 
     def skip(self, prefix: str, reason: str) -> None:
         """Leave out the array at ``prefix``, saying why."""
@@ -265,10 +268,7 @@ class TreeBuilder:
         if name in used:
             old_size, old_key, fqn = used[name]
             if old_size != size:
-                raise DimensionConflictError(
-                    f"dimension {name!r} in group {group!r} has length {old_size} in "
-                    f"{old_key!r} but {size} in {key!r}"
-                )
+                return self._rename(group, name, size, key, old_size, old_key)
             return fqn
         fqn = None
         for scope in (group, *_ancestors(group)):
@@ -278,8 +278,39 @@ class TreeBuilder:
                     fqn = _join_fqn(scope, name)
                 break
         if fqn is None:
+            own = self.dims.get(group, {}).get(name)
+            if own is not None:  # declared (or renamed) here with another length
+                return self._rename(group, name, size, key, own.size, f"group {group!r}")
             fqn = self.add_dimension(group, Dimension(name, size), key=key)
         used[name] = (size, key, fqn)
+        return fqn
+
+    def _rename(
+        self, group: str, name: str, size: int, key: str, old_size: int, old_key: str
+    ) -> str:
+        """A distinct dimension for ``name`` used at a second length in one group.
+
+        netcdf-c refuses such a store and zarr-python does not care; the first length
+        keeps the name, every other length gets ``<name>_<n>`` (the lowest ``n`` free
+        in the group; arrays using ``name`` at that length again share it), with a
+        warning, so that one odd array does not fail the whole dataset.
+        """
+        renamed = self.renamed.setdefault(group, {})
+        fqn = renamed.get((name, size))
+        if fqn is None:
+            taken = set(self.dims.get(group, {})) | set(self.usage.get(group, {}))
+            n = 1
+            while f"{name}_{n}" in taken:
+                n += 1
+            fqn = self.add_dimension(group, Dimension(f"{name}_{n}", size), key=key)
+            renamed[(name, size)] = fqn
+            self.usage.setdefault(group, {})[f"{name}_{n}"] = (size, key, fqn)
+        array = group_fqn(key.rpartition("/")[0])
+        self.warnings.append(
+            f"array {array!r}: dimension {name!r} has length {size} here but {old_size} in "
+            f"{old_key!r} (one name, two lengths: netcdf-c refuses the store); renamed "
+            f"{fqn.rsplit('/', 1)[-1]!r} for this array"
+        )
         return fqn
 
     def pure_dimensions(

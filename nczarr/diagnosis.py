@@ -1,0 +1,189 @@
+"""``nczarr.check(url)``: what each reader (netcdf-c 4.8/4.9/4.10+, zarr-python 3,
+xarray) would get wrong in a store, and the nczarr command that fixes it.
+
+The store's metadata objects are read as they are stored: consolidated metadata is
+compared with them rather than trusted (a stale ``.zmetadata`` is one of the findings),
+and an object whose JSON document is followed by stray bytes (netcdf-c's
+non-truncating rewrite) is read up to the end of its document and reported. The rules
+themselves are pure and live in :mod:`nczarr.translate.compat`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import MetadataError, ReadOnlyError
+from .load import load_metadata
+from .maps.base import ZMap
+from .translate.attrs import parse_json
+from .translate.compat import READERS, Finding, findings
+from .translate.conventions import ZARR_JSON, ZARR_METADATA_NAMES, ZMETADATA
+from .translate.detect import FormatInfo, detect_format
+
+__all__ = ["CheckReport", "check"]
+
+_METADATA_NAMES = frozenset({*ZARR_METADATA_NAMES, ZARR_JSON})
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """What :func:`check` found.
+
+    Attributes
+    ----------
+    url : str
+        The store checked.
+    info : FormatInfo
+        Its detected format and layout.
+    findings : tuple[Finding, ...]
+        One entry per reader and problem (empty when every reader gets it right).
+    """
+
+    url: str
+    info: FormatInfo
+    findings: tuple[Finding, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        """True when every reader opens the store and reads what its producer wrote."""
+        return not self.findings
+
+    def for_reader(self, reader: str) -> list[Finding]:
+        """The findings of one reader (one of :data:`nczarr.translate.compat.READERS`)."""
+        return [f for f in self.findings if f.reader == reader]
+
+    def summary(self) -> str:
+        """The report as text: one block per reader, each finding with its fix."""
+        lines = [f"{self.url}: {self.info.layout} (Zarr v{self.info.zarr_format})"]
+        for reader in READERS:
+            found = self.for_reader(reader)
+            if not found:
+                lines.append(f"  {reader}: ok")
+                continue
+            lines.append(f"  {reader}: {len(found)} problem(s)")
+            for f in found:
+                lines.append(f"    {f.severity}: {f.where}: {f.problem}")
+                if f.fix:
+                    lines.append(f"      fix: {f.fix.replace('URL', self.url)}")
+        return "\n".join(lines)
+
+
+class _AsStored(ZMap):
+    """A read-only view of a map for checking: metadata objects with stray bytes after
+    their JSON document are served without them (and counted), and ``.zmetadata`` is
+    hidden so that the crawl reads every object as stored."""
+
+    def __init__(self, source: ZMap) -> None:
+        super().__init__("r")
+        self._source = source
+        self.trailing: dict[str, int] = {}
+        #: Metadata objects that are not UTF-8 (read leniently, as netcdf-c does).
+        self.not_utf8: set[str] = set()
+
+    def _load(self, key: str) -> bytes:
+        if key == ZMETADATA:
+            raise KeyError(key)
+        data = self._source[key]
+        if key.rpartition("/")[2] not in _METADATA_NAMES:
+            return data
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            self.not_utf8.add(key)
+        document, extra = _split_trailing(data)
+        if extra:
+            self.trailing[key] = extra
+        return document
+
+    def _store(self, key: str, value: bytes) -> None:
+        raise ReadOnlyError(f"{self.url}: checking never writes")
+
+    def _remove(self, key: str) -> None:
+        raise ReadOnlyError(f"{self.url}: checking never writes")
+
+    def _list(self, prefix: str) -> Iterator[str]:
+        return (k for k in self._source.keys_below(prefix) if k != ZMETADATA)
+
+    def _search(self, prefix: str) -> Iterable[str]:
+        return [n for n in self._source.search(prefix) if prefix or n != ZMETADATA]
+
+    def _describe(self) -> tuple[str, dict[str, Any]]:
+        return self._source.url, {}
+
+
+def _split_trailing(data: bytes) -> tuple[bytes, int]:
+    """``data`` up to the end of its first JSON document, and how many bytes followed
+    it (0 when the object parses as it is, or does not parse at all)."""
+    try:
+        parse_json(data)
+        return data, 0
+    except MetadataError:
+        pass
+    try:
+        text = data.decode("utf-8")
+        _, end = json.JSONDecoder().raw_decode(text.lstrip())
+    except (UnicodeDecodeError, ValueError):
+        return data, 0
+    end += len(text) - len(text.lstrip())
+    rest = text[end:]
+    if not rest.strip():
+        return data, 0
+    return text[:end].encode("utf-8"), len(rest.encode("utf-8"))
+
+
+def check(
+    src: str | os.PathLike[str] | ZMap, *, storage_options: dict[str, Any] | None = None
+) -> CheckReport:
+    """Tell, per reader, whether it opens ``src`` and what it would misread or refuse.
+
+    Parameters
+    ----------
+    src
+        A URL, path or open map (any layout nczarr reads).
+    storage_options
+        Passed to :func:`nczarr.open_map` when ``src`` is a URL (credentials,
+        ``endpoint_url``, ``anon`` ...).
+
+    Returns
+    -------
+    CheckReport
+        ``report.ok`` is True when every reader gets the store right; otherwise
+        ``report.findings`` says who gets what wrong and how to fix it.
+
+    Raises
+    ------
+    MetadataError
+        ``src`` is not a Zarr store at all, or a metadata object is not JSON.
+    """
+    if isinstance(src, ZMap):
+        zmap, owned = src, False
+    else:
+        from .maps.open import open_map
+
+        zmap, owned = open_map(os.fspath(src), mode="r", **(storage_options or {})), True
+    try:
+        stored = _AsStored(zmap)
+        meta = load_metadata(stored, warnings=[])  # not UTF-8: a finding, not an error
+        consolidated = None
+        raw = zmap.getitems([ZMETADATA]).get(ZMETADATA)
+        if raw is not None:
+            document, extra = _split_trailing(raw)
+            if extra:
+                stored.trailing[ZMETADATA] = extra
+            consolidated = parse_json(document, key=ZMETADATA)
+        info = detect_format(meta)
+        found = findings(
+            meta,
+            info,
+            consolidated=consolidated,
+            trailing=stored.trailing,
+            not_utf8=stored.not_utf8,
+        )
+        return CheckReport(zmap.url, info, tuple(found))
+    finally:
+        if owned:
+            zmap.close()
