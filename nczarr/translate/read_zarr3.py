@@ -430,8 +430,10 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
                 f"never written read as {fill!r}"
             )
         spec = replace(spec, fill_value=fill)
-    elif (
-        doc.get("dimension_names") is not None and nc_type != "string" and _is_zero(spec.fill_value)
+    elif doc.get("dimension_names") is not None and (
+        (nc_type != "string" and _is_zero(spec.fill_value))
+        # zarr-python's default for its own string types ("<U", variable-length)
+        or (spec.dtype.text_storage is not None and spec.fill_value == "")
     ):
         # xarray (which always writes dimension_names) keeps its missing value in the
         # _FillValue attribute and leaves zarr's default fill_value 0 otherwise. A v2 /
