@@ -189,3 +189,30 @@ def test_cli_exit_codes_and_fixes(tmp_path: Path, capsys) -> None:
         main(["check"])
     assert exc.value.code == 2
     assert main(["check", str(tmp_path / "missing.file")]) == 1
+
+
+def test_blosc_scalar_makes_netcdf_c_refuse_the_dataset(tmp_path: Path) -> None:
+    """zarr-python's default compressor on a 0-d array, carried into NCZarr verbatim."""
+    from numcodecs import Blosc
+
+    from nczarr.translate.write_nczarr import write_nczarr
+
+    def build(root):
+        _clean(root)
+        s = root.create_array("s", shape=(), dtype="f8", compressors=Blosc(), fill_value=0.0)
+        s[...] = 2.5
+        s.attrs["_ARRAY_DIMENSIONS"] = []
+
+    src = _zarr_store(tmp_path / "src.zarr", build)
+    out = tmp_path / "out.file"
+    out.mkdir()
+    # the NCZarr metadata a verbatim copy would carry, written by nczarr's own writer
+    for key, value in write_nczarr(nczarr.read(str(src))).items():
+        (out / key).parent.mkdir(parents=True, exist_ok=True)
+        (out / key).write_bytes(value)
+    for chunk in ("a/0.0", "a/1.0", "b/0", "s/0"):
+        (out / chunk).write_bytes((src / chunk).read_bytes())
+    report = nczarr.check(str(out))
+    assert _severities(report, NC410, "/s") == {"refuses"}
+    with pytest.raises(OSError, match="Filter error"):
+        netCDF4.Dataset(_nc_url(out))

@@ -30,7 +30,6 @@ import nczarr
 from .ncoracle import NC_TYPE_IDS, describe, nc_url
 from .test_xarray_backend import (
     ENGINE,
-    _engine_registered,  # noqa: F401 - the autouse fixture, by name
     build_nc,
     fill_everything,
 )

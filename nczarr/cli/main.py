@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 from .. import __version__
 from ..errors import InvalidModeError, NCZarrError, NCZarrWarning
+from ..maps.url import redact_text
 from .options import add_storage_arguments, storage_options
 
 __all__ = ["main", "build_parser"]
@@ -135,8 +136,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except (NCZarrError, OSError) as exc:
-        message = str(exc) or type(exc).__name__
-        print(f"nczarr: error: {message.splitlines()[0]}", file=sys.stderr)
+        message = redact_text(str(exc) or type(exc).__name__).strip()
+        first = message.splitlines()[0] if message else type(exc).__name__
+        print(f"nczarr: error: {first}", file=sys.stderr)
         return 1
 
 

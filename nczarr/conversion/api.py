@@ -43,6 +43,16 @@ from ..translate.conventions import (
     ZARRAY,
 )
 from .apply import copy_chunks, delete_keys, write_metadata
+from .journal import (
+    Journal,
+    plan_digest,
+    remove_journal,
+    remove_temporaries,
+    resume_mode,
+    source_identity,
+    write_journal,
+)
+from .overlap import check_distinct, location_of
 from .plan import build_plan, legacy_candidates, order_metadata, selected_paths
 from .progress import Progress, ProgressArg, progress_callback
 
@@ -207,15 +217,6 @@ def _target_options(
     return options
 
 
-def _check_distinct(src: ZMap, dst: ZMap, dst_url: str) -> None:
-    a, b = src.url.rstrip("/"), dst.url.rstrip("/")
-    if a == b or b.startswith(a + "/") or a.startswith(b + "/"):
-        raise InvalidModeError(
-            f"source {src.url!r} and target {dst_url!r} overlap; use migrate() to rewrite "
-            "a store in place"
-        )
-
-
 def _is_empty(zmap: ZMap) -> bool:
     return not zmap.search("")
 
@@ -330,8 +331,11 @@ def convert(
     overwrite
         Replace a non-empty ``dst`` (its root metadata is removed first, then the rest).
     resume
-        Continue an interrupted convert into ``dst``: chunks already there with
-        the source's size are skipped, everything else is (re)written.
+        Continue an interrupted convert into ``dst``. Chunks this convert already
+        wrote (the target's journal says so, see :mod:`nczarr.conversion.journal`) are skipped
+        when their size is the source's; a target without a journal is resumed only
+        if it holds nothing the plan does not write, and then chunks are compared
+        byte for byte. A target of another convert is refused.
     dry_run
         Plan only: the report lists ``planned_keys`` and ``planned_bytes``.
     include, exclude
@@ -368,10 +372,12 @@ def convert(
     ------
     TargetExistsError
         ``dst`` exists and is not empty, and neither ``overwrite`` nor ``resume``
-        was given. Nothing is changed.
+        was given; or ``resume`` was given and ``dst`` holds another convert's
+        objects. Nothing is changed.
     InvalidModeError
         Bad ``mode``, ``overwrite`` together with ``resume``, overlapping source
-        and target, an include/exclude pattern that matches nothing, or
+        and target (under any name: links, mounts, ``..``; checked before anything is
+        opened for writing), an include/exclude pattern that matches nothing, or
         ``zarr_format=3`` with ``mode="nczarr"`` or ``netcdf_scalars``.
     TypeError
         ``progress`` is not a bool, None or a callable.
@@ -391,6 +397,9 @@ def convert(
     if consolidated is None and parsed is not None and parsed.consolidated:
         consolidated = True
     src_url, dst_url = _url_of(src), _url_of(dst)
+    # Before anything is opened: a target that is the source, or inside it, or holds
+    # it, under any name (symbolic link, bind mount, '..', hard link) is refused.
+    check_distinct(src, dst, src_options=source_options, dst_options=target_options)
     with ExitStack() as stack:
         on_chunk = progress_callback(progress, stack, unit="chunk")
         src_map = _open(src, "r", source_options, stack)
@@ -435,24 +444,44 @@ def convert(
             report.seconds = time.perf_counter() - start
             return report
         dst_map = _open(dst, "a", _target_options(parsed, fmt, target_options), stack)
-        _check_distinct(src_map, dst_map, dst_url)
+        check_distinct(src_map, dst_map, dst_name=dst_url)
+        journal = Journal(
+            source=source_identity(location_of(src_map)),
+            target_format=fmt,
+            plan=plan_digest(fmt, plan.metadata, plan.chunk_keys),
+        )
+        skip = "none"
         if not _is_empty(dst_map):
             if overwrite:
                 # Root first: a killed overwrite must not leave an old root over new chunks.
                 delete_keys(dst_map, _ROOT_OBJECTS)
                 dst_map.clear()
-            elif not resume:
+            elif resume:
+                skip = resume_mode(
+                    dst_map,
+                    journal,
+                    dict(plan.metadata),
+                    frozenset(plan.chunk_keys),
+                    dst_url,
+                )
+            else:
                 raise TargetExistsError(
                     f"target {dst_url!r} exists and is not empty: pass overwrite=True "
                     "(--overwrite) to replace it, or resume=True (--resume) to continue an "
                     "interrupted convert"
                 )
+        if overwrite or resume:
+            remove_temporaries(dst_map)
+        if skip != "content":
+            # Skipping by size is sound only for objects this convert wrote (see journal.py).
+            write_journal(dst_map, journal)
         stats = copy_chunks(
             source,
             dst_map,
             verbatim,
             workers=workers,
-            resume=resume,
+            resume=skip != "none",
+            verify=skip == "content",
             progress=_offset(on_chunk, 0, len(plan.chunk_keys)),
         )
         # Decoded and encoded again in the same worker pool (at most `workers` chunks
@@ -462,10 +491,12 @@ def convert(
             dst_map,
             reencoded,
             workers=workers,
-            resume=resume,
+            resume=skip != "none",
+            verify=skip == "content",
             progress=_offset(on_chunk, len(verbatim), len(plan.chunk_keys)),
         )
         written = write_metadata(dst_map, plan.metadata)
+        remove_journal(dst_map)
         dst_map.flush()
     report.chunks_copied = stats.copied
     report.chunks_reencoded = restats.copied

@@ -53,6 +53,7 @@ def copy_chunks(
     *,
     workers: int = 8,
     resume: bool = False,
+    verify: bool = False,
     progress: Progress | None = None,
 ) -> CopyStats:
     """Copy ``keys`` from ``src`` to ``dst`` unchanged (same key on both sides).
@@ -68,7 +69,11 @@ def copy_chunks(
         4 threads 1.7-3.4x slower than 1, see docs/performance.md).
     resume
         Skip keys ``dst`` already holds with the size they have in ``src`` (what an
-        interrupted run left complete).
+        interrupted run left complete). Sound only for objects the same convert
+        wrote: :mod:`nczarr.conversion.journal` decides.
+    verify
+        With ``resume``: skip a key only if ``dst`` holds exactly ``src``'s bytes
+        (a content check, for targets without a journal).
     progress
         Called from the calling thread as ``progress(done, total)`` after each key.
 
@@ -81,7 +86,7 @@ def copy_chunks(
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers!r}")
-    copy, local = _copier(src, dst, resume)
+    copy, local = _copier(src, dst, resume, verify)
     stats = CopyStats()
     total = len(keys)
 
@@ -136,7 +141,9 @@ def copy_chunks(
     return stats
 
 
-def _copier(src: ZMap, dst: ZMap, resume: bool) -> tuple[Callable[[str], tuple[bool, int]], bool]:
+def _copier(
+    src: ZMap, dst: ZMap, resume: bool, verify: bool = False
+) -> tuple[Callable[[str], tuple[bool, int]], bool]:
     """The per-key copy ``key -> (copied, bytes copied)``, and whether it is a local
     file-to-file copy (which runs in the calling thread, see :func:`copy_chunks`)."""
     remote = server_side(src, dst)
@@ -144,7 +151,13 @@ def _copier(src: ZMap, dst: ZMap, resume: bool) -> tuple[Callable[[str], tuple[b
 
     def one(key: str) -> tuple[bool, int]:
         size: int | None = None
-        if resume:
+        if resume and verify:
+            try:
+                if dst[key] == src[key]:
+                    return False, 0
+            except KeyError:
+                pass
+        elif resume:
             size = src.getsize(key)
             try:
                 if dst.getsize(key) == size:

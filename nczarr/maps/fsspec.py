@@ -14,6 +14,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..errors import (
+    MissingDependencyError,
+    NCZarrError,
     ObjectExistsError,
     ReadOnlyError,
     StorageError,
@@ -40,6 +42,30 @@ def public_options(options: dict[str, Any]) -> dict[str, Any]:
             continue
         out[name] = public_options(value) if isinstance(value, dict) else value
     return out
+
+
+def _url_to_fs(url_to_fs: Any, url: str, options: dict[str, Any]) -> tuple[Any, str]:
+    """``fsspec.core.url_to_fs``, with its failures as nczarr errors naming the URL.
+
+    A missing optional backend (``gcsfs`` for ``gs://``, ``adlfs`` for ``az://`` ...)
+    is :class:`~nczarr.errors.MissingDependencyError` with fsspec's advice on what to
+    install; a filesystem that connects when constructed (``ftp://``) and fails is a
+    :class:`~nczarr.errors.StorageError`.
+    """
+    from .url import redact
+
+    shown = redact(url)
+    try:
+        return url_to_fs(url, **options)
+    except ImportError as exc:
+        hint = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise MissingDependencyError(
+            f"cannot open {shown}: a package it needs is not installed: {hint}"
+        ) from None
+    except PermissionError as exc:
+        raise StoragePermissionError(f"permission denied opening {shown}: {exc}") from exc
+    except OSError as exc:
+        raise StorageError(f"cannot open {shown}: {type(exc).__name__}: {exc}") from exc
 
 
 class FsspecMap(ZMap):
@@ -71,7 +97,7 @@ class FsspecMap(ZMap):
         from fsspec.core import url_to_fs
 
         if isinstance(url_or_fs, str):
-            fs, path = url_to_fs(url_or_fs, **storage_options)
+            fs, path = _url_to_fs(url_to_fs, url_or_fs, storage_options)
             sub = normalize_prefix(root)
             if sub:
                 path = f"{path.rstrip('/')}/{sub}" if path else sub
@@ -95,7 +121,12 @@ class FsspecMap(ZMap):
                 f"cannot open {self.url} with mode {mode!r}: http(s) filesystems are "
                 "read-only, open with mode 'r'"
             )
-        self._open()
+        try:
+            self._open()
+        except NCZarrError:
+            raise
+        except OSError as exc:  # a filesystem that connects lazily (ftp, sftp ...)
+            raise self._error(exc, "", "open") from exc
 
     # ------------------------------------------------------------------ plumbing
     @property

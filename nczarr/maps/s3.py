@@ -90,7 +90,9 @@ def _import_s3fs() -> Any:
     try:
         import s3fs
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
+        from ..errors import MissingDependencyError
+
+        raise MissingDependencyError(
             "S3Map needs s3fs, which is not installed: pip install nczarr[s3]"
         ) from exc
     return s3fs
@@ -226,7 +228,9 @@ class S3Map(ZMap):
         return f"{full}/" if full else ""
 
     def _where(self) -> str:
-        return f" at {self._endpoint_url}" if self._endpoint_url else ""
+        from .url import redact  # an endpoint_url may carry user:password@
+
+        return f" at {redact(self._endpoint_url)}" if self._endpoint_url else ""
 
     def _run(self, func: Callable[..., Awaitable[T]], *args: Any) -> T:
         from fsspec.asyn import sync
@@ -272,7 +276,11 @@ class S3Map(ZMap):
                 f"no AWS credentials found for {what}{self._where()}; configure the AWS "
                 "environment or a profile, or pass anon=True for a public bucket"
             )
-        return StorageError(f"S3 {op} of {what}{self._where()} failed: {type(exc).__name__}: {exc}")
+        from .url import redact_text  # botocore quotes the endpoint URL in its errors
+
+        return StorageError(
+            redact_text(f"S3 {op} of {what}{self._where()} failed: {type(exc).__name__}: {exc}")
+        )
 
     def _s3url(self, key: str = "") -> str:
         full = self._full(key)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from typing import Any
 
 from ..errors import MetadataError, UnsupportedError
@@ -135,18 +136,65 @@ def parse_json(data: bytes | str, *, key: str = "", warnings: list[str] | None =
     else:
         text = data
     try:
-        return json.loads(text, parse_float=JSONFloat)
+        value = _loads(text)
     except json.JSONDecodeError as exc:
         relaxed, originals = _relax(text)
         if relaxed != text:
             tokens = iter(originals)
             try:
-                return json.loads(relaxed, parse_float=lambda t: JSONFloat(t, next(tokens, t)))
+                value = _loads(relaxed, lambda t: JSONFloat(t, next(tokens, t)))
             except json.JSONDecodeError:
-                pass
-        raise MetadataError(f"{where}invalid JSON: {exc}") from None
-    except RecursionError:
-        raise MetadataError(f"{where}invalid JSON: nested too deeply") from None
+                raise MetadataError(f"{where}invalid JSON: {exc}") from None
+            except (ValueError, RecursionError) as other:
+                raise MetadataError(f"{where}invalid JSON: {_reason(other)}") from None
+        else:
+            raise MetadataError(f"{where}invalid JSON: {exc}") from None
+    except (ValueError, RecursionError) as exc:
+        raise MetadataError(f"{where}invalid JSON: {_reason(exc)}") from None
+    if _depth(value) > MAX_JSON_DEPTH:
+        raise MetadataError(
+            f"{where}invalid JSON: arrays and objects nested more than {MAX_JSON_DEPTH} levels deep"
+        )
+    return value
+
+
+#: Deepest nesting of arrays and objects accepted in a metadata object. Zarr and NCZarr
+#: metadata nest a few levels; the limit keeps every recursive consumer (attribute
+#: decoding, ``json_text``, ``copy.deepcopy``) far from Python's recursion limit.
+MAX_JSON_DEPTH = 128
+
+
+def _loads(text: str, parse_float: Any = JSONFloat) -> Any:
+    return json.loads(text, parse_float=parse_float)
+
+
+def _reason(exc: BaseException) -> str:
+    """A one-line reason for a parse failure that is not a JSONDecodeError."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    text = str(exc)
+    if "digits" in text:  # int() refuses huge literals (sys.get_int_max_str_digits)
+        return f"an integer has more than {sys.get_int_max_str_digits()} digits"
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of a parsed JSON value (iterative: never recurses)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        if level > MAX_JSON_DEPTH:
+            return level
+        stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def json_text(value: Any) -> str:

@@ -294,6 +294,14 @@ def _array_findings(meta: Mapping[str, Any], info: FormatInfo, prefix: str) -> I
     nczarr_scalar = isinstance(nczarr_array, dict) and (
         nczarr_array.get("scalar") in (1, True) or nczarr_array.get("storage") == "scalar"
     )
+    if nczarr_layout and nczarr_scalar and any(c.get("id") == "blosc" for c in codecs):
+        yield Finding(
+            NC410,
+            "refuses",
+            where,
+            "fails to open the whole dataset on a blosc-compressed scalar (Filter error -132)",
+            "nczarr convert URL OUT --mode nczarr (re-encodes the scalar)",
+        )
     if shape == []:
         for reader in NETCDF_C:
             yield Finding(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import math
 import re
 import struct
@@ -42,6 +43,7 @@ __all__ = [
     "parse_dtype",
     "nc_to_zarr_dtype",
     "decode_fill_value",
+    "fill_value_note",
     "encode_fill_value",
     "coerce_int",
     "coerce_float",
@@ -311,6 +313,28 @@ def decode_fill_value(value: Any, info: ZarrDtype, *, raw_text: bool) -> Any:
     if info.nc_type == "ubyte" and isinstance(value, bool):
         return int(value)
     return coerce_int(value, nc_type)
+
+
+def fill_value_note(value: Any, info: ZarrDtype, decoded: Any) -> str | None:
+    """Why a JSON ``fill_value`` was read leniently, or ``None`` if it was exact.
+
+    A boolean, or a real number with a fractional part, for an integer type is read
+    as netcdf-c reads it (``true`` -> 1, ``1.5`` -> 1, ``-1.5`` -> -1: truncated
+    toward zero); the value changed, so callers warn.
+    """
+    if info.nc_type in ("char", "string", "float", "double") or decoded is None:
+        return None
+    if isinstance(value, bool) and info.nc_type != "ubyte":  # ubyte: also Zarr's bool
+        return (
+            f"fill_value {json.dumps(value)} is a boolean, not an integer of {info.nc_type}: read "
+            f"as {decoded}, as netcdf-c does"
+        )
+    if isinstance(value, float) and value != decoded:
+        return (
+            f"fill_value {value!r} is not an integer of {info.nc_type}: read as {decoded} "
+            "(truncated toward zero, as netcdf-c does)"
+        )
+    return None
 
 
 def _maybe_base64(text: str) -> str:

@@ -266,6 +266,19 @@ class _NCZarrReader:
         fqns = []
         for ref, size in zip(refs, spec.shape, strict=True):
             dim, fqn = self._resolve(ref, where)
+            if dim.unlimited and dim.size < size:
+                raise MetadataError(
+                    f"{where!r}: unlimited dimension {fqn!r} has length {dim.size}, shorter "
+                    f"than the array's shape {list(spec.shape)} (netcdf-c refuses such a "
+                    "store: NetCDF: Invalid dimension size)"
+                )
+            if dim.unlimited and dim.size > size:
+                self.builder.warnings.append(
+                    f"{where!r}: unlimited dimension {fqn!r} has length {dim.size} but the "
+                    f"array's shape is {list(spec.shape)}; read as records past the array's "
+                    "end holding the fill value (netcdf-c refuses such a store: NetCDF: "
+                    "Invalid dimension size)"
+                )
             if not dim.unlimited and dim.size != size:
                 raise MetadataError(
                     f"{where!r}: dimension {fqn!r} has length {dim.size} but the array's "

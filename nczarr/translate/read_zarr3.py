@@ -66,7 +66,7 @@ from .conventions import (
     ZGROUP,
 )
 from .detect import FormatInfo
-from .dtypes import ZarrDtype, decode_fill_value, to_float32
+from .dtypes import ZarrDtype, decode_fill_value, fill_value_note, to_float32
 from .model import Attribute, Dataset, Group, Variable
 from .tree import (
     ArraySpec,
@@ -162,13 +162,25 @@ def _chunk_keys(doc: dict[str, Any], key: str, ndim: int) -> ChunkKeys:
     if not isinstance(encoding, dict):
         raise MetadataError(f"{key!r}: invalid chunk_key_encoding {json_text_safe(encoding)}")
     name = encoding.get("name")
-    config = encoding.get("configuration") or {}
+    config = _configuration(encoding, "chunk_key_encoding", key)
     if name not in ("default", "v2"):
         raise UnsupportedError(f"chunk_key_encoding {name!r} is not supported")
     separator = config.get("separator", "/" if name == "default" else ".")
     if separator not in ("/", "."):
         raise MetadataError(f"{key!r}: chunk key separator must be '/' or '.', got {separator!r}")
     return ChunkKeys(name, separator, ndim)
+
+
+def _configuration(entry: dict[str, Any], what: str, key: str) -> dict[str, Any]:
+    """The ``configuration`` object of a named entry (``{}`` when absent or null)."""
+    config = entry.get("configuration")
+    if config is None:
+        return {}
+    if not isinstance(config, dict):
+        raise MetadataError(
+            f"{key!r}: {what}.configuration must be a JSON object, got {json_text_safe(config)}"
+        )
+    return config
 
 
 def _int_tuple(value: Any, what: str, key: str, *, positive: bool) -> tuple[int, ...]:
@@ -261,7 +273,10 @@ def parse_array_v3(doc: Any, key: str) -> tuple[ArraySpec, ChunkKeys]:
         name = grid.get("name") if isinstance(grid, dict) else grid
         raise UnsupportedError(f"chunk_grid {name!r} is not supported (only 'regular')")
     chunks = _int_tuple(
-        (grid.get("configuration") or {}).get("chunk_shape"), "chunk_shape", key, positive=True
+        _configuration(grid, "chunk_grid", key).get("chunk_shape"),
+        "chunk_shape",
+        key,
+        positive=True,
     )
     if len(chunks) != len(shape):
         raise MetadataError(f"{key!r}: chunk_shape {list(chunks)} and shape {list(shape)} differ")
@@ -300,6 +315,7 @@ def parse_array_v3(doc: Any, key: str) -> tuple[ArraySpec, ChunkKeys]:
             f"for data_type {doc['data_type']!r}: {exc}"
         ) from None
     keys = _chunk_keys(doc, key, len(shape))
+    note = fill_value_note(doc.get("fill_value"), dtype, fill)
     spec = ArraySpec(
         shape=shape,
         chunks=chunks,
@@ -310,6 +326,7 @@ def parse_array_v3(doc: Any, key: str) -> tuple[ArraySpec, ChunkKeys]:
         order=pipeline.order,
         dimension_separator=keys.target_separator,
         shards=shards,
+        warnings=() if note is None else (f"{key!r}: {note}",),
     )
     return spec, keys
 

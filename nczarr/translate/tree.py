@@ -47,7 +47,7 @@ from .conventions import (
     ZGROUP,
 )
 from .detect import nczarr_key
-from .dtypes import ZarrDtype, decode_fill_value, parse_dtype
+from .dtypes import ZarrDtype, decode_fill_value, fill_value_note, parse_dtype
 from .model import Attribute, Dimension, Group, Variable
 
 __all__ = [
@@ -154,6 +154,9 @@ def parse_array_metadata(zarray: Any, key: str, *, nczarr: bool) -> ArraySpec:
     compressor, filters, warnings = normalize_codecs(
         zarray.get("compressor"), zarray.get("filters"), dtype.itemsize, where=repr(key)
     )
+    note = fill_value_note(zarray.get("fill_value"), dtype, fill)
+    if note is not None:
+        warnings = [*warnings, f"{key!r}: {note}"]
     return ArraySpec(
         shape, chunks, dtype, fill, compressor, filters, order, separator, tuple(warnings)
     )
