@@ -355,3 +355,26 @@ def test_reencoding_from_a_memory_map_in_many_workers(tmp_path: Path) -> None:
     got = _read_nc(out)["a"]
     np.testing.assert_array_equal(got[:30], values[:30])
     assert np.isnan(got[30:]).all()
+
+
+def test_defect_10_cli_refuses_unrepresentable_arrays_and_reports_reencoding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nczarr.cli import main
+
+    src = tmp_path / "c.zarr"
+    group = zarr.open_group(src, mode="w", zarr_format=2)
+    group.create_array("cplx", shape=(2,), dtype="<c8")[:] = [1 + 2j, 3]
+    text = group.create_array("text", shape=(2,), dtype="<U3")
+    text[:] = ["ab", "ç"]
+    out = tmp_path / "out.file"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NCZarrWarning)
+        assert main(["convert", str(src), nc_url(out), "--mode", "nczarr"]) == 1
+        err = capsys.readouterr().err
+        assert "/cplx" in err and "exclude" in err and not out.exists()
+        assert main(["convert", str(src), nc_url(out), "--exclude", "cplx"]) == 0
+    captured = capsys.readouterr()
+    assert "1 re-encoded" in captured.out
+    assert "array '/text': chunks re-encoded (unicode strings (<U3)" in captured.err
+    assert _text(_read_nc(out)["text"]) == ["ab", "ç"]
