@@ -19,7 +19,7 @@ from contextlib import ExitStack
 from typing import Any, TextIO
 
 from .. import __version__
-from ..errors import InvalidModeError, NCZarrError, NCZarrWarning
+from ..errors import InvalidModeError, NCZarrError, NCZarrWarning, StorageError, UnsupportedError
 from ..maps.url import redact_text
 from .options import add_storage_arguments, storage_options
 
@@ -40,6 +40,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dst", metavar="DST", help="target URL or path")
     p.add_argument("--mode", choices=("zarr", "nczarr"), help="output format (default: DST's)")
     p.add_argument("--workers", type=_positive, default=8, help="concurrent copies (8)")
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="copy chunks on this dask.distributed scheduler (tcp://host:8786)",
+    )
     group = p.add_mutually_exclusive_group()
     group.add_argument("--overwrite", action="store_true", help="replace a non-empty DST")
     group.add_argument("--resume", action="store_true", help="continue an interrupted convert")
@@ -166,26 +171,46 @@ def _options_for(args: argparse.Namespace, location: str) -> dict[str, Any] | No
 def _convert(args: argparse.Namespace, out: TextIO) -> int:
     from ..conversion import convert
 
-    report = convert(
-        args.src,
-        args.dst,
-        args.mode,
-        workers=args.workers,
-        overwrite=args.overwrite,
-        resume=args.resume,
-        dry_run=args.dry_run,
-        include=args.include,
-        exclude=args.exclude,
-        progress=not args.dry_run and sys.stderr.isatty(),
-        noxarray=args.noxarray,
-        consolidated=args.consolidated,
-        netcdf_scalars=args.netcdf_scalars,
-        zarr_format=args.zarr_format,
-        source_options=_options_for(args, args.src),
-        target_options=_options_for(args, args.dst),
-    )
+    with ExitStack() as stack:
+        client = None
+        if args.scheduler and not args.dry_run:
+            client = stack.enter_context(_dask_client(args.scheduler))
+        report = convert(
+            args.src,
+            args.dst,
+            args.mode,
+            workers=args.workers,
+            overwrite=args.overwrite,
+            resume=args.resume,
+            dry_run=args.dry_run,
+            include=args.include,
+            exclude=args.exclude,
+            progress=not args.dry_run and sys.stderr.isatty(),
+            noxarray=args.noxarray,
+            consolidated=args.consolidated,
+            netcdf_scalars=args.netcdf_scalars,
+            zarr_format=args.zarr_format,
+            source_options=_options_for(args, args.src),
+            target_options=_options_for(args, args.dst),
+            client=client,
+        )
     _print_report(report, out)
     return 0
+
+
+def _dask_client(address: str) -> Any:
+    """A ``distributed.Client`` connected to ``address``; errors name the address."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise UnsupportedError(
+            "--scheduler needs dask.distributed, which is not installed: pip install nczarr[dask]"
+        ) from None
+    try:
+        # Waits up to dask's ``distributed.comm.timeouts.connect`` (30 s by default).
+        return Client(address)
+    except (OSError, TimeoutError) as exc:
+        raise StorageError(f"cannot connect to the dask scheduler {address!r}: {exc}") from None
 
 
 def _migrate(args: argparse.Namespace, out: TextIO) -> int:

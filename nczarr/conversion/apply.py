@@ -7,15 +7,16 @@ copied file to file by the kernel (``FileMap.copy_file``): a new chunk file is
 created in place rather than renamed into place, so a killed copy can leave a short
 chunk, which ``resume`` recopies because its size differs from the source's; no
 metadata is written until every chunk is copied. When both maps live on the same
-S3 service the copy is server-side (``dst.copy_from(src, key, key)``): no chunk byte passes
-through this process.
+S3 service the copy is server-side (``dst.copy_from(src, key, key, size)``): no chunk byte
+passes through this process, and the sizes come from one listing per directory of the source
+(``src.list_sizes``), so a chunk costs one CopyObject and no HEAD.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from ..maps.base import ZMap
@@ -86,9 +87,10 @@ def copy_chunks(
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers!r}")
-    copy, local = _copier(src, dst, resume, verify)
+    copy, local, remote = _copier(src, dst, resume, verify)
     stats = CopyStats()
     total = len(keys)
+    items = _with_sizes(src, keys) if remote and not resume else ((k, None) for k in keys)
 
     def record(done: int, copied: bool, nbytes: int) -> None:
         if copied:
@@ -100,23 +102,23 @@ def copy_chunks(
             progress(done, total)
 
     if workers == 1 or total <= 1 or local:
-        for done, key in enumerate(keys, 1):
-            record(done, *copy(key))
+        for done, (key, size) in enumerate(items, 1):
+            record(done, *copy(key, size))
         return stats
 
     results: queue.SimpleQueue[tuple[bool, int] | BaseException] = queue.SimpleQueue()
-    feed = iter(keys)
+    feed = iter(items)
     feed_lock = threading.Lock()
     stop = threading.Event()
 
     def work() -> None:
         while not stop.is_set():
             with feed_lock:
-                key = next(feed, None)
-            if key is None:
+                item = next(feed, None)
+            if item is None:
                 return
             try:
-                results.put(copy(key))
+                results.put(copy(*item))
             except BaseException as exc:  # handed to the calling thread, raised there
                 stop.set()
                 results.put(exc)
@@ -141,16 +143,33 @@ def copy_chunks(
     return stats
 
 
+def _with_sizes(src: ZMap, keys: Iterable[str]) -> Iterator[tuple[str, int | None]]:
+    """``(key, size)`` for ``keys``, sizes from one ``src.list_sizes`` per directory.
+
+    Keys come grouped by directory (a plan lists them array by array), so only the
+    current directory's sizes are held; a key missing from the listing gets ``None``
+    and its copy finds out for itself.
+    """
+    current: str | None = None
+    sizes: dict[str, int] = {}
+    for key in keys:
+        parent = key.rpartition("/")[0]
+        if parent != current:
+            current = parent
+            sizes = {k: n for k, n in src.list_sizes(parent) if k.rpartition("/")[0] == parent}
+        yield key, sizes.get(key)
+
+
 def _copier(
     src: ZMap, dst: ZMap, resume: bool, verify: bool = False
-) -> tuple[Callable[[str], tuple[bool, int]], bool]:
-    """The per-key copy ``key -> (copied, bytes copied)``, and whether it is a local
-    file-to-file copy (which runs in the calling thread, see :func:`copy_chunks`)."""
+) -> tuple[Callable[[str, int | None], tuple[bool, int]], bool, bool]:
+    """The per-key copy ``(key, size or None) -> (copied, bytes copied)``, whether it is a
+    local file-to-file copy (which runs in the calling thread, see :func:`copy_chunks`),
+    and whether it is a server-side copy."""
     remote = server_side(src, dst)
     local = not remote and _file_to_file(src, dst)
 
-    def one(key: str) -> tuple[bool, int]:
-        size: int | None = None
+    def one(key: str, size: int | None = None) -> tuple[bool, int]:
         if resume and verify:
             try:
                 if dst[key] == src[key]:
@@ -165,7 +184,7 @@ def _copier(
             except KeyError:
                 pass
         if remote:
-            result = dst.copy_from(src, key, key)  # type: ignore[attr-defined]
+            result = dst.copy_from(src, key, key, size)  # type: ignore[attr-defined]
             if isinstance(result, int):
                 return True, result
             return True, size if size is not None else src.getsize(key)
@@ -175,7 +194,7 @@ def _copier(
         dst[key] = data
         return True, len(data)
 
-    return one, local
+    return one, local, remote
 
 
 def _file_to_file(src: ZMap, dst: ZMap) -> bool:

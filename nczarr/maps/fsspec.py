@@ -5,6 +5,13 @@ The map's keys are paths below one root path of the filesystem. ``search`` is on
 this map writes or deletes, so a listing never misses a write made through the map.
 Directories left empty by a delete are pruned, as the zmap contract requires.
 ``http(s)`` filesystems cannot write: they open read-only.
+
+Leaf rule without a request per key (as :class:`~nczarr.maps.s3.S3Map`): ancestors
+of keys the map wrote or listed are remembered as directories (a cache bounded by
+the number of groups and arrays), so they need no ``info`` call; a map that created
+or emptied its root (modes ``"w"``/``"w-"``, ``clear()``) knows every key below it and
+needs no listing below a new key either; inside
+:meth:`~nczarr.maps.base.ZMap.trusted_writes` nothing is probed.
 """
 
 from __future__ import annotations
@@ -115,6 +122,9 @@ class FsspecMap(ZMap):
             )
         self._fs = fs
         self._path = fs._strip_protocol(path).rstrip("/") if path else ""
+        # Directory cache and ownership, see the module docstring.
+        self._known_dirs: set[str] = set()
+        self._owned = False
         protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
         if protocols & READ_ONLY_PROTOCOLS and mode != "r":
             raise ReadOnlyError(
@@ -175,6 +185,7 @@ class FsspecMap(ZMap):
                 raise ObjectExistsError(
                     f"cannot create {self.url} with mode 'w-': it already holds keys (e.g. {key!r})"
                 )
+            self._owned = True
 
     # --------------------------------------------------------------- primitives
     def _load(self, key: str) -> bytes:
@@ -200,6 +211,27 @@ class FsspecMap(ZMap):
             raise self._error(exc, key, "write") from exc
         finally:
             self._invalidate(key)
+        self._known_dirs.discard(key)
+        self._known_dirs.update(parent_keys(key))
+
+    def _check_leaf_rule(self, key: str) -> None:
+        """The base rule, skipping what the directory cache and ownership settle."""
+        if key in self._known_dirs:
+            super()._check_leaf_rule(key)  # a directory: fails, naming a key below it
+            return
+        for parent in parent_keys(key):
+            if parent in self._known_dirs:
+                continue
+            if self._exists(parent):
+                raise ObjectExistsError(
+                    f"cannot write {key!r}: {parent!r} holds content, and content-bearing "
+                    "keys are leaves"
+                )
+        if not self._owned and self._has_children(key):
+            raise ObjectExistsError(
+                f"cannot write {key!r}: it is a prefix of existing keys "
+                f"(e.g. {next(iter(self._list_below(key)))!r})"
+            )
 
     def _remove(self, key: str) -> None:
         if not self._exists(key):
@@ -212,6 +244,7 @@ class FsspecMap(ZMap):
             raise self._error(exc, key, "delete") from exc
         finally:
             self._invalidate(key)
+        self._known_dirs.difference_update(parent_keys(key))
         self._prune(key)
 
     def _prune(self, key: str) -> None:
@@ -259,7 +292,27 @@ class FsspecMap(ZMap):
             child = name.rsplit("/", 1)[-1]
             if child:
                 names.append(child)
+                if entry.get("type") == "directory":
+                    self._known_dirs.add(f"{prefix}/{child}" if prefix else child)
         return names
+
+    def list_sizes(self, prefix: str = "") -> Iterator[tuple[str, int]]:
+        """``(key, size)`` below ``prefix`` from one ``find(detail=True)`` (no call per key)."""
+        nprefix = normalize_prefix(prefix)
+        path = self._full(nprefix)
+        try:
+            found = self._fs.find(path, withdirs=False, detail=True) if path else {}
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise self._error(exc, nprefix, "list") from exc
+        if not path:
+            yield from super().list_sizes(prefix)
+            return
+        for name, info in found.items():
+            key = self._key_of(name)
+            if key and (not nprefix or key == nprefix or key.startswith(nprefix + "/")):
+                yield key, int(info.get("size") or 0)
 
     def _describe(self) -> tuple[str, dict[str, Any]]:
         return self._fs.unstrip_protocol(self._path), public_options(dict(self._fs.storage_options))
@@ -312,6 +365,8 @@ class FsspecMap(ZMap):
         if not self._path:
             for key in list(self._list("")):
                 self._remove(key)
+            self._known_dirs.clear()
+            self._owned = True
             return
         for child in children:
             if child.rstrip("/") == self._path:
@@ -323,6 +378,8 @@ class FsspecMap(ZMap):
             except OSError as exc:
                 raise self._error(exc, self._key_of(child), "delete") from exc
         self._fs.invalidate_cache(self._path)
+        self._known_dirs.clear()
+        self._owned = True
 
     # ------------------------------------------------------------- pickling
     def __reduce__(self) -> tuple[Any, ...]:
