@@ -460,3 +460,24 @@ def test_reencoded_arrays_read_as_zarr_python_reads_the_source(
     verbatim = case["codec"] == "blosc" and shape and (case["order"] == "C" or len(shape) == 1)
     assert bool(report.reencoded) != bool(verbatim)
     np.testing.assert_array_equal(_read_nc(out)["v"], expected)
+
+
+def test_reencoding_on_a_dask_cluster_matches_a_local_run(tmp_path: Path) -> None:
+    """``convert(client=...)``: the view (with its recoders) travels to the workers."""
+    from distributed import Client, LocalCluster
+
+    _codec_store(tmp_path)
+    _string_stores(tmp_path)
+    with (
+        LocalCluster(
+            n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
+            dashboard_address=":0",
+        ) as cluster,
+        Client(cluster) as client,
+    ):  # fmt: skip
+        for name in ("v2", "zp3"):
+            local, remote = tmp_path / f"{name}.local", tmp_path / f"{name}.remote"
+            expected = _convert(tmp_path / f"{name}.zarr", local, "nczarr")
+            report = _convert(tmp_path / f"{name}.zarr", remote, "nczarr", client=client)
+            assert report.chunks_reencoded == expected.chunks_reencoded > 0
+            assert file_tree(remote) == file_tree(local)
