@@ -12,6 +12,11 @@ serves:
   Zarr v3 chunks (``c/0/1``, ``c`` for 0-d) are shown under their Zarr v2 keys
   (``0.1``, ``0``) and read from the v3 key (:meth:`TranslatedView.source_key`).
 
+Arrays whose chunks a reader of the target would misread if passed through
+(:mod:`nczarr.reencode`: unicode and variable-length strings for NCZarr, sharded
+Zarr v3 arrays, codecs netcdf-c lacks) are served re-encoded, chunk by chunk, on
+the fly; :attr:`TranslatedView.reencoded` names them and says why.
+
 Everything else in ``src`` is hidden: legacy objects (``.nczarr``, ``.nczgroup``,
 ``.nczvar`` ...), the source's own metadata, and arrays the reader skipped. Wrap it
 in :class:`nczarr.integrations.zarr_store.ZarrStore` to read any NCZarr generation with
@@ -22,7 +27,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Literal
+from contextlib import suppress
+from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import InvalidModeError, ReadOnlyError, warn_all
 from .keys import join_key, normalize_key
@@ -30,6 +36,9 @@ from .maps.base import ZMap
 from .translate.conventions import FORMATS, ZARRAY, ZMETADATA
 from .translate.model import Dataset
 from .translate.read_zarr3 import ChunkKeys
+
+if TYPE_CHECKING:
+    from .reencode import ChunkRecoder, Reencoding
 
 __all__ = ["TranslatedView", "view"]
 
@@ -69,7 +78,29 @@ class TranslatedView(ZMap):
         self._netcdf_scalars = netcdf_scalars
         self._consolidated_arg = consolidated
         self._dataset: Dataset
-        self._dataset, chunk_keys = read_with_chunk_keys(source)
+        read_dataset, chunk_keys = read_with_chunk_keys(source)
+        #: Key prefixes of the arrays whose chunks are shown, sorted.
+        self._arrays: tuple[str, ...] = tuple(
+            sorted(v.path.strip("/") for v in read_dataset.root.all_variables())
+        )
+        self._array_set = frozenset(self._arrays)
+        self._ndims = {v.path.strip("/"): len(v.shape) for v in read_dataset.root.all_variables()}
+        #: Zarr v3 arrays: how their source chunk keys map to the v2 keys shown.
+        self._v3: dict[str, ChunkKeys] = {a: chunk_keys[a] for a in self._arrays if a in chunk_keys}
+        #: Arrays whose chunks live under another key prefix in the source: a store
+        #: whose root is a bare array shows it as variable ``name`` (chunks ``name/0.0``)
+        #: while the source holds them at its root (``0.0``).
+        self._source_prefix: dict[str, str] = {}
+        if ZARRAY in source and len(self._arrays) == 1:
+            self._source_prefix[self._arrays[0]] = ""
+        self._mapped = bool(self._source_prefix) or any(not k.identical for k in self._v3.values())
+        #: Sharded Zarr v3 arrays: (shard shape, inner chunk shape, array shape).
+        self._shards: dict[str, tuple[tuple[int, ...], ...]] = {
+            v.path.strip("/"): (v.shards, v.chunks, v.shape)
+            for v in read_dataset.root.all_variables()
+            if v.shards is not None
+        }
+        self._dataset, self._reencoded, self._recoders = self._plan(read_dataset, format)
         if consolidated is None:
             consolidated = ZMETADATA in source
         self._consolidated = bool(consolidated)
@@ -82,28 +113,79 @@ class TranslatedView(ZMap):
             zarr_format=self._zarr_format,
         )
         self._metadata: dict[str, bytes] = written.metadata
-        self._warnings: tuple[str, ...] = (*self._dataset.warnings, *written.warnings)
-        #: Key prefixes of the arrays whose chunks pass through, sorted.
-        left_out = set(written.skipped)
-        self._arrays: tuple[str, ...] = tuple(
-            sorted(
-                path
-                for path in (v.path.strip("/") for v in self._dataset.root.all_variables())
-                if path not in left_out
-            )
+        self._warnings: tuple[str, ...] = (
+            *self._dataset.warnings,
+            *(r.message for r in self._reencoded.values()),
+            *written.warnings,
         )
-        self._array_set = frozenset(self._arrays)
-        #: Zarr v3 arrays: how their source chunk keys map to the v2 keys shown.
-        self._v3: dict[str, ChunkKeys] = {a: chunk_keys[a] for a in self._arrays if a in chunk_keys}
-        #: Arrays whose chunks live under another key prefix in the source: a store
-        #: whose root is a bare array shows it as variable ``name`` (chunks ``name/0.0``)
-        #: while the source holds them at its root (``0.0``).
-        self._source_prefix: dict[str, str] = {}
-        if ZARRAY in source and len(self._arrays) == 1:
-            self._source_prefix[self._arrays[0]] = ""
-        self._mapped = bool(self._source_prefix) or any(not k.identical for k in self._v3.values())
+        left_out = set(written.skipped)  # arrays the writer could not describe
+        if left_out:
+            self._arrays = tuple(a for a in self._arrays if a not in left_out)
+            self._array_set = frozenset(self._arrays)
+            self._v3 = {a: k for a, k in self._v3.items() if a in self._array_set}
+            self._mapped = bool(self._source_prefix) or any(
+                not k.identical for k in self._v3.values()
+            )
+
+    def _plan(
+        self, dataset: Dataset, format: str
+    ) -> tuple[Dataset, dict[str, Reencoding], dict[str, ChunkRecoder]]:
+        """Which arrays are re-encoded, the dataset as shown, and one recoder per array.
+
+        Variable-length strings shown as NCZarr need a width (netCDF strings are
+        fixed-width there): their chunks are read once, here, to find the longest.
+        """
+        from .reencode import ChunkRecoder, Reencoding, plan_reencoding, with_maxstrlen
+
+        planned, reencoded = plan_reencoding(dataset, format)
+
+        def recoder(item: Reencoding) -> ChunkRecoder:
+            return ChunkRecoder(
+                self._source,
+                item,
+                self._source_prefix.get(item.path, item.path),
+                self._v3.get(item.path),
+            )
+
+        widths = {}
+        for path, item in reencoded.items():
+            if item.source.text_storage == "vlen-utf8" and item.target.text_storage is None:
+                scan = recoder(item)
+                longest = max(
+                    (scan.longest_string(self._coords(path, k)) for k in self._listing(path)),
+                    default=0,
+                )
+                widths[path] = max(longest, 1)
+        if widths:
+            planned = with_maxstrlen(planned, widths)
+            reencoded = {
+                path: Reencoding(
+                    item.source,
+                    planned.find_variable(item.target.path),
+                    item.reason.replace(
+                        f"|S{item.target.maxstrlen}", f"|S{widths.get(path, item.target.maxstrlen)}"
+                    ),
+                )
+                for path, item in reencoded.items()
+            }
+        return planned, reencoded, {path: recoder(item) for path, item in reencoded.items()}
 
     # ---------------------------------------------------------------- converter API
+    @property
+    def reencoded(self) -> dict[str, str]:
+        """Arrays (key prefixes) whose chunks are shown re-encoded, and why."""
+        return {path: item.reason for path, item in self._reencoded.items()}
+
+    @property
+    def reencoded_messages(self) -> tuple[str, ...]:
+        """One warning per re-encoded array (also in :attr:`warnings`)."""
+        return tuple(item.message for item in self._reencoded.values())
+
+    def reencoded_array(self, key: str) -> str | None:
+        """The re-encoded array (key prefix) chunk ``key`` belongs to, or None."""
+        array = self._owner(normalize_key(key))
+        return array if array in self._reencoded else None
+
     @property
     def source(self) -> ZMap:
         """The map being translated."""
@@ -111,7 +193,8 @@ class TranslatedView(ZMap):
 
     @property
     def dataset(self) -> Dataset:
-        """The source read into the netCDF-4 model."""
+        """The source read into the netCDF-4 model, as the view shows it (re-encoded
+        arrays with the target's codecs and types)."""
         return self._dataset
 
     @property
@@ -174,22 +257,64 @@ class TranslatedView(ZMap):
             coords = encoding.target_coords(rest)
             if coords is None:  # pragma: no cover - _owner checked it
                 raise KeyError(key)
+            shards = self._shards.get(array)
+            if shards is not None:  # the shard holding this inner chunk
+                coords = tuple(
+                    c * n // s for c, s, n in zip(coords, shards[0], shards[1], strict=True)
+                )
             rest = encoding.source(coords)
         return join_key(self._source_prefix.get(array, array), rest)
 
+    def _reencode(self, key: str) -> bytes:
+        """The re-encoded bytes of chunk ``key`` (normalized) of a re-encoded array."""
+        array = self._owner(key)
+        assert array is not None
+        data = self._recoders[array].encode(self._coords(array, key))
+        if data is None:
+            raise KeyError(key)
+        return data
+
     # ------------------------------------------------------------------ internals
+    def _listing(self, array: str) -> Iterator[str]:
+        return self._chunks_below(array, array)
+
+    def _coords(self, array: str, shown: str) -> tuple[int, ...]:
+        """Chunk coordinates of a shown chunk key of ``array``."""
+        rest = shown[len(array) + 1 :]
+        encoding = self._v3.get(array)
+        if encoding is not None:
+            coords = encoding.target_coords(rest)
+            if coords is None:  # pragma: no cover - listed keys parse
+                raise KeyError(shown)
+            return coords
+        if self._ndims[array] == 0:
+            return ()
+        return tuple(int(p) for p in rest.replace("/", ".").split("."))
+
+    def _inner(self, array: str, coords: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+        """The inner chunk coordinates of shard ``coords`` of a sharded array."""
+        shards, chunks, shape = self._shards[array]
+        ranges = []
+        for c, s, n, size in zip(coords, shards, chunks, shape, strict=True):
+            per = s // n
+            last = -(-size // n)
+            ranges.append(range(c * per, min((c + 1) * per, last)))
+        yield from _product(ranges)
+
     def _chunks_below(self, array: str, prefix: str) -> Iterator[str]:
         """Chunk keys (as shown) of ``array`` whose shown key is at or below ``prefix``."""
         encoding = self._v3.get(array)
         if encoding is not None:
             cut = len(array) + 1
+            sharded = array in self._shards
             for key in self._source.keys_below(array):
                 coords = encoding.source_coords(key[cut:]) if key.startswith(array + "/") else None
                 if coords is None:
                     continue
-                shown = f"{array}/{encoding.target(coords)}"
-                if shown == prefix or shown.startswith(prefix + "/") or prefix == array:
-                    yield shown
+                for inner in self._inner(array, coords) if sharded else (coords,):
+                    shown = f"{array}/{encoding.target(inner)}"
+                    if shown == prefix or shown.startswith(prefix + "/") or prefix == array:
+                        yield shown
             return
         source_prefix = self._source_prefix.get(array)
         if source_prefix is not None:  # a bare root array: chunks at the source's root
@@ -234,6 +359,8 @@ class TranslatedView(ZMap):
         if value is not None:
             return value
         if self._is_chunk(key):
+            if self.reencoded_array(key) is not None:
+                return self._reencode(key)
             return self._source[self.source_key(key)]
         raise KeyError(key)
 
@@ -280,6 +407,9 @@ class TranslatedView(ZMap):
             nkey = normalize_key(key)
             if nkey in self._metadata:
                 out[key] = self._metadata[nkey]
+            elif self._is_chunk(nkey) and self.reencoded_array(nkey) is not None:
+                with suppress(KeyError):
+                    out[key] = self._reencode(nkey)
             elif self._is_chunk(nkey):
                 passthrough[self.source_key(nkey)] = key
         if passthrough:
@@ -292,6 +422,8 @@ class TranslatedView(ZMap):
         """A byte range; chunk ranges are read from the source without the whole object."""
         nkey = normalize_key(key)
         if nkey not in self._metadata and self._is_chunk(nkey):
+            if self.reencoded_array(nkey) is not None:
+                return super().getrange(key, start, length)
             return self._source.getrange(self.source_key(nkey), start, length)
         return super().getrange(key, start, length)
 
@@ -301,11 +433,15 @@ class TranslatedView(ZMap):
         if nkey in self._metadata:
             return len(self._metadata[nkey])
         if self._is_chunk(nkey):
+            if self.reencoded_array(nkey) is not None:
+                return len(self._reencode(nkey))
             return self._source.getsize(self.source_key(nkey))
         raise KeyError(key)
 
     def close(self) -> None:
         """Close the view, and the source when the view opened it from a URL."""
+        for recoder in self._recoders.values():
+            recoder.close()
         if not self._closed and self._owns_source:
             self._source.close()
         super().close()
@@ -337,6 +473,12 @@ class TranslatedView(ZMap):
                 self._zarr_format,
             ),
         )
+
+
+def _product(ranges: list[range]) -> Iterator[tuple[int, ...]]:
+    from itertools import product
+
+    return product(*ranges)
 
 
 def _rebuild(

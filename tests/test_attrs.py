@@ -257,12 +257,17 @@ def test_parse_dtype(dtype: str, nczarr: bool, expected: ZarrDtype) -> None:
     assert parse_dtype(dtype, nczarr=nczarr) == expected
 
 
-@pytest.mark.parametrize(
-    "dtype", ["<c8", "<M8[ns]", "<m8", "|O", "<U5", "<U1", "<f2", [["a", "<i4"]], "|V8"]
-)
+@pytest.mark.parametrize("dtype", ["<c8", "<M8[ns]", "<m8", "|O", "<f2", [["a", "<i4"]], "|V8"])
 def test_dtypes_without_netcdf_equivalent(dtype: object) -> None:
     with pytest.raises(UnsupportedError, match=r"no netCDF-4 equivalent|datetime|timedelta"):
         parse_dtype(dtype, nczarr=False)
+
+
+@pytest.mark.parametrize(("dtype", "width", "endian"), [("<U5", 5, "little"), (">U1", 1, "big")])
+def test_unicode_is_a_string_stored_as_unicode(dtype: str, width: int, endian: str) -> None:
+    assert parse_dtype(dtype, nczarr=False) == ZarrDtype(
+        "string", endian, 4 * width, maxstrlen=width, text_storage="unicode"
+    )
 
 
 @pytest.mark.parametrize("dtype", ["int32", "", 5, None, "<q4"])

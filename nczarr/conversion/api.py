@@ -3,11 +3,12 @@
 Both are a translated view (:func:`nczarr.view`) plus a copy: the view says what
 the metadata of the target is and which chunk objects pass through unchanged;
 :mod:`nczarr.conversion.plan` orders the writes and :mod:`nczarr.conversion.apply`
-performs them. Chunk
-bytes are never decoded, so every NCZarr <-> Zarr v2 conversion only rewrites
-metadata and copies chunks verbatim; so does a Zarr v3 source, whose chunks are
-copied byte for byte to their Zarr v2 keys (arrays whose v3 codecs have no
-byte-identical v2 form are left out, with a warning).
+performs them. Chunk bytes are copied verbatim whenever the target's readers decode
+them to the producer's values (a Zarr v3 source's chunks go byte for byte to their
+Zarr v2 keys). The few arrays for which that is not so (strings for NCZarr, sharded
+arrays, codecs netcdf-c lacks: :mod:`nczarr.reencode`) have their chunks decoded and
+encoded again, in the same worker pool, and are named in the report and warnings.
+Arrays no target can represent make ``convert`` raise unless they are excluded.
 
 Safety: chunks are written first, then array metadata, then groups, the root group
 last, so an interrupted convert never leaves a target that opens as a complete
@@ -25,10 +26,23 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidModeError, TargetExistsError, warn_all
+from ..errors import (
+    InvalidModeError,
+    TargetExistsError,
+    UnsupportedError,
+    UnsupportedTypeError,
+    warn_all,
+)
 from ..maps.base import ZMap
-from ..translate.conventions import FORMATS, LAYOUT_V2, LAYOUT_ZARR, V1_OBJECT_NAMES
-from .apply import copy_chunks, delete_keys, write_metadata
+from ..translate.conventions import (
+    FORMATS,
+    LAYOUT_V2,
+    LAYOUT_ZARR,
+    V1_OBJECT_NAMES,
+    ZARR_JSON,
+    ZARRAY,
+)
+from .apply import CopyStats, copy_chunks, delete_keys, write_metadata
 from .journal import (
     Journal,
     plan_digest,
@@ -39,8 +53,8 @@ from .journal import (
     write_journal,
 )
 from .overlap import check_distinct, location_of
-from .plan import build_plan, legacy_candidates, order_metadata
-from .progress import ProgressArg, progress_callback
+from .plan import build_plan, legacy_candidates, order_metadata, selected_paths
+from .progress import Progress, ProgressArg, progress_callback
 
 __all__ = ["ConvertReport", "convert", "migrate", "FORMATS"]
 
@@ -69,8 +83,13 @@ class ConvertReport:
     arrays
         Number of arrays (netCDF variables) in the target.
     chunks_copied, chunks_skipped, bytes_copied
-        Chunk objects copied, chunk objects skipped by ``resume`` (already complete),
-        and chunk bytes copied.
+        Chunk objects copied verbatim, chunk objects skipped by ``resume`` (already
+        complete), and chunk bytes written (copied or re-encoded).
+    chunks_reencoded
+        Chunk objects decoded and encoded again (see :mod:`nczarr.reencode`).
+    reencoded
+        ``(array FQN, reason)`` for every array whose chunks are re-encoded (also in
+        ``warnings``, and announced as :class:`~nczarr.errors.NCZarrWarning`).
     metadata_written, deleted_keys
         Metadata keys written, and legacy keys deleted (``migrate``).
     seconds
@@ -90,6 +109,7 @@ class ConvertReport:
     target_format: str
     arrays: int = 0
     chunks_copied: int = 0
+    chunks_reencoded: int = 0
     chunks_skipped: int = 0
     bytes_copied: int = 0
     metadata_written: tuple[str, ...] = ()
@@ -100,6 +120,7 @@ class ConvertReport:
     planned_keys: tuple[str, ...] = field(default=(), repr=False)
     planned_bytes: int = 0
     operation: str = "convert"
+    reencoded: tuple[tuple[str, str], ...] = ()
     zarr_format: int = 2
 
     @property
@@ -129,7 +150,8 @@ class ConvertReport:
         return (
             f"{self.source} ({self.source_layout}) -> {self.target} ({self._target_name}): "
             f"{self.arrays} arrays, {self.chunks_copied} chunks copied, "
-            f"{self.chunks_skipped} skipped, {self.bytes_copied} bytes, "
+            + (f"{self.chunks_reencoded} re-encoded, " if self.chunks_reencoded else "")
+            + f"{self.chunks_skipped} skipped, {self.bytes_copied} bytes, "
             f"{len(self.metadata_written)} metadata objects written"
             + (f", {len(self.deleted_keys)} deleted" if self.deleted_keys else "")
             + f" in {self.seconds:.2f} s"
@@ -231,6 +253,48 @@ def _zarr_format(value: int | None, parsed: Any, fmt: str, netcdf_scalars: bool)
     return check_zarr_format(fmt, value, netcdf_scalars=netcdf_scalars)
 
 
+def _check_representable(
+    translated: Any, fmt: str, include: Sequence[str] | None, exclude: Sequence[str] | None
+) -> None:
+    """Refuse to convert arrays the reader had to leave out, unless they are excluded."""
+    refused = selected_paths(translated.dataset.skipped, include, exclude)
+    if not refused:
+        return
+    reasons = [
+        w for w in translated.warnings if any(w.startswith(f"skipped array {p!r}") for p in refused)
+    ]
+    raise UnsupportedTypeError(
+        f"{translated.source.url}: cannot represent {', '.join(refused)} in {fmt}: "
+        + "; ".join(reasons)
+        + f". Pass exclude={refused!r} (--exclude) to convert without them."
+    )
+
+
+def split_reencoded(translated: Any, keys: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``keys`` split into chunks copied verbatim and chunks of re-encoded arrays."""
+    if not translated.reencoded:
+        return list(keys), []
+    verbatim, reencoded = [], []
+    for key in keys:
+        (reencoded if translated.reencoded_array(key) is not None else verbatim).append(key)
+    return verbatim, reencoded
+
+
+def reencoded_arrays(translated: Any, plan: Any) -> tuple[tuple[str, str], ...]:
+    """``(FQN, reason)`` of the planned arrays whose chunks are re-encoded."""
+    kept = {key.rpartition("/")[0] for key, _ in plan.metadata if key.endswith(ZARRAY)}
+    return tuple(
+        ("/" + path, reason) for path, reason in translated.reencoded.items() if path in kept
+    )
+
+
+def _offset(progress: Progress | None, done: int, total: int) -> Progress | None:
+    """``progress`` for the second of two copies: counts continue from ``done``."""
+    if progress is None:
+        return None
+    return lambda n, _: progress(done + n, total)
+
+
 # ------------------------------------------------------------------ convert
 def convert(
     src: str | os.PathLike[str] | ZMap,
@@ -326,6 +390,9 @@ def convert(
         ``zarr_format=3`` with ``mode="nczarr"`` or ``netcdf_scalars``.
     TypeError
         ``progress`` is not a bool, None or a callable.
+    UnsupportedTypeError
+        An array the selection keeps has no netCDF-4 / target form (complex,
+        datetime ...); the message names it. Nothing is written.
     """
     start = time.perf_counter()
     parsed = _parsed(dst)
@@ -346,6 +413,8 @@ def convert(
         on_chunk = progress_callback(progress, stack, unit="chunk")
         src_map = _open(src, "r", source_options, stack)
         translated = _translate(src_map, fmt, noxarray, consolidated, netcdf_scalars, version)
+        stack.callback(translated.close)
+        _check_representable(translated, fmt, include, exclude)
         plan = build_plan(
             translated,
             target_format=fmt,
@@ -359,7 +428,9 @@ def convert(
         # Chunks are copied from the source map itself (verbatim, kernel or S3
         # server-side copies) unless the view shows them under other keys (Zarr v3
         # "c/0/1" -> "0.1"): then through the view, which reads each from its v3 key.
+        # Chunks of re-encoded arrays always come from the view (nczarr.reencode).
         source = translated if translated.keys_mapped else translated.source
+        verbatim, reencoded = split_reencoded(translated, plan.chunk_keys)
         report = ConvertReport(
             source=src_url,
             target=dst_url,
@@ -367,6 +438,7 @@ def convert(
             target_format=fmt,
             arrays=plan.arrays,
             warnings=plan.warnings,
+            reencoded=reencoded_arrays(translated, plan),
             zarr_format=version,
         )
         warn_all(report.warnings)
@@ -374,7 +446,9 @@ def convert(
             report.dry_run = True
             report.planned_keys = plan.keys
             report.planned_bytes = (
-                sum(source.getsize(k) for k in plan.chunk_keys) + plan.metadata_bytes
+                sum(source.getsize(k) for k in verbatim)
+                + sum(translated.getsize(k) for k in reencoded)
+                + plan.metadata_bytes
             )
             report.seconds = time.perf_counter() - start
             return report
@@ -417,37 +491,47 @@ def convert(
         if skip != "content":
             # Skipping by size is sound only for objects this convert wrote (see journal.py).
             write_journal(dst_map, journal)
-        if client is not None:
-            from .cluster import DEFAULT_BATCH, copy_chunks_on_cluster
 
-            stats = copy_chunks_on_cluster(
-                client,
-                source,
+        def copy(src: ZMap, keys: Sequence[str], progress: Progress | None) -> CopyStats:
+            if not keys:
+                return CopyStats()
+            if client is not None:
+                from .cluster import DEFAULT_BATCH, copy_chunks_on_cluster
+
+                return copy_chunks_on_cluster(
+                    client,
+                    src,
+                    dst_map,
+                    keys,
+                    batch_size=batch_size or DEFAULT_BATCH,
+                    workers=workers,
+                    resume=skip != "none",
+                    verify=skip == "content",
+                    trusted=trusted,
+                    progress=progress,
+                )
+            return copy_chunks(
+                src,
                 dst_map,
-                plan.chunk_keys,
-                batch_size=batch_size or DEFAULT_BATCH,
+                keys,
                 workers=workers,
                 resume=skip != "none",
                 verify=skip == "content",
-                trusted=trusted,
-                progress=on_chunk,
+                progress=progress,
             )
-        else:
-            stats = copy_chunks(
-                source,
-                dst_map,
-                plan.chunk_keys,
-                workers=workers,
-                resume=skip != "none",
-                verify=skip == "content",
-                progress=on_chunk,
-            )
+
+        total = len(plan.chunk_keys)
+        stats = copy(source, verbatim, _offset(on_chunk, 0, total))
+        # Decoded and encoded again in the same worker pool (at most `workers` chunks
+        # in memory): the view serves the target's bytes of each such chunk.
+        restats = copy(translated, reencoded, _offset(on_chunk, len(verbatim), total))
         written = write_metadata(dst_map, plan.metadata)
         remove_journal(dst_map)
         dst_map.flush()
     report.chunks_copied = stats.copied
-    report.chunks_skipped = stats.skipped
-    report.bytes_copied = stats.bytes
+    report.chunks_reencoded = restats.copied
+    report.chunks_skipped = stats.skipped + restats.skipped
+    report.bytes_copied = stats.bytes + restats.bytes
     report.metadata_written = tuple(written)
     report.seconds = time.perf_counter() - start
     return report
@@ -471,6 +555,29 @@ def _legacy_keys(zmap: ZMap, dataset: Any, metadata: Mapping[str, bytes]) -> lis
         if stale and key in zmap:
             out.append(key)
     return out
+
+
+def _check_migratable(zmap: ZMap, translated: Any, fmt: str) -> None:
+    """Refuse, before anything is written, a store whose chunks ``migrate`` cannot keep.
+
+    ``migrate`` rewrites metadata only. Zarr v3 chunks sit under other keys than
+    Zarr v2 metadata names (``x/c/0`` for ``x/0``), and re-encoded arrays need new chunk
+    bytes: new metadata over the old chunks would read as fill values or garbage.
+    """
+    url = zmap.url
+    if ZARR_JSON in zmap:
+        raise UnsupportedError(
+            f"{url}: cannot migrate a Zarr v3 store in place: its chunk keys (x/c/0) are not "
+            f"the Zarr v2 keys (x/0) {fmt} metadata names; use convert() (nczarr convert) to "
+            "write a copy. Nothing was changed."
+        )
+    if translated.reencoded:
+        arrays = "; ".join(f"/{path} ({why})" for path, why in translated.reencoded.items())
+        raise UnsupportedError(
+            f"{url}: cannot migrate in place to {fmt}: migrate rewrites metadata only, and "
+            f"these arrays need their chunks re-encoded: {arrays}. Use convert() (nczarr "
+            "convert) to write a copy. Nothing was changed."
+        )
 
 
 def migrate(
@@ -507,6 +614,13 @@ def migrate(
 
     What the new metadata cannot carry verbatim is announced as an
     :class:`~nczarr.errors.NCZarrWarning` and listed in ``report.warnings``.
+
+    Raises
+    ------
+    UnsupportedError
+        A Zarr v3 store (its chunk keys are not Zarr v2 keys), or arrays whose chunks
+        would have to be re-encoded for ``to`` (see :mod:`nczarr.reencode`): raised
+        before anything is written; :func:`convert` writes a copy instead.
     """
     start = time.perf_counter()
     fmt = _check_format(to, "target format")
@@ -514,6 +628,7 @@ def migrate(
         on_object = progress_callback(progress, stack, unit="object")
         zmap = _open(url, "r" if dry_run else "r+", storage_options, stack)
         translated = _translate(zmap, fmt, False, None)
+        _check_migratable(zmap, translated, fmt)
         dataset = translated.dataset
         metadata = translated.metadata
         order = order_metadata(metadata)

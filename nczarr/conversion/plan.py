@@ -173,7 +173,7 @@ def select_dataset(
     for pattern in (*include, *exclude):
         if not isinstance(pattern, str) or not pattern.strip("/"):
             raise InvalidModeError(f"invalid variable pattern {pattern!r}")
-        if not any(_matches(pattern, p) for p in (*paths, *group_paths)):
+        if not any(_matches(pattern, p) for p in (*paths, *group_paths, *dataset.skipped)):
             raise InvalidModeError(f"variable pattern {pattern!r} matches no variable or group")
     keep_var = {
         p
@@ -193,6 +193,18 @@ def select_dataset(
         )
     }
     return dataclasses.replace(dataset, root=_prune(dataset.root, keep_var, keep_group))
+
+
+def selected_paths(
+    paths: Iterable[str], include: Sequence[str] | None, exclude: Sequence[str] | None
+) -> list[str]:
+    """The FQNs among ``paths`` that ``include``/``exclude`` keep (see :func:`select_dataset`)."""
+    return [
+        p
+        for p in paths
+        if (not include or any(_matches(i, p) for i in include))
+        and not any(_matches(e, p) for e in exclude or ())
+    ]
 
 
 def _prune(group: Group, keep_var: set[str], keep_group: set[str]) -> Group:

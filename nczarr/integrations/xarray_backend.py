@@ -43,7 +43,7 @@ Known differences from the netcdf4 engine (each pinned by a test):
 * a char attribute whose text is a JSON scalar (``"17"``, ``"true"``) is the text
   that was written; netcdf-c stores it as JSON and reads it back mangled (``"1"``), so
   the netcdf4 engine ignores ``_Unsigned = "true"`` on NCZarr and this engine applies it;
-* arrays nczarr cannot translate (e.g. Zarr v3 vlen strings) are left out with an
+* arrays nczarr cannot translate (e.g. complex numbers) are left out with an
   :class:`~nczarr.NCZarrWarning`;
 * variable ``encoding`` carries the Zarr chunking (``chunksizes``,
   ``preferred_chunks``), not netCDF4's filter flags.
@@ -134,6 +134,11 @@ class NCZarrArrayWrapper(ZarrArrayWrapper):
     def _as_text(self, value: Any) -> Any:
         if not self._text:
             return value
+        data = np.asarray(value)
+        if data.dtype.kind in "UOT":  # stored as text ("<U", variable-length UTF-8)
+            out = np.empty(data.shape, dtype=object)
+            out.reshape(-1)[:] = [str(item) for item in data.reshape(-1)]
+            return out
         # C strings, as netcdf-c returns them: UTF-8 up to the first NUL
         data = np.asarray(value, dtype=bytes)
         out = np.empty(data.shape, dtype=object)

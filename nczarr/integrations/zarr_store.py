@@ -1,4 +1,5 @@
-"""``ZarrStore``: a zarr-python 3 ``Store`` over any zmap, and ``open_zarr``.
+"""``ZarrStore``: a zarr-python 3 ``Store`` over any zmap (``open_zarr`` is in
+:mod:`~nczarr.integrations.shortcut`).
 
 zarr-python does all of its I/O through an async :class:`zarr.abc.store.Store`.
 :class:`ZarrStore` implements that contract on top of a :class:`~nczarr.maps.base.ZMap`,
@@ -17,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from zarr.abc.store import (
@@ -36,9 +37,8 @@ from ..maps.memory import MemoryMap
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator
 
-    import zarr
 
-__all__ = ["ZarrStore", "open_zarr", "blocking_io"]
+__all__ = ["ZarrStore", "blocking_io"]
 
 T = TypeVar("T")
 
@@ -402,84 +402,3 @@ def _reopen_writable(zmap: ZMap) -> ZMap:
 
 def _rebuild(zmap: ZMap, read_only: bool) -> ZarrStore:
     return ZarrStore(zmap, read_only=read_only)
-
-
-def open_zarr(
-    url: str | ZMap,
-    mode: str = "r",
-    *,
-    storage_options: Mapping[str, Any] | None = None,
-    **kwargs: Any,
-) -> zarr.Group:
-    """Open the Zarr group at a dataset URL through nczarr's maps.
-
-    Any URL :func:`~nczarr.maps.open.open_map` accepts (a directory, a ``.zip``,
-    ``s3://...``, ``file://...#mode=nczarr,file``, ``zip::s3://...``), or an open
-    map, opens as a zarr-python group:
-    ``zarr.open_group(store=ZarrStore(open_map(url, mode)), mode=mode, **kwargs)``.
-
-    In read mode a store with netcdf-c metadata (NCZarr of any generation, or pure
-    Zarr that netcdf-c wrote: see
-    :func:`~nczarr.translate.compat.needs_translation`) is read through the
-    translated view (:func:`nczarr.view` with ``mode="zarr"``), so zarr-python gets
-    the numbers and text netCDF4 reads (it would otherwise decode netcdf-c's
-    ``{"id": "shuffle", "elementsize": 0}`` to wrong numbers and refuse char
-    arrays); what the view could not carry is announced as
-    :class:`~nczarr.errors.NCZarrWarning`. Stores written by zarr-python or xarray
-    are opened as they are (Zarr v3 included). Writes always go to the store itself.
-
-    Parameters
-    ----------
-    url
-        Where the dataset lives, or an open map (left open; its own mode decides
-        what can be written).
-    mode
-        ``"r"``, ``"r+"``, ``"a"``, ``"w"`` or ``"w-"`` (zarr/h5py meaning), used for
-        both the map and the group.
-    storage_options
-        Options for opening ``url`` (see :func:`~nczarr.maps.open.open_map`).
-    **kwargs
-        Passed to :func:`zarr.open_group` (``zarr_format``, ``path``, ...).
-    """
-    import zarr
-
-    from ..maps.open import open_map
-
-    if isinstance(url, ZMap):
-        if storage_options:
-            raise TypeError(
-                f"open_zarr got an open map {url!r}: storage options apply to URLs only, "
-                f"got {sorted(storage_options)}"
-            )
-        zmap, owned = url, False
-    else:
-        zmap, owned = open_map(url, mode, storage_options=storage_options), True
-    if mode == "r":
-        zmap = _translated_if_needed(zmap, owned)
-    return zarr.open_group(store=ZarrStore(zmap), mode=mode, **kwargs)
-
-
-def _translated_if_needed(zmap: ZMap, owned: bool = True) -> ZMap:
-    """``zmap``, or a translated view of it (owning it when ``owned``) when it holds
-    netcdf-c metadata."""
-    from ..errors import MetadataError, warn_all
-    from ..load import load_metadata
-    from ..readthrough import TranslatedView
-    from ..translate.compat import needs_translation
-    from ..translate.detect import detect_format
-
-    try:
-        meta = load_metadata(zmap, warnings=[])
-        translate = needs_translation(meta, detect_format(meta))
-    except MetadataError:
-        return zmap  # not a store nczarr reads: let zarr-python say what is wrong
-    if not translate:
-        return zmap
-    try:
-        view = TranslatedView(zmap, format="zarr", owns_source=owned)
-    except BaseException:
-        if owned:
-            zmap.close()
-        raise
-    warn_all(view.warnings, stacklevel=4)
-    return view

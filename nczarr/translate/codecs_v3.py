@@ -21,14 +21,17 @@ Equivalences (each checked byte for byte in ``tests/test_zarr3.py``):
   takes it from the array); ``crc32c`` -> numcodecs ``crc32c`` (4-byte little-endian
   checksum at the end);
 * zarr-python's ``numcodecs.<id>`` wrappers of bytes->bytes numcodecs codecs ->
-  ``<id>`` with the same configuration.
+  ``<id>`` with the same configuration;
+* ``vlen-utf8`` -> the numcodecs ``vlen-utf8`` filter (dtype ``"|O"``): zarr-python 3
+  encodes with numcodecs' ``VLenUTF8``.
 
 The last bytes->bytes codec becomes the v2 ``compressor``, the earlier ones
 ``filters`` (v2 applies filters first, then the compressor).
 
-Not expressible (the array is skipped): ``sharding_indexed`` (one object holds
-many chunks), ``vlen-utf8``/``vlen-bytes`` and any other array->bytes codec,
-other permutations, and codecs without a known numcodecs equivalent.
+Not expressible (the array is skipped): ``vlen-bytes`` and any other array->bytes
+codec, other permutations, and codecs without a known numcodecs equivalent.
+``sharding_indexed`` (one object holds many chunks) is not expressible either; the
+reader describes a sharded array by its inner codecs and re-encodes its chunks.
 
 The other direction, :func:`v3_codecs`, writes the chain of a Zarr v3 array that
 decodes the very chunk bytes a Zarr v2 ``.zarray`` describes. It makes the choices
@@ -185,6 +188,7 @@ def v2_pipeline(codecs: Any, *, ndim: int, itemsize: int) -> V2Pipeline:
     order: Literal["C", "F"] = "C"
     endian: Literal["little", "big"] = "little"
     compressors: list[dict[str, Any]] = []
+    filters_first: list[dict[str, Any]] = []
     seen_bytes = False
     for entry in codecs:
         name, config = codec_name(entry)
@@ -192,6 +196,10 @@ def v2_pipeline(codecs: Any, *, ndim: int, itemsize: int) -> V2Pipeline:
             if name == "transpose":
                 step = _permutation_order(config, ndim)
                 order = "F" if (order == "F") != (step == "F") else "C"
+                continue
+            if name == "vlen-utf8":  # numcodecs' VLenUTF8 writes the very same bytes
+                filters_first.append({"id": "vlen-utf8"})
+                seen_bytes = True
                 continue
             if name in ("bytes", "endian"):
                 value = config.get("endian", "little")
@@ -217,7 +225,7 @@ def v2_pipeline(codecs: Any, *, ndim: int, itemsize: int) -> V2Pipeline:
     if ndim <= 1:
         order = "C"
     compressor = compressors[-1] if compressors else None
-    return V2Pipeline(order, endian, tuple(compressors[:-1]), compressor)
+    return V2Pipeline(order, endian, (*filters_first, *compressors[:-1]), compressor)
 
 
 #: numcodecs Blosc's shuffle integers -> the v3 names (inverse of :data:`BLOSC_SHUFFLE`).

@@ -331,7 +331,7 @@ def read_nczarr(meta: Mapping[str, Any], info: FormatInfo) -> Dataset:
     plan = reader.scan("")
     root = reader.build(plan)
     root = _attach_dims(root, reader.builder.dims)
-    return Dataset(root, info.layout, tuple(reader.builder.warnings))
+    return Dataset(root, info.layout, tuple(reader.builder.warnings), tuple(reader.builder.skipped))
 
 
 def _attach_dims(group: Group, dims: Mapping[str, Mapping[str, Dimension]]) -> Group:

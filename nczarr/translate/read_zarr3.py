@@ -10,15 +10,19 @@ v3 spellings:
   all, gives the anonymous ``_Anonymous_Dimension_<n>``); ``_ARRAY_DIMENSIONS`` in
   the attributes is honoured when ``dimension_names`` is absent;
 * ``data_type`` names: ``bool`` -> ubyte, ``int8`` ... ``uint64``, ``float32``,
-  ``float64``, and zarr-python's fixed-width ``null_terminated_bytes`` (the chunk
-  bytes of Zarr v2 ``|S<n>``, read as v2 reads that); everything else (float16,
-  complex, variable-length strings, datetimes, raw bits, extension types) is
+  ``float64``, zarr-python's fixed-width ``null_terminated_bytes`` (the chunk
+  bytes of Zarr v2 ``|S<n>``, read as v2 reads that), ``string`` (variable-length
+  UTF-8) and ``fixed_length_utf32`` (numpy ``<U``) -> netCDF ``string`` with
+  ``text_storage`` saying how it is stored; everything else (float16, complex,
+  datetimes, raw bits, extension types) is
   skipped with a warning, as v2 does;
 * ``fill_value`` may be a number, ``"NaN"``/``"Infinity"``/``"-Infinity"``, a
   hex string of the IEEE bits (``"0x7fc00000"``) or a boolean;
 * the codec chain must have a byte-identical Zarr v2 form
   (:func:`~nczarr.translate.codecs_v3.v2_pipeline`), else the array is skipped with
-  a warning naming the codec (``sharding_indexed``, ``vlen-utf8`` ...);
+  a warning naming the codec; a ``sharding_indexed`` array is described by its inner
+  chunks and codecs, with ``shards`` set (its chunks are re-encoded, see
+  :mod:`nczarr.reencode`);
 * xarray writes ``_FillValue`` as an attribute (base64 of the little-endian bytes
   for floats). netCDF has one fill value per variable, so it becomes the
   variable's fill value and the attribute is dropped; when it differs from the
@@ -50,7 +54,7 @@ from typing import Any
 from ..errors import MetadataError, UnsupportedError
 from ..keys import join_key
 from .attrs import json_text_safe
-from .codecs_v3 import v2_pipeline
+from .codecs_v3 import codec_name, v2_pipeline
 from .conventions import (
     ARRAY_DIMENSIONS,
     ATTR_KEYS,
@@ -192,7 +196,8 @@ def _int_tuple(value: Any, what: str, key: str, *, positive: bool) -> tuple[int,
 BYTES_DATA_TYPE = "null_terminated_bytes"
 
 
-def _data_type(value: Any) -> tuple[str, int]:
+def _data_type(value: Any) -> ZarrDtype:
+    """The data type (byte order still little: the ``bytes`` codec decides)."""
     config: Any = {}
     if isinstance(value, dict):
         value, config = value.get("name"), value.get("configuration") or {}
@@ -204,11 +209,32 @@ def _data_type(value: Any) -> tuple[str, int]:
         width = config.get("length_bytes") if isinstance(config, dict) else None
         if isinstance(width, bool) or not isinstance(width, int) or width < 1:
             raise MetadataError(f"data_type {value!r}: invalid length_bytes {width!r}")
-        return "string", width
+        return ZarrDtype("string", "little", width, maxstrlen=width)
+    if value == "string":  # zarr-python 3's variable-length UTF-8 strings
+        return ZarrDtype("string", "little", 1, text_storage="vlen-utf8")
+    if value == "fixed_length_utf32":  # numpy "<U<n>" (what xarray writes for text)
+        size = config.get("length_bytes") if isinstance(config, dict) else None
+        if isinstance(size, bool) or not isinstance(size, int) or size < 4 or size % 4:
+            raise MetadataError(f"data_type {value!r}: invalid length_bytes {size!r}")
+        return ZarrDtype("string", "little", size, maxstrlen=size // 4, text_storage="unicode")
     found = DATA_TYPES.get(value)
     if found is None:
         raise UnsupportedError(f"data_type {value!r} has no netCDF-4 equivalent")
-    return found
+    return ZarrDtype(found[0], "little", found[1])
+
+
+def _sharding(codecs: Any, key: str) -> tuple[tuple[int, ...], Any] | None:
+    """``(inner chunk shape, inner codecs)`` of an array sharded with ``sharding_indexed``
+    (its only array->bytes codec), or None when the array is not sharded."""
+    if not isinstance(codecs, list) or not codecs:
+        return None
+    name, config = codec_name(codecs[0])
+    if name != "sharding_indexed":
+        return None
+    if len(codecs) != 1:
+        raise UnsupportedError("codecs after 'sharding_indexed' are not supported")
+    inner = _int_tuple(config.get("chunk_shape"), "sharding chunk_shape", key, positive=True)
+    return inner, config.get("codecs", [{"name": "bytes"}])
 
 
 def _fill_value(value: Any, dtype: ZarrDtype) -> Any:
@@ -223,7 +249,8 @@ def _fill_value(value: Any, dtype: ZarrDtype) -> Any:
             raise ValueError(f"{value!r} is not {dtype.itemsize} bytes of hex") from None
         number = struct.unpack(">f" if dtype.itemsize == 4 else ">d", raw)[0]
         return to_float32(number) if dtype.nc_type == "float" else number
-    return decode_fill_value(value, dtype, raw_text=False)
+    # zarr-python writes the fill value of its string data types as plain text
+    return decode_fill_value(value, dtype, raw_text=dtype.text_storage is not None)
 
 
 def parse_array_v3(doc: Any, key: str) -> tuple[ArraySpec, ChunkKeys]:
@@ -255,17 +282,31 @@ def parse_array_v3(doc: Any, key: str) -> tuple[ArraySpec, ChunkKeys]:
         raise MetadataError(f"{key!r}: chunk_shape {list(chunks)} and shape {list(shape)} differ")
     if doc.get("storage_transformers"):
         raise UnsupportedError("storage_transformers are not supported")
+    shards: tuple[int, ...] | None = None
     try:
-        nc_type, itemsize = _data_type(doc["data_type"])
-        pipeline = v2_pipeline(doc["codecs"], ndim=len(shape), itemsize=itemsize)
+        dtype = _data_type(doc["data_type"])
+        codecs = doc["codecs"]
+        sharded = _sharding(codecs, key)
+        if sharded is not None:
+            shards, (chunks, codecs) = chunks, sharded
+            if len(chunks) != len(shape) or any(s % c for s, c in zip(shards, chunks, strict=True)):
+                raise MetadataError(
+                    f"sharding chunk_shape {list(chunks)} does not divide the shard shape "
+                    f"{list(shards)}"
+                )
+        pipeline = v2_pipeline(codecs, ndim=len(shape), itemsize=dtype.itemsize)
     except MetadataError as exc:
         raise MetadataError(f"{key!r}: {exc}") from None
-    dtype = ZarrDtype(
-        nc_type,
-        pipeline.endian if nc_type != "string" else "little",
-        itemsize,
-        maxstrlen=itemsize if nc_type == "string" else None,
-    )
+    vlen = bool(pipeline.filters) and pipeline.filters[0]["id"] == "vlen-utf8"
+    if vlen != (dtype.text_storage == "vlen-utf8"):
+        raise UnsupportedError(
+            "data_type 'string' needs the array->bytes codec 'vlen-utf8'"
+            if not vlen
+            else f"codec 'vlen-utf8' is for data_type 'string', not {doc['data_type']!r}"
+        )
+    # byte order matters for numbers and UTF-32 text, not for bytes
+    ordered = dtype.nc_type != "string" or dtype.text_storage == "unicode"
+    dtype = replace(dtype, endian=pipeline.endian if ordered else "little")
     try:
         fill = _fill_value(doc.get("fill_value"), dtype)
     except ValueError as exc:
@@ -284,6 +325,7 @@ def parse_array_v3(doc: Any, key: str) -> tuple[ArraySpec, ChunkKeys]:
         filters=pipeline.filters,
         order=pipeline.order,
         dimension_separator=keys.target_separator,
+        shards=shards,
         warnings=() if note is None else (f"{key!r}: {note}",),
     )
     return spec, keys
@@ -386,7 +428,7 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
     try:
         spec, _ = parse_array_v3(doc, key)
     except UnsupportedError as exc:
-        builder.warnings.append(f"skipped array {group_fqn(prefix)!r}: {exc}")
+        builder.skip(prefix, str(exc))
         return None
     attrs = dict(_attributes(doc, key))
     nc_type = spec.dtype.nc_type
@@ -405,8 +447,10 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
                 f"never written read as {fill!r}"
             )
         spec = replace(spec, fill_value=fill)
-    elif (
-        doc.get("dimension_names") is not None and nc_type != "string" and _is_zero(spec.fill_value)
+    elif doc.get("dimension_names") is not None and (
+        (nc_type != "string" and _is_zero(spec.fill_value))
+        # zarr-python's default for its own string types ("<U", variable-length)
+        or (spec.dtype.text_storage is not None and spec.fill_value == "")
     ):
         # xarray (which always writes dimension_names) keeps its missing value in the
         # _FillValue attribute and leaves zarr's default fill_value 0 otherwise. A v2 /
@@ -512,6 +556,6 @@ def read_zarr3(
         variable = _variable(builder, "/", "", name, docs[""])
         variables = {name: renamed_variable(variable, name)} if variable is not None else {}
         root = Group("/", "/", dict(builder.dims.get("/", {})), {}, variables, {})
-        return Dataset(root, layout, tuple(builder.warnings))
+        return Dataset(root, layout, tuple(builder.warnings), tuple(builder.skipped))
     root = finish_dims(_group(builder, nodes, docs, ""), builder)
-    return Dataset(root, layout, tuple(builder.warnings))
+    return Dataset(root, layout, tuple(builder.warnings), tuple(builder.skipped))

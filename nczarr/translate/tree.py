@@ -85,6 +85,7 @@ class ArraySpec:
     order: str
     dimension_separator: str
     warnings: tuple[str, ...] = ()
+    shards: tuple[int, ...] | None = None
 
 
 def _int_list(value: Any, what: str, key: str, *, positive: bool) -> tuple[int, ...]:
@@ -129,13 +130,14 @@ def parse_array_metadata(zarray: Any, key: str, *, nczarr: bool) -> ArraySpec:
             f"{key!r}: 'chunks' {list(chunks)} and 'shape' {list(shape)} differ in rank"
         )
     try:
-        dtype = parse_dtype(zarray["dtype"], nczarr=nczarr)
+        dtype = _vlen_string(zarray) or parse_dtype(zarray["dtype"], nczarr=nczarr)
     except UnsupportedError as exc:
         raise UnsupportedError(f"{key!r}: {exc}") from None
     except MetadataError as exc:
         raise MetadataError(f"{key!r}: {exc}") from None
     try:
-        fill = decode_fill_value(zarray.get("fill_value"), dtype, raw_text=nczarr)
+        raw_text = nczarr or dtype.text_storage is not None  # "<U"/"|O" fills are text
+        fill = decode_fill_value(zarray.get("fill_value"), dtype, raw_text=raw_text)
     except ValueError as exc:
         raise MetadataError(
             f"{key!r}: invalid fill_value {json_text_safe(zarray.get('fill_value'))} "
@@ -158,6 +160,16 @@ def parse_array_metadata(zarray: Any, key: str, *, nczarr: bool) -> ArraySpec:
     return ArraySpec(
         shape, chunks, dtype, fill, compressor, filters, order, separator, tuple(warnings)
     )
+
+
+def _vlen_string(zarray: dict[str, Any]) -> ZarrDtype | None:
+    """``"|O"`` whose first filter is numcodecs' ``vlen-utf8``: variable-length strings."""
+    filters = zarray.get("filters")
+    if zarray["dtype"] not in ("|O", "O", "<O", ">O") or not isinstance(filters, list):
+        return None
+    if filters and isinstance(filters[0], dict) and filters[0].get("id") == "vlen-utf8":
+        return ZarrDtype("string", "little", 1, text_storage="vlen-utf8")
+    return None
 
 
 def attribute_types(meta: Mapping[str, Any], prefix: str, obj: str) -> dict[str, Any] | None:
@@ -221,12 +233,19 @@ class TreeBuilder:
         self.meta = meta
         self.nczarr = nczarr
         self.warnings: list[str] = []
+        #: FQNs of the arrays left out (their dtype or codecs have no netCDF form)
+        self.skipped: list[str] = []
         #: group FQN -> dimension name -> Dimension (insertion order kept)
         self.dims: dict[str, dict[str, Dimension]] = {}
         #: group FQN -> name -> (length, array key, dimension FQN) for _ARRAY_DIMENSIONS
         self.usage: dict[str, dict[str, tuple[int, str, str]]] = {}
         #: group FQN -> (name, length) -> FQN of the dimension renamed for that length
         self.renamed: dict[str, dict[tuple[str, int], str]] = {}
+
+    def skip(self, prefix: str, reason: str) -> None:
+        """Leave out the array at ``prefix``, saying why."""
+        self.skipped.append(group_fqn(prefix))
+        self.warnings.append(f"skipped array {group_fqn(prefix)!r}: {reason}")
 
     # ----------------------------------------------------------------- dimensions
     def add_dimension(self, group: str, dim: Dimension, *, key: str) -> str:
@@ -357,6 +376,8 @@ class TreeBuilder:
             scalar=scalar,
             maxstrlen=spec.dtype.maxstrlen,
             endian=spec.dtype.endian,
+            text_storage=spec.dtype.text_storage,
+            shards=spec.shards,
         )
 
     def parse_or_skip(self, prefix: str) -> ArraySpec | None:
@@ -365,7 +386,7 @@ class TreeBuilder:
         try:
             return parse_array_metadata(self.meta.get(key), key, nczarr=self.nczarr)
         except UnsupportedError as exc:
-            self.warnings.append(f"skipped array {group_fqn(prefix)!r}: {exc}")
+            self.skip(prefix, str(exc))
             return None
 
     def pure_variable(self, group: str, prefix: str, name: str) -> Variable | None:

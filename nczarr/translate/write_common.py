@@ -119,7 +119,9 @@ def zarray_document(
     doc: dict[str, Any] = {
         "zarr_format": 2,
         "shape": scalar_shape if var.scalar else list(var.shape),
-        "dtype": nc_to_zarr_dtype(var.type, var.endian, var.maxstrlen, nczarr=nczarr),
+        "dtype": nc_to_zarr_dtype(
+            var.type, var.endian, var.maxstrlen, nczarr=nczarr, text_storage=var.text_storage
+        ),
         "chunks": scalar_shape if var.scalar else list(var.chunks),
         "fill_value": fill_value,
         "order": var.order,

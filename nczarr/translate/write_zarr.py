@@ -103,5 +103,6 @@ def write_zarr(
 def zarray_zarr(var: Variable, *, netcdf_scalars: bool = False) -> dict[str, Any]:
     """The pure-Zarr ``.zarray`` document of one variable (scalars are 0-d, or shape
     ``[1]`` with ``netcdf_scalars``)."""
-    fill = encode_fill_value(var.fill_value, var.type, nczarr=False)
+    # zarr-python keeps the fill value of "<U" and "|O" arrays as text (base64 is for "|S").
+    fill = encode_fill_value(var.fill_value, var.type, nczarr=var.text_storage is not None)
     return zarray_document(var, nczarr=False, fill_value=fill, netcdf_scalars=netcdf_scalars)

@@ -7,7 +7,9 @@ copies every chunk verbatim. Per array:
 * ``data_type``: ``int8`` ... ``uint64``, ``float32``, ``float64``; char and
   netCDF strings (fixed width ``|S<n>`` in Zarr v2) are zarr-python's
   ``null_terminated_bytes`` of ``length_bytes`` n, whose chunks hold the same raw
-  bytes as the v2 ``|S<n>`` chunks;
+  bytes as the v2 ``|S<n>`` chunks; strings stored as numpy unicode or variable-length
+  UTF-8 (``Variable.text_storage``) keep zarr-python's own types,
+  ``fixed_length_utf32`` and ``string`` with the ``vlen-utf8`` codec (same bytes);
 * ``codecs`` from :func:`~nczarr.translate.codecs_v3.v3_codecs`: ``transpose`` for
   F order, ``bytes`` with the stored byte order (big-endian data stays
   big-endian, nothing is byte-swapped), then the v2 filters and compressor as v3
@@ -92,6 +94,11 @@ def data_type(var: Variable) -> tuple[Any, int, bool]:
     """``(data_type, itemsize, has byte order)`` of one variable in Zarr v3 terms."""
     if var.type == "char":
         return {"name": "null_terminated_bytes", "configuration": {"length_bytes": 1}}, 1, False
+    if var.type == "string" and var.text_storage == "unicode":  # numpy "<U<n>", UTF-32
+        width = 4 * (var.maxstrlen or DEFAULT_MAXSTRLEN)
+        return {"name": "fixed_length_utf32", "configuration": {"length_bytes": width}}, 4, True
+    if var.type == "string" and var.text_storage == "vlen-utf8":
+        return "string", 1, False
     if var.type == "string":
         width = var.maxstrlen or DEFAULT_MAXSTRLEN
         return (
@@ -111,6 +118,8 @@ def _fill_value(var: Variable) -> Any:
     base64 of its bytes (zarr-python's form for ``null_terminated_bytes``)."""
     if var.type in ("char", "string"):
         text = "" if var.fill_value is None else str(var.fill_value)
+        if var.text_storage is not None:  # zarr-python's string types keep text as is
+            return text
         return base64.b64encode(text.encode("utf-8")).decode("ascii")
     if var.fill_value is None:
         return 0.0 if var.type in ("float", "double") else 0
@@ -146,14 +155,17 @@ def array_document(
     dtype, itemsize, has_endian = data_type(var)
     shape = [] if var.scalar else list(var.shape)
     chunks = [] if var.scalar else list(var.chunks)
+    vlen = var.text_storage == "vlen-utf8"  # its first filter is numcodecs' vlen-utf8
     codecs = v3_codecs(
         order=var.order,
         endian=var.endian if has_endian else None,
-        filters=tuple(var.filters),
+        filters=tuple(var.filters[1:] if vlen else var.filters),
         compressor=var.compressor,
         ndim=len(shape),
         itemsize=itemsize,
     )
+    if vlen:  # zarr-python's vlen-utf8 writes the bytes numcodecs' VLenUTF8 writes
+        codecs = [{"name": "vlen-utf8"} if c["name"] == "bytes" else c for c in codecs]
     attributes = plain_attributes(var.attributes.values())
     attributes.pop(FILLVALUE, None)
     if xarray_fill and var.fill_value is not None and var.type not in ("char", "string"):
