@@ -57,13 +57,6 @@ NC_OF = {
 }
 DIM_NAMES = ("x", "y", "z", "w")
 
-#: Issue 7 defects still open on this branch. While a number is listed here the
-#: generator leaves out the inputs that trigger it (each has its own strict-xfail
-#: case in tests/test_differential.py); remove it when the fix lands and the
-#: generated datasets include those inputs again.
-#: 8: a compressed 0-d chunk in NCZarr output makes netcdf-c refuse the dataset.
-OPEN_DEFECTS: frozenset[int] = frozenset({8})
-
 
 @dataclass(frozen=True)
 class VarSpec:
@@ -125,19 +118,13 @@ def _finite_or_special(kind: str) -> st.SearchStrategy[Any]:
     return st.sampled_from([info.min, info.max, 0]) | st.integers(int(info.min), int(info.max))
 
 
-def _attr_element(kind: str) -> st.SearchStrategy[Any]:
-    if np.dtype(kind).kind == "f" and 4 in OPEN_DEFECTS:
-        return hnp.from_dtype(np.dtype(kind), allow_nan=False, allow_infinity=False)
-    return _finite_or_special(kind)
-
-
 def _attr_values(nc_type: str, kind: str | None) -> st.SearchStrategy[Any]:
     if nc_type == "char":
         return st.text(st.characters(min_codepoint=32, max_codepoint=126), min_size=1, max_size=8)
     if nc_type == "string":
         text = st.text(st.characters(min_codepoint=32, max_codepoint=0x24F), max_size=6)
         return text | st.lists(text, min_size=2, max_size=3)
-    elements = _attr_element(kind)
+    elements = _finite_or_special(kind)
     return st.lists(elements, min_size=1, max_size=3).map(lambda v: np.array(v, dtype=kind))
 
 
@@ -160,9 +147,8 @@ def json_attrs(draw: Any, max_size: int = 3) -> dict[str, tuple[str, Any]]:
     signed = st.sampled_from([-(2**63), 2**63 - 1, 0]) | st.integers(-(2**40), 2**40)
     unsigned = st.sampled_from([2**64 - 1, 2**63, 0]) | st.integers(0, 2**40)
     ints = signed | unsigned
-    special = 4 not in OPEN_DEFECTS
-    floats = st.floats(allow_nan=special, allow_infinity=special) | st.sampled_from(
-        [math.nan, math.inf, -math.inf, 1e300, -0.0] if special else [1e300, -0.0, 5e-324]
+    floats = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from(
+        [math.nan, math.inf, -math.inf, 1e300, -0.0, 5e-324]
     )
     text = st.text(st.characters(min_codepoint=32, max_codepoint=0x24F), min_size=1, max_size=6)
     atoms = st.one_of(ints, floats, text)
@@ -247,8 +233,6 @@ def specs(
             part = tuple(s.stop - s.start for s in region)
             data = draw(_values(kind, part))
         compressor = draw(st.sampled_from(("default", "none", "zlib")))
-        if 8 in OPEN_DEFECTS and not netcdf and not shape:
-            compressor = "none"
         attrs = draw(typed_attrs(2) if netcdf else json_attrs(2))
         variables.append(
             VarSpec(
