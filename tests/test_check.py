@@ -216,3 +216,19 @@ def test_blosc_scalar_makes_netcdf_c_refuse_the_dataset(tmp_path: Path) -> None:
     assert _severities(report, NC410, "/s") == {"refuses"}
     with pytest.raises(OSError, match="Filter error"):
         netCDF4.Dataset(_nc_url(out))
+
+
+def test_big_endian_fill_values_are_byte_swapped_by_netcdf_c(tmp_path: Path) -> None:
+    path = tmp_path / "be.file"
+    with netCDF4.Dataset(_nc_url(path), "w") as ds:
+        ds.createDimension("x", 4)
+        v = ds.createVariable(
+            "v", "i2", ("x",), endian="big", fill_value=np.int16(-32768), chunksizes=(2,)
+        )
+        v[0:2] = [1, 2]  # the second chunk is never written
+    report = nczarr.check(str(path))
+    assert _severities(report, NC410, "/v") == {"misreads"}
+    with netCDF4.Dataset(_nc_url(path)) as ds:
+        ds["v"].set_auto_mask(False)
+        assert list(ds["v"][2:]) != [-32768, -32768]  # what the producer wrote
+    assert list(zarr.open_group(str(path), mode="r")["v"][2:]) == [-32768, -32768]

@@ -163,10 +163,14 @@ def _text_bytes(data: Any, where: str) -> tuple[Any, int]:
     an :class:`~nczarr.NCZarrWarning`.
     """
     values = np.asarray(data)
-    flat = [
-        (v if isinstance(v, str) else "" if v is None else str(v)).encode("utf-8")
-        for v in values.reshape(-1)
-    ]
+    texts = [v if isinstance(v, str) else "" if v is None else str(v) for v in values.reshape(-1)]
+    try:
+        flat = [t.encode("utf-8") for t in texts]
+    except UnicodeEncodeError as exc:
+        raise UnsupportedError(
+            f"variable {where}: {exc.object!r} is not valid Unicode (a lone surrogate at "
+            f"{exc.start}); netCDF strings are UTF-8"
+        ) from None
     cut = sum(1 for b in flat if b"\0" in b)
     if cut:
         warn_all(

@@ -294,6 +294,16 @@ def _array_findings(meta: Mapping[str, Any], info: FormatInfo, prefix: str) -> I
     nczarr_scalar = isinstance(nczarr_array, dict) and (
         nczarr_array.get("scalar") in (1, True) or nczarr_array.get("storage") == "scalar"
     )
+    swapped = [d for d in dtypes if d[:1] == ">" and d[-1:] not in ("1", "")]
+    if swapped and zarray.get("fill_value") is not None and info.zarr_format == 2:
+        yield Finding(
+            NC410,
+            "misreads",
+            where,
+            f"returns the fill value byte-swapped where a chunk of this {swapped[0]!r} "
+            "array was never written (a netcdf-c 4.10 bug, also in files it wrote itself)",
+            None,
+        )
     if nczarr_layout and nczarr_scalar and any(c.get("id") == "blosc" for c in codecs):
         yield Finding(
             NC410,
