@@ -76,13 +76,7 @@ PATHS = (
 )
 
 #: (producer, path) cells that fail today because of a defect listed in issue 7.
-KNOWN: dict[tuple[str, str], str] = {
-    ("netcdf-zarr", "migrate-zarr"): (
-        "new bug (defect 3's rule, for migrate): migrate(to='zarr') keeps netcdf-c's pure "
-        "Zarr metadata byte for byte ('<i1'/'<u1'/'>S1' dtypes zarr-python 3 refuses, "
-        "shuffle elementsize 0), so zarr-python cannot read the migrated store"
-    ),
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def _cells() -> list:

@@ -33,7 +33,9 @@ from ..errors import (
     UnsupportedTypeError,
     warn_all,
 )
+from ..load import load_metadata
 from ..maps.base import ZMap
+from ..translate.compat import needs_translation
 from ..translate.conventions import (
     FORMATS,
     LAYOUT_V2,
@@ -42,6 +44,7 @@ from ..translate.conventions import (
     ZARR_JSON,
     ZARRAY,
 )
+from ..translate.detect import detect_format
 from .apply import CopyStats, copy_chunks, delete_keys, write_metadata
 from .journal import (
     Journal,
@@ -580,6 +583,16 @@ def _check_migratable(zmap: ZMap, translated: Any, fmt: str) -> None:
         )
 
 
+def _misread_as_stored(zmap: ZMap, fmt: str) -> bool:
+    """Whether pure Zarr in the current layout still needs its metadata rewritten:
+    netcdf-c's own pure Zarr (``<i1``/``>S1`` dtypes, shuffle ``elementsize`` 0) is
+    what zarr-python refuses or misreads, so ``migrate(to="zarr")`` rewrites it."""
+    if fmt != "zarr":
+        return False
+    meta = load_metadata(zmap)
+    return needs_translation(meta, detect_format(meta))
+
+
 def migrate(
     url: str | os.PathLike[str] | ZMap,
     to: str = "nczarr",
@@ -632,7 +645,7 @@ def migrate(
         dataset = translated.dataset
         metadata = translated.metadata
         order = order_metadata(metadata)
-        if dataset.layout == _CURRENT_LAYOUT[fmt]:
+        if dataset.layout == _CURRENT_LAYOUT[fmt] and not _misread_as_stored(zmap, fmt):
             # Already in the target layout (the root is written last, so a killed run
             # never gets here with metadata left to write): keep the objects as they
             # are, byte for byte, and only remove what an interrupted run left behind.
