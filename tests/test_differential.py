@@ -299,12 +299,3 @@ def test_netcdf_pure_zarr_double_attribute_with_nan_reads_as_double(tmp_path: Pa
     attr = nczarr.read(src).root.attributes["d"]
     assert attr.type == "double"
     assert np.array_equal(attr.value, [1.5, np.nan, -np.inf], equal_nan=True)
-
-
-test_netcdf_pure_zarr_double_attribute_with_nan_reads_as_double = pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "issue 7 defect 4 (remainder): a pure-Zarr numeric list mixing numbers and "
-        "'NaN'/'Infinity' strings (what netcdf-c writes) is read as char JSON text"
-    ),
-)(test_netcdf_pure_zarr_double_attribute_with_nan_reads_as_double)

@@ -282,6 +282,10 @@ def _is_atom(value: Any) -> bool:
     return isinstance(value, bool | int | float | str)
 
 
+#: How netcdf-c spells non-finite doubles inside a pure-Zarr attribute list.
+_NONFINITE_TEXT = frozenset({"NaN", "Infinity", "-Infinity"})
+
+
 def infer_type(value: Any) -> str:
     """The netCDF type of an untyped JSON attribute value (pure Zarr).
 
@@ -291,7 +295,9 @@ def infer_type(value: Any) -> str:
       (netcdf-c looks at the first element only and wraps the rest); larger -> double;
     * a numeric list mixing ints and reals -> double (netcdf-c truncates to int);
     * a list mixing numbers and strings -> char holding the JSON text (netcdf-c
-      fails to convert).
+      fails to convert), except numbers mixed with ``"NaN"``/``"Infinity"``/
+      ``"-Infinity"`` only: that is how netcdf-c writes a double list with non-finite
+      values to pure Zarr, and it reads it back as double, so does nczarr.
 
     Reals -> double; booleans -> ubyte; a string -> char; a list of strings ->
     string; dicts, ``null``, nested or empty lists -> char holding the JSON text.
@@ -308,6 +314,8 @@ def infer_type(value: Any) -> str:
         if all(isinstance(v, str) for v in value):
             return "string"
         if any(isinstance(v, str) for v in value):
+            if all(not isinstance(v, str) or v in _NONFINITE_TEXT for v in value):
+                return "double"  # netcdf-c's own spelling of [1.5, NaN, -Inf] in pure Zarr
             return "char"
         if all(isinstance(v, bool) for v in value):
             return "ubyte"
