@@ -275,16 +275,6 @@ def test_char_attribute_spelled_like_a_number_keeps_its_text(tmp_path: Path) -> 
     }
 
 
-test_char_attribute_spelled_like_a_number_keeps_its_text = pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "new bug: nczarr reads netcdf-c's unquoted char attribute text Inf/nan/-inf as "
-        "'Infinity'/'NaN'/'-Infinity' (parse_json rewrites the constants; only real-number "
-        "tokens keep their original text); netCDF4 itself reads 'i'/'n'"
-    ),
-)(test_char_attribute_spelled_like_a_number_keeps_its_text)
-
-
 def test_netcdf_pure_zarr_double_attribute_with_nan_reads_as_double(tmp_path: Path) -> None:
     """netcdf-c writes a double attribute holding NaN to pure Zarr as ``[1.5, "NaN"]``
     and reads it back as double; so must every nczarr path (issue 7, defect 4:

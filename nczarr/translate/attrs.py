@@ -73,25 +73,30 @@ _TRAILING_DOT = re.compile(r"(?<=\d)\.(?![0-9])")
 _LEADING_DOT = re.compile(r"(?<![0-9A-Za-z_])\.(?=[0-9])")
 _NAN = re.compile(r"(?<![A-Za-z_])nan(?![A-Za-z_])", re.IGNORECASE)
 _INF = re.compile(r"(?<![A-Za-z_])inf(inity)?(?![A-Za-z_])", re.IGNORECASE)
+_CONSTANT_TOKEN = re.compile(r"(?<![A-Za-z_])-?(?:nan|inf(?:inity)?)(?![A-Za-z_])", re.IGNORECASE)
 
 
 _FLOAT_TOKEN = re.compile(r"-?(?:\d+\.\d*|\.\d+|\d+(?=[eE]))(?:[eE][-+]?\d+)?|-?\d+[eE][-+]?\d+")
 
 
-def _relax(text: str) -> tuple[str, list[str]]:
+def _relax(text: str) -> tuple[str, list[str], list[str]]:
     """Rewrite non-RFC number forms outside string literals into RFC JSON.
 
-    Also returns the original text of every real-number token, in document order
-    (the order in which ``json.loads`` calls ``parse_float``).
+    Also returns the original text of every real-number token and of every NaN or
+    infinity token, each in document order (the order in which ``json.loads`` calls
+    ``parse_float`` and ``parse_constant``): a char attribute netcdf-c wrote as the
+    bare text ``Inf`` keeps that text.
     """
     out: list[str] = []
     floats: list[str] = []
+    constants: list[str] = []
     i = 0
     n = len(text)
     while i < n:
         quote = text.find('"', i)
         chunk = text[i:] if quote < 0 else text[i:quote]
         floats.extend(_FLOAT_TOKEN.findall(chunk))
+        constants.extend(_CONSTANT_TOKEN.findall(chunk))
         chunk = _TRAILING_DOT.sub(".0", chunk)
         chunk = _LEADING_DOT.sub("0.", chunk)
         chunk = _NAN.sub("NaN", chunk)
@@ -104,7 +109,7 @@ def _relax(text: str) -> tuple[str, list[str]]:
             j += 2 if text[j] == "\\" else 1
         out.append(text[quote : j + 1])
         i = j + 1
-    return "".join(out), floats
+    return "".join(out), floats, constants
 
 
 def parse_json(data: bytes | str, *, key: str = "", warnings: list[str] | None = None) -> Any:
@@ -138,11 +143,15 @@ def parse_json(data: bytes | str, *, key: str = "", warnings: list[str] | None =
     try:
         value = _loads(text)
     except json.JSONDecodeError as exc:
-        relaxed, originals = _relax(text)
+        relaxed, originals, constants = _relax(text)
         if relaxed != text:
-            tokens = iter(originals)
+            tokens, names = iter(originals), iter(constants)
             try:
-                value = _loads(relaxed, lambda t: JSONFloat(t, next(tokens, t)))
+                value = _loads(
+                    relaxed,
+                    lambda t: JSONFloat(t, next(tokens, t)),
+                    lambda t: JSONFloat(t, next(names, t)),
+                )
             except json.JSONDecodeError:
                 raise MetadataError(f"{where}invalid JSON: {exc}") from None
             except (ValueError, RecursionError) as other:
@@ -164,8 +173,8 @@ def parse_json(data: bytes | str, *, key: str = "", warnings: list[str] | None =
 MAX_JSON_DEPTH = 128
 
 
-def _loads(text: str, parse_float: Any = JSONFloat) -> Any:
-    return json.loads(text, parse_float=parse_float)
+def _loads(text: str, parse_float: Any = JSONFloat, parse_constant: Any = JSONFloat) -> Any:
+    return json.loads(text, parse_float=parse_float, parse_constant=parse_constant)
 
 
 def _reason(exc: BaseException) -> str:
