@@ -49,7 +49,7 @@ _LAZY = {
     "FsspecMap": "nczarr.maps.fsspec",
     "open_map": "nczarr.maps.open",
     "ZarrStore": "nczarr.integrations.zarr_store",
-    "open_zarr": "nczarr.integrations.zarr_store",
+    "open_zarr": "nczarr.integrations.shortcut",
     # urls
     "parse_url": "nczarr.maps.url",
     "NCZarrURL": "nczarr.maps.url",
@@ -63,6 +63,8 @@ _LAZY = {
     "detect": "nczarr.load",
     "read": "nczarr.load",
     "view": "nczarr.readthrough",
+    # xarray
+    "to_nczarr": "nczarr.integrations.xarray_writer",
     # diagnosis
     "check": "nczarr.diagnosis",
     "CheckReport": "nczarr.diagnosis",

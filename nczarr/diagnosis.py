@@ -81,6 +81,8 @@ class _AsStored(ZMap):
         super().__init__("r")
         self._source = source
         self.trailing: dict[str, int] = {}
+        #: Metadata objects that are not UTF-8 (read leniently, as netcdf-c does).
+        self.not_utf8: set[str] = set()
 
     def _load(self, key: str) -> bytes:
         if key == ZMETADATA:
@@ -88,6 +90,10 @@ class _AsStored(ZMap):
         data = self._source[key]
         if key.rpartition("/")[2] not in _METADATA_NAMES:
             return data
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            self.not_utf8.add(key)
         document, extra = _split_trailing(data)
         if extra:
             self.trailing[key] = extra
@@ -161,7 +167,7 @@ def check(
         zmap, owned = open_map(os.fspath(src), mode="r", **(storage_options or {})), True
     try:
         stored = _AsStored(zmap)
-        meta = load_metadata(stored)
+        meta = load_metadata(stored, warnings=[])  # not UTF-8: a finding, not an error
         consolidated = None
         raw = zmap.getitems([ZMETADATA]).get(ZMETADATA)
         if raw is not None:
@@ -170,7 +176,13 @@ def check(
                 stored.trailing[ZMETADATA] = extra
             consolidated = parse_json(document, key=ZMETADATA)
         info = detect_format(meta)
-        found = findings(meta, info, consolidated=consolidated, trailing=stored.trailing)
+        found = findings(
+            meta,
+            info,
+            consolidated=consolidated,
+            trailing=stored.trailing,
+            not_utf8=stored.not_utf8,
+        )
         return CheckReport(zmap.url, info, tuple(found))
     finally:
         if owned:

@@ -28,6 +28,7 @@ __all__ = [
     "UnsupportedError",
     "TargetExistsError",
     "UnsupportedTypeError",
+    "MissingDependencyError",
     "NCZarrWarning",
     "warn_all",
     "raise_os_error",
@@ -88,6 +89,10 @@ class UnsupportedError(NCZarrError, NotImplementedError):
 
 class UnsupportedTypeError(UnsupportedError):
     """An array's data type cannot be represented in the target format; the message names it."""
+
+
+class MissingDependencyError(NCZarrError, ImportError):
+    """An optional package a backend needs is not installed; the message names it."""
 
 
 class NCZarrWarning(UserWarning):

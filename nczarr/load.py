@@ -8,10 +8,11 @@ The I/O side of reading; everything after :func:`load_metadata` is pure
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .errors import InvalidKeyError, MetadataError
+from .errors import InvalidKeyError, MetadataError, warn_all
 from .keys import is_node_name, join_key, normalize_key
 from .maps.base import ZMap
 from .maps.url import dataset_name
@@ -49,6 +50,19 @@ __all__ = [
 #: a bigger one (a zip bomb, a runaway ``.zattrs``) is a MetadataError naming the key.
 MAX_METADATA_SIZE = 64 * 2**20
 
+
+def _fetch(zmap: ZMap, keys: Iterable[str], limit: int) -> dict[str, bytes]:
+    """Metadata objects, none read (or inflated) beyond ``limit`` bytes."""
+    raw = zmap.getitems_capped(keys, limit + 1)
+    for key, data in raw.items():
+        if len(data) > limit:
+            raise MetadataError(
+                f"{zmap.url}: {key!r} is larger than the metadata size limit of {limit} "
+                "bytes (max_metadata_size)"
+            )
+    return raw
+
+
 _ROOT_OBJECTS = (
     ZMETADATA,
     ZARR_JSON,
@@ -66,22 +80,12 @@ _V1_GROUP_OBJECTS = (V1_GROUP, *V1_ATTR_NAMES)
 _V1_ARRAY_OBJECTS = (*V1_ARRAY_NAMES, *V1_ATTR_NAMES)
 
 
-def _fetch(zmap: ZMap, keys: Iterable[str], limit: int) -> dict[str, bytes]:
-    """Metadata objects, none read (or inflated) beyond ``limit`` bytes."""
-    raw = zmap.getitems_capped(keys, limit + 1)
-    for key, data in raw.items():
-        if len(data) > limit:
-            raise MetadataError(
-                f"{zmap.url}: {key!r} is larger than the metadata size limit of {limit} "
-                "bytes (max_metadata_size)"
-            )
-    return raw
-
-
-def _parse_into(meta: dict[str, Any], raw: dict[str, bytes], url: str) -> None:
+def _parse_into(
+    meta: dict[str, Any], raw: dict[str, bytes], url: str, warnings: list[str] | None
+) -> None:
     for key, data in raw.items():
         try:
-            meta[key] = parse_json(data, key=key)
+            meta[key] = parse_json(data, key=key, warnings=warnings)
         except MetadataError as exc:
             raise MetadataError(f"{url}: {exc}") from None
 
@@ -141,7 +145,9 @@ def _load_v3_consolidated(meta: dict[str, Any], url: str) -> bool:
     return True
 
 
-def _load_v3(zmap: ZMap, meta: dict[str, Any], url: str, limit: int) -> None:
+def _load_v3(
+    zmap: ZMap, meta: dict[str, Any], url: str, warnings: list[str] | None, limit: int
+) -> None:
     root = meta[ZARR_JSON]
     if not isinstance(root, dict):
         raise MetadataError(f"{url}: '{ZARR_JSON}' must hold a JSON object")
@@ -157,7 +163,7 @@ def _load_v3(zmap: ZMap, meta: dict[str, Any], url: str, limit: int) -> None:
                 if not name.startswith(".") and name != ZARR_JSON
             )
         raw = _fetch(zmap, (join_key(c, ZARR_JSON) for c in candidates), limit)
-        _parse_into(meta, raw, url)
+        _parse_into(meta, raw, url, warnings)
         pending = [
             c
             for c in candidates
@@ -166,7 +172,9 @@ def _load_v3(zmap: ZMap, meta: dict[str, Any], url: str, limit: int) -> None:
         ]
 
 
-def load_metadata(zmap: ZMap, *, max_metadata_size: int | None = None) -> dict[str, Any]:
+def load_metadata(
+    zmap: ZMap, *, warnings: list[str] | None = None, max_metadata_size: int | None = None
+) -> dict[str, Any]:
     """Parsed JSON of every metadata object of a store, keyed by normalized map key.
 
     Keys look like ``".zgroup"``, ``"g/v/.zarray"``, ``".nczarr"``. When
@@ -180,21 +188,24 @@ def load_metadata(zmap: ZMap, *, max_metadata_size: int | None = None) -> dict[s
     No object is read beyond ``max_metadata_size`` bytes (default
     :data:`MAX_METADATA_SIZE`, looked up at call time).
 
+    With a ``warnings`` list, an object that is not UTF-8 is read as netcdf-c reads
+    it (the undecodable bytes kept, see :func:`~nczarr.translate.attrs.parse_json`)
+    and a warning naming its key is appended; without one it is an error.
+
     Raises
     ------
     MetadataError
-        An object is not valid JSON, or larger than ``max_metadata_size`` (the message
-        names the URL and the key).
+        An object is not valid JSON (the message names the URL and the key).
     """
     url = zmap.url
-    limit = MAX_METADATA_SIZE if max_metadata_size is None else max_metadata_size
     meta: dict[str, Any] = {}
-    _parse_into(meta, _fetch(zmap, _ROOT_OBJECTS, limit), url)
+    limit = MAX_METADATA_SIZE if max_metadata_size is None else max_metadata_size
+    _parse_into(meta, _fetch(zmap, _ROOT_OBJECTS, limit), url, warnings)
     if ZMETADATA in meta:
         _load_consolidated(meta, url)
         return meta
     if ZARR_JSON in meta:
-        _load_v3(zmap, meta, url, limit)
+        _load_v3(zmap, meta, url, warnings, limit)
         return meta
     if ZARRAY in meta:
         return meta
@@ -221,7 +232,7 @@ def load_metadata(zmap: ZMap, *, max_metadata_size: int | None = None) -> dict[s
                     names = (*names, *(_V1_ARRAY_OBJECTS if kind != "group" else ()))
                     names = (*names, *(_V1_GROUP_OBJECTS if kind != "array" else ()))
                 wanted.extend(join_key(child, n) for n in dict.fromkeys(names))
-        _parse_into(meta, _fetch(zmap, wanted, limit), url)
+        _parse_into(meta, _fetch(zmap, wanted, limit), url, warnings)
         pending = []
         for child, kind in kinds.items():
             if kind == "array" or join_key(child, ZARRAY) in meta:
@@ -249,13 +260,18 @@ def _not_a_store(zmap: ZMap) -> str:
     return message
 
 
-def _open(src: Any) -> tuple[ZMap, bool]:
+def _open(src: Any, storage_options: Mapping[str, Any] | None = None) -> tuple[ZMap, bool]:
     if isinstance(src, ZMap):
+        if storage_options:
+            raise TypeError(
+                f"got an open map {src!r}: storage options apply to URLs only, "
+                f"got {sorted(storage_options)}"
+            )
         return src, False
     if isinstance(src, str | os.PathLike):
         from .maps.open import open_map
 
-        return open_map(os.fspath(src), mode="r"), True
+        return open_map(os.fspath(src), mode="r", storage_options=storage_options), True
     raise TypeError(f"expected a URL, a path or a ZMap, got {type(src).__name__}")
 
 
@@ -266,15 +282,17 @@ def _with_url(exc: MetadataError, url: str) -> MetadataError:
     return type(exc)(f"{url}: {text}")
 
 
-def _detect(zmap: ZMap) -> tuple[dict[str, Any], FormatInfo]:
-    meta = load_metadata(zmap)
+def _detect(zmap: ZMap, warnings: list[str] | None = None) -> tuple[dict[str, Any], FormatInfo]:
+    meta = load_metadata(zmap, warnings=warnings)
     try:
         return meta, detect_format(meta)
     except MetadataError as exc:
         raise _with_url(exc, zmap.url) from None
 
 
-def detect(src: str | os.PathLike[str] | ZMap) -> FormatInfo:
+def detect(
+    src: str | os.PathLike[str] | ZMap, *, storage_options: Mapping[str, Any] | None = None
+) -> FormatInfo:
     """What a store is: format, NCZarr generation, Zarr version, provenance.
 
     Parameters
@@ -282,6 +300,9 @@ def detect(src: str | os.PathLike[str] | ZMap) -> FormatInfo:
     src : str, path-like or ZMap
         A netCDF-style URL or path (opened read-only with
         :func:`nczarr.maps.open.open_map`), or an open map (left open).
+    storage_options : mapping, optional
+        Options for opening ``src`` from a URL (``anon=True``, ``endpoint_url``, ...;
+        see :func:`nczarr.open_map`).
 
     Raises
     ------
@@ -289,39 +310,47 @@ def detect(src: str | os.PathLike[str] | ZMap) -> FormatInfo:
         Not a Zarr store at all (empty directory, text file, a zip of something
         else), or metadata that is not valid JSON; the message names the URL.
     """
-    zmap, owned = _open(src)
+    zmap, owned = _open(src, storage_options)
     try:
-        return _detect(zmap)[1]
+        return _detect(zmap, [])[1]
     finally:
         if owned:
             zmap.close()
 
 
-def read(src: str | os.PathLike[str] | ZMap) -> Dataset:
+def read(
+    src: str | os.PathLike[str] | ZMap, *, storage_options: Mapping[str, Any] | None = None
+) -> Dataset:
     """Read any NCZarr, Zarr v2 or Zarr v3 store's metadata into the netCDF-4 model.
 
     Parameters
     ----------
     src : str, path-like or ZMap
         As for :func:`detect`.
+    storage_options : mapping, optional
+        As for :func:`detect`.
 
     Returns
     -------
     Dataset
         ``Dataset.layout`` is the detected layout; ``Dataset.warnings`` lists what
-        was skipped or guessed (unsupported dtypes, unknown codecs, fallbacks, Zarr
-        v3 codecs without a byte-identical Zarr v2 form).
+        was skipped, renamed, guessed or decoded leniently (unsupported dtypes,
+        unknown codecs, fallbacks, Zarr v3 codecs without a byte-identical Zarr v2
+        form, metadata that is not UTF-8); each is also announced as an
+        :class:`~nczarr.errors.NCZarrWarning`.
 
     Raises
     ------
     MetadataError, DimensionConflictError
         Malformed metadata (the message names the URL, the key and the problem).
     """
-    return read_with_chunk_keys(src)[0]
+    dataset = read_with_chunk_keys(src, storage_options=storage_options)[0]
+    warn_all(dataset.warnings)
+    return dataset
 
 
 def read_with_chunk_keys(
-    src: str | os.PathLike[str] | ZMap,
+    src: str | os.PathLike[str] | ZMap, *, storage_options: Mapping[str, Any] | None = None
 ) -> tuple[Dataset, dict[str, ChunkKeys]]:
     """:func:`read`, plus how chunk keys of Zarr v3 arrays map to Zarr v2 keys.
 
@@ -332,24 +361,30 @@ def read_with_chunk_keys(
         :class:`~nczarr.translate.read_zarr3.ChunkKeys`; it is empty for Zarr v2
         and NCZarr stores, whose chunk keys are already v2 keys.
     """
-    zmap, owned = _open(src)
+    zmap, owned = _open(src, storage_options)
     try:
-        meta, info = _detect(zmap)
+        lenient: list[str] = []
+        meta, info = _detect(zmap, lenient)
+        keys: dict[str, ChunkKeys] = {}
         try:
             if info.zarr_format == 3:
                 from .translate.read_zarr3 import chunk_key_encodings, read_zarr3
 
                 dataset = read_zarr3(meta, info, name=dataset_name(zmap.url))
-                return dataset, chunk_key_encodings(meta)
-            if info.format == "nczarr":
+                keys = chunk_key_encodings(meta)
+            elif info.format == "nczarr":
                 from .translate.read_nczarr import read_nczarr
 
-                return read_nczarr(meta, info), {}
-            from .translate.read_zarr2 import read_zarr2
+                dataset = read_nczarr(meta, info)
+            else:
+                from .translate.read_zarr2 import read_zarr2
 
-            return read_zarr2(meta, info, name=dataset_name(zmap.url)), {}
+                dataset = read_zarr2(meta, info, name=dataset_name(zmap.url))
         except MetadataError as exc:
             raise _with_url(exc, zmap.url) from None
+        if lenient:
+            dataset = replace(dataset, warnings=(*lenient, *dataset.warnings))
+        return dataset, keys
     finally:
         if owned:
             zmap.close()

@@ -5,11 +5,17 @@ writes it again with :func:`nczarr.translate.write_with_warnings`, and
 serves:
 
 * the translated metadata objects (``.zgroup``, ``.zattrs``, ``.zarray``, and
-  ``.zmetadata`` when asked for) from memory;
+  ``.zmetadata`` when asked for; with ``zarr_format=3`` one ``zarr.json`` per node)
+  from memory;
 * the chunk objects of every array in the model straight from ``src``, under the
   same key (an NCZarr scalar's chunk ``0`` is also the 0-d chunk of pure Zarr);
   Zarr v3 chunks (``c/0/1``, ``c`` for 0-d) are shown under their Zarr v2 keys
   (``0.1``, ``0``) and read from the v3 key (:meth:`TranslatedView.source_key`).
+
+Arrays whose chunks a reader of the target would misread if passed through
+(:mod:`nczarr.reencode`: unicode and variable-length strings for NCZarr, sharded
+Zarr v3 arrays, codecs netcdf-c lacks) are served re-encoded, chunk by chunk, on
+the fly; :attr:`TranslatedView.reencoded` names them and says why.
 
 Everything else in ``src`` is hidden: legacy objects (``.nczarr``, ``.nczgroup``,
 ``.nczvar`` ...), the source's own metadata, and arrays the reader skipped. Wrap it
@@ -20,15 +26,19 @@ zarr-python or xarray, or copy its keys to convert (what :mod:`nczarr.convert` d
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
-from typing import Any, Literal
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import suppress
+from typing import TYPE_CHECKING, Any, Literal
 
-from .errors import InvalidModeError, ReadOnlyError
+from .errors import InvalidModeError, ReadOnlyError, warn_all
 from .keys import join_key, normalize_key
 from .maps.base import ZMap
 from .translate.conventions import FORMATS, ZARRAY, ZMETADATA
 from .translate.model import Dataset
 from .translate.read_zarr3 import ChunkKeys
+
+if TYPE_CHECKING:
+    from .reencode import ChunkRecoder, Reencoding
 
 __all__ = ["TranslatedView", "view"]
 
@@ -49,6 +59,8 @@ class TranslatedView(ZMap):
         noxarray: bool = False,
         consolidated: bool | None = None,
         owns_source: bool = False,
+        netcdf_scalars: bool = False,
+        zarr_format: int = 2,
     ) -> None:
         super().__init__("r")
         if format not in FORMATS:
@@ -56,28 +68,23 @@ class TranslatedView(ZMap):
                 f"invalid view mode {format!r}: expected one of {', '.join(map(repr, FORMATS))}"
             )
         from .load import read_with_chunk_keys
-        from .translate.writer import write_with_warnings
+        from .translate.writer import check_zarr_format, write_with_warnings
 
+        self._zarr_format = check_zarr_format(format, zarr_format, netcdf_scalars=netcdf_scalars)
         self._source = source
         self._owns_source = owns_source
         self._format = format
         self._noxarray = noxarray
+        self._netcdf_scalars = netcdf_scalars
         self._consolidated_arg = consolidated
         self._dataset: Dataset
-        self._dataset, chunk_keys = read_with_chunk_keys(source)
-        if consolidated is None:
-            consolidated = ZMETADATA in source
-        self._consolidated = bool(consolidated)
-        written = write_with_warnings(
-            self._dataset, format, noxarray=noxarray, consolidated=self._consolidated
-        )
-        self._metadata: dict[str, bytes] = written.metadata
-        self._warnings: tuple[str, ...] = (*self._dataset.warnings, *written.warnings)
-        #: Key prefixes of the arrays whose chunks pass through, sorted.
+        read_dataset, chunk_keys = read_with_chunk_keys(source)
+        #: Key prefixes of the arrays whose chunks are shown, sorted.
         self._arrays: tuple[str, ...] = tuple(
-            sorted(v.path.strip("/") for v in self._dataset.root.all_variables())
+            sorted(v.path.strip("/") for v in read_dataset.root.all_variables())
         )
         self._array_set = frozenset(self._arrays)
+        self._ndims = {v.path.strip("/"): len(v.shape) for v in read_dataset.root.all_variables()}
         #: Zarr v3 arrays: how their source chunk keys map to the v2 keys shown.
         self._v3: dict[str, ChunkKeys] = {a: chunk_keys[a] for a in self._arrays if a in chunk_keys}
         #: Arrays whose chunks live under another key prefix in the source: a store
@@ -87,8 +94,98 @@ class TranslatedView(ZMap):
         if ZARRAY in source and len(self._arrays) == 1:
             self._source_prefix[self._arrays[0]] = ""
         self._mapped = bool(self._source_prefix) or any(not k.identical for k in self._v3.values())
+        #: Sharded Zarr v3 arrays: (shard shape, inner chunk shape, array shape).
+        self._shards: dict[str, tuple[tuple[int, ...], ...]] = {
+            v.path.strip("/"): (v.shards, v.chunks, v.shape)
+            for v in read_dataset.root.all_variables()
+            if v.shards is not None
+        }
+        self._dataset, self._reencoded, self._recoders = self._plan(read_dataset, format)
+        if consolidated is None:
+            consolidated = ZMETADATA in source
+        self._consolidated = bool(consolidated)
+        written = write_with_warnings(
+            self._dataset,
+            format,
+            noxarray=noxarray,
+            consolidated=self._consolidated,
+            netcdf_scalars=netcdf_scalars,
+            zarr_format=self._zarr_format,
+        )
+        self._metadata: dict[str, bytes] = written.metadata
+        self._warnings: tuple[str, ...] = (
+            *self._dataset.warnings,
+            *(r.message for r in self._reencoded.values()),
+            *written.warnings,
+        )
+        left_out = set(written.skipped)  # arrays the writer could not describe
+        if left_out:
+            self._arrays = tuple(a for a in self._arrays if a not in left_out)
+            self._array_set = frozenset(self._arrays)
+            self._v3 = {a: k for a, k in self._v3.items() if a in self._array_set}
+            self._mapped = bool(self._source_prefix) or any(
+                not k.identical for k in self._v3.values()
+            )
+
+    def _plan(
+        self, dataset: Dataset, format: str
+    ) -> tuple[Dataset, dict[str, Reencoding], dict[str, ChunkRecoder]]:
+        """Which arrays are re-encoded, the dataset as shown, and one recoder per array.
+
+        Variable-length strings shown as NCZarr need a width (netCDF strings are
+        fixed-width there): their chunks are read once, here, to find the longest.
+        """
+        from .reencode import ChunkRecoder, Reencoding, plan_reencoding, with_maxstrlen
+
+        planned, reencoded = plan_reencoding(dataset, format)
+
+        def recoder(item: Reencoding) -> ChunkRecoder:
+            return ChunkRecoder(
+                self._source,
+                item,
+                self._source_prefix.get(item.path, item.path),
+                self._v3.get(item.path),
+            )
+
+        widths = {}
+        for path, item in reencoded.items():
+            if item.source.text_storage == "vlen-utf8" and item.target.text_storage is None:
+                scan = recoder(item)
+                longest = max(
+                    (scan.longest_string(self._coords(path, k)) for k in self._listing(path)),
+                    default=0,
+                )
+                widths[path] = max(longest, 1)
+        if widths:
+            planned = with_maxstrlen(planned, widths)
+            reencoded = {
+                path: Reencoding(
+                    item.source,
+                    planned.find_variable(item.target.path),
+                    item.reason.replace(
+                        f"|S{item.target.maxstrlen}", f"|S{widths.get(path, item.target.maxstrlen)}"
+                    ),
+                )
+                for path, item in reencoded.items()
+            }
+        return planned, reencoded, {path: recoder(item) for path, item in reencoded.items()}
 
     # ---------------------------------------------------------------- converter API
+    @property
+    def reencoded(self) -> dict[str, str]:
+        """Arrays (key prefixes) whose chunks are shown re-encoded, and why."""
+        return {path: item.reason for path, item in self._reencoded.items()}
+
+    @property
+    def reencoded_messages(self) -> tuple[str, ...]:
+        """One warning per re-encoded array (also in :attr:`warnings`)."""
+        return tuple(item.message for item in self._reencoded.values())
+
+    def reencoded_array(self, key: str) -> str | None:
+        """The re-encoded array (key prefix) chunk ``key`` belongs to, or None."""
+        array = self._owner(normalize_key(key))
+        return array if array in self._reencoded else None
+
     @property
     def source(self) -> ZMap:
         """The map being translated."""
@@ -96,7 +193,8 @@ class TranslatedView(ZMap):
 
     @property
     def dataset(self) -> Dataset:
-        """The source read into the netCDF-4 model."""
+        """The source read into the netCDF-4 model, as the view shows it (re-encoded
+        arrays with the target's codecs and types)."""
         return self._dataset
 
     @property
@@ -113,6 +211,16 @@ class TranslatedView(ZMap):
     def format(self) -> str:
         """``"zarr"`` or ``"nczarr"``: what the view shows."""
         return self._format
+
+    @property
+    def zarr_format(self) -> int:
+        """2 or 3: the Zarr version of the metadata the view shows."""
+        return self._zarr_format
+
+    @property
+    def netcdf_scalars(self) -> bool:
+        """Whether pure Zarr scalars are shown in netcdf-c's form (shape ``[1]``)."""
+        return self._netcdf_scalars
 
     @property
     def consolidated(self) -> bool:
@@ -149,22 +257,64 @@ class TranslatedView(ZMap):
             coords = encoding.target_coords(rest)
             if coords is None:  # pragma: no cover - _owner checked it
                 raise KeyError(key)
+            shards = self._shards.get(array)
+            if shards is not None:  # the shard holding this inner chunk
+                coords = tuple(
+                    c * n // s for c, s, n in zip(coords, shards[0], shards[1], strict=True)
+                )
             rest = encoding.source(coords)
         return join_key(self._source_prefix.get(array, array), rest)
 
+    def _reencode(self, key: str) -> bytes:
+        """The re-encoded bytes of chunk ``key`` (normalized) of a re-encoded array."""
+        array = self._owner(key)
+        assert array is not None
+        data = self._recoders[array].encode(self._coords(array, key))
+        if data is None:
+            raise KeyError(key)
+        return data
+
     # ------------------------------------------------------------------ internals
+    def _listing(self, array: str) -> Iterator[str]:
+        return self._chunks_below(array, array)
+
+    def _coords(self, array: str, shown: str) -> tuple[int, ...]:
+        """Chunk coordinates of a shown chunk key of ``array``."""
+        rest = shown[len(array) + 1 :]
+        encoding = self._v3.get(array)
+        if encoding is not None:
+            coords = encoding.target_coords(rest)
+            if coords is None:  # pragma: no cover - listed keys parse
+                raise KeyError(shown)
+            return coords
+        if self._ndims[array] == 0:
+            return ()
+        return tuple(int(p) for p in rest.replace("/", ".").split("."))
+
+    def _inner(self, array: str, coords: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+        """The inner chunk coordinates of shard ``coords`` of a sharded array."""
+        shards, chunks, shape = self._shards[array]
+        ranges = []
+        for c, s, n, size in zip(coords, shards, chunks, shape, strict=True):
+            per = s // n
+            last = -(-size // n)
+            ranges.append(range(c * per, min((c + 1) * per, last)))
+        yield from _product(ranges)
+
     def _chunks_below(self, array: str, prefix: str) -> Iterator[str]:
         """Chunk keys (as shown) of ``array`` whose shown key is at or below ``prefix``."""
         encoding = self._v3.get(array)
         if encoding is not None:
             cut = len(array) + 1
+            sharded = array in self._shards
             for key in self._source.keys_below(array):
                 coords = encoding.source_coords(key[cut:]) if key.startswith(array + "/") else None
                 if coords is None:
                     continue
-                shown = f"{array}/{encoding.target(coords)}"
-                if shown == prefix or shown.startswith(prefix + "/") or prefix == array:
-                    yield shown
+                for inner in self._inner(array, coords) if sharded else (coords,):
+                    shown = f"{array}/{encoding.target(inner)}"
+                    if shown == prefix or shown.startswith(prefix + "/") or prefix == array:
+                        yield shown
             return
         source_prefix = self._source_prefix.get(array)
         if source_prefix is not None:  # a bare root array: chunks at the source's root
@@ -209,6 +359,8 @@ class TranslatedView(ZMap):
         if value is not None:
             return value
         if self._is_chunk(key):
+            if self.reencoded_array(key) is not None:
+                return self._reencode(key)
             return self._source[self.source_key(key)]
         raise KeyError(key)
 
@@ -237,7 +389,12 @@ class TranslatedView(ZMap):
     def _describe(self) -> tuple[str, dict[str, Any]]:
         return (
             f"view+{self._format}:{self._source.url}",
-            {"noxarray": self._noxarray, "consolidated": self._consolidated_arg},
+            {
+                "noxarray": self._noxarray,
+                "consolidated": self._consolidated_arg,
+                "netcdf_scalars": self._netcdf_scalars,
+                "zarr_format": self._zarr_format,
+            },
         )
 
     # ----------------------------------------------------------- fast paths
@@ -250,6 +407,9 @@ class TranslatedView(ZMap):
             nkey = normalize_key(key)
             if nkey in self._metadata:
                 out[key] = self._metadata[nkey]
+            elif self._is_chunk(nkey) and self.reencoded_array(nkey) is not None:
+                with suppress(KeyError):
+                    out[key] = self._reencode(nkey)
             elif self._is_chunk(nkey):
                 passthrough[self.source_key(nkey)] = key
         if passthrough:
@@ -262,6 +422,8 @@ class TranslatedView(ZMap):
         """A byte range; chunk ranges are read from the source without the whole object."""
         nkey = normalize_key(key)
         if nkey not in self._metadata and self._is_chunk(nkey):
+            if self.reencoded_array(nkey) is not None:
+                return super().getrange(key, start, length)
             return self._source.getrange(self.source_key(nkey), start, length)
         return super().getrange(key, start, length)
 
@@ -271,11 +433,15 @@ class TranslatedView(ZMap):
         if nkey in self._metadata:
             return len(self._metadata[nkey])
         if self._is_chunk(nkey):
+            if self.reencoded_array(nkey) is not None:
+                return len(self._reencode(nkey))
             return self._source.getsize(self.source_key(nkey))
         raise KeyError(key)
 
     def close(self) -> None:
         """Close the view, and the source when the view opened it from a URL."""
+        for recoder in self._recoders.values():
+            recoder.close()
         if not self._closed and self._owns_source:
             self._source.close()
         super().close()
@@ -288,6 +454,8 @@ class TranslatedView(ZMap):
             and self._format == other._format
             and self._noxarray == other._noxarray
             and self._consolidated == other._consolidated
+            and self._netcdf_scalars == other._netcdf_scalars
+            and self._zarr_format == other._zarr_format
         )
 
     def __hash__(self) -> int:
@@ -296,18 +464,38 @@ class TranslatedView(ZMap):
     def __reduce__(self) -> tuple[Any, ...]:
         return (
             _rebuild,
-            (self._source, self._format, self._noxarray, self._consolidated_arg),
+            (
+                self._source,
+                self._format,
+                self._noxarray,
+                self._consolidated_arg,
+                self._netcdf_scalars,
+                self._zarr_format,
+            ),
         )
 
 
+def _product(ranges: list[range]) -> Iterator[tuple[int, ...]]:
+    from itertools import product
+
+    return product(*ranges)
+
+
 def _rebuild(
-    source: ZMap, format: str, noxarray: bool, consolidated: bool | None
+    source: ZMap,
+    format: str,
+    noxarray: bool,
+    consolidated: bool | None,
+    netcdf_scalars: bool = False,
+    zarr_format: int = 2,
 ) -> TranslatedView:
     return TranslatedView(
         source,
         format=format,  # type: ignore[arg-type]
         noxarray=noxarray,
         consolidated=consolidated,
+        netcdf_scalars=netcdf_scalars,
+        zarr_format=zarr_format,
     )
 
 
@@ -317,8 +505,15 @@ def view(
     *,
     noxarray: bool = False,
     consolidated: bool | None = None,
+    netcdf_scalars: bool = False,
+    zarr_format: int = 2,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> TranslatedView:
     """A read-only map showing ``src`` translated to ``mode``, without copying data.
+
+    What the translation could not carry verbatim (arrays skipped, dimensions
+    renamed, metadata decoded leniently ...) is announced as
+    :class:`~nczarr.errors.NCZarrWarning` and kept in ``view(...).warnings``.
 
     Parameters
     ----------
@@ -326,17 +521,25 @@ def view(
         A netCDF-style URL or path (opened read-only and closed with the view), or
         an open map (left open).
     mode : {"zarr", "nczarr"}
-        ``"zarr"``: pure Zarr v2 for zarr-python/xarray. ``"nczarr"``: the layout
+        ``"zarr"``: pure Zarr for zarr-python/xarray. ``"nczarr"``: the layout
         netcdf-c 4.9.3+ opens read-write.
     noxarray : bool
-        Omit ``_ARRAY_DIMENSIONS``.
+        Omit ``_ARRAY_DIMENSIONS`` (``dimension_names`` in Zarr v3).
     consolidated : bool or None
         Show a ``.zmetadata``; ``None``: iff ``src`` has one.
+    netcdf_scalars : bool
+        ``mode="zarr"`` only: show scalars as netcdf-c writes them in pure Zarr (shape
+        ``[1]``, ``_ARRAY_DIMENSIONS: ["_scalar_"]``) instead of 0-d arrays.
+    zarr_format : {2, 3}
+        With ``mode="zarr"``: show Zarr v2 or Zarr v3 (``zarr.json``) metadata.
+    storage_options : mapping, optional
+        Options for opening ``src`` from a URL (see :func:`nczarr.open_map`).
 
     Raises
     ------
     InvalidModeError
-        ``mode`` is not ``"zarr"`` or ``"nczarr"``.
+        ``mode`` is not ``"zarr"`` or ``"nczarr"``, or ``zarr_format`` is not 2 or 3
+        (3 only with ``"zarr"``, without ``netcdf_scalars``).
     MetadataError, UnsupportedError
         ``src`` cannot be read (see :func:`nczarr.load.read`).
 
@@ -348,17 +551,29 @@ def view(
     >>> sorted(view(src, "nczarr"))
     ['.zattrs', '.zgroup']
     """
+    options = {
+        "noxarray": noxarray,
+        "consolidated": consolidated,
+        "netcdf_scalars": netcdf_scalars,
+        "zarr_format": zarr_format,
+    }
     if isinstance(src, ZMap):
-        return TranslatedView(src, format=mode, noxarray=noxarray, consolidated=consolidated)
-    if isinstance(src, str | os.PathLike):
+        if storage_options:
+            raise TypeError(
+                f"view got an open map {src!r}: storage options apply to URLs only, "
+                f"got {sorted(storage_options)}"
+            )
+        result = TranslatedView(src, format=mode, **options)
+    elif isinstance(src, str | os.PathLike):
         from .maps.open import open_map
 
-        zmap = open_map(os.fspath(src), mode="r")
+        zmap = open_map(os.fspath(src), mode="r", storage_options=storage_options)
         try:
-            return TranslatedView(
-                zmap, format=mode, noxarray=noxarray, consolidated=consolidated, owns_source=True
-            )
+            result = TranslatedView(zmap, format=mode, owns_source=True, **options)
         except BaseException:
             zmap.close()
             raise
-    raise TypeError(f"expected a URL, a path or a ZMap, got {type(src).__name__}")
+    else:
+        raise TypeError(f"expected a URL, a path or a ZMap, got {type(src).__name__}")
+    warn_all(result.warnings)
+    return result

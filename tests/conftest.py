@@ -9,6 +9,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Generated-input tests judge behaviour, not speed: a loaded machine (CI on 2 cores)
+# must not fail them for slow input generation or slow examples.
+settings.register_profile("nczarr", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("nczarr")
 
 FIXTURES = Path(__file__).parent / "data"
 

@@ -39,6 +39,7 @@ __all__ = [
     "nc_url",
     "build",
     "describe",
+    "describe_url",
     "diff",
     "map_from_dir",
     "map_from_zip",
@@ -255,7 +256,12 @@ def describe(
     path: str | os.PathLike[str], mode: str = "nczarr", layout: str = "nczarr-v2"
 ) -> Dataset:
     """What netcdf-c (through netCDF4) sees in the directory store at ``path``."""
-    with netCDF4.Dataset(nc_url(path, mode)) as ds:
+    return describe_url(nc_url(path, mode), layout)
+
+
+def describe_url(url: str, layout: str = "nczarr-v2") -> Dataset:
+    """What netcdf-c (through netCDF4) sees in the dataset at ``url`` (any netCDF file or URL)."""
+    with netCDF4.Dataset(url) as ds:
         default = 128
         if "_nczarr_default_maxstrlen" in ds.ncattrs():
             default = int(ds.getncattr("_nczarr_default_maxstrlen"))

@@ -171,7 +171,15 @@ def test_encode_follows_netcdf_c_write_rules() -> None:
     assert encode_attribute(Attribute("a", "char", "17")) == ("17", ">S1")
     assert encode_attribute(Attribute("a", "char", "NaN")) == ("NaN", ">S1")
     assert encode_attribute(Attribute("a", "string", ("x",)), maxstrlen=6) == ("x", "|S6")
-    assert encode_attribute(Attribute("a", "string", ("x",)), typed=False) == (["x"], "|S128")
+    # pure Zarr: one string is a plain JSON string (xarray decodes units, netcdf-c reads
+    # the text); NaN and infinities are floats, written as bare tokens
+    assert encode_attribute(Attribute("a", "string", ("x",)), typed=False) == ("x", "|S128")
+    assert encode_attribute(Attribute("a", "string", ("x", "y")), typed=False) == (
+        ["x", "y"],
+        "|S128",
+    )
+    untyped, _ = encode_attribute(Attribute("a", "double", (math.nan, -math.inf)), typed=False)
+    assert math.isnan(untyped[0]) and untyped[1] == -math.inf
     assert encode_attribute(Attribute("a", "char", "[1]"), typed=False) == ("[1]", ">S1")
     assert attribute_type_code("ushort") == "<u2"
 
@@ -214,14 +222,19 @@ def test_typed_round_trip_through_json_text(attr: Attribute) -> None:
 
 @given(st.lists(st.text(), min_size=1, max_size=4) | st.text())
 def test_untyped_round_trip_of_text(value: list[str] | str) -> None:
-    """Pure Zarr: char and string attributes come back with their type."""
+    """Pure Zarr: char and string attributes come back with their type, except a
+    one-valued string, written as a plain JSON string (as xarray and netcdf-c do),
+    which comes back as char text."""
     attr = (
         Attribute("a", "char", value)
         if isinstance(value, str)
         else Attribute("a", "string", tuple(value))
     )
     encoded, _ = encode_attribute(attr, typed=False)
-    assert decode_attribute("a", parse_json(json.dumps(encoded))) == attr
+    expected = (
+        Attribute("a", "char", value[0]) if isinstance(value, list) and len(value) == 1 else attr
+    )
+    assert decode_attribute("a", parse_json(json.dumps(encoded))) == expected
 
 
 # ----------------------------------------------------------------------------- dtypes
@@ -244,12 +257,17 @@ def test_parse_dtype(dtype: str, nczarr: bool, expected: ZarrDtype) -> None:
     assert parse_dtype(dtype, nczarr=nczarr) == expected
 
 
-@pytest.mark.parametrize(
-    "dtype", ["<c8", "<M8[ns]", "<m8", "|O", "<U5", "<U1", "<f2", [["a", "<i4"]], "|V8"]
-)
+@pytest.mark.parametrize("dtype", ["<c8", "<M8[ns]", "<m8", "|O", "<f2", [["a", "<i4"]], "|V8"])
 def test_dtypes_without_netcdf_equivalent(dtype: object) -> None:
     with pytest.raises(UnsupportedError, match=r"no netCDF-4 equivalent|datetime|timedelta"):
         parse_dtype(dtype, nczarr=False)
+
+
+@pytest.mark.parametrize(("dtype", "width", "endian"), [("<U5", 5, "little"), (">U1", 1, "big")])
+def test_unicode_is_a_string_stored_as_unicode(dtype: str, width: int, endian: str) -> None:
+    assert parse_dtype(dtype, nczarr=False) == ZarrDtype(
+        "string", endian, 4 * width, maxstrlen=width, text_storage="unicode"
+    )
 
 
 @pytest.mark.parametrize("dtype", ["int32", "", 5, None, "<q4"])

@@ -189,3 +189,46 @@ def test_cli_exit_codes_and_fixes(tmp_path: Path, capsys) -> None:
         main(["check"])
     assert exc.value.code == 2
     assert main(["check", str(tmp_path / "missing.file")]) == 1
+
+
+def test_blosc_scalar_makes_netcdf_c_refuse_the_dataset(tmp_path: Path) -> None:
+    """zarr-python's default compressor on a 0-d array, carried into NCZarr verbatim."""
+    from numcodecs import Blosc
+
+    from nczarr.translate.write_nczarr import write_nczarr
+
+    def build(root):
+        _clean(root)
+        s = root.create_array("s", shape=(), dtype="f8", compressors=Blosc(), fill_value=0.0)
+        s[...] = 2.5
+        s.attrs["_ARRAY_DIMENSIONS"] = []
+
+    src = _zarr_store(tmp_path / "src.zarr", build)
+    out = tmp_path / "out.file"
+    out.mkdir()
+    # the NCZarr metadata a verbatim copy would carry, written by nczarr's own writer
+    for key, value in write_nczarr(nczarr.read(str(src))).items():
+        (out / key).parent.mkdir(parents=True, exist_ok=True)
+        (out / key).write_bytes(value)
+    for chunk in ("a/0.0", "a/1.0", "b/0", "s/0"):
+        (out / chunk).write_bytes((src / chunk).read_bytes())
+    report = nczarr.check(str(out))
+    assert _severities(report, NC410, "/s") == {"refuses"}
+    with pytest.raises(OSError, match="Filter error"):
+        netCDF4.Dataset(_nc_url(out))
+
+
+def test_big_endian_fill_values_are_byte_swapped_by_netcdf_c(tmp_path: Path) -> None:
+    path = tmp_path / "be.file"
+    with netCDF4.Dataset(_nc_url(path), "w") as ds:
+        ds.createDimension("x", 4)
+        v = ds.createVariable(
+            "v", "i2", ("x",), endian="big", fill_value=np.int16(-32768), chunksizes=(2,)
+        )
+        v[0:2] = [1, 2]  # the second chunk is never written
+    report = nczarr.check(str(path))
+    assert _severities(report, NC410, "/v") == {"misreads"}
+    with netCDF4.Dataset(_nc_url(path)) as ds:
+        ds["v"].set_auto_mask(False)
+        assert list(ds["v"][2:]) != [-32768, -32768]  # what the producer wrote
+    assert list(zarr.open_group(str(path), mode="r")["v"][2:]) == [-32768, -32768]

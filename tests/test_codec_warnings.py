@@ -23,19 +23,19 @@ def source(tmp_path):
     return path
 
 
-def test_convert_to_nczarr_warns_only_for_the_codec_netcdf_c_lacks(source, tmp_path):
+def test_convert_to_nczarr_reencodes_only_the_codec_netcdf_c_lacks(source, tmp_path):
     out = tmp_path / "out.file"
     report = nczarr.convert(str(source), str(out), mode="nczarr")
-    codec_warnings = [w for w in report.warnings if "no netcdf-c filter" in w]
-    assert codec_warnings == [
-        "variable /gz: codec 'gzip' has no netcdf-c filter; netcdf-c will not read its "
-        "values (zarr-python and nczarr will)"
+    assert [w for w in report.warnings if "netcdf-c" in w] == [
+        "array '/gz': chunks re-encoded (codec 'gzip' has no netcdf-c filter; written with 'zlib')"
     ]
-    # the warning is true: netcdf-c opens the dataset, reads /zl, and fails on /gz
+    assert report.reencoded == (
+        ("/gz", "codec 'gzip' has no netcdf-c filter; written with 'zlib'"),
+    )
+    # netcdf-c reads both: /zl verbatim, /gz re-encoded with zlib
     with netCDF4.Dataset(f"file://{out}#mode=nczarr,file") as ds:
         np.testing.assert_array_equal(ds["zl"][:], np.arange(8) * 3)
-        with pytest.raises(RuntimeError):
-            ds["gz"][:]
+        np.testing.assert_array_equal(ds["gz"][:], np.arange(8) * 3)
 
 
 def test_zarr_output_has_no_netcdf_c_codec_warning(source, tmp_path):

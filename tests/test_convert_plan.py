@@ -201,7 +201,7 @@ def test_build_plan_without_selection_uses_view_metadata():
 def test_build_plan_selection_filters_chunks_and_rewrites_metadata(monkeypatch):
     calls = []
 
-    def fake_write(dataset, fmt, *, noxarray, consolidated):
+    def fake_write(dataset, fmt, *, noxarray, consolidated, netcdf_scalars=False, zarr_format=2):
         calls.append((_paths(dataset), fmt, noxarray, consolidated))
         return SimpleNamespace(metadata={".zgroup": b"{}", "g/v/.zarray": b"{}"}, warnings=())
 

@@ -7,8 +7,7 @@ from dataclasses import replace
 import nczarr
 from nczarr.cli.info import describe_layout, format_codec, format_info
 
-from .conftest import fixture_path
-from .ncoracle import map_from_zip
+from .ncoracle import fixture_path, map_from_zip
 
 
 def info_of(name: str) -> str:

@@ -193,13 +193,25 @@ def test_getitems_is_concurrent_and_omits_missing(m: S3Map) -> None:
     assert m.getitems([]) == {}
 
 
-def test_chunk_writes_in_a_known_array_cost_one_list_and_one_put(m: S3Map) -> None:
+def test_chunk_writes_into_a_store_the_map_created_cost_one_put(m: S3Map) -> None:
+    # m was opened with "w": every object under the root is one it wrote, so once the
+    # array's directory is known a chunk costs its PUT and nothing else
     m["g/v/.zarray"] = b"{}"
     calls = Calls(m)
     m["g/v/0.1"] = b"x"
     m["g/v/0.2"] = b"y"
-    assert calls.names == ["ListObjectsV2", "PutObject"] * 2
-    # a fresh map knows nothing yet: one HEAD per ancestor, issued with the LIST
+    assert calls.names == ["PutObject", "PutObject"]
+    # ... but the leaf rule still holds against what it wrote
+    with pytest.raises(ObjectExistsError, match=r"'g/v/0\.1' holds content"):
+        m["g/v/0.1/x"] = b"z"
+    with pytest.raises(ObjectExistsError, match="prefix of existing keys"):
+        m["g/v"] = b"z"
+
+
+def test_chunk_writes_into_an_existing_store_cost_one_list_and_one_put(m: S3Map) -> None:
+    m["g/v/.zarray"] = b"{}"
+    # a map opened on existing content does not know who wrote what: one LIST below
+    # the key, and one HEAD per ancestor it has not seen yet, issued with the LIST
     other = S3Map(m.url, mode="r+", endpoint_url=m.fs.endpoint_url)
     calls = Calls(other)
     other["g/v/0.3"] = b"z"
@@ -212,6 +224,16 @@ def test_chunk_writes_in_a_known_array_cost_one_list_and_one_put(m: S3Map) -> No
     assert third.search("g") == ["v"]
     calls = Calls(third)
     third["g/v/0.5"] = b"z"
+    assert calls.names == ["ListObjectsV2", "PutObject"]
+    # a writer that vouches for its keys (a converter into a target it verified
+    # empty) skips the probes
+    calls.clear()
+    with third.trusted_writes():
+        third["g/v/0.6"] = b"z"
+        third.setitems({"g/v/0.7": b"z", "g/v/0.8": b"z"})
+    assert calls.names == ["PutObject"] * 3
+    calls.clear()
+    third["g/v/0.9"] = b"z"
     assert calls.names == ["ListObjectsV2", "PutObject"]
 
 

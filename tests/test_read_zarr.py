@@ -27,7 +27,7 @@ from ncoracle import (
     rename_dimensions,
 )
 
-from nczarr.errors import DimensionConflictError, MetadataError
+from nczarr.errors import MetadataError
 from nczarr.load import load_metadata, read
 from nczarr.maps.memory import MemoryMap
 from nczarr.translate.model import Attribute, Dimension
@@ -228,10 +228,11 @@ def test_zarr_python_store(tmp_path: Path) -> None:
     assert (ds.root.variables["flags"].type, ds.root.variables["flags"].fill_value) == ("ubyte", 1)
     slashed = ds.root.groups["sub"].variables["slashed"]
     assert (slashed.dimension_separator, slashed.order, slashed.endian) == ("/", "F", "big")
-    assert "cplx" not in ds.root.variables and "uni" not in ds.root.variables
+    assert "cplx" not in ds.root.variables
+    uni = ds.root.variables["uni"]  # numpy unicode: a netCDF string kept as "<U5"
+    assert (uni.type, uni.maxstrlen, uni.text_storage) == ("string", 5, "unicode")
     assert ds.warnings == (
         "skipped array '/cplx': 'cplx/.zarray': dtype '<c8' (complex) has no netCDF-4 equivalent",
-        "skipped array '/uni': 'uni/.zarray': dtype '<U5' (unicode) has no netCDF-4 equivalent",
     )
 
 
@@ -290,19 +291,33 @@ def test_xarray_to_zarr(tmp_path: Path, consolidated: bool) -> None:
 
 
 # -------------------------------------------------------------------------- rules
-def test_one_name_two_lengths_in_one_group_names_both_arrays() -> None:
+def test_one_name_two_lengths_in_one_group_keeps_the_first_and_renames_the_other() -> None:
+    """netcdf-c refuses such a store; nczarr reads it (issue 7, defect 12)."""
     meta = {
         ".zgroup": {"zarr_format": 2},
         "a/.zarray": _zarray([3]),
         "a/.zattrs": {"_ARRAY_DIMENSIONS": ["x"]},
         "b/.zarray": _zarray([4]),
         "b/.zattrs": {"_ARRAY_DIMENSIONS": ["x"]},
+        "c/.zarray": _zarray([4, 3]),
+        "c/.zattrs": {"_ARRAY_DIMENSIONS": ["x", "x"]},
+        "d/.zarray": _zarray([7]),
+        "d/.zattrs": {"_ARRAY_DIMENSIONS": ["x_1"]},
     }
-    with pytest.raises(
-        DimensionConflictError,
-        match=r"dimension 'x' in group '/' has length 3 in 'a/.zarray' but 4 in 'b/.zarray'",
-    ):
-        read(_mem(meta))
+    ds = read(_mem(meta))
+    assert ds.find_variable("/a").dimensions == ("/x",)
+    assert ds.find_variable("/b").dimensions == ("/x_1",)
+    assert ds.find_variable("/c").dimensions == ("/x_1", "/x")  # shares the renamed one
+    assert ds.find_variable("/d").dimensions == ("/x_1_1",)  # clashes with the new name
+    assert ds.root.dimensions == {
+        "x": Dimension("x", 3),
+        "x_1": Dimension("x_1", 4),
+        "x_1_1": Dimension("x_1_1", 7),
+    }
+    assert any(
+        w.startswith("array '/b': dimension 'x' has length 4 here but 3 in 'a/.zarray'")
+        for w in ds.warnings
+    )
 
 
 def test_one_name_two_lengths_in_one_array() -> None:
@@ -311,10 +326,9 @@ def test_one_name_two_lengths_in_one_array() -> None:
         "a/.zarray": _zarray([3, 4]),
         "a/.zattrs": {"_ARRAY_DIMENSIONS": ["x", "x"]},
     }
-    with pytest.raises(
-        DimensionConflictError, match=r"length 3 in 'a/\.zarray' but 4 in 'a/\.zarray'"
-    ):
-        read(_mem(meta))
+    ds = read(_mem(meta))
+    assert ds.find_variable("/a").dimensions == ("/x", "/x_1")
+    assert "renamed 'x_1'" in ds.warnings[-1]
 
 
 def test_shadowing_and_sharing() -> None:

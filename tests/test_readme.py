@@ -52,3 +52,32 @@ def test_tour_view_reads_in_zarr_and_xarray():
     ds = xr.open_zarr(store, consolidated=False)
     assert group["v"].shape == ds["v"].shape
     assert ds["v"].dims == ("t", "x")
+
+
+def test_tour_xarray_engine_and_to_nczarr(tmp_path):
+    import dask.array as da
+
+    from .ncoracle import nc_url
+    from .test_xarray_backend import NCZarrBackendEntrypoint
+
+    readme = (ROOT / "README.md").read_text()
+    assert 'xr.open_dataset("examples/legacy.zip", engine="nczarr")' in readme
+    assert 'nczarr.to_nczarr(ds, "/tmp/out.file", mode="w")' in readme
+    engine = "nczarr" if "nczarr" in xr.backends.list_engines() else NCZarrBackendEntrypoint
+    ds = xr.open_dataset(str(EXAMPLES / "legacy.zip"), engine=engine)
+    sub = xr.open_dataset(str(EXAMPLES / "legacy.zip"), engine=engine, group="sub")
+    assert ds["pressure"].dims == ("station", "level") and sub["t"].dims == ("n", "level")
+    tree = xr.open_datatree(str(EXAMPLES / "netcdf4101.zip"), engine=engine, chunks={})
+    assert isinstance(tree["g"]["gv"].data, da.Array)
+
+    nczarr.to_nczarr(ds, str(tmp_path / "out.file"), mode="w")
+    back = xr.open_dataset(nc_url(tmp_path / "out.file"), engine="netcdf4")
+    xr.testing.assert_identical(back.load(), ds.load())
+    nczarr.to_nczarr(
+        tree,
+        str(tmp_path / "tree.file"),
+        encoding={"/g/gv": {"zlib": True, "complevel": 4}},
+        unlimited_dims=["t"],
+    )
+    back_tree = xr.open_datatree(nc_url(tmp_path / "tree.file"), engine="netcdf4")
+    xr.testing.assert_identical(back_tree.load(), tree.load())

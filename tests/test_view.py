@@ -17,8 +17,7 @@ from nczarr.errors import InvalidModeError, ReadOnlyError
 from nczarr.maps.memory import MemoryMap
 from nczarr.readthrough import TranslatedView, view
 
-from .conftest import fixture_path
-from .ncoracle import describe, diff, map_from_zip
+from .ncoracle import describe, diff, fixture_path, map_from_zip
 
 V2UC_EXPECTED = {
     "pressure": np.array([1000, 900, 1010, 905, 990, 880, 1020, 910.0]).reshape(4, 2),

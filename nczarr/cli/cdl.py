@@ -78,7 +78,11 @@ def escape_name(name: str) -> str:
 
 
 def _text(value: str) -> str:
-    """A quoted CDL string: trailing NULs dropped, C escapes, other controls as octal."""
+    """A quoted CDL string: trailing NULs dropped, C escapes, other controls as octal.
+
+    A byte the reader kept undecoded (not UTF-8, held as a lone surrogate) is written
+    as its octal escape (``"\\200"``), which ncgen reads back as that byte.
+    """
     value = value.rstrip("\x00")
     out = ['"']
     for ch in value:
@@ -86,6 +90,8 @@ def _text(value: str) -> str:
             out.append(_TEXT_ESCAPES[ch])
         elif ord(ch) < 0x20 or ord(ch) == 0x7F:
             out.append(f"\\{ord(ch):03o}")
+        elif 0xDC80 <= ord(ch) <= 0xDCFF:
+            out.append(f"\\{ord(ch) - 0xDC00:03o}")
         else:
             out.append(ch)
     out.append('"')

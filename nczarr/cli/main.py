@@ -3,7 +3,9 @@
 Subcommands: ``convert``, ``migrate``, ``ls``, ``info``, ``check``, ``dump``. Errors of nczarr
 and of the operating system print one line, ``nczarr: error: <message>``, on stderr
 and exit 1; usage errors exit 2 (argparse). A progress bar is shown only when stderr
-is a terminal.
+is a terminal. The library's warnings (:class:`~nczarr.errors.NCZarrWarning`) are
+printed once each, ``nczarr: warning: <message>`` on stderr (``info`` lists them in
+its output).
 """
 
 from __future__ import annotations
@@ -11,12 +13,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from typing import Any, TextIO
 
 from .. import __version__
-from ..errors import InvalidModeError, NCZarrError
+from ..errors import InvalidModeError, NCZarrError, NCZarrWarning, StorageError, UnsupportedError
+from ..maps.url import redact_text
+from .options import add_storage_arguments, storage_options
 
 __all__ = ["main", "build_parser"]
 
@@ -35,27 +40,50 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dst", metavar="DST", help="target URL or path")
     p.add_argument("--mode", choices=("zarr", "nczarr"), help="output format (default: DST's)")
     p.add_argument("--workers", type=_positive, default=8, help="concurrent copies (8)")
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="copy chunks on this dask.distributed scheduler (tcp://host:8786)",
+    )
     group = p.add_mutually_exclusive_group()
     group.add_argument("--overwrite", action="store_true", help="replace a non-empty DST")
     group.add_argument("--resume", action="store_true", help="continue an interrupted convert")
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     p.add_argument("--include", nargs="+", metavar="PATH", help="variables or groups to keep")
     p.add_argument("--exclude", nargs="+", metavar="PATH", help="variables or groups to drop")
-    p.add_argument("--consolidated", action="store_true", default=None, help="write .zmetadata")
+    p.add_argument(
+        "--consolidated", action="store_true", default=None, help="write consolidated metadata"
+    )
     p.add_argument("--noxarray", action="store_true", default=None, help="no _ARRAY_DIMENSIONS")
+    p.add_argument(
+        "--netcdf-scalars",
+        action="store_true",
+        help="pure Zarr: scalars as netcdf-c writes them (shape [1], dimension _scalar_), "
+        "for netcdf-c readers; default: 0-d arrays, for zarr-python and xarray",
+    )
+    p.add_argument(
+        "--zarr-format",
+        type=int,
+        choices=(2, 3),
+        help="with --mode zarr: Zarr v2 or v3 (default: DST's v2/v3 mode word, else 2)",
+    )
+    add_storage_arguments(p)
 
     p = sub.add_parser("migrate", help="rewrite a store's metadata in place")
     p.add_argument("url", metavar="URL")
     p.add_argument("--to", choices=("nczarr", "zarr"), default="nczarr")
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+    add_storage_arguments(p)
 
     p = sub.add_parser("ls", help="list the names below a prefix (the zmap search)")
     p.add_argument("url", metavar="URL")
     p.add_argument("prefix", metavar="PREFIX", nargs="?", default="")
     p.add_argument("-R", dest="recursive", action="store_true", help="every key below PREFIX")
+    add_storage_arguments(p)
 
     p = sub.add_parser("info", help="detected layout and a summary of the dataset")
     p.add_argument("url", metavar="URL")
+    add_storage_arguments(p)
 
     p = sub.add_parser(
         "check",
@@ -64,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         "fail or misread it, 2 on usage errors.",
     )
     p.add_argument("url", metavar="URL")
+    add_storage_arguments(p)
 
     p = sub.add_parser("dump", help="print the dataset as CDL (like ncdump)", add_help=False)
     p.add_argument("-h", dest="header", action="store_true", help="header only, no data")
@@ -75,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="data of these variables only (names or paths)",
     )
     p.add_argument("url", metavar="URL")
+    add_storage_arguments(p)
     return parser
 
 
@@ -90,43 +120,61 @@ def _positive(text: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit status."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     try:
-        return _COMMANDS[args.command](args, sys.stdout)
+        args.storage_options = storage_options(args)
+    except argparse.ArgumentTypeError as exc:
+        parser.error(str(exc))
+    try:
+        if args.storage_options and not _remote_locations(args):
+            parser.error(
+                "--storage-option/--anon apply to remote locations (S3, fsspec URLs, "
+                f"zip::...), and {' and '.join(_locations(args))} is local"
+            )
+        with warnings.catch_warnings():
+            # The commands print the library's warnings themselves, once each.
+            warnings.simplefilter("ignore", NCZarrWarning)
+            return _COMMANDS[args.command](args, sys.stdout)
     except BrokenPipeError:
         # The reader went away (`nczarr ls -R URL | head`): stop quietly, as cat does.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except (NCZarrError, OSError) as exc:
-        message = str(exc) or type(exc).__name__
-        print(f"nczarr: error: {message.splitlines()[0]}", file=sys.stderr)
+        message = redact_text(str(exc) or type(exc).__name__).strip()
+        first = message.splitlines()[0] if message else type(exc).__name__
+        print(f"nczarr: error: {first}", file=sys.stderr)
         return 1
 
 
+# ---------------------------------------------------------------- options
+def _locations(args: argparse.Namespace) -> list[str]:
+    return [args.src, args.dst] if args.command == "convert" else [args.url]
+
+
+def _remote_locations(args: argparse.Namespace) -> list[str]:
+    from ..maps.open import is_remote
+
+    return [location for location in _locations(args) if is_remote(location)]
+
+
+def _options_for(args: argparse.Namespace, location: str) -> dict[str, Any] | None:
+    """The command's storage options if ``location`` is remote (local maps take none)."""
+    if not args.storage_options:
+        return None
+    from ..maps.open import is_remote
+
+    return dict(args.storage_options) if is_remote(location) else None
+
+
 # ---------------------------------------------------------------- commands
-def _progress_bar(stack: ExitStack) -> Callable[[int, int], object] | None:
-    if not sys.stderr.isatty():
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    bar = stack.enter_context(tqdm(total=0, unit="chunk", file=sys.stderr, leave=False))
-
-    def update(done: int, total: int) -> None:
-        if bar.total != total:
-            bar.total = total
-        bar.update(done - bar.n)
-        if done == total:
-            bar.refresh()  # tqdm throttles redraws: show the final count
-
-    return update
-
-
 def _convert(args: argparse.Namespace, out: TextIO) -> int:
     from ..conversion import convert
 
     with ExitStack() as stack:
+        client = None
+        if args.scheduler and not args.dry_run:
+            client = stack.enter_context(_dask_client(args.scheduler))
         report = convert(
             args.src,
             args.dst,
@@ -137,18 +185,43 @@ def _convert(args: argparse.Namespace, out: TextIO) -> int:
             dry_run=args.dry_run,
             include=args.include,
             exclude=args.exclude,
-            progress=None if args.dry_run else _progress_bar(stack),
+            progress=not args.dry_run and sys.stderr.isatty(),
             noxarray=args.noxarray,
             consolidated=args.consolidated,
+            netcdf_scalars=args.netcdf_scalars,
+            zarr_format=args.zarr_format,
+            source_options=_options_for(args, args.src),
+            target_options=_options_for(args, args.dst),
+            client=client,
         )
     _print_report(report, out)
     return 0
 
 
+def _dask_client(address: str) -> Any:
+    """A ``distributed.Client`` connected to ``address``; errors name the address."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise UnsupportedError(
+            "--scheduler needs dask.distributed, which is not installed: pip install nczarr[dask]"
+        ) from None
+    try:
+        # Waits up to dask's ``distributed.comm.timeouts.connect`` (30 s by default).
+        return Client(address)
+    except (OSError, TimeoutError) as exc:
+        raise StorageError(f"cannot connect to the dask scheduler {address!r}: {exc}") from None
+
+
 def _migrate(args: argparse.Namespace, out: TextIO) -> int:
     from ..conversion import migrate
 
-    report = migrate(args.url, to=args.to, dry_run=args.dry_run)
+    report = migrate(
+        args.url,
+        to=args.to,
+        dry_run=args.dry_run,
+        storage_options=_options_for(args, args.url),
+    )
     _print_report(report, out)
     return 0
 
@@ -159,22 +232,26 @@ def _print_report(report: Any, out: TextIO) -> None:
             print(f"write {key}", file=out)
         for key in report.deleted_keys:
             print(f"delete {key}", file=out)
-    for warning in report.warnings:
-        print(f"nczarr: warning: {warning}", file=sys.stderr)
+    _print_warnings(report.warnings)
     print(report.summary(), file=out)
 
 
-def _open_read(url: str, stack: ExitStack) -> Any:
+def _print_warnings(messages: Sequence[str]) -> None:
+    for warning in messages:
+        print(f"nczarr: warning: {warning}", file=sys.stderr)
+
+
+def _open_read(args: argparse.Namespace, stack: ExitStack) -> Any:
     from ..maps.open import open_map
 
-    zmap = open_map(url, mode="r")
+    zmap = open_map(args.url, mode="r", storage_options=_options_for(args, args.url))
     stack.callback(zmap.close)
     return zmap
 
 
 def _ls(args: argparse.Namespace, out: TextIO) -> int:
     with ExitStack() as stack:
-        zmap = _open_read(args.url, stack)
+        zmap = _open_read(args, stack)
         listing = sorted(zmap.keys_below(args.prefix)) if args.recursive else None
         for name in listing if listing is not None else zmap.search(args.prefix):
             print(name, file=out)
@@ -186,7 +263,7 @@ def _info(args: argparse.Namespace, out: TextIO) -> int:
     from .info import format_info
 
     with ExitStack() as stack:
-        zmap = _open_read(args.url, stack)
+        zmap = _open_read(args, stack)
         text = format_info(detect(zmap), read(zmap))
     print(text.rstrip("\n"), file=out)
     return 0
@@ -196,7 +273,7 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     from ..diagnosis import check
 
     with ExitStack() as stack:
-        report = check(_open_read(args.url, stack))
+        report = check(_open_read(args, stack))
     print(report.summary().replace(report.url, args.url), file=out)
     return 0 if report.ok else 1
 
@@ -206,11 +283,12 @@ def _dump(args: argparse.Namespace, out: TextIO) -> int:
     from ..maps.url import dataset_name
     from .cdl import format_cdl
 
-    name = dataset_name(args.url)
+    name = dataset_name(args.url.rpartition("::")[2])  # zip::s3://...: the archive's name
     with ExitStack() as stack:
-        zmap = _open_read(args.url, stack)
+        zmap = _open_read(args, stack)
         if args.header:
-            text = format_cdl(read(zmap), name)
+            dataset = read(zmap)
+            text = format_cdl(dataset, name)
         else:
             dataset, data = _data_source(zmap)
             if args.variables:
@@ -220,6 +298,7 @@ def _dump(args: argparse.Namespace, out: TextIO) -> int:
                 if unknown:
                     raise InvalidModeError(f"{args.url}: no variable {unknown[0]!r}")
             text = format_cdl(dataset, name, data=data, variables=args.variables)
+    _print_warnings(dataset.warnings)
     print(text.rstrip("\n"), file=out)
     return 0
 

@@ -3,11 +3,12 @@
 Both are a translated view (:func:`nczarr.view`) plus a copy: the view says what
 the metadata of the target is and which chunk objects pass through unchanged;
 :mod:`nczarr.conversion.plan` orders the writes and :mod:`nczarr.conversion.apply`
-performs them. Chunk
-bytes are never decoded, so every NCZarr <-> Zarr v2 conversion only rewrites
-metadata and copies chunks verbatim; so does a Zarr v3 source, whose chunks are
-copied byte for byte to their Zarr v2 keys (arrays whose v3 codecs have no
-byte-identical v2 form are left out, with a warning).
+performs them. Chunk bytes are copied verbatim whenever the target's readers decode
+them to the producer's values (a Zarr v3 source's chunks go byte for byte to their
+Zarr v2 keys). The few arrays for which that is not so (strings for NCZarr, sharded
+arrays, codecs netcdf-c lacks: :mod:`nczarr.reencode`) have their chunks decoded and
+encoded again, in the same worker pool, and are named in the report and warnings.
+Arrays no target can represent make ``convert`` raise unless they are excluded.
 
 Safety: chunks are written first, then array metadata, then groups, the root group
 last, so an interrupted convert never leaves a target that opens as a complete
@@ -20,16 +21,43 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidModeError, TargetExistsError
+from ..errors import (
+    InvalidModeError,
+    TargetExistsError,
+    UnsupportedError,
+    UnsupportedTypeError,
+    warn_all,
+)
+from ..load import load_metadata
 from ..maps.base import ZMap
-from ..translate.conventions import FORMATS, LAYOUT_V2, LAYOUT_ZARR, V1_OBJECT_NAMES
-from .apply import copy_chunks, delete_keys, write_metadata
-from .plan import build_plan, legacy_candidates, order_metadata
+from ..translate.compat import needs_translation
+from ..translate.conventions import (
+    FORMATS,
+    LAYOUT_V2,
+    LAYOUT_ZARR,
+    V1_OBJECT_NAMES,
+    ZARR_JSON,
+    ZARRAY,
+)
+from ..translate.detect import detect_format
+from .apply import CopyStats, copy_chunks, delete_keys, write_metadata
+from .journal import (
+    Journal,
+    plan_digest,
+    remove_journal,
+    remove_temporaries,
+    resume_mode,
+    source_identity,
+    write_journal,
+)
+from .overlap import check_distinct, location_of
+from .plan import build_plan, legacy_candidates, order_metadata, selected_paths
+from .progress import Progress, ProgressArg, progress_callback
 
 __all__ = ["ConvertReport", "convert", "migrate", "FORMATS"]
 
@@ -37,7 +65,7 @@ __all__ = ["ConvertReport", "convert", "migrate", "FORMATS"]
 _CURRENT_LAYOUT = {"nczarr": LAYOUT_V2, "zarr": LAYOUT_ZARR}
 
 #: Names of the root group's metadata objects, removed first when overwriting a target.
-_ROOT_OBJECTS = (".zgroup", ".zmetadata", ".zattrs")
+_ROOT_OBJECTS = ("zarr.json", ".zgroup", ".zmetadata", ".zattrs")
 
 
 @dataclass
@@ -53,11 +81,18 @@ class ConvertReport:
         ``zarr``).
     target_format
         ``"nczarr"`` or ``"zarr"``.
+    zarr_format
+        2 or 3: the Zarr version of the target's metadata.
     arrays
         Number of arrays (netCDF variables) in the target.
     chunks_copied, chunks_skipped, bytes_copied
-        Chunk objects copied, chunk objects skipped by ``resume`` (already complete),
-        and chunk bytes copied.
+        Chunk objects copied verbatim, chunk objects skipped by ``resume`` (already
+        complete), and chunk bytes written (copied or re-encoded).
+    chunks_reencoded
+        Chunk objects decoded and encoded again (see :mod:`nczarr.reencode`).
+    reencoded
+        ``(array FQN, reason)`` for every array whose chunks are re-encoded (also in
+        ``warnings``, and announced as :class:`~nczarr.errors.NCZarrWarning`).
     metadata_written, deleted_keys
         Metadata keys written, and legacy keys deleted (``migrate``).
     seconds
@@ -77,6 +112,7 @@ class ConvertReport:
     target_format: str
     arrays: int = 0
     chunks_copied: int = 0
+    chunks_reencoded: int = 0
     chunks_skipped: int = 0
     bytes_copied: int = 0
     metadata_written: tuple[str, ...] = ()
@@ -87,6 +123,12 @@ class ConvertReport:
     planned_keys: tuple[str, ...] = field(default=(), repr=False)
     planned_bytes: int = 0
     operation: str = "convert"
+    reencoded: tuple[tuple[str, str], ...] = ()
+    zarr_format: int = 2
+
+    @property
+    def _target_name(self) -> str:
+        return f"{self.target_format} v3" if self.zarr_format == 3 else self.target_format
 
     def summary(self) -> str:
         """One line for humans (what the CLI prints)."""
@@ -104,14 +146,15 @@ class ConvertReport:
         if self.dry_run:
             return (
                 f"dry run: {self.source} ({self.source_layout}) -> {self.target} "
-                f"({self.target_format}): {self.arrays} arrays, {len(self.planned_keys)} keys "
+                f"({self._target_name}): {self.arrays} arrays, {len(self.planned_keys)} keys "
                 f"to write, {self.planned_bytes} bytes"
                 + (f", {len(self.deleted_keys)} keys to delete" if self.deleted_keys else "")
             )
         return (
-            f"{self.source} ({self.source_layout}) -> {self.target} ({self.target_format}): "
+            f"{self.source} ({self.source_layout}) -> {self.target} ({self._target_name}): "
             f"{self.arrays} arrays, {self.chunks_copied} chunks copied, "
-            f"{self.chunks_skipped} skipped, {self.bytes_copied} bytes, "
+            + (f"{self.chunks_reencoded} re-encoded, " if self.chunks_reencoded else "")
+            + f"{self.chunks_skipped} skipped, {self.bytes_copied} bytes, "
             f"{len(self.metadata_written)} metadata objects written"
             + (f", {len(self.deleted_keys)} deleted" if self.deleted_keys else "")
             + f" in {self.seconds:.2f} s"
@@ -138,16 +181,23 @@ def _open(
 ) -> ZMap:
     """A map for ``location``; maps we open are closed (flushed) by ``stack``."""
     if isinstance(location, ZMap):
+        if options:
+            raise TypeError(
+                f"got an open map {location!r}: storage options apply to URLs only, "
+                f"got {sorted(options)}"
+            )
         return location
     from ..maps.open import open_map
 
-    zmap = open_map(location, mode=mode, **dict(options or {}))
+    zmap = open_map(location, mode=mode, storage_options=options)
     stack.callback(zmap.close)
     return zmap
 
 
 def _parsed(location: str | os.PathLike[str] | ZMap) -> Any:
-    if isinstance(location, ZMap):
+    from ..maps.chained import is_chained
+
+    if isinstance(location, ZMap) or is_chained(location):
         return None
     from ..maps.url import parse_url
 
@@ -170,23 +220,82 @@ def _target_options(
     return options
 
 
-def _check_distinct(src: ZMap, dst: ZMap, dst_url: str) -> None:
-    a, b = src.url.rstrip("/"), dst.url.rstrip("/")
-    if a == b or b.startswith(a + "/") or a.startswith(b + "/"):
-        raise InvalidModeError(
-            f"source {src.url!r} and target {dst_url!r} overlap; use migrate() to rewrite "
-            "a store in place"
-        )
-
-
 def _is_empty(zmap: ZMap) -> bool:
     return not zmap.search("")
 
 
-def _translate(zmap: ZMap, fmt: str, noxarray: bool, consolidated: bool | None) -> Any:
-    from ..readthrough import view
+def _translate(
+    zmap: ZMap,
+    fmt: str,
+    noxarray: bool,
+    consolidated: bool | None,
+    netcdf_scalars: bool = False,
+    zarr_format: int = 2,
+) -> Any:
+    """The translated view (built directly: its warnings are announced by the caller,
+    once, with the report's)."""
+    from ..readthrough import TranslatedView
 
-    return view(zmap, mode=fmt, noxarray=noxarray, consolidated=consolidated)
+    return TranslatedView(
+        zmap,
+        format=fmt,  # type: ignore[arg-type]
+        noxarray=noxarray,
+        consolidated=consolidated,
+        netcdf_scalars=netcdf_scalars,
+        zarr_format=zarr_format,
+    )
+
+
+def _zarr_format(value: int | None, parsed: Any, fmt: str, netcdf_scalars: bool) -> int:
+    """The Zarr version to write: ``value``, else the ``v2``/``v3`` word of the target
+    URL, else 2."""
+    from ..translate.writer import check_zarr_format
+
+    if value is None:
+        value = (parsed.zarr_version if parsed is not None else None) or 2
+    return check_zarr_format(fmt, value, netcdf_scalars=netcdf_scalars)
+
+
+def _check_representable(
+    translated: Any, fmt: str, include: Sequence[str] | None, exclude: Sequence[str] | None
+) -> None:
+    """Refuse to convert arrays the reader had to leave out, unless they are excluded."""
+    refused = selected_paths(translated.dataset.skipped, include, exclude)
+    if not refused:
+        return
+    reasons = [
+        w for w in translated.warnings if any(w.startswith(f"skipped array {p!r}") for p in refused)
+    ]
+    raise UnsupportedTypeError(
+        f"{translated.source.url}: cannot represent {', '.join(refused)} in {fmt}: "
+        + "; ".join(reasons)
+        + f". Pass exclude={refused!r} (--exclude) to convert without them."
+    )
+
+
+def split_reencoded(translated: Any, keys: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``keys`` split into chunks copied verbatim and chunks of re-encoded arrays."""
+    if not translated.reencoded:
+        return list(keys), []
+    verbatim, reencoded = [], []
+    for key in keys:
+        (reencoded if translated.reencoded_array(key) is not None else verbatim).append(key)
+    return verbatim, reencoded
+
+
+def reencoded_arrays(translated: Any, plan: Any) -> tuple[tuple[str, str], ...]:
+    """``(FQN, reason)`` of the planned arrays whose chunks are re-encoded."""
+    kept = {key.rpartition("/")[0] for key, _ in plan.metadata if key.endswith(ZARRAY)}
+    return tuple(
+        ("/" + path, reason) for path, reason in translated.reencoded.items() if path in kept
+    )
+
+
+def _offset(progress: Progress | None, done: int, total: int) -> Progress | None:
+    """``progress`` for the second of two copies: counts continue from ``done``."""
+    if progress is None:
+        return None
+    return lambda n, _: progress(done + n, total)
 
 
 # ------------------------------------------------------------------ convert
@@ -201,11 +310,15 @@ def convert(
     dry_run: bool = False,
     include: Sequence[str] | None = None,
     exclude: Sequence[str] | None = None,
-    progress: Callable[[int, int], object] | None = None,
+    progress: ProgressArg = None,
     noxarray: bool | None = None,
     consolidated: bool | None = None,
-    storage_options: Mapping[str, Any] | None = None,
+    zarr_format: int | None = None,
+    source_options: Mapping[str, Any] | None = None,
     target_options: Mapping[str, Any] | None = None,
+    client: Any = None,
+    batch_size: int | None = None,
+    netcdf_scalars: bool = False,
 ) -> ConvertReport:
     """Convert the dataset at ``src`` into ``mode`` format at ``dst``.
 
@@ -223,33 +336,72 @@ def convert(
     overwrite
         Replace a non-empty ``dst`` (its root metadata is removed first, then the rest).
     resume
-        Continue an interrupted convert into ``dst``: chunks already there with
-        the source's size are skipped, everything else is (re)written.
+        Continue an interrupted convert into ``dst``. Chunks this convert already
+        wrote (the target's journal says so, see :mod:`nczarr.conversion.journal`) are skipped
+        when their size is the source's; a target without a journal is resumed only
+        if it holds nothing the plan does not write, and then chunks are compared
+        byte for byte. A target of another convert is refused.
     dry_run
         Plan only: the report lists ``planned_keys`` and ``planned_bytes``.
     include, exclude
         Variable (or group) FQNs or bare names to keep / leave out.
     progress
-        ``progress(done, total)`` in chunk objects, called after each chunk.
+        A callable ``progress(done, total)`` in chunk objects, called after each
+        chunk; ``True`` for a progress bar on stderr; ``False``/``None`` for none.
     noxarray, consolidated
-        Writer options (no ``_ARRAY_DIMENSIONS``; write ``.zmetadata``). ``None``:
-        from ``dst``'s fragment (``noxarray``, ``consolidated`` mode words).
-    storage_options, target_options
-        Extra options for opening ``src`` / ``dst`` from URLs (see ``open_map``).
+        Writer options (no ``_ARRAY_DIMENSIONS``/``dimension_names``; write
+        consolidated metadata: ``.zmetadata``, or in Zarr v3 the root ``zarr.json``'s
+        ``consolidated_metadata``). ``None``: from ``dst``'s fragment (``noxarray``,
+        ``consolidated`` mode words).
+    zarr_format
+        With ``mode="zarr"``: 2 (``.zarray``/``.zgroup``) or 3 (``zarr.json``, what
+        zarr-python 3 and xarray write by default; chunks are still copied
+        verbatim, under the same keys: see :mod:`nczarr.translate.write_zarr3`).
+        ``None``: the ``v2``/``v3`` mode word of ``dst``'s fragment
+        (``file:///x.zarr#mode=zarr,v3,file``), else 2.
+    source_options, target_options
+        Storage options for opening ``src`` / ``dst`` from URLs (``anon=True``,
+        ``endpoint_url``, ``profile``, ... see :func:`nczarr.open_map`); one per side,
+        since the two often live on different servers.
+    client
+        A ``distributed.Client``: the chunk copies run on its cluster, in batches of
+        ``batch_size`` keys per task (default
+        :data:`nczarr.conversion.cluster.DEFAULT_BATCH`); the metadata is written here, root
+        last, after every batch succeeded. The maps must be reachable from the
+        workers (S3, a shared directory); a zip archive target is refused. See
+        docs/scaling.md.
+    netcdf_scalars
+        Pure Zarr target only: write netCDF scalars as netcdf-c does (shape ``[1]``,
+        ``_ARRAY_DIMENSIONS: ["_scalar_"]``) so that netcdf-c 4.10, which leaves 0-d
+        arrays out, reads them; zarr-python and xarray then see 1-element arrays.
+        Default: 0-d arrays, what zarr-python and xarray write and expect.
+
+    Everything that is not a verbatim copy (arrays skipped, dimensions renamed,
+    metadata decoded leniently, codecs netcdf-c cannot read ...) is announced as an
+    :class:`~nczarr.errors.NCZarrWarning` and listed in ``report.warnings``.
 
     Raises
     ------
     TargetExistsError
         ``dst`` exists and is not empty, and neither ``overwrite`` nor ``resume``
-        was given. Nothing is changed.
+        was given; or ``resume`` was given and ``dst`` holds another convert's
+        objects. Nothing is changed.
     InvalidModeError
         Bad ``mode``, ``overwrite`` together with ``resume``, overlapping source
-        and target, or an include/exclude pattern that matches nothing.
+        and target (under any name: links, mounts, ``..``; checked before anything is
+        opened for writing), an include/exclude pattern that matches nothing, or
+        ``zarr_format=3`` with ``mode="nczarr"`` or ``netcdf_scalars``.
+    TypeError
+        ``progress`` is not a bool, None or a callable.
+    UnsupportedTypeError
+        An array the selection keeps has no netCDF-4 / target form (complex,
+        datetime ...); the message names it. Nothing is written.
     """
     start = time.perf_counter()
     parsed = _parsed(dst)
     fmt = mode if mode is not None else (parsed.format if parsed is not None else None)
     fmt = _check_format(fmt or "nczarr", "mode")
+    version = _zarr_format(zarr_format, parsed, fmt, netcdf_scalars)
     if overwrite and resume:
         raise InvalidModeError("overwrite=True and resume=True exclude each other")
     if noxarray is None:
@@ -257,9 +409,15 @@ def convert(
     if consolidated is None and parsed is not None and parsed.consolidated:
         consolidated = True
     src_url, dst_url = _url_of(src), _url_of(dst)
+    # Before anything is opened: a target that is the source, or inside it, or holds
+    # it, under any name (symbolic link, bind mount, '..', hard link) is refused.
+    check_distinct(src, dst, src_options=source_options, dst_options=target_options)
     with ExitStack() as stack:
-        src_map = _open(src, "r", storage_options, stack)
-        translated = _translate(src_map, fmt, noxarray, consolidated)
+        on_chunk = progress_callback(progress, stack, unit="chunk")
+        src_map = _open(src, "r", source_options, stack)
+        translated = _translate(src_map, fmt, noxarray, consolidated, netcdf_scalars, version)
+        stack.callback(translated.close)
+        _check_representable(translated, fmt, include, exclude)
         plan = build_plan(
             translated,
             target_format=fmt,
@@ -267,11 +425,15 @@ def convert(
             exclude=exclude,
             noxarray=noxarray,
             consolidated=consolidated,
+            netcdf_scalars=netcdf_scalars,
+            zarr_format=version,
         )
         # Chunks are copied from the source map itself (verbatim, kernel or S3
         # server-side copies) unless the view shows them under other keys (Zarr v3
         # "c/0/1" -> "0.1"): then through the view, which reads each from its v3 key.
+        # Chunks of re-encoded arrays always come from the view (nczarr.reencode).
         source = translated if translated.keys_mapped else translated.source
+        verbatim, reencoded = split_reencoded(translated, plan.chunk_keys)
         report = ConvertReport(
             source=src_url,
             target=dst_url,
@@ -279,36 +441,100 @@ def convert(
             target_format=fmt,
             arrays=plan.arrays,
             warnings=plan.warnings,
+            reencoded=reencoded_arrays(translated, plan),
+            zarr_format=version,
         )
+        warn_all(report.warnings)
         if dry_run:
             report.dry_run = True
             report.planned_keys = plan.keys
             report.planned_bytes = (
-                sum(source.getsize(k) for k in plan.chunk_keys) + plan.metadata_bytes
+                sum(source.getsize(k) for k in verbatim)
+                + sum(translated.getsize(k) for k in reencoded)
+                + plan.metadata_bytes
             )
             report.seconds = time.perf_counter() - start
             return report
         dst_map = _open(dst, "a", _target_options(parsed, fmt, target_options), stack)
-        _check_distinct(src_map, dst_map, dst_url)
-        if not _is_empty(dst_map):
+        check_distinct(src_map, dst_map, dst_name=dst_url)
+        journal = Journal(
+            source=source_identity(location_of(src_map)),
+            target_format=fmt,
+            plan=plan_digest(fmt, plan.metadata, plan.chunk_keys),
+        )
+        skip = "none"
+        # A target verified empty (or emptied) receives exactly the plan's keys and the
+        # journal, which form a valid tree: no per-key leaf-rule probes (one request per
+        # chunk on S3).
+        trusted = _is_empty(dst_map)
+        if not trusted:
             if overwrite:
                 # Root first: a killed overwrite must not leave an old root over new chunks.
                 delete_keys(dst_map, _ROOT_OBJECTS)
                 dst_map.clear()
-            elif not resume:
+                trusted = True
+            elif resume:
+                skip = resume_mode(
+                    dst_map,
+                    journal,
+                    dict(plan.metadata),
+                    frozenset(plan.chunk_keys),
+                    dst_url,
+                )
+            else:
                 raise TargetExistsError(
                     f"target {dst_url!r} exists and is not empty: pass overwrite=True "
                     "(--overwrite) to replace it, or resume=True (--resume) to continue an "
                     "interrupted convert"
                 )
-        stats = copy_chunks(
-            source, dst_map, plan.chunk_keys, workers=workers, resume=resume, progress=progress
-        )
+        if overwrite or resume:
+            remove_temporaries(dst_map)
+        if trusted:
+            stack.enter_context(dst_map.trusted_writes())
+        if skip != "content":
+            # Skipping by size is sound only for objects this convert wrote (see journal.py).
+            write_journal(dst_map, journal)
+
+        def copy(src: ZMap, keys: Sequence[str], progress: Progress | None) -> CopyStats:
+            if not keys:
+                return CopyStats()
+            if client is not None:
+                from .cluster import DEFAULT_BATCH, copy_chunks_on_cluster
+
+                return copy_chunks_on_cluster(
+                    client,
+                    src,
+                    dst_map,
+                    keys,
+                    batch_size=batch_size or DEFAULT_BATCH,
+                    workers=workers,
+                    resume=skip != "none",
+                    verify=skip == "content",
+                    trusted=trusted,
+                    progress=progress,
+                )
+            return copy_chunks(
+                src,
+                dst_map,
+                keys,
+                workers=workers,
+                resume=skip != "none",
+                verify=skip == "content",
+                progress=progress,
+            )
+
+        total = len(plan.chunk_keys)
+        stats = copy(source, verbatim, _offset(on_chunk, 0, total))
+        # Decoded and encoded again in the same worker pool (at most `workers` chunks
+        # in memory): the view serves the target's bytes of each such chunk.
+        restats = copy(translated, reencoded, _offset(on_chunk, len(verbatim), total))
         written = write_metadata(dst_map, plan.metadata)
+        remove_journal(dst_map)
         dst_map.flush()
     report.chunks_copied = stats.copied
-    report.chunks_skipped = stats.skipped
-    report.bytes_copied = stats.bytes
+    report.chunks_reencoded = restats.copied
+    report.chunks_skipped = stats.skipped + restats.skipped
+    report.bytes_copied = stats.bytes + restats.bytes
     report.metadata_written = tuple(written)
     report.seconds = time.perf_counter() - start
     return report
@@ -334,12 +560,45 @@ def _legacy_keys(zmap: ZMap, dataset: Any, metadata: Mapping[str, bytes]) -> lis
     return out
 
 
+def _check_migratable(zmap: ZMap, translated: Any, fmt: str) -> None:
+    """Refuse, before anything is written, a store whose chunks ``migrate`` cannot keep.
+
+    ``migrate`` rewrites metadata only. Zarr v3 chunks sit under other keys than
+    Zarr v2 metadata names (``x/c/0`` for ``x/0``), and re-encoded arrays need new chunk
+    bytes: new metadata over the old chunks would read as fill values or garbage.
+    """
+    url = zmap.url
+    if ZARR_JSON in zmap:
+        raise UnsupportedError(
+            f"{url}: cannot migrate a Zarr v3 store in place: its chunk keys (x/c/0) are not "
+            f"the Zarr v2 keys (x/0) {fmt} metadata names; use convert() (nczarr convert) to "
+            "write a copy. Nothing was changed."
+        )
+    if translated.reencoded:
+        arrays = "; ".join(f"/{path} ({why})" for path, why in translated.reencoded.items())
+        raise UnsupportedError(
+            f"{url}: cannot migrate in place to {fmt}: migrate rewrites metadata only, and "
+            f"these arrays need their chunks re-encoded: {arrays}. Use convert() (nczarr "
+            "convert) to write a copy. Nothing was changed."
+        )
+
+
+def _misread_as_stored(zmap: ZMap, fmt: str) -> bool:
+    """Whether pure Zarr in the current layout still needs its metadata rewritten:
+    netcdf-c's own pure Zarr (``<i1``/``>S1`` dtypes, shuffle ``elementsize`` 0) is
+    what zarr-python refuses or misreads, so ``migrate(to="zarr")`` rewrites it."""
+    if fmt != "zarr":
+        return False
+    meta = load_metadata(zmap)
+    return needs_translation(meta, detect_format(meta))
+
+
 def migrate(
     url: str | os.PathLike[str] | ZMap,
     to: str = "nczarr",
     dry_run: bool = False,
     *,
-    progress: Callable[[int, int], object] | None = None,
+    progress: ProgressArg = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> ConvertReport:
     """Rewrite the metadata of the store at ``url`` in place, as current NCZarr or pure Zarr.
@@ -360,17 +619,33 @@ def migrate(
     Parameters
     ----------
     progress
-        ``progress(done, total)`` in metadata objects written or deleted.
+        ``progress(done, total)`` in metadata objects written or deleted; ``True``
+        for a progress bar on stderr; ``False``/``None`` for none.
+    storage_options
+        Options for opening ``url`` (``endpoint_url``, ``profile``, ... see
+        :func:`nczarr.open_map`).
+
+    What the new metadata cannot carry verbatim is announced as an
+    :class:`~nczarr.errors.NCZarrWarning` and listed in ``report.warnings``.
+
+    Raises
+    ------
+    UnsupportedError
+        A Zarr v3 store (its chunk keys are not Zarr v2 keys), or arrays whose chunks
+        would have to be re-encoded for ``to`` (see :mod:`nczarr.reencode`): raised
+        before anything is written; :func:`convert` writes a copy instead.
     """
     start = time.perf_counter()
     fmt = _check_format(to, "target format")
     with ExitStack() as stack:
+        on_object = progress_callback(progress, stack, unit="object")
         zmap = _open(url, "r" if dry_run else "r+", storage_options, stack)
         translated = _translate(zmap, fmt, False, None)
+        _check_migratable(zmap, translated, fmt)
         dataset = translated.dataset
         metadata = translated.metadata
         order = order_metadata(metadata)
-        if dataset.layout == _CURRENT_LAYOUT[fmt]:
+        if dataset.layout == _CURRENT_LAYOUT[fmt] and not _misread_as_stored(zmap, fmt):
             # Already in the target layout (the root is written last, so a killed run
             # never gets here with metadata left to write): keep the objects as they
             # are, byte for byte, and only remove what an interrupted run left behind.
@@ -393,6 +668,7 @@ def migrate(
             warnings=tuple(translated.warnings),
             operation="migrate",
         )
+        warn_all(report.warnings)
         if dry_run:
             report.dry_run = True
             report.planned_keys = tuple(changed)
@@ -406,8 +682,8 @@ def migrate(
         def step() -> None:
             nonlocal done
             done += 1
-            if progress is not None:
-                progress(done, total)
+            if on_object is not None:
+                on_object(done, total)
 
         written = write_metadata(
             zmap, ((k, bytes(metadata[k])) for k in changed), skip_equal=True, progress=step

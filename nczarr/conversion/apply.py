@@ -7,15 +7,16 @@ copied file to file by the kernel (``FileMap.copy_file``): a new chunk file is
 created in place rather than renamed into place, so a killed copy can leave a short
 chunk, which ``resume`` recopies because its size differs from the source's; no
 metadata is written until every chunk is copied. When both maps live on the same
-S3 service the copy is server-side (``dst.copy_from(src, key, key)``): no chunk byte passes
-through this process.
+S3 service the copy is server-side (``dst.copy_from(src, key, key, size)``): no chunk byte
+passes through this process, and the sizes come from one listing per directory of the source
+(``src.list_sizes``), so a chunk costs one CopyObject and no HEAD.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from ..maps.base import ZMap
@@ -53,6 +54,7 @@ def copy_chunks(
     *,
     workers: int = 8,
     resume: bool = False,
+    verify: bool = False,
     progress: Progress | None = None,
 ) -> CopyStats:
     """Copy ``keys`` from ``src`` to ``dst`` unchanged (same key on both sides).
@@ -68,7 +70,11 @@ def copy_chunks(
         4 threads 1.7-3.4x slower than 1, see docs/performance.md).
     resume
         Skip keys ``dst`` already holds with the size they have in ``src`` (what an
-        interrupted run left complete).
+        interrupted run left complete). Sound only for objects the same convert
+        wrote: :mod:`nczarr.conversion.journal` decides.
+    verify
+        With ``resume``: skip a key only if ``dst`` holds exactly ``src``'s bytes
+        (a content check, for targets without a journal).
     progress
         Called from the calling thread as ``progress(done, total)`` after each key.
 
@@ -81,9 +87,10 @@ def copy_chunks(
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers!r}")
-    copy, local = _copier(src, dst, resume)
+    copy, local, remote = _copier(src, dst, resume, verify)
     stats = CopyStats()
     total = len(keys)
+    items = _with_sizes(src, keys) if remote and not resume else ((k, None) for k in keys)
 
     def record(done: int, copied: bool, nbytes: int) -> None:
         if copied:
@@ -95,23 +102,23 @@ def copy_chunks(
             progress(done, total)
 
     if workers == 1 or total <= 1 or local:
-        for done, key in enumerate(keys, 1):
-            record(done, *copy(key))
+        for done, (key, size) in enumerate(items, 1):
+            record(done, *copy(key, size))
         return stats
 
     results: queue.SimpleQueue[tuple[bool, int] | BaseException] = queue.SimpleQueue()
-    feed = iter(keys)
+    feed = iter(items)
     feed_lock = threading.Lock()
     stop = threading.Event()
 
     def work() -> None:
         while not stop.is_set():
             with feed_lock:
-                key = next(feed, None)
-            if key is None:
+                item = next(feed, None)
+            if item is None:
                 return
             try:
-                results.put(copy(key))
+                results.put(copy(*item))
             except BaseException as exc:  # handed to the calling thread, raised there
                 stop.set()
                 results.put(exc)
@@ -136,15 +143,40 @@ def copy_chunks(
     return stats
 
 
-def _copier(src: ZMap, dst: ZMap, resume: bool) -> tuple[Callable[[str], tuple[bool, int]], bool]:
-    """The per-key copy ``key -> (copied, bytes copied)``, and whether it is a local
-    file-to-file copy (which runs in the calling thread, see :func:`copy_chunks`)."""
+def _with_sizes(src: ZMap, keys: Iterable[str]) -> Iterator[tuple[str, int | None]]:
+    """``(key, size)`` for ``keys``, sizes from one ``src.list_sizes`` per directory.
+
+    Keys come grouped by directory (a plan lists them array by array), so only the
+    current directory's sizes are held; a key missing from the listing gets ``None``
+    and its copy finds out for itself.
+    """
+    current: str | None = None
+    sizes: dict[str, int] = {}
+    for key in keys:
+        parent = key.rpartition("/")[0]
+        if parent != current:
+            current = parent
+            sizes = {k: n for k, n in src.list_sizes(parent) if k.rpartition("/")[0] == parent}
+        yield key, sizes.get(key)
+
+
+def _copier(
+    src: ZMap, dst: ZMap, resume: bool, verify: bool = False
+) -> tuple[Callable[[str, int | None], tuple[bool, int]], bool, bool]:
+    """The per-key copy ``(key, size or None) -> (copied, bytes copied)``, whether it is a
+    local file-to-file copy (which runs in the calling thread, see :func:`copy_chunks`),
+    and whether it is a server-side copy."""
     remote = server_side(src, dst)
     local = not remote and _file_to_file(src, dst)
 
-    def one(key: str) -> tuple[bool, int]:
-        size: int | None = None
-        if resume:
+    def one(key: str, size: int | None = None) -> tuple[bool, int]:
+        if resume and verify:
+            try:
+                if dst[key] == src[key]:
+                    return False, 0
+            except KeyError:
+                pass
+        elif resume:
             size = src.getsize(key)
             try:
                 if dst.getsize(key) == size:
@@ -152,7 +184,7 @@ def _copier(src: ZMap, dst: ZMap, resume: bool) -> tuple[Callable[[str], tuple[b
             except KeyError:
                 pass
         if remote:
-            result = dst.copy_from(src, key, key)  # type: ignore[attr-defined]
+            result = dst.copy_from(src, key, key, size)  # type: ignore[attr-defined]
             if isinstance(result, int):
                 return True, result
             return True, size if size is not None else src.getsize(key)
@@ -162,7 +194,7 @@ def _copier(src: ZMap, dst: ZMap, resume: bool) -> tuple[Callable[[str], tuple[b
         dst[key] = data
         return True, len(data)
 
-    return one, local
+    return one, local, remote
 
 
 def _file_to_file(src: ZMap, dst: ZMap) -> bool:

@@ -8,12 +8,14 @@ Ordering rule (the safety of an interrupted run rests on it): chunk objects firs
 then the metadata of every array (``.zattrs`` before ``.zarray``, so an array
 appears only once it is described completely), then the groups deepest first, and
 the root group's objects last (``.zattrs``, ``.zmetadata``, then ``.zgroup``). Until
-the root is written, no reader sees the target as a complete dataset.
+the root is written, no reader sees the target as a complete dataset. Zarr v3
+targets follow the same rule with one ``zarr.json`` per node.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import posixpath
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,7 +24,7 @@ from typing import Any, Protocol
 from ..errors import InvalidModeError
 from ..keys import parent_keys
 from ..maps.base import ZMap
-from ..translate.conventions import V1_OBJECT_NAMES, ZARR_METADATA_NAMES, ZARRAY
+from ..translate.conventions import V1_OBJECT_NAMES, ZARR_JSON, ZARR_METADATA_NAMES, ZARRAY
 from ..translate.model import Dataset, Group
 
 __all__ = [
@@ -99,6 +101,11 @@ def order_metadata(metadata: Mapping[str, bytes]) -> list[str]:
     ['v/.zattrs', 'v/.zarray', 'g/h/.zgroup', 'g/.zgroup', '.zattrs', '.zgroup']
     """
     arrays = {_split(key)[0] for key in metadata if _split(key)[1] == ZARRAY}
+    arrays |= {
+        _split(key)[0]
+        for key in metadata
+        if _split(key)[1] == ZARR_JSON and _is_v3_array(metadata[key])
+    }
 
     def rank(key: str) -> tuple[Any, ...]:
         node, name = _split(key)
@@ -112,6 +119,14 @@ def order_metadata(metadata: Mapping[str, bytes]) -> list[str]:
         return (kind, -depth if kind == 1 else 0, node, _WITHIN_NODE.get(name, 0), name)
 
     return sorted(metadata, key=rank)
+
+
+def _is_v3_array(value: bytes) -> bool:
+    try:
+        doc = json.loads(value)
+    except ValueError:
+        return False
+    return isinstance(doc, dict) and doc.get("node_type") == "array"
 
 
 # ------------------------------------------------------------------ selection
@@ -158,7 +173,7 @@ def select_dataset(
     for pattern in (*include, *exclude):
         if not isinstance(pattern, str) or not pattern.strip("/"):
             raise InvalidModeError(f"invalid variable pattern {pattern!r}")
-        if not any(_matches(pattern, p) for p in (*paths, *group_paths)):
+        if not any(_matches(pattern, p) for p in (*paths, *group_paths, *dataset.skipped)):
             raise InvalidModeError(f"variable pattern {pattern!r} matches no variable or group")
     keep_var = {
         p
@@ -178,6 +193,18 @@ def select_dataset(
         )
     }
     return dataclasses.replace(dataset, root=_prune(dataset.root, keep_var, keep_group))
+
+
+def selected_paths(
+    paths: Iterable[str], include: Sequence[str] | None, exclude: Sequence[str] | None
+) -> list[str]:
+    """The FQNs among ``paths`` that ``include``/``exclude`` keep (see :func:`select_dataset`)."""
+    return [
+        p
+        for p in paths
+        if (not include or any(_matches(i, p) for i in include))
+        and not any(_matches(e, p) for e in exclude or ())
+    ]
 
 
 def _prune(group: Group, keep_var: set[str], keep_group: set[str]) -> Group:
@@ -209,6 +236,8 @@ def build_plan(
     exclude: Sequence[str] | None = None,
     noxarray: bool = False,
     consolidated: bool | None = None,
+    netcdf_scalars: bool = False,
+    zarr_format: int = 2,
 ) -> Plan:
     """Plan a conversion from a translated view.
 
@@ -225,7 +254,12 @@ def build_plan(
         from ..translate.writer import write_with_warnings
 
         written = write_with_warnings(
-            selected, target_format, noxarray=noxarray, consolidated=bool(consolidated)
+            selected,
+            target_format,
+            noxarray=noxarray,
+            consolidated=bool(consolidated),
+            netcdf_scalars=netcdf_scalars,
+            zarr_format=zarr_format,
         )
         metadata = written.metadata
         warnings.extend(w for w in written.warnings if w not in warnings)

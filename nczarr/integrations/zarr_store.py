@@ -1,4 +1,5 @@
-"""``ZarrStore``: a zarr-python 3 ``Store`` over any zmap, and ``open_zarr``.
+"""``ZarrStore``: a zarr-python 3 ``Store`` over any zmap (``open_zarr`` is in
+:mod:`~nczarr.integrations.shortcut`).
 
 zarr-python does all of its I/O through an async :class:`zarr.abc.store.Store`.
 :class:`ZarrStore` implements that contract on top of a :class:`~nczarr.maps.base.ZMap`,
@@ -36,9 +37,8 @@ from ..maps.memory import MemoryMap
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator
 
-    import zarr
 
-__all__ = ["ZarrStore", "open_zarr", "blocking_io"]
+__all__ = ["ZarrStore", "blocking_io"]
 
 T = TypeVar("T")
 
@@ -402,29 +402,3 @@ def _reopen_writable(zmap: ZMap) -> ZMap:
 
 def _rebuild(zmap: ZMap, read_only: bool) -> ZarrStore:
     return ZarrStore(zmap, read_only=read_only)
-
-
-def open_zarr(url: str, mode: str = "r", **kwargs: Any) -> zarr.Group:
-    """Open the Zarr group at a dataset URL through nczarr's maps.
-
-    Equivalent to ``zarr.open_group(store=ZarrStore(open_map(url, mode)), mode=mode,
-    **kwargs)``: any URL :func:`~nczarr.maps.open.open_map` accepts (a directory, a
-    ``.zip``, ``s3://...``, ``file://...#mode=nczarr,file``) opens as a zarr-python
-    group.
-
-    Parameters
-    ----------
-    url
-        Where the dataset lives.
-    mode
-        ``"r"``, ``"r+"``, ``"a"``, ``"w"`` or ``"w-"`` (zarr/h5py meaning), used for
-        both the map and the group.
-    **kwargs
-        Passed to :func:`zarr.open_group` (``zarr_format``, ``path``, ...).
-    """
-    import zarr
-
-    from ..maps.open import open_map
-
-    store = ZarrStore(open_map(url, mode))
-    return zarr.open_group(store=store, mode=mode, **kwargs)

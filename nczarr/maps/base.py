@@ -18,9 +18,11 @@ overridden for speed.
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 from ..errors import InvalidModeError, ObjectExistsError, ReadOnlyError
@@ -60,11 +62,25 @@ class ZMap(MutableMapping[str, bytes], ABC):
       truncates, ``"w-"`` creates and fails if the store already holds keys.
     * Maps pickle by location and options and reopen on unpickle (a ``"w"`` map
       reopens as ``"r+"``, so unpickling never truncates).
+
+    Trusted writes: the leaf rule costs a remote map requests per key (a listing
+    below the key, a HEAD of unknown ancestors). A writer that knows its keys form a
+    valid tree -- a converter writing a planned set of keys into a target it verified
+    empty, or resuming its own interrupted run -- says so with
+    ``with m.trusted_writes(): ...``; inside the block ``m[key] = value`` (and
+    ``setitems``/``copy_from``) may skip the per-key leaf probes. The default is to
+    check every key; a map whose check is free (memory, zip index, a local ``lstat``)
+    may keep checking. The promise covers every write through the map while the
+    block is open, from any thread; breaking it can store a key that is both content
+    and a prefix, which no reader accepts. Trust is not pickled: a process that
+    unpickles a map opens its own block.
     """
 
     def __init__(self, mode: str = "r") -> None:
         self._mode = check_mode(mode)
         self._closed = False
+        self._trusted = 0
+        self._trust_lock = threading.Lock()
 
     # ------------------------------------------------------------------ primitives
     @abstractmethod
@@ -151,7 +167,8 @@ class ZMap(MutableMapping[str, bytes], ABC):
         nkey = normalize_key(key)
         self._check_writable(nkey)
         data = as_bytes(value, nkey)
-        self._check_leaf_rule(nkey)
+        if not self._trusted:
+            self._check_leaf_rule(nkey)
         self._store(nkey, data)
 
     def __delitem__(self, key: str) -> None:
@@ -180,6 +197,41 @@ class ZMap(MutableMapping[str, bytes], ABC):
     def read_only(self) -> bool:
         """True when writes raise :class:`~nczarr.errors.ReadOnlyError`."""
         return self._mode == "r"
+
+    @contextmanager
+    def trusted_writes(self) -> Iterator[ZMap]:
+        """A block in which the caller vouches that its writes keep the leaf rule.
+
+        Use it only when the keys written form a valid tree (no key is a prefix of
+        another) *and* the target held nothing they could clash with: it was verified
+        empty, or holds only an earlier run of the same writes. Blocks nest. See the
+        class docstring for what maps do with it.
+        """
+        self._check_writable()
+        with self._trust_lock:
+            self._trusted += 1
+        try:
+            yield self
+        finally:
+            with self._trust_lock:
+                self._trusted -= 1
+
+    @property
+    def trusting(self) -> bool:
+        """Whether a :meth:`trusted_writes` block is open on this map."""
+        return self._trusted > 0
+
+    def list_sizes(self, prefix: str = "") -> Iterator[tuple[str, int]]:
+        """``(key, size)`` for every stored key at or below ``prefix``, lazily.
+
+        The default asks :meth:`getsize` per key; maps whose listing carries sizes
+        (S3, most fsspec filesystems) override it so a copier needs no request per key.
+        """
+        for key in self._list(normalize_prefix(prefix)):
+            try:
+                yield key, self.getsize(key)
+            except KeyError:  # deleted between listing and asking
+                continue
 
     def search(self, prefix: str = "") -> list[str]:
         """Sorted unique names ``n`` such that ``prefix/n`` is, or leads to, a stored key.

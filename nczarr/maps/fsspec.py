@@ -7,6 +7,13 @@ Directories left empty by a delete are pruned, as the zmap contract requires.
 ``http(s)`` filesystems cannot write: they open read-only. On fsspec's local
 filesystem only regular files are read: a FIFO or device named like a key is an
 error naming it (fsspec would block opening a FIFO).
+
+Leaf rule without a request per key (as :class:`~nczarr.maps.s3.S3Map`): ancestors
+of keys the map wrote or listed are remembered as directories (a cache bounded by
+the number of groups and arrays), so they need no ``info`` call; a map that created
+or emptied its root (modes ``"w"``/``"w-"``, ``clear()``) knows every key below it and
+needs no listing below a new key either; inside
+:meth:`~nczarr.maps.base.ZMap.trusted_writes` nothing is probed.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..errors import (
+    MissingDependencyError,
+    NCZarrError,
     ObjectExistsError,
     ReadOnlyError,
     StorageError,
@@ -27,7 +36,7 @@ from ..errors import (
 from ..keys import normalize_key, normalize_prefix, parent_keys
 from .base import ZMap
 
-__all__ = ["FsspecMap"]
+__all__ = ["FsspecMap", "public_options"]
 
 #: Protocols whose filesystems only read.
 READ_ONLY_PROTOCOLS = frozenset({"http", "https"})
@@ -36,14 +45,38 @@ READ_ONLY_PROTOCOLS = frozenset({"http", "https"})
 _SECRET = re.compile(r"secret|password|passwd|token|credential|^key$|access_key|auth", re.I)
 
 
-def _public_options(options: dict[str, Any]) -> dict[str, Any]:
+def public_options(options: dict[str, Any]) -> dict[str, Any]:
     """``options`` without credential-looking entries (recursing into nested dicts)."""
     out: dict[str, Any] = {}
     for name, value in options.items():
         if _SECRET.search(name):
             continue
-        out[name] = _public_options(value) if isinstance(value, dict) else value
+        out[name] = public_options(value) if isinstance(value, dict) else value
     return out
+
+
+def _url_to_fs(url_to_fs: Any, url: str, options: dict[str, Any]) -> tuple[Any, str]:
+    """``fsspec.core.url_to_fs``, with its failures as nczarr errors naming the URL.
+
+    A missing optional backend (``gcsfs`` for ``gs://``, ``adlfs`` for ``az://`` ...)
+    is :class:`~nczarr.errors.MissingDependencyError` with fsspec's advice on what to
+    install; a filesystem that connects when constructed (``ftp://``) and fails is a
+    :class:`~nczarr.errors.StorageError`.
+    """
+    from .url import redact
+
+    shown = redact(url)
+    try:
+        return url_to_fs(url, **options)
+    except ImportError as exc:
+        hint = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise MissingDependencyError(
+            f"cannot open {shown}: a package it needs is not installed: {hint}"
+        ) from None
+    except PermissionError as exc:
+        raise StoragePermissionError(f"permission denied opening {shown}: {exc}") from exc
+    except OSError as exc:
+        raise StorageError(f"cannot open {shown}: {type(exc).__name__}: {exc}") from exc
 
 
 class FsspecMap(ZMap):
@@ -75,7 +108,7 @@ class FsspecMap(ZMap):
         from fsspec.core import url_to_fs
 
         if isinstance(url_or_fs, str):
-            fs, path = url_to_fs(url_or_fs, **storage_options)
+            fs, path = _url_to_fs(url_to_fs, url_or_fs, storage_options)
             sub = normalize_prefix(root)
             if sub:
                 path = f"{path.rstrip('/')}/{sub}" if path else sub
@@ -93,6 +126,9 @@ class FsspecMap(ZMap):
             )
         self._fs = fs
         self._path = fs._strip_protocol(path).rstrip("/") if path else ""
+        # Directory cache and ownership, see the module docstring.
+        self._known_dirs: set[str] = set()
+        self._owned = False
         protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
         self._protocols = frozenset(protocols)
         if protocols & READ_ONLY_PROTOCOLS and mode != "r":
@@ -100,7 +136,12 @@ class FsspecMap(ZMap):
                 f"cannot open {self.url} with mode {mode!r}: http(s) filesystems are "
                 "read-only, open with mode 'r'"
             )
-        self._open()
+        try:
+            self._open()
+        except NCZarrError:
+            raise
+        except OSError as exc:  # a filesystem that connects lazily (ftp, sftp ...)
+            raise self._error(exc, "", "open") from exc
 
     # ------------------------------------------------------------------ plumbing
     @property
@@ -149,6 +190,7 @@ class FsspecMap(ZMap):
                 raise ObjectExistsError(
                     f"cannot create {self.url} with mode 'w-': it already holds keys (e.g. {key!r})"
                 )
+            self._owned = True
 
     # --------------------------------------------------------------- primitives
     def _load(self, key: str) -> bytes:
@@ -188,6 +230,27 @@ class FsspecMap(ZMap):
             raise self._error(exc, key, "write") from exc
         finally:
             self._invalidate(key)
+        self._known_dirs.discard(key)
+        self._known_dirs.update(parent_keys(key))
+
+    def _check_leaf_rule(self, key: str) -> None:
+        """The base rule, skipping what the directory cache and ownership settle."""
+        if key in self._known_dirs:
+            super()._check_leaf_rule(key)  # a directory: fails, naming a key below it
+            return
+        for parent in parent_keys(key):
+            if parent in self._known_dirs:
+                continue
+            if self._exists(parent):
+                raise ObjectExistsError(
+                    f"cannot write {key!r}: {parent!r} holds content, and content-bearing "
+                    "keys are leaves"
+                )
+        if not self._owned and self._has_children(key):
+            raise ObjectExistsError(
+                f"cannot write {key!r}: it is a prefix of existing keys "
+                f"(e.g. {next(iter(self._list_below(key)))!r})"
+            )
 
     def _remove(self, key: str) -> None:
         if not self._exists(key):
@@ -200,6 +263,7 @@ class FsspecMap(ZMap):
             raise self._error(exc, key, "delete") from exc
         finally:
             self._invalidate(key)
+        self._known_dirs.difference_update(parent_keys(key))
         self._prune(key)
 
     def _prune(self, key: str) -> None:
@@ -247,12 +311,30 @@ class FsspecMap(ZMap):
             child = name.rsplit("/", 1)[-1]
             if child:
                 names.append(child)
+                if entry.get("type") == "directory":
+                    self._known_dirs.add(f"{prefix}/{child}" if prefix else child)
         return names
 
+    def list_sizes(self, prefix: str = "") -> Iterator[tuple[str, int]]:
+        """``(key, size)`` below ``prefix`` from one ``find(detail=True)`` (no call per key)."""
+        nprefix = normalize_prefix(prefix)
+        path = self._full(nprefix)
+        try:
+            found = self._fs.find(path, withdirs=False, detail=True) if path else {}
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise self._error(exc, nprefix, "list") from exc
+        if not path:
+            yield from super().list_sizes(prefix)
+            return
+        for name, info in found.items():
+            key = self._key_of(name)
+            if key and (not nprefix or key == nprefix or key.startswith(nprefix + "/")):
+                yield key, int(info.get("size") or 0)
+
     def _describe(self) -> tuple[str, dict[str, Any]]:
-        return self._fs.unstrip_protocol(self._path), _public_options(
-            dict(self._fs.storage_options)
-        )
+        return self._fs.unstrip_protocol(self._path), public_options(dict(self._fs.storage_options))
 
     # ------------------------------------------------------------- fast paths
     def getrange(self, key: str, start: int, length: int | None = None) -> bytes:
@@ -302,6 +384,8 @@ class FsspecMap(ZMap):
         if not self._path:
             for key in list(self._list("")):
                 self._remove(key)
+            self._known_dirs.clear()
+            self._owned = True
             return
         for child in children:
             if child.rstrip("/") == self._path:
@@ -313,6 +397,8 @@ class FsspecMap(ZMap):
             except OSError as exc:
                 raise self._error(exc, self._key_of(child), "delete") from exc
         self._fs.invalidate_cache(self._path)
+        self._known_dirs.clear()
+        self._owned = True
 
     # ------------------------------------------------------------- pickling
     def __reduce__(self) -> tuple[Any, ...]:

@@ -11,38 +11,84 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidURLError, StorageError
 from .base import ZMap, check_mode
 from .url import NCZarrURL, parse_url
 
-__all__ = ["open_map", "probe_local", "ZIP_MAGIC"]
+__all__ = ["open_map", "probe_local", "is_remote", "merge_options", "ZIP_MAGIC"]
 
 #: First bytes of a zip archive: a local file header, or the end record of an empty one.
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
 
 
+def merge_options(
+    storage_options: Mapping[str, Any] | None, extra: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``storage_options`` plus keyword options; a name given both ways is an error.
+
+    Raises
+    ------
+    TypeError
+        ``storage_options`` is not a mapping, or a name is given twice.
+    """
+    if storage_options is None:
+        return dict(extra)
+    if not isinstance(storage_options, Mapping):
+        raise TypeError(f"storage_options must be a mapping, got {type(storage_options).__name__}")
+    twice = sorted(set(storage_options) & set(extra))
+    if twice:
+        raise TypeError(f"storage option(s) {twice} given both in storage_options and as keywords")
+    return {**storage_options, **extra}
+
+
+def is_remote(url_or_path: Any) -> bool:
+    """Whether a URL names storage other than the local disk (S3, fsspec, chained).
+
+    Maps are never remote (they are already open). Used by the CLI to apply
+    ``--storage-option`` to remote locations only.
+    """
+    if isinstance(url_or_path, ZMap):
+        return False
+    from .chained import is_chained
+
+    if is_chained(url_or_path):
+        return True
+    url = url_or_path if isinstance(url_or_path, NCZarrURL) else parse_url(url_or_path)
+    return url.storage not in ("file", "zip")
+
+
 def open_map(
     url_or_path: str | os.PathLike[str] | NCZarrURL | ZMap,
     mode: str = "r",
-    **storage_options: Any,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    **options: Any,
 ) -> ZMap:
     """Open the zmap a URL or path names.
 
     Parameters
     ----------
     url_or_path
-        A URL or local path as accepted by :func:`~nczarr.maps.url.parse_url`, an
+        A URL or local path as accepted by :func:`~nczarr.maps.url.parse_url`, a chained
+        URL of a zip archive elsewhere (``zip::s3://bucket/x.zip``,
+        ``zip::memory://x.zip``; read-only, see :mod:`nczarr.maps.chained`), an
         :class:`~nczarr.maps.url.NCZarrURL`, or an open :class:`ZMap`, which is returned
         as it is (``mode`` and options must then be left at their defaults).
     mode
         ``"r"``, ``"r+"``, ``"a"``, ``"w"`` or ``"w-"`` (see :class:`ZMap`).
-    **storage_options
-        Passed to the backend; for S3 they override what the URL says
-        (``endpoint_url``, ``region``, ``profile``, ``anon``, s3fs options), for zip
-        archives ``layout`` overrides the inferred one, for other fsspec protocols
+    storage_options
+        Passed to the backend (the fsspec/xarray name); for S3 they override what the
+        URL says and reach ``s3fs.S3FileSystem`` unchanged (``anon=True`` for public
+        buckets, ``endpoint_url``, ``region``, ``profile``, ``key``/``secret``,
+        ``client_kwargs``, ``config_kwargs``, ... every option s3fs accepts); for zip
+        archives ``layout`` overrides the inferred one; for other fsspec protocols
         they go to the filesystem. A directory map takes none.
+    **options
+        The same options as keywords (``open_map(url, anon=True)``), merged with
+        ``storage_options``.
 
     Returns
     -------
@@ -67,14 +113,22 @@ def open_map(
         A local path is a regular file that is not a zip archive, or a zip URL names
         a directory.
     """
+    storage_options = merge_options(storage_options, options)
     if isinstance(url_or_path, ZMap):
         if mode != "r" or storage_options:
             raise TypeError(
                 f"open_map got an open map {url_or_path!r}: it is returned as it is, "
-                "so mode and storage options cannot be applied"
+                f"so mode and storage options cannot be applied (mode={mode!r}, "
+                f"options {sorted(storage_options)})"
             )
         return url_or_path
     check_mode(mode)
+    from .chained import is_chained
+
+    if is_chained(url_or_path):
+        from .chained import open_chained
+
+        return open_chained(url_or_path, mode, storage_options)  # type: ignore[arg-type]
     url = url_or_path if isinstance(url_or_path, NCZarrURL) else parse_url(url_or_path)
     if url.storage == "s3":
         return _open_s3(url, mode, storage_options)

@@ -44,6 +44,8 @@ from ..keys import FORBIDDEN_CHARACTERS, normalize_prefix
 __all__ = [
     "NCZarrURL",
     "parse_url",
+    "redact",
+    "redact_text",
     "dataset_name",
     "MODE_WORDS",
     "FORMAT_WORDS",
@@ -242,7 +244,8 @@ class NCZarrURL:
         if self.endpoint is None:  # s3://<bucket> would read as netcdf-c's host form
             key = quote(self.path, safe=_PATH_SAFE)
             return f"https://s3.amazonaws.com/{self.bucket}/{key}" + self._fragment()
-        key = quote(self.path, safe=_PATH_SAFE)
+        # '@' after host:port would read as user:password@ (parse_url refuses it): %40
+        key = quote(self.path, safe=_PATH_SAFE.replace("@", ""))
         return f"{self.endpoint}/{self.bucket}/{key}" + self._fragment()
 
     def _fragment(self) -> str:
@@ -307,11 +310,18 @@ def parse_url(url: str | os.PathLike[str]) -> NCZarrURL:
     if not url or url.startswith("#"):
         raise InvalidURLError(f"empty URL {url!r}")
     if FORBIDDEN_CHARACTERS.search(url):
-        raise InvalidURLError(f"control or surrogate characters in URL {_redact(url)!r}")
-    shown = _redact(url)
+        raise InvalidURLError(f"control or surrogate characters in URL {redact(url)!r}")
+    shown = redact(url)
+    scheme_match = _SCHEME.match(url)
+    if scheme_match is not None and _has_credentials(url[scheme_match.end() :]):
+        raise InvalidURLError(
+            f"credentials are not accepted in URLs: {shown!r} (use a profile or storage "
+            "options; write an '@' in a key as %40)"
+        )
     if _CHAINED.match(url):
         raise InvalidURLError(
-            f"chained fsspec URLs are not supported: {shown!r} (pass a filesystem instead)"
+            f"chained fsspec URLs are not supported: {shown!r} is no single location; "
+            "open_map() opens zip::<URL of a zip archive> read-only"
         )
     body, _, fragment = url.partition("#")
     mode, params = _parse_fragment(fragment, shown)
@@ -407,19 +417,66 @@ def _split_rest(rest: str) -> tuple[str, str, str]:
     return netloc, path, query
 
 
-def _redact(url: str) -> str:
-    """The URL with any ``user:password@`` removed, safe to put in a message."""
-    match = _SCHEME.match(url)
-    if match is None:
+def redact(url: str) -> str:
+    """``url`` with anything that may be ``user:password@`` replaced by ``***@``.
+
+    Safe before any parsing: a password may hold ``#``, ``?``, ``/``, ``:`` or ``@``
+    unescaped, so everything from ``scheme://`` to the *last* ``@`` is hidden. A URL
+    with an ``@`` in its path or fragment is over-redacted, never under-redacted.
+
+    >>> redact("https://user:hunter2#x@host/bucket/key")
+    'https://***@host/bucket/key'
+    >>> redact("s3://bucket/key")
+    's3://bucket/key'
+    """
+    start = url.find("://")
+    if start < 0:
         return url
-    rest = url[match.end() :]
-    end = min(
-        (i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0), default=len(rest)
-    )
-    netloc = rest[:end]
-    if "@" in netloc:
-        return url[: match.end()] + "***@" + netloc.rsplit("@", 1)[1] + rest[end:]
-    return url
+    start += 3
+    at = url.rfind("@", start)
+    if at < 0:
+        return url
+    return url[:start] + "***@" + url[at + 1 :]
+
+
+_URL_RUN = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]*")
+
+
+def redact_text(text: str) -> str:
+    """``text`` (a message) with credentials removed from every URL in it.
+
+    Each ``scheme://...`` run (up to white space or a quote) is passed through
+    :func:`redact`; messages that quote an ``endpoint_url`` or a botocore error are
+    made safe to print this way.
+
+    >>> redact_text('could not connect to "http://ak:sk@127.0.0.1:9/b"')
+    'could not connect to "http://***@127.0.0.1:9/b"'
+    """
+    if "@" not in text:
+        return text
+    return _URL_RUN.sub(lambda m: redact(m.group(0)), text)
+
+
+def _has_credentials(rest: str) -> bool:
+    """Whether the text after ``scheme://`` may start with ``user[:password]@``.
+
+    The authority ends at the first ``/``, ``?`` or ``#``; an ``@`` in it is a user
+    part. A password may itself hold those characters, so a ``user:x`` authority
+    whose ``x`` is not a port number is a user part when an ``@`` follows anywhere,
+    and a ``host:port`` one when an ``@`` follows before the fragment. The last
+    rule also refuses ``http://host:9000/bucket/a@b``: write ``@`` in a key as
+    ``%40``.
+    """
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    if "@" in authority:
+        return True
+    host_end = authority.find("]") + 1 if authority.startswith("[") else 0
+    if ":" not in authority[host_end:]:
+        return False
+    port = authority[host_end:].split(":", 1)[1]
+    if not port.isdigit():
+        return "@" in rest
+    return "@" in rest.split("#", 1)[0]
 
 
 def _abspath(path: str) -> str:
@@ -599,7 +656,8 @@ def _check_local_path(path: Any) -> str:
 
 def _check_fsspec_path(storage: str, path: Any) -> str:
     if not isinstance(path, str) or "#" in path or FORBIDDEN_CHARACTERS.search(path):
-        raise InvalidURLError(f"invalid {storage} path {path!r}")
+        shown = redact(f"{storage}://{path}")[len(storage) + 3 :] if isinstance(path, str) else path
+        raise InvalidURLError(f"invalid {storage} path {shown!r}")
     netloc = re.split(r"[/?]", path, maxsplit=1)[0]
     if "@" in netloc:
         raise InvalidURLError(
@@ -636,13 +694,14 @@ def _check_bucket(bucket: Any, what: str) -> None:
 def _check_endpoint(endpoint: Any) -> None:
     match = _SCHEME.match(endpoint) if isinstance(endpoint, str) else None
     if match is None or match.group(1) not in ("http", "https"):
-        raise InvalidURLError(f"invalid endpoint {endpoint!r}: expected http(s)://host[:port]")
+        shown = redact(endpoint) if isinstance(endpoint, str) else endpoint
+        raise InvalidURLError(f"invalid endpoint {shown!r}: expected http(s)://host[:port]")
     netloc = endpoint[match.end() :]
     if "/" in netloc or "@" in netloc or "?" in netloc or "#" in netloc:
         raise InvalidURLError(
-            f"invalid endpoint {_redact(endpoint)!r}: expected http(s)://host[:port]"
+            f"invalid endpoint {redact(endpoint)!r}: expected http(s)://host[:port]"
         )
-    _split_host(netloc, endpoint)
+    _split_host(netloc, redact(endpoint))
 
 
 def _check_text(value: Any, what: str) -> None:

@@ -83,7 +83,7 @@ from .localfs import flag
 from .lockfile import HOST, ArchiveLock, pid_alive
 from .zipcodec import BOUNDED_DECODERS
 
-__all__ = ["ZIP_LAYOUTS", "ZipMap"]
+__all__ = ["ZIP_LAYOUTS", "ZipMap", "detect_layout"]
 
 #: Accepted values of ``layout=``.
 ZIP_LAYOUTS = ("root", "netcdf")
@@ -273,30 +273,9 @@ class ZipMap(ZMap):
 
     def _detect(self, infos: list[zipfile.ZipInfo], comment: bytes) -> tuple[str, str]:
         """``(layout, member-name prefix of the root)`` for an existing archive."""
-        names = [info.filename for info in infos]
-        tops = {name.split("/", 1)[0] for name in names if "/" in name}
-        single = next(iter(tops)) if len(tops) == 1 else None
-        stem = Path(self._path).stem
-        layout = self._layout_option
-        if layout is None and comment.startswith(_MARKER):
-            marked = comment[len(_MARKER) :].decode("ascii", "replace")
-            layout = marked if marked in ZIP_LAYOUTS else None
-        if layout == "root":
-            return "root", ""
-        if layout == "netcdf":
-            return "netcdf", (single or stem) + "/"
-        if single is None:
-            return "root", ""
-        at_root = [name for name in names if "/" not in name]
-        if not at_root and single == stem:
-            return "netcdf", single + "/"
-        if not any(f"{single}/{meta}" in names for meta in _METADATA):
-            return "root", ""
-        if not at_root:
-            return "netcdf", single + "/"
-        if all(name in _METADATA for name in at_root) and names[0].startswith(single + "/"):
-            return "netcdf", single + "/"
-        return "root", ""
+        return detect_layout(
+            [info.filename for info in infos], comment, Path(self._path).stem, self._layout_option
+        )
 
     def _close_reader(self) -> None:
         if self._reader is not None:
@@ -920,3 +899,42 @@ def _check_member(name: str, path: str) -> None:
         problem = "it contains a '..' segment"
     if problem:
         raise StorageError(f"refusing archive {path!r}: member {name!r} is unsafe ({problem})")
+
+
+def detect_layout(
+    names: list[str], comment: bytes, stem: str, layout: str | None = None
+) -> tuple[str, str]:
+    """``(layout, member-name prefix of the root)`` of an archive (module docstring).
+
+    Parameters
+    ----------
+    names
+        Member names in archive order.
+    comment
+        The archive comment (nczarr records its layout there).
+    stem
+        The archive's file name without ``.zip`` (netcdf-c's top-level folder).
+    layout
+        ``"root"``/``"netcdf"`` to force one, ``None`` to detect.
+    """
+    tops = {name.split("/", 1)[0] for name in names if "/" in name}
+    single = next(iter(tops)) if len(tops) == 1 else None
+    if layout is None and comment.startswith(_MARKER):
+        marked = comment[len(_MARKER) :].decode("ascii", "replace")
+        layout = marked if marked in ZIP_LAYOUTS else None
+    if layout == "root":
+        return "root", ""
+    if layout == "netcdf":
+        return "netcdf", (single or stem) + "/"
+    if single is None:
+        return "root", ""
+    at_root = [name for name in names if "/" not in name]
+    if not at_root and single == stem:
+        return "netcdf", single + "/"
+    if not any(f"{single}/{meta}" in names for meta in _METADATA):
+        return "root", ""
+    if not at_root:
+        return "netcdf", single + "/"
+    if all(name in _METADATA for name in at_root) and names[0].startswith(single + "/"):
+        return "netcdf", single + "/"
+    return "root", ""

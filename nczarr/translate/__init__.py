@@ -4,7 +4,9 @@
 * readers: :mod:`~nczarr.translate.detect`, :mod:`~nczarr.translate.read_nczarr`,
   :mod:`~nczarr.translate.read_zarr2` (the I/O side is :mod:`nczarr.load`).
 * writers: :func:`write` (:mod:`~nczarr.translate.writer`), which emits current
-  NCZarr or pure Zarr metadata objects.
+  NCZarr, pure Zarr v2 or (``zarr_format=3``) pure Zarr v3 metadata objects; the
+  pure-Zarr naming rules both Zarr writers share are in
+  :mod:`~nczarr.translate.zarr_names`.
 """
 
 from __future__ import annotations

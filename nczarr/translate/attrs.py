@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from typing import Any
 
 from ..errors import MetadataError, UnsupportedError
@@ -72,25 +73,30 @@ _TRAILING_DOT = re.compile(r"(?<=\d)\.(?![0-9])")
 _LEADING_DOT = re.compile(r"(?<![0-9A-Za-z_])\.(?=[0-9])")
 _NAN = re.compile(r"(?<![A-Za-z_])nan(?![A-Za-z_])", re.IGNORECASE)
 _INF = re.compile(r"(?<![A-Za-z_])inf(inity)?(?![A-Za-z_])", re.IGNORECASE)
+_CONSTANT_TOKEN = re.compile(r"(?<![A-Za-z_])-?(?:nan|inf(?:inity)?)(?![A-Za-z_])", re.IGNORECASE)
 
 
 _FLOAT_TOKEN = re.compile(r"-?(?:\d+\.\d*|\.\d+|\d+(?=[eE]))(?:[eE][-+]?\d+)?|-?\d+[eE][-+]?\d+")
 
 
-def _relax(text: str) -> tuple[str, list[str]]:
+def _relax(text: str) -> tuple[str, list[str], list[str]]:
     """Rewrite non-RFC number forms outside string literals into RFC JSON.
 
-    Also returns the original text of every real-number token, in document order
-    (the order in which ``json.loads`` calls ``parse_float``).
+    Also returns the original text of every real-number token and of every NaN or
+    infinity token, each in document order (the order in which ``json.loads`` calls
+    ``parse_float`` and ``parse_constant``): a char attribute netcdf-c wrote as the
+    bare text ``Inf`` keeps that text.
     """
     out: list[str] = []
     floats: list[str] = []
+    constants: list[str] = []
     i = 0
     n = len(text)
     while i < n:
         quote = text.find('"', i)
         chunk = text[i:] if quote < 0 else text[i:quote]
         floats.extend(_FLOAT_TOKEN.findall(chunk))
+        constants.extend(_CONSTANT_TOKEN.findall(chunk))
         chunk = _TRAILING_DOT.sub(".0", chunk)
         chunk = _LEADING_DOT.sub("0.", chunk)
         chunk = _NAN.sub("NaN", chunk)
@@ -103,37 +109,101 @@ def _relax(text: str) -> tuple[str, list[str]]:
             j += 2 if text[j] == "\\" else 1
         out.append(text[quote : j + 1])
         i = j + 1
-    return "".join(out), floats
+    return "".join(out), floats, constants
 
 
-def parse_json(data: bytes | str, *, key: str = "") -> Any:
+def parse_json(data: bytes | str, *, key: str = "", warnings: list[str] | None = None) -> Any:
     """Parse a metadata object leniently; raise :class:`MetadataError` naming ``key``.
 
     Real numbers become :class:`JSONFloat` (plain floats that keep their text).
     ``NaN``/``Infinity`` (any case), ``1.`` and ``.5`` are accepted, as netcdf-c's
     own parser does.
+
+    Bytes that are not UTF-8 (netcdf-c 4.9 writes a char attribute ``"\200"`` as that
+    raw byte, and netcdf-c reads it back as that byte) raise :class:`MetadataError`,
+    unless a ``warnings`` list is given: then they are kept as lone surrogates
+    (``"surrogateescape"``, so ``text.encode("utf-8", "surrogateescape")`` gives the
+    stored bytes back) and a warning naming ``key`` is appended to it.
     """
     where = f"{key!r}: " if key else ""
     if isinstance(data, bytes | bytearray | memoryview):
+        raw = bytes(data)
         try:
-            text = bytes(data).decode("utf-8")
+            text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise MetadataError(f"{where}metadata is not UTF-8 text ({exc})") from None
+            if warnings is None:
+                raise MetadataError(f"{where}metadata is not UTF-8 text ({exc})") from None
+            text = raw.decode("utf-8", "surrogateescape")
+            warnings.append(
+                f"{where}metadata is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset "
+                f"{exc.start}); read as netcdf-c reads it, keeping the undecodable bytes"
+            )
     else:
         text = data
     try:
-        return json.loads(text, parse_float=JSONFloat)
+        value = _loads(text)
     except json.JSONDecodeError as exc:
-        relaxed, originals = _relax(text)
+        relaxed, originals, constants = _relax(text)
         if relaxed != text:
-            tokens = iter(originals)
+            tokens, names = iter(originals), iter(constants)
             try:
-                return json.loads(relaxed, parse_float=lambda t: JSONFloat(t, next(tokens, t)))
+                value = _loads(
+                    relaxed,
+                    lambda t: JSONFloat(t, next(tokens, t)),
+                    lambda t: JSONFloat(t, next(names, t)),
+                )
             except json.JSONDecodeError:
-                pass
-        raise MetadataError(f"{where}invalid JSON: {exc}") from None
-    except RecursionError:
-        raise MetadataError(f"{where}invalid JSON: nested too deeply") from None
+                raise MetadataError(f"{where}invalid JSON: {exc}") from None
+            except (ValueError, RecursionError) as other:
+                raise MetadataError(f"{where}invalid JSON: {_reason(other)}") from None
+        else:
+            raise MetadataError(f"{where}invalid JSON: {exc}") from None
+    except (ValueError, RecursionError) as exc:
+        raise MetadataError(f"{where}invalid JSON: {_reason(exc)}") from None
+    if _depth(value) > MAX_JSON_DEPTH:
+        raise MetadataError(
+            f"{where}invalid JSON: arrays and objects nested more than {MAX_JSON_DEPTH} levels deep"
+        )
+    return value
+
+
+#: Deepest nesting of arrays and objects accepted in a metadata object. Zarr and NCZarr
+#: metadata nest a few levels; the limit keeps every recursive consumer (attribute
+#: decoding, ``json_text``, ``copy.deepcopy``) far from Python's recursion limit.
+MAX_JSON_DEPTH = 128
+
+
+def _loads(text: str, parse_float: Any = JSONFloat, parse_constant: Any = JSONFloat) -> Any:
+    return json.loads(text, parse_float=parse_float, parse_constant=parse_constant)
+
+
+def _reason(exc: BaseException) -> str:
+    """A one-line reason for a parse failure that is not a JSONDecodeError."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    text = str(exc)
+    if "digits" in text:  # int() refuses huge literals (sys.get_int_max_str_digits)
+        return f"an integer has more than {sys.get_int_max_str_digits()} digits"
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of a parsed JSON value (iterative: never recurses)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        if level > MAX_JSON_DEPTH:
+            return level
+        stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def json_text(value: Any) -> str:
@@ -221,6 +291,10 @@ def _is_atom(value: Any) -> bool:
     return isinstance(value, bool | int | float | str)
 
 
+#: How netcdf-c spells non-finite doubles inside a pure-Zarr attribute list.
+_NONFINITE_TEXT = frozenset({"NaN", "Infinity", "-Infinity"})
+
+
 def infer_type(value: Any) -> str:
     """The netCDF type of an untyped JSON attribute value (pure Zarr).
 
@@ -230,7 +304,9 @@ def infer_type(value: Any) -> str:
       (netcdf-c looks at the first element only and wraps the rest); larger -> double;
     * a numeric list mixing ints and reals -> double (netcdf-c truncates to int);
     * a list mixing numbers and strings -> char holding the JSON text (netcdf-c
-      fails to convert).
+      fails to convert), except numbers mixed with ``"NaN"``/``"Infinity"``/
+      ``"-Infinity"`` only: that is how netcdf-c writes a double list with non-finite
+      values to pure Zarr, and it reads it back as double, so does nczarr.
 
     Reals -> double; booleans -> ubyte; a string -> char; a list of strings ->
     string; dicts, ``null``, nested or empty lists -> char holding the JSON text.
@@ -247,6 +323,8 @@ def infer_type(value: Any) -> str:
         if all(isinstance(v, str) for v in value):
             return "string"
         if any(isinstance(v, str) for v in value):
+            if all(not isinstance(v, str) or v in _NONFINITE_TEXT for v in value):
+                return "double"  # netcdf-c's own spelling of [1.5, NaN, -Inf] in pure Zarr
             return "char"
         if all(isinstance(v, bool) for v in value):
             return "ubyte"
@@ -357,17 +435,22 @@ def encode_attribute(
     typed : bool
         True for NCZarr (the type code is recorded in ``_nczarr_attr``): a char
         value that parses as a JSON object or array is stored as that JSON
-        (netcdf-c's convention, so Zarr readers see structure); a one-element
-        string attribute is stored as a JSON string. False for pure Zarr: the JSON
-        is chosen so that :func:`infer_type` gives the type back where it can (char
-        stays a JSON string, string is always a JSON list).
+        (netcdf-c's convention, so Zarr readers see structure); NaN and infinities
+        are the strings ``"NaN"``/``"Infinity"``/``"-Infinity"``, as netcdf-c writes
+        them (the recorded type makes them numbers again). False for pure Zarr,
+        written as zarr-python and xarray write attributes: NaN and infinities are
+        the bare JSON tokens ``NaN``/``Infinity``/``-Infinity`` (Python floats here;
+        zarr-python, xarray and netcdf-c read them as numbers, while netcdf-c reads
+        the strings of an untyped attribute as text).
+        Either way a one-element string attribute is stored as a plain JSON string
+        (for pure Zarr that is what xarray needs to decode ``units`` and what
+        netcdf-c reads as the text; a reader infers char for it).
     maxstrlen : int
         Width recorded for string attributes (``"|S<maxstrlen>"``).
 
     Returns
     -------
     (json_value, type_code)
-        NaN and infinities are encoded as ``"NaN"``/``"Infinity"``/``"-Infinity"``.
     """
     code = attribute_type_code(attr.type, maxstrlen)
     if attr.type == "char":
@@ -382,12 +465,23 @@ def encode_attribute(
         return text, code
     if attr.type == "string":
         values = [attr.value] if isinstance(attr.value, str) else list(attr.value)
-        if typed and len(values) == 1:
+        if len(values) == 1:
             return values[0], code
         return values, code
     values = list(attr.value) if isinstance(attr.value, tuple | list) else [attr.value]
-    encoded = [json_number(v, attr.type) for v in values]
+    if typed:
+        encoded = [json_number(v, attr.type) for v in values]
+    else:
+        encoded = [_bare_number(v, attr.type) for v in values]
     return (encoded[0] if len(encoded) == 1 else encoded), code
+
+
+def _bare_number(value: Any, nc_type: str) -> Any:
+    """One numeric value for untyped JSON: NaN and infinities stay floats, which
+    :func:`json_text` writes as the bare tokens zarr-python and xarray write."""
+    if nc_type in ("float", "double"):
+        return float(value)
+    return json_number(value, nc_type)
 
 
 def _reject(constant: str) -> Any:

@@ -21,14 +21,31 @@ Equivalences (each checked byte for byte in ``tests/test_zarr3.py``):
   takes it from the array); ``crc32c`` -> numcodecs ``crc32c`` (4-byte little-endian
   checksum at the end);
 * zarr-python's ``numcodecs.<id>`` wrappers of bytes->bytes numcodecs codecs ->
-  ``<id>`` with the same configuration.
+  ``<id>`` with the same configuration;
+* ``vlen-utf8`` -> the numcodecs ``vlen-utf8`` filter (dtype ``"|O"``): zarr-python 3
+  encodes with numcodecs' ``VLenUTF8``.
 
 The last bytes->bytes codec becomes the v2 ``compressor``, the earlier ones
 ``filters`` (v2 applies filters first, then the compressor).
 
-Not expressible (the array is skipped): ``sharding_indexed`` (one object holds
-many chunks), ``vlen-utf8``/``vlen-bytes`` and any other array->bytes codec,
-other permutations, and codecs without a known numcodecs equivalent.
+Not expressible (the array is skipped): ``vlen-bytes`` and any other array->bytes
+codec, other permutations, and codecs without a known numcodecs equivalent.
+``sharding_indexed`` (one object holds many chunks) is not expressible either; the
+reader describes a sharded array by its inner codecs and re-encodes its chunks.
+
+The other direction, :func:`v3_codecs`, writes the chain of a Zarr v3 array that
+decodes the very chunk bytes a Zarr v2 ``.zarray`` describes. It makes the choices
+of zarr-python's own migration (``zarr.metadata.migrate_v3``): ``order: "F"`` ->
+``transpose`` with the reversed axes, the dtype's byte order -> ``bytes``
+``endian``, v2 ``blosc``/``zstd``/``gzip`` compressors -> the v3 core codecs of
+the same name (they wrap the same numcodecs codec), every other numcodecs codec ->
+its ``numcodecs.<id>`` wrapper (``numcodecs.zarr3``). Unlike zarr-python's
+migration, which accepts only array->array v2 filters, netcdf-c's filters
+(``shuffle``, ``fletcher32``, ``zlib`` ...) work on bytes, so they follow
+``bytes`` as bytes->bytes codecs, before the compressor, exactly where v2 applies
+them. Array->array numcodecs filters (``delta``, ``fixedscaleoffset``,
+``quantize`` ...) are refused: their v2 output byte order is the codec's own
+``astype``, which a v3 chain cannot state byte-identically.
 """
 
 from __future__ import annotations
@@ -38,7 +55,7 @@ from typing import Any, Literal
 
 from ..errors import MetadataError, UnsupportedError
 
-__all__ = ["V2Pipeline", "v2_pipeline", "codec_name", "BLOSC_SHUFFLE"]
+__all__ = ["V2Pipeline", "v2_pipeline", "v3_codecs", "codec_name", "BLOSC_SHUFFLE"]
 
 #: v3 blosc shuffle names -> the integers of numcodecs' Blosc.
 BLOSC_SHUFFLE = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
@@ -171,6 +188,7 @@ def v2_pipeline(codecs: Any, *, ndim: int, itemsize: int) -> V2Pipeline:
     order: Literal["C", "F"] = "C"
     endian: Literal["little", "big"] = "little"
     compressors: list[dict[str, Any]] = []
+    filters_first: list[dict[str, Any]] = []
     seen_bytes = False
     for entry in codecs:
         name, config = codec_name(entry)
@@ -178,6 +196,10 @@ def v2_pipeline(codecs: Any, *, ndim: int, itemsize: int) -> V2Pipeline:
             if name == "transpose":
                 step = _permutation_order(config, ndim)
                 order = "F" if (order == "F") != (step == "F") else "C"
+                continue
+            if name == "vlen-utf8":  # numcodecs' VLenUTF8 writes the very same bytes
+                filters_first.append({"id": "vlen-utf8"})
+                seen_bytes = True
                 continue
             if name in ("bytes", "endian"):
                 value = config.get("endian", "little")
@@ -203,4 +225,96 @@ def v2_pipeline(codecs: Any, *, ndim: int, itemsize: int) -> V2Pipeline:
     if ndim <= 1:
         order = "C"
     compressor = compressors[-1] if compressors else None
-    return V2Pipeline(order, endian, tuple(compressors[:-1]), compressor)
+    return V2Pipeline(order, endian, (*filters_first, *compressors[:-1]), compressor)
+
+
+#: numcodecs Blosc's shuffle integers -> the v3 names (inverse of :data:`BLOSC_SHUFFLE`).
+_BLOSC_SHUFFLE_NAMES = {v: k for k, v in BLOSC_SHUFFLE.items()}
+
+
+def _v3_codec(config: dict[str, Any], itemsize: int) -> dict[str, Any]:
+    """The v3 bytes->bytes codec for one numcodecs config, or UnsupportedError."""
+    codec_id = config.get("id")
+    params = {k: v for k, v in config.items() if k != "id"}
+    if codec_id == "gzip":
+        return {"name": "gzip", "configuration": {"level": params.get("level", 1)}}
+    if codec_id == "zstd":
+        return {
+            "name": "zstd",
+            "configuration": {
+                "level": params.get("level", 0),
+                "checksum": bool(params.get("checksum", False)),
+            },
+        }
+    if codec_id == "blosc":
+        shuffle = params.get("shuffle", 1)
+        if shuffle == -1:  # numcodecs' AUTOSHUFFLE: bit shuffle for 1-byte items, else byte
+            shuffle = 2 if itemsize == 1 else 1
+        if shuffle not in _BLOSC_SHUFFLE_NAMES:
+            raise UnsupportedError(f"codec 'blosc' with shuffle {shuffle!r} has no v3 form")
+        return {
+            "name": "blosc",
+            "configuration": {
+                "typesize": params.get("typesize", itemsize) or itemsize,
+                "cname": params.get("cname", "lz4"),
+                "clevel": params.get("clevel", 5),
+                "shuffle": _BLOSC_SHUFFLE_NAMES[shuffle],
+                "blocksize": params.get("blocksize", 0),
+            },
+        }
+    if codec_id == "crc32c":
+        return {"name": "crc32c"}
+    if codec_id in _NUMCODECS_BYTES:
+        return {"name": f"numcodecs.{codec_id}", "configuration": params}
+    raise UnsupportedError(
+        f"codec {codec_id!r} has no byte-identical Zarr v3 codec (nczarr writes v3 only "
+        f"for the bytes->bytes numcodecs codecs: {', '.join(sorted(_NUMCODECS_BYTES))})"
+    )
+
+
+def v3_codecs(
+    *,
+    order: Literal["C", "F"],
+    endian: Literal["little", "big"] | None,
+    filters: tuple[dict[str, Any], ...] | list[dict[str, Any]],
+    compressor: dict[str, Any] | None,
+    ndim: int,
+    itemsize: int,
+) -> list[dict[str, Any]]:
+    """The Zarr v3 ``codecs`` chain that decodes the chunks a v2 ``.zarray`` describes.
+
+    Parameters
+    ----------
+    order, filters, compressor
+        As in the v2 ``.zarray`` (numcodecs configs, as the readers normalise them).
+    endian
+        Byte order of the elements; ``None`` for types without one (1-byte numbers,
+        fixed-width bytes): the ``bytes`` codec then has no configuration.
+    ndim, itemsize
+        Rank of the array and bytes per element.
+
+    Raises
+    ------
+    UnsupportedError
+        A filter or compressor without a byte-identical v3 codec (the message names
+        it); the writer leaves the array out.
+
+    Examples
+    --------
+    >>> v3_codecs(order="C", endian="big", filters=[{"id": "shuffle", "elementsize": 4}],
+    ...           compressor={"id": "zlib", "level": 1}, ndim=1, itemsize=4)
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [{'name': 'bytes', 'configuration': {'endian': 'big'}},
+     {'name': 'numcodecs.shuffle', 'configuration': {'elementsize': 4}},
+     {'name': 'numcodecs.zlib', 'configuration': {'level': 1}}]
+    """
+    chain: list[dict[str, Any]] = []
+    if order == "F" and ndim > 1:
+        chain.append({"name": "transpose", "configuration": {"order": list(range(ndim))[::-1]}})
+    if endian is None:
+        chain.append({"name": "bytes"})
+    else:
+        chain.append({"name": "bytes", "configuration": {"endian": endian}})
+    for config in (*filters, *([compressor] if compressor is not None else [])):
+        chain.append(_v3_codec(config, itemsize))
+    return chain

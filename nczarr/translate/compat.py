@@ -38,7 +38,7 @@ from .conventions import (
 )
 from .detect import FormatInfo, nczarr_key
 
-__all__ = ["READERS", "SEVERITIES", "Finding", "findings"]
+__all__ = ["READERS", "SEVERITIES", "Finding", "findings", "needs_translation"]
 
 NC48 = "netcdf-c 4.8"
 NC49 = "netcdf-c 4.9"
@@ -294,6 +294,24 @@ def _array_findings(meta: Mapping[str, Any], info: FormatInfo, prefix: str) -> I
     nczarr_scalar = isinstance(nczarr_array, dict) and (
         nczarr_array.get("scalar") in (1, True) or nczarr_array.get("storage") == "scalar"
     )
+    swapped = [d for d in dtypes if d[:1] == ">" and d[-1:] not in ("1", "")]
+    if swapped and zarray.get("fill_value") is not None and info.zarr_format == 2:
+        yield Finding(
+            NC410,
+            "misreads",
+            where,
+            f"returns the fill value byte-swapped where a chunk of this {swapped[0]!r} "
+            "array was never written (a netcdf-c 4.10 bug, also in files it wrote itself)",
+            None,
+        )
+    if nczarr_layout and nczarr_scalar and any(c.get("id") == "blosc" for c in codecs):
+        yield Finding(
+            NC410,
+            "refuses",
+            where,
+            "fails to open the whole dataset on a blosc-compressed scalar (Filter error -132)",
+            "nczarr convert URL OUT --mode nczarr (re-encodes the scalar)",
+        )
     if shape == []:
         for reader in NETCDF_C:
             yield Finding(
@@ -433,12 +451,25 @@ def _trailing_bytes(trailing: Mapping[str, int]) -> Iterable[Finding]:
             yield Finding(reader, "refuses" if root else "fails", key, problem, fix)
 
 
+def _not_utf8(keys: Iterable[str]) -> Iterable[Finding]:
+    for key in sorted(keys):
+        root = "/" not in key
+        problem = (
+            "metadata is not UTF-8 (netcdf-c 4.9 writes a char attribute's raw bytes): "
+            "its JSON parser raises UnicodeDecodeError"
+        )
+        fix = "nczarr convert URL OUT --mode zarr"
+        yield Finding(ZARR_PYTHON, "refuses" if root else "fails", key, problem, fix)
+        yield Finding(XARRAY, "refuses", key, problem, fix)
+
+
 def findings(
     meta: Mapping[str, Any],
     info: FormatInfo,
     *,
     consolidated: Mapping[str, Any] | None = None,
     trailing: Mapping[str, int] | None = None,
+    not_utf8: Iterable[str] = (),
 ) -> list[Finding]:
     """Every problem each reader would have with a store, worst first per reader.
 
@@ -452,8 +483,15 @@ def findings(
         The parsed ``.zmetadata`` document, when the store has one.
     trailing
         Keys of objects whose JSON document is followed by stray bytes, with their count.
+    not_utf8
+        Keys of objects that are not UTF-8 text (netcdf-c reads them; zarr-python,
+        and so xarray, does not).
     """
-    out: list[Finding] = [*_trailing_bytes(trailing or {}), *_layout_findings(meta, info)]
+    out: list[Finding] = [
+        *_trailing_bytes(trailing or {}),
+        *_not_utf8(not_utf8),
+        *_layout_findings(meta, info),
+    ]
     if info.zarr_format == 2:
         for prefix in _arrays(meta):
             out.extend(_array_findings(meta, info, prefix))
@@ -463,3 +501,18 @@ def findings(
     rank = {s: i for i, s in enumerate(SEVERITIES)}
     unique = list(dict.fromkeys(out))
     return sorted(unique, key=lambda f: (order[f.reader], rank[f.severity], f.where))
+
+
+def needs_translation(meta: Mapping[str, Any], info: FormatInfo) -> bool:
+    """Whether zarr-python would refuse, fail on or misread the store as stored.
+
+    True for NCZarr (every generation) and for any store :func:`findings` says
+    zarr-python cannot read right (netcdf-c's ``">S1"`` char arrays, shuffle
+    ``elementsize`` 0 or given as text, netcdf-c's pure-Zarr scalars, raw-text fill
+    values ...): :func:`nczarr.open_zarr` then reads it through the translated view.
+    Stores written by zarr-python or xarray, Zarr v3 included, read right as they are.
+    """
+    if info.format == "nczarr":
+        return True
+    wrong = ("refuses", "fails", "misreads")
+    return any(f.reader == ZARR_PYTHON and f.severity in wrong for f in findings(meta, info))

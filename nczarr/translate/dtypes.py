@@ -8,14 +8,19 @@ Pure functions shared by the readers and the writers. The mapping follows
   of maximum length 1; ``"|S<n>"`` -> ``string`` with ``maxstrlen`` n;
 * ``"<U1"`` -> ``char`` in NCZarr layouts only (netcdf-c 4.8/4.9.0 wrote it);
 * ``"|b1"`` -> ``ubyte`` (0/1);
-* complex, datetime, timedelta, object, structured, ``"<U<n>"`` and ``f2`` have no
-  netCDF-4 equivalent: :class:`~nczarr.errors.UnsupportedError`.
+* ``"<U<n>"`` (numpy's fixed-width unicode, what xarray writes for text) ->
+  ``string`` with ``maxstrlen`` n and ``text_storage`` ``"unicode"`` (NCZarr output
+  re-encodes it as UTF-8 bytes, see :mod:`nczarr.reencode`);
+* complex, datetime, timedelta, object, structured and ``f2`` have no netCDF-4
+  equivalent: :class:`~nczarr.errors.UnsupportedError` (``"|O"`` with a
+  ``vlen-utf8`` filter is read as a string by the array parser, which sees the filters).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import json
 import math
 import re
 import struct
@@ -38,6 +43,7 @@ __all__ = [
     "parse_dtype",
     "nc_to_zarr_dtype",
     "decode_fill_value",
+    "fill_value_note",
     "encode_fill_value",
     "coerce_int",
     "coerce_float",
@@ -81,13 +87,17 @@ class ZarrDtype:
     itemsize : int
         Bytes per element as stored (what a shuffle filter must use).
     maxstrlen : int or None
-        For ``string``: the fixed width ``n`` of ``"|S<n>"``.
+        For ``string``: the fixed width ``n`` of ``"|S<n>"`` or ``"<U<n>"``.
+    text_storage : {"unicode", "vlen-utf8"} or None
+        For ``string``: how the values are stored when not as UTF-8 bytes
+        (see :class:`~nczarr.translate.model.Variable`).
     """
 
     nc_type: str
     endian: Literal["little", "big"]
     itemsize: int
     maxstrlen: int | None = None
+    text_storage: Literal["unicode", "vlen-utf8"] | None = None
 
 
 def parse_dtype(dtype: Any, *, nczarr: bool) -> ZarrDtype:
@@ -131,7 +141,9 @@ def parse_dtype(dtype: Any, *, nczarr: bool) -> ZarrDtype:
     if kind == "U":
         if nczarr and size == 1:
             return ZarrDtype("char", "little", 4)
-        raise UnsupportedError(f"dtype {dtype!r} (unicode) has no netCDF-4 equivalent")
+        if size < 1:
+            raise UnsupportedError(f"dtype {dtype!r}: zero-width strings have no equivalent")
+        return ZarrDtype("string", endian, 4 * size, maxstrlen=size, text_storage="unicode")
     if kind == "b" and size == 1:
         return ZarrDtype("ubyte", "little", 1)
     if kind in _NO_EQUIVALENT:
@@ -152,24 +164,31 @@ def nc_to_zarr_dtype(
     maxstrlen: int | None = None,
     *,
     nczarr: bool = True,
+    text_storage: str | None = None,
 ) -> str:
     """The Zarr v2 dtype string for a netCDF type (the writer's direction).
 
-    Little-endian 1-byte types use ``"|"`` (zarr-python and tensorstore reject
-    ``"<u1"``; netcdf-c reads any prefix); big-endian ones keep ``">"`` so the
-    endianness flag survives. ``char`` is ``">S1"`` in NCZarr and ``"|S1"`` in pure Zarr;
-    ``string`` is ``"|S<maxstrlen>"`` (default 128).
+    1-byte types use ``"|"`` (zarr-python and tensorstore reject ``"<u1"`` and
+    ``">u1"``, and cannot even list a group holding one; netcdf-c reads any prefix),
+    except big-endian ones in NCZarr, which keep ``">"`` so that netcdf-c's endianness
+    flag survives a round trip. ``char`` is ``">S1"`` in NCZarr and ``"|S1"`` in pure Zarr;
+    ``string`` is ``"|S<maxstrlen>"`` (default 128), or with ``text_storage``
+    ``"<U<maxstrlen>"`` (``"unicode"``) and ``"|O"`` (``"vlen-utf8"``).
     """
     if nc_type == "char":
         return CHAR_DTYPE_NCZARR if nczarr else CHAR_DTYPE_ZARR
     if nc_type == "string":
+        if text_storage == "unicode":
+            return f"{'>' if endian == 'big' else '<'}U{maxstrlen or DEFAULT_MAXSTRLEN}"
+        if text_storage == "vlen-utf8":
+            return "|O"
         return f"|S{maxstrlen or DEFAULT_MAXSTRLEN}"
     code = NC_TO_DTYPE.get(nc_type)
     if code is None:
         raise UnsupportedError(f"netCDF type {nc_type!r} has no Zarr dtype")
-    if endian == "big":
-        return f">{code}"
-    return f"|{code}" if code.endswith("1") else f"<{code}"
+    if code.endswith("1") and not (nczarr and endian == "big"):
+        return f"|{code}"
+    return f">{code}" if endian == "big" else f"<{code}"
 
 
 def coerce_int(value: Any, nc_type: str) -> int:
@@ -294,6 +313,28 @@ def decode_fill_value(value: Any, info: ZarrDtype, *, raw_text: bool) -> Any:
     if info.nc_type == "ubyte" and isinstance(value, bool):
         return int(value)
     return coerce_int(value, nc_type)
+
+
+def fill_value_note(value: Any, info: ZarrDtype, decoded: Any) -> str | None:
+    """Why a JSON ``fill_value`` was read leniently, or ``None`` if it was exact.
+
+    A boolean, or a real number with a fractional part, for an integer type is read
+    as netcdf-c reads it (``true`` -> 1, ``1.5`` -> 1, ``-1.5`` -> -1: truncated
+    toward zero); the value changed, so callers warn.
+    """
+    if info.nc_type in ("char", "string", "float", "double") or decoded is None:
+        return None
+    if isinstance(value, bool) and info.nc_type != "ubyte":  # ubyte: also Zarr's bool
+        return (
+            f"fill_value {json.dumps(value)} is a boolean, not an integer of {info.nc_type}: read "
+            f"as {decoded}, as netcdf-c does"
+        )
+    if isinstance(value, float) and value != decoded:
+        return (
+            f"fill_value {value!r} is not an integer of {info.nc_type}: read as {decoded} "
+            "(truncated toward zero, as netcdf-c does)"
+        )
+    return None
 
 
 def _maybe_base64(text: str) -> str:

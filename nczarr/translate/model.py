@@ -101,6 +101,14 @@ class Variable(_NaNEq):
     config dicts as the readers normalise them (``nczarr.translate.codecs``: numeric
     strings -> numbers, shuffle ``elementsize`` 0 -> the item size; order kept).
     ``fill_value`` is the decoded Zarr fill value (``None``: no fill).
+
+    Two fields say how the source stores values that netCDF's own Zarr encoding does
+    not describe (see :mod:`nczarr.reencode`): ``text_storage`` for a ``string``
+    variable whose values are not fixed-width UTF-8 bytes (``"|S<maxstrlen>"``):
+    ``"unicode"`` (numpy ``"<U<maxstrlen>"``, UTF-32, what xarray writes) or
+    ``"vlen-utf8"`` (variable-length UTF-8, zarr-python's strings; ``filters`` then
+    start with numcodecs' ``vlen-utf8``); ``shards`` for a sharded Zarr v3 array: the
+    shard shape (each source object holds many ``chunks``, which are the inner chunks).
     """
 
     name: str
@@ -118,6 +126,8 @@ class Variable(_NaNEq):
     scalar: bool = False
     maxstrlen: int | None = None
     endian: Literal["little", "big"] = "little"
+    text_storage: Literal["unicode", "vlen-utf8"] | None = None
+    shards: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -145,11 +155,16 @@ class Group(_NaNEq):
 
 @dataclass(frozen=True, eq=False)
 class Dataset(_NaNEq):
-    """A whole dataset: the root group, the layout it was read from, and warnings."""
+    """A whole dataset: the root group, the layout it was read from, and warnings.
+
+    ``skipped`` lists the FQNs of the source's arrays the reader left out (their data
+    type or codecs have no netCDF-4 form; ``warnings`` says why).
+    """
 
     root: Group
     layout: str = "nczarr-v2"
     warnings: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = ()
 
     def find_dimension(self, fqn: str) -> Dimension:
         """The dimension with fully qualified name ``fqn`` (``KeyError`` if none)."""

@@ -266,6 +266,19 @@ class _NCZarrReader:
         fqns = []
         for ref, size in zip(refs, spec.shape, strict=True):
             dim, fqn = self._resolve(ref, where)
+            if dim.unlimited and dim.size < size:
+                raise MetadataError(
+                    f"{where!r}: unlimited dimension {fqn!r} has length {dim.size}, shorter "
+                    f"than the array's shape {list(spec.shape)} (netcdf-c refuses such a "
+                    "store: NetCDF: Invalid dimension size)"
+                )
+            if dim.unlimited and dim.size > size:
+                self.builder.warnings.append(
+                    f"{where!r}: unlimited dimension {fqn!r} has length {dim.size} but the "
+                    f"array's shape is {list(spec.shape)}; read as records past the array's "
+                    "end holding the fill value (netcdf-c refuses such a store: NetCDF: "
+                    "Invalid dimension size)"
+                )
             if not dim.unlimited and dim.size != size:
                 raise MetadataError(
                     f"{where!r}: dimension {fqn!r} has length {dim.size} but the array's "
@@ -318,7 +331,7 @@ def read_nczarr(meta: Mapping[str, Any], info: FormatInfo) -> Dataset:
     plan = reader.scan("")
     root = reader.build(plan)
     root = _attach_dims(root, reader.builder.dims)
-    return Dataset(root, info.layout, tuple(reader.builder.warnings))
+    return Dataset(root, info.layout, tuple(reader.builder.warnings), tuple(reader.builder.skipped))
 
 
 def _attach_dims(group: Group, dims: Mapping[str, Mapping[str, Dimension]]) -> Group:

@@ -52,10 +52,10 @@ def read_zarr2(
         variable = builder.pure_variable("/", "", name)
         variables = {name: renamed_variable(variable, name)} if variable is not None else {}
         root = Group("/", "/", dict(builder.dims.get("/", {})), {}, variables, {})
-        return Dataset(root, layout, tuple(builder.warnings))
+        return Dataset(root, layout, tuple(builder.warnings), tuple(builder.skipped))
     built = _build_pure_group(builder, nodes, "")
     root = finish_dims(built, builder)
-    return Dataset(root, layout, tuple(builder.warnings))
+    return Dataset(root, layout, tuple(builder.warnings), tuple(builder.skipped))
 
 
 def _build_pure_group(builder: TreeBuilder, nodes: dict[str, Node], prefix: str) -> Group:

@@ -10,23 +10,31 @@ v3 spellings:
   all, gives the anonymous ``_Anonymous_Dimension_<n>``); ``_ARRAY_DIMENSIONS`` in
   the attributes is honoured when ``dimension_names`` is absent;
 * ``data_type`` names: ``bool`` -> ubyte, ``int8`` ... ``uint64``, ``float32``,
-  ``float64``; everything else (float16, complex, strings, datetimes, raw bits,
-  extension types) is skipped with a warning, as v2 does;
+  ``float64``, zarr-python's fixed-width ``null_terminated_bytes`` (the chunk
+  bytes of Zarr v2 ``|S<n>``, read as v2 reads that), ``string`` (variable-length
+  UTF-8) and ``fixed_length_utf32`` (numpy ``<U``) -> netCDF ``string`` with
+  ``text_storage`` saying how it is stored; everything else (float16, complex,
+  datetimes, raw bits, extension types) is
+  skipped with a warning, as v2 does;
 * ``fill_value`` may be a number, ``"NaN"``/``"Infinity"``/``"-Infinity"``, a
   hex string of the IEEE bits (``"0x7fc00000"``) or a boolean;
 * the codec chain must have a byte-identical Zarr v2 form
   (:func:`~nczarr.translate.codecs_v3.v2_pipeline`), else the array is skipped with
-  a warning naming the codec (``sharding_indexed``, ``vlen-utf8`` ...);
+  a warning naming the codec; a ``sharding_indexed`` array is described by its inner
+  chunks and codecs, with ``shards`` set (its chunks are re-encoded, see
+  :mod:`nczarr.reencode`);
 * xarray writes ``_FillValue`` as an attribute (base64 of the little-endian bytes
   for floats). netCDF has one fill value per variable, so it becomes the
   variable's fill value and the attribute is dropped; when it differs from the
   Zarr ``fill_value`` a warning says that chunks never written now read as it.
-  Arrays with ``dimension_names`` (xarray writes them on every array) but no
+  Numeric arrays with ``dimension_names`` (xarray writes them on every array) but no
   ``_FillValue`` attribute have no missing value for xarray, while a v2 / netCDF
   fill value would mask data equal to it (an xarray time axis starting at 0 would
-  read as NaT): their fill value becomes ``None`` unless it is NaN. Limitation:
-  chunks never written (all fill) then read as the reader's default (0 in
-  zarr-python, the netCDF default fill in netcdf-c).
+  read as NaT). Zarr's default fill value 0 therefore becomes ``None``: without a
+  fill value zarr-python and netcdf-c read chunks never written as 0, the
+  producer's value. Any other fill value (``-1`` from zarr-python) is what chunks
+  never written hold, so it is kept, with a warning that netCDF and xarray readers
+  of the result treat it as missing.
 
 Chunk keys differ between v3 (``c/0/1``, ``c.0.1``, ``c`` for 0-d) and v2
 (``0.1``, ``0`` for 0-d). :func:`chunk_key_encodings` gives each array's
@@ -37,6 +45,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -45,7 +54,7 @@ from typing import Any
 from ..errors import MetadataError, UnsupportedError
 from ..keys import join_key
 from .attrs import json_text_safe
-from .codecs_v3 import v2_pipeline
+from .codecs_v3 import codec_name, v2_pipeline
 from .conventions import (
     ARRAY_DIMENSIONS,
     ATTR_KEYS,
@@ -57,7 +66,7 @@ from .conventions import (
     ZGROUP,
 )
 from .detect import FormatInfo
-from .dtypes import ZarrDtype, decode_fill_value, to_float32
+from .dtypes import ZarrDtype, decode_fill_value, fill_value_note, to_float32
 from .model import Attribute, Dataset, Group, Variable
 from .tree import (
     ArraySpec,
@@ -153,13 +162,25 @@ def _chunk_keys(doc: dict[str, Any], key: str, ndim: int) -> ChunkKeys:
     if not isinstance(encoding, dict):
         raise MetadataError(f"{key!r}: invalid chunk_key_encoding {json_text_safe(encoding)}")
     name = encoding.get("name")
-    config = encoding.get("configuration") or {}
+    config = _configuration(encoding, "chunk_key_encoding", key)
     if name not in ("default", "v2"):
         raise UnsupportedError(f"chunk_key_encoding {name!r} is not supported")
     separator = config.get("separator", "/" if name == "default" else ".")
     if separator not in ("/", "."):
         raise MetadataError(f"{key!r}: chunk key separator must be '/' or '.', got {separator!r}")
     return ChunkKeys(name, separator, ndim)
+
+
+def _configuration(entry: dict[str, Any], what: str, key: str) -> dict[str, Any]:
+    """The ``configuration`` object of a named entry (``{}`` when absent or null)."""
+    config = entry.get("configuration")
+    if config is None:
+        return {}
+    if not isinstance(config, dict):
+        raise MetadataError(
+            f"{key!r}: {what}.configuration must be a JSON object, got {json_text_safe(config)}"
+        )
+    return config
 
 
 def _int_tuple(value: Any, what: str, key: str, *, positive: bool) -> tuple[int, ...]:
@@ -171,15 +192,49 @@ def _int_tuple(value: Any, what: str, key: str, *, positive: bool) -> tuple[int,
     return tuple(value)
 
 
-def _data_type(value: Any) -> tuple[str, int]:
+#: zarr-python's fixed-width bytes type (numpy ``S<n>``): the Zarr v2 ``|S<n>``.
+BYTES_DATA_TYPE = "null_terminated_bytes"
+
+
+def _data_type(value: Any) -> ZarrDtype:
+    """The data type (byte order still little: the ``bytes`` codec decides)."""
+    config: Any = {}
     if isinstance(value, dict):
-        value = value.get("name")
+        value, config = value.get("name"), value.get("configuration") or {}
     if not isinstance(value, str):
         raise MetadataError(f"data_type must be a name, got {json_text_safe(value)}")
+    if value == BYTES_DATA_TYPE:
+        # Fixed-width bytes, the same chunk bytes as Zarr v2 "|S<n>" (what nczarr's
+        # v3 writer emits for char and strings): read as pure Zarr v2 reads "|S<n>".
+        width = config.get("length_bytes") if isinstance(config, dict) else None
+        if isinstance(width, bool) or not isinstance(width, int) or width < 1:
+            raise MetadataError(f"data_type {value!r}: invalid length_bytes {width!r}")
+        return ZarrDtype("string", "little", width, maxstrlen=width)
+    if value == "string":  # zarr-python 3's variable-length UTF-8 strings
+        return ZarrDtype("string", "little", 1, text_storage="vlen-utf8")
+    if value == "fixed_length_utf32":  # numpy "<U<n>" (what xarray writes for text)
+        size = config.get("length_bytes") if isinstance(config, dict) else None
+        if isinstance(size, bool) or not isinstance(size, int) or size < 4 or size % 4:
+            raise MetadataError(f"data_type {value!r}: invalid length_bytes {size!r}")
+        return ZarrDtype("string", "little", size, maxstrlen=size // 4, text_storage="unicode")
     found = DATA_TYPES.get(value)
     if found is None:
         raise UnsupportedError(f"data_type {value!r} has no netCDF-4 equivalent")
-    return found
+    return ZarrDtype(found[0], "little", found[1])
+
+
+def _sharding(codecs: Any, key: str) -> tuple[tuple[int, ...], Any] | None:
+    """``(inner chunk shape, inner codecs)`` of an array sharded with ``sharding_indexed``
+    (its only array->bytes codec), or None when the array is not sharded."""
+    if not isinstance(codecs, list) or not codecs:
+        return None
+    name, config = codec_name(codecs[0])
+    if name != "sharding_indexed":
+        return None
+    if len(codecs) != 1:
+        raise UnsupportedError("codecs after 'sharding_indexed' are not supported")
+    inner = _int_tuple(config.get("chunk_shape"), "sharding chunk_shape", key, positive=True)
+    return inner, config.get("codecs", [{"name": "bytes"}])
 
 
 def _fill_value(value: Any, dtype: ZarrDtype) -> Any:
@@ -194,7 +249,8 @@ def _fill_value(value: Any, dtype: ZarrDtype) -> Any:
             raise ValueError(f"{value!r} is not {dtype.itemsize} bytes of hex") from None
         number = struct.unpack(">f" if dtype.itemsize == 4 else ">d", raw)[0]
         return to_float32(number) if dtype.nc_type == "float" else number
-    return decode_fill_value(value, dtype, raw_text=False)
+    # zarr-python writes the fill value of its string data types as plain text
+    return decode_fill_value(value, dtype, raw_text=dtype.text_storage is not None)
 
 
 def parse_array_v3(doc: Any, key: str) -> tuple[ArraySpec, ChunkKeys]:
@@ -217,18 +273,40 @@ def parse_array_v3(doc: Any, key: str) -> tuple[ArraySpec, ChunkKeys]:
         name = grid.get("name") if isinstance(grid, dict) else grid
         raise UnsupportedError(f"chunk_grid {name!r} is not supported (only 'regular')")
     chunks = _int_tuple(
-        (grid.get("configuration") or {}).get("chunk_shape"), "chunk_shape", key, positive=True
+        _configuration(grid, "chunk_grid", key).get("chunk_shape"),
+        "chunk_shape",
+        key,
+        positive=True,
     )
     if len(chunks) != len(shape):
         raise MetadataError(f"{key!r}: chunk_shape {list(chunks)} and shape {list(shape)} differ")
     if doc.get("storage_transformers"):
         raise UnsupportedError("storage_transformers are not supported")
+    shards: tuple[int, ...] | None = None
     try:
-        nc_type, itemsize = _data_type(doc["data_type"])
-        pipeline = v2_pipeline(doc["codecs"], ndim=len(shape), itemsize=itemsize)
+        dtype = _data_type(doc["data_type"])
+        codecs = doc["codecs"]
+        sharded = _sharding(codecs, key)
+        if sharded is not None:
+            shards, (chunks, codecs) = chunks, sharded
+            if len(chunks) != len(shape) or any(s % c for s, c in zip(shards, chunks, strict=True)):
+                raise MetadataError(
+                    f"sharding chunk_shape {list(chunks)} does not divide the shard shape "
+                    f"{list(shards)}"
+                )
+        pipeline = v2_pipeline(codecs, ndim=len(shape), itemsize=dtype.itemsize)
     except MetadataError as exc:
         raise MetadataError(f"{key!r}: {exc}") from None
-    dtype = ZarrDtype(nc_type, pipeline.endian, itemsize)
+    vlen = bool(pipeline.filters) and pipeline.filters[0]["id"] == "vlen-utf8"
+    if vlen != (dtype.text_storage == "vlen-utf8"):
+        raise UnsupportedError(
+            "data_type 'string' needs the array->bytes codec 'vlen-utf8'"
+            if not vlen
+            else f"codec 'vlen-utf8' is for data_type 'string', not {doc['data_type']!r}"
+        )
+    # byte order matters for numbers and UTF-32 text, not for bytes
+    ordered = dtype.nc_type != "string" or dtype.text_storage == "unicode"
+    dtype = replace(dtype, endian=pipeline.endian if ordered else "little")
     try:
         fill = _fill_value(doc.get("fill_value"), dtype)
     except ValueError as exc:
@@ -237,6 +315,7 @@ def parse_array_v3(doc: Any, key: str) -> tuple[ArraySpec, ChunkKeys]:
             f"for data_type {doc['data_type']!r}: {exc}"
         ) from None
     keys = _chunk_keys(doc, key, len(shape))
+    note = fill_value_note(doc.get("fill_value"), dtype, fill)
     spec = ArraySpec(
         shape=shape,
         chunks=chunks,
@@ -246,6 +325,8 @@ def parse_array_v3(doc: Any, key: str) -> tuple[ArraySpec, ChunkKeys]:
         filters=pipeline.filters,
         order=pipeline.order,
         dimension_separator=keys.target_separator,
+        shards=shards,
+        warnings=() if note is None else (f"{key!r}: {note}",),
     )
     return spec, keys
 
@@ -347,7 +428,7 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
     try:
         spec, _ = parse_array_v3(doc, key)
     except UnsupportedError as exc:
-        builder.warnings.append(f"skipped array {group_fqn(prefix)!r}: {exc}")
+        builder.skip(prefix, str(exc))
         return None
     attrs = dict(_attributes(doc, key))
     nc_type = spec.dtype.nc_type
@@ -366,11 +447,28 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
                 f"never written read as {fill!r}"
             )
         spec = replace(spec, fill_value=fill)
-    elif doc.get("dimension_names") is not None and not _is_nan(spec.fill_value):
+    elif doc.get("dimension_names") is not None and (
+        (nc_type != "string" and _is_zero(spec.fill_value))
+        # zarr-python's default for its own string types ("<U", variable-length)
+        or (spec.dtype.text_storage is not None and spec.fill_value == "")
+    ):
         # xarray (which always writes dimension_names) keeps its missing value in the
-        # _FillValue attribute; without one, the array has none. A v2 / netCDF fill
-        # value *is* the missing value, so the mandatory v3 fill_value is not carried.
+        # _FillValue attribute and leaves zarr's default fill_value 0 otherwise. A v2 /
+        # netCDF fill value *is* a missing value (an xarray time axis starting at 0
+        # would read as NaT), and no fill value reads chunks never written as 0 in
+        # zarr-python and netcdf-c alike: the same values, without the mask.
         spec = replace(spec, fill_value=None)
+    elif (
+        doc.get("dimension_names") is not None
+        and nc_type != "string"
+        and not _is_nan(spec.fill_value)
+    ):
+        builder.warnings.append(
+            f"array {group_fqn(prefix)!r}: its Zarr v3 fill_value {spec.fill_value!r} (no "
+            f"_FillValue attribute) is kept as the netCDF fill value, so chunks never "
+            f"written read as {spec.fill_value!r}; netCDF and xarray readers of the result "
+            f"also treat {spec.fill_value!r} as missing"
+        )
     dims = _dimensions(builder, group, doc, attrs, spec.shape, key)
     attributes: dict[str, Attribute] = decode_attributes(
         attrs, _types(attrs), key=key, var_type=nc_type
@@ -380,6 +478,13 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
 
 def _is_nan(value: Any) -> bool:
     return isinstance(value, float) and value != value
+
+
+def _is_zero(value: Any) -> bool:
+    """Zarr's default fill value: 0, 0.0 (not -0.0) or False."""
+    if isinstance(value, float):
+        return value == 0 and math.copysign(1.0, value) > 0
+    return isinstance(value, int) and value == 0
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -451,6 +556,6 @@ def read_zarr3(
         variable = _variable(builder, "/", "", name, docs[""])
         variables = {name: renamed_variable(variable, name)} if variable is not None else {}
         root = Group("/", "/", dict(builder.dims.get("/", {})), {}, variables, {})
-        return Dataset(root, layout, tuple(builder.warnings))
+        return Dataset(root, layout, tuple(builder.warnings), tuple(builder.skipped))
     root = finish_dims(_group(builder, nodes, docs, ""), builder)
-    return Dataset(root, layout, tuple(builder.warnings))
+    return Dataset(root, layout, tuple(builder.warnings), tuple(builder.skipped))

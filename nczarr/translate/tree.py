@@ -13,7 +13,8 @@ Pure Zarr rules (see the NCZarr spec, "Translation" and "Compatibility", and
 * Dimension names come from ``_ARRAY_DIMENSIONS``. A name used in a group is that
   group's dimension, unless the nearest ancestor group that has a dimension of
   that name has it with the same length (then it is shared). One name used with
-  two lengths in one group raises :class:`~nczarr.errors.DimensionConflictError`.
+  two lengths in one group (netcdf-c refuses such a store) keeps the first length;
+  each other length becomes a dimension ``<name>_<n>``, with a warning.
 * Arrays without names get one shared root dimension
   ``_Anonymous_Dimension_<n>`` per distinct length ``n``.
 * Shape ``[]`` (with no or empty ``_ARRAY_DIMENSIONS``) and shape ``[1]`` with
@@ -46,7 +47,7 @@ from .conventions import (
     ZGROUP,
 )
 from .detect import nczarr_key
-from .dtypes import ZarrDtype, decode_fill_value, parse_dtype
+from .dtypes import ZarrDtype, decode_fill_value, fill_value_note, parse_dtype
 from .model import Attribute, Dimension, Group, Variable
 
 __all__ = [
@@ -84,6 +85,7 @@ class ArraySpec:
     order: str
     dimension_separator: str
     warnings: tuple[str, ...] = ()
+    shards: tuple[int, ...] | None = None
 
 
 def _int_list(value: Any, what: str, key: str, *, positive: bool) -> tuple[int, ...]:
@@ -128,13 +130,14 @@ def parse_array_metadata(zarray: Any, key: str, *, nczarr: bool) -> ArraySpec:
             f"{key!r}: 'chunks' {list(chunks)} and 'shape' {list(shape)} differ in rank"
         )
     try:
-        dtype = parse_dtype(zarray["dtype"], nczarr=nczarr)
+        dtype = _vlen_string(zarray) or parse_dtype(zarray["dtype"], nczarr=nczarr)
     except UnsupportedError as exc:
         raise UnsupportedError(f"{key!r}: {exc}") from None
     except MetadataError as exc:
         raise MetadataError(f"{key!r}: {exc}") from None
     try:
-        fill = decode_fill_value(zarray.get("fill_value"), dtype, raw_text=nczarr)
+        raw_text = nczarr or dtype.text_storage is not None  # "<U"/"|O" fills are text
+        fill = decode_fill_value(zarray.get("fill_value"), dtype, raw_text=raw_text)
     except ValueError as exc:
         raise MetadataError(
             f"{key!r}: invalid fill_value {json_text_safe(zarray.get('fill_value'))} "
@@ -151,9 +154,22 @@ def parse_array_metadata(zarray: Any, key: str, *, nczarr: bool) -> ArraySpec:
     compressor, filters, warnings = normalize_codecs(
         zarray.get("compressor"), zarray.get("filters"), dtype.itemsize, where=repr(key)
     )
+    note = fill_value_note(zarray.get("fill_value"), dtype, fill)
+    if note is not None:
+        warnings = [*warnings, f"{key!r}: {note}"]
     return ArraySpec(
         shape, chunks, dtype, fill, compressor, filters, order, separator, tuple(warnings)
     )
+
+
+def _vlen_string(zarray: dict[str, Any]) -> ZarrDtype | None:
+    """``"|O"`` whose first filter is numcodecs' ``vlen-utf8``: variable-length strings."""
+    filters = zarray.get("filters")
+    if zarray["dtype"] not in ("|O", "O", "<O", ">O") or not isinstance(filters, list):
+        return None
+    if filters and isinstance(filters[0], dict) and filters[0].get("id") == "vlen-utf8":
+        return ZarrDtype("string", "little", 1, text_storage="vlen-utf8")
+    return None
 
 
 def attribute_types(meta: Mapping[str, Any], prefix: str, obj: str) -> dict[str, Any] | None:
@@ -217,10 +233,19 @@ class TreeBuilder:
         self.meta = meta
         self.nczarr = nczarr
         self.warnings: list[str] = []
+        #: FQNs of the arrays left out (their dtype or codecs have no netCDF form)
+        self.skipped: list[str] = []
         #: group FQN -> dimension name -> Dimension (insertion order kept)
         self.dims: dict[str, dict[str, Dimension]] = {}
         #: group FQN -> name -> (length, array key, dimension FQN) for _ARRAY_DIMENSIONS
         self.usage: dict[str, dict[str, tuple[int, str, str]]] = {}
+        #: group FQN -> (name, length) -> FQN of the dimension renamed for that length
+        self.renamed: dict[str, dict[tuple[str, int], str]] = {}
+
+    def skip(self, prefix: str, reason: str) -> None:
+        """Leave out the array at ``prefix``, saying why."""
+        self.skipped.append(group_fqn(prefix))
+        self.warnings.append(f"skipped array {group_fqn(prefix)!r}: {reason}")
 
     # ----------------------------------------------------------------- dimensions
     def add_dimension(self, group: str, dim: Dimension, *, key: str) -> str:
@@ -246,10 +271,7 @@ class TreeBuilder:
         if name in used:
             old_size, old_key, fqn = used[name]
             if old_size != size:
-                raise DimensionConflictError(
-                    f"dimension {name!r} in group {group!r} has length {old_size} in "
-                    f"{old_key!r} but {size} in {key!r}"
-                )
+                return self._rename(group, name, size, key, old_size, old_key)
             return fqn
         fqn = None
         for scope in (group, *_ancestors(group)):
@@ -259,8 +281,39 @@ class TreeBuilder:
                     fqn = _join_fqn(scope, name)
                 break
         if fqn is None:
+            own = self.dims.get(group, {}).get(name)
+            if own is not None:  # declared (or renamed) here with another length
+                return self._rename(group, name, size, key, own.size, f"group {group!r}")
             fqn = self.add_dimension(group, Dimension(name, size), key=key)
         used[name] = (size, key, fqn)
+        return fqn
+
+    def _rename(
+        self, group: str, name: str, size: int, key: str, old_size: int, old_key: str
+    ) -> str:
+        """A distinct dimension for ``name`` used at a second length in one group.
+
+        netcdf-c refuses such a store and zarr-python does not care; the first length
+        keeps the name, every other length gets ``<name>_<n>`` (the lowest ``n`` free
+        in the group; arrays using ``name`` at that length again share it), with a
+        warning, so that one odd array does not fail the whole dataset.
+        """
+        renamed = self.renamed.setdefault(group, {})
+        fqn = renamed.get((name, size))
+        if fqn is None:
+            taken = set(self.dims.get(group, {})) | set(self.usage.get(group, {}))
+            n = 1
+            while f"{name}_{n}" in taken:
+                n += 1
+            fqn = self.add_dimension(group, Dimension(f"{name}_{n}", size), key=key)
+            renamed[(name, size)] = fqn
+            self.usage.setdefault(group, {})[f"{name}_{n}"] = (size, key, fqn)
+        array = group_fqn(key.rpartition("/")[0])
+        self.warnings.append(
+            f"array {array!r}: dimension {name!r} has length {size} here but {old_size} in "
+            f"{old_key!r} (one name, two lengths: netcdf-c refuses the store); renamed "
+            f"{fqn.rsplit('/', 1)[-1]!r} for this array"
+        )
         return fqn
 
     def pure_dimensions(
@@ -323,6 +376,8 @@ class TreeBuilder:
             scalar=scalar,
             maxstrlen=spec.dtype.maxstrlen,
             endian=spec.dtype.endian,
+            text_storage=spec.dtype.text_storage,
+            shards=spec.shards,
         )
 
     def parse_or_skip(self, prefix: str) -> ArraySpec | None:
@@ -331,7 +386,7 @@ class TreeBuilder:
         try:
             return parse_array_metadata(self.meta.get(key), key, nczarr=self.nczarr)
         except UnsupportedError as exc:
-            self.warnings.append(f"skipped array {group_fqn(prefix)!r}: {exc}")
+            self.skip(prefix, str(exc))
             return None
 
     def pure_variable(self, group: str, prefix: str, name: str) -> Variable | None:

@@ -23,7 +23,16 @@ from .conventions import NCPROPERTIES, NCZARR_FORMAT_VERSION, ZARR_METADATA_NAME
 from .dtypes import nc_to_zarr_dtype
 from .model import Dataset, Group, Variable
 
-__all__ = ["dumps", "ncproperties", "group_key", "walk", "consolidate", "zarray_document"]
+__all__ = [
+    "dumps",
+    "ncproperties",
+    "group_key",
+    "walk",
+    "consolidate",
+    "zarray_document",
+    "written_filters",
+    "text_shuffle_warnings",
+]
 
 #: Written as ``_NCProperties`` when the model carries none (``version=2``, as netcdf-c
 #: parses it; the ``nczarr`` entry is the NCZarr format version).
@@ -39,12 +48,16 @@ def dumps(value: Any, *, compact: bool = False) -> bytes:
     non-truncating rewrite of an object is longer than ours by ``2 * n - 1`` bytes
     per dict of ``n`` entries (see the module docstring). Non-ASCII text is written
     as UTF-8, never as ``\\u`` escapes (netcdf-c 4.10's parser does not decode
-    those); numbers are written as :func:`~nczarr.translate.attrs.json_text` writes
+    those); bytes a reader kept undecoded (lone surrogates, see
+    :func:`~nczarr.translate.attrs.parse_json`) are written back as those bytes;
+    numbers are written as :func:`~nczarr.translate.attrs.json_text` writes
     them (a :class:`~nczarr.translate.attrs.JSONFloat` keeps its text, other floats
-    use ``repr``, full precision). Callers encode NaN and infinities as strings
-    beforehand.
+    use ``repr``, full precision); NaN and infinities are the bare tokens
+    ``NaN``/``Infinity``/``-Infinity`` (callers wanting the strings, as Zarr v2 says
+    for ``fill_value``, encode them beforehand).
     """
-    return (_compact(value) if compact else json_text(value)).encode("utf-8")
+    text = _compact(value) if compact else json_text(value)
+    return text.encode("utf-8", "surrogateescape")
 
 
 def _compact(value: Any) -> str:
@@ -86,29 +99,70 @@ def consolidate(metadata: dict[str, bytes]) -> bytes:
     inner: dict[str, Any] = {}
     for key, value in metadata.items():
         if key.rsplit("/", 1)[-1] in ZARR_METADATA_NAMES and key != ZMETADATA:
-            inner[key] = parse_json(value, key=key)
+            inner[key] = parse_json(value, key=key, warnings=[])  # our own bytes
     return dumps({"metadata": inner, "zarr_consolidated_format": 1})
 
 
-def zarray_document(var: Variable, *, nczarr: bool, fill_value: Any) -> dict[str, Any]:
+def zarray_document(
+    var: Variable, *, nczarr: bool, fill_value: Any, netcdf_scalars: bool = False
+) -> dict[str, Any]:
     """The ``.zarray`` of one variable in netcdf-c's key order, shared by both writers.
 
     NCZarr stores a scalar as shape/chunks ``[1]`` (what netcdf-c reads), pure Zarr
-    as a 0-d array; ``dtype`` follows the format (``>S1`` vs ``|S1`` for char);
+    as a 0-d array unless ``netcdf_scalars`` (then ``[1]`` too); ``dtype`` follows
+    the format (``>S1`` vs ``|S1`` for char); a text variable's identity shuffle is
+    left out (see :func:`written_filters`);
     ``fill_value`` is already encoded by the caller; ``dimension_separator`` is
     written only when it is ``"/"``.
     """
-    scalar_shape: list[int] = [1] if nczarr else []
+    scalar_shape: list[int] = [1] if nczarr or netcdf_scalars else []
     doc: dict[str, Any] = {
         "zarr_format": 2,
         "shape": scalar_shape if var.scalar else list(var.shape),
-        "dtype": nc_to_zarr_dtype(var.type, var.endian, var.maxstrlen, nczarr=nczarr),
+        "dtype": nc_to_zarr_dtype(
+            var.type, var.endian, var.maxstrlen, nczarr=nczarr, text_storage=var.text_storage
+        ),
         "chunks": scalar_shape if var.scalar else list(var.chunks),
         "fill_value": fill_value,
         "order": var.order,
         "compressor": var.compressor,
-        "filters": list(var.filters) if var.filters else None,
+        "filters": written_filters(var) or None,
     }
     if var.dimension_separator == "/":
         doc["dimension_separator"] = "/"
     return doc
+
+
+def written_filters(var: Variable) -> list[dict[str, Any]]:
+    """The filters to write: a text variable's identity byte shuffle is left out.
+
+    A shuffle with ``elementsize`` 1 is the identity on the chunk bytes, so leaving it
+    out changes no value for any reader. Kept, it breaks netcdf-c: netcdf-c ignores
+    ``elementsize`` and shuffles with the size of the type *in memory*, which for a
+    ``"|S1"`` array (a netCDF ``string`` in pure Zarr, what a char becomes there) is
+    a pointer, 8 bytes: ``"hello world, abc"`` reads as ``"hlowrd bel ol,ac"``.
+    """
+    filters = list(var.filters)
+    if var.type in ("char", "string"):
+        filters = [
+            f for f in filters if not (f.get("id") == "shuffle" and f.get("elementsize") == 1)
+        ]
+    return filters
+
+
+def text_shuffle_warnings(dataset: Dataset) -> list[str]:
+    """One warning per string variable whose chunks keep a real byte shuffle.
+
+    netcdf-c un-shuffles a string array with its in-memory element size (8, a
+    pointer), not the ``elementsize`` stored, and so reads scrambled text
+    (``"abcd", "efgh"`` as ``"ambn", "codp"``); zarr-python and nczarr read it right.
+    Leaving the filter out would need the chunks re-encoded.
+    """
+    return [
+        f"variable {var.path}: a string array with a byte shuffle (elementsize "
+        f"{f.get('elementsize')}); netcdf-c un-shuffles it with the wrong element size and "
+        "reads scrambled text (zarr-python and nczarr read it right)"
+        for var in dataset.root.all_variables()
+        for f in written_filters(var)
+        if var.type in ("char", "string") and f.get("id") == "shuffle"
+    ]

@@ -6,19 +6,32 @@ sections 2.3-2.6 and ``zarr-xarray-vs-netcdf-c.md``):
 * no ``_nczarr_*`` key anywhere; ``_NCProperties`` stays in the root ``.zattrs``;
 * char is ``"|S1"`` (zarr-python rejects ``">S1"``), 1-byte numbers ``"|u1"``/``"|i1"``;
 * text fill values are base64 of the UTF-8 bytes, as the Zarr v2 spec says;
-* scalars are 0-d arrays (shape ``[]``, chunks ``[]``, ``_ARRAY_DIMENSIONS: []``);
-* attributes are untyped JSON chosen so that a reader's type inference gives the
-  type back where JSON can say it: char -> JSON string, string -> list of strings,
-  numbers -> a scalar (one value) or a list, NaN/Inf -> ``"NaN"``/``"Infinity"``;
+* scalars are 0-d arrays (shape ``[]``, chunks ``[]``, ``_ARRAY_DIMENSIONS: []``),
+  what zarr-python and xarray write and expect; netcdf-c 4.10 silently leaves such
+  arrays out. With ``netcdf_scalars`` they are written as netcdf-c writes them
+  (shape and chunks ``[1]``, ``_ARRAY_DIMENSIONS: ["_scalar_"]``; the chunk key
+  ``0`` is the same), which netcdf-c reads as scalars and zarr-python and xarray as
+  1-element arrays of a dimension ``_scalar_``;
+* attributes are untyped JSON, written as zarr-python and xarray write them:
+  char -> JSON string, string -> a JSON string (one value: what xarray needs to
+  decode ``units``, and what netcdf-c reads as that text) or a list of strings,
+  numbers -> a scalar (one value) or a list, NaN/Inf -> the bare tokens
+  ``NaN``/``Infinity``/``-Infinity`` (the strings would read as text in netcdf-c);
 * ``_ARRAY_DIMENSIONS`` holds plain names. xarray and netcdf-c resolve a name in the
   array's own group, so when one group's arrays use two different dimensions with
   the same name and different sizes (a root ``x`` and the group's own ``x``), the
   one that netCDF scoping would *not* pick is renamed ``<name>_<n>`` and a warning
   says so.
 
+Metadata a reader kept undecoded (bytes that are not UTF-8, which netcdf-c 4.9
+writes for a char attribute ``"\\200"``) becomes the Latin-1 characters those bytes
+stand for, with a warning: Zarr metadata is UTF-8 JSON, and zarr-python and xarray
+refuse anything else.
+
 Lost by design (a reader gives them back differently): unlimited dimensions
 become fixed; dimensions no array uses disappear; attribute types are re-inferred
-(byte/short/ubyte/ushort integers come back as int, float as double).
+(byte/short/ubyte/ushort integers come back as int, float as double, a
+one-valued string as char).
 """
 
 from __future__ import annotations
@@ -26,16 +39,18 @@ from __future__ import annotations
 from typing import Any
 
 from ..keys import join_key
-from .attrs import encode_attribute
-from .conventions import ARRAY_DIMENSIONS, HIDDEN_ATTRIBUTES, NCPROPERTIES, ZARRAY, ZATTRS, ZGROUP
+from .conventions import ARRAY_DIMENSIONS, NCPROPERTIES, SCALAR_DIM, ZARRAY, ZATTRS, ZGROUP
 from .dtypes import encode_fill_value
-from .model import Dataset, Group, Variable
+from .model import Dataset, Variable
 from .write_common import dumps, group_key, ncproperties, zarray_document
+from .zarr_names import dimension_names, plain_attributes, utf8_json
 
 __all__ = ["write_zarr", "zarray_zarr", "dimension_names"]
 
 
-def write_zarr(dataset: Dataset, *, noxarray: bool = False) -> tuple[dict[str, bytes], list[str]]:
+def write_zarr(
+    dataset: Dataset, *, noxarray: bool = False, netcdf_scalars: bool = False
+) -> tuple[dict[str, bytes], list[str]]:
     """Every metadata object of ``dataset`` as pure Zarr v2, and the warnings.
 
     Parameters
@@ -43,7 +58,11 @@ def write_zarr(dataset: Dataset, *, noxarray: bool = False) -> tuple[dict[str, b
     dataset : Dataset
         The model to write.
     noxarray : bool
-        Omit ``_ARRAY_DIMENSIONS`` (readers then see anonymous dimensions).
+        Omit ``_ARRAY_DIMENSIONS`` (readers then see anonymous dimensions; with
+        ``netcdf_scalars`` a scalar then reads as a 1-element array).
+    netcdf_scalars : bool
+        Scalars as shape ``[1]`` with ``_ARRAY_DIMENSIONS: ["_scalar_"]`` (netcdf-c's
+        convention) instead of 0-d arrays.
 
     Returns
     -------
@@ -53,98 +72,37 @@ def write_zarr(dataset: Dataset, *, noxarray: bool = False) -> tuple[dict[str, b
     """
     out: dict[str, bytes] = {}
     warnings: list[str] = []
+
+    def utf8(key: str, doc: dict[str, Any]) -> bytes:
+        return utf8_json(key, doc, warnings)
+
     for group in dataset.root.walk():
         prefix = group_key(group)
         out[join_key(prefix, ZGROUP)] = dumps({"zarr_format": 2})
-        attrs = _attributes(group.attributes.values())
+        attrs = plain_attributes(group.attributes.values())
         if group.path in ("", "/"):
             attrs[NCPROPERTIES] = ncproperties(dataset)
-        out[join_key(prefix, ZATTRS)] = dumps(attrs)
+        out[join_key(prefix, ZATTRS)] = utf8(join_key(prefix, ZATTRS), attrs)
         names, group_warnings = dimension_names(dataset, group)
         warnings.extend(group_warnings)
         for var in group.variables.values():
             vprefix = join_key(prefix, var.name)
-            out[join_key(vprefix, ZARRAY)] = dumps(zarray_zarr(var))
-            vattrs = _attributes(var.attributes.values())
+            zarray = zarray_zarr(var, netcdf_scalars=netcdf_scalars)
+            out[join_key(vprefix, ZARRAY)] = utf8(join_key(vprefix, ZARRAY), zarray)
+            vattrs = plain_attributes(var.attributes.values())
             if not noxarray:
-                vattrs[ARRAY_DIMENSIONS] = [names[d] for d in var.dimensions]
-            out[join_key(vprefix, ZATTRS)] = dumps(vattrs)
+                vattrs[ARRAY_DIMENSIONS] = (
+                    [SCALAR_DIM]
+                    if var.scalar and netcdf_scalars
+                    else [names[d] for d in var.dimensions]
+                )
+            out[join_key(vprefix, ZATTRS)] = utf8(join_key(vprefix, ZATTRS), vattrs)
     return out, warnings
 
 
-def zarray_zarr(var: Variable) -> dict[str, Any]:
-    """The pure-Zarr ``.zarray`` document of one variable (scalars are 0-d)."""
-    fill = encode_fill_value(var.fill_value, var.type, nczarr=False)
-    return zarray_document(var, nczarr=False, fill_value=fill)
-
-
-def _attributes(attributes: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for attr in attributes:
-        if attr.name in HIDDEN_ATTRIBUTES:
-            continue
-        out[attr.name] = encode_attribute(attr, typed=False)[0]
-    return out
-
-
-def _scope_depth(dataset: Dataset, group: Group, fqn: str) -> int:
-    """How near ``fqn``'s group is to ``group`` in netCDF scoping (higher = nearer).
-
-    netCDF resolves a dimension name in the group itself, then its ancestors; a
-    dimension of any other group is never picked by name (-1).
-    """
-    dim_group = fqn.rpartition("/")[0] or "/"
-    path = group.path.rstrip("/") or "/"
-    if dim_group == path or dim_group == "/" or path.startswith(dim_group + "/"):
-        return dim_group.count("/") if dim_group != "/" else 0
-    return -1
-
-
-def dimension_names(dataset: Dataset, group: Group) -> tuple[dict[str, str], list[str]]:
-    """The ``_ARRAY_DIMENSIONS`` name of every dimension ``group``'s arrays use.
-
-    Returns ``({dimension FQN: name}, warnings)``. Names are the plain dimension
-    names, except where two dimensions with one name and different sizes meet in
-    this group: the one netCDF scoping resolves keeps the name, the others get
-    ``<name>_<n>`` (the lowest ``n`` free among this group's dimension and
-    variable names).
-    """
-    used: dict[str, list[str]] = {}
-    for var in group.variables.values():
-        for fqn in var.dimensions:
-            base = fqn.rsplit("/", 1)[-1]
-            if fqn not in used.setdefault(base, []):
-                used[base].append(fqn)
-    names: dict[str, str] = {}
-    warnings: list[str] = []
-    taken = set(used) | set(group.variables)
-    for base, fqns in used.items():
-        sizes = {fqn: _size(dataset, fqn) for fqn in fqns}
-        if len(set(sizes.values())) <= 1:
-            names.update(dict.fromkeys(fqns, base))
-            continue
-        keeper = max(fqns, key=lambda f: _scope_depth(dataset, group, f))
-        names[keeper] = base
-        for fqn in fqns:
-            if fqn == keeper or sizes[fqn] == sizes[keeper]:
-                names.setdefault(fqn, base)
-                continue
-            n = 1
-            while f"{base}_{n}" in taken:
-                n += 1
-            new = f"{base}_{n}"
-            taken.add(new)
-            names[fqn] = new
-            warnings.append(
-                f"group {group.path!r}: dimension {fqn!r} (size {sizes[fqn]}) is written as "
-                f"{new!r} in _ARRAY_DIMENSIONS, because {keeper!r} (size {sizes[keeper]}) "
-                f"is also used there and keeps the name {base!r}"
-            )
-    return names, warnings
-
-
-def _size(dataset: Dataset, fqn: str) -> int | None:
-    try:
-        return dataset.find_dimension(fqn).size
-    except KeyError:
-        return None
+def zarray_zarr(var: Variable, *, netcdf_scalars: bool = False) -> dict[str, Any]:
+    """The pure-Zarr ``.zarray`` document of one variable (scalars are 0-d, or shape
+    ``[1]`` with ``netcdf_scalars``)."""
+    # zarr-python keeps the fill value of "<U" and "|O" arrays as text (base64 is for "|S").
+    fill = encode_fill_value(var.fill_value, var.type, nczarr=var.text_storage is not None)
+    return zarray_document(var, nczarr=False, fill_value=fill, netcdf_scalars=netcdf_scalars)

@@ -1,0 +1,172 @@
+"""Chunk copies of a convert spread over a dask.distributed cluster.
+
+:func:`nczarr.convert` with ``client=`` plans on the client as usual, then hands the
+chunk keys to the cluster in batches (:data:`DEFAULT_BATCH` keys per task, so the
+scheduler sees hundreds of tasks for a million chunks, not a million). The two maps
+are scattered to every worker once (they pickle by location and options and reopen
+there, so each worker process holds one open copy and its connection pool for the
+whole convert); each task copies its keys with the same
+:func:`~nczarr.apply.copy_chunks` a local run uses. The client keeps at most a few
+batches per worker thread in flight, reports progress as batches finish, and writes
+no metadata: the caller writes it, root last, only after every batch succeeded.
+
+A failed batch is retried (``retries`` times, by dask, also when its worker dies);
+copying a chunk twice writes the same bytes, so a retry is harmless. If the cluster
+itself goes away, rerun with ``resume=True``.
+
+Needs ``distributed`` (``pip install nczarr[dask]``); imported only when used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from itertools import islice
+from typing import Any
+from uuid import uuid4
+
+from ..errors import InvalidModeError
+from ..maps.base import ZMap
+from .apply import CopyStats, copy_chunks
+
+__all__ = ["copy_chunks_on_cluster", "DEFAULT_BATCH"]
+
+#: Chunk keys per cluster task: large enough that scheduling costs nothing per chunk
+#: (a task costs the scheduler ~1 ms), small enough to balance over workers and
+#: to lose little work when a worker dies.
+DEFAULT_BATCH = 2000
+
+#: Batches in flight per worker thread.
+_IN_FLIGHT = 2
+
+
+def _check_shareable(dst: ZMap) -> None:
+    """Refuse targets other processes cannot write into alongside the client."""
+    from ..maps.memory import MemoryMap
+    from ..maps.zip import ZipMap
+
+    if isinstance(dst, ZipMap | MemoryMap):
+        kind = "a zip archive" if isinstance(dst, ZipMap) else "an in-memory map"
+        raise InvalidModeError(
+            f"cannot convert into {dst.url!r} on a cluster: {kind} cannot be written by "
+            "several processes; convert into a directory or S3, or without a client"
+        )
+
+
+def copy_batch(
+    src: ZMap,
+    dst: ZMap,
+    keys: Sequence[str],
+    resume: bool,
+    verify: bool,
+    trusted: bool,
+    workers: int,
+) -> tuple[int, int, int]:
+    """One cluster task: copy ``keys``; return ``(copied, skipped, bytes)``.
+
+    ``src`` and ``dst`` are the worker's copies of the maps, shared by its tasks.
+    """
+    with ExitStack() as stack:
+        if trusted:
+            stack.enter_context(dst.trusted_writes())
+        stats = copy_chunks(src, dst, keys, workers=workers, resume=resume, verify=verify)
+    return stats.copied, stats.skipped, stats.bytes
+
+
+def copy_chunks_on_cluster(
+    client: Any,
+    src: ZMap,
+    dst: ZMap,
+    keys: Sequence[str],
+    *,
+    batch_size: int = DEFAULT_BATCH,
+    workers: int = 8,
+    resume: bool = False,
+    verify: bool = False,
+    trusted: bool = False,
+    retries: int = 3,
+    progress: Callable[[int, int], object] | None = None,
+) -> CopyStats:
+    """Copy ``keys`` from ``src`` to ``dst`` on the cluster ``client`` is connected to.
+
+    Parameters
+    ----------
+    client
+        A ``distributed.Client``.
+    batch_size
+        Keys per task.
+    workers
+        Copy threads inside each task (as in :func:`~nczarr.apply.copy_chunks`).
+    resume, verify
+        Skip keys ``dst`` already holds complete, by size or (``verify``) by content
+        (see :func:`~nczarr.conversion.apply.copy_chunks`).
+    trusted
+        The keys form a valid tree into a target verified empty: each task copies in
+        a :meth:`~nczarr.maps.base.ZMap.trusted_writes` block (no per-key leaf probes).
+    retries
+        Times dask reruns a failed batch before the convert fails.
+    progress
+        ``progress(done, total)`` in chunk objects, called on the client per batch.
+
+    Raises
+    ------
+    InvalidModeError
+        ``dst`` is a zip archive or an in-memory map, or ``batch_size < 1``.
+    Exception
+        The error of a batch that failed ``retries + 1`` times, unchanged; batches not
+        finished yet are cancelled.
+    """
+    from distributed import as_completed
+
+    if batch_size < 1:
+        raise InvalidModeError(f"batch_size must be >= 1, got {batch_size!r}")
+    _check_shareable(dst)
+    total = len(keys)
+    stats = CopyStats()
+    if not total:
+        return stats
+    token = uuid4().hex[:12]
+    threads = sum(client.nthreads().values()) or 1
+    starts = iter(range(0, total, batch_size))
+
+    shared_src, shared_dst = client.scatter([src, dst], broadcast=True, hash=False)
+
+    def submit(start: int) -> Any:
+        batch = list(keys[start : start + batch_size])
+        return client.submit(
+            copy_batch,
+            shared_src,
+            shared_dst,
+            batch,
+            resume,
+            verify,
+            trusted,
+            workers,
+            key=f"nczarr-copy-{token}-{start}",
+            retries=retries,
+            pure=False,
+        )
+
+    live = {submit(s) for s in islice(starts, threads * _IN_FLIGHT)}
+    pending = as_completed(live)
+    done = 0
+    try:
+        for future in pending:
+            live.discard(future)
+            copied, skipped, nbytes = future.result()
+            stats.copied += copied
+            stats.skipped += skipped
+            stats.bytes += nbytes
+            done += copied + skipped
+            if progress is not None:
+                progress(done, total)
+            start = next(starts, None)
+            if start is not None:
+                new = submit(start)
+                live.add(new)
+                pending.add(new)
+    except BaseException:
+        for future in live:
+            future.cancel()
+        raise
+    return stats

@@ -1,0 +1,194 @@
+"""The convert journal: what lets ``resume`` trust what a target already holds.
+
+A chunk object in a target may have the source's size and still hold other bytes:
+an older dataset at the same place, a convert of another source, the remains of an
+interrupted ``overwrite``. ``resume`` therefore skips an object by its size only
+when the target carries a journal written by *this* convert:
+
+* every convert writes :data:`JOURNAL_KEY` into the target (a small JSON object
+  naming the source, the target format and a digest of the plan: every metadata
+  object and chunk key, so include/exclude, ``noxarray`` and ``consolidated`` are
+  part of it) once the target is empty -- after ``overwrite`` has removed the old
+  content, before the first chunk is copied;
+* it is deleted after the root metadata is written, so a finished target holds
+  only the dataset;
+* a target with a journal of another convert is refused; a target without a
+  journal is resumed only if every object in it is one the plan writes and every
+  metadata object already there holds the planned bytes, and then each chunk is
+  compared byte for byte with the source (a content check) instead of by size.
+
+Readers ignore the journal: its name starts with ``.`` and is no Zarr or NCZarr
+object name. :func:`remove_temporaries` deletes the temporary files an atomic write
+of a killed process left in a directory target (``FileMap`` never lists them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import TargetExistsError
+from ..maps.base import ZMap
+
+__all__ = [
+    "JOURNAL_KEY",
+    "Journal",
+    "plan_digest",
+    "resume_mode",
+    "write_journal",
+    "remove_journal",
+    "remove_temporaries",
+    "source_identity",
+]
+
+#: Key of the journal object, at the root of the target.
+JOURNAL_KEY = ".in-progress.nczarr"
+_KIND = "nczarr-convert-journal"
+
+
+@dataclass(frozen=True)
+class Journal:
+    """What identifies one convert: its source, target format and plan digest."""
+
+    source: str
+    target_format: str
+    plan: str
+
+    def encode(self) -> bytes:
+        from .. import __version__
+
+        doc = {
+            "kind": _KIND,
+            "version": 1,
+            "source": self.source,
+            "target_format": self.target_format,
+            "plan": self.plan,
+            "written_by": f"nczarr {__version__}",
+        }
+        return json.dumps(doc, indent=1, sort_keys=True).encode()
+
+    @classmethod
+    def decode(cls, data: bytes) -> Journal | None:
+        """The journal stored in ``data``, or ``None`` if it is not one."""
+        try:
+            doc = json.loads(data)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(doc, dict) or doc.get("kind") != _KIND:
+            return None
+        fields = (doc.get("source"), doc.get("target_format"), doc.get("plan"))
+        if not all(isinstance(f, str) for f in fields):
+            return None
+        return cls(*fields)  # type: ignore[arg-type]
+
+
+def plan_digest(
+    target_format: str, metadata: Iterable[tuple[str, bytes]], chunk_keys: Sequence[str]
+) -> str:
+    """SHA-256 over the target format, every metadata object and every chunk key."""
+    h = hashlib.sha256(f"format={target_format}\n".encode())
+    for key, value in metadata:
+        h.update(f"meta {key} {len(value)}\n".encode())
+        h.update(hashlib.sha256(value).digest())
+    for key in chunk_keys:
+        h.update(f"chunk {key}\n".encode())
+    return h.hexdigest()
+
+
+def source_identity(location: Any) -> str:
+    """A stable text for a :class:`~nczarr.conversion.overlap.Location` (local paths resolved)."""
+    path = os.path.realpath(location.path) if location.kind == "local" else location.path
+    return f"{location.kind}|{location.service}|{location.container}|{path}"
+
+
+def write_journal(dst: ZMap, journal: Journal) -> None:
+    """Record that ``dst`` is being filled by ``journal``'s convert."""
+    dst[JOURNAL_KEY] = journal.encode()
+
+
+def remove_journal(dst: ZMap) -> None:
+    """Delete the journal (the target is complete)."""
+    with contextlib.suppress(KeyError):
+        del dst[JOURNAL_KEY]
+
+
+def resume_mode(
+    dst: ZMap,
+    journal: Journal,
+    planned_metadata: dict[str, bytes],
+    planned_chunks: frozenset[str],
+    shown: str,
+) -> str:
+    """How ``resume`` may skip what non-empty ``dst`` holds: ``"size"`` or ``"content"``.
+
+    Raises
+    ------
+    TargetExistsError
+        ``dst`` holds a journal of another convert, or (without a journal) an object
+        the plan does not write, or a metadata object with other bytes. Nothing was
+        changed.
+    """
+    try:
+        stored = dst[JOURNAL_KEY]
+    except KeyError:
+        stored = None
+    if stored is not None:
+        found = Journal.decode(stored)
+        if found == journal:
+            return "size"
+        what = (
+            "a journal nczarr cannot read"
+            if found is None
+            else (
+                f"an interrupted convert of {found.source.split('|')[-1]!r} to "
+                f"{found.target_format}"
+                + (" with another plan" if found.source == journal.source else "")
+            )
+        )
+        raise TargetExistsError(
+            f"cannot resume into {shown!r}: it holds {what}, not this convert; pass "
+            "overwrite=True (--overwrite) to replace it. Nothing was changed"
+        )
+    for key in dst.keys_below(""):
+        if key in planned_chunks:
+            continue
+        if key not in planned_metadata:
+            raise TargetExistsError(
+                f"cannot resume into {shown!r}: it holds {key!r}, which this convert does "
+                "not write (not an interrupted convert of this source); pass "
+                "overwrite=True (--overwrite) to replace it. Nothing was changed"
+            )
+        if dst[key] != planned_metadata[key]:
+            raise TargetExistsError(
+                f"cannot resume into {shown!r}: its {key!r} differs from what this convert "
+                "writes (another dataset or options); pass overwrite=True (--overwrite) "
+                "to replace it. Nothing was changed"
+            )
+    return "content"
+
+
+def remove_temporaries(dst: ZMap) -> int:
+    """Delete temporary files of killed atomic writes below a directory target.
+
+    Only for :class:`~nczarr.maps.file.FileMap`; symbolic links are not followed.
+    Returns the number of files removed.
+    """
+    from ..maps.file import TEMP_PREFIX, FileMap
+
+    if not isinstance(dst, FileMap):
+        return 0
+    removed = 0
+    for directory, _dirs, files in os.walk(dst.root, followlinks=False):
+        for name in files:
+            if name.startswith(TEMP_PREFIX):
+                try:
+                    os.unlink(os.path.join(directory, name))
+                except FileNotFoundError:
+                    continue
+                removed += 1
+    return removed

@@ -1,0 +1,101 @@
+"""``open_zarr``: the shortcut from a dataset URL to a zarr-python group.
+
+In read mode a store holding netcdf-c metadata (which zarr-python misreads) is opened
+through the translated view (:mod:`nczarr.readthrough`). Kept apart from
+:mod:`~nczarr.integrations.zarr_store` so that the store adapter does not depend on
+the view, which itself uses the adapter (to read sharded arrays it re-encodes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..maps.base import ZMap
+from .zarr_store import ZarrStore
+
+if TYPE_CHECKING:
+    import zarr
+
+__all__ = ["open_zarr"]
+
+
+def open_zarr(
+    url: str | ZMap,
+    mode: str = "r",
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> zarr.Group:
+    """Open the Zarr group at a dataset URL through nczarr's maps.
+
+    Any URL :func:`~nczarr.maps.open.open_map` accepts (a directory, a ``.zip``,
+    ``s3://...``, ``file://...#mode=nczarr,file``, ``zip::s3://...``), or an open
+    map, opens as a zarr-python group:
+    ``zarr.open_group(store=ZarrStore(open_map(url, mode)), mode=mode, **kwargs)``.
+
+    In read mode a store with netcdf-c metadata (NCZarr of any generation, or pure
+    Zarr that netcdf-c wrote: see
+    :func:`~nczarr.translate.compat.needs_translation`) is read through the
+    translated view (:func:`nczarr.view` with ``mode="zarr"``), so zarr-python gets
+    the numbers and text netCDF4 reads (it would otherwise decode netcdf-c's
+    ``{"id": "shuffle", "elementsize": 0}`` to wrong numbers and refuse char
+    arrays); what the view could not carry is announced as
+    :class:`~nczarr.errors.NCZarrWarning`. Stores written by zarr-python or xarray
+    are opened as they are (Zarr v3 included). Writes always go to the store itself.
+
+    Parameters
+    ----------
+    url
+        Where the dataset lives, or an open map (left open; its own mode decides
+        what can be written).
+    mode
+        ``"r"``, ``"r+"``, ``"a"``, ``"w"`` or ``"w-"`` (zarr/h5py meaning), used for
+        both the map and the group.
+    storage_options
+        Options for opening ``url`` (see :func:`~nczarr.maps.open.open_map`).
+    **kwargs
+        Passed to :func:`zarr.open_group` (``zarr_format``, ``path``, ...).
+    """
+    import zarr
+
+    from ..maps.open import open_map
+
+    if isinstance(url, ZMap):
+        if storage_options:
+            raise TypeError(
+                f"open_zarr got an open map {url!r}: storage options apply to URLs only, "
+                f"got {sorted(storage_options)}"
+            )
+        zmap, owned = url, False
+    else:
+        zmap, owned = open_map(url, mode, storage_options=storage_options), True
+    if mode == "r":
+        zmap = _translated_if_needed(zmap, owned)
+    return zarr.open_group(store=ZarrStore(zmap), mode=mode, **kwargs)
+
+
+def _translated_if_needed(zmap: ZMap, owned: bool = True) -> ZMap:
+    """``zmap``, or a translated view of it (owning it when ``owned``) when it holds
+    netcdf-c metadata."""
+    from ..errors import MetadataError, warn_all
+    from ..load import load_metadata
+    from ..readthrough import TranslatedView
+    from ..translate.compat import needs_translation
+    from ..translate.detect import detect_format
+
+    try:
+        meta = load_metadata(zmap, warnings=[])
+        translate = needs_translation(meta, detect_format(meta))
+    except MetadataError:
+        return zmap  # not a store nczarr reads: let zarr-python say what is wrong
+    if not translate:
+        return zmap
+    try:
+        view = TranslatedView(zmap, format="zarr", owns_source=owned)
+    except BaseException:
+        if owned:
+            zmap.close()
+        raise
+    warn_all(view.warnings, stacklevel=4)
+    return view

@@ -1,0 +1,152 @@
+"""Chained URLs: a zip archive stored on S3 or any fsspec filesystem, read-only.
+
+``zip::s3://bucket/x.zip`` and ``zip::memory://x.zip`` name a zip archive (netcdf-c's
+or zarr-python's layout) that lives somewhere else than the local disk. fsspec
+already does the work: the archive is opened with :func:`fsspec.open` (s3fs for
+``s3://``, any other fsspec filesystem otherwise; reads are ranged, so only the
+central directory and the members read are fetched) and served by fsspec's own
+``ZipFileSystem``; :class:`ChainedZipMap` is an :class:`~nczarr.maps.fsspec.FsspecMap`
+over it whose root is the archive's root folder, found with the same
+:func:`~nczarr.maps.zip.detect_layout` rules as :class:`~nczarr.maps.zip.ZipMap`.
+
+Writing into a remote archive would mean rewriting the whole object, so these maps
+open with mode ``"r"`` only. Storage options go to the filesystem holding the
+archive (for S3: ``endpoint_url``, ``anon``, ``region``, ``profile`` and every other
+s3fs option). A fragment (``#mode=nczarr,zip``) is accepted and ignored: the format
+is detected from the archive's contents.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import (
+    InvalidModeError,
+    InvalidURLError,
+    NCZarrError,
+    StorageError,
+    StorageNotFoundError,
+    StoragePermissionError,
+)
+from .fsspec import FsspecMap, public_options
+from .zip import detect_layout
+
+__all__ = ["ChainedZipMap", "is_chained", "open_chained", "s3fs_options"]
+
+_CHAIN = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)::(.+)$", re.S)
+
+
+def is_chained(url: Any) -> bool:
+    """Whether ``url`` is a chained URL (``proto::inner``)."""
+    return isinstance(url, str) and _CHAIN.match(url) is not None
+
+
+def s3fs_options(url: Any, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Options for ``s3fs.S3FileSystem`` from an S3 :class:`~nczarr.maps.url.NCZarrURL`
+    (endpoint, region, profile) and the caller's options, which win.
+
+    ``region`` is s3fs's ``client_kwargs["region_name"]``; every other option is
+    passed through unchanged.
+    """
+    out: dict[str, Any] = {}
+    if url.endpoint is not None:
+        out["endpoint_url"] = url.endpoint
+    if url.profile is not None:
+        out["profile"] = url.profile
+    given = dict(options)
+    region = given.pop("region", None) or url.region
+    out.update(given)
+    if region is not None:
+        client_kwargs = dict(out.get("client_kwargs") or {})
+        client_kwargs.setdefault("region_name", region)
+        out["client_kwargs"] = client_kwargs
+    return out
+
+
+class ChainedZipMap(FsspecMap):
+    """A read-only zmap over a zip archive opened through fsspec (see the module doc).
+
+    Parameters
+    ----------
+    url
+        The chained URL (``zip::s3://bucket/x.zip``).
+    mode
+        ``"r"`` only.
+    **storage_options
+        Options of the filesystem holding the archive.
+    """
+
+    def __init__(self, url: str, mode: str = "r", **storage_options: Any) -> None:
+        if mode != "r":
+            raise InvalidModeError(
+                f"cannot open {url!r} with mode {mode!r}: a zip archive behind a chained "
+                "URL is read-only (open it with mode 'r', or copy it locally to write)"
+            )
+        from fsspec.implementations.zip import ZipFileSystem
+
+        self._chained_url = url
+        self._chained_options = dict(storage_options)
+        inner, fsspec_url, options = _inner(url, storage_options)
+        import fsspec
+
+        try:
+            self._file = fsspec.open(fsspec_url, "rb", **options).open()
+        except FileNotFoundError as exc:
+            raise StorageNotFoundError(f"no such zip archive: {url!r}") from exc
+        except PermissionError as exc:
+            raise StoragePermissionError(f"permission denied reading {url!r}: {exc}") from exc
+        except NCZarrError:
+            raise
+        except Exception as exc:  # network and client errors of any fsspec backend
+            raise StorageError(f"cannot open {url!r}: {type(exc).__name__}: {exc}") from exc
+        try:
+            fs = ZipFileSystem(fo=self._file, skip_instance_cache=True)
+            names = fs.zip.namelist()
+            stem = posixpath.basename(inner.rstrip("/")).removesuffix(".zip")
+            _, prefix = detect_layout(names, fs.zip.comment, stem)
+            super().__init__(fs, prefix.rstrip("/"), mode="r")
+        except Exception as exc:
+            self._file.close()
+            if isinstance(exc, StorageError | InvalidModeError):
+                raise
+            raise StorageError(f"{url!r} is not a zip archive: {exc}") from exc
+
+    def close(self) -> None:
+        """Close the map and the archive's file."""
+        if not self._closed:
+            super().close()
+            self._file.close()
+
+    def _describe(self) -> tuple[str, dict[str, Any]]:
+        return self._chained_url, public_options(self._chained_options)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (open_chained, (self._chained_url, "r", self._chained_options))
+
+
+def _inner(url: str, options: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """``(inner path, fsspec URL of the archive, options for fsspec.open)``."""
+    match = _CHAIN.match(url)
+    if match is None or match.group(1).lower() != "zip":
+        raise InvalidURLError(
+            f"unsupported chained URL {url!r}: only zip::<URL of a zip archive> is supported"
+        )
+    inner = match.group(2).partition("#")[0]
+    if "::" in inner:
+        raise InvalidURLError(f"chained URL {url!r} has more than two links")
+    from .url import parse_url
+
+    parsed = parse_url(inner)
+    if parsed.storage == "s3":
+        return parsed.path, parsed.fsspec_url, s3fs_options(parsed, options)
+    return parsed.path, parsed.fsspec_url, dict(options)
+
+
+def open_chained(
+    url: str, mode: str = "r", storage_options: Mapping[str, Any] | None = None
+) -> ChainedZipMap:
+    """Open a chained URL (``zip::...``) as a read-only :class:`ChainedZipMap`."""
+    return ChainedZipMap(url, mode, **dict(storage_options or {}))
