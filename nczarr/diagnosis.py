@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import MetadataError, ReadOnlyError
-from .load import load_metadata
+from .load import MAX_METADATA_SIZE, load_metadata
 from .maps.base import ZMap
 from .translate.attrs import parse_json
 from .translate.compat import READERS, Finding, findings
@@ -87,7 +87,14 @@ class _AsStored(ZMap):
     def _load(self, key: str) -> bytes:
         if key == ZMETADATA:
             raise KeyError(key)
-        data = self._source[key]
+        return self._trimmed(key, self._source[key])
+
+    def getitems_capped(self, keys: Iterable[str], cap: int) -> dict[str, bytes]:
+        """The source's capped reads (the metadata size limit holds here too), trimmed."""
+        raw = self._source.getitems_capped([k for k in keys if k != ZMETADATA], cap)
+        return {key: self._trimmed(key, data) for key, data in raw.items()}
+
+    def _trimmed(self, key: str, data: bytes) -> bytes:
         if key.rpartition("/")[2] not in _METADATA_NAMES:
             return data
         try:
@@ -169,7 +176,9 @@ def check(
         stored = _AsStored(zmap)
         meta = load_metadata(stored, warnings=[])  # not UTF-8: a finding, not an error
         consolidated = None
-        raw = zmap.getitems([ZMETADATA]).get(ZMETADATA)
+        raw = zmap.getitems_capped([ZMETADATA], MAX_METADATA_SIZE + 1).get(ZMETADATA)
+        if raw is not None and len(raw) > MAX_METADATA_SIZE:
+            raise MetadataError(f"{zmap.url}: {ZMETADATA} is larger than {MAX_METADATA_SIZE} bytes")
         if raw is not None:
             document, extra = _split_trailing(raw)
             if extra:
