@@ -39,22 +39,11 @@ from hypothesis import reject
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from .ncoracle import describe_url, nc_url
+from .ncoracle import NUMPY_TO_NC, describe_url, nc_url
 
 # ------------------------------------------------------------------------ the spec
 NUMERIC = ("i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f4", "f8")
-NC_OF = {
-    "i1": "byte",
-    "u1": "ubyte",
-    "i2": "short",
-    "u2": "ushort",
-    "i4": "int",
-    "u4": "uint",
-    "i8": "int64",
-    "u8": "uint64",
-    "f4": "float",
-    "f8": "double",
-}
+NC_OF = NUMPY_TO_NC
 DIM_NAMES = ("x", "y", "z", "w")
 
 

@@ -34,6 +34,7 @@ from nczarr.translate.model import Attribute, Dataset, Dimension, Group, Variabl
 FIXTURES = Path(__file__).parent / "data"
 
 __all__ = [
+    "NUMPY_TO_NC",
     "FIXTURES",
     "fixture_path",
     "nc_url",
@@ -60,7 +61,7 @@ NC_TYPE_IDS = {
     11: "uint64",
     12: "string",
 }
-_NUMPY_TO_NC = {
+NUMPY_TO_NC = {
     "i1": "byte",
     "u1": "ubyte",
     "i2": "short",
@@ -147,7 +148,7 @@ def _var_type(var: netCDF4.Variable) -> str:
     kind = np.dtype(var.dtype)
     if kind.kind == "S":
         return "char"
-    return _NUMPY_TO_NC[f"{kind.kind}{kind.itemsize}"]
+    return NUMPY_TO_NC[f"{kind.kind}{kind.itemsize}"]
 
 
 def _codecs(var: netCDF4.Variable, itemsize: int) -> tuple[dict | None, tuple[dict, ...]]:

@@ -58,6 +58,17 @@ STRESS = int(os.environ.get("NCZARR_STRESS", "0") or 0)
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _vector_source(src: Path, *, shape: int, chunks: int, dtype: str) -> FileMap:
+    """A pure Zarr v2 store at ``src`` with one 1-D array ``v`` (no chunks yet), open."""
+    m = FileMap(src, mode="w")
+    m[".zgroup"] = b'{"zarr_format": 2}'
+    zarray = {"zarr_format": 2, "shape": [shape], "chunks": [chunks], "dtype": dtype,
+              "compressor": None, "fill_value": 0, "filters": None, "order": "C"}  # fmt: skip
+    m["v/.zarray"] = json.dumps(zarray).encode()
+    m["v/.zattrs"] = b'{"_ARRAY_DIMENSIONS": ["x"]}'
+    return m
+
+
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
@@ -161,21 +172,7 @@ def test_zip_close_killed_at_random_moments_keeps_a_complete_archive(tmp_path, h
 
 def test_killed_convert_into_zip_leaves_old_or_complete_archive_and_reruns(tmp_path):
     src = tmp_path / "src.file"
-    with FileMap(src, mode="w") as m:
-        m[".zgroup"] = b'{"zarr_format": 2}'
-        m["v/.zarray"] = json.dumps(
-            {
-                "zarr_format": 2,
-                "shape": [4000],
-                "chunks": [10],
-                "dtype": "<i4",
-                "compressor": None,
-                "fill_value": 0,
-                "filters": None,
-                "order": "C",
-            }
-        ).encode()
-        m["v/.zattrs"] = b'{"_ARRAY_DIMENSIONS": ["x"]}'
+    with _vector_source(src, shape=4000, chunks=10, dtype="<i4") as m:
         for i in range(400):
             m[f"v/{i}"] = bytes(range(40))
     target = tmp_path / "out.zip"
@@ -756,21 +753,7 @@ def test_lone_surrogates_are_invalid_keys(tmp_path, key):
 @pytest.mark.skipif(sys.platform in ("win32", "darwin"), reason="needs non-UTF-8 file names")
 def test_non_utf8_file_name_is_skipped_with_a_warning_in_a_convert_to_zip(tmp_path):
     src = tmp_path / "src.file"
-    with FileMap(src, mode="w") as m:
-        m[".zgroup"] = b'{"zarr_format": 2}'
-        m["v/.zarray"] = json.dumps(
-            {
-                "zarr_format": 2,
-                "shape": [4],
-                "chunks": [2],
-                "dtype": "|u1",
-                "compressor": None,
-                "fill_value": 0,
-                "filters": None,
-                "order": "C",
-            }
-        ).encode()
-        m["v/.zattrs"] = b'{"_ARRAY_DIMENSIONS": ["x"]}'
+    with _vector_source(src, shape=4, chunks=2, dtype="|u1") as m:
         m["v/0"] = b"\x01\x02"
         m["v/1"] = b"\x03\x04"
     bad = os.fsencode(src / "v") + b"/stray-\xff\xfe"
