@@ -616,20 +616,27 @@ class ZipMap(ZMap):
         when another writer created the archive first and it must not be truncated."""
         target = self._target()
         temp = self._temp_name()
-        try:
+        with self._removed_on_failure(temp):
             self._write_new(temp, keys=False)
             with ArchiveLock(target):
                 if not truncate and os.path.exists(target):
                     os.unlink(temp)
                     return False
                 _replace(temp, target)
+        return True
+
+    @contextlib.contextmanager
+    def _removed_on_failure(self, temp: str) -> Iterator[None]:
+        """Remove the temporary archive ``temp`` if the block fails; an OS error comes
+        out as the nczarr error naming this archive."""
+        try:
+            yield
         except BaseException as exc:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
             if isinstance(exc, OSError) and not isinstance(exc, NCZarrError):
                 raise_os_error(exc, self._path)
             raise
-        return True
 
     def _spill(self) -> None:
         """Move pending writes and deletes from memory into the staging archive."""
@@ -642,14 +649,8 @@ class ZipMap(ZMap):
             self._append_to_stage()
         else:
             temp = self._temp_name()
-            try:
+            with self._removed_on_failure(temp):
                 self._write_new(temp, keys=True)
-            except BaseException as exc:
-                with contextlib.suppress(OSError):
-                    os.unlink(temp)
-                if isinstance(exc, OSError) and not isinstance(exc, NCZarrError):
-                    raise_os_error(exc, self._path)
-                raise
             self._close_reader()
             self._discard_stage()
             self._stage, self._stage_damaged = temp, False
