@@ -35,6 +35,7 @@ from ..errors import (
 )
 from ..load import load_metadata
 from ..maps.base import ZMap
+from ..readthrough import TranslatedView
 from ..translate.compat import needs_translation
 from ..translate.conventions import (
     FORMATS,
@@ -224,28 +225,6 @@ def _is_empty(zmap: ZMap) -> bool:
     return not zmap.search("")
 
 
-def _translate(
-    zmap: ZMap,
-    fmt: str,
-    noxarray: bool,
-    consolidated: bool | None,
-    netcdf_scalars: bool = False,
-    zarr_format: int = 2,
-) -> Any:
-    """The translated view (built directly: its warnings are announced by the caller,
-    once, with the report's)."""
-    from ..readthrough import TranslatedView
-
-    return TranslatedView(
-        zmap,
-        format=fmt,  # type: ignore[arg-type]
-        noxarray=noxarray,
-        consolidated=consolidated,
-        netcdf_scalars=netcdf_scalars,
-        zarr_format=zarr_format,
-    )
-
-
 def _zarr_format(value: int | None, parsed: Any, fmt: str, netcdf_scalars: bool) -> int:
     """The Zarr version to write: ``value``, else the ``v2``/``v3`` word of the target
     URL, else 2."""
@@ -415,7 +394,15 @@ def convert(
     with ExitStack() as stack:
         on_chunk = progress_callback(progress, stack, unit="chunk")
         src_map = _open(src, "r", source_options, stack)
-        translated = _translate(src_map, fmt, noxarray, consolidated, netcdf_scalars, version)
+        # built directly, not through nczarr.view: its warnings go out once, with the report's
+        translated = TranslatedView(
+            src_map,
+            format=fmt,  # type: ignore[arg-type]
+            noxarray=noxarray,
+            consolidated=consolidated,
+            netcdf_scalars=netcdf_scalars,
+            zarr_format=version,
+        )
         stack.callback(translated.close)
         _check_representable(translated, fmt, include, exclude)
         plan = build_plan(
@@ -640,7 +627,7 @@ def migrate(
     with ExitStack() as stack:
         on_object = progress_callback(progress, stack, unit="object")
         zmap = _open(url, "r" if dry_run else "r+", storage_options, stack)
-        translated = _translate(zmap, fmt, False, None)
+        translated = TranslatedView(zmap, format=fmt)  # type: ignore[arg-type]
         _check_migratable(zmap, translated, fmt)
         dataset = translated.dataset
         metadata = translated.metadata
