@@ -804,3 +804,14 @@ def test_stale_staging_files_of_dead_writers_are_removed(tmp_path):
     assert stale.exists()  # readers never clean up
     ZipMap(path, mode="a").close()
     assert not stale.exists() and live.exists() and other.exists()
+
+
+@pytest.mark.parametrize("prefix", ["", "ds/"])
+def test_an_empty_member_name_is_an_error_naming_the_archive(tmp_path: Path, prefix: str) -> None:
+    # zipfile writes it; ZipInfo.is_dir() fails on it with an IndexError
+    path = tmp_path / "ds.zip"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(f"{prefix}.zgroup", b"{}")
+        z.writestr(zipfile.ZipInfo(""), b"x")
+    with pytest.raises(StorageError, match=r"archive member '' of .*ds\.zip.* is not a valid key"):
+        ZipMap(path, mode="r")

@@ -255,6 +255,20 @@ def test_leaf_rule(m: S3Map, s3_client: Any, s3_bucket: str) -> None:
         m["a/c"] = b"4"
 
 
+def test_leaf_rule_holds_after_deletes_in_a_tree_the_map_wrote(m: S3Map) -> None:
+    # m wrote everything under its root, but a delete leaves "a" with or without keys
+    m["a/b"] = b"1"
+    m["a/c"] = b"1"
+    del m["a/b"]
+    with pytest.raises(ObjectExistsError, match=r"cannot write 'a': it is a prefix .*'a/c'"):
+        m["a"] = b"2"
+    with pytest.raises(ObjectExistsError, match=r"cannot write 'a': it is a prefix .*'a/c'"):
+        m.setitems({"a": b"2"})
+    del m["a/c"]
+    m["a"] = b"2"
+    assert list(m) == ["a"]
+
+
 # --------------------------------------------------------------------------- no stale listings
 def test_listings_are_never_stale(m: S3Map, url: str, s3_endpoint: str) -> None:
     assert m.search("g") == []

@@ -47,6 +47,7 @@ __all__ = [
     "redact",
     "redact_text",
     "dataset_name",
+    "parse_s3_url",
     "MODE_WORDS",
     "FORMAT_WORDS",
     "STORAGE_WORDS",
@@ -671,6 +672,26 @@ def _check_fsspec_path(storage: str, path: Any) -> str:
         if ":" in tail:
             _check_port(tail.rsplit(":", 1)[1], f"{storage}://{path}")
     return path
+
+
+def parse_s3_url(url: str) -> tuple[str, str]:
+    """Split ``s3://bucket/root/prefix`` into ``(bucket, root)``; ``root`` may be ``""``.
+
+    Raises :class:`InvalidURLError` naming the URL for another scheme, a missing or
+    malformed bucket name, or a root with empty, ``.`` or ``..`` segments.
+
+    >>> parse_s3_url("s3://bucket/a/b/")
+    ('bucket', 'a/b')
+    """
+    if not isinstance(url, str) or not url.startswith("s3://"):
+        raise InvalidURLError(f"not an S3 URL (expected s3://bucket/prefix): {url!r}")
+    bucket, _, root = url[len("s3://") :].partition("/")
+    if not _BUCKET.match(bucket) or ".." in bucket:
+        raise InvalidURLError(f"invalid bucket name {bucket!r} in S3 URL {url!r}")
+    try:
+        return bucket, normalize_prefix(root)
+    except InvalidKeyError as exc:
+        raise InvalidURLError(f"invalid key prefix in S3 URL {url!r}: {exc}") from None
 
 
 def _check_key_prefix(key: Any, what: str) -> str:

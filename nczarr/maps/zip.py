@@ -255,7 +255,7 @@ class ZipMap(ZMap):
                 extra.append(info)
                 continue
             relative = name[len(prefix) :]
-            if info.is_dir():
+            if name.endswith("/"):  # ZipInfo.is_dir() fails on an empty member name
                 dirs.add(relative.rstrip("/"))
                 continue
             try:
@@ -805,7 +805,7 @@ class ZipMap(ZMap):
 
 def _copy_member(info: zipfile.ZipInfo, reader: zipfile.ZipFile, out: zipfile.ZipFile) -> None:
     """Copy one member of ``reader``, keeping its name, time, attributes and method."""
-    if info.is_dir():
+    if info.filename.endswith("/"):  # not is_dir(): it fails on an empty name
         entry = _dir_info(info.filename)
         entry.date_time = info.date_time
         entry.external_attr = info.external_attr
