@@ -431,9 +431,12 @@ class FsspecMap(ZMap):
                     )
         if not self._trusted:
             probe = [k for k in data if not self._tree.settled(k)]
-            workers = min(MAX_CONCURRENCY, len(probe)) if self._concurrent else 1
-            with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-                list(pool.map(self._check_leaf_rule, probe))
+            if self._concurrent and len(probe) > 1:  # the probes' requests overlap
+                with ThreadPoolExecutor(max_workers=min(MAX_CONCURRENCY, len(probe))) as pool:
+                    list(pool.map(self._check_leaf_rule, probe))
+            else:
+                for nkey in probe:
+                    self._check_leaf_rule(nkey)
         if not self._concurrent:
             for nkey, value in data.items():
                 self._store(nkey, value)

@@ -370,7 +370,9 @@ class S3Map(FsspecMap):
             self._run(copy, other._full(src), self._full(dst))
         except Exception as exc:
             failure = self._failure(exc, "copy", dst)
-            raise (KeyError(src) if isinstance(failure, KeyError) else failure) from None
+            if isinstance(failure, KeyError):
+                raise KeyError(src) from None
+            raise failure from exc
         self._tree.wrote(dst)
         return size
 
