@@ -29,8 +29,9 @@ from hypothesis import strategies as st
 
 import nczarr
 from nczarr.errors import InvalidURLError, NCZarrError
+from nczarr.maps.credentials import redact, redact_text
 from nczarr.maps.memory import MemoryMap
-from nczarr.maps.url import parse_url, redact, redact_text
+from nczarr.maps.url import parse_url
 
 from .ncoracle import JSON_VALUES, corrupt_metadata, map_from_zip
 

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from .. import __version__
 from ..errors import InvalidModeError, NCZarrError, NCZarrWarning, StorageError, UnsupportedError
-from ..maps.url import redact_text
+from ..maps.credentials import redact_text
 from .options import add_storage_arguments, storage_options
 
 __all__ = ["main", "build_parser"]

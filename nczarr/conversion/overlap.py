@@ -212,6 +212,6 @@ def _shown(store: Any) -> str:
 
     if isinstance(store, ZMap):
         return store.url
-    from ..maps.url import redact
+    from ..maps.credentials import redact
 
     return redact(os.fspath(store))

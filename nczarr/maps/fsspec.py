@@ -41,8 +41,8 @@ from ..errors import (
 )
 from ..keys import normalize_key, normalize_prefix, parent_keys
 from .base import ZMap, as_bytes
+from .credentials import public_options
 from .leafcache import KnownTree
-from .secrets import public_options
 
 __all__ = ["FsspecMap", "MAX_CONCURRENCY"]
 
@@ -69,7 +69,7 @@ def _url_to_fs(url_to_fs: Any, url: str, options: dict[str, Any]) -> tuple[Any, 
     install; a filesystem that connects when constructed (``ftp://``) and fails is a
     :class:`~nczarr.errors.StorageError`.
     """
-    from .url import redact
+    from .credentials import redact
 
     shown = redact(url)
     try:

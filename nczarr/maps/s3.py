@@ -40,9 +40,9 @@ from ..errors import (
 )
 from ..keys import normalize_key
 from .base import ZMap
+from .credentials import redact, redact_text, split_secrets
 from .fsspec import FsspecMap
-from .secrets import split_secrets
-from .url import parse_s3_url, redact, redact_text
+from .url import parse_s3_url
 
 __all__ = ["S3Map", "parse_s3_url", "DEFAULT_RETRIES", "COPY_LIMIT"]
 

@@ -40,12 +40,11 @@ from urllib.parse import quote, unquote, urlsplit
 
 from ..errors import InvalidKeyError, InvalidURLError
 from ..keys import FORBIDDEN_CHARACTERS, normalize_prefix
+from .credentials import has_credentials, redact
 
 __all__ = [
     "NCZarrURL",
     "parse_url",
-    "redact",
-    "redact_text",
     "dataset_name",
     "parse_s3_url",
     "MODE_WORDS",
@@ -314,7 +313,7 @@ def parse_url(url: str | os.PathLike[str]) -> NCZarrURL:
         raise InvalidURLError(f"control or surrogate characters in URL {redact(url)!r}")
     shown = redact(url)
     scheme_match = _SCHEME.match(url)
-    if scheme_match is not None and _has_credentials(url[scheme_match.end() :]):
+    if scheme_match is not None and has_credentials(url[scheme_match.end() :]):
         raise InvalidURLError(
             f"credentials are not accepted in URLs: {shown!r} (use a profile or storage "
             "options; write an '@' in a key as %40)"
@@ -416,68 +415,6 @@ def _split_rest(rest: str) -> tuple[str, str, str]:
         return netloc, "", q + slash + tail
     path, _, query = (slash + tail).partition("?")
     return netloc, path, query
-
-
-def redact(url: str) -> str:
-    """``url`` with anything that may be ``user:password@`` replaced by ``***@``.
-
-    Safe before any parsing: a password may hold ``#``, ``?``, ``/``, ``:`` or ``@``
-    unescaped, so everything from ``scheme://`` to the *last* ``@`` is hidden. A URL
-    with an ``@`` in its path or fragment is over-redacted, never under-redacted.
-
-    >>> redact("https://user:hunter2#x@host/bucket/key")
-    'https://***@host/bucket/key'
-    >>> redact("s3://bucket/key")
-    's3://bucket/key'
-    """
-    start = url.find("://")
-    if start < 0:
-        return url
-    start += 3
-    at = url.rfind("@", start)
-    if at < 0:
-        return url
-    return url[:start] + "***@" + url[at + 1 :]
-
-
-_URL_RUN = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]*")
-
-
-def redact_text(text: str) -> str:
-    """``text`` (a message) with credentials removed from every URL in it.
-
-    Each ``scheme://...`` run (up to white space or a quote) is passed through
-    :func:`redact`; messages that quote an ``endpoint_url`` or a botocore error are
-    made safe to print this way.
-
-    >>> redact_text('could not connect to "http://ak:sk@127.0.0.1:9/b"')
-    'could not connect to "http://***@127.0.0.1:9/b"'
-    """
-    if "@" not in text:
-        return text
-    return _URL_RUN.sub(lambda m: redact(m.group(0)), text)
-
-
-def _has_credentials(rest: str) -> bool:
-    """Whether the text after ``scheme://`` may start with ``user[:password]@``.
-
-    The authority ends at the first ``/``, ``?`` or ``#``; an ``@`` in it is a user
-    part. A password may itself hold those characters, so a ``user:x`` authority
-    whose ``x`` is not a port number is a user part when an ``@`` follows anywhere,
-    and a ``host:port`` one when an ``@`` follows before the fragment. The last
-    rule also refuses ``http://host:9000/bucket/a@b``: write ``@`` in a key as
-    ``%40``.
-    """
-    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
-    if "@" in authority:
-        return True
-    host_end = authority.find("]") + 1 if authority.startswith("[") else 0
-    if ":" not in authority[host_end:]:
-        return False
-    port = authority[host_end:].split(":", 1)[1]
-    if not port.isdigit():
-        return "@" in rest
-    return "@" in rest.split("#", 1)[0]
 
 
 def _abspath(path: str) -> str:
