@@ -8,7 +8,7 @@ The I/O side of reading; everything after :func:`load_metadata` is pure
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -282,8 +282,12 @@ def _with_url(exc: MetadataError, url: str) -> MetadataError:
     return type(exc)(f"{url}: {text}")
 
 
-def _detect(zmap: ZMap, warnings: list[str] | None = None) -> tuple[dict[str, Any], FormatInfo]:
-    meta = load_metadata(zmap, warnings=warnings)
+def _detect(
+    zmap: ZMap, warnings: list[str] | None = None, meta: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], FormatInfo]:
+    """The store's metadata (``meta`` if already loaded) and what format it is."""
+    if meta is None:
+        meta = load_metadata(zmap, warnings=warnings)
     try:
         return meta, detect_format(meta)
     except MetadataError as exc:
@@ -350,9 +354,16 @@ def read(
 
 
 def read_with_chunk_keys(
-    src: str | os.PathLike[str] | ZMap, *, storage_options: Mapping[str, Any] | None = None
+    src: str | os.PathLike[str] | ZMap,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    metadata: tuple[dict[str, Any], Sequence[str]] | None = None,
 ) -> tuple[Dataset, dict[str, ChunkKeys]]:
     """:func:`read`, plus how chunk keys of Zarr v3 arrays map to Zarr v2 keys.
+
+    ``metadata``: ``(objects, warnings)`` that :func:`load_metadata` already gave for
+    ``src`` (with a ``warnings`` list), so a caller that looked at them first does not
+    read them twice.
 
     Returns
     -------
@@ -363,8 +374,8 @@ def read_with_chunk_keys(
     """
     zmap, owned = _open(src, storage_options)
     try:
-        lenient: list[str] = []
-        meta, info = _detect(zmap, lenient)
+        lenient = [] if metadata is None else list(metadata[1])
+        meta, info = _detect(zmap, lenient, None if metadata is None else metadata[0])
         keys: dict[str, ChunkKeys] = {}
         try:
             if info.zarr_format == 3:

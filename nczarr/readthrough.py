@@ -26,7 +26,7 @@ zarr-python or xarray, or copy its keys to convert (what :mod:`nczarr.convert` d
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -61,6 +61,7 @@ class TranslatedView(ZMap):
         owns_source: bool = False,
         netcdf_scalars: bool = False,
         zarr_format: int = 2,
+        metadata: tuple[dict[str, Any], Sequence[str]] | None = None,
     ) -> None:
         super().__init__("r")
         if format not in FORMATS:
@@ -78,7 +79,7 @@ class TranslatedView(ZMap):
         self._netcdf_scalars = netcdf_scalars
         self._consolidated_arg = consolidated
         self._dataset: Dataset
-        read_dataset, chunk_keys = read_with_chunk_keys(source)
+        read_dataset, chunk_keys = read_with_chunk_keys(source, metadata=metadata)
         #: Key prefixes of the arrays whose chunks are shown, sorted.
         self._arrays: tuple[str, ...] = tuple(
             sorted(v.path.strip("/") for v in read_dataset.root.all_variables())

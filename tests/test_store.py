@@ -163,6 +163,32 @@ def test_open_zarr_reads_a_written_directory(tmp_path: Path) -> None:
         group["v"][0] = 9
 
 
+def test_open_zarr_reads_netcdf_c_metadata_once(tmp_path: Path) -> None:
+    """Deciding that a store needs the translated view and building the view share one
+    read of the metadata (on S3 each object read is a request)."""
+    import netCDF4
+
+    from nczarr import open_zarr
+
+    path = tmp_path / "nc.file"
+    with netCDF4.Dataset(f"file://{path}#mode=nczarr,file", "w") as ds:
+        ds.createDimension("x", 4)
+        ds.createVariable("v", "i2", ("x",))[:] = [1, 2, 3, 4]
+        ds.createGroup("g").createVariable("w", "f4", ("x",))[:] = 0.5
+
+    class Recording(FileMap):
+        def getitems_capped(self, keys: Any, cap: int) -> dict[str, bytes]:
+            keys = list(keys)
+            reads.extend(keys)
+            return super().getitems_capped(keys, cap)
+
+    reads: list[str] = []
+    group = open_zarr(Recording(str(path)))
+    np.testing.assert_array_equal(group["v"][...], [1, 2, 3, 4])
+    assert ".zgroup" in reads and "v/.zarray" in reads
+    assert len(reads) == len(set(reads)), sorted(k for k in set(reads) if reads.count(k) > 1)
+
+
 # --------------------------------------------------------------------------- byte ranges
 def _expected_range(data: bytes, request: Any) -> bytes:
     if request is None:

@@ -84,15 +84,16 @@ def _translated_if_needed(zmap: ZMap, owned: bool = True) -> ZMap:
     from ..translate.compat import needs_translation
     from ..translate.detect import detect_format
 
+    lenient: list[str] = []
     try:
-        meta = load_metadata(zmap, warnings=[])
+        meta = load_metadata(zmap, warnings=lenient)
         translate = needs_translation(meta, detect_format(meta))
     except MetadataError:
         return zmap  # not a store nczarr reads: let zarr-python say what is wrong
     if not translate:
         return zmap
-    try:
-        view = TranslatedView(zmap, format="zarr", owns_source=owned)
+    try:  # from the metadata just read: every object is read once
+        view = TranslatedView(zmap, format="zarr", owns_source=owned, metadata=(meta, lenient))
     except BaseException:
         if owned:
             zmap.close()
