@@ -446,6 +446,10 @@ def test_reencoded_arrays_read_as_zarr_python_reads_the_source(
         dtype=dtype,
         fill_value=case["fill"],
         order=case["order"],
+        # big-endian: every chunk stored, also one whose values all equal the fill
+        # value (zarr-python skips those), as netcdf-c byte-swaps the fill of unwritten
+        # chunks (see _arrays)
+        config={"write_empty_chunks": case["dtype"].byteorder == ">"},
         **_CODECS[case["codec"]](),
     )
     rng = np.random.default_rng(case["seed"])

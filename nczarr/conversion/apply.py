@@ -9,7 +9,8 @@ chunk, which ``resume`` recopies because its size differs from the source's; no
 metadata is written until every chunk is copied. When both maps live on the same
 S3 service the copy is server-side (``dst.copy_from(src, key, key, size)``): no chunk byte
 passes through this process, and the sizes come from one listing per directory of the source
-(``src.list_sizes``), so a chunk costs one CopyObject and no HEAD.
+(``src.list_sizes``), so a chunk costs one CopyObject and no HEAD. ``resume`` compares
+sizes from one listing per directory of each side likewise, not a HEAD per chunk.
 """
 
 from __future__ import annotations
@@ -90,7 +91,13 @@ def copy_chunks(
     copy, local, remote = _copier(src, dst, resume, verify)
     stats = CopyStats()
     total = len(keys)
-    items = _with_sizes(src, keys) if remote and not resume else ((k, None) for k in keys)
+    items: Iterator[tuple[str, int | None, int | None]]
+    if resume and not verify:  # both sides' sizes, from listings: no HEAD per chunk
+        items = ((k, s, d) for k, (s, d) in _with_sizes((src, dst), keys))
+    elif remote:
+        items = ((k, s, None) for k, (s,) in _with_sizes((src,), keys))
+    else:
+        items = ((k, None, None) for k in keys)
 
     def record(done: int, copied: bool, nbytes: int) -> None:
         if copied:
@@ -102,8 +109,8 @@ def copy_chunks(
             progress(done, total)
 
     if workers == 1 or total <= 1 or local:
-        for done, (key, size) in enumerate(items, 1):
-            record(done, *copy(key, size))
+        for done, item in enumerate(items, 1):
+            record(done, *copy(*item))
         return stats
 
     results: queue.SimpleQueue[tuple[bool, int] | BaseException] = queue.SimpleQueue()
@@ -143,46 +150,50 @@ def copy_chunks(
     return stats
 
 
-def _with_sizes(src: ZMap, keys: Iterable[str]) -> Iterator[tuple[str, int | None]]:
-    """``(key, size)`` for ``keys``, sizes from one ``src.list_sizes`` per directory.
+def _with_sizes(
+    maps: Sequence[ZMap], keys: Iterable[str]
+) -> Iterator[tuple[str, tuple[int | None, ...]]]:
+    """``(key, (size in each of maps))`` for ``keys``, sizes from one ``list_sizes`` of
+    each map per directory (one listing instead of a HEAD per key on remote maps).
 
     Keys come grouped by directory (a plan lists them array by array), so only the
-    current directory's sizes are held; a key missing from the listing gets ``None``
-    and its copy finds out for itself.
+    current directory's sizes are held; a key missing from a listing gets ``None``.
     """
     current: str | None = None
-    sizes: dict[str, int] = {}
+    listed: list[dict[str, int]] = []
     for key in keys:
         parent = key.rpartition("/")[0]
         if parent != current:
             current = parent
-            sizes = {k: n for k, n in src.list_sizes(parent) if k.rpartition("/")[0] == parent}
-        yield key, sizes.get(key)
+            listed = [
+                {k: n for k, n in m.list_sizes(parent) if k.rpartition("/")[0] == parent}
+                for m in maps
+            ]
+        yield key, tuple(sizes.get(key) for sizes in listed)
 
 
 def _copier(
     src: ZMap, dst: ZMap, resume: bool, verify: bool = False
-) -> tuple[Callable[[str, int | None], tuple[bool, int]], bool, bool]:
-    """The per-key copy ``(key, size or None) -> (copied, bytes copied)``, whether it is a
-    local file-to-file copy (which runs in the calling thread, see :func:`copy_chunks`),
-    and whether it is a server-side copy."""
+) -> tuple[Callable[[str, int | None, int | None], tuple[bool, int]], bool, bool]:
+    """The per-key copy ``(key, source size, target size) -> (copied, bytes copied)``
+    (sizes from listings, ``None`` if unknown or absent), whether it is a local
+    file-to-file copy (which runs in the calling thread, see :func:`copy_chunks`), and
+    whether it is a server-side copy."""
     remote = server_side(src, dst)
     local = not remote and _file_to_file(src, dst)
 
-    def one(key: str, size: int | None = None) -> tuple[bool, int]:
+    def one(key: str, size: int | None, held: int | None) -> tuple[bool, int]:
         if resume and verify:
             try:
                 if dst[key] == src[key]:
                     return False, 0
             except KeyError:
                 pass
-        elif resume:
-            size = src.getsize(key)
-            try:
-                if dst.getsize(key) == size:
-                    return False, 0
-            except KeyError:
-                pass
+        elif resume and held is not None:  # the target listed it: compare sizes
+            if size is None:
+                size = src.getsize(key)  # not in the source's listing: ask (KeyError if gone)
+            if held == size:
+                return False, 0
         if remote:
             result = dst.copy_from(src, key, key, size)  # type: ignore[attr-defined]
             if isinstance(result, int):

@@ -311,11 +311,15 @@ class S3Map(FsspecMap):
                 self._run(agen.aclose)
 
     def _entries(self, prefix: str) -> Iterator[tuple[str, int]]:
-        """The object ``prefix`` (one HEAD), then the listing below it, page by page."""
-        head = self._head(prefix) if prefix else None
+        """The listing below ``prefix``, page by page; then, only if it was empty (a key
+        with keys below it holds no content), the object ``prefix`` itself (a HEAD)."""
+        empty = True
+        for entry in self._stream(prefix):
+            empty = False
+            yield entry
+        head = self._head(prefix) if prefix and empty else None
         if head is not None:
             yield prefix, int(head["ContentLength"])
-        yield from self._stream(prefix)
 
     def _has_children(self, key: str) -> bool:
         return any(True for _ in self._stream(key, limit=1))  # one LIST, MaxKeys=1
