@@ -70,8 +70,8 @@ _LAZY = {
     "CheckReport": "nczarr.diagnosis",
     # conversion
     "convert": "nczarr.conversion.api",
-    "migrate": "nczarr.conversion.api",
-    "ConvertReport": "nczarr.conversion.api",
+    "migrate": "nczarr.conversion.migrate",
+    "ConvertReport": "nczarr.conversion.report",
 }
 
 __all__ = [

@@ -1,7 +1,7 @@
-"""``convert`` (copy a dataset into another format) and ``migrate`` (rewrite it in place).
+"""``convert``: copy a dataset into another format (or the same one, cleaned up).
 
-Both are a translated view (:func:`nczarr.view`) plus a copy: the view says what
-the metadata of the target is and which chunk objects pass through unchanged;
+A translated view (:func:`nczarr.view`) plus a copy: the view says what the metadata
+of the target is and which chunk objects pass through unchanged;
 :mod:`nczarr.conversion.plan` orders the writes and :mod:`nczarr.conversion.apply`
 performs them. Chunk bytes are copied verbatim whenever the target's readers decode
 them to the producer's values (a Zarr v3 source's chunks go byte for byte to their
@@ -12,9 +12,8 @@ Arrays no target can represent make ``convert`` raise unless they are excluded.
 
 Safety: chunks are written first, then array metadata, then groups, the root group
 last, so an interrupted convert never leaves a target that opens as a complete
-dataset; ``resume=True`` finishes it. ``migrate`` writes all new metadata before it
-deletes any legacy object, skips objects that already hold the right bytes, and so
-can be killed at any point and rerun.
+dataset; ``resume=True`` finishes it. (Rewriting a store in place is
+:mod:`nczarr.conversion.migrate`.)
 """
 
 from __future__ import annotations
@@ -23,29 +22,17 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import (
     InvalidModeError,
     TargetExistsError,
-    UnsupportedError,
     UnsupportedTypeError,
     warn_all,
 )
-from ..load import load_metadata
 from ..maps.base import ZMap
 from ..readthrough import TranslatedView
-from ..translate.compat import needs_translation
-from ..translate.conventions import (
-    FORMATS,
-    LAYOUT_V2,
-    LAYOUT_ZARR,
-    V1_OBJECT_NAMES,
-    ZARR_JSON,
-    ZARRAY,
-)
-from ..translate.detect import detect_format
+from ..translate.conventions import ZARRAY
 from .apply import CopyStats, copy_chunks, delete_keys, write_metadata
 from .journal import (
     Journal,
@@ -56,155 +43,19 @@ from .journal import (
     source_identity,
     write_journal,
 )
+from .locations import check_format, open_location, parsed_url, url_of
 from .overlap import check_distinct, location_of
-from .plan import build_plan, legacy_candidates, order_metadata, selected_paths
+from .plan import build_plan, selected_paths
 from .progress import Progress, ProgressArg, progress_callback
+from .report import ConvertReport
 
-__all__ = ["ConvertReport", "convert", "migrate", "FORMATS"]
-
-#: The layout ``migrate(to=...)`` produces.
-_CURRENT_LAYOUT = {"nczarr": LAYOUT_V2, "zarr": LAYOUT_ZARR}
+__all__ = ["convert"]
 
 #: Names of the root group's metadata objects, removed first when overwriting a target.
 _ROOT_OBJECTS = ("zarr.json", ".zgroup", ".zmetadata", ".zattrs")
 
 
-@dataclass
-class ConvertReport:
-    """What a :func:`convert` or :func:`migrate` did (or, for a dry run, would do).
-
-    Attributes
-    ----------
-    source, target
-        The URLs of source and target (the same for ``migrate``).
-    source_layout
-        Layout the source was read as (``nczarr-v1``, ``nczarr-v2-keys``, ``nczarr-v2``,
-        ``zarr``).
-    target_format
-        ``"nczarr"`` or ``"zarr"``.
-    zarr_format
-        2 or 3: the Zarr version of the target's metadata.
-    arrays
-        Number of arrays (netCDF variables) in the target.
-    chunks_copied, chunks_skipped, bytes_copied
-        Chunk objects copied verbatim, chunk objects skipped by ``resume`` (already
-        complete), and chunk bytes written (copied or re-encoded).
-    chunks_reencoded
-        Chunk objects decoded and encoded again (see :mod:`nczarr.reencode`).
-    reencoded
-        ``(array FQN, reason)`` for every array whose chunks are re-encoded (also in
-        ``warnings``, and announced as :class:`~nczarr.errors.NCZarrWarning`).
-    metadata_written, deleted_keys
-        Metadata keys written, and legacy keys deleted (``migrate``).
-    seconds
-        Wall time.
-    warnings
-        What the target cannot carry or netcdf-c cannot read, and arrays left out.
-    dry_run, planned_keys, planned_bytes
-        For a dry run: every key that would be written, in order, and the bytes that
-        would be written (chunks plus metadata). Nothing is written.
-    operation
-        ``"convert"`` or ``"migrate"``.
-    """
-
-    source: str
-    target: str
-    source_layout: str
-    target_format: str
-    arrays: int = 0
-    chunks_copied: int = 0
-    chunks_reencoded: int = 0
-    chunks_skipped: int = 0
-    bytes_copied: int = 0
-    metadata_written: tuple[str, ...] = ()
-    deleted_keys: tuple[str, ...] = ()
-    seconds: float = 0.0
-    warnings: tuple[str, ...] = ()
-    dry_run: bool = False
-    planned_keys: tuple[str, ...] = field(default=(), repr=False)
-    planned_bytes: int = 0
-    operation: str = "convert"
-    reencoded: tuple[tuple[str, str], ...] = ()
-    zarr_format: int = 2
-
-    @property
-    def _target_name(self) -> str:
-        return f"{self.target_format} v3" if self.zarr_format == 3 else self.target_format
-
-    def summary(self) -> str:
-        """One line for humans (what the CLI prints)."""
-        if self.operation == "migrate":
-            what = "would write" if self.dry_run else "wrote"
-            gone = "would delete" if self.dry_run else "deleted"
-            written = self.planned_keys if self.dry_run else self.metadata_written
-            return (
-                f"{'dry run: ' if self.dry_run else ''}migrate {self.source} "
-                f"({self.source_layout}) to {self.target_format}: {self.arrays} arrays, "
-                f"{what} {len(written)} metadata objects, {gone} {len(self.deleted_keys)} "
-                f"legacy objects in {self.seconds:.2f} s"
-                + (f" ({len(self.warnings)} warnings)" if self.warnings else "")
-            )
-        if self.dry_run:
-            return (
-                f"dry run: {self.source} ({self.source_layout}) -> {self.target} "
-                f"({self._target_name}): {self.arrays} arrays, {len(self.planned_keys)} keys "
-                f"to write, {self.planned_bytes} bytes"
-                + (f", {len(self.deleted_keys)} keys to delete" if self.deleted_keys else "")
-            )
-        return (
-            f"{self.source} ({self.source_layout}) -> {self.target} ({self._target_name}): "
-            f"{self.arrays} arrays, {self.chunks_copied} chunks copied, "
-            + (f"{self.chunks_reencoded} re-encoded, " if self.chunks_reencoded else "")
-            + f"{self.chunks_skipped} skipped, {self.bytes_copied} bytes, "
-            f"{len(self.metadata_written)} metadata objects written"
-            + (f", {len(self.deleted_keys)} deleted" if self.deleted_keys else "")
-            + f" in {self.seconds:.2f} s"
-            + (f" ({len(self.warnings)} warnings)" if self.warnings else "")
-        )
-
-
 # ------------------------------------------------------------------ helpers
-def _check_format(value: str, what: str) -> str:
-    if value not in FORMATS:
-        raise InvalidModeError(f"invalid {what} {value!r}: expected 'nczarr' or 'zarr'")
-    return value
-
-
-def _url_of(location: str | os.PathLike[str] | ZMap) -> str:
-    return location.url if isinstance(location, ZMap) else os.fspath(location)
-
-
-def _open(
-    location: str | os.PathLike[str] | ZMap,
-    mode: str,
-    options: Mapping[str, Any] | None,
-    stack: ExitStack,
-) -> ZMap:
-    """A map for ``location``; maps we open are closed (flushed) by ``stack``."""
-    if isinstance(location, ZMap):
-        if options:
-            raise TypeError(
-                f"got an open map {location!r}: storage options apply to URLs only, "
-                f"got {sorted(options)}"
-            )
-        return location
-    from ..maps.open import open_map
-
-    zmap = open_map(location, mode=mode, storage_options=options)
-    stack.callback(zmap.close)
-    return zmap
-
-
-def _parsed(location: str | os.PathLike[str] | ZMap) -> Any:
-    from ..maps.chained import is_chained
-
-    if isinstance(location, ZMap) or is_chained(location):
-        return None
-    from ..maps.url import parse_url
-
-    return parse_url(location)
-
-
 def _target_options(
     parsed: Any, fmt: str, options: Mapping[str, Any] | None
 ) -> Mapping[str, Any] | None:
@@ -377,9 +228,9 @@ def convert(
         datetime ...); the message names it. Nothing is written.
     """
     start = time.perf_counter()
-    parsed = _parsed(dst)
+    parsed = parsed_url(dst)
     fmt = mode if mode is not None else (parsed.format if parsed is not None else None)
-    fmt = _check_format(fmt or "nczarr", "mode")
+    fmt = check_format(fmt or "nczarr", "mode")
     version = _zarr_format(zarr_format, parsed, fmt, netcdf_scalars)
     if overwrite and resume:
         raise InvalidModeError("overwrite=True and resume=True exclude each other")
@@ -387,13 +238,13 @@ def convert(
         noxarray = parsed is not None and not parsed.xarray_dimensions
     if consolidated is None and parsed is not None and parsed.consolidated:
         consolidated = True
-    src_url, dst_url = _url_of(src), _url_of(dst)
+    src_url, dst_url = url_of(src), url_of(dst)
     # Before anything is opened: a target that is the source, or inside it, or holds
     # it, under any name (symbolic link, bind mount, '..', hard link) is refused.
     check_distinct(src, dst, src_options=source_options, dst_options=target_options)
     with ExitStack() as stack:
         on_chunk = progress_callback(progress, stack, unit="chunk")
-        src_map = _open(src, "r", source_options, stack)
+        src_map = open_location(src, "r", source_options, stack)
         # built directly, not through nczarr.view: its warnings go out once, with the report's
         translated = TranslatedView(
             src_map,
@@ -442,7 +293,7 @@ def convert(
             )
             report.seconds = time.perf_counter() - start
             return report
-        dst_map = _open(dst, "a", _target_options(parsed, fmt, target_options), stack)
+        dst_map = open_location(dst, "a", _target_options(parsed, fmt, target_options), stack)
         check_distinct(src_map, dst_map, dst_name=dst_url)
         journal = Journal(
             source=source_identity(location_of(src_map)),
@@ -523,161 +374,5 @@ def convert(
     report.chunks_skipped = stats.skipped + restats.skipped
     report.bytes_copied = stats.bytes + restats.bytes
     report.metadata_written = tuple(written)
-    report.seconds = time.perf_counter() - start
-    return report
-
-
-# ------------------------------------------------------------------ migrate
-def _legacy_keys(zmap: ZMap, dataset: Any, metadata: Mapping[str, bytes]) -> list[str]:
-    """Existing metadata objects the new layout does not use, safe to delete.
-
-    A standard Zarr object (``.zarray``, ``.zattrs``, ``.zgroup``) is deleted only at a
-    node the new metadata describes, so an array the writer could not translate
-    keeps what makes it readable; NCZarr V1 objects and stale ``.zmetadata`` always go.
-    """
-    nodes = {key.rpartition("/")[0] for key in metadata}
-    out = []
-    for key in legacy_candidates(dataset):
-        if key in metadata:
-            continue
-        node, _, name = key.rpartition("/")
-        stale = name in V1_OBJECT_NAMES or name == ".zmetadata" or node in nodes
-        if stale and key in zmap:
-            out.append(key)
-    return out
-
-
-def _check_migratable(zmap: ZMap, translated: Any, fmt: str) -> None:
-    """Refuse, before anything is written, a store whose chunks ``migrate`` cannot keep.
-
-    ``migrate`` rewrites metadata only. Zarr v3 chunks sit under other keys than
-    Zarr v2 metadata names (``x/c/0`` for ``x/0``), and re-encoded arrays need new chunk
-    bytes: new metadata over the old chunks would read as fill values or garbage.
-    """
-    url = zmap.url
-    if ZARR_JSON in zmap:
-        raise UnsupportedError(
-            f"{url}: cannot migrate a Zarr v3 store in place: its chunk keys (x/c/0) are not "
-            f"the Zarr v2 keys (x/0) {fmt} metadata names; use convert() (nczarr convert) to "
-            "write a copy. Nothing was changed."
-        )
-    if translated.reencoded:
-        arrays = "; ".join(f"/{path} ({why})" for path, why in translated.reencoded.items())
-        raise UnsupportedError(
-            f"{url}: cannot migrate in place to {fmt}: migrate rewrites metadata only, and "
-            f"these arrays need their chunks re-encoded: {arrays}. Use convert() (nczarr "
-            "convert) to write a copy. Nothing was changed."
-        )
-
-
-def _misread_as_stored(zmap: ZMap, fmt: str) -> bool:
-    """Whether pure Zarr in the current layout still needs its metadata rewritten:
-    netcdf-c's own pure Zarr (``<i1``/``>S1`` dtypes, shuffle ``elementsize`` 0) is
-    what zarr-python refuses or misreads, so ``migrate(to="zarr")`` rewrites it."""
-    if fmt != "zarr":
-        return False
-    meta = load_metadata(zmap)
-    return needs_translation(meta, detect_format(meta))
-
-
-def migrate(
-    url: str | os.PathLike[str] | ZMap,
-    to: str = "nczarr",
-    dry_run: bool = False,
-    *,
-    progress: ProgressArg = None,
-    storage_options: Mapping[str, Any] | None = None,
-) -> ConvertReport:
-    """Rewrite the metadata of the store at ``url`` in place, as current NCZarr or pure Zarr.
-
-    ``to="nczarr"`` upgrades a legacy NCZarr store (layouts ``nczarr-v1``,
-    ``nczarr-v2-keys``) to the layout netcdf-c 4.10 opens read-write; ``to="zarr"``
-    turns NCZarr into pure Zarr (and back with ``to="nczarr"``). Only metadata
-    objects are read, written or deleted: the cost does not depend on the number of
-    chunks.
-
-    A store already in the target layout keeps its metadata byte for byte (netcdf-c's
-    own formatting included). Otherwise the order is: new metadata (arrays, groups,
-    root last), skipping objects that already hold the right bytes, then deletion of
-    the legacy objects the new layout does not use. Killed at any point, the store
-    still reads (per-object mixed layouts) and a rerun finishes the job; a second run
-    changes nothing.
-
-    Parameters
-    ----------
-    progress
-        ``progress(done, total)`` in metadata objects written or deleted; ``True``
-        for a progress bar on stderr; ``False``/``None`` for none.
-    storage_options
-        Options for opening ``url`` (``endpoint_url``, ``profile``, ... see
-        :func:`nczarr.open_map`).
-
-    What the new metadata cannot carry verbatim is announced as an
-    :class:`~nczarr.errors.NCZarrWarning` and listed in ``report.warnings``.
-
-    Raises
-    ------
-    UnsupportedError
-        A Zarr v3 store (its chunk keys are not Zarr v2 keys), or arrays whose chunks
-        would have to be re-encoded for ``to`` (see :mod:`nczarr.reencode`): raised
-        before anything is written; :func:`convert` writes a copy instead.
-    """
-    start = time.perf_counter()
-    fmt = _check_format(to, "target format")
-    with ExitStack() as stack:
-        on_object = progress_callback(progress, stack, unit="object")
-        zmap = _open(url, "r" if dry_run else "r+", storage_options, stack)
-        translated = TranslatedView(zmap, format=fmt)  # type: ignore[arg-type]
-        _check_migratable(zmap, translated, fmt)
-        dataset = translated.dataset
-        metadata = translated.metadata
-        order = order_metadata(metadata)
-        if dataset.layout == _CURRENT_LAYOUT[fmt] and not _misread_as_stored(zmap, fmt):
-            # Already in the target layout (the root is written last, so a killed run
-            # never gets here with metadata left to write): keep the objects as they
-            # are, byte for byte, and only remove what an interrupted run left behind.
-            order = []
-        changed = []
-        for key in order:
-            try:
-                if zmap[key] == metadata[key]:
-                    continue
-            except KeyError:
-                pass
-            changed.append(key)
-        legacy = _legacy_keys(zmap, dataset, metadata)
-        report = ConvertReport(
-            source=_url_of(url),
-            target=_url_of(url),
-            source_layout=dataset.layout,
-            target_format=fmt,
-            arrays=sum(1 for _ in dataset.root.all_variables()),
-            warnings=tuple(translated.warnings),
-            operation="migrate",
-        )
-        warn_all(report.warnings)
-        if dry_run:
-            report.dry_run = True
-            report.planned_keys = tuple(changed)
-            report.planned_bytes = sum(len(metadata[k]) for k in changed)
-            report.deleted_keys = tuple(legacy)
-            report.seconds = time.perf_counter() - start
-            return report
-        total = len(changed) + len(legacy)
-        done = 0
-
-        def step() -> None:
-            nonlocal done
-            done += 1
-            if on_object is not None:
-                on_object(done, total)
-
-        written = write_metadata(
-            zmap, ((k, bytes(metadata[k])) for k in changed), skip_equal=True, progress=step
-        )
-        deleted = delete_keys(zmap, legacy, progress=step)
-        zmap.flush()
-    report.metadata_written = tuple(written)
-    report.deleted_keys = tuple(deleted)
     report.seconds = time.perf_counter() - start
     return report

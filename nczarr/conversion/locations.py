@@ -1,0 +1,65 @@
+"""Where a convert or migrate reads and writes: URLs, open maps, and target formats.
+
+Both :func:`~nczarr.conversion.api.convert` and :func:`~nczarr.conversion.migrate.migrate`
+accept a URL, a path or an open map; the helpers here say what the user gave and open
+it, closing (flushing) only the maps they opened themselves.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from contextlib import ExitStack
+from typing import Any
+
+from ..errors import InvalidModeError
+from ..maps.base import ZMap
+from ..translate.conventions import FORMATS
+
+__all__ = ["check_format", "open_location", "parsed_url", "url_of"]
+
+
+def check_format(value: str, what: str) -> str:
+    """``value`` if it is a target format (``"nczarr"``, ``"zarr"``), else an error naming
+    ``what``."""
+    if value not in FORMATS:
+        raise InvalidModeError(f"invalid {what} {value!r}: expected 'nczarr' or 'zarr'")
+    return value
+
+
+def url_of(location: str | os.PathLike[str] | ZMap) -> str:
+    """The URL a report names for ``location``."""
+    return location.url if isinstance(location, ZMap) else os.fspath(location)
+
+
+def open_location(
+    location: str | os.PathLike[str] | ZMap,
+    mode: str,
+    options: Mapping[str, Any] | None,
+    stack: ExitStack,
+) -> ZMap:
+    """A map for ``location``; maps we open are closed (flushed) by ``stack``."""
+    if isinstance(location, ZMap):
+        if options:
+            raise TypeError(
+                f"got an open map {location!r}: storage options apply to URLs only, "
+                f"got {sorted(options)}"
+            )
+        return location
+    from ..maps.open import open_map
+
+    zmap = open_map(location, mode=mode, storage_options=options)
+    stack.callback(zmap.close)
+    return zmap
+
+
+def parsed_url(location: str | os.PathLike[str] | ZMap) -> Any:
+    """The :class:`~nczarr.maps.url.NCZarrURL` of ``location``; ``None`` for an open map or
+    a chained URL (whose words are the inner URL's)."""
+    from ..maps.chained import is_chained
+
+    if isinstance(location, ZMap) or is_chained(location):
+        return None
+    from ..maps.url import parse_url
+
+    return parse_url(location)
