@@ -35,7 +35,9 @@ merges: its own writes and deletes are applied to the current archive, so no key
 committed by another writer is lost (for the same key, the last commit wins). Tools
 that do not take the lock (netcdf-c, zarr's ``ZipStore``) are not serialised.
 
-All methods take one lock, so a map may be shared between threads.
+All methods take one lock, so a map may be shared between threads. The spill,
+commit and merge steps are :mod:`nczarr.maps.zipcommit`; file-level helpers (member
+copies, atomic replacement, layout detection) are :mod:`nczarr.maps.ziparchive`.
 
 Members are decompressed here, not with ``ZipFile.read``: zipfile inflates whatever
 one read of compressed data holds (a few KB of bzip2 can become gigabytes), while
@@ -52,13 +54,9 @@ from __future__ import annotations
 import contextlib
 import lzma
 import os
-import secrets
-import shutil
 import stat
 import struct
-import sys
 import threading
-import time
 import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
@@ -76,38 +74,30 @@ from ..errors import (
     UnsupportedError,
     raise_os_error,
 )
-from ..keys import KeyIndex, normalize_key, parent_keys
+from ..keys import KeyIndex, normalize_key
 from .base import ZMap
-from .file import copy_fd, local_path
-from .localfs import flag
-from .lockfile import HOST, ArchiveLock, pid_alive
+from .file import local_path
+from .ziparchive import (
+    READ_BLOCK,
+    WRITE_METHODS,
+    ZIP_LAYOUTS,
+    check_member,
+    detect_layout,
+    identity,
+    open_regular,
+)
 from .zipcodec import BOUNDED_DECODERS
+from .zipcommit import ArchiveCommits
 
 __all__ = ["ZIP_LAYOUTS", "ZipMap", "detect_layout"]
-
-#: Accepted values of ``layout=``.
-ZIP_LAYOUTS = ("root", "netcdf")
-
-#: Compression methods ZipMap writes (never Deflate64).
-WRITE_METHODS = {
-    zipfile.ZIP_STORED: "stored",
-    zipfile.ZIP_DEFLATED: "deflated",
-    zipfile.ZIP_BZIP2: "bzip2",
-    zipfile.ZIP_LZMA: "lzma",
-}
 
 #: Pending bytes above which writes move from memory to the staging archive.
 AUTOFLUSH_BYTES = 64 * 2**20
 
-_MARKER = b"nczarr:layout="
-_METADATA = (".zgroup", ".zarray", ".zattrs", "zarr.json", ".zmetadata", ".nczarr")
 _LOCAL_HEADER = struct.Struct("<4s5H3L2H")
-_FILE_MODE = (stat.S_IFREG | 0o644) << 16
-_TEMP_TAG = ".nczarr-"
-_READ_BLOCK = 1 << 20
 
 
-class ZipMap(ZMap):
+class ZipMap(ArchiveCommits, ZMap):
     """A zmap over the zip archive at ``path``.
 
     Parameters
@@ -208,7 +198,7 @@ class ZipMap(ZMap):
         self._close_reader()
         name = path or self._path
         try:
-            raw = _open_regular(name)
+            raw = open_regular(name)
         except FileNotFoundError as exc:
             raise StorageNotFoundError(f"no such zip archive: {self._path!r}") from exc
         except OSError as exc:
@@ -234,11 +224,11 @@ class ZipMap(ZMap):
         self._reader_file = raw
         if path is None:
             st = os.fstat(raw.fileno())
-            self._base_id = _identity(st)
+            self._base_id = identity(st)
         infos = reader.infolist()
         try:
             for info in infos:
-                _check_member(info.filename, self._path)
+                check_member(info.filename, self._path)
             if not fixed:
                 self._layout, self._prefix = self._detect(infos, reader.comment)
         except BaseException:
@@ -386,7 +376,7 @@ class ZipMap(ZMap):
         chunks = []
         left = size + 1
         with reader.open(info) as f:
-            while left > 0 and (block := f.read(min(left, _READ_BLOCK))):
+            while left > 0 and (block := f.read(min(left, READ_BLOCK))):
                 chunks.append(block)
                 left -= len(block)
         return b"".join(chunks)
@@ -552,390 +542,3 @@ class ZipMap(ZMap):
             self._pending_bytes = 0
             self._deleted = set(self._disk)
             self._index.clear()
-
-    # ------------------------------------------------------------ persistence
-    def flush(self) -> None:
-        """Commit pending writes and deletes: the archive is replaced atomically."""
-        with self._lock:
-            if self._closed or self.read_only:
-                return
-            if self._pending or self._deleted:
-                self._spill()
-            if self._stage is not None:
-                self._commit()
-
-    def close(self) -> None:
-        """Commit pending changes and close the archive; further I/O raises.
-
-        If the commit fails (a full disk, a lock held too long), the error is raised,
-        the archive on disk is unchanged, and the uncommitted changes and the staging
-        file are discarded, so a failed close never holds disk space. To retry instead,
-        call :meth:`flush` (which keeps the changes when it fails) before ``close``.
-        """
-        with self._lock:
-            if not self._closed:
-                try:
-                    self.flush()
-                finally:
-                    self._closed = True
-                    self._close_reader()
-                    self._discard_stage()
-
-    def _target(self) -> str:
-        """The archive's real path (a symlinked archive is updated, not replaced)."""
-        return os.path.realpath(self._path)
-
-    def _temp_name(self) -> str:
-        directory, name = os.path.split(self._target())
-        token = secrets.token_hex(6)
-        return os.path.join(directory, f".{name}{_TEMP_TAG}{HOST}-{os.getpid()}-{token}.tmp")
-
-    def _remove_stale_temps(self) -> None:
-        """Remove staging files of writers on this host that no longer run (killed)."""
-        directory, name = os.path.split(self._target())
-        start = f".{name}{_TEMP_TAG}{HOST}-"
-        try:
-            with os.scandir(directory) as it:
-                names = [e.name for e in it if e.name.startswith(start)]
-        except OSError:
-            return
-        for temp in names:
-            pid_text = temp[len(start) :].split("-", 1)[0]
-            if pid_text.isdigit() and not pid_alive(int(pid_text)):
-                with contextlib.suppress(OSError):
-                    os.unlink(os.path.join(directory, temp))
-
-    def _discard_stage(self) -> None:
-        if self._stage is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(self._stage)
-            self._stage = None
-
-    def _create(self, truncate: bool) -> bool:
-        """Atomically create an empty archive (replace it with ``truncate``); ``False``
-        when another writer created the archive first and it must not be truncated."""
-        target = self._target()
-        temp = self._temp_name()
-        with self._removed_on_failure(temp):
-            self._write_new(temp, keys=False)
-            with ArchiveLock(target):
-                if not truncate and os.path.exists(target):
-                    os.unlink(temp)
-                    return False
-                _replace(temp, target)
-        return True
-
-    @contextlib.contextmanager
-    def _removed_on_failure(self, temp: str) -> Iterator[None]:
-        """Remove the temporary archive ``temp`` if the block fails; an OS error comes
-        out as the nczarr error naming this archive."""
-        try:
-            yield
-        except BaseException as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            if isinstance(exc, OSError) and not isinstance(exc, NCZarrError):
-                raise_os_error(exc, self._path)
-            raise
-
-    def _spill(self) -> None:
-        """Move pending writes and deletes from memory into the staging archive."""
-        appendable = (
-            not self._deleted
-            and not self._stage_damaged
-            and not any(k in self._disk for k in self._pending)
-        )
-        if appendable:
-            self._append_to_stage()
-        else:
-            temp = self._temp_name()
-            with self._removed_on_failure(temp):
-                self._write_new(temp, keys=True)
-            self._close_reader()
-            self._discard_stage()
-            self._stage, self._stage_damaged = temp, False
-        self._written.update(self._pending)
-        self._written.difference_update(self._deleted)
-        self._removed.update(self._deleted)
-        self._removed.difference_update(self._pending)
-        self._pending.clear()
-        self._pending_bytes = 0
-        self._deleted.clear()
-        self._read(fixed=True, path=self._stage)
-
-    def _append_to_stage(self) -> None:
-        """Append new members to the staging archive (first a byte copy of the archive)."""
-        if self._stage is None:
-            stage = self._temp_name()
-            try:
-                _copy_archive(self._target(), stage)
-            except BaseException as exc:
-                with contextlib.suppress(OSError):
-                    os.unlink(stage)
-                if isinstance(exc, OSError) and not isinstance(exc, NCZarrError):
-                    raise_os_error(exc, self._path)
-                raise
-            self._stage = stage
-        made = set(self._dirs)
-        try:
-            with zipfile.ZipFile(self._stage, "a") as out:
-                for key, value in self._pending.items():
-                    for directory in self._new_dirs(key, made):
-                        out.mkdir(_dir_info(self._prefix + directory))
-                    out.writestr(self._new_info(key), value)
-        except BaseException as exc:
-            # Members already in the stage are intact (an append only writes past
-            # them) and indexed in memory; the next spill rewrites the stage.
-            self._stage_damaged = True
-            if isinstance(exc, OSError) and not isinstance(exc, NCZarrError):
-                raise_os_error(exc, self._path)
-            raise
-
-    def _commit(self) -> None:
-        """Rename the staging archive over the archive, or merge into a newer one."""
-        stage = self._stage
-        assert stage is not None
-        target = self._target()
-        try:
-            with ArchiveLock(target):
-                try:
-                    current = _identity(os.stat(target))
-                except FileNotFoundError:
-                    current = None
-                if current is not None and current == self._base_id:
-                    _copy_mode(target, stage)
-                    self._close_reader()
-                    _replace(stage, target)
-                else:  # another writer replaced the archive since we read it
-                    merged = self._temp_name()
-                    try:
-                        self._write_merged(merged, target)
-                        self._close_reader()
-                        _replace(merged, target)
-                    except BaseException:
-                        with contextlib.suppress(OSError):
-                            os.unlink(merged)
-                        raise
-                    self._discard_stage()
-                self._stage = None
-                self._written.clear()
-                self._removed.clear()
-                self._read(fixed=True)  # under the lock: the identity is of this version
-        except BaseException as exc:
-            if self._stage is not None and self._reader is None:
-                self._read(fixed=True, path=self._stage)  # keep serving our writes
-            if isinstance(exc, OSError) and not isinstance(exc, NCZarrError):
-                raise_os_error(exc, self._path)
-            raise
-
-    def _new_dirs(self, key: str, made: set[str]) -> list[str]:
-        """Directory entries (relative, outermost first) to add before ``key``."""
-        wanted = []
-        for parent in parent_keys(key):
-            if parent in made:
-                break
-            if self._layout == "netcdf" or parent in self._dirs:
-                wanted.append(parent)
-        wanted.reverse()
-        made.update(wanted)
-        return wanted
-
-    def _new_info(self, key: str) -> zipfile.ZipInfo:
-        info = zipfile.ZipInfo(self._prefix + key, date_time=time.localtime()[:6])
-        info.compress_type = self._compression
-        info.external_attr = _FILE_MODE
-        return info
-
-    def _write_new(self, temp: str, keys: bool) -> None:
-        """Write a complete archive to the new file ``temp``: the live keys (none when
-        ``keys`` is false) and the foreign members, then sync it."""
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | flag("O_CLOEXEC"), 0o666)
-        with os.fdopen(fd, "wb") as raw:
-            with zipfile.ZipFile(raw, "w") as out:
-                out.comment = _MARKER + self._layout.encode("ascii")
-                made: set[str] = set()
-                if self._layout == "netcdf":
-                    out.mkdir(_dir_info(self._prefix))
-                    made.add("")
-                if keys:
-                    for key in self._live_keys():
-                        for parent in self._new_dirs(key, made):
-                            out.mkdir(_dir_info(self._prefix + parent))
-                        value = self._pending.get(key)
-                        if value is not None:
-                            out.writestr(self._new_info(key), value)
-                        else:
-                            _copy_member(self._disk[key], self._require_reader(), out)
-                    for info in self._extra:
-                        _copy_member(info, self._require_reader(), out)
-            raw.flush()
-            os.fsync(raw.fileno())
-
-    def _write_merged(self, temp: str, target: str) -> None:
-        """Write the archive another writer committed, with our writes and deletes
-        applied, to the new file ``temp``."""
-        prefix = self._prefix
-        ours = {prefix + k for k in self._written}
-        dropped = ours | {prefix + k for k in self._removed}
-        stage = self._require_reader()
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | flag("O_CLOEXEC"), 0o666)
-        with os.fdopen(fd, "wb") as raw:
-            with contextlib.ExitStack() as stack:
-                out = stack.enter_context(zipfile.ZipFile(raw, "w"))
-                out.comment = _MARKER + self._layout.encode("ascii")
-                names: set[str] = set()
-                if os.path.exists(target):
-                    base = stack.enter_context(zipfile.ZipFile(target))
-                    for info in base.infolist():
-                        if info.filename not in dropped:
-                            _check_member(info.filename, target)
-                            _copy_member(info, base, out)
-                            names.add(info.filename.rstrip("/"))
-                for key in sorted(self._written):
-                    if self._layout == "netcdf":
-                        for parent in reversed([prefix.rstrip("/"), *parent_keys(key)]):
-                            name = parent if parent == prefix.rstrip("/") else prefix + parent
-                            if name and name not in names:
-                                out.mkdir(_dir_info(name))
-                                names.add(name)
-                    _copy_member(self._disk[key], stage, out)
-            raw.flush()
-            os.fsync(raw.fileno())
-
-
-def _copy_member(info: zipfile.ZipInfo, reader: zipfile.ZipFile, out: zipfile.ZipFile) -> None:
-    """Copy one member of ``reader``, keeping its name, time, attributes and method."""
-    if info.filename.endswith("/"):  # not is_dir(): it fails on an empty name
-        entry = _dir_info(info.filename)
-        entry.date_time = info.date_time
-        entry.external_attr = info.external_attr
-        out.mkdir(entry)
-        return
-    copy = zipfile.ZipInfo(info.filename, date_time=info.date_time)
-    copy.external_attr = info.external_attr
-    copy.create_system = info.create_system
-    method = info.compress_type
-    copy.compress_type = method if method in WRITE_METHODS else zipfile.ZIP_DEFLATED
-    copy.file_size = info.file_size
-    big = info.file_size > zipfile.ZIP64_LIMIT
-    try:
-        with reader.open(info) as src, out.open(copy, "w", force_zip64=big) as dst:
-            shutil.copyfileobj(src, dst, _READ_BLOCK)
-    except (zlib.error, lzma.LZMAError, EOFError, zipfile.BadZipFile) as exc:
-        raise StorageError(f"cannot copy member {info.filename!r}: corrupt member ({exc})") from exc
-
-
-def _copy_archive(source: str, target: str) -> None:
-    """Byte copy of the archive to a new file, kernel-side (``copy_file_range``
-    shares the blocks on btrfs/XFS and copies server-side on NFS 4.2)."""
-    fd_in = os.open(source, os.O_RDONLY | flag("O_BINARY") | flag("O_CLOEXEC"))
-    try:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | flag("O_BINARY") | flag("O_CLOEXEC")
-        fd_out = os.open(target, flags, 0o666)
-        try:
-            size = os.fstat(fd_in).st_size
-            if copy_fd(fd_in, fd_out, size) != size:
-                raise StorageError(f"cannot copy {source!r}: it shrank while being copied")
-        finally:
-            os.close(fd_out)
-    finally:
-        os.close(fd_in)
-
-
-def _open_regular(path: str) -> Any:
-    """Open ``path`` for binary reading, refusing anything but a regular file (a FIFO
-    would block the open; ``O_NONBLOCK`` makes it return so it can be refused)."""
-    if not flag("O_NONBLOCK") and not stat.S_ISREG(os.stat(path).st_mode):
-        raise StorageError(f"cannot open {path!r} as a zip archive: it is not a regular file")
-    fd = os.open(path, os.O_RDONLY | flag("O_BINARY") | flag("O_CLOEXEC") | flag("O_NONBLOCK"))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise StorageError(f"cannot open {path!r} as a zip archive: it is not a regular file")
-        if flag("O_NONBLOCK") and hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _identity(st: os.stat_result) -> tuple[int, ...]:
-    """What changes when another writer replaces (or rewrites) the archive."""
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-def _copy_mode(source: str, target: str) -> None:
-    with contextlib.suppress(OSError):
-        os.chmod(target, stat.S_IMODE(os.stat(source).st_mode))
-
-
-def _replace(temp: str, target: str) -> None:
-    """``os.replace`` and, where directories can be synced, make the rename durable."""
-    os.replace(temp, target)
-    if sys.platform != "win32":
-        with contextlib.suppress(OSError):
-            fd = os.open(os.path.dirname(target) or ".", os.O_RDONLY | flag("O_DIRECTORY"))
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-
-
-def _dir_info(name: str) -> zipfile.ZipInfo:
-    """A directory entry stamped now (``ZipFile.mkdir`` with a name dates it 1980)."""
-    info = zipfile.ZipInfo(name.rstrip("/") + "/", date_time=time.localtime()[:6])
-    info.external_attr = ((stat.S_IFDIR | 0o755) << 16) | 0x10
-    info.CRC = info.compress_size = info.file_size = 0
-    return info
-
-
-def _check_member(name: str, path: str) -> None:
-    """Refuse member names that could escape a directory when extracted."""
-    problem = None
-    if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
-        problem = "it is an absolute path"
-    elif "\\" in name:
-        problem = "it contains a backslash"
-    elif ".." in name.split("/"):
-        problem = "it contains a '..' segment"
-    if problem:
-        raise StorageError(f"refusing archive {path!r}: member {name!r} is unsafe ({problem})")
-
-
-def detect_layout(
-    names: list[str], comment: bytes, stem: str, layout: str | None = None
-) -> tuple[str, str]:
-    """``(layout, member-name prefix of the root)`` of an archive (module docstring).
-
-    Parameters
-    ----------
-    names
-        Member names in archive order.
-    comment
-        The archive comment (nczarr records its layout there).
-    stem
-        The archive's file name without ``.zip`` (netcdf-c's top-level folder).
-    layout
-        ``"root"``/``"netcdf"`` to force one, ``None`` to detect.
-    """
-    tops = {name.split("/", 1)[0] for name in names if "/" in name}
-    single = next(iter(tops)) if len(tops) == 1 else None
-    if layout is None and comment.startswith(_MARKER):
-        marked = comment[len(_MARKER) :].decode("ascii", "replace")
-        layout = marked if marked in ZIP_LAYOUTS else None
-    if layout == "root":
-        return "root", ""
-    if layout == "netcdf":
-        return "netcdf", (single or stem) + "/"
-    if single is None:
-        return "root", ""
-    at_root = [name for name in names if "/" not in name]
-    if not at_root and single == stem:
-        return "netcdf", single + "/"
-    if not any(f"{single}/{meta}" in names for meta in _METADATA):
-        return "root", ""
-    if not at_root:
-        return "netcdf", single + "/"
-    if all(name in _METADATA for name in at_root) and names[0].startswith(single + "/"):
-        return "netcdf", single + "/"
-    return "root", ""
