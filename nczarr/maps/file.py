@@ -17,6 +17,8 @@ reads here key for key.
   with ``dir_fd`` support, every component is opened with ``O_NOFOLLOW`` relative to
   the previous one; without either (Windows), a ``realpath`` containment check runs
   before each use. The leaf is opened with ``O_NOFOLLOW`` relative to its directory.
+  These checks are :class:`~nczarr.maps.confined.ConfinedTree`'s, through which the
+  map reaches every file.
 * Only regular files are keys. A FIFO, socket or device named like a key raises
   :class:`~nczarr.errors.StorageError` naming it (it is opened ``O_NONBLOCK``, so a
   FIFO never blocks), and listings leave such entries out, as they leave out names
@@ -43,19 +45,17 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..errors import (
-    InvalidKeyError,
     InvalidURLError,
     NCZarrError,
     ObjectExistsError,
     StorageError,
     StorageNotFoundError,
-    StoragePermissionError,
     raise_os_error,
-    warn_all,
 )
-from ..keys import FORBIDDEN_CHARACTERS, normalize_key, parent_keys
+from ..keys import normalize_key, parent_keys
 from .base import ZMap, as_bytes
-from .localfs import DirHandle, fd_path, first_visit, flag, read_fd, use_dir_fds
+from .confined import ConfinedTree
+from .localfs import DirHandle, flag, read_fd
 
 __all__ = ["TEMP_PREFIX", "FileMap", "copy_fd", "local_path"]
 
@@ -105,10 +105,7 @@ class FileMap(ZMap):
         super().__init__(mode)
         self._root = local_path(root)
         self._open_root()
-        self._real_root = os.path.realpath(self._root)
-        self._real_prefix = self._real_root.rstrip(os.sep) + os.sep
-        # prefix -> (st_dev, st_ino, st_ctime_ns) of a directory verified inside the root
-        self._verified: dict[str, tuple[int, int, int]] = {}
+        self._tree = ConfinedTree(self._root, TEMP_PREFIX)
 
     # ----------------------------------------------------------------- opening
     def _open_root(self) -> None:
@@ -160,287 +157,14 @@ class FileMap(ZMap):
         """Absolute path of the directory."""
         return self._root
 
-    def _check_reserved(self, key: str) -> None:
-        if TEMP_PREFIX in key:
-            for segment in key.split("/"):
-                if segment.startswith(TEMP_PREFIX):
-                    raise InvalidKeyError(
-                        f"invalid key {key!r}: names starting with {TEMP_PREFIX!r} are "
-                        "reserved for temporary files"
-                    )
-
-    def _root_dir(self) -> DirHandle:
-        """The root directory as a handle (the root path itself may be a symlink)."""
-        if use_dir_fds():
-            fd = os.open(self._root, os.O_RDONLY | flag("O_DIRECTORY") | flag("O_CLOEXEC"))
-            if not flag("O_DIRECTORY") and not stat.S_ISDIR(os.fstat(fd).st_mode):
-                os.close(fd)
-                raise NotADirectoryError(errno.ENOTDIR, "not a directory", self._root)
-            return DirHandle(self._root, fd)
-        return DirHandle(self._root, None)
-
-    def _child(self, parent: DirHandle, name: str, key: str, depth: int = 0) -> DirHandle:
-        """The subdirectory ``name`` of ``parent``, checked *now*: a real directory, or
-        a symbolic link that resolves inside the root (reached again from the root
-        without following any link). Raises FileNotFoundError / NotADirectoryError
-        when it is missing or not a directory, StoragePermissionError on an escape."""
-        path = parent.join(name)
-        if parent.fd is not None:
-            flags = os.O_RDONLY | flag("O_DIRECTORY") | flag("O_CLOEXEC") | flag("O_NOFOLLOW")
-            try:
-                fd = os.open(name, flags, dir_fd=parent.fd)
-            except OSError as exc:
-                if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-                    raise
-                fd = None
-            if fd is not None:
-                if flag("O_DIRECTORY") or stat.S_ISDIR(os.fstat(fd).st_mode):
-                    return DirHandle(path, fd)
-                os.close(fd)
-                raise NotADirectoryError(errno.ENOTDIR, "not a directory", path)
-        mode = os.stat(
-            name if parent.fd is not None else path, dir_fd=parent.fd, follow_symlinks=False
-        ).st_mode
-        if stat.S_ISLNK(mode):
-            return self._through_link(path, key, depth)
-        if not stat.S_ISDIR(mode):
-            raise NotADirectoryError(errno.ENOTDIR, "not a directory", path)
-        return DirHandle(path, None)  # path mode (no dir_fd on this platform)
-
-    def _through_link(self, path: str, key: str, depth: int) -> DirHandle:
-        """The directory a symlink at ``path`` leads to, if it stays inside the root."""
-        real = os.path.realpath(path)
-        if not (real == self._real_root or real.startswith(self._real_prefix)):
-            raise StoragePermissionError(
-                f"key {key!r} resolves to {real!r}, outside the map's root {self._root!r}; "
-                "refusing to follow the symbolic link"
-            )
-        if depth > _MAX_LINK_DEPTH:
-            raise StoragePermissionError(
-                f"key {key!r} in {self._root!r}: symbolic links changed while resolving it"
-            )
-        relative = real[len(self._real_prefix) :] if real != self._real_root else ""
-        directory = self._walk(relative.split(os.sep) if relative else [], key, depth=depth + 1)
-        directory.via_link = True
-        return directory
-
-    def _walk(
-        self, segments: list[str], key: str, create: bool = False, depth: int = 0
-    ) -> DirHandle:
-        """The directory ``root/segments...``, every component checked at use."""
-        current = self._root_dir()
-        try:
-            for segment in segments:
-                try:
-                    child = self._child(current, segment, key, depth)
-                except FileNotFoundError:
-                    if not create:
-                        raise
-                    with contextlib.suppress(FileExistsError):
-                        current.mkdir(segment)
-                    child = self._child(current, segment, key, depth)
-                current.close()
-                current = child
-        except BaseException:
-            current.close()
-            raise
-        return current
-
     def _parent(self, key: str, create: bool = False) -> tuple[DirHandle, str]:
         """``(parent directory handle, leaf name)`` of normalized ``key``."""
-        self._check_reserved(key)
-        cut = key.rfind("/")
-        if cut < 0:
-            return self._root_dir(), key
-        fast = self._open_verified(key[:cut], key)
-        if fast is not None:
-            return fast, key[cut + 1 :]
-        return self._walk(key[:cut].split("/"), key, create), key[cut + 1 :]
-
-    def _open_verified(self, prefix: str, key: str) -> DirHandle | None:
-        """Fast path: open directory ``prefix`` by path, then check where the open
-        directory really is. The kernel says (``/proc/self/fd`` on Linux, ``F_GETPATH``
-        on macOS); the answer is remembered with the directory's device, inode and
-        ctime, so later uses cost one ``fstat``: a directory swapped for a link is
-        another inode, and one moved (renamed) elsewhere has a new ctime, so both are
-        asked about again. None where the platform cannot tell, or the directory is
-        missing (the walk then handles creation and errors)."""
-        if not use_dir_fds():
-            return None
-        path = os.path.join(self._root, prefix)
-        try:
-            fd = os.open(path, os.O_RDONLY | flag("O_DIRECTORY") | flag("O_CLOEXEC"))
-        except OSError:
-            return None
-        try:
-            st = os.fstat(fd)
-            ident = (st.st_dev, st.st_ino, st.st_ctime_ns)
-            if self._verified.get(prefix) == ident:
-                return DirHandle(path, fd)
-            real = fd_path(fd)
-            if real is None or not stat.S_ISDIR(st.st_mode):
-                os.close(fd)
-                return None
-            if not real.startswith(self._real_prefix):
-                raise StoragePermissionError(
-                    f"key {key!r} resolves to {real!r}, outside the map's root "
-                    f"{self._root!r}; refusing to follow the symbolic link"
-                )
-        except BaseException:
-            os.close(fd)
-            raise
-        if len(self._verified) > _MAX_VERIFIED:
-            self._verified.clear()
-        self._verified[prefix] = ident
-        return DirHandle(path, fd)
-
-    def _open_leaf_in(
-        self, parent: DirHandle, name: str, key: str, depth: int = 0
-    ) -> tuple[int, os.stat_result]:
-        """Open ``key``'s file read-only: never a FIFO or device (an NCZarrError), never
-        through a symlink out of the root; a directory is a prefix (KeyError)."""
-        flags = os.O_RDONLY | flag("O_BINARY") | flag("O_CLOEXEC") | flag("O_NONBLOCK")
-        nofollow = flag("O_NOFOLLOW")
-        fd = None
-        if not flag("O_NONBLOCK"):
-            # No O_NONBLOCK (Windows): opening a FIFO would block, so look first.
-            st = parent.stat(name)
-            if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
-                if not stat.S_ISLNK(st.st_mode):
-                    raise self._not_regular(key, st.st_mode)
-                nofollow = 0  # a link: resolved and checked below
-        if nofollow:
-            try:
-                fd = parent.open(name, flags | nofollow)
-            except OSError as exc:
-                if exc.errno not in (errno.ELOOP, errno.EMLINK):
-                    raise
-        if fd is None:  # a symlink (or no O_NOFOLLOW here): check where it leads
-            st = parent.stat(name)
-            if stat.S_ISLNK(st.st_mode):
-                real = os.path.realpath(parent.join(name))
-                target_dir = self._through_link(os.path.dirname(real), key, depth)
-                try:
-                    return self._open_leaf_in(target_dir, os.path.basename(real), key, depth + 1)
-                finally:
-                    target_dir.close()
-            if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
-                raise self._not_regular(key, st.st_mode)
-            fd = parent.open(name, flags)
-        try:
-            st = os.fstat(fd)
-            if stat.S_ISDIR(st.st_mode):
-                raise IsADirectoryError(errno.EISDIR, "is a directory", key)
-            if not stat.S_ISREG(st.st_mode):
-                raise self._not_regular(key, st.st_mode)
-            # O_NONBLOCK (so that a FIFO's open returns) has no effect on regular files.
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd, st
-
-    def _not_regular(self, key: str, mode: int) -> StorageError:
-        kind = _FILE_KINDS.get(stat.S_IFMT(mode), "not a regular file")
-        return StorageError(
-            f"cannot read {key!r} in {self._root!r}: it is {kind}, not a regular file "
-            "(only regular files are keys)"
-        )
-
-    def _open_key(self, key: str) -> tuple[int, os.stat_result]:
-        """Open ``key`` for reading (see :meth:`_open_leaf_in`): the descriptor and its
-        ``fstat``."""
-        parent, name = self._parent(key)
-        try:
-            return self._open_leaf_in(parent, name, key)
-        finally:
-            parent.close()
-
-    def _lstat_key(self, key: str) -> os.stat_result | None:
-        """``stat`` of ``key``'s file (a symlink inside the root followed), or None."""
-        try:
-            parent, name = self._parent(key)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        try:
-            st = parent.stat(name)
-            if stat.S_ISLNK(st.st_mode):
-                real = os.path.realpath(parent.join(name))
-                target_dir = self._through_link(os.path.dirname(real), key, 0)
-                try:
-                    st = target_dir.stat(os.path.basename(real))
-                finally:
-                    target_dir.close()
-            return st
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        finally:
-            parent.close()
-
-    def _visible(self, name: str, directory: str) -> bool:
-        """Whether a directory entry's name can be (part of) a key."""
-        if name.startswith(TEMP_PREFIX):
-            return False
-        if "\\" in name or FORBIDDEN_CHARACTERS.search(name):
-            warn_all(
-                [
-                    f"skipping {os.path.join(directory, name)!r} in {self._root!r}: its name "
-                    "is not valid UTF-8 or holds control characters, so it cannot be a key"
-                ],
-                stacklevel=4,
-            )
-            return False
-        return True
-
-    def _entries(self, directory: DirHandle, key: str) -> Iterator[tuple[str, bool]]:
-        """``(name, is_dir)`` of the visible files and directories in ``directory``;
-        symlinks are followed only when they resolve inside the root."""
-        target = directory.fd if directory.fd is not None else directory.path
-        with os.scandir(target) as it:
-            entries = list(it)
-        for entry in entries:
-            name = entry.name
-            if not self._visible(name, directory.path):
-                continue
-            if entry.is_symlink():
-                real = os.path.realpath(directory.join(name))
-                if not (real == self._real_root or real.startswith(self._real_prefix)):
-                    continue
-            try:
-                if entry.is_file():
-                    yield name, False
-                elif entry.is_dir():
-                    yield name, True
-            except OSError:
-                continue
-
-    def _has_file(self, directory: DirHandle, key: str) -> bool:
-        """Whether some file (a key) lies anywhere below ``directory`` (consumed)."""
-        seen: set[tuple[int, int]] = set()
-        stack = [(directory, key)]
-        try:
-            while stack:
-                current, ckey = stack.pop()
-                try:
-                    if not first_visit(current, seen):
-                        continue
-                    for name, is_dir in self._entries(current, ckey):
-                        if not is_dir:
-                            return True
-                        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-                            stack.append((self._child(current, name, ckey), f"{ckey}/{name}"))
-                except (FileNotFoundError, NotADirectoryError):
-                    continue
-                finally:
-                    current.close()
-        finally:
-            for d, _ in stack:
-                d.close()
-        return False
+        return self._tree.parent(key, create)
 
     # -------------------------------------------------------------- primitives
     def _load(self, key: str) -> bytes:
         try:
-            fd, st = self._open_key(key)
+            fd, st = self._tree.open_key(key)
             try:
                 return read_fd(fd, st.st_size)
             finally:
@@ -452,18 +176,18 @@ class FileMap(ZMap):
 
     def _exists(self, key: str) -> bool:
         try:
-            st = self._lstat_key(key)
+            st = self._tree.lstat_key(key)
         except OSError as exc:
             raise_os_error(exc, f"{key!r} in {self._root!r}")
         return st is not None and stat.S_ISREG(st.st_mode)
 
     def _check_leaf_rule(self, key: str) -> None:
-        self._check_reserved(key)
+        self._tree.check_reserved(key)
         if "/" in key:
             # Hot path (every chunk of a copy): the parent directory exists, so no
             # parent holds content; one stat of the leaf settles the rest.
             try:
-                parent = self._open_verified(key[: key.rfind("/")], key)
+                parent = self._tree.open_verified(key[: key.rfind("/")], key)
             except OSError as exc:
                 raise_os_error(exc, f"{key!r} in {self._root!r}")
             if parent is not None:
@@ -478,7 +202,7 @@ class FileMap(ZMap):
                 if stat.S_ISREG(mode):
                     return
         try:
-            st = self._lstat_key(key)
+            st = self._tree.lstat_key(key)
         except OSError as exc:
             raise_os_error(exc, f"{key!r} in {self._root!r}")
         if st is not None and stat.S_ISREG(st.st_mode):
@@ -488,14 +212,14 @@ class FileMap(ZMap):
             try:
                 parent, name = self._parent(key)
                 try:
-                    below = self._child(parent, name, key)
+                    below = self._tree.child(parent, name, key)
                 finally:
                     parent.close()
             except (FileNotFoundError, NotADirectoryError):
                 return
             except OSError as exc:
                 raise_os_error(exc, f"{key!r} in {self._root!r}")
-            if self._has_file(below, key):
+            if self._tree.has_file(below, key):
                 raise ObjectExistsError(
                     f"cannot write {key!r}: it is a prefix of existing keys in {self._root!r}"
                 )
@@ -503,7 +227,7 @@ class FileMap(ZMap):
         # A file where a directory is needed: stop at the nearest existing directory.
         for parent_key in parent_keys(key):
             try:
-                pst = self._lstat_key(parent_key)
+                pst = self._tree.lstat_key(parent_key)
             except OSError as exc:
                 raise_os_error(exc, f"{parent_key!r} in {self._root!r}")
             if pst is None:
@@ -534,12 +258,12 @@ class FileMap(ZMap):
         and verified once and the file written in it. No parent can hold content (the
         parent is a directory), and a directory at the leaf makes the rename fail:
         then, as when the parent is missing, False sends the caller the slow path."""
-        self._check_reserved(key)
+        self._tree.check_reserved(key)
         cut = key.rfind("/")
         if cut < 0:
             return False
         try:
-            parent = self._open_verified(key[:cut], key)
+            parent = self._tree.open_verified(key[:cut], key)
         except OSError as exc:
             raise_os_error(exc, f"{key!r} in {self._root!r}")
         if parent is None:
@@ -576,7 +300,7 @@ class FileMap(ZMap):
         nkey = normalize_key(key)
         self._check_writable(nkey)
         try:
-            fd_in, st = src._open_key(nkey)
+            fd_in, st = src._tree.open_key(nkey)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise KeyError(nkey) from None
         except OSError as exc:
@@ -692,7 +416,7 @@ class FileMap(ZMap):
     def _list(self, prefix: str) -> Iterator[str]:
         if prefix:
             try:
-                st = self._lstat_key(prefix)
+                st = self._tree.lstat_key(prefix)
             except OSError as exc:
                 raise_os_error(exc, f"{prefix!r} in {self._root!r}")
             if st is None:
@@ -703,56 +427,32 @@ class FileMap(ZMap):
             if not stat.S_ISDIR(st.st_mode):
                 return
         try:
-            start = self._walk(prefix.split("/") if prefix else [], prefix)
+            start = self._tree.walk(prefix.split("/") if prefix else [], prefix)
         except (FileNotFoundError, NotADirectoryError):
             return
         except OSError as exc:
             raise_os_error(exc, f"{prefix!r} in {self._root!r}")
-        seen: set[tuple[int, int]] = set()
-        stack = [(start, prefix)]
-        try:
-            while stack:
-                directory, key = stack.pop()
-                try:
-                    if not first_visit(directory, seen):
-                        continue
-                    entries = list(self._entries(directory, key))
-                    for name, is_dir in entries:
-                        child = f"{key}/{name}" if key else name
-                        if not is_dir:
-                            yield child
-                            continue
-                        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-                            stack.append((self._child(directory, name, child), child))
-                except (FileNotFoundError, NotADirectoryError):
-                    continue
-                except OSError as exc:
-                    raise_os_error(exc, f"{key!r} in {self._root!r}")
-                finally:
-                    directory.close()
-        finally:
-            for d, _ in stack:
-                d.close()
+        yield from self._tree.files_below(start, prefix)
 
     def _search(self, prefix: str) -> Iterable[str]:
         try:
-            directory = self._walk(prefix.split("/") if prefix else [], prefix)
+            directory = self._tree.walk(prefix.split("/") if prefix else [], prefix)
         except (FileNotFoundError, NotADirectoryError):
             return []
         except OSError as exc:
             raise_os_error(exc, f"{prefix!r} in {self._root!r}")
         names = []
         try:
-            for name, is_dir in self._entries(directory, prefix):
+            for name, is_dir in self._tree.entries(directory, prefix):
                 if not is_dir:
                     names.append(name)
                     continue
                 child = f"{prefix}/{name}" if prefix else name
                 try:
-                    below = self._child(directory, name, child)
+                    below = self._tree.child(directory, name, child)
                 except (FileNotFoundError, NotADirectoryError):
                     continue
-                if self._has_file(below, child):
+                if self._tree.has_file(below, child):
                     names.append(name)
         except OSError as exc:
             raise_os_error(exc, f"{prefix!r} in {self._root!r}")
@@ -782,7 +482,7 @@ class FileMap(ZMap):
         for key in keys:
             nkey = normalize_key(key)
             try:
-                with open(self._open_key(nkey)[0], "rb") as f:
+                with open(self._tree.open_key(nkey)[0], "rb") as f:
                     out[key] = f.read(cap)
             except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
                 continue
@@ -794,7 +494,7 @@ class FileMap(ZMap):
         """Bytes ``start:start+length`` of ``key``, read without loading the whole file."""
         nkey = normalize_key(key)
         try:
-            with open(self._open_key(nkey)[0], "rb") as f:
+            with open(self._tree.open_key(nkey)[0], "rb") as f:
                 size = os.fstat(f.fileno()).st_size
                 stop = None if length is None else start + length
                 first, last, _ = slice(start, stop).indices(size)
@@ -811,13 +511,13 @@ class FileMap(ZMap):
         """Size of the file at ``key`` from ``os.stat``."""
         nkey = normalize_key(key)
         try:
-            st = self._lstat_key(nkey)
+            st = self._tree.lstat_key(nkey)
         except OSError as exc:
             raise_os_error(exc, f"{nkey!r} in {self._root!r}")
         if st is None or stat.S_ISDIR(st.st_mode):
             raise KeyError(nkey)
         if not stat.S_ISREG(st.st_mode):
-            raise self._not_regular(nkey, st.st_mode)
+            raise self._tree.not_regular(nkey, st.st_mode)
         return st.st_size
 
     def clear(self) -> None:
@@ -841,16 +541,6 @@ def _write_temp(parent: DirHandle, name: str, fill: Callable[[int], object]) -> 
         with contextlib.suppress(OSError):
             parent.unlink(temp)
         raise
-
-
-_MAX_LINK_DEPTH = 8
-_MAX_VERIFIED = 4096  # directories remembered as verified, per map
-_FILE_KINDS = {
-    stat.S_IFIFO: "a FIFO",
-    stat.S_IFSOCK: "a socket",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-}
 
 
 def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:

@@ -1,0 +1,346 @@
+"""A directory tree whose every path is checked, at use, to stay inside its root.
+
+:class:`~nczarr.maps.file.FileMap` reaches files only through a :class:`ConfinedTree`:
+the checks that keep a key inside the map's root (symbolic links followed only when
+they resolve inside it, directories swapped for links caught, FIFOs and devices
+refused) live here, apart from what the map does with the files. How each check is
+made on each platform (``/proc/self/fd`` or ``F_GETPATH``, ``dir_fd`` with
+``O_NOFOLLOW``, or a ``realpath`` containment check) is in the
+:mod:`~nczarr.maps.file` docstring; the OS-specific lookups are
+:mod:`nczarr.maps.localfs`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+from collections.abc import Iterator
+
+from ..errors import (
+    InvalidKeyError,
+    StorageError,
+    StoragePermissionError,
+    raise_os_error,
+    warn_all,
+)
+from ..keys import FORBIDDEN_CHARACTERS
+from .localfs import DirHandle, fd_path, first_visit, flag, use_dir_fds
+
+__all__ = ["ConfinedTree"]
+
+_MAX_LINK_DEPTH = 8
+_MAX_VERIFIED = 4096  # directories remembered as verified, per map
+_FILE_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
+
+
+class ConfinedTree:
+    """The directory tree at ``root``; names starting with ``hidden_prefix`` (a map's
+    temporary files) are never listed, and keys using it are refused.
+
+    Directory handles it returns are the caller's to close.
+    """
+
+    def __init__(self, root: str, hidden_prefix: str) -> None:
+        self.root = root
+        self.hidden_prefix = hidden_prefix
+        self.real_root = os.path.realpath(root)
+        self.real_prefix = self.real_root.rstrip(os.sep) + os.sep
+        # prefix -> (st_dev, st_ino, st_ctime_ns) of a directory verified inside the root
+        self._verified: dict[str, tuple[int, int, int]] = {}
+
+    def check_reserved(self, key: str) -> None:
+        """Refuse a key with a segment that starts with the hidden prefix."""
+        if self.hidden_prefix in key:
+            for segment in key.split("/"):
+                if segment.startswith(self.hidden_prefix):
+                    raise InvalidKeyError(
+                        f"invalid key {key!r}: names starting with {self.hidden_prefix!r} are "
+                        "reserved for temporary files"
+                    )
+
+    def root_dir(self) -> DirHandle:
+        """The root directory as a handle (the root path itself may be a symlink)."""
+        if use_dir_fds():
+            fd = os.open(self.root, os.O_RDONLY | flag("O_DIRECTORY") | flag("O_CLOEXEC"))
+            if not flag("O_DIRECTORY") and not stat.S_ISDIR(os.fstat(fd).st_mode):
+                os.close(fd)
+                raise NotADirectoryError(errno.ENOTDIR, "not a directory", self.root)
+            return DirHandle(self.root, fd)
+        return DirHandle(self.root, None)
+
+    def child(self, parent: DirHandle, name: str, key: str, depth: int = 0) -> DirHandle:
+        """The subdirectory ``name`` of ``parent``, checked *now*: a real directory, or
+        a symbolic link that resolves inside the root (reached again from the root
+        without following any link). Raises FileNotFoundError / NotADirectoryError
+        when it is missing or not a directory, StoragePermissionError on an escape."""
+        path = parent.join(name)
+        if parent.fd is not None:
+            flags = os.O_RDONLY | flag("O_DIRECTORY") | flag("O_CLOEXEC") | flag("O_NOFOLLOW")
+            try:
+                fd = os.open(name, flags, dir_fd=parent.fd)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+                    raise
+                fd = None
+            if fd is not None:
+                if flag("O_DIRECTORY") or stat.S_ISDIR(os.fstat(fd).st_mode):
+                    return DirHandle(path, fd)
+                os.close(fd)
+                raise NotADirectoryError(errno.ENOTDIR, "not a directory", path)
+        mode = os.stat(
+            name if parent.fd is not None else path, dir_fd=parent.fd, follow_symlinks=False
+        ).st_mode
+        if stat.S_ISLNK(mode):
+            return self._through_link(path, key, depth)
+        if not stat.S_ISDIR(mode):
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory", path)
+        return DirHandle(path, None)  # path mode (no dir_fd on this platform)
+
+    def _through_link(self, path: str, key: str, depth: int) -> DirHandle:
+        """The directory a symlink at ``path`` leads to, if it stays inside the root."""
+        real = os.path.realpath(path)
+        if not (real == self.real_root or real.startswith(self.real_prefix)):
+            raise StoragePermissionError(
+                f"key {key!r} resolves to {real!r}, outside the map's root {self.root!r}; "
+                "refusing to follow the symbolic link"
+            )
+        if depth > _MAX_LINK_DEPTH:
+            raise StoragePermissionError(
+                f"key {key!r} in {self.root!r}: symbolic links changed while resolving it"
+            )
+        relative = real[len(self.real_prefix) :] if real != self.real_root else ""
+        directory = self.walk(relative.split(os.sep) if relative else [], key, depth=depth + 1)
+        directory.via_link = True
+        return directory
+
+    def walk(
+        self, segments: list[str], key: str, create: bool = False, depth: int = 0
+    ) -> DirHandle:
+        """The directory ``root/segments...``, every component checked at use."""
+        current = self.root_dir()
+        try:
+            for segment in segments:
+                try:
+                    child = self.child(current, segment, key, depth)
+                except FileNotFoundError:
+                    if not create:
+                        raise
+                    with contextlib.suppress(FileExistsError):
+                        current.mkdir(segment)
+                    child = self.child(current, segment, key, depth)
+                current.close()
+                current = child
+        except BaseException:
+            current.close()
+            raise
+        return current
+
+    def parent(self, key: str, create: bool = False) -> tuple[DirHandle, str]:
+        """``(parent directory handle, leaf name)`` of normalized ``key``."""
+        self.check_reserved(key)
+        cut = key.rfind("/")
+        if cut < 0:
+            return self.root_dir(), key
+        fast = self.open_verified(key[:cut], key)
+        if fast is not None:
+            return fast, key[cut + 1 :]
+        return self.walk(key[:cut].split("/"), key, create), key[cut + 1 :]
+
+    def open_verified(self, prefix: str, key: str) -> DirHandle | None:
+        """Fast path: open directory ``prefix`` by path, then check where the open
+        directory really is. The kernel says (``/proc/self/fd`` on Linux, ``F_GETPATH``
+        on macOS); the answer is remembered with the directory's device, inode and
+        ctime, so later uses cost one ``fstat``: a directory swapped for a link is
+        another inode, and one moved (renamed) elsewhere has a new ctime, so both are
+        asked about again. None where the platform cannot tell, or the directory is
+        missing (the walk then handles creation and errors)."""
+        if not use_dir_fds():
+            return None
+        path = os.path.join(self.root, prefix)
+        try:
+            fd = os.open(path, os.O_RDONLY | flag("O_DIRECTORY") | flag("O_CLOEXEC"))
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            ident = (st.st_dev, st.st_ino, st.st_ctime_ns)
+            if self._verified.get(prefix) == ident:
+                return DirHandle(path, fd)
+            real = fd_path(fd)
+            if real is None or not stat.S_ISDIR(st.st_mode):
+                os.close(fd)
+                return None
+            if not real.startswith(self.real_prefix):
+                raise StoragePermissionError(
+                    f"key {key!r} resolves to {real!r}, outside the map's root "
+                    f"{self.root!r}; refusing to follow the symbolic link"
+                )
+        except BaseException:
+            os.close(fd)
+            raise
+        if len(self._verified) > _MAX_VERIFIED:
+            self._verified.clear()
+        self._verified[prefix] = ident
+        return DirHandle(path, fd)
+
+    def open_leaf(
+        self, parent: DirHandle, name: str, key: str, depth: int = 0
+    ) -> tuple[int, os.stat_result]:
+        """Open ``key``'s file read-only: never a FIFO or device (an NCZarrError), never
+        through a symlink out of the root; a directory is a prefix (KeyError)."""
+        flags = os.O_RDONLY | flag("O_BINARY") | flag("O_CLOEXEC") | flag("O_NONBLOCK")
+        nofollow = flag("O_NOFOLLOW")
+        fd = None
+        if not flag("O_NONBLOCK"):
+            # No O_NONBLOCK (Windows): opening a FIFO would block, so look first.
+            st = parent.stat(name)
+            if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+                if not stat.S_ISLNK(st.st_mode):
+                    raise self.not_regular(key, st.st_mode)
+                nofollow = 0  # a link: resolved and checked below
+        if nofollow:
+            try:
+                fd = parent.open(name, flags | nofollow)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.EMLINK):
+                    raise
+        if fd is None:  # a symlink (or no O_NOFOLLOW here): check where it leads
+            st = parent.stat(name)
+            if stat.S_ISLNK(st.st_mode):
+                real = os.path.realpath(parent.join(name))
+                target_dir = self._through_link(os.path.dirname(real), key, depth)
+                try:
+                    return self.open_leaf(target_dir, os.path.basename(real), key, depth + 1)
+                finally:
+                    target_dir.close()
+            if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+                raise self.not_regular(key, st.st_mode)
+            fd = parent.open(name, flags)
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(errno.EISDIR, "is a directory", key)
+            if not stat.S_ISREG(st.st_mode):
+                raise self.not_regular(key, st.st_mode)
+            # O_NONBLOCK (so that a FIFO's open returns) has no effect on regular files.
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, st
+
+    def not_regular(self, key: str, mode: int) -> StorageError:
+        kind = _FILE_KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        return StorageError(
+            f"cannot read {key!r} in {self.root!r}: it is {kind}, not a regular file "
+            "(only regular files are keys)"
+        )
+
+    def open_key(self, key: str) -> tuple[int, os.stat_result]:
+        """Open ``key`` for reading (see :meth:`_open_leaf_in`): the descriptor and its
+        ``fstat``."""
+        parent, name = self.parent(key)
+        try:
+            return self.open_leaf(parent, name, key)
+        finally:
+            parent.close()
+
+    def lstat_key(self, key: str) -> os.stat_result | None:
+        """``stat`` of ``key``'s file (a symlink inside the root followed), or None."""
+        try:
+            parent, name = self.parent(key)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        try:
+            st = parent.stat(name)
+            if stat.S_ISLNK(st.st_mode):
+                real = os.path.realpath(parent.join(name))
+                target_dir = self._through_link(os.path.dirname(real), key, 0)
+                try:
+                    st = target_dir.stat(os.path.basename(real))
+                finally:
+                    target_dir.close()
+            return st
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        finally:
+            parent.close()
+
+    def visible(self, name: str, directory: str) -> bool:
+        """Whether a directory entry's name can be (part of) a key."""
+        if name.startswith(self.hidden_prefix):
+            return False
+        if "\\" in name or FORBIDDEN_CHARACTERS.search(name):
+            warn_all(
+                [
+                    f"skipping {os.path.join(directory, name)!r} in {self.root!r}: its name "
+                    "is not valid UTF-8 or holds control characters, so it cannot be a key"
+                ],
+                stacklevel=4,
+            )
+            return False
+        return True
+
+    def entries(self, directory: DirHandle, key: str) -> Iterator[tuple[str, bool]]:
+        """``(name, is_dir)`` of the visible files and directories in ``directory``;
+        symlinks are followed only when they resolve inside the root."""
+        target = directory.fd if directory.fd is not None else directory.path
+        with os.scandir(target) as it:
+            entries = list(it)
+        for entry in entries:
+            name = entry.name
+            if not self.visible(name, directory.path):
+                continue
+            if entry.is_symlink():
+                real = os.path.realpath(directory.join(name))
+                if not (real == self.real_root or real.startswith(self.real_prefix)):
+                    continue
+            try:
+                if entry.is_file():
+                    yield name, False
+                elif entry.is_dir():
+                    yield name, True
+            except OSError:
+                continue
+
+    def files_below(self, directory: DirHandle, key: str) -> Iterator[str]:
+        """Keys of the files anywhere below ``directory`` (key ``key``), depth first.
+
+        ``directory`` is consumed (closed); a directory reached twice (through a link)
+        is listed once; an entry that vanishes meanwhile is skipped.
+        """
+        seen: set[tuple[int, int]] = set()
+        stack = [(directory, key)]
+        try:
+            while stack:
+                current, ckey = stack.pop()
+                try:
+                    if not first_visit(current, seen):
+                        continue
+                    for name, is_dir in list(self.entries(current, ckey)):
+                        child = f"{ckey}/{name}" if ckey else name
+                        if not is_dir:
+                            yield child
+                            continue
+                        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+                            stack.append((self.child(current, name, child), child))
+                except (FileNotFoundError, NotADirectoryError):
+                    continue
+                except OSError as exc:
+                    raise_os_error(exc, f"{ckey!r} in {self.root!r}")
+                finally:
+                    current.close()
+        finally:
+            for d, _ in stack:
+                d.close()
+
+    def has_file(self, directory: DirHandle, key: str) -> bool:
+        """Whether some file (a key) lies anywhere below ``directory`` (consumed)."""
+        with contextlib.closing(self.files_below(directory, key)) as files:
+            return next(files, None) is not None
