@@ -140,7 +140,13 @@ class ZMap(MutableMapping[str, bytes], ABC):
 
     def _check_leaf_rule(self, key: str) -> None:
         """Raise ObjectExistsError if writing ``key`` would break the leaf rule."""
-        for parent in parent_keys(key):
+        self._probe_leaf_rule(key, parent_keys(key))
+
+    def _probe_leaf_rule(self, key: str, ancestors: Iterable[str]) -> None:
+        """Raise ObjectExistsError if one of ``ancestors`` of ``key`` holds content, or
+        some stored key lies below ``key`` (maps that know part of their tree pass
+        only the ancestors they do not know)."""
+        for parent in ancestors:
             if self._exists(parent):
                 raise ObjectExistsError(
                     f"cannot write {key!r}: {parent!r} holds content, and content-bearing "

@@ -278,20 +278,8 @@ class FsspecMap(ZMap):
         """The base rule, skipping what :class:`~nczarr.maps.leafcache.KnownTree` settles."""
         if self._tree.settled(key):
             return
-        if self._tree.is_dir(key):
-            super()._check_leaf_rule(key)  # a directory: fails, naming a key below it
-            return
-        for parent in self._tree.unknown_ancestors(key):
-            if self._exists(parent):
-                raise ObjectExistsError(
-                    f"cannot write {key!r}: {parent!r} holds content, and content-bearing "
-                    "keys are leaves"
-                )
-        if self._has_children(key):
-            raise ObjectExistsError(
-                f"cannot write {key!r}: it is a prefix of existing keys "
-                f"(e.g. {next(iter(self._list_below(key)))!r})"
-            )
+        # a known directory fails on its children; other known directories need no HEAD
+        self._probe_leaf_rule(key, self._tree.unknown_ancestors(key))
 
     def _remove(self, key: str) -> None:
         if not self._exists(key):
