@@ -319,6 +319,8 @@ def convert(
                     frozenset(plan.chunk_keys),
                     dst_url,
                 )
+                # It holds only keys of this plan (and the journal): still a valid tree.
+                trusted = True
             else:
                 raise TargetExistsError(
                     f"target {dst_url!r} exists and is not empty: pass overwrite=True "
