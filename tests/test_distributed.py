@@ -107,6 +107,36 @@ def test_s3_convert_matches_a_local_run(
     assert tree(back) == expected
 
 
+def test_s3_to_s3_batches_list_nothing_the_client_listed(
+    client: Any,
+    source: tuple[Path, int, dict[str, bytes]],
+    s3_endpoint: str,
+    s3_bucket: str,
+) -> None:
+    """The client lists the sizes once per directory as it cuts batches: more, smaller
+    batches cost no more listings (a task listing its own directories would list a
+    big directory once per batch)."""
+    from .faultproxy import FaultProxy
+
+    src, chunks, _ = source
+    nczarr.convert(str(src), f"{s3_endpoint}/{s3_bucket}/in#mode=zarr,s3")
+    lists = []
+    with FaultProxy(s3_endpoint) as proxy:
+        for batch_size in (chunks, 10):
+            proxy.reset_counts()
+            report = nczarr.convert(
+                f"{proxy.endpoint}/{s3_bucket}/in#mode=zarr,s3",
+                f"{proxy.endpoint}/{s3_bucket}/copy{batch_size}#mode=nczarr,s3",
+                client=client,
+                batch_size=batch_size,
+            )
+            assert report.chunks_copied == chunks
+            assert proxy.counts["CopyObject"] == chunks
+            assert proxy.counts.get("HeadObject", 0) < 20
+            lists.append(proxy.counts["ListObjectsV2"])
+    assert lists[0] == lists[1], lists
+
+
 class FlakyMap(FileMap):
     """A FileMap whose first write of a key named in a marker file fails (once, across
     every process: the marker is removed by the writer that fails)."""

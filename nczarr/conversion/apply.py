@@ -22,7 +22,15 @@ from dataclasses import dataclass
 
 from ..maps.base import ZMap
 
-__all__ = ["CopyStats", "copy_chunks", "write_metadata", "delete_keys", "server_side"]
+__all__ = [
+    "CopyStats",
+    "SizedKey",
+    "copy_chunks",
+    "delete_keys",
+    "server_side",
+    "sized_keys",
+    "write_metadata",
+]
 
 #: ``progress(done, total)``: objects handled so far and in all.
 Progress = Callable[[int, int], object]
@@ -48,6 +56,25 @@ def server_side(src: ZMap, dst: ZMap) -> bool:
         return False
 
 
+#: ``(key, size in the source, size in the target)``; ``None``: not known (or absent).
+SizedKey = tuple[str, int | None, int | None]
+
+
+def sized_keys(
+    src: ZMap, dst: ZMap, keys: Iterable[str], *, resume: bool = False, verify: bool = False
+) -> Iterator[SizedKey]:
+    """``keys`` with the sizes :func:`copy_chunks` needs, lazily, from listings.
+
+    Sizes are listed only where they save a request per key: both sides when resuming
+    by size, the source for a server-side copy (its CopyObject needs no HEAD then).
+    """
+    if resume and not verify:
+        return ((k, s, d) for k, (s, d) in _with_sizes((src, dst), keys))
+    if server_side(src, dst):
+        return ((k, s, None) for k, (s,) in _with_sizes((src,), keys))
+    return ((k, None, None) for k in keys)
+
+
 def copy_chunks(
     src: ZMap,
     dst: ZMap,
@@ -57,6 +84,7 @@ def copy_chunks(
     resume: bool = False,
     verify: bool = False,
     progress: Progress | None = None,
+    sized: Sequence[SizedKey] | None = None,
 ) -> CopyStats:
     """Copy ``keys`` from ``src`` to ``dst`` unchanged (same key on both sides).
 
@@ -78,6 +106,9 @@ def copy_chunks(
         (a content check, for targets without a journal).
     progress
         Called from the calling thread as ``progress(done, total)`` after each key.
+    sized
+        The keys already with their sizes (:func:`sized_keys`, e.g. listed by a
+        cluster's client for a batch); then ``keys`` is ignored.
 
     The first failure stops the copies not yet started and is raised unchanged.
 
@@ -88,16 +119,14 @@ def copy_chunks(
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers!r}")
-    copy, local, remote = _copier(src, dst, resume, verify)
+    copy, local = _copier(src, dst, resume, verify)
     stats = CopyStats()
-    total = len(keys)
-    items: Iterator[tuple[str, int | None, int | None]]
-    if resume and not verify:  # both sides' sizes, from listings: no HEAD per chunk
-        items = ((k, s, d) for k, (s, d) in _with_sizes((src, dst), keys))
-    elif remote:
-        items = ((k, s, None) for k, (s,) in _with_sizes((src,), keys))
-    else:
-        items = ((k, None, None) for k in keys)
+    total = len(sized) if sized is not None else len(keys)
+    items: Iterator[SizedKey] = (
+        iter(sized)
+        if sized is not None
+        else sized_keys(src, dst, keys, resume=resume, verify=verify)
+    )
 
     def record(done: int, copied: bool, nbytes: int) -> None:
         if copied:
@@ -174,11 +203,10 @@ def _with_sizes(
 
 def _copier(
     src: ZMap, dst: ZMap, resume: bool, verify: bool = False
-) -> tuple[Callable[[str, int | None, int | None], tuple[bool, int]], bool, bool]:
+) -> tuple[Callable[[str, int | None, int | None], tuple[bool, int]], bool]:
     """The per-key copy ``(key, source size, target size) -> (copied, bytes copied)``
-    (sizes from listings, ``None`` if unknown or absent), whether it is a local
-    file-to-file copy (which runs in the calling thread, see :func:`copy_chunks`), and
-    whether it is a server-side copy."""
+    (sizes from listings, ``None`` if unknown or absent), and whether it is a local
+    file-to-file copy (which runs in the calling thread, see :func:`copy_chunks`)."""
     remote = server_side(src, dst)
     local = not remote and _file_to_file(src, dst)
 
@@ -205,7 +233,7 @@ def _copier(
         dst[key] = data
         return True, len(data)
 
-    return one, local, remote
+    return one, local
 
 
 def _file_to_file(src: ZMap, dst: ZMap) -> bool:

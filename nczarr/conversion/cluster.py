@@ -6,7 +6,9 @@ scheduler sees hundreds of tasks for a million chunks, not a million). The two m
 are scattered to every worker once (they pickle by location and options and reopen
 there, so each worker process holds one open copy and its connection pool for the
 whole convert); each task copies its keys with the same
-:func:`~nczarr.apply.copy_chunks` a local run uses. The client keeps at most a few
+:func:`~nczarr.conversion.apply.copy_chunks` a local run uses. Sizes (for server-side
+copies and resume) are listed by the client, once per directory, as it cuts the
+batches, and travel with the keys: no task lists anything. The client keeps at most a few
 batches per worker thread in flight, reports progress as batches finish, and writes
 no metadata: the caller writes it, root last, only after every batch succeeded.
 
@@ -27,7 +29,7 @@ from uuid import uuid4
 
 from ..errors import InvalidModeError
 from ..maps.base import ZMap
-from .apply import CopyStats, copy_chunks
+from .apply import CopyStats, SizedKey, copy_chunks, sized_keys
 
 __all__ = ["copy_chunks_on_cluster", "DEFAULT_BATCH"]
 
@@ -56,20 +58,23 @@ def _check_shareable(dst: ZMap) -> None:
 def copy_batch(
     src: ZMap,
     dst: ZMap,
-    keys: Sequence[str],
+    batch: Sequence[SizedKey],
     resume: bool,
     verify: bool,
     trusted: bool,
     workers: int,
 ) -> tuple[int, int, int]:
-    """One cluster task: copy ``keys``; return ``(copied, skipped, bytes)``.
+    """One cluster task: copy ``batch``; return ``(copied, skipped, bytes)``.
 
-    ``src`` and ``dst`` are the worker's copies of the maps, shared by its tasks.
+    ``src`` and ``dst`` are the worker's copies of the maps, shared by its tasks; the
+    keys come with the sizes the client listed, so a task lists nothing.
     """
     with ExitStack() as stack:
         if trusted:
             stack.enter_context(dst.trusted_writes())
-        stats = copy_chunks(src, dst, keys, workers=workers, resume=resume, verify=verify)
+        stats = copy_chunks(
+            src, dst, (), workers=workers, resume=resume, verify=verify, sized=batch
+        )
     return stats.copied, stats.skipped, stats.bytes
 
 
@@ -127,12 +132,15 @@ def copy_chunks_on_cluster(
         return stats
     token = uuid4().hex[:12]
     threads = sum(client.nthreads().values()) or 1
+    # Sizes are listed here, once per directory, as batches are cut: a task listing
+    # its own directories would list a big directory once per batch.
+    sized = sized_keys(src, dst, keys, resume=resume, verify=verify)
     starts = iter(range(0, total, batch_size))
 
     shared_src, shared_dst = client.scatter([src, dst], broadcast=True, hash=False)
 
     def submit(start: int) -> Any:
-        batch = list(keys[start : start + batch_size])
+        batch = list(islice(sized, batch_size))
         return client.submit(
             copy_batch,
             shared_src,
