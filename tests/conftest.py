@@ -71,7 +71,7 @@ def copy_fixture(tmp_path: Path) -> Callable[[str], Path]:
 
 
 # --------------------------------------------------------------------------- map factories
-MAP_KINDS = ["memory", "file", "zip", "s3", "fsspec"]
+MAP_KINDS = ["memory", "file", "zip", "s3", "fsspec", "fsspec-s3"]
 
 
 class MapKind:
@@ -88,7 +88,7 @@ class MapKind:
         self.tmp_path = tmp_path
         self.request = request
         self._memory = None
-        if kind == "s3":
+        if kind in ("s3", "fsspec-s3"):
             self.endpoint = request.getfixturevalue("s3_endpoint")
             self.bucket = request.getfixturevalue("s3_bucket")
             self.url = f"s3://{self.bucket}/root/ds"
@@ -124,6 +124,12 @@ class MapKind:
             from nczarr.maps.fsspec import FsspecMap
 
             return FsspecMap(self.url, mode=mode)
+        if self.kind == "fsspec-s3":  # FsspecMap's own paths on an async filesystem
+            from nczarr.maps.fsspec import FsspecMap
+
+            return FsspecMap(
+                self.url, mode=mode, endpoint_url=self.endpoint, skip_instance_cache=True
+            )
         raise AssertionError(self.kind)
 
     def raw(self) -> dict[str, bytes]:
@@ -145,7 +151,7 @@ class MapKind:
                 return {}
             with zipfile.ZipFile(self.url) as zf:
                 return {i.filename: zf.read(i) for i in zf.infolist() if not i.is_dir()}
-        if self.kind == "s3":
+        if self.kind in ("s3", "fsspec-s3"):
             import boto3
 
             client = boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1")

@@ -385,7 +385,7 @@ def test_constructor_rejects_non_maps() -> None:
 
 def test_blocking_io_is_per_map(map_kind) -> None:
     zmap = map_kind.make("w")
-    assert blocking_io(zmap) is (map_kind.kind in ("file", "s3", "fsspec"))
+    assert blocking_io(zmap) is (map_kind.kind in ("file", "s3", "fsspec", "fsspec-s3"))
     assert ZarrStore(zmap).blocking is blocking_io(zmap)
 
     class Declared(MemoryMap):
