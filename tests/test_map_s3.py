@@ -554,6 +554,33 @@ def test_copy_from_same_service_is_a_copy_object(
         dst.copy_from(m, "src/v/0", "v/0/x")
 
 
+def test_copy_from_above_the_copy_limit_or_of_unknown_size_is_s3fs_copy(
+    m: S3Map, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Objects over CopyObject's 5 GB limit (here: a limit of 3 bytes), or of unknown
+    size, go through s3fs's own copy: a HEAD for the size, then a single or multipart
+    copy; a size known to fit is one CopyObject."""
+    import nczarr.maps.s3 as s3_module
+
+    monkeypatch.setattr(s3_module, "COPY_LIMIT", 3)
+    m["src/big"] = b"12345"
+    m["src/small"] = b"12"
+    calls = Calls(m)
+    with m.trusted_writes():  # no leaf probes: only the copies' own requests
+        assert m.copy_from(m, "src/big", "dst/big", 5) == 5
+        assert calls.names == ["HeadObject", "CopyObject"]
+        calls.clear()
+        m.copy_from(m, "src/big", "dst/unknown")
+        assert calls.names == ["HeadObject", "CopyObject"]
+        calls.clear()
+        m.copy_from(m, "src/small", "dst/small", 2)
+        assert calls.names == ["CopyObject"]
+    assert (m["dst/big"], m["dst/unknown"], m["dst/small"]) == (b"12345", b"12345", b"12")
+    with pytest.raises(KeyError) as info:
+        m.copy_from(m, "src/missing", "dst/x")
+    assert info.value.args == ("src/missing",)
+
+
 def test_copy_from_another_service_reads_and_writes(m: S3Map, s3_endpoint: str) -> None:
     source = MemoryMap({"a": b"1"})
     assert not m.same_service(source)
