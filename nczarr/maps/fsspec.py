@@ -271,9 +271,6 @@ class FsspecMap(ZMap):
             self._invalidate(key)
         self._tree.wrote(key)
 
-    def _has_children(self, key: str) -> bool:
-        return any(True for _ in self._list_below(key))
-
     def _check_leaf_rule(self, key: str) -> None:
         """The base rule, skipping what :class:`~nczarr.maps.leafcache.KnownTree` settles."""
         if self._tree.settled(key):

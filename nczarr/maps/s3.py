@@ -143,6 +143,8 @@ class S3Map(FsspecMap):
         # included); an injected aiobotocore session is used but not pickled.
         self._options = dict(s3fs_options)
         session = self._options.pop("session", None) or _new_session(profile)
+        # the credentials, compared by same_service on every chunk of a copy
+        self._credentials = split_secrets(self._options)[1]
         client_kwargs = dict(self._options.get("client_kwargs") or {})
         if region is not None:
             client_kwargs["region_name"] = region
@@ -346,7 +348,7 @@ class S3Map(FsspecMap):
             isinstance(other, S3Map)
             and self._named == other._named
             and self._anon == other._anon
-            and split_secrets(self._options)[1] == split_secrets(other._options)[1]
+            and self._credentials == other._credentials
         )
 
     def copy_from(
