@@ -1,5 +1,10 @@
 """``nczarr.check(url)``: what each reader (netcdf-c 4.8/4.9/4.10+, zarr-python 3,
-xarray) would get wrong in a store, and the nczarr command that fixes it.
+xarray, GDAL 3.12+) would get wrong in a store, and the nczarr command that fixes it.
+
+The verdict (``CheckReport.ok``, the CLI's exit status) follows the readers people run
+today (:data:`~nczarr.translate.compat.CURRENT_READERS`: netcdf-c 4.10+, zarr-python 3,
+xarray, GDAL); what older netcdf-c releases would get wrong is reported as notes,
+unless ``readers=`` selects them.
 
 The store's metadata objects are read as they are stored: consolidated metadata is
 compared with them rather than trusted (a stale ``.zmetadata`` is one of the findings),
@@ -16,15 +21,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import MetadataError, ReadOnlyError
+from .errors import InvalidModeError, MetadataError, ReadOnlyError
 from .load import MAX_METADATA_SIZE, load_metadata
 from .maps.base import ZMap
 from .translate.attrs import parse_json
-from .translate.compat import READERS, Finding, findings
+from .translate.compat import CURRENT_READERS, READERS, Finding, findings
 from .translate.conventions import ZARR_JSON, ZARR_METADATA_NAMES, ZMETADATA
 from .translate.detect import FormatInfo, detect_format
 
-__all__ = ["CheckReport", "check"]
+__all__ = ["CheckReport", "check", "select_readers"]
 
 _METADATA_NAMES = frozenset({*ZARR_METADATA_NAMES, ZARR_JSON})
 
@@ -41,16 +46,25 @@ class CheckReport:
         Its detected format and layout.
     findings : tuple[Finding, ...]
         One entry per reader and problem (empty when every reader gets it right).
+    readers : tuple[str, ...]
+        The readers the verdict follows (default: the ones people run today); the
+        findings of the others are :attr:`notes`.
     """
 
     url: str
     info: FormatInfo
     findings: tuple[Finding, ...] = field(default=())
+    readers: tuple[str, ...] = CURRENT_READERS
 
     @property
     def ok(self) -> bool:
-        """True when every reader opens the store and reads what its producer wrote."""
-        return not self.findings
+        """True when every selected reader opens the store and reads what its producer wrote."""
+        return not any(f.reader in self.readers for f in self.findings)
+
+    @property
+    def notes(self) -> list[Finding]:
+        """The findings of readers the verdict does not follow (older netcdf-c releases)."""
+        return [f for f in self.findings if f.reader not in self.readers]
 
     def for_reader(self, reader: str) -> list[Finding]:
         """The findings of one reader (one of :data:`nczarr.translate.compat.READERS`)."""
@@ -61,10 +75,11 @@ class CheckReport:
         lines = [f"{self.url}: {self.info.layout} (Zarr v{self.info.zarr_format})"]
         for reader in READERS:
             found = self.for_reader(reader)
+            note = "" if reader in self.readers else " (note: not judged)"
             if not found:
-                lines.append(f"  {reader}: ok")
+                lines.append(f"  {reader}: ok{note}")
                 continue
-            lines.append(f"  {reader}: {len(found)} problem(s)")
+            lines.append(f"  {reader}: {len(found)} problem(s){note}")
             for f in found:
                 lines.append(f"    {f.severity}: {f.where}: {f.problem}")
                 if f.fix:
@@ -142,8 +157,35 @@ def _split_trailing(data: bytes) -> tuple[bytes, int]:
     return text[:end].encode("utf-8"), len(rest.encode("utf-8"))
 
 
+def select_readers(readers: Iterable[str] | None) -> tuple[str, ...]:
+    """The readers a verdict follows: ``readers`` in report order (each one of
+    :data:`~nczarr.translate.compat.READERS`, or a prefix naming one, such as
+    ``"netcdf-c 4.9"``, ``netcdf-c-4.8`` or ``"gdal"``), or the current readers when
+    None."""
+    if readers is None:
+        return CURRENT_READERS
+    if isinstance(readers, str):
+        readers = [readers]
+    chosen = set()
+    for name in readers:
+        key = _squeeze(name)
+        matches = [r for r in READERS if _squeeze(r).startswith(key)]
+        if not key or len(matches) != 1:
+            raise InvalidModeError(f"unknown reader {name!r}: expected one of {', '.join(READERS)}")
+        chosen.add(matches[0])
+    return tuple(r for r in READERS if r in chosen)
+
+
+def _squeeze(name: str) -> str:
+    """A reader name compared without case, spaces or dashes (``netcdf-c-4.9``)."""
+    return "".join(c for c in name.lower() if c not in " -_")
+
+
 def check(
-    src: str | os.PathLike[str] | ZMap, *, storage_options: dict[str, Any] | None = None
+    src: str | os.PathLike[str] | ZMap,
+    *,
+    storage_options: dict[str, Any] | None = None,
+    readers: Iterable[str] | None = None,
 ) -> CheckReport:
     """Tell, per reader, whether it opens ``src`` and what it would misread or refuse.
 
@@ -154,18 +196,26 @@ def check(
     storage_options
         Passed to :func:`nczarr.open_map` when ``src`` is a URL (credentials,
         ``endpoint_url``, ``anon`` ...).
+    readers
+        The readers the verdict follows, among
+        :data:`~nczarr.translate.compat.READERS` (default
+        :data:`~nczarr.translate.compat.CURRENT_READERS`); every reader's findings
+        are reported either way.
 
     Returns
     -------
     CheckReport
-        ``report.ok`` is True when every reader gets the store right; otherwise
-        ``report.findings`` says who gets what wrong and how to fix it.
+        ``report.ok`` is True when every selected reader gets the store right;
+        otherwise ``report.findings`` says who gets what wrong and how to fix it.
 
     Raises
     ------
     MetadataError
         ``src`` is not a Zarr store at all, or a metadata object is not JSON.
+    InvalidModeError
+        ``readers`` names a reader nczarr does not know.
     """
+    judged = select_readers(readers)
     if isinstance(src, ZMap):
         zmap, owned = src, False
     else:
@@ -192,7 +242,7 @@ def check(
             trailing=stored.trailing,
             not_utf8=stored.not_utf8,
         )
-        return CheckReport(zmap.url, info, tuple(found))
+        return CheckReport(zmap.url, info, tuple(found), judged)
     finally:
         if owned:
             zmap.close()

@@ -1,0 +1,300 @@
+"""Reader quirks on one array: a table, one rule per entry.
+
+Each :class:`Rule` says which readers get an array wrong, how badly, and when: its
+``test`` looks at the array's :class:`~nczarr.translate.compat_facts.ArrayFacts` and
+returns the problem in one sentence, or None when the rule does not apply. Every
+rule is a fact measured with the real reader where it runs here (libnetcdf 4.10
+through netCDF4, zarr-python 3, xarray, GDAL through the libgdal that the
+``pyogrio`` wheel bundles; ``tests/test_check.py`` and ``tests/test_check_readers.py``
+open the same stores with them), or read in netcdf-c's code for older releases
+(``docs/netcdf-c-layouts.md``). Adding a quirk is adding an entry to :data:`RULES`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .compat_base import GDAL, NC48, NC49, NC410, NETCDF_C, XARRAY, ZARR_PYTHON
+from .compat_facts import ArrayFacts
+from .conventions import LAYOUT_V2_KEYS, NETCDF_C_CODECS, SCALAR_DIM
+
+__all__ = ["RULES", "Rule"]
+
+TO_ZARR = "nczarr convert URL OUT --mode zarr"
+TO_NCZARR = "nczarr convert URL OUT --mode nczarr"
+TO_ZARR2 = "nczarr convert URL OUT --mode zarr --zarr-format 2"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One reader quirk on one array.
+
+    Attributes
+    ----------
+    readers : tuple of str
+        The readers that get it wrong (each gets one finding).
+    severity : str
+        One of :data:`~nczarr.translate.compat_base.SEVERITIES`.
+    test : callable
+        ``ArrayFacts -> problem text or None``.
+    fix : str or None
+        The nczarr command that makes the store right for those readers.
+    formats : tuple of int
+        The Zarr versions the rule applies to.
+    translates : bool
+        nczarr's translated view reads such an array right for zarr-python (so
+        :func:`~nczarr.translate.compat.needs_translation` counts it).
+    """
+
+    readers: tuple[str, ...]
+    severity: str
+    test: Callable[[ArrayFacts], str | None]
+    fix: str | None = None
+    formats: tuple[int, ...] = (2,)
+    translates: bool = False
+
+
+# ------------------------------------------------------------------ tests
+#: Data types zarr-python 3 has no data type for (an explicit byte order on one-byte
+#: types, netcdf-c's ``>S1`` char); one such array also breaks listing its group.
+_ZARR_PYTHON_REJECTS = frozenset({">S1", "<S1", "<u1", ">u1", "<i1", ">i1", "<b1", ">b1"})
+
+#: numcodecs object codecs zarr-python 3 has no data type for (its object arrays are
+#: ``vlen-utf8``/``vlen-bytes`` only): it cannot list the group holding such an array.
+_OBJECT_CODECS_REFUSED = frozenset({"json2", "categorize", "pickle", "msgpack2", "vlen-array"})
+
+
+def _rejected(facts: ArrayFacts) -> str | None:
+    found = [d for d in facts.dtypes if d in _ZARR_PYTHON_REJECTS]
+    return found[0] if found else None
+
+
+def _zarr_python_no_dtype(facts: ArrayFacts) -> str | None:
+    dtype = _rejected(facts)
+    if dtype is None:
+        return None
+    return f"has no data type for {dtype!r}: the array cannot be read and listing its group fails"
+
+
+def _xarray_no_dtype(facts: ArrayFacts) -> str | None:
+    dtype = _rejected(facts)
+    if dtype is None:
+        return None
+    return f"cannot open the group holding this array (zarr-python rejects {dtype!r})"
+
+
+def _netcdf_c_dtype(facts: ArrayFacts) -> str | None:
+    if facts.nczarr_layout and facts.layout == LAYOUT_V2_KEYS and facts.uppercase_keys:
+        return None
+    for dtype in facts.dtypes:
+        kind = dtype[1:2] if dtype[:1] in "<>|=" else dtype[:1]
+        if kind in ("U", "O", "M", "m", "c", "b", "V") or dtype[1:] == "f2":
+            return f"fails to open the whole dataset on data type {dtype!r}"
+    return None
+
+
+def _shuffle_sizes(facts: ArrayFacts) -> list[object]:
+    return [
+        c["elementsize"] for c in facts.codecs if c.get("id") == "shuffle" and "elementsize" in c
+    ]
+
+
+def _shuffle_text(facts: ArrayFacts) -> str | None:
+    for size in _shuffle_sizes(facts):
+        if isinstance(size, str):
+            return (
+                f"shuffle elementsize given as text {size!r} (netcdf-c 4.9): numcodecs raises "
+                "TypeError"
+            )
+    return None
+
+
+def _shuffle_text_xarray(facts: ArrayFacts) -> str | None:
+    return "cannot decode this array" if _shuffle_text(facts) else None
+
+
+def _shuffle_zero(facts: ArrayFacts) -> str | None:
+    if any(size == 0 and not isinstance(size, bool) for size in _shuffle_sizes(facts)):
+        return (
+            "shuffle elementsize 0 means 'the item size' to netcdf-c and 'no shuffle' to "
+            "numcodecs: returns wrong numbers, silently"
+        )
+    return None
+
+
+def _no_netcdf_c_filter(facts: ArrayFacts) -> str | None:
+    unknown = sorted({i for i in facts.codec_ids if i not in NETCDF_C_CODECS})
+    if not unknown:
+        return None
+    return f"has no filter for codec {', '.join(unknown)}: reading the data fails (NC_ENOFILTER)"
+
+
+def _netcdf_48_codecs(facts: ArrayFacts) -> str | None:
+    if facts.codecs:
+        return "4.8 ignores codecs: compressed or filtered chunks are read as raw values"
+    return None
+
+
+def _swapped_fill(facts: ArrayFacts) -> str | None:
+    swapped = [d for d in facts.dtypes if d[:1] == ">" and d[-1:] not in ("1", "")]
+    if swapped and facts.fill is not None:
+        return (
+            f"returns the fill value byte-swapped where a chunk of this {swapped[0]!r} array "
+            "was never written (a netcdf-c 4.10 bug, also in files it wrote itself)"
+        )
+    return None
+
+
+def _blosc_scalar(facts: ArrayFacts) -> str | None:
+    if facts.nczarr_layout and facts.nczarr_scalar and "blosc" in facts.codec_ids:
+        return "fails to open the whole dataset on a blosc-compressed scalar (Filter error -132)"
+    return None
+
+
+def _zero_d(facts: ArrayFacts) -> str | None:
+    if facts.shape == []:
+        return "drops a 0-d array (shape []) with only a log message: the scalar is missing"
+    return None
+
+
+def _netcdf_scalar(facts: ArrayFacts) -> str | None:
+    if facts.shape == []:
+        return None
+    if (facts.nczarr_layout and facts.nczarr_scalar) or facts.dims == [SCALAR_DIM]:
+        return "shows a netCDF scalar as a 1-element 1-D array (dimension _scalar_)"
+    return None
+
+
+def _ranked(facts: ArrayFacts) -> bool:
+    shape = facts.shape
+    return (
+        isinstance(shape, list)
+        and bool(shape)
+        and not (facts.nczarr_scalar and facts.nczarr_layout)
+    )
+
+
+def _no_array_dimensions(facts: ArrayFacts) -> str | None:
+    if not _ranked(facts) or facts.dims is not None:
+        return None
+    legacy = facts.nczarr_array is not None and facts.layout == LAYOUT_V2_KEYS
+    if legacy and facts.uppercase_keys:
+        return None
+    return "no _ARRAY_DIMENSIONS: xarray cannot name the array's dimensions"
+
+
+def _dims_mismatch(facts: ArrayFacts) -> str | None:
+    if _ranked(facts) and isinstance(facts.dims, list) and len(facts.dims) != len(facts.shape):
+        return f"_ARRAY_DIMENSIONS has {len(facts.dims)} names for {len(facts.shape)} dimensions"
+    return None
+
+
+def _dims_short(facts: ArrayFacts) -> str | None:
+    if _ranked(facts) and isinstance(facts.dims, list) and len(facts.dims) < len(facts.shape):
+        return "crashes (segfault in 4.10.1) on _ARRAY_DIMENSIONS shorter than the rank"
+    return None
+
+
+def _raw_text_fill(facts: ArrayFacts) -> str | None:
+    fill = facts.fill
+    if not (isinstance(fill, str) and fill):
+        return None
+    if not any(d.lstrip("<>|").startswith("S") for d in facts.dtypes):
+        return None
+    try:
+        base64.b64decode(fill, validate=True)
+    except (binascii.Error, ValueError):
+        return f"fill_value {fill!r} is raw text (netcdf-c's way), not base64 as Zarr v2 requires"
+    return None
+
+
+# ---------------------------------------------------------------- new quirks
+def _fortran_order(facts: ArrayFacts) -> str | None:
+    if facts.order == "F" and isinstance(facts.shape, list) and len(facts.shape) > 1:
+        return "ignores order 'F': reads the array transposed (values in the wrong places)"
+    return None
+
+
+def _object_codec(facts: ArrayFacts) -> str | None:
+    if not facts.object_dtype:
+        return None
+    refused = [i for i in facts.codec_ids if i in _OBJECT_CODECS_REFUSED]
+    if not refused:
+        return None
+    return (
+        f"has no data type for an object array encoded with {refused[0]!r}: the array cannot "
+        "be read and listing its group fails"
+    )
+
+
+def _object_codec_xarray(facts: ArrayFacts) -> str | None:
+    found = _object_codec(facts)
+    return (
+        "cannot open the group holding this array (zarr-python " + found[4:] + ")"
+        if found
+        else None
+    )
+
+
+def _lzma_delta(facts: ArrayFacts) -> str | None:
+    for codec in facts.codecs:
+        if codec.get("id") == "lzma" and "delta" in codec:
+            return (
+                "the lzma compressor carries GDAL 3.6's non-standard 'delta' key: numcodecs' "
+                "LZMA raises TypeError, the array cannot be read"
+            )
+    return None
+
+
+def _v3_no_dimension_names(facts: ArrayFacts) -> str | None:
+    if isinstance(facts.shape, list) and facts.shape and facts.dims is None:
+        return (
+            "no dimension_names (nor _ARRAY_DIMENSIONS): xarray cannot open the group "
+            "holding this array"
+        )
+    return None
+
+
+def _v3_null_fill(facts: ArrayFacts) -> str | None:
+    if facts.has_fill and facts.fill is None:
+        return (
+            "fill_value null (GDAL writes it; Zarr v3 requires a value): zarr-python cannot "
+            "open the array"
+        )
+    return None
+
+
+# --------------------------------------------------------------------- table
+RULES: tuple[Rule, ...] = (
+    Rule((ZARR_PYTHON,), "fails", _zarr_python_no_dtype, TO_ZARR, translates=True),
+    Rule((XARRAY,), "refuses", _xarray_no_dtype, TO_ZARR),
+    Rule(NETCDF_C, "refuses", _netcdf_c_dtype, TO_NCZARR),
+    Rule((ZARR_PYTHON,), "fails", _shuffle_text, TO_ZARR, translates=True),
+    Rule((XARRAY,), "fails", _shuffle_text_xarray, TO_ZARR),
+    Rule((ZARR_PYTHON,), "misreads", _shuffle_zero, TO_ZARR, translates=True),
+    Rule((XARRAY,), "misreads", _shuffle_zero, TO_ZARR),
+    Rule((NC49, NC410), "fails", _no_netcdf_c_filter, TO_NCZARR),
+    Rule((NC48,), "misreads", _netcdf_48_codecs),
+    Rule((NC410,), "misreads", _swapped_fill),
+    Rule((NC410,), "refuses", _blosc_scalar, f"{TO_NCZARR} (re-encodes the scalar)"),
+    Rule(NETCDF_C, "ignores", _zero_d, f"{TO_ZARR} --netcdf-scalars"),
+    Rule((ZARR_PYTHON,), "misreads", _netcdf_scalar, TO_ZARR, translates=True),
+    Rule((XARRAY,), "misreads", _netcdf_scalar, TO_ZARR),
+    Rule((XARRAY,), "refuses", _no_array_dimensions, TO_ZARR),
+    Rule((XARRAY,), "refuses", _dims_mismatch),
+    Rule((NC410,), "refuses", _dims_short),
+    Rule((ZARR_PYTHON,), "fails", _raw_text_fill, TO_ZARR, translates=True),
+    # measured in tests/test_check_readers.py
+    Rule((NC410,), "misreads", _fortran_order, TO_NCZARR),
+    Rule((ZARR_PYTHON,), "fails", _object_codec),
+    Rule((XARRAY,), "refuses", _object_codec_xarray),
+    Rule((ZARR_PYTHON, XARRAY), "fails", _lzma_delta, TO_ZARR),
+    Rule((XARRAY,), "refuses", _v3_no_dimension_names, formats=(3,)),
+    Rule((ZARR_PYTHON, XARRAY), "fails", _v3_null_fill, formats=(3,)),
+)
+
+#: Keeps the GDAL name importable for the GDAL rules added below this table.
+_GDAL = GDAL
