@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from .compat_base import GDAL, NC48, NC49, NC410, NETCDF_C, XARRAY, ZARR_PYTHON
 from .compat_facts import ArrayFacts
-from .conventions import LAYOUT_V2_KEYS, NETCDF_C_CODECS, SCALAR_DIM
+from .conventions import LAYOUT_V2, LAYOUT_V2_KEYS, LAYOUT_ZARR, NETCDF_C_CODECS, SCALAR_DIM
 
 __all__ = ["RULES", "Rule"]
 
@@ -62,9 +62,10 @@ class Rule:
 #: types, netcdf-c's ``>S1`` char); one such array also breaks listing its group.
 _ZARR_PYTHON_REJECTS = frozenset({">S1", "<S1", "<u1", ">u1", "<i1", ">i1", "<b1", ">b1"})
 
-#: numcodecs object codecs zarr-python 3 has no data type for (its object arrays are
-#: ``vlen-utf8``/``vlen-bytes`` only): it cannot list the group holding such an array.
-_OBJECT_CODECS_REFUSED = frozenset({"json2", "categorize", "pickle", "msgpack2", "vlen-array"})
+#: The object codecs zarr-python 3 reads (an object array encoded otherwise, with
+#: ``json2``, ``categorize``, ``pickle`` ..., has no data type there: it cannot list
+#: the group holding it).
+_OBJECT_CODECS_READ = frozenset({"vlen-utf8", "vlen-bytes"})
 
 
 def _rejected(facts: ArrayFacts) -> str | None:
@@ -221,12 +222,13 @@ def _fortran_order(facts: ArrayFacts) -> str | None:
 def _object_codec(facts: ArrayFacts) -> str | None:
     if not facts.object_dtype:
         return None
-    refused = [i for i in facts.codec_ids if i in _OBJECT_CODECS_REFUSED]
-    if not refused:
+    ids = facts.codec_ids
+    if ids and ids[0] in _OBJECT_CODECS_READ:
         return None
+    codec = repr(ids[0]) if ids else "no object codec"
     return (
-        f"has no data type for an object array encoded with {refused[0]!r}: the array cannot "
-        "be read and listing its group fails"
+        f"has no data type for an object array encoded with {codec}: the array cannot be "
+        "read and listing its group fails"
     )
 
 
@@ -237,6 +239,17 @@ def _object_codec_xarray(facts: ArrayFacts) -> str | None:
         if found
         else None
     )
+
+
+def _netcdf_490_char(facts: ArrayFacts) -> str | None:
+    if facts.layout not in (LAYOUT_V2, LAYOUT_ZARR):
+        return None
+    if any(d.lstrip("<>|=") == "S1" for d in facts.dtypes):
+        return (
+            "4.9.0 (Debian's ncdump, nccopy) crashes (segmentation fault) opening a store "
+            "with a char array in the current NCZarr or pure Zarr layout; 4.9.3+ reads it"
+        )
+    return None
 
 
 def _lzma_delta(facts: ArrayFacts) -> str | None:
@@ -267,6 +280,45 @@ def _v3_null_fill(facts: ArrayFacts) -> str | None:
     return None
 
 
+# ------------------------------------------------------------ GDAL 3.12 quirks
+#: The v3 codecs GDAL 3.12's Zarr driver decodes (it refuses ``crc32c``,
+#: ``sharding_indexed`` and zarr-python's ``numcodecs.*`` wrappers).
+_GDAL_V3_CODECS = frozenset({"bytes", "endian", "transpose", "gzip", "blosc", "zstd"})
+
+#: v3 data types GDAL 3.12 cannot open an array of.
+_GDAL_V3_REFUSED_TYPES = frozenset(
+    {"string", "null_terminated_bytes", "fixed_length_utf32", "variable_length_bytes", "bytes"}
+)
+
+
+def _gdal_shuffle_zero(facts: ArrayFacts) -> str | None:
+    if any(size == 0 and not isinstance(size, bool) for size in _shuffle_sizes(facts)):
+        return "netcdf-c's shuffle elementsize 0 ('the item size'): GDAL's shuffle filter fails"
+    return None
+
+
+def _gdal_v3_codec(facts: ArrayFacts) -> str | None:
+    unknown = sorted({name for name, _ in facts.v3_codecs if name not in _GDAL_V3_CODECS})
+    if unknown:
+        return f"has no decoder for codec {', '.join(unknown)}: the array cannot be opened"
+    return None
+
+
+def _gdal_v3_type(facts: ArrayFacts) -> str | None:
+    dtype = facts.data_type
+    name = dtype.get("name") if isinstance(dtype, dict) else dtype
+    if name in _GDAL_V3_REFUSED_TYPES:
+        return f"has no data type {name!r}: the array cannot be opened"
+    return None
+
+
+def _bool_as_uint8(facts: ArrayFacts) -> str | None:
+    name = facts.data_type.get("name") if isinstance(facts.data_type, dict) else facts.data_type
+    if name == "bool" or any(d.lstrip("<>|=") == "b1" for d in facts.dtypes):
+        return "shows a bool array as uint8 (0/1)"
+    return None
+
+
 # --------------------------------------------------------------------- table
 RULES: tuple[Rule, ...] = (
     Rule((ZARR_PYTHON,), "fails", _zarr_python_no_dtype, TO_ZARR, translates=True),
@@ -282,7 +334,7 @@ RULES: tuple[Rule, ...] = (
     Rule((NC410,), "refuses", _blosc_scalar, f"{TO_NCZARR} (re-encodes the scalar)"),
     Rule(NETCDF_C, "ignores", _zero_d, f"{TO_ZARR} --netcdf-scalars"),
     Rule((ZARR_PYTHON,), "misreads", _netcdf_scalar, TO_ZARR, translates=True),
-    Rule((XARRAY,), "misreads", _netcdf_scalar, TO_ZARR),
+    Rule((XARRAY, GDAL), "misreads", _netcdf_scalar, TO_ZARR),
     Rule((XARRAY,), "refuses", _no_array_dimensions, TO_ZARR),
     Rule((XARRAY,), "refuses", _dims_mismatch),
     Rule((NC410,), "refuses", _dims_short),
@@ -292,9 +344,11 @@ RULES: tuple[Rule, ...] = (
     Rule((ZARR_PYTHON,), "fails", _object_codec),
     Rule((XARRAY,), "refuses", _object_codec_xarray),
     Rule((ZARR_PYTHON, XARRAY), "fails", _lzma_delta, TO_ZARR),
+    Rule((NC49,), "refuses", _netcdf_490_char),
     Rule((XARRAY,), "refuses", _v3_no_dimension_names, formats=(3,)),
     Rule((ZARR_PYTHON, XARRAY), "fails", _v3_null_fill, formats=(3,)),
+    Rule((GDAL,), "fails", _gdal_shuffle_zero, TO_ZARR),
+    Rule((GDAL,), "fails", _gdal_v3_codec, TO_ZARR2, formats=(3,)),
+    Rule((GDAL,), "fails", _gdal_v3_type, TO_ZARR2, formats=(3,)),
+    Rule((GDAL,), "misreads", _bool_as_uint8, formats=(2, 3)),
 )
-
-#: Keeps the GDAL name importable for the GDAL rules added below this table.
-_GDAL = GDAL
