@@ -8,6 +8,7 @@ Pure functions over the metadata objects as stored; each yields
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -168,6 +169,13 @@ def dimension_conflicts(meta: Mapping[str, Any]) -> Iterable[Finding]:
                 )
 
 
+def _same_json(a: Any, b: Any) -> bool:
+    """Equal JSON documents (a NaN equals a NaN here: both are the token ``NaN``)."""
+    if a == b:
+        return True
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
 def stale_consolidated(
     meta: Mapping[str, Any], consolidated: Mapping[str, Any] | None
 ) -> Iterable[Finding]:
@@ -181,7 +189,7 @@ def stale_consolidated(
         for k, v in meta.items()
         if k.rpartition("/")[2] in ZARR_METADATA_NAMES and k != ZMETADATA
     }
-    stale = sorted(k for k in entries if stored.get(k) != entries[k])
+    stale = sorted(k for k in entries if not _same_json(stored.get(k), entries[k]))
     missing = sorted(k for k in stored if k not in entries)
     if not (stale or missing):
         return
