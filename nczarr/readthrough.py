@@ -120,6 +120,7 @@ class TranslatedView(ZMap):
             *written.warnings,
         )
         left_out = set(written.skipped)  # arrays the writer could not describe
+        self._left_out = tuple(sorted("/" + a for a in left_out))
         if left_out:
             self._arrays = tuple(a for a in self._arrays if a not in left_out)
             self._array_set = frozenset(self._arrays)
@@ -176,6 +177,13 @@ class TranslatedView(ZMap):
     def reencoded(self) -> dict[str, str]:
         """Arrays (key prefixes) whose chunks are shown re-encoded, and why."""
         return {path: item.reason for path, item in self._reencoded.items()}
+
+    @property
+    def left_out(self) -> tuple[str, ...]:
+        """Paths (``/g/v``) of the arrays the target format's writer could not describe
+        (codecs without a byte-identical form there): the view does not show them, and
+        ``convert`` refuses them unless ``exclude=`` names them."""
+        return self._left_out
 
     @property
     def reencoded_messages(self) -> tuple[str, ...]:

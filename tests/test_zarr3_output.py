@@ -426,23 +426,21 @@ def test_cli_writes_zarr_v3(outputs: dict[str, Path], tmp_path: Path, capsys) ->
 
 
 # ------------------------------------------------------------------ what v3 cannot say
-def test_array_without_a_v3_codec_is_left_out_with_a_warning(tmp_path: Path) -> None:
-    from numcodecs import Delta
+def test_array_without_a_v3_codec_is_refused_or_left_out_when_excluded(tmp_path: Path) -> None:
+    from numcodecs import FixedScaleOffset
 
     src = tmp_path / "src.zarr"
     g = zarr.open_group(src, mode="w", zarr_format=2)
     g.create_array("ok", shape=(4,), chunks=(2,), dtype="<i4")[:] = [1, 2, 3, 4]
-    g.create_array("delta", shape=(4,), chunks=(2,), dtype="<i4", filters=[Delta("<i4")])[:] = [
-        1,
-        2,
-        3,
-        4,
-    ]
+    fso = FixedScaleOffset(offset=0, scale=1, dtype="<i4", astype="<i2")
+    g.create_array("fso", shape=(4,), chunks=(2,), dtype="<i4", filters=[fso])[:] = [1, 2, 3, 4]
     dst = tmp_path / "dst.zarr"
-    with pytest.warns(nczarr.NCZarrWarning, match="'/delta' left out of the Zarr v3 output"):
-        report = nczarr.convert(src, dst, mode="zarr", zarr_format=3)
-    assert any("'/delta'" in w and "'delta'" in w for w in report.warnings), report.warnings
-    assert not (dst / "delta").exists()
+    with pytest.raises(nczarr.UnsupportedTypeError, match="'fixedscaleoffset'"):
+        nczarr.convert(src, dst, mode="zarr", zarr_format=3)
+    with pytest.warns(nczarr.NCZarrWarning, match="'/fso' left out of the Zarr v3 output"):
+        report = nczarr.convert(src, dst, mode="zarr", zarr_format=3, exclude=["/fso"])
+    assert any("'/fso'" in w and "'fixedscaleoffset'" in w for w in report.warnings)
+    assert not (dst / "fso").exists()
     assert zarr.open_group(dst, mode="r")["ok"][...].tolist() == [1, 2, 3, 4]
     assert list(zarr.open_group(dst, mode="r").array_keys()) == ["ok"]
 

@@ -89,13 +89,18 @@ def _zarr_format(value: int | None, parsed: Any, fmt: str, netcdf_scalars: bool)
 def _check_representable(
     translated: Any, fmt: str, include: Sequence[str] | None, exclude: Sequence[str] | None
 ) -> None:
-    """Refuse to convert arrays the reader had to leave out, unless they are excluded."""
-    refused = selected_paths(translated.dataset.skipped, include, exclude)
+    """Refuse to convert arrays the reader or the target's writer had to leave out,
+    unless they are excluded: a convert never drops data on its own."""
+    left_out = translated.left_out
+    refused = selected_paths((*translated.dataset.skipped, *left_out), include, exclude)
     if not refused:
         return
-    reasons = [
-        w for w in translated.warnings if any(w.startswith(f"skipped array {p!r}") for p in refused)
-    ]
+    starts = tuple(
+        prefix
+        for p in refused
+        for prefix in (f"skipped array {p!r}", f"array {p!r} left out of the Zarr v3 output")
+    )
+    reasons = [w for w in translated.warnings if w.startswith(starts)]
     raise UnsupportedTypeError(
         f"{translated.source.url}: cannot represent {', '.join(refused)} in {fmt}: "
         + "; ".join(reasons)

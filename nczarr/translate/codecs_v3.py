@@ -43,9 +43,13 @@ its ``numcodecs.<id>`` wrapper (``numcodecs.zarr3``). Unlike zarr-python's
 migration, which accepts only array->array v2 filters, netcdf-c's filters
 (``shuffle``, ``fletcher32``, ``zlib`` ...) work on bytes, so they follow
 ``bytes`` as bytes->bytes codecs, before the compressor, exactly where v2 applies
-them. Array->array numcodecs filters (``delta``, ``fixedscaleoffset``,
-``quantize`` ...) are refused: their v2 output byte order is the codec's own
-``astype``, which a v3 chain cannot state byte-identically.
+them. numcodecs' ``delta`` filter, when it leads the v2 filters of a C-order
+array and its ``dtype``/``astype`` are the array's type in the array's byte order,
+becomes zarr-python's array->array ``numcodecs.delta`` before ``bytes`` (the same
+bytes: zarr-python's wrapper encodes with numcodecs' ``Delta``); the v2 reader maps
+it back. Other array->array numcodecs filters (``fixedscaleoffset``, ``quantize``
+...), and ``delta`` elsewhere, are refused: their v2 output byte order is the codec's
+own ``astype``, which a v3 chain cannot state byte-identically.
 """
 
 from __future__ import annotations
@@ -78,6 +82,10 @@ _NUMCODECS_BYTES = frozenset(
         "fletcher32",
     }
 )
+
+#: numcodecs array->array filters mapped to their zarr-python ``numcodecs.<id>`` v3
+#: wrapper (under the conditions of :func:`_array_filter`).
+_NUMCODECS_ARRAY = frozenset({"delta"})
 
 _ARRAY_TO_BYTES = frozenset({"bytes", "endian", "sharding_indexed", "vlen-utf8", "vlen-bytes"})
 
@@ -166,6 +174,17 @@ def _bytes_codec(name: str, config: dict[str, Any], itemsize: int) -> dict[str, 
     raise UnsupportedError(f"codec {name!r} has no byte-identical Zarr v2 (numcodecs) equivalent")
 
 
+def _check_array_filter(config: dict[str, Any], *, endian: str | None, order: str) -> None:
+    """Refuse a v3 ``numcodecs.delta`` whose v2 form would decode other bytes."""
+    dtype = config.get("dtype")
+    astype = config.get("astype", dtype)
+    if order == "F" or astype != dtype or (endian and _byte_order(dtype) != endian):
+        raise UnsupportedError(
+            f"codec 'numcodecs.{config['id']}' with dtype {dtype!r} has no byte-identical "
+            "Zarr v2 equivalent here"
+        )
+
+
 def v2_pipeline(codecs: Any, *, ndim: int, itemsize: int) -> V2Pipeline:
     """Describe a v3 ``codecs`` chain in Zarr v2 terms, or refuse.
 
@@ -208,6 +227,9 @@ def v2_pipeline(codecs: Any, *, ndim: int, itemsize: int) -> V2Pipeline:
                 endian = value if itemsize > 1 else "little"
                 seen_bytes = True
                 continue
+            if name.startswith("numcodecs.") and name.split(".", 1)[1] in _NUMCODECS_ARRAY:
+                filters_first.append({"id": name.split(".", 1)[1], **config})
+                continue
             if name in _ARRAY_TO_BYTES:
                 raise UnsupportedError(
                     f"codec {name!r} has no byte-identical Zarr v2 equivalent"
@@ -224,12 +246,50 @@ def v2_pipeline(codecs: Any, *, ndim: int, itemsize: int) -> V2Pipeline:
         raise MetadataError("the codec chain has no array->bytes codec (such as 'bytes')")
     if ndim <= 1:
         order = "C"
+    for config in filters_first:
+        if config["id"] in _NUMCODECS_ARRAY:
+            _check_array_filter(config, endian=endian if itemsize > 1 else None, order=order)
     compressor = compressors[-1] if compressors else None
     return V2Pipeline(order, endian, (*filters_first, *compressors[:-1]), compressor)
 
 
 #: numcodecs Blosc's shuffle integers -> the v3 names (inverse of :data:`BLOSC_SHUFFLE`).
 _BLOSC_SHUFFLE_NAMES = {v: k for k, v in BLOSC_SHUFFLE.items()}
+
+
+def _byte_order(dtype: Any) -> str:
+    """``"little"``/``"big"`` of a numpy dtype string; without a ``<``/``>`` prefix,
+    numpy's native order, little-endian on every platform nczarr runs on."""
+    return "big" if isinstance(dtype, str) and dtype.startswith(">") else "little"
+
+
+def _array_filter(
+    config: dict[str, Any], *, endian: str | None, order: str, ndim: int
+) -> dict[str, Any]:
+    """The v3 array->array codec of a leading numcodecs ``delta`` filter, or refuse.
+
+    Byte-identical only when the filter's output is the array's own type in the
+    byte order the ``bytes`` codec writes, and the chunk is in C order.
+    """
+    codec_id = config.get("id")
+    dtype = config.get("dtype")
+    astype = config.get("astype", dtype)
+    if order == "F" and ndim > 1:
+        raise UnsupportedError(f"codec {codec_id!r} on an F-order array has no v3 form")
+    if astype != dtype:
+        raise UnsupportedError(
+            f"codec {codec_id!r} with astype {astype!r} other than dtype {dtype!r} has no "
+            "byte-identical Zarr v3 form"
+        )
+    if endian is not None and _byte_order(dtype) != endian:
+        raise UnsupportedError(
+            f"codec {codec_id!r} with dtype {dtype!r} on {endian}-endian data has no "
+            "byte-identical Zarr v3 form"
+        )
+    return {
+        "name": f"numcodecs.{codec_id}",
+        "configuration": {k: v for k, v in config.items() if k != "id"},
+    }
 
 
 def _v3_codec(config: dict[str, Any], itemsize: int) -> dict[str, Any]:
@@ -311,10 +371,13 @@ def v3_codecs(
     chain: list[dict[str, Any]] = []
     if order == "F" and ndim > 1:
         chain.append({"name": "transpose", "configuration": {"order": list(range(ndim))[::-1]}})
+    rest = list(filters)
+    while rest and rest[0].get("id") in _NUMCODECS_ARRAY:
+        chain.append(_array_filter(rest.pop(0), endian=endian, order=order, ndim=ndim))
     if endian is None:
         chain.append({"name": "bytes"})
     else:
         chain.append({"name": "bytes", "configuration": {"endian": endian}})
-    for config in (*filters, *([compressor] if compressor is not None else [])):
+    for config in (*rest, *([compressor] if compressor is not None else [])):
         chain.append(_v3_codec(config, itemsize))
     return chain
