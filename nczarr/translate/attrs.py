@@ -73,6 +73,8 @@ _TRAILING_DOT = re.compile(r"(?<=\d)\.(?![0-9])")
 _LEADING_DOT = re.compile(r"(?<![0-9A-Za-z_])\.(?=[0-9])")
 _NAN = re.compile(r"(?<![A-Za-z_])nan(?![A-Za-z_])", re.IGNORECASE)
 _INF = re.compile(r"(?<![A-Za-z_])inf(inity)?(?![A-Za-z_])", re.IGNORECASE)
+#: ``-nan`` (C's printf of a NaN with the sign bit set): a NaN all the same.
+_NEG_NAN = re.compile(r"-\s*NaN")
 _CONSTANT_TOKEN = re.compile(r"(?<![A-Za-z_])-?(?:nan|inf(?:inity)?)(?![A-Za-z_])", re.IGNORECASE)
 
 
@@ -99,7 +101,7 @@ def _relax(text: str) -> tuple[str, list[str], list[str]]:
         constants.extend(_CONSTANT_TOKEN.findall(chunk))
         chunk = _TRAILING_DOT.sub(".0", chunk)
         chunk = _LEADING_DOT.sub("0.", chunk)
-        chunk = _NAN.sub("NaN", chunk)
+        chunk = _NEG_NAN.sub("NaN", _NAN.sub("NaN", chunk))
         chunk = _INF.sub("Infinity", chunk)
         out.append(chunk)
         if quote < 0:

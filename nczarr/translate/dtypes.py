@@ -291,6 +291,8 @@ def decode_fill_value(value: Any, info: ZarrDtype, *, raw_text: bool) -> Any:
     ValueError
         The value cannot be converted (the caller names the key in a MetadataError).
     """
+    if isinstance(value, list) and len(value) == 1:  # netcdf-c 4.8.0 (netcdf-c issue 2008)
+        value = value[0]
     if value is None:
         return None
     nc_type = info.nc_type
@@ -322,6 +324,11 @@ def fill_value_note(value: Any, info: ZarrDtype, decoded: Any) -> str | None:
     as netcdf-c reads it (``true`` -> 1, ``1.5`` -> 1, ``-1.5`` -> -1: truncated
     toward zero); the value changed, so callers warn.
     """
+    if isinstance(value, list):
+        return (
+            f"fill_value {json.dumps(value)} is a one-element list (netcdf-c 4.8.0 wrote it so, "
+            f"netcdf-c issue 2008): read as its element, {decoded!r}"
+        )
     if info.nc_type in ("char", "string", "float", "double") or decoded is None:
         return None
     if isinstance(value, bool) and info.nc_type != "ubyte":  # ubyte: also Zarr's bool
