@@ -163,13 +163,31 @@ def parse_array_metadata(zarray: Any, key: str, *, nczarr: bool) -> ArraySpec:
 
 
 def _vlen_string(zarray: dict[str, Any]) -> ZarrDtype | None:
-    """``"|O"`` whose first filter is numcodecs' ``vlen-utf8``: variable-length strings."""
-    filters = zarray.get("filters")
-    if zarray["dtype"] not in ("|O", "O", "<O", ">O") or not isinstance(filters, list):
+    """``"|O"`` whose first filter is numcodecs' ``vlen-utf8``: variable-length strings.
+
+    Raises
+    ------
+    UnsupportedError
+        Another object array: the message names its object codec (``json2``,
+        ``categorize`` ...) rather than blaming netCDF, since the limit is nczarr's
+        reader, whatever the target.
+    """
+    if zarray["dtype"] not in ("|O", "O", "<O", ">O"):
         return None
-    if filters and isinstance(filters[0], dict) and filters[0].get("id") == "vlen-utf8":
+    filters = zarray.get("filters")
+    first = filters[0] if isinstance(filters, list) and filters else None
+    codec = first.get("id") if isinstance(first, dict) else None
+    if codec == "vlen-utf8":
         return ZarrDtype("string", "little", 1, text_storage="vlen-utf8")
-    return None
+    labels = first.get("labels") if codec == "categorize" and isinstance(first, dict) else None
+    what = f"object codec {codec!r}" if codec else "no object codec"
+    if isinstance(labels, list):
+        what += f" (string labels {labels[:5]!r}{' ...' if len(labels) > 5 else ''})"
+    raise UnsupportedError(
+        f"dtype {zarray['dtype']!r} with {what}: nczarr reads object arrays only as "
+        "variable-length UTF-8 strings (numcodecs 'vlen-utf8'), so it cannot carry this "
+        "array to any target yet; zarr-python 2 reads it"
+    )
 
 
 def attribute_types(meta: Mapping[str, Any], prefix: str, obj: str) -> dict[str, Any] | None:

@@ -234,8 +234,9 @@ def write_zarr3(
                 skipped.append(vprefix)
                 warnings.append(f"array {var.path!r} left out of the Zarr v3 output: {exc}")
                 continue
-            if var.type in ("char", "string"):
-                warnings.append(_text_warning(var, noxarray))
+            text_warning = _text_warning(var, noxarray) if var.type in ("char", "string") else None
+            if text_warning is not None:
+                warnings.append(text_warning)
     if consolidated:
         root = docs[""]
         inner = {}
@@ -258,17 +259,28 @@ def _empty_consolidated() -> dict[str, Any]:
     return {"kind": "inline", "must_understand": False, "metadata": {}}
 
 
-def _text_warning(var: Variable, noxarray: bool) -> str:
-    """What a reader of a char/string array in Zarr v3 should know."""
-    message = (
-        f"array {var.path!r}: written with zarr-python's fixed-width data type "
-        "'null_terminated_bytes', which is not (yet) in the Zarr v3 specification: other "
-        "Zarr v3 libraries may not read it"
-    )
+def _text_warning(var: Variable, noxarray: bool) -> str | None:
+    """What a reader of a char/string array in Zarr v3 should know (None: nothing).
+
+    Only arrays written as ``null_terminated_bytes`` are told that type is not in
+    the specification; ``string`` and ``fixed_length_utf32`` are.
+    """
+    dtype, _, _ = data_type(var)
+    unstable = isinstance(dtype, dict) and dtype.get("name") == "null_terminated_bytes"
+    parts = []
+    if unstable:
+        parts.append(
+            "written with zarr-python's fixed-width data type 'null_terminated_bytes', which "
+            "is not (yet) in the Zarr v3 specification: other Zarr v3 libraries may not read it"
+        )
     if var.fill_value is not None and not noxarray:
-        message += (
-            f"; its fill value {var.fill_value!r} is the Zarr fill_value, but xarray masks "
+        parts.append(
+            f"its fill value {var.fill_value!r} is the Zarr fill_value, but xarray masks "
             "Zarr v3 arrays by a _FillValue attribute it cannot decode for bytes, so xarray "
             "shows fill values as data"
+            if unstable
+            else f"its fill value {var.fill_value!r} is the Zarr fill_value, but xarray masks "
+            "Zarr v3 arrays by a _FillValue attribute, which is not written for text, so "
+            "xarray shows fill values as data"
         )
-    return message
+    return f"array {var.path!r}: " + "; ".join(parts) if parts else None
