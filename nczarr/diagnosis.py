@@ -3,8 +3,9 @@ xarray, GDAL 3.12+) would get wrong in a store, and the nczarr command that fixe
 
 The verdict (``CheckReport.ok``, the CLI's exit status) follows the readers people run
 today (:data:`~nczarr.translate.compat.CURRENT_READERS`: netcdf-c 4.10+, zarr-python 3,
-xarray, GDAL); what older netcdf-c releases would get wrong is reported as notes,
-unless ``readers=`` selects them.
+xarray, GDAL; for a Zarr v3 store, which no released netcdf-c reads, the v3 readers
+zarr-python, xarray and GDAL); what the other readers would get wrong is reported as
+notes, unless ``readers=`` selects them.
 
 The store's metadata objects are read as they are stored: consolidated metadata is
 compared with them rather than trusted (a stale ``.zmetadata`` is one of the findings),
@@ -25,11 +26,11 @@ from .errors import InvalidModeError, MetadataError, ReadOnlyError
 from .load import MAX_METADATA_SIZE, load_metadata
 from .maps.base import ZMap
 from .translate.attrs import parse_json
-from .translate.compat import CURRENT_READERS, READERS, Finding, findings
+from .translate.compat import CURRENT_READERS, NETCDF_C, READERS, Finding, findings
 from .translate.conventions import ZARR_JSON, ZARR_METADATA_NAMES, ZMETADATA
 from .translate.detect import FormatInfo, detect_format
 
-__all__ = ["CheckReport", "check", "select_readers"]
+__all__ = ["CheckReport", "check", "default_readers", "select_readers"]
 
 _METADATA_NAMES = frozenset({*ZARR_METADATA_NAMES, ZARR_JSON})
 
@@ -160,10 +161,10 @@ def _split_trailing(data: bytes) -> tuple[bytes, int]:
 def select_readers(readers: Iterable[str] | None) -> tuple[str, ...]:
     """The readers a verdict follows: ``readers`` in report order (each one of
     :data:`~nczarr.translate.compat.READERS`, or a prefix naming one, such as
-    ``"netcdf-c 4.9"``, ``netcdf-c-4.8`` or ``"gdal"``), or the current readers when
-    None."""
+    ``"netcdf-c 4.9"``, ``netcdf-c-4.8`` or ``"gdal"``); ``()`` when None (then
+    :func:`default_readers` decides, by the store's format)."""
     if readers is None:
-        return CURRENT_READERS
+        return ()
     if isinstance(readers, str):
         readers = [readers]
     chosen = set()
@@ -174,6 +175,14 @@ def select_readers(readers: Iterable[str] | None) -> tuple[str, ...]:
             raise InvalidModeError(f"unknown reader {name!r}: expected one of {', '.join(READERS)}")
         chosen.add(matches[0])
     return tuple(r for r in READERS if r in chosen)
+
+
+def default_readers(info: FormatInfo) -> tuple[str, ...]:
+    """The readers a verdict follows when none are selected: the current ones, but
+    for Zarr v3 only those that read v3 at all (netcdf-c's refusal is a note)."""
+    if info.zarr_format == 3:
+        return tuple(r for r in CURRENT_READERS if r not in NETCDF_C)
+    return CURRENT_READERS
 
 
 def _squeeze(name: str) -> str:
@@ -199,8 +208,8 @@ def check(
     readers
         The readers the verdict follows, among
         :data:`~nczarr.translate.compat.READERS` (default
-        :data:`~nczarr.translate.compat.CURRENT_READERS`); every reader's findings
-        are reported either way.
+        :func:`default_readers`: the current readers, v3 readers for Zarr v3); every
+        reader's findings are reported either way.
 
     Returns
     -------
@@ -242,7 +251,7 @@ def check(
             trailing=stored.trailing,
             not_utf8=stored.not_utf8,
         )
-        return CheckReport(zmap.url, info, tuple(found), judged)
+        return CheckReport(zmap.url, info, tuple(found), judged or default_readers(info))
     finally:
         if owned:
             zmap.close()
