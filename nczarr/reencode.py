@@ -10,6 +10,10 @@ chunk per source chunk; for a sharded array, per inner chunk):
   variable-length UTF-8 (zarr-python 3's strings), when the target is NCZarr:
   netcdf-c reads a string variable only as fixed-width UTF-8 bytes (``|S<n>``).
   Pure Zarr keeps them as they are (a verbatim copy), which zarr-python and xarray read.
+* zarr-python 2's categoricals (an object array encoded with numcodecs' ``categorize``,
+  string labels), either target: no reader of the targets decodes ``categorize``
+  (zarr-python 3 has no data type for it), so the codes become the strings they stand
+  for, as variable-length UTF-8 (pure Zarr) or netCDF strings (NCZarr).
 * sharded Zarr v3 arrays (either target): Zarr v2 has no shards, so each inner chunk
   becomes one chunk object, encoded with the inner codecs.
 * codecs netcdf-c has no filter for (``gzip``, ``crc32c``, ``lz4`` ...), when the
@@ -131,6 +135,9 @@ def _target(var: Variable, format: str) -> tuple[Variable, list[str]]:
     """The variable as ``format`` stores it, and the reasons it is not a verbatim copy."""
     reasons: list[str] = []
     new = var
+    if var.filters and var.filters[0].get("id") == "categorize":
+        reasons.append("numcodecs 'categorize' codes become the strings they stand for")
+        new = dataclasses.replace(new, filters=({"id": "vlen-utf8"}, *new.filters[1:]))
     if var.shards is not None:
         reasons.append(
             f"Zarr v3 shards {list(var.shards)} become chunks {list(var.chunks)}: "

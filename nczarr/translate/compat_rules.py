@@ -232,12 +232,32 @@ def _object_codec(facts: ArrayFacts) -> str | None:
     )
 
 
-def _object_codec_xarray(facts: ArrayFacts) -> str | None:
-    found = _object_codec(facts)
+def _string_categorize(facts: ArrayFacts) -> bool:
+    labels = facts.codecs[0].get("labels") if facts.codecs else None
     return (
-        "cannot open the group holding this array (zarr-python " + found[4:] + ")"
-        if found
-        else None
+        facts.object_dtype
+        and facts.codec_ids[:1] == ["categorize"]
+        and isinstance(labels, list)
+        and all(isinstance(label, str) for label in labels)
+    )
+
+
+def _object_codec_viewed(facts: ArrayFacts) -> str | None:
+    """Categoricals of strings: nczarr's translated view shows them as strings."""
+    return _object_codec(facts) if _string_categorize(facts) else None
+
+
+def _object_codec_other(facts: ArrayFacts) -> str | None:
+    return None if _string_categorize(facts) else _object_codec(facts)
+
+
+def _object_codec_xarray(facts: ArrayFacts) -> str | None:
+    if _object_codec(facts) is None:
+        return None
+    codec = facts.codec_ids[0] if facts.codec_ids else "no object codec"
+    return (
+        f"cannot open the group holding this array (zarr-python has no data type for an "
+        f"object array encoded with {codec!r})"
     )
 
 
@@ -341,8 +361,9 @@ RULES: tuple[Rule, ...] = (
     Rule((ZARR_PYTHON,), "fails", _raw_text_fill, TO_ZARR, translates=True),
     # measured in tests/test_check_readers.py
     Rule((NC410,), "misreads", _fortran_order, TO_NCZARR),
-    Rule((ZARR_PYTHON,), "fails", _object_codec),
-    Rule((XARRAY,), "refuses", _object_codec_xarray),
+    Rule((ZARR_PYTHON,), "fails", _object_codec_viewed, TO_ZARR, translates=True),
+    Rule((ZARR_PYTHON,), "fails", _object_codec_other),
+    Rule((XARRAY,), "refuses", _object_codec_xarray, TO_ZARR),
     Rule((ZARR_PYTHON, XARRAY), "fails", _lzma_delta, TO_ZARR),
     Rule((NC49,), "refuses", _netcdf_490_char),
     Rule((XARRAY,), "refuses", _v3_no_dimension_names, formats=(3,)),

@@ -138,6 +138,8 @@ def parse_array_metadata(zarray: Any, key: str, *, nczarr: bool) -> ArraySpec:
     try:
         raw_text = nczarr or dtype.text_storage is not None  # "<U"/"|O" fills are text
         fill = decode_fill_value(zarray.get("fill_value"), dtype, raw_text=raw_text)
+        if _is_string_categorize(zarray) and not isinstance(zarray.get("fill_value"), str):
+            fill = ""  # code 0, no label: numcodecs' Categorize decodes it to ""
     except ValueError as exc:
         raise MetadataError(
             f"{key!r}: invalid fill_value {json_text_safe(zarray.get('fill_value'))} "
@@ -162,6 +164,17 @@ def parse_array_metadata(zarray: Any, key: str, *, nczarr: bool) -> ArraySpec:
     )
 
 
+def _is_string_categorize(zarray: Mapping[str, Any]) -> bool:
+    """An object array whose first filter is numcodecs' ``categorize`` with string labels
+    (zarr-python 2's categoricals): its chunks decode to those strings."""
+    filters = zarray.get("filters")
+    first = filters[0] if isinstance(filters, list) and filters else None
+    if not (isinstance(first, dict) and first.get("id") == "categorize"):
+        return False
+    labels = first.get("labels")
+    return isinstance(labels, list) and all(isinstance(label, str) for label in labels)
+
+
 def _vlen_string(zarray: dict[str, Any]) -> ZarrDtype | None:
     """``"|O"`` whose first filter is numcodecs' ``vlen-utf8``: variable-length strings.
 
@@ -180,6 +193,8 @@ def _vlen_string(zarray: dict[str, Any]) -> ZarrDtype | None:
     if codec == "vlen-utf8":
         return ZarrDtype("string", "little", 1, text_storage="vlen-utf8")
     labels = first.get("labels") if codec == "categorize" and isinstance(first, dict) else None
+    if _is_string_categorize(zarray):  # decodes to strings: carried as variable-length text
+        return ZarrDtype("string", "little", 1, text_storage="vlen-utf8")
     what = f"object codec {codec!r}" if codec else "no object codec"
     if isinstance(labels, list):
         what += f" (string labels {labels[:5]!r}{' ...' if len(labels) > 5 else ''})"
