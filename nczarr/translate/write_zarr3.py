@@ -15,7 +15,8 @@ copies every chunk verbatim. Per array:
   big-endian, nothing is byte-swapped), then the v2 filters and compressor as v3
   codecs (core ``gzip``/``zstd``/``blosc``/``crc32c``, numcodecs' ``numcodecs.*``
   wrappers for netcdf-c's ``zlib``, ``shuffle``, ``fletcher32`` ...). An array
-  whose codecs have no byte-identical v3 form is left out, with a warning;
+  whose codecs have no byte-identical v3 form is left out, with a warning (and
+  ``convert`` refuses it unless ``exclude=`` names it);
 * ``chunk_key_encoding``: ``{"name": "v2", "configuration": {"separator": "."}}``
   (``"/"`` when the source used it). That is what zarr-python's own v2->v3
   migration (``zarr.metadata.migrate_v3``) writes: chunk keys stay ``0.1`` (``0``
