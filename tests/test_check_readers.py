@@ -355,3 +355,24 @@ def test_check_passes_every_store_nczarr_writes(tmp_path: Path, kind: str, capsy
         mode = "nczarr" if kind.startswith("nczarr") else "zarr"
         with netCDF4.Dataset(_url(out, mode)) as ds:
             np.testing.assert_array_equal(ds["v"][...], expected)
+
+
+def test_gdal_fails_on_object_and_datetime_arrays(tmp_path: Path) -> None:
+    def build(root):
+        o = root.create_array("o", shape=(2,), dtype=str, compressors=None)  # |O, vlen-utf8
+        o[...] = ["ab", "c"]
+        t = root.create_array("t", shape=(2,), dtype="M8[s]", compressors=None)
+        t[...] = np.array(["2020-01-01", "2021-01-01"], dtype="M8[s]")
+        f = root.create_array("f", shape=(2,), dtype="f4", compressors=None, fill_value=0.0)
+        f[...] = [1.5, 2.5]
+        for name in "otf":
+            root[name].attrs["_ARRAY_DIMENSIONS"] = ["x"]
+
+    path = _zarr2(tmp_path / "o.zarr", build)
+    report = nczarr.check(str(path))
+    seen = read_zarr(path)
+    for name in ("o", "t"):
+        assert _severities(report, GDAL, f"/{name}") == {"fails"}, name
+        assert "unsupported format for dtype" in seen.arrays[f"/{name}"].error
+    assert _severities(report, GDAL, "/f") == set()
+    assert seen.arrays["/f"].values.tolist() == [1.5, 2.5]

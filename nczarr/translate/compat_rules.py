@@ -332,6 +332,14 @@ def _gdal_v3_type(facts: ArrayFacts) -> str | None:
     return None
 
 
+def _gdal_v2_type(facts: ArrayFacts) -> str | None:
+    for dtype in facts.dtypes:
+        kind = dtype.lstrip("<>|=")[:1]
+        if kind in ("O", "M", "m"):
+            return f"has no data type for {dtype!r}: the array cannot be opened"
+    return None
+
+
 def _bool_as_uint8(facts: ArrayFacts) -> str | None:
     name = facts.data_type.get("name") if isinstance(facts.data_type, dict) else facts.data_type
     if name == "bool" or any(d.lstrip("<>|=") == "b1" for d in facts.dtypes):
@@ -371,5 +379,6 @@ RULES: tuple[Rule, ...] = (
     Rule((GDAL,), "fails", _gdal_shuffle_zero, TO_ZARR),
     Rule((GDAL,), "fails", _gdal_v3_codec, TO_ZARR2, formats=(3,)),
     Rule((GDAL,), "fails", _gdal_v3_type, TO_ZARR2, formats=(3,)),
+    Rule((GDAL,), "fails", _gdal_v2_type),
     Rule((GDAL,), "misreads", _bool_as_uint8, formats=(2, 3)),
 )
