@@ -167,8 +167,11 @@ def test_zarr_python_refuses_gdal_312s_v3_null_fill_value(tmp_path: Path) -> Non
     where = "/" + array.relative_to(path).as_posix()
     assert _severities(report, ZARR_PYTHON, where) == {"fails"}
     assert report.for_reader(GDAL) == []
+    assert _severities(report, XARRAY, where) == {"fails"}
     with pytest.raises(TypeError, match="Invalid type: None"):
         zarr.open_array(str(array), mode="r")
+    with pytest.raises(TypeError, match="Invalid type: None"):
+        xr.open_zarr(str(path), consolidated=False)
 
 
 def test_gdal_36_lzma_delta_key_is_refused_by_zarr_python(tmp_path: Path) -> None:
