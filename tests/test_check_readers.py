@@ -225,6 +225,16 @@ def test_debian_netcdf_c_490_crashes_on_char_arrays(tmp_path: Path) -> None:
     opened = subprocess.run([ncdump, "-h", _url(nochar, "nczarr")], capture_output=True)
     assert opened.returncode == 0
 
+    def build(root):  # zarr-python's fixed-width bytes, pure Zarr
+        s = root.create_array("s", shape=(2,), dtype="S5", compressors=None)
+        s[...] = [b"a", b"bcd"]
+        s.attrs["_ARRAY_DIMENSIONS"] = ["x"]
+
+    pure = _zarr2(tmp_path / "s5.zarr", build)
+    assert _severities(nczarr.check(str(pure)), NC49, "/s") == {"refuses"}
+    crashed = subprocess.run([ncdump, "-h", _url(pure, "zarr")], capture_output=True)
+    assert crashed.returncode < 0 or crashed.returncode >= 128
+
 
 # --------------------------------------------------------------------- GDAL
 def test_gdal_fails_on_netcdf_c_shuffle_and_shows_scalars_as_1d(tmp_path: Path) -> None:

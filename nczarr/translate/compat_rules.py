@@ -264,10 +264,11 @@ def _object_codec_xarray(facts: ArrayFacts) -> str | None:
 def _netcdf_490_char(facts: ArrayFacts) -> str | None:
     if facts.layout not in (LAYOUT_V2, LAYOUT_ZARR):
         return None
-    if any(d.lstrip("<>|=") == "S1" for d in facts.dtypes):
+    if any(d.lstrip("<>|=")[:1] == "S" for d in facts.dtypes):
         return (
             "4.9.0 (Debian's ncdump, nccopy) crashes (segmentation fault) opening a store "
-            "with a char array in the current NCZarr or pure Zarr layout; 4.9.3+ reads it"
+            "with a char or fixed-width bytes array (S1, S5 ...) in the current NCZarr or "
+            "pure Zarr layout; 4.9.3+ reads it"
         )
     return None
 
