@@ -133,8 +133,8 @@ def _split_trailing(data: bytes) -> tuple[bytes, int]:
     try:
         text = data.decode("utf-8")
         _, end = json.JSONDecoder().raw_decode(text.lstrip())
-    except (UnicodeDecodeError, ValueError):
-        return data, 0
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return data, 0  # not a document followed by bytes: parse_json names what is wrong
     end += len(text) - len(text.lstrip())
     rest = text[end:]
     if not rest.strip():

