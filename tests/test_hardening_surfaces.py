@@ -238,3 +238,31 @@ def test_defect_8_a_chunk_larger_than_the_memory_budget_is_refused(tmp_path: Pat
         with pytest.raises(CorruptChunkError, match=r"'/v'.*more than the re-encoding budget"):
             nczarr.convert(src := tmp_path / "big.zarr", out, mode="nczarr")
     assert src.exists()
+
+
+# ------------------------------------------------------------------ defect 7
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_defect_7_guessing_never_blocks_on_a_fifo(tmp_path: Path) -> None:
+    store = tmp_path / "s.zarr"
+    store.mkdir()
+    os.mkfifo(store / ".zattrs")  # opening it for reading blocks until a writer comes
+    (store / ".zgroup").write_text('{"zarr_format": 2}')
+    code = (
+        "import sys\n"
+        "from nczarr.integrations.xarray_backend import NCZarrBackendEntrypoint\n"
+        "print(NCZarrBackendEntrypoint().guess_can_open(sys.argv[1]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(store)], env=env, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+    # a real NCZarr root in .zgroup is still recognised beside the FIFO
+    (store / ".zgroup").write_text('{"zarr_format": 2, "_nczarr_superblock": {"version": "3"}}')
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(store)], env=env, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert done.stdout.strip() == "True", done.stderr

@@ -52,6 +52,7 @@ Known differences from the netcdf4 engine (each pinned by a test):
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -402,13 +403,31 @@ class NCZarrBackendEntrypoint(BackendEntrypoint):
 
 
 def _is_local_nczarr(path: str) -> bool:
-    """Whether the local directory ``path`` holds NCZarr root metadata."""
+    """Whether the local directory ``path`` holds NCZarr root metadata.
+
+    Guessing never blocks and reads little: each of the three objects is opened
+    without blocking (a FIFO or a device answers at once), and only a regular file
+    is read, at most its first 64 KiB.
+    """
     for name in (".zattrs", ".zgroup", ".nczarr"):
-        try:
-            with open(os.path.join(path, name), "rb") as handle:
-                head = handle.read(1 << 16)
-        except OSError:
-            continue
-        if name == ".nczarr" or b"_nczarr" in head.lower():
+        head = _head(os.path.join(path, name), 1 << 16)
+        if head is not None and (name == ".nczarr" or b"_nczarr" in head.lower()):
             return True
     return False
+
+
+def _head(path: str, size: int) -> bytes | None:
+    """The first ``size`` bytes of the regular file ``path`` (None: absent or not a file)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, size)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
