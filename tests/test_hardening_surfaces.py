@@ -266,3 +266,32 @@ def test_defect_7_guessing_never_blocks_on_a_fifo(tmp_path: Path) -> None:
         timeout=60,
     )  # fmt: skip
     assert done.stdout.strip() == "True", done.stderr
+
+
+# ------------------------------------------------------------------ defect 17
+def test_defect_17_a_zip_member_declaring_more_than_the_cap_is_refused_unread(
+    tmp_path: Path,
+) -> None:
+    import tracemalloc
+    import zipfile
+
+    path = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+        zf.writestr(".zgroup", '{"zarr_format": 2}')
+        with zf.open(".zattrs", "w", force_zip64=True) as member:
+            member.write(b'{"a": "')
+            block = b" " * (1 << 20)
+            for _ in range(200):
+                member.write(block)
+            member.write(b'"}')
+    assert path.stat().st_size < 400_000
+    for call in (nczarr.read, nczarr.check, nczarr.view):
+        tracemalloc.start()
+        try:
+            with pytest.raises(MetadataError, match=r"'\.zattrs' (declares|is larger)") as info:
+                call(path)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 16 * 2**20, (call, peak)  # before: 64 MiB inflated, then refused
+        assert "declares 2097" in str(info.value)
