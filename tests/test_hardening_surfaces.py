@@ -295,3 +295,34 @@ def test_defect_17_a_zip_member_declaring_more_than_the_cap_is_refused_unread(
             tracemalloc.stop()
         assert peak < 16 * 2**20, (call, peak)  # before: 64 MiB inflated, then refused
         assert "declares 2097" in str(info.value)
+
+
+# ------------------------------------------------------------------ defect 16
+def test_defect_16_an_unreachable_s3_endpoint_fails_in_seconds_naming_it(tmp_path: Path) -> None:
+    import time
+
+    credentials = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+    start = time.monotonic()
+    done = cli(
+        "ls", "http://127.0.0.1:1/bucket/key#mode=zarr,s3", cwd=tmp_path, timeout=50,
+        env=credentials,
+    )  # fmt: skip
+    elapsed = time.monotonic() - start
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert "S3 endpoint http://127.0.0.1:1" in done.stderr
+    assert elapsed < 40  # before: more than 60 s (botocore's 10 retries with backoff)
+
+
+def test_defect_16_a_users_own_connect_timeout_and_retries_win(monkeypatch) -> None:
+    from nczarr.errors import StorageError
+    from nczarr.maps.s3 import S3Map
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    # no probe of ours: botocore's own error, after the user's (single) attempt
+    mine = {"connect_timeout": 1, "retries": {"max_attempts": 0}}
+    with pytest.raises(StorageError, match="127.0.0.1:1.*EndpointConnectionError"):
+        S3Map("s3://bucket/key", endpoint_url="http://127.0.0.1:1", config_kwargs=mine)
+    with pytest.raises(StorageError, match="cannot connect to the S3 endpoint http://127.0.0.1:1"):
+        S3Map("s3://bucket/key", endpoint_url="http://127.0.0.1:1")
