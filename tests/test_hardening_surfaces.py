@@ -322,7 +322,86 @@ def test_defect_16_a_users_own_connect_timeout_and_retries_win(monkeypatch) -> N
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     # no probe of ours: botocore's own error, after the user's (single) attempt
     mine = {"connect_timeout": 1, "retries": {"max_attempts": 0}}
-    with pytest.raises(StorageError, match="127.0.0.1:1.*EndpointConnectionError"):
+    with pytest.raises(StorageError, match=r"127\.0\.0\.1:1.*EndpointConnectionError"):
         S3Map("s3://bucket/key", endpoint_url="http://127.0.0.1:1", config_kwargs=mine)
-    with pytest.raises(StorageError, match="cannot connect to the S3 endpoint http://127.0.0.1:1"):
+    with pytest.raises(
+        StorageError, match=r"cannot connect to the S3 endpoint http://127\.0\.0\.1:1"
+    ):
         S3Map("s3://bucket/key", endpoint_url="http://127.0.0.1:1")
+
+
+# ------------------------------------------------------------------ defect 11
+def _truncated(path: Path) -> None:
+    group = _quiet_zarr(path)
+    a = group.create_array(
+        "v", shape=(4, 6), chunks=(2, 3), dtype="<f8", fill_value=0, compressors=numcodecs.Zlib()
+    )
+    a[:] = np.random.default_rng(1).random((4, 6))
+    group.attrs["title"] = "t"
+    chunk = path / "v" / "1.0"
+    chunk.write_bytes(chunk.read_bytes()[:20])
+
+
+def _one_error_line(done: subprocess.CompletedProcess) -> str:
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr, done.stderr
+    errors = [line for line in done.stderr.splitlines() if not line.startswith("nczarr: warn")]
+    assert len(errors) == 1 and errors[0].startswith("nczarr: error: "), done.stderr
+    return errors[0]
+
+
+def test_defect_11_a_truncated_chunk_is_an_error_naming_key_and_store(tmp_path: Path) -> None:
+    import xarray as xr
+
+    src = tmp_path / "t.zarr"
+    _truncated(src)
+    line = _one_error_line(cli("dump", str(src), cwd=tmp_path))
+    assert "'v/1.0'" in line and "t.zarr" in line
+    ds = xr.open_dataset(src, engine="nczarr")
+    try:
+        with pytest.raises(CorruptChunkError, match=r"t\.zarr.*'/v'.*chunk 'v/1\.0'"):
+            ds["v"].values
+        np.testing.assert_array_equal(ds["v"][:2].values.shape, (2, 6))  # the rest reads
+    finally:
+        ds.close()
+    ds = xr.open_dataset(src, engine="nczarr", chunks={})
+    try:
+        with pytest.raises(NCZarrError, match=r"chunk 'v/1\.0'"):
+            ds["v"].values
+    finally:
+        ds.close()
+
+
+def _huge(path: Path, shape: list[int], chunks: list[int]) -> None:
+    path.mkdir()
+    (path / ".zgroup").write_text('{"zarr_format": 2}')
+    (path / "v").mkdir()
+    zarray = {
+        "zarr_format": 2, "shape": shape, "chunks": chunks, "dtype": "|i1",
+        "compressor": {"id": "zlib", "level": 1}, "filters": None, "fill_value": 0,
+        "order": "C",
+    }  # fmt: skip
+    (path / "v" / ".zarray").write_text(json.dumps(zarray))
+    (path / "v" / "0").write_bytes(zlib.compress(bytes(16)))
+
+
+def test_defect_11_a_shape_of_2_64_is_refused_at_read(tmp_path: Path) -> None:
+    import xarray as xr
+
+    src = tmp_path / "big.zarr"
+    _huge(src, [2**64], [1])
+    with pytest.raises(MetadataError, match=r"'v/\.zarray'.*\[18446744073709551616\]"):
+        nczarr.read(src)
+    with pytest.raises(MetadataError, match="18446744073709551616"):
+        xr.open_dataset(src, engine="nczarr")
+    line = _one_error_line(cli("dump", str(src), cwd=tmp_path))
+    assert "18446744073709551616" in line
+
+
+def test_defect_11_a_chunk_of_2_40_elements_in_dump_is_a_clean_error(tmp_path: Path) -> None:
+    src = tmp_path / "big.zarr"
+    _huge(src, [2**40], [2**40])
+    line = _one_error_line(cli("dump", str(src), cwd=tmp_path))
+    assert "'/v'" in line and "1099511627776 bytes" in line
+    header = cli("dump", "-h", str(src), cwd=tmp_path)
+    assert header.returncode == 0 and "v(" in header.stdout

@@ -70,10 +70,11 @@ from xarray.core import indexing
 from xarray.core.utils import FrozenDict
 from xarray.core.variable import Variable as XVariable
 
-from ..errors import StorageNotFoundError
+from ..errors import NCZarrError, StorageNotFoundError
 from ..maps.base import ZMap
 from ..translate.conventions import NC_TO_DTYPE
 from ..translate.model import Attribute, Group, Variable
+from .chunkerrors import chunk_failure
 from .zarr_store import ZarrStore
 
 __all__ = [
@@ -149,10 +150,20 @@ class NCZarrArrayWrapper(ZarrArrayWrapper):
         return out
 
     def __getitem__(self, key: indexing.ExplicitIndexer) -> Any:
-        return self._as_text(super().__getitem__(key))
+        try:
+            return self._as_text(super().__getitem__(key))
+        except NCZarrError:
+            raise
+        except Exception as exc:  # a damaged chunk: named, with the store
+            raise chunk_failure(self._array, exc) from exc
 
     async def async_getitem(self, key: indexing.ExplicitIndexer) -> Any:
-        return self._as_text(await super().async_getitem(key))
+        try:
+            return self._as_text(await super().async_getitem(key))
+        except NCZarrError:
+            raise
+        except Exception as exc:
+            raise chunk_failure(self._array, exc) from exc
 
 
 class NCZarrSource:

@@ -72,6 +72,7 @@ from .tree import (
     ArraySpec,
     Node,
     TreeBuilder,
+    check_extent,
     decode_attributes,
     discover_nodes,
     finish_dims,
@@ -197,6 +198,7 @@ def _int_tuple(value: Any, what: str, key: str, *, positive: bool) -> tuple[int,
         isinstance(v, int) and not isinstance(v, bool) and v >= low for v in value
     ):
         raise MetadataError(f"{key!r}: {what!r} must be a list of integers >= {low}, got {value!r}")
+    check_extent(tuple(value), what, key)
     return tuple(value)
 
 
