@@ -405,3 +405,20 @@ def test_defect_11_a_chunk_of_2_40_elements_in_dump_is_a_clean_error(tmp_path: P
     assert "'/v'" in line and "1099511627776 bytes" in line
     header = cli("dump", "-h", str(src), cwd=tmp_path)
     assert header.returncode == 0 and "v(" in header.stdout
+
+
+# ------------------------------------------------------------------ defect 9
+def test_defect_9_a_store_declaring_2_40_chunks_is_refused_before_any_graph(
+    tmp_path: Path,
+) -> None:
+    import xarray as xr
+
+    from nczarr.errors import UnsupportedError
+
+    src = tmp_path / "many.zarr"
+    _huge(src, [2**40], [1])
+    with pytest.raises(UnsupportedError, match=r"'/v' declares 1099511627776 chunks"):
+        xr.open_dataset(src, engine="nczarr", chunks={})  # before: MemoryError
+    with pytest.raises(UnsupportedError, match="task graph"):
+        xr.open_dataset(src, engine="nczarr")
+    assert nczarr.read(src).find_variable("/v").shape == (2**40,)  # metadata still reads

@@ -18,7 +18,19 @@ import numpy as np
 from ..errors import CorruptChunkError, NCZarrError, UnsupportedError
 from ..inflate import MAX_DECODED_BYTES
 
-__all__ = ["chunk_failure", "read_values", "check_chunk_size", "store_url"]
+__all__ = [
+    "MAX_ENGINE_CHUNKS",
+    "chunk_failure",
+    "check_chunk_count",
+    "check_chunk_size",
+    "read_values",
+    "store_url",
+]
+
+#: Most chunks one array may declare for the xarray engine to open it: beyond, a dask
+#: graph over the stored chunks (``chunks={}``) cannot even be built (dask's chunk
+#: tuples alone exhaust memory), and no store holds that many objects for one array.
+MAX_ENGINE_CHUNKS = 2**31
 
 #: Most chunks read one by one to find the damaged one.
 _SEARCH = 10_000
@@ -88,3 +100,17 @@ def read_values(array: Any, url: str) -> Any:
         raise
     except Exception as exc:  # numcodecs', numpy's, zarr-python's own
         raise chunk_failure(array, exc, url) from exc
+
+
+def check_chunk_count(path: str, shape: tuple[int, ...], chunks: tuple[int, ...], url: str) -> None:
+    """Refuse an array declaring more than :data:`MAX_ENGINE_CHUNKS` chunks, before
+    xarray or dask build anything over it."""
+    count = 1
+    for size, chunk in zip(shape, chunks, strict=True):
+        count *= -(-size // chunk)
+    if count > MAX_ENGINE_CHUNKS:
+        raise UnsupportedError(
+            f"{url}: array {path!r} declares {count} chunks (shape {list(shape)}, chunks "
+            f"{list(chunks)}), more than the {MAX_ENGINE_CHUNKS} the nczarr engine opens: "
+            "a task graph over them cannot be built"
+        )

@@ -74,7 +74,7 @@ from ..errors import NCZarrError, StorageNotFoundError
 from ..maps.base import ZMap
 from ..translate.conventions import NC_TO_DTYPE
 from ..translate.model import Attribute, Group, Variable
-from .chunkerrors import chunk_failure
+from .chunkerrors import check_chunk_count, chunk_failure
 from .zarr_store import ZarrStore
 
 __all__ = [
@@ -249,6 +249,7 @@ class NCZarrDataStore(AbstractDataStore):
     def open_store_variable(self, var: Variable) -> XVariable:
         """``var`` as the netcdf4 engine's ``open_store_variable`` shows it."""
         dims = tuple(d.rsplit("/", 1)[-1] for d in var.dimensions)
+        check_chunk_count(var.path, tuple(var.shape), tuple(var.chunks), self._source.url)
         wrapper = self._source.array(var)
         data = indexing.LazilyIndexedArray(wrapper)
         attributes = _attributes(var.attributes)
