@@ -371,6 +371,10 @@ def convert(
         # Decoded and encoded again in the same worker pool (at most `workers` chunks
         # in memory): the view serves the target's bytes of each such chunk.
         restats = copy(translated, reencoded, _offset(on_chunk, len(verbatim), total))
+        if client is not None:
+            # A worker killed mid-write left its temporary file; nothing of this run
+            # writes any more: remove them all before the root metadata.
+            remove_temporaries(dst_map)
         written = write_metadata(dst_map, plan.metadata)
         remove_journal(dst_map)
         dst_map.flush()
