@@ -16,12 +16,15 @@ from __future__ import annotations
 import bz2
 import lzma
 import os
+import threading
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from .errors import CorruptChunkError
 
-__all__ = ["MAX_DECODED_BYTES", "decompress", "crc32c"]
+__all__ = ["MAX_DECODED_BYTES", "MemoryBudget", "DECODE_BUDGET", "decompress", "crc32c"]
 
 #: The most bytes one chunk may decode to when re-encoded or dumped (1 GiB unless the
 #: environment variable ``NCZARR_MAX_CHUNK_BYTES`` says otherwise).
@@ -119,3 +122,46 @@ def crc32c(data: bytes) -> int:
         from crc32c import crc32c as compute
 
         return int(compute(data))
+
+
+class MemoryBudget:
+    """Bytes of decoded chunks a process holds at once, shared by its threads.
+
+    A worker pool of ``n`` threads re-encoding chunks of ``s`` bytes would hold ``n * s``
+    bytes (and as much again encoded); :meth:`reserve` makes a thread wait until the
+    chunks in flight leave room for its own. One reservation is never larger than the
+    whole budget, so a single chunk always gets through.
+    """
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self._used = 0
+        self._peak = 0
+        self._free = threading.Condition()
+
+    @property
+    def peak(self) -> int:
+        """The most bytes reserved at once so far."""
+        return self._peak
+
+    @contextmanager
+    def reserve(self, nbytes: int) -> Iterator[None]:
+        """Hold ``nbytes`` (at most the whole budget) for the duration of the block."""
+        need = max(0, min(int(nbytes), self.total))
+        with self._free:
+            self._free.wait_for(lambda: self._used + need <= self.total)
+            self._used += need
+            self._peak = max(self._peak, self._used)
+        try:
+            yield
+        finally:
+            with self._free:
+                self._used -= need
+                self._free.notify_all()
+
+
+#: The budget every re-encoding thread of this process shares: decoded chunk bytes
+#: in flight (``NCZARR_DECODE_BUDGET``, default twice :data:`MAX_DECODED_BYTES`).
+DECODE_BUDGET = MemoryBudget(
+    int(os.environ.get("NCZARR_DECODE_BUDGET", 0) or 2 * MAX_DECODED_BYTES)
+)

@@ -49,7 +49,7 @@ from .errors import (
     UnsupportedError,
     UnsupportedTypeError,
 )
-from .inflate import MAX_DECODED_BYTES, crc32c, decompress
+from .inflate import DECODE_BUDGET, MAX_DECODED_BYTES, crc32c, decompress
 from .keys import join_key
 from .maps.base import ZMap
 from .translate.attrs import parse_json
@@ -466,11 +466,21 @@ class ChunkRecoder:
         return values.astype(dtype, copy=False)
 
     def encode(self, coords: tuple[int, ...]) -> bytes | None:
-        """The target bytes of chunk ``coords`` (None if the source has no such chunk)."""
-        values = self.decode(coords)
-        if values is None:
-            return None
-        return self.encode_values(values)
+        """The target bytes of chunk ``coords`` (None if the source has no such chunk).
+
+        Decoded values and their encoding (about twice the chunk's size) are held under
+        the process's :data:`~nczarr.inflate.DECODE_BUDGET`: the worker threads wait
+        rather than hold more decoded chunks at once than the budget allows.
+        """
+        with DECODE_BUDGET.reserve(2 * self._chunk_bytes()):
+            values = self.decode(coords)
+            if values is None:
+                return None
+            return self.encode_values(values)
+
+    def _chunk_bytes(self) -> int:
+        count = int(np.prod(self._chunk_shape, dtype=object)) if self._chunk_shape else 1
+        return count * max(self._src_dtype.itemsize, self._dst_dtype.itemsize)
 
     def encode_values(self, values: np.ndarray) -> bytes:
         """Encode one chunk's values (chunk-shaped) with the target's codecs."""

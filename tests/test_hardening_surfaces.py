@@ -422,3 +422,29 @@ def test_defect_9_a_store_declaring_2_40_chunks_is_refused_before_any_graph(
     with pytest.raises(UnsupportedError, match="task graph"):
         xr.open_dataset(src, engine="nczarr")
     assert nczarr.read(src).find_variable("/v").shape == (2**40,)  # metadata still reads
+
+
+def test_defect_8_reencoding_threads_share_one_memory_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import nczarr.reencode
+    from nczarr.inflate import MemoryBudget
+
+    group = _quiet_zarr(tmp_path / "g.zarr")
+    a = group.create_array(
+        "v", shape=(64, 256), chunks=(1, 256), dtype="<f8", fill_value=0,
+        compressors=numcodecs.GZip(),
+    )  # fmt: skip
+    a[:] = np.arange(64 * 256, dtype="<f8").reshape(64, 256)
+    chunk = 256 * 8
+    budget = MemoryBudget(3 * 2 * chunk)  # three chunks in flight, whatever the workers
+    monkeypatch.setattr(nczarr.reencode, "DECODE_BUDGET", budget)
+    out = tmp_path / "o.file"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NCZarrWarning)
+        report = nczarr.convert(
+            tmp_path / "g.zarr", f"file://{out}#mode=nczarr,file", mode="nczarr", workers=16
+        )
+    assert report.chunks_reencoded == 64
+    assert 2 * chunk <= budget.peak <= budget.total
+    np.testing.assert_array_equal(zarr.open_array(out / "v", mode="r")[...], a[...])
