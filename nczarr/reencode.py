@@ -294,9 +294,15 @@ class ChunkRecoder:
                 threading.Thread(target=loop.run_forever, name="nczarr-shards", daemon=True).start()
                 try:
                     array = asyncio.run_coroutine_threadsafe(self._open(), loop).result()
-                except BaseException:
+                except BaseException as exc:
                     _stop(loop)  # a second read tries again (and fails the same way)
-                    raise
+                    if not isinstance(exc, Exception) or isinstance(exc, NCZarrError):
+                        raise
+                    key = join_key(self._prefix, ZARR_JSON)
+                    raise MetadataError(
+                        f"{self._source.url}: {key!r}: zarr-python cannot open the sharded "
+                        f"array: {type(exc).__name__}: {exc}"
+                    ) from exc
                 self._closer = weakref.finalize(self, _stop, loop)
                 self._loop, self._array = loop, array
             loop, array = self._loop, self._array
@@ -438,7 +444,11 @@ class ChunkRecoder:
         """The shard index layout, from the array's ``zarr.json`` (read once)."""
         if self._index is None:
             key = join_key(self._prefix, ZARR_JSON)
-            doc = parse_json(self._source[key], key=key)
+            try:
+                raw = self._source[key]
+            except KeyError:  # removed since it was read: not a missing chunk
+                raise MetadataError(f"{self._source.url}: {key!r} is gone") from None
+            doc = parse_json(raw, key=key)
             try:
                 self._index = shard_index(doc["codecs"][0].get("configuration") or {})
             except (KeyError, IndexError, TypeError, AttributeError):

@@ -448,3 +448,20 @@ def test_defect_8_reencoding_threads_share_one_memory_budget(
     assert report.chunks_reencoded == 64
     assert 2 * chunk <= budget.peak <= budget.total
     np.testing.assert_array_equal(zarr.open_array(out / "v", mode="r")[...], a[...])
+
+
+def test_defect_13_a_failed_shard_read_fails_the_same_way_the_second_time(tmp_path: Path) -> None:
+    src = tmp_path / "sh.zarr"
+    _sharded(src)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NCZarrWarning)
+        shown = nczarr.view(src, "zarr")
+    meta = src / "sh" / "zarr.json"
+    meta.write_text(meta.read_text().replace('"sharding_indexed"', '"no_such_codec"'))
+    with shown:
+        for _ in range(2):  # before: zarr's error, then AttributeError in reencode.py
+            with pytest.raises(NCZarrError, match="sh/zarr.json"):
+                shown["sh/0.0"]
+        meta.unlink()
+        with pytest.raises(MetadataError, match="sh/zarr.json"):
+            shown["sh/0.1"]  # not a KeyError: a missing chunk would read as fill values
