@@ -106,7 +106,7 @@ def check_chunk_count(path: str, shape: tuple[int, ...], chunks: tuple[int, ...]
     """Refuse an array declaring more than :data:`MAX_ENGINE_CHUNKS` chunks, before
     xarray or dask build anything over it."""
     count = 1
-    for size, chunk in zip(shape, chunks, strict=True):
+    for size, chunk in zip(shape, chunks, strict=False):  # a scalar may carry chunks [1]
         count *= -(-size // chunk)
     if count > MAX_ENGINE_CHUNKS:
         raise UnsupportedError(
