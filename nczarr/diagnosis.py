@@ -105,6 +105,10 @@ class _AsStored(ZMap):
             raise KeyError(key)
         return self._trimmed(key, self._source[key])
 
+    def declared_size(self, key: str) -> int | None:
+        """The source's declared size (hidden ``.zmetadata``: None)."""
+        return None if key == ZMETADATA else self._source.declared_size(key)
+
     def getitems_capped(self, keys: Iterable[str], cap: int) -> dict[str, bytes]:
         """The source's capped reads (the metadata size limit holds here too), trimmed."""
         raw = self._source.getitems_capped([k for k in keys if k != ZMETADATA], cap)
@@ -149,8 +153,8 @@ def _split_trailing(data: bytes) -> tuple[bytes, int]:
     try:
         text = data.decode("utf-8")
         _, end = json.JSONDecoder().raw_decode(text.lstrip())
-    except (UnicodeDecodeError, ValueError):
-        return data, 0
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return data, 0  # not a document followed by bytes: parse_json names what is wrong
     end += len(text) - len(text.lstrip())
     rest = text[end:]
     if not rest.strip():
@@ -235,6 +239,11 @@ def check(
         stored = _AsStored(zmap)
         meta = load_metadata(stored, warnings=[])  # not UTF-8: a finding, not an error
         consolidated = None
+        declared = zmap.declared_size(ZMETADATA)
+        if declared is not None and declared > MAX_METADATA_SIZE:
+            raise MetadataError(
+                f"{zmap.url}: {ZMETADATA} declares {declared} bytes, more than {MAX_METADATA_SIZE}"
+            )
         raw = zmap.getitems_capped([ZMETADATA], MAX_METADATA_SIZE + 1).get(ZMETADATA)
         if raw is not None and len(raw) > MAX_METADATA_SIZE:
             raise MetadataError(f"{zmap.url}: {ZMETADATA} is larger than {MAX_METADATA_SIZE} bytes")

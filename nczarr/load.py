@@ -52,7 +52,16 @@ MAX_METADATA_SIZE = 64 * 2**20
 
 
 def _fetch(zmap: ZMap, keys: Iterable[str], limit: int) -> dict[str, bytes]:
-    """Metadata objects, none read (or inflated) beyond ``limit`` bytes."""
+    """Metadata objects, none read (or inflated) beyond ``limit`` bytes; an object
+    whose declared size (a zip member's) passes ``limit`` is refused unread."""
+    keys = list(keys)
+    for key in keys:
+        declared = zmap.declared_size(key)
+        if declared is not None and declared > limit:
+            raise MetadataError(
+                f"{zmap.url}: {key!r} declares {declared} bytes, more than the metadata size "
+                f"limit of {limit} bytes (max_metadata_size)"
+            )
     raw = zmap.getitems_capped(keys, limit + 1)
     for key, data in raw.items():
         if len(data) > limit:

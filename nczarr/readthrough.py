@@ -26,11 +26,12 @@ zarr-python or xarray, or copy its keys to convert (what :mod:`nczarr.convert` d
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Literal
 
-from .errors import InvalidModeError, ReadOnlyError, warn_all
+from .errors import InvalidModeError, NCZarrWarning, ReadOnlyError, warn_all
 from .keys import join_key, normalize_key
 from .maps.base import ZMap
 from .translate.conventions import FORMATS, ZARRAY, ZMETADATA
@@ -101,6 +102,8 @@ class TranslatedView(ZMap):
             for v in read_dataset.root.all_variables()
             if v.shards is not None
         }
+        self._stray: dict[str, str] = {}
+        self._reencoded: dict[str, Reencoding] = {}
         self._dataset, self._reencoded, self._recoders = self._plan(read_dataset, format)
         if consolidated is None:
             consolidated = ZMETADATA in source
@@ -140,6 +143,7 @@ class TranslatedView(ZMap):
         from .reencode import ChunkRecoder, Reencoding, plan_reencoding, with_maxstrlen
 
         planned, reencoded = plan_reencoding(dataset, format)
+        self._reencoded = reencoded  # what the listings below skip stray objects of
 
         def recoder(item: Reencoding) -> ChunkRecoder:
             return ChunkRecoder(
@@ -296,9 +300,10 @@ class TranslatedView(ZMap):
             if coords is None:  # pragma: no cover - listed keys parse
                 raise KeyError(shown)
             return coords
-        if self._ndims[array] == 0:
-            return ()
-        return tuple(int(p) for p in rest.replace("/", ".").split("."))
+        coords = chunk_coords(rest, self._ndims[array])
+        if coords is None:  # a stray object ("README") where a chunk would be
+            raise KeyError(shown)
+        return coords
 
     def _inner(self, array: str, coords: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
         """The inner chunk coordinates of shard ``coords`` of a sharded array."""
@@ -335,14 +340,34 @@ class TranslatedView(ZMap):
                     yield shown
             return
         cut = len(array) + 1
+        recoded = array in self._reencoded
         for key in self._source.keys_below(prefix):
             if key == array or not key.startswith(array + "/"):
                 continue
             rest = key[cut:]
             if any(segment.startswith(".") for segment in rest.split("/")):
                 continue
+            if recoded and chunk_coords(rest, self._ndims[array]) is None:
+                self._note_stray(key, array)  # re-encoding needs coordinates: not a chunk
+                continue
             if self._owner(key) == array:
                 yield key
+
+    def _note_stray(self, key: str, array: str) -> None:
+        """Warn (once per key) that ``key`` is skipped: not a chunk of its re-encoded array."""
+        if key in self._stray:
+            return
+        message = (
+            f"{self._source.url}: skipped {key!r}: not a chunk key of re-encoded array '/{array}'"
+        )
+        self._stray[key] = message
+        warnings.warn(message, NCZarrWarning, stacklevel=4)
+
+    @property
+    def stray_keys(self) -> dict[str, str]:
+        """Objects found among the chunks of re-encoded arrays that are not chunk keys
+        (``README``), skipped by the listing, and the warning given for each."""
+        return dict(self._stray)
 
     def _owner(self, key: str) -> str | None:
         """The array whose chunk ``key`` would be (nearest array ancestor), or None."""
@@ -356,6 +381,12 @@ class TranslatedView(ZMap):
                 encoding = self._v3.get(candidate)
                 if encoding is not None and encoding.target_coords("/".join(rest)) is None:
                     return None
+                if (
+                    encoding is None
+                    and candidate in self._reencoded
+                    and chunk_coords("/".join(rest), self._ndims[candidate]) is None
+                ):
+                    return None  # not a chunk: re-encoding needs its coordinates
                 return candidate
         return None
 
@@ -482,6 +513,17 @@ class TranslatedView(ZMap):
                 self._zarr_format,
             ),
         )
+
+
+def chunk_coords(rest: str, ndim: int) -> tuple[int, ...] | None:
+    """The coordinates of Zarr v2 chunk key ``rest`` (``"0.1"``, ``"0/1"``; ``"0"`` for
+    0-d) of an array of rank ``ndim``, or None when ``rest`` is not such a key."""
+    if ndim == 0:
+        return () if rest == "0" else None
+    parts = rest.replace("/", ".").split(".")
+    if len(parts) != ndim or not all(p.isascii() and p.isdigit() for p in parts):
+        return None
+    return tuple(int(p) for p in parts)
 
 
 def _product(ranges: list[range]) -> Iterator[tuple[int, ...]]:

@@ -322,6 +322,7 @@ def _data_source(zmap: Any) -> tuple[Any, Callable[[Any], Any]]:
     translated pure-Zarr view, so every layout reads as its producer wrote it."""
     import zarr
 
+    from ..integrations.chunkerrors import read_values
     from ..integrations.zarr_store import ZarrStore
     from ..readthrough import view
 
@@ -329,7 +330,7 @@ def _data_source(zmap: Any) -> tuple[Any, Callable[[Any], Any]]:
     group = zarr.open_group(store=ZarrStore(translated), mode="r")
 
     def values(var: Any) -> Any:
-        return group[var.path.strip("/")][...]
+        return read_values(group[var.path.strip("/")], zmap.url)
 
     return translated.dataset, values
 

@@ -72,6 +72,7 @@ from .tree import (
     ArraySpec,
     Node,
     TreeBuilder,
+    check_extent,
     decode_attributes,
     discover_nodes,
     finish_dims,
@@ -79,7 +80,15 @@ from .tree import (
     renamed_variable,
 )
 
-__all__ = ["read_zarr3", "ChunkKeys", "chunk_key_encodings", "parse_array_v3", "DATA_TYPES"]
+__all__ = [
+    "read_zarr3",
+    "ChunkKeys",
+    "ShardIndex",
+    "chunk_key_encodings",
+    "parse_array_v3",
+    "shard_index",
+    "DATA_TYPES",
+]
 
 #: v3 ``data_type`` -> (netCDF type, item size).
 DATA_TYPES: dict[str, tuple[str, int]] = {
@@ -189,6 +198,7 @@ def _int_tuple(value: Any, what: str, key: str, *, positive: bool) -> tuple[int,
         isinstance(v, int) and not isinstance(v, bool) and v >= low for v in value
     ):
         raise MetadataError(f"{key!r}: {what!r} must be a list of integers >= {low}, got {value!r}")
+    check_extent(tuple(value), what, key)
     return tuple(value)
 
 
@@ -234,7 +244,71 @@ def _sharding(codecs: Any, key: str) -> tuple[tuple[int, ...], Any] | None:
     if len(codecs) != 1:
         raise UnsupportedError("codecs after 'sharding_indexed' are not supported")
     inner = _int_tuple(config.get("chunk_shape"), "sharding chunk_shape", key, positive=True)
-    return inner, config.get("codecs", [{"name": "bytes"}])
+    shard_index(config)  # the index must be one zarr-python and the re-encoder read
+    codecs = config.get("codecs", [{"name": "bytes"}])
+    if not isinstance(codecs, list) or not codecs:
+        raise MetadataError(f"sharding 'codecs' must be a non-empty list, got {codecs!r}")
+    return inner, codecs
+
+
+@dataclass(frozen=True)
+class ShardIndex:
+    """Where and how a ``sharding_indexed`` shard stores its index.
+
+    Attributes
+    ----------
+    location : {"start", "end"}
+    endian : {"little", "big"}
+        Byte order of the ``(offset, nbytes)`` pairs (unsigned 64-bit).
+    checksum : bool
+        Whether a crc32c of the pairs follows them (4 bytes, little-endian).
+    """
+
+    location: str
+    endian: str
+    checksum: bool
+
+    def size(self, chunks: int) -> int:
+        """Bytes of the index of a shard of ``chunks`` inner chunks."""
+        return 16 * chunks + (4 if self.checksum else 0)
+
+
+def shard_index(config: Mapping[str, Any]) -> ShardIndex:
+    """The index of a ``sharding_indexed`` configuration, validated.
+
+    Only what the Zarr v3 sharding specification allows: ``index_location`` ``"start"``
+    or ``"end"`` (default), ``index_codecs`` a ``bytes`` codec optionally followed by
+    ``crc32c``.
+
+    Raises
+    ------
+    MetadataError
+        Anything else, saying what.
+    """
+    location = config.get("index_location", "end")
+    if location not in ("start", "end"):
+        raise MetadataError(
+            f"sharding index_location must be 'start' or 'end', got {json_text_safe(location)}"
+        )
+    codecs = config.get("index_codecs", [{"name": "bytes"}, {"name": "crc32c"}])
+    if not isinstance(codecs, list) or not codecs:
+        raise MetadataError(
+            f"sharding index_codecs must be a non-empty list, got {json_text_safe(codecs)}"
+        )
+    names = [codec_name(c) for c in codecs]
+    first, config0 = names[0]
+    endian = config0.get("endian", "little")
+    if first != "bytes" or endian not in ("little", "big"):
+        raise MetadataError(
+            "sharding index_codecs must start with the 'bytes' codec (endian 'little' or "
+            f"'big'), got {json_text_safe(codecs[0])}"
+        )
+    rest = [name for name, _ in names[1:]]
+    if rest not in ([], ["crc32c"]):
+        raise MetadataError(
+            f"sharding index_codecs after 'bytes' may only be 'crc32c', got {rest!r}"
+        )
+    return ShardIndex(location, endian, bool(rest))
 
 
 def _fill_value(value: Any, dtype: ZarrDtype) -> Any:

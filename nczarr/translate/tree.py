@@ -26,6 +26,7 @@ Pure Zarr rules (see the NCZarr spec, "Translation" and "Compatibility", and
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +52,8 @@ from .dtypes import ZarrDtype, decode_fill_value, fill_value_note, parse_dtype
 from .model import Attribute, Dimension, Group, Variable
 
 __all__ = [
+    "MAX_EXTENT",
+    "check_extent",
     "Node",
     "discover_nodes",
     "finish_dims",
@@ -95,7 +98,22 @@ def _int_list(value: Any, what: str, key: str, *, positive: bool) -> tuple[int, 
         if isinstance(item, bool) or not isinstance(item, int) or item < (1 if positive else 0):
             bound = "positive" if positive else "non-negative"
             raise MetadataError(f"{key!r}: {what!r} must hold {bound} integers, got {value!r}")
+    check_extent(tuple(value), what, key)
     return tuple(value)
+
+
+#: Largest number of elements (along one axis or in all) an array or chunk may have:
+#: numpy, and so zarr-python and xarray, index with signed 64-bit integers.
+MAX_EXTENT = 2**63 - 1
+
+
+def check_extent(values: tuple[int, ...], what: str, key: str) -> None:
+    """Refuse a shape (or chunk shape) numpy cannot index, naming ``key``."""
+    if math.prod(values) > MAX_EXTENT or any(v > MAX_EXTENT for v in values):
+        raise MetadataError(
+            f"{key!r}: {what!r} {list(values)} holds more than 2**63 - 1 elements, "
+            "more than any reader can index"
+        )
 
 
 def parse_array_metadata(zarray: Any, key: str, *, nczarr: bool) -> ArraySpec:
