@@ -49,7 +49,8 @@ def build_netcdf4(path: Path, fmt: str = "NETCDF4") -> Path:
         ds.createDimension("lat", 5)
         ds.createDimension("lon", 7)  # no coordinate variable
         ds.createDimension("nchar", 4)
-        ds.createDimension("empty", None)  # stays 0-length
+        if full:
+            ds.createDimension("empty", None)  # stays 0-length
         time = ds.createVariable("time", "f8", ("time",))
         time.units = "days since 2000-01-01"
         time[:] = np.arange(3.0)
@@ -94,8 +95,8 @@ def build_netcdf4(path: Path, fmt: str = "NETCDF4") -> Path:
         partial[2, :, :] = _values("i4", (5, 7), 16)  # record chunks 0 and 1 never written
         chars = ds.createVariable("chars", "S1", ("lat", "nchar"))
         chars[:] = netCDF4.stringtochar(np.array(["ab", "cdef", "g", "", "hij"], "S4"))
-        ds.createVariable("in_empty", "f4", ("empty", "lat"))
         if full:
+            ds.createVariable("in_empty", "f4", ("empty", "lat"))
             ds.setncattr_string("tags", ["one", "two"])
             strings = ds.createVariable("strings", str, ("lat",))
             for i, text in enumerate(["x", "yy", "", "zzzz", "é"]):

@@ -263,6 +263,8 @@ class HDF5Reader:
     # ---------------------------------------------------------------- model
     def _read(self) -> Dataset:
         self._scan_scales(self.file, "/")
+        #: Written by netcdf-c (else plain HDF5: no default fill values, phony dims).
+        self._netcdf = "_NCProperties" in self.file.attrs or bool(self._dim_sizes)
         root = self._group(self.file, "/", "/")
         return Dataset(
             root=root,
@@ -451,9 +453,19 @@ class HDF5Reader:
             if kind == "char":
                 return value[:1]
             return value[0] if value else DEFAULT_FILLS[kind]
-        return DEFAULT_FILLS[kind]
+        if self._netcdf:
+            return DEFAULT_FILLS[kind]
+        # plain HDF5: netcdf-c reports a fill only when the file defines one
+        dcpl = ds.id.get_create_plist()
+        if dcpl.fill_value_defined() != self._h5py.h5d.FILL_VALUE_USER_DEFINED:
+            return None
+        value = np.zeros((), dtype=ds.dtype)
+        dcpl.get_fill_value(value)
+        return value.item() if kind not in ("char", "string") else _text(value.item())
 
     def _fill_bytes(self, fill: Any, dtype: np.dtype, kind: str) -> bytes:
+        if fill is None:
+            return b"\x00" * dtype.itemsize
         if kind == "string":
             return b""
         if kind == "char":
@@ -541,7 +553,8 @@ class HDF5Reader:
             )
             values = ds[sel]
             dtype = object if var.type == "string" else ds.dtype
-            block = np.full(var.chunks, var.fill_value, dtype=dtype)
+            fill = var.fill_value if var.fill_value is not None else 0
+            block = np.full(var.chunks, fill, dtype=dtype)
             block[tuple(slice(0, n) for n in values.shape)] = values
         if var.type == "string":
             block = np.vectorize(_text, otypes=[object])(block) if block.size else block
