@@ -43,9 +43,9 @@ CDF_MAGICS = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
 #: Suffixes that make a remote URL a netCDF file rather than a store.
 NETCDF_SUFFIXES = (".nc", ".nc3", ".nc4", ".netcdf", ".h5", ".hdf5", ".he5", ".cdf")
 #: Block size of the cached reads of remote HDF5 metadata.
-METADATA_BLOCK = 256 * 1024
-#: First read of a remote netCDF-3 header.
-HEADER_GUESS = 64 * 1024
+METADATA_BLOCK = 32 * 1024
+#: First read of a netCDF-3 header (grown until the header fits).
+HEADER_GUESS = 32 * 1024
 
 
 def is_netcdf_header(head: bytes) -> bool:
@@ -85,6 +85,9 @@ class _Local:
     def fileobj(self) -> Any:
         return self.path
 
+    def head(self, n: int) -> bytes:
+        return self.read(0, n)
+
     def close(self) -> None:
         os.close(self.fd)
 
@@ -121,11 +124,18 @@ class _Remote:
         )
 
     def fileobj(self) -> Any:
+        """A block-cached file object (HDF5 metadata, the magic bytes)."""
         if self._file is None:
             self._file = self.fs.open(
-                self.path, "rb", block_size=METADATA_BLOCK, cache_type="blockcache"
+                self.path, "rb", block_size=METADATA_BLOCK, cache_type="blockcache", size=self.size
             )
         return self._file
+
+    def head(self, n: int) -> bytes:
+        """The first ``n`` bytes, through the block cache the HDF5 reader then uses."""
+        f = self.fileobj()
+        f.seek(0)
+        return f.read(n)
 
     def close(self) -> None:
         if self._file is not None:
@@ -170,8 +180,8 @@ class NetCDFFileMap(ZMap):
         self._prefixes = sorted(self._arrays)
 
     def _read_model(self) -> None:
-        head = self._io.read(0, 8)
         what = self.url
+        head = self._io.head(8) if self._io.size else b""
         if head[:4] in CDF_MAGICS:
             from .cdf import HeaderTruncated, parse_header
             from .classic import read_classic
@@ -179,7 +189,7 @@ class NetCDFFileMap(ZMap):
             size = min(HEADER_GUESS, self._io.size)
             while True:
                 try:
-                    header = parse_header(self._io.read(0, size), what)
+                    header = parse_header(self._io.head(size), what)
                     break
                 except HeaderTruncated as exc:
                     if size >= self._io.size:
