@@ -316,6 +316,18 @@ def test_cli_convert_info_ls_dump(tmp_path: Path, capsys: pytest.CaptureFixture[
     )
 
 
+def test_info_and_check_of_a_netcdf4_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    path = _build(tmp_path, "NETCDF4")
+    assert main(["info", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "netcdf4: netCDF-4 file (HDF5)" in text
+    assert f"written by    netCDF {netCDF4.__netcdf4libversion__.split('-')[0]}" in text
+    report = nczarr.check(str(path))
+    assert report.info.layout == "netcdf4"
+    assert not report.for_reader("netcdf-c 4.10+")
+    assert [f.severity for f in report.for_reader("zarr-python 3")] == ["refuses"]
+
+
 def test_xarray_engine_leaves_nc_files_to_xarray(tmp_path: Path) -> None:
     path = _build(tmp_path, "NETCDF4_CLASSIC")
     assert not NCZarrBackendEntrypoint().guess_can_open(str(path))

@@ -265,6 +265,8 @@ class HDF5Reader:
         self._scan_scales(self.file, "/")
         #: Written by netcdf-c (else plain HDF5: no default fill values, phony dims).
         self._netcdf = "_NCProperties" in self.file.attrs or bool(self._dim_sizes)
+        #: netcdf-c's provenance attribute (``version=2,netcdf=4.9.2,hdf5=1.14.3``).
+        self.ncproperties = _text(self.file.attrs.get("_NCProperties", b"")) or None
         root = self._group(self.file, "/", "/")
         return Dataset(
             root=root,

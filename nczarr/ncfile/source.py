@@ -239,15 +239,20 @@ class NetCDFFileMap(ZMap):
 
     def format_info(self) -> FormatInfo:
         """What :func:`nczarr.detect` says of the file."""
+        version = None
+        if self._hdf5 is not None and self._hdf5.ncproperties:
+            from ..translate.detect import netcdf_version
+
+            version = netcdf_version({"_NCProperties": self._hdf5.ncproperties})
         return FormatInfo(
-            format="netcdf",  # type: ignore[arg-type]
+            format="netcdf",
             layout=self._dataset.layout,
             zarr_format=0,
             xarray=False,
             consolidated=False,
-            netcdf_version=None,
+            netcdf_version=version,
             evidence=("HDF5 superblock",) if self._hdf5 is not None else ("CDF header",),
-            written_by=None,
+            written_by=f"netCDF {version}" if version else None,
         )
 
     # ---------------------------------------------------------------- chunks
