@@ -402,3 +402,13 @@ def test_chunk_with_a_skipped_filter_is_reencoded(tmp_path: Path) -> None:
         report = nczarr.convert(str(path), str(tmp_path / "out"), "zarr")
     assert [p for p, _ in report.reencoded] == ["/v"]
     np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "out" / "v"))[...], values)
+
+
+@pytest.mark.parametrize("target", ["out", "out.zip"])
+def test_file_truncated_after_opening(tmp_path: Path, target: str) -> None:
+    path = _build(tmp_path, "NETCDF3_CLASSIC")
+    with NetCDFFileMap(str(path)) as source:
+        with open(path, "r+b") as f:
+            f.truncate(path.stat().st_size - 40)
+        with pytest.raises(NCZarrError, match=r"chunk '.*'.*file ends before byte"):
+            nczarr.convert(source, str(tmp_path / target), "zarr")

@@ -316,6 +316,35 @@ class NetCDFFileMap(ZMap):
             )
         return {k: out[k] for k in wanted if k in out}
 
+    def copy_chunk_to(self, dst: Any, key: str) -> int:
+        """Write chunk ``key`` into the directory map ``dst`` (a FileMap) and return its
+        size: a kernel-side copy of its byte range of a local file (no Python
+        ``bytes``), else ``dst[key] = self[key]``. Created in place, not atomically
+        (see ``FileMap.copy_file``: a convert writes no metadata before every chunk).
+
+        Raises
+        ------
+        StorageError
+            The file ends inside the chunk (truncated since it was opened).
+        """
+        found = self._split(normalize_key(key))
+        if found is None:
+            raise KeyError(key)
+        array, rest = found
+        ref = array.chunks[rest]
+        if ref.reencode or not isinstance(self._io, _Local):
+            data = self._read_chunk(array, rest)
+            dst[key] = data
+            return len(data)
+        tail = array.fill * (ref.pad // max(1, len(array.fill)))
+        written = dst.copy_range(self._io.fd, ref.offset, ref.length, key, tail=tail, atomic=False)
+        if written != ref.length + len(tail):
+            raise StorageError(
+                f"{self.url}: variable {'/' + array.path!r} chunk {rest!r}: the file ends "
+                f"before byte {ref.offset + ref.length} (truncated?)"
+            )
+        return written
+
     def getsize(self, key: str) -> int:
         """A chunk's size without reading it (re-encoded chunks are encoded)."""
         found = self._split(normalize_key(key))
