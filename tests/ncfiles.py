@@ -97,6 +97,9 @@ def build_netcdf4(path: Path, fmt: str = "NETCDF4") -> Path:
         chars[:] = netCDF4.stringtochar(np.array(["ab", "cdef", "g", "", "hij"], "S4"))
         if full:
             ds.createVariable("in_empty", "f4", ("empty", "lat"))
+            ds.createDimension("u", None)  # unlimited, no coordinate variable
+            ds.createVariable("short_u", "i2", ("u",))[0] = 1  # before the longer one
+            ds.createVariable("long_u", "i2", ("u",))[:] = np.arange(3, dtype="i2")
             ds.setncattr_string("tags", ["one", "two"])
             strings = ds.createVariable("strings", str, ("lat",))
             for i, text in enumerate(["x", "yy", "", "zzzz", "é"]):

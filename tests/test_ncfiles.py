@@ -128,6 +128,7 @@ TARGETS = [
     ("zarr", "out.zarr", {}),
     ("zarr", "out3.zarr", {"zarr_format": 3}),
     ("zarr", "out.zip", {}),
+    ("zarr", "out3.zip", {"zarr_format": 3}),
 ]
 
 
@@ -383,6 +384,11 @@ def test_plain_hdf5_gets_netcdf_cs_phony_dimensions(tmp_path: Path) -> None:
     with h5py.File(path, "w") as f:
         f.create_dataset("a", data=np.arange(12, dtype="i4").reshape(3, 4))
         f.create_dataset("b", data=np.arange(3, dtype="f8"))
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_layout(h5py.h5d.COMPACT)  # the values live in the object header
+        space = h5py.h5s.create_simple((4,))
+        h5py.h5d.create(f.id, b"compact", h5py.h5t.STD_I16LE, space, dcpl=dcpl)
+        f["compact"][:] = np.arange(4, dtype="i2")
         f.attrs["title"] = "plain"
     dataset = nczarr.read(str(path))
     oracle = describe_url(str(path), "netcdf4")
@@ -412,3 +418,14 @@ def test_file_truncated_after_opening(tmp_path: Path, target: str) -> None:
             f.truncate(path.stat().st_size - 40)
         with pytest.raises(NCZarrError, match=r"chunk '.*'.*file ends before byte"):
             nczarr.convert(source, str(tmp_path / target), "zarr")
+
+
+def test_filter_without_a_zarr_codec_is_reencoded(tmp_path: Path) -> None:
+    path = tmp_path / "lzf.h5"
+    values = np.arange(600, dtype="f4").reshape(20, 30)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("v", data=values, chunks=(8, 30), compression="lzf")
+    with pytest.warns(NCZarrWarning, match="re-encoded array '/v': HDF5 filter 'lzf'"):
+        report = nczarr.convert(str(path), str(tmp_path / "out"), "nczarr")
+    assert [p for p, _ in report.reencoded] == ["/v"]
+    assert_same_values({"/v": values}, nc_values(f"file://{tmp_path / 'out'}#mode=nczarr"))

@@ -249,6 +249,7 @@ class HDF5Reader:
         self._datasets: dict[str, tuple[str, Variable]] = {}
         self._dim_by_id: dict[int, str] = {}
         self._dim_sizes: dict[str, int] = {}
+        self._plain: list[Any] = []  # datasets that are not dimension scales (pass one)
         self._phony = 0
         try:
             self.dataset = self._read()
@@ -263,6 +264,7 @@ class HDF5Reader:
     # ---------------------------------------------------------------- model
     def _read(self) -> Dataset:
         self._scan_scales(self.file, "/")
+        self._grow_unlimited()
         #: Written by netcdf-c (else plain HDF5: no default fill values, phony dims).
         self._netcdf = "_NCProperties" in self.file.attrs or bool(self._dim_sizes)
         #: netcdf-c's provenance attribute (``version=2,netcdf=4.9.2,hdf5=1.14.3``).
@@ -286,11 +288,25 @@ class HDF5Reader:
             fqn = _join(path, name)
             if isinstance(child, h5py.Group):
                 self._scan_scales(child, fqn)
-            elif isinstance(child, h5py.Dataset) and self._is_scale(child):
+            elif isinstance(child, h5py.Dataset) and not self._is_scale(child):
+                self._plain.append(child)
+            elif isinstance(child, h5py.Dataset):
                 dimid = child.attrs.get("_Netcdf4Dimid")
                 if dimid is not None:
                     self._dim_by_id[int(np.asarray(dimid).reshape(-1)[0])] = fqn
                 self._dim_sizes[fqn] = child.shape[0] if child.shape else 0
+
+    def _grow_unlimited(self) -> None:
+        """A dimension's length is the longest extent of any variable along it (an
+        unlimited dimension's scale may be shorter than the variables using it),
+        known before the first variable is read (pass two)."""
+        for ds in self._plain:
+            for axis in range(ds.ndim):
+                attached = ds.dims[axis].values()
+                if attached:
+                    name = attached[0].name
+                    self._dim_sizes[name] = max(self._dim_sizes.get(name, 0), ds.shape[axis])
+        self._plain.clear()
 
     def _group(self, node: Any, path: str, name: str) -> Group:
         h5py = self._h5py
@@ -345,7 +361,7 @@ class HDF5Reader:
                 return tuple(self._dim_by_id[i] for i in ids)
         out = []
         for axis in range(ds.ndim):
-            attached = list(ds.dims[axis])
+            attached = ds.dims[axis].values()
             if attached:
                 out.append(attached[0].name)
             else:
