@@ -429,3 +429,32 @@ def test_filter_without_a_zarr_codec_is_reencoded(tmp_path: Path) -> None:
         report = nczarr.convert(str(path), str(tmp_path / "out"), "nczarr")
     assert [p for p, _ in report.reencoded] == ["/v"]
     assert_same_values({"/v": values}, nc_values(f"file://{tmp_path / 'out'}#mode=nczarr"))
+
+
+def test_netcdf3_header_lying_about_a_variables_size(tmp_path: Path) -> None:
+    import struct
+
+    from nczarr.ncfile.cdf import parse_header
+
+    path = _build(tmp_path, "NETCDF3_CLASSIC")
+    data = path.read_bytes()
+    var = next(v for v in parse_header(data, "x").variables if v.name == "f_i4")
+    stored = struct.pack(">iIi", var.type_code, var.vsize, var.begin)
+    assert data.count(stored) == 1
+    lying = struct.pack(">iIi", var.type_code, var.vsize + 8, var.begin)
+    bad = tmp_path / "lies.nc"
+    bad.write_bytes(data.replace(stored, lying))
+    with pytest.raises(MetadataError, match=r"lies\.nc: variable 'f_i4'.*header says it takes"):
+        nczarr.read(str(bad))
+
+
+def test_corrupt_hdf5_btree(tmp_path: Path) -> None:
+    path = _build(tmp_path, "NETCDF4_CLASSIC")
+    data = bytearray(path.read_bytes())
+    at = data.find(b"TREE", 1000)  # a chunk B-tree node (v1), past the root group's
+    assert at > 0
+    data[at + 4 : at + 40] = b"\xfe" * 36
+    bad = tmp_path / "btree.nc"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(MetadataError, match=r"btree\.nc: variable '/\w+': corrupt.*B-tree"):
+        nczarr.read(str(bad))

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import MetadataError
 from ..translate.model import Attribute, Dataset, Dimension, Group, Variable
-from .cdf import CDF_TYPES, CDFAttribute, CDFHeader, type_size
+from .cdf import CDF_TYPES, CDFAttribute, CDFHeader, CDFVariable, type_size
 from .layout import DEFAULT_FILLS, ChunkRef, SourceArray, chunk_key, cut_contiguous, rows_per_chunk
 
 __all__ = ["LAYOUTS", "read_classic"]
@@ -37,6 +37,22 @@ def _fill(attrs: dict[str, Attribute], kind: str) -> object:
     if fill is None or not fill.value:
         return DEFAULT_FILLS[kind]
     return fill.value[:1] if kind == "char" else fill.value[0]
+
+
+def _check_vsize(header: CDFHeader, var: CDFVariable, what: str) -> None:
+    """The header's ``vsize`` must be what the variable's shape and type need (one
+    record's worth for a record variable, padded to 4 bytes); a header that lies
+    about it would shift every record of the file."""
+    dims = [header.dimensions[d].size for d in var.dimids]
+    if dims and dims[0] == 0:
+        dims = dims[1:]
+    need = type_size(var.type_code) * math.prod(dims)
+    need += -need % 4
+    if var.vsize != need and not (header.version != 5 and var.vsize == 0xFFFFFFFF):
+        raise MetadataError(
+            f"{what}: variable {var.name!r}: the header says it takes {var.vsize} bytes, "
+            f"its shape and type take {need}: a header that lies about sizes"
+        )
 
 
 def _record_count(header: CDFHeader, file_size: int, recsize: int, what: str) -> int:
@@ -61,6 +77,8 @@ def read_classic(header: CDFHeader, file_size: int, what: str) -> tuple[Dataset,
         The header names data beyond the end of the file (truncated, or a header
         lying about sizes), naming the file and the variable.
     """
+    for var in header.variables:
+        _check_vsize(header, var, what)
     record_vars = [v for v in header.variables if _is_record(header, v)]
     if len(record_vars) == 1:
         var = record_vars[0]
@@ -68,7 +86,7 @@ def read_classic(header: CDFHeader, file_size: int, what: str) -> tuple[Dataset,
             header.dimensions[d].size for d in var.dimids[1:]
         )
     else:
-        recsize = sum(v.vsize for v in record_vars)
+        recsize = sum(v.vsize for v in record_vars)  # checked by _check_vsize
     numrecs = _record_count(header, file_size, recsize, what)
     dims = {
         d.name: Dimension(d.name, numrecs if d.size == 0 else d.size, d.size == 0)

@@ -330,7 +330,13 @@ class HDF5Reader:
         for child_name, ds in datasets:
             if self._is_scale(ds) and _text(ds.attrs.get("NAME", b"")).startswith(_DIM_ONLY):
                 continue
-            var = self._variable(ds, path, child_name, dims, phony)
+            try:
+                var = self._variable(ds, path, child_name, dims, phony)
+            except (OSError, RuntimeError, KeyError, ValueError) as exc:
+                raise MetadataError(
+                    f"{self.what}: variable {_join(path, child_name)!r}: corrupt "
+                    f"netCDF-4/HDF5 data (chunk index or header): {exc}"
+                ) from None
             if var is not None:
                 variables[child_name] = var
         return Group(
