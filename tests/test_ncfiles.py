@@ -458,3 +458,15 @@ def test_corrupt_hdf5_btree(tmp_path: Path) -> None:
     bad.write_bytes(bytes(data))
     with pytest.raises(MetadataError, match=r"btree\.nc: variable '/\w+': corrupt.*B-tree"):
         nczarr.read(str(bad))
+
+
+@pytest.mark.parametrize("fmt", ["NETCDF4", "NETCDF3_64BIT_DATA"])
+def test_xarray_engine_reads_nc_as_xarrays_netcdf4_engine(tmp_path: Path, fmt: str) -> None:
+    import xarray as xr
+
+    path = _build(tmp_path, fmt)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NCZarrWarning)
+        ours = xr.open_dataset(str(path), engine="nczarr")
+    with xr.open_dataset(str(path), engine="netcdf4") as theirs, ours:
+        xr.testing.assert_identical(ours, theirs)
