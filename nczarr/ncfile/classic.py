@@ -39,10 +39,11 @@ def _fill(attrs: dict[str, Attribute], kind: str) -> object:
     return fill.value[:1] if kind == "char" else fill.value[0]
 
 
-def _check_vsize(header: CDFHeader, var: CDFVariable, what: str) -> None:
-    """The header's ``vsize`` must be what the variable's shape and type need (one
-    record's worth for a record variable, padded to 4 bytes); a header that lies
-    about it would shift every record of the file."""
+def _check_vsize(header: CDFHeader, var: CDFVariable, what: str) -> int:
+    """The bytes the variable takes (one record's worth for a record variable, padded
+    to 4 bytes), which the header's ``vsize`` must say (a header that lies about it
+    would shift every record of the file); CDF-1/2 write 2**32 - 1 for a variable
+    bigger than that."""
     dims = [header.dimensions[d].size for d in var.dimids]
     if dims and dims[0] == 0:
         dims = dims[1:]
@@ -53,6 +54,7 @@ def _check_vsize(header: CDFHeader, var: CDFVariable, what: str) -> None:
             f"{what}: variable {var.name!r}: the header says it takes {var.vsize} bytes, "
             f"its shape and type take {need}: a header that lies about sizes"
         )
+    return need
 
 
 def _record_count(header: CDFHeader, file_size: int, recsize: int, what: str) -> int:
@@ -77,8 +79,7 @@ def read_classic(header: CDFHeader, file_size: int, what: str) -> tuple[Dataset,
         The header names data beyond the end of the file (truncated, or a header
         lying about sizes), naming the file and the variable.
     """
-    for var in header.variables:
-        _check_vsize(header, var, what)
+    vsizes = {var.name: _check_vsize(header, var, what) for var in header.variables}
     record_vars = [v for v in header.variables if _is_record(header, v)]
     if len(record_vars) == 1:
         var = record_vars[0]
@@ -86,7 +87,7 @@ def read_classic(header: CDFHeader, file_size: int, what: str) -> tuple[Dataset,
             header.dimensions[d].size for d in var.dimids[1:]
         )
     else:
-        recsize = sum(v.vsize for v in record_vars)  # checked by _check_vsize
+        recsize = sum(vsizes[v.name] for v in record_vars)
     numrecs = _record_count(header, file_size, recsize, what)
     dims = {
         d.name: Dimension(d.name, numrecs if d.size == 0 else d.size, d.size == 0)

@@ -267,9 +267,8 @@ class NetCDFFileMap(ZMap):
         ref = array.chunks[rest]
         if ref.reencode:
             assert self._hdf5 is not None
-            coords = tuple(int(c) for c in rest.split(".")) if "." in rest or rest else ()
-            if not self._dataset_shape(array):
-                coords = ()
+            scalar = not self._dataset.find_variable("/" + array.path).shape
+            coords = () if scalar else tuple(int(c) for c in rest.split("."))
             return self._hdf5.encode_chunk(array.path, coords)
         data = self._io.read(ref.offset, ref.length)
         return self._checked(data, ref, array, rest) + array.fill * (
@@ -283,9 +282,6 @@ class NetCDFFileMap(ZMap):
                 f"before byte {ref.offset + ref.length} (truncated?)"
             )
         return data
-
-    def _dataset_shape(self, array: SourceArray) -> tuple[int, ...]:
-        return self._dataset.find_variable("/" + array.path).shape
 
     def _load(self, key: str) -> bytes:
         found = self._split(key)
