@@ -110,3 +110,34 @@ def test_s3_source_pickles_and_reopens(tmp_path: Path, s3_endpoint: str, s3_buck
             assert again["a/3.0"] == source["a/3.0"]
         finally:
             again.close()
+
+
+def test_convert_on_a_dask_cluster_reopens_the_file_on_each_worker(
+    tmp_path: Path, s3_endpoint: str, s3_bucket: str, s3_client
+) -> None:
+    from distributed import Client, LocalCluster
+
+    path = _netcdf4(tmp_path / "src.nc")
+    url = _upload(s3_client, s3_bucket, path)
+    with (
+        LocalCluster(
+            n_workers=2,
+            processes=True,
+            threads_per_worker=1,
+            host="127.0.0.1",
+            dashboard_address=":0",
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        report = nczarr.convert(
+            url,
+            str(tmp_path / "out"),
+            "nczarr",
+            client=client,
+            batch_size=16,
+            source_options={"endpoint_url": s3_endpoint},
+        )
+    assert report.chunks_copied == 2 * ROWS
+    assert_same_values(
+        nc_values(str(path)), nc_values(f"file://{tmp_path / 'out'}#mode=nczarr,file")
+    )
