@@ -470,3 +470,15 @@ def test_xarray_engine_reads_nc_as_xarrays_netcdf4_engine(tmp_path: Path, fmt: s
         ours = xr.open_dataset(str(path), engine="nczarr")
     with xr.open_dataset(str(path), engine="netcdf4") as theirs, ours:
         xr.testing.assert_identical(ours, theirs)
+
+
+def test_resume_skips_the_chunks_already_copied(tmp_path: Path) -> None:
+    path = _build(tmp_path, "NETCDF3_64BIT_DATA")
+    out = tmp_path / "out"
+    first = _quiet_convert(str(path), str(out), "nczarr")
+    (out / "r_i4" / "2.0.0").unlink()  # as if killed before that chunk
+    (out / ".zattrs").unlink()
+    again = _quiet_convert(str(path), str(out), "nczarr", resume=True)
+    assert again.chunks_copied == 1
+    assert again.chunks_skipped == first.chunks_copied - 1
+    assert_same_values(nc_values(str(path)), nc_values(f"file://{out}#mode=nczarr,file"))
