@@ -73,7 +73,8 @@ class CheckReport:
 
     def summary(self) -> str:
         """The report as text: one block per reader, each finding with its fix."""
-        lines = [f"{self.url}: {self.info.layout} (Zarr v{self.info.zarr_format})"]
+        shown = "netCDF file" if self.info.format == "netcdf" else f"Zarr v{self.info.zarr_format}"
+        lines = [f"{self.url}: {self.info.layout} ({shown})"]
         for reader in READERS:
             found = self.for_reader(reader)
             note = "" if reader in self.readers else " (note: not judged)"
@@ -194,6 +195,28 @@ def _squeeze(name: str) -> str:
     return "".join(c for c in name.lower() if c not in " -_")
 
 
+def _netcdf_file_findings() -> tuple[Finding, ...]:
+    """A netCDF file is no Zarr store: what the Zarr readers do with it."""
+    from .translate.compat import XARRAY, ZARR_PYTHON
+
+    return (
+        Finding(
+            ZARR_PYTHON,
+            "refuses",
+            "/",
+            "a netCDF file, not a Zarr store",
+            "nczarr convert URL OUT --mode zarr",
+        ),
+        Finding(
+            XARRAY,
+            "refuses",
+            "/",
+            "a netCDF file: xarray's zarr engine does not open it (its netCDF engines do)",
+            "nczarr convert URL OUT --mode zarr",
+        ),
+    )
+
+
 def check(
     src: str | os.PathLike[str] | ZMap,
     *,
@@ -236,6 +259,10 @@ def check(
 
         zmap, owned = open_map(os.fspath(src), mode="r", **(storage_options or {})), True
     try:
+        from .ncfile.source import NetCDFFileMap
+
+        if isinstance(zmap, NetCDFFileMap):  # a .nc file: netcdf-c reads it, Zarr readers do not
+            return CheckReport(zmap.url, zmap.format_info(), _netcdf_file_findings())
         stored = _AsStored(zmap)
         meta = load_metadata(stored, warnings=[])  # not UTF-8: a finding, not an error
         consolidated = None

@@ -295,6 +295,10 @@ def _detect(
     zmap: ZMap, warnings: list[str] | None = None, meta: dict[str, Any] | None = None
 ) -> tuple[dict[str, Any], FormatInfo]:
     """The store's metadata (``meta`` if already loaded) and what format it is."""
+    from .ncfile.source import NetCDFFileMap
+
+    if isinstance(zmap, NetCDFFileMap):  # a .nc file: its own reader (nczarr.ncfile)
+        return {}, zmap.format_info()
     if meta is None:
         meta = load_metadata(zmap, warnings=warnings)
     try:
@@ -387,7 +391,9 @@ def read_with_chunk_keys(
         meta, info = _detect(zmap, lenient, None if metadata is None else metadata[0])
         keys: dict[str, ChunkKeys] = {}
         try:
-            if info.zarr_format == 3:
+            if info.format == "netcdf":
+                dataset = zmap.dataset  # type: ignore[attr-defined]
+            elif info.zarr_format == 3:
                 from .translate.read_zarr3 import chunk_key_encodings, read_zarr3
 
                 dataset = read_zarr3(meta, info, name=dataset_name(zmap.url))

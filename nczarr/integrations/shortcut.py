@@ -80,10 +80,20 @@ def _translated_if_needed(zmap: ZMap, owned: bool = True) -> ZMap:
     netcdf-c metadata."""
     from ..errors import MetadataError, warn_all
     from ..load import load_metadata
+    from ..ncfile.source import NetCDFFileMap
     from ..readthrough import TranslatedView
     from ..translate.compat import needs_translation
     from ..translate.detect import detect_format
 
+    if isinstance(zmap, NetCDFFileMap):  # a .nc file: always through the view
+        try:
+            view = TranslatedView(zmap, format="zarr", owns_source=owned)
+        except BaseException:
+            if owned:
+                zmap.close()
+            raise
+        warn_all(view.warnings, stacklevel=4)
+        return view
     lenient: list[str] = []
     try:
         meta = load_metadata(zmap, warnings=lenient)
