@@ -109,6 +109,11 @@ class Variable(_NaNEq):
     ``"vlen-utf8"`` (variable-length UTF-8, zarr-python's strings; ``filters`` then
     start with numcodecs' ``vlen-utf8``); ``shards`` for a sharded Zarr v3 array: the
     shard shape (each source object holds many ``chunks``, which are the inner chunks).
+    ``logical`` says what zarr-python and xarray show where the netCDF type does not:
+    ``"bool"`` (a ``ubyte`` array of 0/1 that Zarr stores as ``|b1``/``bool``) or
+    ``"bytes"`` (a ``string`` array of fixed-width ``|S<maxstrlen>`` numpy bytes, not
+    text); pure Zarr writers keep them, the NCZarr writer encodes them as xarray's
+    netcdf4 engine does (``docs/conversion.md``).
     """
 
     name: str
@@ -128,6 +133,7 @@ class Variable(_NaNEq):
     endian: Literal["little", "big"] = "little"
     text_storage: Literal["unicode", "vlen-utf8"] | None = None
     shards: tuple[int, ...] | None = None
+    logical: Literal["bool", "bytes"] | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -220,7 +220,7 @@ def _data_type(value: Any) -> ZarrDtype:
     found = DATA_TYPES.get(value)
     if found is None:
         raise UnsupportedError(f"data_type {value!r} has no netCDF-4 equivalent")
-    return ZarrDtype(found[0], "little", found[1])
+    return ZarrDtype(found[0], "little", found[1], logical="bool" if value == "bool" else None)
 
 
 def _sharding(codecs: Any, key: str) -> tuple[tuple[int, ...], Any] | None:
@@ -432,7 +432,8 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
         return None
     attrs = dict(_attributes(doc, key))
     nc_type = spec.dtype.nc_type
-    if FILLVALUE in attrs:
+    missing = FILLVALUE in attrs
+    if missing:
         raw = attrs.pop(FILLVALUE)
         try:
             fill = None if raw is None else _xarray_fill(raw, nc_type)
@@ -465,14 +466,18 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
     ):
         builder.warnings.append(
             f"array {group_fqn(prefix)!r}: its Zarr v3 fill_value {spec.fill_value!r} (no "
-            f"_FillValue attribute) is kept as the netCDF fill value, so chunks never "
-            f"written read as {spec.fill_value!r}; netCDF and xarray readers of the result "
-            f"also treat {spec.fill_value!r} as missing"
+            f"_FillValue attribute) is not a missing value for zarr-python and xarray; it "
+            f"is kept as the fill value, so chunks never written read as {spec.fill_value!r}. "
+            f"netCDF readers of an NCZarr copy and xarray reading a Zarr v3 copy do not mask "
+            f"it either, but xarray masks the fill_value of a Zarr v2 copy"
         )
     dims = _dimensions(builder, group, doc, attrs, spec.shape, key)
     attributes: dict[str, Attribute] = decode_attributes(
         attrs, _types(attrs), key=key, var_type=nc_type
     )
+    if missing and spec.fill_value is not None and nc_type not in ("char", "string"):
+        # xarray's missing value: every reader of every output masks it (docs/conversion.md)
+        attributes[FILLVALUE] = Attribute(FILLVALUE, nc_type, (spec.fill_value,))
     return builder.make_variable(name, prefix, spec, dims, not spec.shape, attributes)
 
 

@@ -1,0 +1,267 @@
+"""Every nczarr path on stores made by the real producers, against what their own readers read.
+
+The stores and the producers' readings live in ``tests/data/producers/`` (rebuilt by
+``tests/producers/build.py`` in side environments CI does not need). For each store:
+
+* ``read``: every array the producer wrote is in the model, or a warning names it;
+* the xarray engine (``engine="nczarr"``) and the DataTree give what xarray's zarr
+  engine gave the producer (values, mask, dtype, attributes);
+* ``open_zarr`` gives zarr-python's values;
+* ``convert`` to NCZarr, read by netcdf-c (netCDF4) through xarray's netcdf4 engine,
+  gives xarray's reading again (mask, bool, bytes, times), and ``migrate`` in place too;
+* ``convert`` to Zarr v2 and v3 read by xarray and zarr-python give their readings;
+* ``check`` runs.
+
+Where the target cannot hold what the producer wrote, the test asserts the refusal
+or the warning. Known, not yet fixed differences are strict xfails naming why.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import warnings
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import netCDF4
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+
+import nczarr
+
+DATA = Path(__file__).parent / "data" / "producers"
+_spec = importlib.util.spec_from_file_location("producer_record", Path(__file__).parent / "producers" / "record.py")
+record_module = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(record_module)
+decode_array = record_module.decode_array
+
+RECORDS = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(DATA.glob("*.json"))}
+
+
+def _xarray_cases() -> list[tuple[str, str]]:
+    return [
+        (name, var)
+        for name, rec in RECORDS.items()
+        if "xarray" in rec
+        for var in rec["xarray"]["variables"]
+    ]
+
+
+def _zarr_cases() -> list[tuple[str, str]]:
+    return [(name, arr) for name, rec in RECORDS.items() if "zarr" in rec for arr in rec["zarr"]["arrays"]]
+
+
+# ------------------------------------------------------------------ known differences
+#: (store, path, variable) -> why; each is a strict xfail (it fails today).
+KNOWN: dict[tuple[str, str, str], str] = {}
+
+
+def _apply_known(request: pytest.FixtureRequest, store: str, path: str, var: str) -> None:
+    reason = KNOWN.get((store, path, var)) or KNOWN.get((store, path, "*"))
+    if reason:
+        request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
+
+
+# ------------------------------------------------------------------ comparing
+def _same(actual: Any, expected: np.ndarray) -> bool:
+    actual = np.asarray(actual)
+    if actual.shape != expected.shape:
+        return False
+    if expected.dtype.kind in "Mm":
+        return actual.dtype == expected.dtype and np.array_equal(
+            actual.view("i8"), expected.view("i8")
+        )
+    if expected.dtype.kind == "f":
+        return actual.dtype.kind == "f" and np.array_equal(actual, expected, equal_nan=True)
+    if expected.dtype.kind == "O":
+        return [_plain(v) for v in actual.reshape(-1)] == [_plain(v) for v in expected.reshape(-1)]
+    return actual.dtype.kind == expected.dtype.kind and np.array_equal(actual, expected)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict) and "$str" in value:
+        return value["$str"]
+    if isinstance(value, dict) and "$bytes" in value:
+        import base64
+
+        return base64.b64decode(value["$bytes"])
+    if hasattr(value, "calendar"):  # cftime
+        return str(value)
+    return value
+
+
+def _attr(value: Any) -> Any:
+    """A recorded attribute value, without its numpy type."""
+    if isinstance(value, dict) and "$type" in value:
+        return value["value"]
+    return value
+
+
+def _attrs(attrs: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for k, v in attrs.items():
+        if isinstance(v, np.ndarray):
+            v = v.tolist()
+        elif isinstance(v, np.generic):
+            v = v.item()
+        out[k] = v
+    return out
+
+
+def _check_variable(actual: xr.Variable, expected: dict[str, Any], *, dtype: bool = True) -> None:
+    want = decode_array(expected["values"])
+    got = actual.values
+    assert list(actual.dims) == expected["dims"]
+    if dtype:
+        assert got.dtype.str == expected["dtype"] or (
+            got.dtype.kind == "O" and expected["dtype"] == "|O"
+        ), f"dtype {got.dtype.str} != {expected['dtype']}"
+    assert _same(got, want), f"values {got!r} != {want!r}"
+    expected_attrs = {k: _attr(v) for k, v in expected["attrs"].items()}
+    assert _attrs(dict(actual.attrs)) == expected_attrs
+
+
+# ------------------------------------------------------------------ opening
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Any]:
+    """Conversions made once per (store, target), shared by the per-variable tests."""
+    return {"_tmp": tmp_path_factory.mktemp("producers")}
+
+
+def _source(name: str) -> str:
+    return str(DATA / f"{name}.zip")
+
+
+def _convert(outputs: dict, name: str, target: str) -> tuple[str, list[str]]:
+    """Convert store ``name`` once; the target's URL and the warnings."""
+    key = (name, target)
+    if key not in outputs:
+        tmp: Path = outputs["_tmp"]
+        out = tmp / f"{name}-{target}"
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                if target == "nczarr":
+                    nczarr.convert(_source(name), f"file://{out}#mode=nczarr,file")
+                elif target == "zarr2":
+                    nczarr.convert(_source(name), str(out), "zarr")
+                elif target == "zarr3":
+                    nczarr.convert(_source(name), str(out), "zarr", zarr_format=3)
+                elif target == "migrate":
+                    with zipfile.ZipFile(_source(name)) as archive:
+                        archive.extractall(out)
+                    nczarr.migrate(str(out), "nczarr")
+                error = None
+            except nczarr.NCZarrError as exc:
+                error = exc
+        outputs[key] = (out, [str(w.message) for w in caught], error)
+    out, messages, error = outputs[key]
+    if error is not None:
+        raise error
+    return out, messages
+
+
+def _nczarr_url(out: Path) -> str:
+    return f"file://{out}#mode=nczarr,file"
+
+
+# ------------------------------------------------------------------ read
+@pytest.mark.parametrize("name", sorted(RECORDS))
+def test_read_has_every_array_or_names_it(name: str) -> None:
+    rec = RECORDS[name]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dataset = nczarr.read(_source(name))
+    paths = {v.path for v in dataset.root.all_variables()}
+    messages = " ".join(str(w.message) for w in caught) + " ".join(dataset.warnings)
+    written = set(rec.get("zarr", {}).get("arrays", {})) or set(
+        rec.get("netcdf4", {}).get("variables", {}) or rec.get("gdal", {}).get("arrays", {})
+    )
+    for array in written:
+        assert f"/{array}" in paths or repr(f"/{array}") in messages, array
+
+
+# ------------------------------------------------------------------ engine
+@pytest.mark.parametrize(("name", "var"), _xarray_cases())
+def test_engine_reads_what_xarray_read(name: str, var: str, request) -> None:
+    _apply_known(request, name, "engine", var)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = xr.open_dataset(_source(name), engine="nczarr")
+    expected = RECORDS[name]["xarray"]["variables"][var]
+    _check_variable(ds[var].variable, expected)
+
+
+@pytest.mark.parametrize(("name", "var"), _xarray_cases())
+def test_datatree_reads_what_xarray_read(name: str, var: str, request) -> None:
+    _apply_known(request, name, "engine", var)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree = xr.open_datatree(_source(name), engine="nczarr")
+    _check_variable(tree.to_dataset()[var].variable, RECORDS[name]["xarray"]["variables"][var])
+
+
+@pytest.mark.parametrize(("name", "var"), _zarr_cases())
+def test_open_zarr_reads_what_zarr_python_read(name: str, var: str, request) -> None:
+    _apply_known(request, name, "open_zarr", var)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        group = nczarr.open_zarr(_source(name))
+    array = group[var]
+    expected = RECORDS[name]["zarr"]["arrays"][var]
+    assert _same(array[...], decode_array(expected["values"]))
+
+
+# ------------------------------------------------------------------ NCZarr through netcdf-c
+@pytest.mark.parametrize(("name", "var"), _xarray_cases())
+@pytest.mark.parametrize("target", ["nczarr", "migrate"])
+def test_nczarr_output_read_by_netcdf_c_through_xarray(
+    name: str, var: str, target: str, outputs, request
+) -> None:
+    _apply_known(request, name, target, var)
+    out, _ = _convert(outputs, name, target)
+    with xr.open_dataset(_nczarr_url(out), engine="netcdf4") as ds:
+        _check_variable(ds[var].variable, RECORDS[name]["xarray"]["variables"][var])
+
+
+# ------------------------------------------------------------------ Zarr outputs
+@pytest.mark.parametrize(("name", "var"), _xarray_cases())
+@pytest.mark.parametrize("target", ["zarr2", "zarr3"])
+def test_zarr_output_read_by_xarray(name: str, var: str, target: str, outputs, request) -> None:
+    _apply_known(request, name, target, var)
+    out, _ = _convert(outputs, name, target)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = xr.open_zarr(str(out), consolidated=False)
+    _check_variable(ds[var].variable, RECORDS[name]["xarray"]["variables"][var])
+
+
+@pytest.mark.parametrize(("name", "var"), _zarr_cases())
+@pytest.mark.parametrize("target", ["zarr2", "zarr3"])
+def test_zarr_output_read_by_zarr_python(name: str, var: str, target: str, outputs, request) -> None:
+    _apply_known(request, name, f"{target}-zarr", var)
+    out, _ = _convert(outputs, name, target)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        group = zarr.open_group(str(out), mode="r")
+    expected = RECORDS[name]["zarr"]["arrays"][var]
+    array = group[var]
+    assert array.dtype.str == expected["dtype"] or (
+        array.dtype.kind in "OT" and expected["dtype"] == "|O"
+    )
+    assert _same(array[...], decode_array(expected["values"]))
+    assert json.loads(json.dumps(dict(array.attrs))) == {
+        k: v for k, v in expected["attrs"].items() if k != "_ARRAY_DIMENSIONS"
+    } or target == "zarr2"
+
+
+# ------------------------------------------------------------------ check
+@pytest.mark.parametrize("name", sorted(RECORDS))
+def test_check_runs(name: str) -> None:
+    report = nczarr.check(_source(name))
+    assert isinstance(report.ok, bool)
