@@ -153,6 +153,10 @@ def _checked_consolidated(
     return listed
 
 
+#: Words every stale-``.zmetadata`` warning holds (callers pick these warnings out).
+STALE_CONSOLIDATED = "' is stale ("
+
+
 def stale_message(url: str, consolidated: Mapping[str, Any], listed: Mapping[str, Any]) -> str | None:
     """What a stale ``.zmetadata`` disagrees on (nodes named), or None when it agrees."""
 
@@ -184,7 +188,7 @@ def stale_message(url: str, consolidated: Mapping[str, Any], listed: Mapping[str
         if found
     ]
     return (
-        f"{url}: '{ZMETADATA}' is stale ({'; '.join(parts)}): nczarr reads the stored "
+        f"{url}: '{ZMETADATA}{STALE_CONSOLIDATED}{'; '.join(parts)}): nczarr reads the stored "
         "metadata objects, while xarray and zarr-python opening the store with consolidated "
         "metadata see only what .zmetadata says; rewrite it (zarr.consolidate_metadata) or "
         "delete it"

@@ -68,6 +68,7 @@ class _NaNEq:
         return all(
             same_value(getattr(self, f.name), getattr(other, f.name))
             for f in fields(self)  # type: ignore[arg-type]
+            if f.compare
         )
 
     __hash__ = None  # type: ignore[assignment]
@@ -75,11 +76,18 @@ class _NaNEq:
 
 @dataclass(frozen=True, eq=False)
 class Attribute(_NaNEq):
-    """A typed netCDF attribute."""
+    """A typed netCDF attribute.
+
+    ``json`` keeps, as a 1-tuple, the untyped JSON value a pure Zarr producer wrote
+    when the netCDF type cannot hold it as written (``true``, ``null``, an object, a
+    nested, empty or mixed list): pure Zarr writers write it back unchanged, the
+    NCZarr writer writes ``type``/``value`` and warns. Not part of equality.
+    """
 
     name: str
     type: str
     value: Any
+    json: tuple[Any] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, eq=False)

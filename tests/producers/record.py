@@ -29,7 +29,8 @@ def encode_array(value: Any) -> dict[str, Any]:
         value = value.data
     array = np.asarray(value)
     out: dict[str, Any] = {"dtype": array.dtype.str, "shape": list(array.shape)}
-    if array.dtype.kind == "O":
+    if array.dtype.kind in "OT":  # objects, numpy 2 StringDType
+        out["dtype"] = "|O"
         out["items"] = [_jsonable(v) for v in array.reshape(-1).tolist()]
     else:
         out["b64"] = base64.b64encode(np.ascontiguousarray(array).tobytes()).decode("ascii")
