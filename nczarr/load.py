@@ -157,7 +157,9 @@ def _checked_consolidated(
 STALE_CONSOLIDATED = "' is stale ("
 
 
-def stale_message(url: str, consolidated: Mapping[str, Any], listed: Mapping[str, Any]) -> str | None:
+def stale_message(
+    url: str, consolidated: Mapping[str, Any], listed: Mapping[str, Any]
+) -> str | None:
     """What a stale ``.zmetadata`` disagrees on (nodes named), or None when it agrees."""
 
     def nodes(meta: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

@@ -114,9 +114,7 @@ def test_xarray_v3_fill_value_attribute_is_masked(tmp_path: Path) -> None:
         )
 
 
-def test_zarr_python_v3_fill_value_is_not_a_missing_value_and_the_warning_says_who_masks() -> (
-    None
-):
+def test_zarr_python_v3_fill_value_is_not_a_missing_value_and_the_warning_says_who_masks() -> None:
     """zarr-python 3's fill_value -1 without _FillValue: zarr-python and xarray read -1."""
     with pytest.warns(NCZarrWarning, match="not a missing value for zarr-python and xarray") as w:
         ds = xr.open_dataset(_src("z3_defaults"), engine="nczarr")
@@ -222,13 +220,16 @@ def test_stale_zmetadata_migrate_keeps_every_array(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ 5. attribute types
-ROOT_ATTRS = {"is_ok": True, "missing": None, "meta": {"a": 1, "b": [1, 2]}, "grid": [[1, 2], [3, 4]]}
+ROOT_ATTRS = {
+    "is_ok": True,
+    "missing": None,
+    "meta": {"a": 1, "b": [1, 2]},
+    "grid": [[1, 2], [3, 4]],
+}
 
 
 @pytest.mark.parametrize(("name", "zarr_format"), [("z2_objects", 2), ("z3_defaults", 3)])
-def test_zarr_copies_keep_json_attribute_types(
-    tmp_path: Path, name: str, zarr_format: int
-) -> None:
+def test_zarr_copies_keep_json_attribute_types(tmp_path: Path, name: str, zarr_format: int) -> None:
     import zarr
 
     src = "z2_plain" if zarr_format == 2 else name

@@ -26,7 +26,6 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-import netCDF4
 import numpy as np
 import pytest
 import xarray as xr
@@ -35,7 +34,9 @@ import zarr
 import nczarr
 
 DATA = Path(__file__).parent / "data" / "producers"
-_spec = importlib.util.spec_from_file_location("producer_record", Path(__file__).parent / "producers" / "record.py")
+_spec = importlib.util.spec_from_file_location(
+    "producer_record", Path(__file__).parent / "producers" / "record.py"
+)
 record_module = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(record_module)
 decode_array = record_module.decode_array
@@ -53,7 +54,12 @@ def _xarray_cases() -> list[tuple[str, str]]:
 
 
 def _zarr_cases() -> list[tuple[str, str]]:
-    return [(name, arr) for name, rec in RECORDS.items() if "zarr" in rec for arr in rec["zarr"]["arrays"]]
+    return [
+        (name, arr)
+        for name, rec in RECORDS.items()
+        if "zarr" in rec
+        for arr in rec["zarr"]["arrays"]
+    ]
 
 
 # ------------------------------------------------------------------ known differences
@@ -275,7 +281,9 @@ def test_zarr_output_read_by_xarray(name: str, var: str, target: str, outputs, r
 
 @pytest.mark.parametrize(("name", "var"), _zarr_cases())
 @pytest.mark.parametrize("target", ["zarr2", "zarr3"])
-def test_zarr_output_read_by_zarr_python(name: str, var: str, target: str, outputs, request) -> None:
+def test_zarr_output_read_by_zarr_python(
+    name: str, var: str, target: str, outputs, request
+) -> None:
     _apply_known(request, name, f"{target}-zarr", var)
     out = _output_or_refusal(outputs, name, target, var)
     if out is None:

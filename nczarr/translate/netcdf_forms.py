@@ -44,9 +44,7 @@ def nczarr_forms(dataset: Dataset) -> tuple[Dataset, list[str]]:
 def _group(group: Group, warnings: list[str]) -> Group:
     attributes = _attributes(group.attributes, group.path, warnings)
     dims = dict(group.dimensions)
-    variables = {
-        n: _variable(v, dims, warnings) for n, v in group.variables.items()
-    }
+    variables = {n: _variable(v, dims, warnings) for n, v in group.variables.items()}
     groups = {n: _group(g, warnings) for n, g in group.groups.items()}
     return replace(
         group, dimensions=dims, attributes=attributes, variables=variables, groups=groups

@@ -31,8 +31,14 @@ OUT = HERE.parent / "data" / "producers"
 PRODUCERS: dict[str, tuple[str, list[str] | None]] = {
     "zarr2": (
         "make_zarr2.py",
-        ["zarr==2.18.*", "numcodecs<0.16", "numpy==1.26.*", "xarray>=2024.1,<2025", "pandas<2.3",
-         "cftime"],
+        [
+            "zarr==2.18.*",
+            "numcodecs<0.16",
+            "numpy==1.26.*",
+            "xarray>=2024.1,<2025",
+            "pandas<2.3",
+            "cftime",
+        ],
     ),
     "zarr3": ("make_zarr3.py", ["zarr>=3.1,<4", "xarray", "numcodecs", "pandas", "cftime"]),
     "netcdf": ("make_netcdf.py", ["netCDF4>=1.7.2", "numpy"]),

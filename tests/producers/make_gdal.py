@@ -75,8 +75,12 @@ def nodata_crs(out: str) -> None:
     plain.Write(np.array([0, 1, 2, 3], "f4"))
     del temp, count, plain, root, ds
     dump(
-        {"name": "gdal_nodata", "producer": f"GDAL {gdal.__version__}", "zarr_format": 2,
-         "gdal": _reading(path)},
+        {
+            "name": "gdal_nodata",
+            "producer": f"GDAL {gdal.__version__}",
+            "zarr_format": 2,
+            "gdal": _reading(path),
+        },
         os.path.join(out, "gdal_nodata.json"),
     )
 

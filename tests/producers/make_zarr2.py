@@ -16,7 +16,6 @@ import sys
 
 import numcodecs
 import numpy as np
-import pandas as pd
 import xarray as xr
 import zarr
 from readings import xarray_reading, zarr_reading
@@ -141,8 +140,8 @@ def codecs(out: str) -> None:
         AsType,
         Blosc,
         Delta,
-        GZip,
         FixedScaleOffset,
+        GZip,
         PackBits,
         Quantize,
         Zlib,
@@ -175,7 +174,11 @@ def codecs(out: str) -> None:
     _array(group, "fixedscaleoffset", reals, dims, filters=[fso], **common)
     _array(group, "quantize", reals, dims, filters=[Quantize(digits=2, dtype="<f8")], **common)
     _array(
-        group, "astype", reals, dims, filters=[AsType(encode_dtype="<f4", decode_dtype="<f8")],
+        group,
+        "astype",
+        reals,
+        dims,
+        filters=[AsType(encode_dtype="<f4", decode_dtype="<f8")],
         **common,
     )
     bits = np.array([[True, False, True, True, False, False]] * 4)
@@ -201,13 +204,24 @@ def objects(out: str) -> None:
     labels = ["low", "mid", "high"]
     words = np.array(["low", "high", "mid", "low", "mid", "high"], dtype=object)
     _array(
-        group, "categorize", words, ["x"], chunks=(3,), fill_value=None, dtype=object,
+        group,
+        "categorize",
+        words,
+        ["x"],
+        chunks=(3,),
+        fill_value=None,
+        dtype=object,
         filters=[Categorize(labels, dtype=object)],
     )
     _array(group, "vlen_utf8", words, ["x"], chunks=(3,), dtype=object, object_codec=VLenUTF8())
     _array(
-        group, "json", np.array(["a", 1, [2, 3], None, {"k": "v"}, 4.5], dtype=object), ["x"],
-        chunks=(3,), dtype=object, object_codec=JSON(),
+        group,
+        "json",
+        np.array(["a", 1, [2, 3], None, {"k": "v"}, 4.5], dtype=object),
+        ["x"],
+        chunks=(3,),
+        dtype=object,
+        object_codec=JSON(),
     )
     zarr.consolidate_metadata(path)
     _save(out, "z2_objects", PRODUCER, zarr=zarr_reading(path))

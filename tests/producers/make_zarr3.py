@@ -43,8 +43,12 @@ def cf_numeric(out: str) -> None:
         attrs={"title": "xarray v3", "flag_attr": "yes"},
     )
     encoding = {
-        "t_packed": {"dtype": "int16", "scale_factor": 0.01, "add_offset": 273.15,
-                     "_FillValue": -32767},
+        "t_packed": {
+            "dtype": "int16",
+            "scale_factor": 0.01,
+            "add_offset": 273.15,
+            "_FillValue": -32767,
+        },
         "count": {"_FillValue": -999},
     }
     ds.to_zarr(path, mode="w", encoding=encoding, zarr_format=3)
@@ -57,31 +61,46 @@ def defaults(out: str) -> None:
     path = os.path.join(out, "z3_defaults")
     root = zarr.open_group(path, mode="w", zarr_format=3)
     ints = np.arange(24, dtype="i4").reshape(4, 6)
-    plain = root.create_array("plain", shape=(4, 6), chunks=(2, 3), dtype="i4",
-                              dimension_names=["y", "x"])
+    plain = root.create_array(
+        "plain", shape=(4, 6), chunks=(2, 3), dtype="i4", dimension_names=["y", "x"]
+    )
     plain[...] = ints
-    sharded = root.create_array("sharded", shape=(4, 6), chunks=(2, 3), shards=(4, 6),
-                                dtype="f8", dimension_names=["y", "x"], fill_value=-1.0)
+    sharded = root.create_array(
+        "sharded",
+        shape=(4, 6),
+        chunks=(2, 3),
+        shards=(4, 6),
+        dtype="f8",
+        dimension_names=["y", "x"],
+        fill_value=-1.0,
+    )
     sharded[:2, :] = ints[:2].astype("f8")
     transposed = root.create_array(
-        "transposed", shape=(4, 6), chunks=(2, 3), dtype="i2",
-        dimension_names=["y", "x"], filters=[zarr.codecs.TransposeCodec(order=(1, 0))],
+        "transposed",
+        shape=(4, 6),
+        chunks=(2, 3),
+        dtype="i2",
+        dimension_names=["y", "x"],
+        filters=[zarr.codecs.TransposeCodec(order=(1, 0))],
     )
     transposed[...] = ints.astype("i2")
     big = root.create_array(
-        "big", shape=(6,), chunks=(3,), dtype=">i4", dimension_names=["x"],
+        "big",
+        shape=(6,),
+        chunks=(3,),
+        dtype=">i4",
+        dimension_names=["x"],
         serializer=zarr.codecs.BytesCodec(endian="big"),
         compressors=[zarr.codecs.Crc32cCodec()],
     )
     big[...] = np.arange(6, dtype=">i4") - 3
-    words = root.create_array("words", shape=(3,), chunks=(2,), dtype=str,
-                              dimension_names=["n"])
+    words = root.create_array("words", shape=(3,), chunks=(2,), dtype=str, dimension_names=["n"])
     words[...] = np.array(["alpha", "", "gamma"], dtype=object)
-    anon = root.create_array("anon", shape=(2, 3), chunks=(2, 3), dtype="u1",
-                             dimension_names=[None, "x3"])
+    anon = root.create_array(
+        "anon", shape=(2, 3), chunks=(2, 3), dtype="u1", dimension_names=[None, "x3"]
+    )
     anon[...] = np.arange(6, dtype="u1").reshape(2, 3)
-    flags = root.create_array("flags", shape=(3,), chunks=(3,), dtype=bool,
-                              dimension_names=["n"])
+    flags = root.create_array("flags", shape=(3,), chunks=(3,), dtype=bool, dimension_names=["n"])
     flags[...] = [True, False, True]
     root.attrs.update(
         {"is_ok": True, "missing": None, "meta": {"a": 1, "b": [1, 2]}, "grid": [[1, 2], [3, 4]]}
