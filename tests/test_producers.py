@@ -64,7 +64,24 @@ def _zarr_cases() -> list[tuple[str, str]]:
 
 # ------------------------------------------------------------------ known differences
 #: (store, path, variable) -> why; each is a strict xfail (it fails today).
-KNOWN: dict[tuple[str, str, str], str] = {}
+_DROPPED_V3 = (
+    "issue 15 defect 6 (not fixed here): the Zarr v3 writer leaves out arrays whose "
+    "numcodecs filter it has no v3 form for, with a warning only"
+)
+_OBJECTS_V3 = (
+    "zarr-python 3 cannot open a group holding Categorize or JSON object arrays; "
+    "open_zarr hands pure Zarr to zarr-python as stored"
+)
+KNOWN: dict[tuple[str, str, str], str] = {
+    **{
+        ("z2_codecs", path, var): _DROPPED_V3
+        for path in ("zarr3", "zarr3-zarr")
+        for var in ("astype", "delta", "fixedscaleoffset", "packbits", "quantize")
+    },
+    **{
+        ("z2_objects", "open_zarr", var): _OBJECTS_V3 for var in ("categorize", "json", "vlen_utf8")
+    },
+}
 
 
 def _apply_known(request: pytest.FixtureRequest, store: str, path: str, var: str) -> None:
@@ -301,7 +318,9 @@ def test_zarr_output_read_by_zarr_python(
     want = np.dtype(object) if _is_text(expected["dtype"]) else np.dtype(expected["dtype"])
     assert (array.dtype.kind in "OTU" and want.kind == "O") or array.dtype.newbyteorder(
         "="
-    ) == want.newbyteorder("=")  # the byte order is the writer's choice: the values are compared below
+    ) == want.newbyteorder(
+        "="
+    )  # the byte order is the writer's choice: the values are compared below
     assert _same(array[...], decode_array(expected["values"]))
     attrs = {k: v for k, v in dict(array.attrs).items() if k != "_FillValue"}
     written = {

@@ -122,13 +122,21 @@ def _attributes(
 ) -> dict[str, Attribute]:
     out = {}
     for name, attr in attributes.items():
-        if attr.json is not None:
+        if attr.json is not None and not _numbers(attr.json[0]):
             shown = attr.value if attr.type == "char" else list(attr.value)
             warnings.append(
                 f"attribute {name!r} of {where!r}: the JSON value "
                 f"{json_text_safe(attr.json[0])} has no netCDF type; written as {attr.type} "
                 f"{json_text_safe(shown)}"
             )
+        if attr.json is not None:
             attr = replace(attr, json=None)
         out[name] = attr
     return out
+
+
+def _numbers(value: object) -> bool:
+    """A flat list of ints and reals: netCDF's double holds every one of them."""
+    return isinstance(value, list) and all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in value
+    )
