@@ -26,6 +26,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import netCDF4
 import numpy as np
 import pytest
 import xarray as xr
@@ -335,3 +336,86 @@ def test_zarr_output_read_by_zarr_python(
 def test_check_runs(name: str) -> None:
     report = nczarr.check(_source(name))
     assert isinstance(report.ok, bool)
+
+
+# ------------------------------------------------------------------ raw values, GDAL, netcdf-c
+@pytest.mark.parametrize(("name", "var"), _zarr_cases())
+def test_engine_raw_values_are_zarr_pythons(name: str, var: str, request) -> None:
+    """Undecoded, the engine shows zarr-python's values (or names what it leaves out)."""
+    _apply_known(request, name, "engine-raw", var)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds = xr.open_dataset(
+            _source(name), engine="nczarr", mask_and_scale=False, decode_times=False
+        )
+    if f"/{var}" in _refused(name):
+        assert any(repr(f"/{var}") in str(w.message) for w in caught)
+        return
+    expected = decode_array(RECORDS[name]["zarr"]["arrays"][var]["values"])
+    got = ds[var].values
+    if got.dtype == bool and expected.dtype.kind in "iu":  # xarray's dtype="bool" (always decoded)
+        got = got.astype(expected.dtype)
+    assert _same(got, expected)
+
+
+def _gdal_cases() -> list[tuple[str, str]]:
+    return [(n, a) for n, r in RECORDS.items() if "gdal" in r for a in r["gdal"]["arrays"]]
+
+
+@pytest.mark.parametrize(("name", "var"), _gdal_cases())
+@pytest.mark.parametrize("path", ["engine", "nczarr", "zarr2"])
+def test_gdal_nodata_masked_on_every_path(name: str, var: str, path: str, outputs) -> None:
+    expected = RECORDS[name]["gdal"]["arrays"][var]
+    values = decode_array(expected["values"])
+    mask = np.array(expected["mask"]).reshape(values.shape)
+    if path == "engine":
+        got = xr.open_dataset(_source(name), engine="nczarr")[var].values
+        missing = np.isnan(got)
+    elif path == "nczarr":
+        out, _, _ = _convert(outputs, name, "nczarr")
+        with netCDF4.Dataset(_nczarr_url(out)) as nc:
+            read = nc[var][...]
+        got, missing = np.ma.getdata(read), np.ma.getmaskarray(read)
+    else:
+        out, _, _ = _convert(outputs, name, "zarr2")
+        got = xr.open_zarr(str(out), consolidated=False)[var].values
+        missing = np.isnan(got)
+    assert missing.tolist() == mask.tolist()
+    assert np.array_equal(got[~mask], values[~mask])
+
+
+def _netcdf_cases() -> list[tuple[str, str]]:
+    return [(n, v) for n, r in RECORDS.items() if "netcdf4" in r for v in r["netcdf4"]["variables"]]
+
+
+@pytest.mark.parametrize(("name", "var"), _netcdf_cases())
+@pytest.mark.parametrize("path", ["source", "nczarr", "zarr2"])
+def test_netcdf_c_pure_zarr_reads_as_netcdf4_read_it(
+    name: str, var: str, path: str, outputs
+) -> None:
+    """netCDF4 on the source (the record), on an NCZarr copy and on a pure Zarr copy."""
+    expected = RECORDS[name]["netcdf4"]["variables"][var]
+    if path == "source":
+        ds = xr.open_dataset(_source(name), engine="nczarr")
+        got = ds[var].values
+        want = decode_array(expected["values"])
+        if "mask" in expected["values"]:
+            mask = np.array(expected["values"]["mask"]).reshape(want.shape)
+            assert np.isnan(got).tolist() == mask.tolist()
+            assert np.array_equal(got[~mask], want[~mask])
+        else:
+            assert _same(got, want)
+        return
+    out, _, _ = _convert(outputs, name, path)
+    url = _nczarr_url(out) if path == "nczarr" else f"file://{out}#mode=zarr,file"
+    with netCDF4.Dataset(url) as nc:
+        read = nc[var][...]
+    want = decode_array(expected["values"])
+    if "mask" in expected["values"]:
+        assert np.ma.getmaskarray(read).reshape(-1).tolist() == expected["values"]["mask"]
+        assert (
+            np.ma.filled(read, 0).tolist()
+            == np.where(np.array(expected["values"]["mask"]).reshape(want.shape), 0, want).tolist()
+        )
+    else:
+        assert _same(np.asarray(read), want)
