@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import suppress
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import InvalidModeError, ReadOnlyError, warn_all
@@ -102,10 +103,12 @@ class TranslatedView(ZMap):
             if v.shards is not None
         }
         self._dataset, self._reencoded, self._recoders = self._plan(read_dataset, format)
-        if format == "nczarr":  # re-encoded fixed bytes stay netCDF strings (same grid)
+        if format == "nczarr":  # re-encoded or v3 fixed bytes stay netCDF strings (same keys)
             from .translate.netcdf_forms import bytes_as_text
 
-            self._dataset = bytes_as_text(self._dataset, {f"/{p}" for p in self._reencoded})
+            kept = {f"/{p}" for p in (*self._reencoded, *self._v3)}
+            self._dataset, as_text = bytes_as_text(self._dataset, kept)
+            self._dataset = replace(self._dataset, warnings=(*self._dataset.warnings, *as_text))
         if consolidated is None:
             consolidated = ZMETADATA in source
         self._consolidated = bool(consolidated)

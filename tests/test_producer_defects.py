@@ -256,3 +256,22 @@ def test_nczarr_copy_says_how_it_types_json_attributes(tmp_path: Path) -> None:
     with netCDF4.Dataset(url) as nc:
         assert nc.getncattr("is_ok") == 1
         assert json.loads(nc.getncattr("meta")) == ROOT_ATTRS["meta"]
+
+
+def test_fixed_bytes_whose_chunks_are_re_encoded_stay_text_with_a_warning(tmp_path: Path) -> None:
+    """gzip has no netcdf-c filter: the chunks are re-encoded on their own grid, so the
+    char form (one more chunk coordinate) is not used, and the warning says so."""
+    import numcodecs
+    import zarr
+
+    group = zarr.open_group(tmp_path / "src", mode="w", zarr_format=2)
+    array = group.create_array(
+        "b", shape=(4,), chunks=(2,), dtype="S3", compressors=numcodecs.GZip(), fill_value=None
+    )
+    array[...] = np.array([b"ab", b"cde", b"", b"x"])
+    array.attrs["_ARRAY_DIMENSIONS"] = ["n"]
+    url = f"file://{tmp_path / 'out'}#mode=nczarr,file"
+    with pytest.warns(NCZarrWarning, match=r"'/b': fixed-width bytes \|S3 are written as a netCDF"):
+        nczarr.convert(str(tmp_path / "src"), url)
+    with netCDF4.Dataset(url) as nc:
+        assert nc["b"][...].tolist() == ["ab", "cde", "", "x"]

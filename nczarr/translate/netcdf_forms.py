@@ -51,20 +51,29 @@ def _group(group: Group, warnings: list[str]) -> Group:
     )
 
 
-def bytes_as_text(dataset: Dataset, paths: set[str]) -> Dataset:
+def bytes_as_text(dataset: Dataset, paths: set[str]) -> tuple[Dataset, list[str]]:
     """``dataset`` with the fixed-bytes variables at ``paths`` (FQNs) written as netCDF
-    strings (their chunks are re-encoded, on their own grid)."""
-    if not paths:
-        return dataset
+    strings (their chunks are re-encoded, or sit under Zarr v3 keys, so the char form's
+    extra chunk coordinate cannot be shown), and one warning per such variable."""
+    warnings: list[str] = []
 
     def group(g: Group) -> Group:
-        variables = {
-            n: replace(v, logical=None) if v.path in paths and v.logical == "bytes" else v
-            for n, v in g.variables.items()
-        }
+        variables = {}
+        for n, v in g.variables.items():
+            if v.path in paths and v.logical == "bytes":
+                warnings.append(
+                    f"variable {v.path!r}: fixed-width bytes |S{v.maxstrlen} are written as a "
+                    "netCDF string (not as char: its chunks are re-encoded or keyed as Zarr "
+                    "v3), so xarray reads str there, not bytes"
+                )
+                v = replace(v, logical=None)
+            variables[n] = v
         return replace(g, variables=variables, groups={n: group(c) for n, c in g.groups.items()})
 
-    return replace(dataset, root=group(dataset.root))
+    if not paths:
+        return dataset, warnings
+    root = group(dataset.root)
+    return (replace(dataset, root=root), warnings) if warnings else (dataset, warnings)
 
 
 def _string_dimension(var: Variable, dims: dict[str, Dimension]) -> str:
