@@ -24,17 +24,20 @@ v3 spellings:
   chunks and codecs, with ``shards`` set (its chunks are re-encoded, see
   :mod:`nczarr.reencode`);
 * xarray writes ``_FillValue`` as an attribute (base64 of the little-endian bytes
-  for floats). netCDF has one fill value per variable, so it becomes the
-  variable's fill value and the attribute is dropped; when it differs from the
-  Zarr ``fill_value`` a warning says that chunks never written now read as it.
+  for floats). It is xarray's missing value: netCDF has one fill value per
+  variable, so it becomes the variable's fill value, and it is kept as the
+  ``_FillValue`` attribute so that every reader of every output masks it; when it
+  differs from the Zarr ``fill_value`` a warning says that chunks never written now
+  read as it.
   Numeric arrays with ``dimension_names`` (xarray writes them on every array) but no
   ``_FillValue`` attribute have no missing value for xarray, while a v2 / netCDF
   fill value would mask data equal to it (an xarray time axis starting at 0 would
   read as NaT). Zarr's default fill value 0 therefore becomes ``None``: without a
   fill value zarr-python and netcdf-c read chunks never written as 0, the
   producer's value. Any other fill value (``-1`` from zarr-python) is what chunks
-  never written hold, so it is kept, with a warning that netCDF and xarray readers
-  of the result treat it as missing.
+  never written hold, so it is kept as the fill value but is no missing value (no
+  ``_FillValue`` attribute), with a warning saying which readers of the copies mask
+  it (only xarray on a Zarr v2 copy). See docs/conversion.md, "Producers' conventions".
 
 Chunk keys differ between v3 (``c/0/1``, ``c.0.1``, ``c`` for 0-d) and v2
 (``0.1``, ``0`` for 0-d). :func:`chunk_key_encodings` gives each array's
