@@ -29,6 +29,7 @@ import os
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import suppress
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import InvalidModeError, NCZarrWarning, ReadOnlyError, warn_all
@@ -105,6 +106,12 @@ class TranslatedView(ZMap):
         self._stray: dict[str, str] = {}
         self._reencoded: dict[str, Reencoding] = {}
         self._dataset, self._reencoded, self._recoders = self._plan(read_dataset, format)
+        if format == "nczarr":  # re-encoded or v3 fixed bytes stay netCDF strings (same keys)
+            from .translate.netcdf_forms import bytes_as_text
+
+            kept = {f"/{p}" for p in (*self._reencoded, *self._v3)}
+            self._dataset, as_text = bytes_as_text(self._dataset, kept)
+            self._dataset = replace(self._dataset, warnings=(*self._dataset.warnings, *as_text))
         if consolidated is None:
             consolidated = ZMETADATA in source
         self._consolidated = bool(consolidated)
@@ -117,6 +124,12 @@ class TranslatedView(ZMap):
             zarr_format=self._zarr_format,
         )
         self._metadata: dict[str, bytes] = written.metadata
+        if format == "nczarr":  # fixed bytes become char arrays with one more axis
+            for var in self._dataset.root.all_variables():
+                path = var.path.strip("/")
+                if var.logical == "bytes" and path not in self._v3 and path not in self._reencoded:
+                    self._v3[path] = TrailingAxis(var.dimension_separator, len(var.shape))
+            self._mapped = self._mapped or any(not k.identical for k in self._v3.values())
         self._warnings: tuple[str, ...] = (
             *self._dataset.warnings,
             *(r.message for r in self._reencoded.values()),
@@ -522,6 +535,48 @@ class TranslatedView(ZMap):
                 self._zarr_format,
             ),
         )
+
+
+class TrailingAxis:
+    """Chunk keys of an array shown with one more axis of a single chunk.
+
+    Fixed-width bytes ``|S<n>`` shown as NCZarr are netCDF ``char`` arrays with a
+    string-length dimension (what xarray's netcdf4 engine writes): the same chunk
+    bytes, under the source key plus one coordinate ``0`` (``x/1`` shown as ``x/1.0``).
+    Duck-types :class:`~nczarr.translate.read_zarr3.ChunkKeys` for the view.
+    """
+
+    identical = False
+
+    def __init__(self, separator: str, ndim: int) -> None:
+        self.separator = separator
+        self.target_separator = separator
+        self.ndim = ndim
+
+    def _parse(self, rest: str, ndim: int) -> tuple[int, ...] | None:
+        if ndim == 0:
+            return () if rest == "0" else None
+        parts = rest.split(self.separator)
+        if len(parts) != ndim or not all(p.isdigit() and p.isascii() for p in parts):
+            return None
+        return tuple(int(p) for p in parts)
+
+    def source_coords(self, rest: str) -> tuple[int, ...] | None:
+        """Coordinates of a source key (``ndim`` of them), or None."""
+        return self._parse(rest, self.ndim)
+
+    def target_coords(self, rest: str) -> tuple[int, ...] | None:
+        """Coordinates of a shown key (``ndim + 1``, the last one 0), or None."""
+        coords = self._parse(rest, self.ndim + 1)
+        return coords if coords is not None and coords[-1] == 0 else None
+
+    def source(self, coords: tuple[int, ...]) -> str:
+        """The source key of shown coordinates."""
+        return self.separator.join(str(c) for c in coords[:-1]) if len(coords) > 1 else "0"
+
+    def target(self, coords: tuple[int, ...]) -> str:
+        """The shown key of source coordinates."""
+        return self.separator.join(str(c) for c in (*coords, 0))
 
 
 def chunk_coords(rest: str, ndim: int) -> tuple[int, ...] | None:

@@ -45,6 +45,9 @@ Known differences from the netcdf4 engine (each pinned by a test):
   the netcdf4 engine ignores ``_Unsigned = "true"`` on NCZarr and this engine applies it;
 * arrays nczarr cannot translate (e.g. complex numbers) are left out with an
   :class:`~nczarr.NCZarrWarning`;
+* pure Zarr from xarray, zarr-python or GDAL is shown as xarray's zarr engine shows it:
+  ``bool`` stays bool, ``|S<n>`` stays numpy bytes, and a Zarr v2 ``fill_value`` is the
+  ``_FillValue`` (masked), see ``docs/conversion.md``;
 * variable ``encoding`` carries the Zarr chunking (``chunksizes``,
   ``preferred_chunks``), not netCDF4's filter flags.
 """
@@ -208,7 +211,8 @@ class NCZarrSource:
         array = zarr.open_array(
             store=self._store, path=var.path.strip("/"), mode="r", zarr_format=2
         )
-        return NCZarrArrayWrapper(array, text=var.type == "string")
+        # fixed-width bytes a pure-Zarr producer wrote stay numpy bytes (xarray's zarr engine)
+        return NCZarrArrayWrapper(array, text=var.type == "string" and var.logical != "bytes")
 
     def close(self) -> None:
         """Close the view (and the map, when it was opened from a URL). Idempotent."""
@@ -257,7 +261,7 @@ class NCZarrDataStore(AbstractDataStore):
             # as xarray's netcdf4 engine does (netCDF4 returns str for a char fill)
             attributes["_FillValue"] = np.bytes_(attributes["_FillValue"])
         encoding: dict[str, Any] = {
-            "dtype": str if var.type == "string" else wrapper.dtype,
+            "dtype": str if var.type == "string" and var.logical != "bytes" else wrapper.dtype,
             "source": self._source.url,
             "original_shape": tuple(var.shape),
         }

@@ -24,17 +24,20 @@ v3 spellings:
   chunks and codecs, with ``shards`` set (its chunks are re-encoded, see
   :mod:`nczarr.reencode`);
 * xarray writes ``_FillValue`` as an attribute (base64 of the little-endian bytes
-  for floats). netCDF has one fill value per variable, so it becomes the
-  variable's fill value and the attribute is dropped; when it differs from the
-  Zarr ``fill_value`` a warning says that chunks never written now read as it.
+  for floats). It is xarray's missing value: netCDF has one fill value per
+  variable, so it becomes the variable's fill value, and it is kept as the
+  ``_FillValue`` attribute so that every reader of every output masks it; when it
+  differs from the Zarr ``fill_value`` a warning says that chunks never written now
+  read as it.
   Numeric arrays with ``dimension_names`` (xarray writes them on every array) but no
   ``_FillValue`` attribute have no missing value for xarray, while a v2 / netCDF
   fill value would mask data equal to it (an xarray time axis starting at 0 would
   read as NaT). Zarr's default fill value 0 therefore becomes ``None``: without a
   fill value zarr-python and netcdf-c read chunks never written as 0, the
   producer's value. Any other fill value (``-1`` from zarr-python) is what chunks
-  never written hold, so it is kept, with a warning that netCDF and xarray readers
-  of the result treat it as missing.
+  never written hold, so it is kept as the fill value but is no missing value (no
+  ``_FillValue`` attribute), with a warning saying which readers of the copies mask
+  it (only xarray on a Zarr v2 copy). See docs/conversion.md, "Producers' conventions".
 
 Chunk keys differ between v3 (``c/0/1``, ``c.0.1``, ``c`` for 0-d) and v2
 (``0.1``, ``0`` for 0-d). :func:`chunk_key_encodings` gives each array's
@@ -230,7 +233,7 @@ def _data_type(value: Any) -> ZarrDtype:
     found = DATA_TYPES.get(value)
     if found is None:
         raise UnsupportedError(f"data_type {value!r} has no netCDF-4 equivalent")
-    return ZarrDtype(found[0], "little", found[1])
+    return ZarrDtype(found[0], "little", found[1], logical="bool" if value == "bool" else None)
 
 
 def _sharding(codecs: Any, key: str) -> tuple[tuple[int, ...], Any] | None:
@@ -506,7 +509,8 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
         return None
     attrs = dict(_attributes(doc, key))
     nc_type = spec.dtype.nc_type
-    if FILLVALUE in attrs:
+    missing = FILLVALUE in attrs
+    if missing:
         raw = attrs.pop(FILLVALUE)
         try:
             fill = None if raw is None else _xarray_fill(raw, nc_type)
@@ -539,14 +543,18 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
     ):
         builder.warnings.append(
             f"array {group_fqn(prefix)!r}: its Zarr v3 fill_value {spec.fill_value!r} (no "
-            f"_FillValue attribute) is kept as the netCDF fill value, so chunks never "
-            f"written read as {spec.fill_value!r}; netCDF and xarray readers of the result "
-            f"also treat {spec.fill_value!r} as missing"
+            f"_FillValue attribute) is not a missing value for zarr-python and xarray; it "
+            f"is kept as the fill value, so chunks never written read as {spec.fill_value!r}. "
+            f"netCDF readers of an NCZarr copy and xarray reading a Zarr v3 copy do not mask "
+            f"it either, but xarray masks the fill_value of a Zarr v2 copy"
         )
     dims = _dimensions(builder, group, doc, attrs, spec.shape, key)
     attributes: dict[str, Attribute] = decode_attributes(
         attrs, _types(attrs), key=key, var_type=nc_type
     )
+    if missing and spec.fill_value is not None and nc_type not in ("char", "string"):
+        # xarray's missing value: every reader of every output masks it (docs/conversion.md)
+        attributes[FILLVALUE] = Attribute(FILLVALUE, nc_type, (spec.fill_value,))
     return builder.make_variable(name, prefix, spec, dims, not spec.shape, attributes)
 
 
