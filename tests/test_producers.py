@@ -67,23 +67,12 @@ def _zarr_cases() -> list[tuple[str, str]]:
 
 # ------------------------------------------------------------------ known differences
 #: (store, path, variable) -> why; each is a strict xfail (it fails today).
-_DROPPED_V3 = (
-    "issue 15 defect 6 (not fixed here): the Zarr v3 writer leaves out arrays whose "
-    "numcodecs filter it has no v3 form for, with a warning only"
-)
 _OBJECTS_V3 = (
-    "zarr-python 3 cannot open a group holding Categorize or JSON object arrays; "
-    "open_zarr hands pure Zarr to zarr-python as stored"
+    "zarr-python 3 cannot open a group holding JSON object arrays; open_zarr hands pure "
+    "Zarr to zarr-python as stored (Categorize and VLenUTF8 arrays go through the view)"
 )
 KNOWN: dict[tuple[str, str, str], str] = {
-    **{
-        ("z2_codecs", path, var): _DROPPED_V3
-        for path in ("zarr3", "zarr3-zarr")
-        for var in ("astype", "delta", "fixedscaleoffset", "packbits", "quantize")
-    },
-    **{
-        ("z2_objects", "open_zarr", var): _OBJECTS_V3 for var in ("categorize", "json", "vlen_utf8")
-    },
+    ("z2_objects", "open_zarr", "json"): _OBJECTS_V3,
 }
 
 
