@@ -20,7 +20,6 @@ import pytest
 from fsspec.implementations.memory import MemoryFile
 
 import nczarr
-from nczarr.maps.chained import ThreadPositionedFile
 from nczarr.maps.zip import ZipMap
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,6 +59,8 @@ def test_chained_zip_reads_every_member_from_many_threads(archive, slow_memory_f
 
 
 def test_thread_positioned_file_keeps_one_position_per_thread():
+    from nczarr.maps.chained import ThreadPositionedFile
+
     data = bytes(range(256)) * 64
     f = ThreadPositionedFile(io.BytesIO(data))
     errors: list[str] = []

@@ -83,7 +83,7 @@ def test_package_metadata_is_present():
     meta = importlib.metadata.metadata("nczarr")
     assert meta["Version"] == nczarr.__version__
     assert meta["License-Expression"] == "BSD-3-Clause"
-    assert meta["Author"] or meta["Author-email"]
+    assert meta.get("Author") or meta.get("Author-email")
     classifiers = meta.get_all("Classifier") or []
     assert "Programming Language :: Python :: 3.11" in classifiers
     assert "Programming Language :: Python :: 3.13" in classifiers
