@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
+from budget import examples
 from ncoracle import (
     build,
     corrupt_metadata,
@@ -442,7 +443,8 @@ _BASES = [
 ]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.generated
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_fuzzed_metadata_only_raises_metadata_errors(data: st.DataObject) -> None:
     from nczarr.translate.read_zarr2 import read_zarr2
