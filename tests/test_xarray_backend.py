@@ -37,6 +37,7 @@ from nczarr.integrations.xarray_backend import (
 )
 from nczarr.translate.model import Attribute
 
+from .budget import examples
 from .ncoracle import extract_fixture, fixture_path, nc_url
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -744,8 +745,9 @@ def netcdf_datasets(draw: st.DrawFn) -> Callable[[netCDF4.Dataset], None]:
     return fill_dataset
 
 
+@pytest.mark.generated
 @settings(
-    max_examples=int(os.environ.get("NCZARR_LONG_TESTS", "0") and 200) or 12,
+    max_examples=int(os.environ.get("NCZARR_LONG_TESTS", "0") and 200) or examples(12),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

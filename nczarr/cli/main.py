@@ -38,7 +38,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("convert", help="copy a dataset into NCZarr or pure Zarr")
     p.add_argument("src", metavar="SRC", help="source URL or path (any layout nczarr reads)")
     p.add_argument("dst", metavar="DST", help="target URL or path")
-    p.add_argument("--mode", choices=("zarr", "nczarr"), help="output format (default: DST's)")
+    p.add_argument(
+        "--mode",
+        choices=("zarr", "nczarr"),
+        help="output format: zarr (pure Zarr, for zarr-python and xarray) or nczarr "
+        "(netCDF's dialect, for netcdf-c). Default: the #mode= word of DST's URL, else "
+        "nczarr, the format that keeps every netCDF feature; DST's name (out.zarr) "
+        "does not choose it",
+    )
     p.add_argument("--workers", type=_positive, default=8, help="concurrent copies (8)")
     p.add_argument(
         "--scheduler",
@@ -103,7 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_storage_arguments(p)
 
+    # -h is ncdump's header-only flag, so dump answers only the long --help.
     p = sub.add_parser("dump", help="print the dataset as CDL (like ncdump)", add_help=False)
+    p.add_argument("--help", action="help", help="show this help message and exit")
     p.add_argument("-h", dest="header", action="store_true", help="header only, no data")
     p.add_argument(
         "-v",
