@@ -193,9 +193,12 @@ class NCZarrSource:
         """A lazy, indexable wrapper of ``var``'s values."""
         import zarr
 
-        array = zarr.open_array(
-            store=self._store, path=var.path.strip("/"), mode="r", zarr_format=2
-        )
+        from .fastpipeline import fast_pipeline
+
+        with fast_pipeline():  # batched chunk reads, decoded in a pool
+            array = zarr.open_array(
+                store=self._store, path=var.path.strip("/"), mode="r", zarr_format=2
+            )
         return NCZarrArrayWrapper(array, text=var.type == "string")
 
     def close(self) -> None:
