@@ -198,20 +198,14 @@ class _WriteJob:
     value: NDBuffer
 
     def run(self) -> None:
-        encoded: list[bytes | None] = [None] * len(self.keys)
-        sizes = [_nbytes(spec) for _, spec, *_ in self.info]
-        parts = _batches(sizes, decode_workers())
-        _run([lambda r=r: self._encode(r, encoded) for r in parts])
-        zmap = self.store.zmap
-        writes = {k: v for k, v in zip(self.keys, encoded, strict=True) if v is not None}
-        if writes:
-            zmap.setitems(writes)
-        for key, data in zip(self.keys, encoded, strict=True):
-            if data is None:  # an empty chunk is not stored (zarr deletes it)
-                with suppress(KeyError):
-                    del zmap[key]
+        """Encode and store in a few parts, in parallel: each part encodes its chunks
+        and writes them with one ``setitems`` (memory: one part's encoded chunks)."""
+        parts = _batches([_nbytes(spec) for _, spec, *_ in self.info], decode_workers())
+        _run([lambda r=r: self._part(r) for r in parts])
 
-    def _encode(self, indices: range, encoded: list[bytes | None]) -> None:
+    def _part(self, indices: range) -> None:
+        writes: dict[str, bytes] = {}
+        empty: list[str] = []
         for i in indices:
             _, spec, chunk_selection, out_selection, complete = self.info[i]
             # zarr-python's own merge: the value itself, or a fill-valued chunk with
@@ -220,8 +214,15 @@ class _WriteJob:
                 None, self.value, out_selection, spec, chunk_selection, complete, ()
             )
             if not spec.config.write_empty_chunks and chunk.all_equal(fill_value_or_default(spec)):
-                continue
-            encoded[i] = encode_v2(self.codec, chunk.as_ndarray_like(), spec)
+                empty.append(self.keys[i])  # not stored: reads back as the fill value
+            else:
+                writes[self.keys[i]] = encode_v2(self.codec, chunk.as_ndarray_like(), spec)
+        zmap = self.store.zmap
+        if writes:
+            zmap.setitems(writes)
+        for key in empty:  # as zarr does: an empty chunk deletes a stored one
+            with suppress(KeyError):
+                del zmap[key]
 
 
 def _nbytes(spec: Any) -> int:
