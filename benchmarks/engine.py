@@ -21,7 +21,8 @@ there the comparison is with xarray's zarr engine only.
 
 Read contenders, each ``xr.open_dataset(...).load()``:
 
-* ``netcdf4``: ``engine="netcdf4"`` on the ``file://...#mode=nczarr,file`` URL (libnetcdf);
+* ``netcdf4``: ``engine="netcdf4"`` on the ``file://...#mode=nczarr,file`` URL (libnetcdf),
+  and ``netcdf4+dask`` with ``chunks={}``;
 * ``zarr``: xarray's zarr engine (``engine="zarr"``; zip through ``zarr.storage.ZipStore``,
   S3 through fsspec);
 * ``nczarr``: ``engine="nczarr"``, and ``nczarr+dask`` with ``chunks={}`` (``.load()`` on
@@ -169,7 +170,7 @@ def best_of(contenders: dict[str, Callable[[], object]], repeat: int) -> dict[st
     """Minimum wall time (or CPU time of all threads, with ``--clock cpu``) per contender
     over ``repeat`` interleaved rounds."""
     best = {name: float("inf") for name in contenders}
-    for name, func in contenders.items():  # warm-up (imports, caches), untimed
+    for func in contenders.values():  # warm-up (imports, caches), untimed
         func()
     for _ in range(repeat):
         for name, func in contenders.items():
@@ -196,6 +197,7 @@ def read_contenders(
         out["zarr"] = lambda: load(xr.open_dataset(str(root), engine="zarr", consolidated=False))
         out["nczarr"] = lambda: load(xr.open_dataset(url, engine="nczarr"))
         if dask:
+            out["netcdf4+dask"] = lambda: load(xr.open_dataset(url, engine="netcdf4", chunks={}))
             out["nczarr+dask"] = lambda: load(xr.open_dataset(url, engine="nczarr", chunks={}))
     elif where == "zip":
         top = root.name
@@ -274,6 +276,8 @@ def report(title: str, best: dict[str, float]) -> None:
             line += f" / floor {ratio(t, floor)}"
         if base:
             line += f"   / netcdf4 {ratio(t, base)}"
+        if name == "nczarr+dask" and "netcdf4+dask" in best:
+            line += f"   / netcdf4+dask {ratio(t, best['netcdf4+dask'])}"
         if name.startswith("nczarr") and "zarr" in best:
             line += f"   zarr engine / {name} (throughput) {ratio(best['zarr'], t)}"
         print(line)

@@ -32,6 +32,7 @@ dtypes, other stores, partial chunk writes) goes through the inherited pipeline.
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -49,7 +50,13 @@ from zarr.registry import get_ndbuffer_class, register_pipeline
 
 from .zarr_store import ZarrStore
 
-__all__ = ["NCZarrCodecPipeline", "PIPELINE_PATH", "fast_pipeline", "decode_workers"]
+__all__ = [
+    "NCZarrCodecPipeline",
+    "PIPELINE_PATH",
+    "decode_workers",
+    "fast_pipeline",
+    "get_basic_selection",
+]
 
 #: zarr's ``codec_pipeline.path`` value that selects :class:`NCZarrCodecPipeline`.
 PIPELINE_PATH = "nczarr.integrations.fastpipeline.NCZarrCodecPipeline"
@@ -296,3 +303,57 @@ class NCZarrCodecPipeline(BatchedCodecPipeline):
 
 
 register_pipeline(NCZarrCodecPipeline)
+
+
+# ------------------------------------------------------------------ no event loop
+def get_basic_selection(array: Any, selection: Any) -> Any:
+    """``array[selection]`` for a basic selection (ints, slices, ellipsis), read in the
+    calling thread when ``array`` uses :class:`NCZarrCodecPipeline` over a
+    :class:`ZarrStore` (no hop into zarr's event loop thread, so dask's threads read
+    in parallel); otherwise ``array[selection]``.
+
+    It is what zarr-python's ``Array.__getitem__`` does for a basic selection -- zarr's
+    own ``BasicIndexer``, chunk keys, chunk specs and output buffer -- with the read
+    itself done by :class:`_ReadJob`.
+    """
+    from dataclasses import replace
+
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.core.indexing import BasicIndexer
+
+    async_array = array._async_array
+    metadata = async_array.metadata
+    pipeline = async_array.codec_pipeline
+    store = async_array.store_path.store
+    if (
+        metadata.zarr_format != 2
+        or not isinstance(pipeline, NCZarrCodecPipeline)
+        or not isinstance(store, ZarrStore)
+        or (codec := pipeline._v2_codec()) is None
+        or metadata.dtype.to_native_dtype().kind in "OTV"
+    ):
+        return array[selection]
+    indexer = BasicIndexer(selection, shape=metadata.shape, chunk_grid=metadata.chunk_grid)
+    prototype = default_buffer_prototype()
+    out = prototype.nd_buffer.empty(
+        shape=indexer.shape, dtype=metadata.dtype.to_native_dtype(), order=metadata.order
+    )
+    if math.prod(indexer.shape) > 0:
+        store._open_sync()
+        config = replace(async_array.config, order=metadata.order)
+        base = async_array.store_path
+        info = [
+            (
+                base / metadata.encode_chunk_key(coords),
+                metadata.get_chunk_spec(coords, config, prototype=prototype),
+                chunk_selection,
+                out_selection,
+                complete,
+            )
+            for coords, chunk_selection, out_selection, complete in indexer
+        ]
+        keys = [item[0].path for item in info]
+        _ReadJob(codec, store, keys, info, out, indexer.drop_axes).run()
+    if indexer.shape == ():
+        return out.as_scalar()
+    return out.as_ndarray_like()

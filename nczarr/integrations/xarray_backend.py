@@ -147,6 +147,13 @@ class NCZarrArrayWrapper(ZarrArrayWrapper):
         ]
         return out
 
+    def _getitem(self, key: Any) -> Any:
+        # basic selections (all of ``.load()``, every dask chunk) are read in this
+        # thread, in batches (nczarr.integrations.fastpipeline)
+        from .fastpipeline import get_basic_selection
+
+        return get_basic_selection(self._array, key)
+
     def __getitem__(self, key: indexing.ExplicitIndexer) -> Any:
         return self._as_text(super().__getitem__(key))
 
