@@ -44,9 +44,9 @@ from typing import Any
 import numpy as np
 from numcodecs.compat import ensure_bytes, ensure_ndarray_like
 from zarr.codecs._v2 import V2Codec
-from zarr.core.buffer import NDBuffer
+from zarr.core.buffer import NDBuffer, cpu
 from zarr.core.codec_pipeline import BatchedCodecPipeline, fill_value_or_default
-from zarr.registry import get_ndbuffer_class, register_pipeline
+from zarr.registry import register_pipeline
 
 from .zarr_store import ZarrStore
 
@@ -176,18 +176,17 @@ class _ReadJob:
         _run([lambda r=r: self._part(r) for r in parts])
 
     def _part(self, indices: range) -> None:
-        keys = self.keys
+        keys, info = self.keys, self.info
         found = self.store.zmap.getitems([keys[i] for i in indices])
-        ndbuffer = get_ndbuffer_class()
-        out, drop_axes = self.out, self.drop_axes
+        out = self.out.as_ndarray_like()  # a CPU buffer: plain numpy assignment
+        drop_axes = self.drop_axes
         for i in indices:
-            _, spec, chunk_selection, out_selection, _ = self.info[i]
+            _, spec, chunk_selection, out_selection, _ = info[i]
             data = found.get(keys[i])
             if data is None:
                 out[out_selection] = fill_value_or_default(spec)
                 continue
-            chunk = ndbuffer.from_ndarray_like(decode_v2(self.codec, data, spec))
-            tmp = chunk[chunk_selection]
+            tmp = decode_v2(self.codec, data, spec)[chunk_selection]
             if drop_axes:
                 tmp = tmp.squeeze(axis=drop_axes)
             out[out_selection] = tmp
@@ -271,7 +270,12 @@ class NCZarrCodecPipeline(BatchedCodecPipeline):
         info = list(batch_info)
         codec = self._v2_codec()
         store = self._store_of(info) if info and codec is not None else None
-        if store is None or codec is None or not self._plain_dtype(info):
+        if (
+            store is None
+            or codec is None
+            or not self._plain_dtype(info)
+            or not isinstance(out, cpu.NDBuffer)  # decoded values are numpy arrays
+        ):
             await super().read(info, out, drop_axes)
             return
         await store._ensure_open()
@@ -341,18 +345,15 @@ def get_basic_selection(array: Any, selection: Any) -> Any:
     if math.prod(indexer.shape) > 0:
         store._open_sync()
         config = replace(async_array.config, order=metadata.order)
-        base = async_array.store_path
-        info = [
-            (
-                base / metadata.encode_chunk_key(coords),
-                metadata.get_chunk_spec(coords, config, prototype=prototype),
-                chunk_selection,
-                out_selection,
-                complete,
-            )
-            for coords, chunk_selection, out_selection, complete in indexer
-        ]
-        keys = [item[0].path for item in info]
+        # a Zarr v2 chunk spec does not depend on the chunk: one for all
+        spec = metadata.get_chunk_spec((0,) * len(metadata.shape), config, prototype=prototype)
+        base = async_array.store_path.path
+        prefix = f"{base}/" if base else ""
+        encode = metadata.encode_chunk_key
+        keys, info = [], []
+        for coords, chunk_selection, out_selection, complete in indexer:
+            keys.append(prefix + encode(coords))
+            info.append((None, spec, chunk_selection, out_selection, complete))
         _ReadJob(codec, store, keys, info, out, indexer.drop_axes).run()
     if indexer.shape == ():
         return out.as_scalar()
