@@ -100,14 +100,16 @@ def fast_pipeline() -> Iterator[None]:
 
 
 # ------------------------------------------------------------------ one chunk
-def decode_v2(codec: V2Codec, data: bytes, spec: Any) -> np.ndarray:
+def decode_v2(codec: V2Codec, data: bytes, spec: Any, dtype: np.dtype | None = None) -> np.ndarray:
     """Chunk ``data`` decoded as zarr-python's ``V2Codec`` decodes it: compressor,
-    filters in reverse, viewed as the array's dtype, reshaped in the array's order."""
+    filters in reverse, viewed as the array's dtype (``dtype``: the spec's native
+    dtype, passed in by callers decoding many chunks), reshaped in the array's order."""
     chunk: Any = codec.compressor.decode(data) if codec.compressor else data
     for f in reversed(codec.filters or ()):
         chunk = f.decode(chunk)
     chunk = ensure_ndarray_like(chunk)
-    dtype = spec.dtype.to_native_dtype()
+    if dtype is None:
+        dtype = spec.dtype.to_native_dtype()
     try:
         chunk = chunk.view(dtype)
     except TypeError:
@@ -172,11 +174,11 @@ class _ReadJob:
     def run(self) -> None:
         """Fetch and decode in a few parts, in parallel: each part is one ``getitems``
         on the map (so file reads overlap decoding) and the decode of its chunks."""
-        parts = _batches([_nbytes(spec) for _, spec, *_ in self.info], decode_workers())
-        _run([lambda r=r: self._part(r) for r in parts])
+        _run([lambda r=r: self._part(r) for r in _split(self.info)])
 
     def _part(self, indices: range) -> None:
         keys, info = self.keys, self.info
+        dtype = info[indices[0]][1].dtype.to_native_dtype() if len(indices) else None
         found = self.store.zmap.getitems([keys[i] for i in indices])
         out = self.out.as_ndarray_like()  # a CPU buffer: plain numpy assignment
         drop_axes = self.drop_axes
@@ -186,7 +188,7 @@ class _ReadJob:
             if data is None:
                 out[out_selection] = fill_value_or_default(spec)
                 continue
-            tmp = decode_v2(self.codec, data, spec)[chunk_selection]
+            tmp = decode_v2(self.codec, data, spec, dtype)[chunk_selection]
             if drop_axes:
                 tmp = tmp.squeeze(axis=drop_axes)
             out[out_selection] = tmp
@@ -206,8 +208,7 @@ class _WriteJob:
     def run(self) -> None:
         """Encode and store in a few parts, in parallel: each part encodes its chunks
         and writes them with one ``setitems`` (memory: one part's encoded chunks)."""
-        parts = _batches([_nbytes(spec) for _, spec, *_ in self.info], decode_workers())
-        _run([lambda r=r: self._part(r) for r in parts])
+        _run([lambda r=r: self._part(r) for r in _split(self.info)])
 
     def _part(self, indices: range) -> None:
         writes: dict[str, bytes] = {}
@@ -231,8 +232,13 @@ class _WriteJob:
                 del zmap[key]
 
 
-def _nbytes(spec: Any) -> int:
-    return int(np.prod(spec.shape)) * spec.dtype.to_native_dtype().itemsize
+def _split(info: Sequence[tuple[Any, ...]]) -> list[range]:
+    """Parts of a selection's chunks (Zarr v2: all of one size) for :func:`_batches`."""
+    if not info:
+        return [range(0)]
+    spec = info[0][1]
+    size = math.prod(spec.shape) * spec.dtype.to_native_dtype().itemsize
+    return _batches([size] * len(info), decode_workers())
 
 
 # ------------------------------------------------------------------ the pipeline
