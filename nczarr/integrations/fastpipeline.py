@@ -86,6 +86,16 @@ def _executor() -> ThreadPoolExecutor:
         return _pool
 
 
+def _forget_pool() -> None:
+    """In a forked child the pool's threads do not exist: start a new pool on use."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 @contextmanager
 def fast_pipeline() -> Iterator[None]:
     """Within this block, zarr arrays opened or created get :class:`NCZarrCodecPipeline`.
