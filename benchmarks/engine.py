@@ -66,6 +66,7 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
 NVARS = 4
 CASES = {"40KB": (1500, 100), "4MB": (2000, 1000)}  # side, chunk edge
+WHERES = ("dir", "zip", "s3")  # --where none: writes only
 CODECS = {"zlib": {"zlib": True, "complevel": 1}, "blosc": {"compression": "blosc_lz4"}}
 
 
@@ -294,6 +295,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="40 KB chunks, dir only")
     parser.add_argument("--no-s3", action="store_true")
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--no-dask", action="store_true", help="leave out the chunks={} runs")
+    parser.add_argument("--cases", default=",".join(CASES), help="e.g. 40KB or 4MB")
+    parser.add_argument("--codecs", default=",".join(CODECS), help="e.g. blosc or zlib")
+    parser.add_argument("--where", default="dir,zip,s3", help="e.g. dir,zip")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
 
@@ -305,8 +310,11 @@ def main() -> None:
     import nczarr
 
     repeat = 3 if args.quick else args.repeat
-    wheres = ["dir"] if args.quick else ["dir", "zip"] + ([] if args.no_s3 else ["s3"])
-    cases = {"40KB": CASES["40KB"]} if args.quick else CASES
+    wheres = ["dir"] if args.quick else [w for w in args.where.split(",") if w in WHERES]
+    if args.no_s3 and "s3" in wheres:
+        wheres.remove("s3")
+    cases = {"40KB": CASES["40KB"]} if args.quick else {c: CASES[c] for c in args.cases.split(",")}
+    codecs = args.codecs.split(",")
     print(
         f"nczarr {nczarr.__file__}\nzarr {zarr.__version__}, xarray {xr.__version__}, "
         f"numcodecs {numcodecs.__version__}, libnetcdf {netCDF4.__netcdf4libversion__}, "
@@ -325,7 +333,7 @@ def main() -> None:
     try:
         for case, (side, edge) in cases.items():
             ds = make_dataset(side)
-            for codec in CODECS:
+            for codec in codecs:
                 root = tmp / f"{case}-{codec}.file"
                 write_netcdf_c(root, ds, edge, codec)
                 zpath = tmp / f"{case}-{codec}.zip"
@@ -338,7 +346,10 @@ def main() -> None:
                     s3 = (s3fs_fs, endpoint, prefix)
                 for where in wheres:
                     best = best_of(
-                        read_contenders(where, root, zpath, s3, dask=where == "dir"), repeat
+                        read_contenders(
+                            where, root, zpath, s3, dask=where == "dir" and not args.no_dask
+                        ),
+                        repeat,
                     )
                     report(f"read {case} {codec} {where}", best)
             if not args.no_write and case == "40KB":
