@@ -225,11 +225,15 @@ class _WriteJob:
         empty: list[str] = []
         for i in indices:
             _, spec, chunk_selection, out_selection, complete = self.info[i]
-            # zarr-python's own merge: the value itself, or a fill-valued chunk with
-            # the selection written into it (edge chunks, scalars)
-            chunk = self.pipeline._merge_chunk_array(
-                None, self.value, out_selection, spec, chunk_selection, complete, ()
-            )
+            part = self.value[out_selection] if self.value.shape else None
+            if part is not None and part.shape == spec.shape:
+                chunk = part  # the selection is the whole chunk: no fill and copy
+            else:
+                # zarr-python's own merge: a fill-valued chunk with the selection
+                # written into it (edge chunks, scalars)
+                chunk = self.pipeline._merge_chunk_array(
+                    None, self.value, out_selection, spec, chunk_selection, complete, ()
+                )
             if not spec.config.write_empty_chunks and chunk.all_equal(fill_value_or_default(spec)):
                 empty.append(self.keys[i])  # not stored: reads back as the fill value
             else:
