@@ -176,3 +176,23 @@ def test_large_selections_split_over_the_pool_match_zarr() -> None:
         assert dict(store.zmap.items()) == dict(ref_store.zmap.items())
         np.testing.assert_array_equal(_array(store, fast=True)[...], values)
         np.testing.assert_array_equal(_array(store, fast=True)[1:699, 7:], values[1:699, 7:])
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_other_stores_and_zarr_v3_use_zarrs_own_path(zarr_format: int) -> None:
+    """Selected globally, the pipeline leaves what it does not handle to zarr."""
+    from zarr.storage import MemoryStore
+
+    values = np.arange(60, dtype="<f8").reshape(6, 10)
+    with fast_pipeline():
+        for store in (MemoryStore(), ZarrStore(MemoryMap(mode="w"))):
+            array = zarr.create_array(
+                store=store, shape=(6, 10), chunks=(4, 4), dtype="<f8", zarr_format=zarr_format
+            )
+            assert isinstance(array._async_array.codec_pipeline, NCZarrCodecPipeline)
+            array[...] = values
+            array[1:3, 2:9] = -1.0
+            want = values.copy()
+            want[1:3, 2:9] = -1.0
+            np.testing.assert_array_equal(array[...], want)
+            np.testing.assert_array_equal(zarr.open_array(store=store, mode="r")[...], want)
