@@ -19,7 +19,7 @@ replaces only its ``read`` and ``write`` for the common case -- a Zarr v2 array
 * one ``getitems`` call on the map for every chunk of the selection (concurrent
   requests on S3, a plain loop on files and zips), one ``setitems`` for writes;
 * decoding and encoding with the array's own numcodecs objects, in batches of chunks
-  spread over a small thread pool (blosc, zlib, zstd, lz4 release the GIL), the
+  spread over a small thread pool (blosc and zlib release the GIL), the
   decoded values copied straight into the output.
 
 Semantics are zarr-python's own (``V2Codec``): the decoded bytes are viewed as the
