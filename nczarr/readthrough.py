@@ -465,15 +465,20 @@ class TranslatedView(ZMap):
         wanted = list(keys)
         out: dict[str, bytes] = {}
         passthrough: dict[str, str] = {}
+        plain = not self._mapped and not self._shards  # a chunk's key is its source key
         for key in wanted:
             nkey = normalize_key(key)
             if nkey in self._metadata:
                 out[key] = self._metadata[nkey]
-            elif self._is_chunk(nkey) and self.reencoded_array(nkey) is not None:
+                continue
+            array = self._owner(nkey)  # once per key: this is every chunk read's path
+            if array is None:
+                continue
+            if array in self._reencoded:
                 with suppress(KeyError):
                     out[key] = self._reencode(nkey)
-            elif self._is_chunk(nkey):
-                passthrough[self.source_key(nkey)] = key
+            else:
+                passthrough[nkey if plain else self.source_key(nkey)] = key
         if passthrough:
             found = self._source.getitems(list(passthrough))
             for nkey, value in found.items():

@@ -152,6 +152,13 @@ class NCZarrArrayWrapper(ZarrArrayWrapper):
         ]
         return out
 
+    def _getitem(self, key: Any) -> Any:
+        # basic selections (all of ``.load()``, every dask chunk) are read in this
+        # thread, in batches (nczarr.integrations.fastpipeline)
+        from .fastpipeline import get_basic_selection
+
+        return get_basic_selection(self._array, key)
+
     def __getitem__(self, key: indexing.ExplicitIndexer) -> Any:
         try:
             return self._as_text(super().__getitem__(key))
@@ -208,9 +215,12 @@ class NCZarrSource:
         """A lazy, indexable wrapper of ``var``'s values."""
         import zarr
 
-        array = zarr.open_array(
-            store=self._store, path=var.path.strip("/"), mode="r", zarr_format=2
-        )
+        from .fastpipeline import fast_pipeline
+
+        with fast_pipeline():  # batched chunk reads, decoded in a pool
+            array = zarr.open_array(
+                store=self._store, path=var.path.strip("/"), mode="r", zarr_format=2
+            )
         # fixed-width bytes a pure-Zarr producer wrote stay numpy bytes (xarray's zarr engine)
         return NCZarrArrayWrapper(array, text=var.type == "string" and var.logical != "bytes")
 

@@ -498,12 +498,56 @@ class FileMap(ZMap):
 
     # ----------------------------------------------------------- fast paths
     def getitems(self, keys: Iterable[str]) -> dict[str, bytes]:
-        """Read many keys with a plain loop (local files gain nothing from threads)."""
-        out: dict[str, bytes] = {}
-        for key in keys:
-            with contextlib.suppress(KeyError):
-                out[key] = self._load(normalize_key(key))
+        """Read many keys with a plain loop (local files gain nothing from threads).
+
+        Consecutive keys in one directory (the chunks of an array, as zarr asks for
+        them) share one opened, verified parent directory: each file is then one
+        ``openat``, ``fstat``, ``read`` and ``close``, with the same checks as ``m[k]``.
+        """
+        if type(self)._load is not FileMap._load:  # a subclass reads its own way
+            out: dict[str, bytes] = {}
+            for key in keys:
+                with contextlib.suppress(KeyError):
+                    out[key] = self._load(normalize_key(key))
+            return out
+        out = {}
+        parent: Any = None
+        parent_prefix: str | None = None
+        try:
+            for key in keys:
+                nkey = normalize_key(key)
+                cut = nkey.rfind("/")
+                prefix = nkey[:cut] if cut >= 0 else ""
+                if prefix != parent_prefix:
+                    if parent is not None:
+                        parent.close()
+                    parent, parent_prefix = None, prefix
+                    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+                        parent = self._tree.parent(nkey)[0]
+                if parent is None:
+                    continue  # no such directory: no such key
+                with contextlib.suppress(KeyError):
+                    out[key] = self._load_in(parent, nkey, nkey[cut + 1 :])
+        except OSError as exc:
+            raise_os_error(exc, f"reading keys in {self._root!r}")
+        finally:
+            if parent is not None:
+                parent.close()
         return out
+
+    def _load_in(self, parent: Any, key: str, name: str) -> bytes:
+        """``_load`` of ``key`` whose parent directory ``parent`` is already open."""
+        self._tree.check_reserved(key)
+        try:
+            fd, st = self._tree.open_leaf(parent, name, key)
+            try:
+                return read_fd(fd, st.st_size)
+            finally:
+                os.close(fd)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            raise KeyError(key) from None
+        except OSError as exc:
+            raise_os_error(exc, f"{key!r} in {self._root!r}")
 
     def getitems_capped(self, keys: Iterable[str], cap: int) -> dict[str, bytes]:
         """At most ``cap`` bytes of each file, never reading more."""
