@@ -89,7 +89,9 @@ def fresh(path: Path) -> Path:
     return path
 
 
-def bench_convert(work: Path, chunks: int, edge: int = 64, repeat: int = 5) -> None:
+def bench_convert(
+    work: Path, chunks: int, edge: int = 64, repeat: int = 5, alternatives: bool = True
+) -> None:
     import netCDF4
     import xarray as xr
 
@@ -143,8 +145,8 @@ def bench_convert(work: Path, chunks: int, edge: int = 64, repeat: int = 5) -> N
     for _ in range(repeat):
         t_ours = min(t_ours, timed(ours, 1, clean))
         t_cp = min(t_cp, timed(cp, 1, clean))
-    t_nc = timed(netcdf, 1, clean)
-    t_xr = timed(xarray, 1, clean)
+    t_nc = timed(netcdf, 1, clean) if alternatives else float("nan")
+    t_xr = timed(xarray, 1, clean) if alternatives else float("nan")
     print(
         f"convert NCZarr->Zarr, {chunks} chunks of {edge}x{edge} f8 zlib+shuffle "
         f"({len(files)} objects, {nbytes / 1e6:.1f} MB, mean chunk {mean_chunk / 1e3:.1f} KB, "
@@ -297,12 +299,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5, help="best of N for convert and cp")
     parser.add_argument("--dir", default=None, help="scratch directory (default: $TMPDIR)")
     parser.add_argument("--only-convert", action="store_true", help="skip migrate/memory/S3")
+    parser.add_argument(
+        "--only-cp", action="store_true", help="compare convert with cp -r only (no netCDF4/xarray)"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="nczarr-bench-", dir=args.dir) as tmp:
         work = Path(tmp)
-        bench_convert(work, 1_600, args.edge, args.repeat)
+        alternatives = not args.only_cp
+        bench_convert(work, 1_600, args.edge, args.repeat, alternatives)
         if not args.skip_20000:
-            bench_convert(work, 20_000, args.edge, args.repeat)
+            bench_convert(work, 20_000, args.edge, args.repeat, alternatives)
         if args.only_convert:
             return 0
         bench_migrate(work)

@@ -40,6 +40,7 @@ import secrets
 import shutil
 import stat
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -53,9 +54,10 @@ from ..errors import (
     raise_os_error,
 )
 from ..keys import normalize_key, parent_keys
-from .base import ZMap, as_bytes
+from .base import NOT_SUPPORTED, CopySupport, NotSupportedType, ZMap, as_bytes
 from .confined import ConfinedTree
 from .localfs import DirHandle, flag, read_fd
+from .location import Location
 
 __all__ = ["TEMP_PREFIX", "FileMap", "copy_fd", "local_path"]
 
@@ -100,6 +102,9 @@ class FileMap(ZMap):
         missing; ``"w"``: created, or emptied if it exists; ``"w-"``: created, and
         :class:`~nczarr.errors.ObjectExistsError` if it exists and is not empty.
     """
+
+    kind = "a directory"
+    supports_shared_writes = True
 
     def __init__(self, root: str | os.PathLike[str], mode: str = "r") -> None:
         super().__init__(mode)
@@ -281,6 +286,56 @@ class FileMap(ZMap):
     def _store(self, key: str, value: bytes) -> None:
         self._write(key, lambda fd: _write_all(fd, value))
 
+    # ------------------------------------------------------------- capabilities
+    def location(self) -> Location:
+        """The directory's absolute path on this machine."""
+        return Location("local", self._root)
+
+    def copy_support(self, other: ZMap) -> CopySupport | None:
+        """``"local"`` from another directory map whose reads and writes are not
+        customised (a subclass overriding them is honoured: its bytes are copied)."""
+        local = (
+            isinstance(other, FileMap)
+            and type(other)._load is FileMap._load
+            and type(self)._store is FileMap._store
+            and type(self).__setitem__ is FileMap.__setitem__
+        )
+        return "local" if local else None
+
+    def copy_from(
+        self,
+        other: ZMap,
+        src_key: str,
+        dst_key: str,
+        size: int | None = None,
+        *,
+        atomic: bool = True,
+    ) -> int | NotSupportedType | None:
+        """Copy a file of another directory map kernel-side (:meth:`copy_file`);
+        :data:`~nczarr.maps.base.NOT_SUPPORTED` from any other map."""
+        if self.copy_support(other) is None:
+            return NOT_SUPPORTED
+        return self._copy(other, src_key, dst_key, atomic)  # type: ignore[arg-type]
+
+    def session(self) -> AbstractContextManager[object]:
+        """Hold each directory open once verified, until the block ends: a key then
+        costs one ``openat`` relative to its held directory (:mod:`nczarr.maps.pins`)."""
+        return self._tree.pinned()
+
+    def remove_temporaries(self) -> int:
+        """Delete temporary files of killed atomic writes below the root (symbolic
+        links are not followed); return how many were removed."""
+        removed = 0
+        for directory, _dirs, files in os.walk(self._root, followlinks=False):
+            for name in files:
+                if name.startswith(TEMP_PREFIX):
+                    try:
+                        os.unlink(os.path.join(directory, name))
+                    except FileNotFoundError:
+                        continue
+                    removed += 1
+        return removed
+
     def copy_file(self, src: FileMap, key: str, *, atomic: bool = True) -> int:
         """Copy ``key`` of ``src`` to the same key here, kernel-side; return its size.
 
@@ -297,14 +352,22 @@ class FileMap(ZMap):
         recopy any file whose size differs from the source. A failed copy removes
         the file. An existing key is always replaced atomically.
         """
-        nkey = normalize_key(key)
+        return self._copy(src, key, key, atomic)
+
+    def _copy(self, src: FileMap, src_key: str, dst_key: str, atomic: bool) -> int:
+        skey = normalize_key(src_key)
+        nkey = skey if dst_key == src_key else normalize_key(dst_key)
         self._check_writable(nkey)
+        if not atomic:  # in a session, directories held: cp's system calls, no more
+            done = self._tree.copy_new(src._tree, skey, nkey, _copy_fd)
+            if done is not None:
+                return done
         try:
-            fd_in, st = src._tree.open_key(nkey)
+            fd_in, st = src._tree.open_key(skey)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            raise KeyError(nkey) from None
+            raise KeyError(skey) from None
         except OSError as exc:
-            raise_os_error(exc, f"{nkey!r} in {src._root!r}")
+            raise_os_error(exc, f"{skey!r} in {src._root!r}")
         try:
             copied = [0]
 
@@ -371,6 +434,7 @@ class FileMap(ZMap):
             except IsADirectoryError:
                 # An empty directory tree where the file goes (the leaf rule checked it).
                 parent.rmtree(name)
+                self._tree.unpin(key)
                 _write_temp(parent, name, fill)
         except IsADirectoryError as exc:
             raise ObjectExistsError(
@@ -408,6 +472,7 @@ class FileMap(ZMap):
                 parent, name = self._parent(directory)
                 try:
                     parent.rmdir(name)
+                    self._tree.unpin(directory)
                 finally:
                     parent.close()
             except (OSError, NCZarrError):
@@ -523,6 +588,7 @@ class FileMap(ZMap):
     def clear(self) -> None:
         """Delete every key (and every directory) below the root."""
         self._check_writable()
+        self._tree.unpin("")
         self._empty_tree()
 
 

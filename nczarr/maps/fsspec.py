@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from ..errors import (
+    InvalidURLError,
     MissingDependencyError,
     NCZarrError,
     ObjectExistsError,
@@ -43,8 +44,10 @@ from ..keys import normalize_key, normalize_prefix, parent_keys
 from .base import ZMap, as_bytes
 from .credentials import public_options
 from .leafcache import KnownTree
+from .location import Location
+from .url import NCZarrURL
 
-__all__ = ["FsspecMap", "MAX_CONCURRENCY"]
+__all__ = ["FsspecMap", "MAX_CONCURRENCY", "open_url"]
 
 T = TypeVar("T")
 
@@ -106,6 +109,9 @@ class FsspecMap(ZMap):
         credentials are kept out of ``repr``/``url``/``_describe``.
     """
 
+    kind = "an fsspec store"
+    supports_shared_writes = True
+
     def __init__(
         self, url_or_fs: Any, root: str = "", mode: str = "r", **storage_options: Any
     ) -> None:
@@ -153,6 +159,17 @@ class FsspecMap(ZMap):
     def fs(self) -> Any:
         """The fsspec filesystem."""
         return self._fs
+
+    def location(self) -> Location:
+        """The filesystem's protocol and the root path in it (a local path for ``file``)."""
+        fs = self._fs
+        protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+        path = self.url.split("://", 1)[-1]
+        if protocol in ("file", "local"):
+            return Location("local", os.path.abspath(path))
+        if protocol == "memory":
+            return Location("memory", path.strip("/"))
+        return Location(protocol, path.rstrip("/"))
 
     def _full(self, key: str) -> str:
         if not key:
@@ -510,3 +527,15 @@ class FsspecMap(ZMap):
 
 def _reopen_fsspec(fs: Any, path: str, mode: str) -> FsspecMap:
     return FsspecMap(fs, path, mode=mode)
+
+
+def open_url(url: NCZarrURL, mode: str, storage_options: dict[str, Any]) -> FsspecMap:
+    """The map a URL of any fsspec protocol names (the registry's fallback opener,
+    :mod:`nczarr.maps.open`); an unknown protocol is an :class:`InvalidURLError`."""
+    from fsspec.registry import known_implementations, registry
+
+    if url.storage not in known_implementations and url.storage not in registry:
+        raise InvalidURLError(
+            f"unknown protocol {url.storage!r} in {str(url)!r}: not an fsspec protocol"
+        )
+    return FsspecMap(url.fsspec_url, mode=mode, **storage_options)

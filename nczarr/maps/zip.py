@@ -77,6 +77,7 @@ from ..errors import (
 from ..keys import KeyIndex, normalize_key
 from .base import ZMap
 from .file import local_path
+from .location import Location
 from .ziparchive import (
     READ_BLOCK,
     WRITE_METHODS,
@@ -114,6 +115,11 @@ class ZipMap(ArchiveCommits, ZMap):
         Method for members written: ``zipfile.ZIP_STORED`` (default, like netcdf-c
         and zarr), ``ZIP_DEFLATED``, ``ZIP_BZIP2`` or ``ZIP_LZMA``.
     """
+
+    kind = "a zip archive"
+    #: Reads serialize on one lock and writes are buffered in memory: threads buy no
+    #: overlap (zarr's own ZipStore is called inline too).
+    blocking_io = False
 
     def __init__(
         self,
@@ -295,6 +301,10 @@ class ZipMap(ArchiveCommits, ZMap):
     def root_folder(self) -> str:
         """Name of the top-level folder holding the keys (``""`` for the root layout)."""
         return self._prefix.rstrip("/")
+
+    def location(self) -> Location:
+        """The archive's path on this machine."""
+        return Location("local", self._path)
 
     def _describe(self) -> tuple[str, dict[str, Any]]:
         options: dict[str, Any] = {}
