@@ -34,59 +34,31 @@ reads here key for key.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import secrets
-import shutil
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 from ..errors import (
-    InvalidURLError,
     NCZarrError,
     ObjectExistsError,
-    StorageError,
-    StorageNotFoundError,
     raise_os_error,
 )
 from ..keys import normalize_key, parent_keys
 from .base import NOT_SUPPORTED, CopySupport, NotSupportedType, ZMap, as_bytes
 from .confined import ConfinedTree
-from .localfs import DirHandle, flag, read_fd
+from .fileleaf import check_leaf_rule
+from .kernelcopy import copy_fd, write_all
+from .localfs import DirHandle, empty_tree, flag, local_path, prepare_root, read_fd
 from .location import Location
 
 __all__ = ["TEMP_PREFIX", "FileMap", "copy_fd", "local_path"]
 
 #: Names of in-flight temporary files start with this; they are never keys.
 TEMP_PREFIX = ".~nczarr-tmp-"
-
-
-def local_path(location: str | os.PathLike[str]) -> str:
-    """Absolute local path from a path or a ``file://`` URL (no fragment or query).
-
-    >>> local_path("file:///tmp/a%20b.zarr")
-    '/tmp/a b.zarr'
-    """
-    text = os.fspath(location)
-    if not isinstance(text, str):
-        raise InvalidURLError(f"expected a str path or file:// URL, got {text!r}")
-    if text.startswith("file:"):
-        parts = urlsplit(text)
-        if parts.netloc not in ("", "localhost"):
-            raise InvalidURLError(f"invalid file URL {text!r}: host {parts.netloc!r} is not local")
-        if parts.query or parts.fragment:
-            raise InvalidURLError(
-                f"invalid file URL {text!r}: a map location takes no query or fragment "
-                "(use nczarr.open_map for netCDF-style URLs)"
-            )
-        text = unquote(parts.path)
-    if not text:
-        raise InvalidURLError("empty path")
-    return os.path.abspath(text)
 
 
 class FileMap(ZMap):
@@ -109,52 +81,8 @@ class FileMap(ZMap):
     def __init__(self, root: str | os.PathLike[str], mode: str = "r") -> None:
         super().__init__(mode)
         self._root = local_path(root)
-        self._open_root()
+        prepare_root(self._root, self._mode)
         self._tree = ConfinedTree(self._root, TEMP_PREFIX)
-
-    # ----------------------------------------------------------------- opening
-    def _open_root(self) -> None:
-        root, mode = self._root, self._mode
-        try:
-            st = os.stat(root)
-        except FileNotFoundError:
-            st = None
-        except OSError as exc:
-            raise_os_error(exc, root)
-        if st is not None and not stat.S_ISDIR(st.st_mode):
-            raise StorageError(f"cannot open {root!r} as a directory map: it is not a directory")
-        if st is None:
-            if mode in ("r", "r+"):
-                raise StorageNotFoundError(f"no such directory: {root!r} (mode {mode!r})")
-            try:
-                os.makedirs(root, exist_ok=True)
-            except OSError as exc:
-                raise_os_error(exc, root)
-            return
-        if mode == "w":
-            self._empty_tree()
-        elif mode == "w-":
-            try:
-                with os.scandir(root) as it:
-                    occupied = any(True for _ in it)
-            except OSError as exc:
-                raise_os_error(exc, root)
-            if occupied:
-                raise ObjectExistsError(
-                    f"cannot create {root!r} (mode 'w-'): the directory exists and is not empty"
-                )
-
-    def _empty_tree(self) -> None:
-        try:
-            with os.scandir(self._root) as it:
-                entries = list(it)
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path)
-                else:
-                    os.unlink(entry.path)
-        except OSError as exc:
-            raise_os_error(exc, self._root)
 
     # ------------------------------------------------------------------- paths
     @property
@@ -187,62 +115,7 @@ class FileMap(ZMap):
         return st is not None and stat.S_ISREG(st.st_mode)
 
     def _check_leaf_rule(self, key: str) -> None:
-        self._tree.check_reserved(key)
-        if "/" in key:
-            # Hot path (every chunk of a copy): the parent directory exists, so no
-            # parent holds content; one stat of the leaf settles the rest.
-            try:
-                parent = self._tree.open_verified(key[: key.rfind("/")], key)
-            except OSError as exc:
-                raise_os_error(exc, f"{key!r} in {self._root!r}")
-            if parent is not None:
-                try:
-                    mode = parent.stat(key[key.rfind("/") + 1 :]).st_mode
-                except FileNotFoundError:
-                    return
-                except OSError as exc:
-                    raise_os_error(exc, f"{key!r} in {self._root!r}")
-                finally:
-                    parent.close()
-                if stat.S_ISREG(mode):
-                    return
-        try:
-            st = self._tree.lstat_key(key)
-        except OSError as exc:
-            raise_os_error(exc, f"{key!r} in {self._root!r}")
-        if st is not None and stat.S_ISREG(st.st_mode):
-            return  # an overwrite: the parents are directories, the leaf is a file
-        if st is not None and stat.S_ISDIR(st.st_mode):
-            # A directory where the file should go: refused if it holds content.
-            try:
-                parent, name = self._parent(key)
-                try:
-                    below = self._tree.child(parent, name, key)
-                finally:
-                    parent.close()
-            except (FileNotFoundError, NotADirectoryError):
-                return
-            except OSError as exc:
-                raise_os_error(exc, f"{key!r} in {self._root!r}")
-            if self._tree.has_file(below, key):
-                raise ObjectExistsError(
-                    f"cannot write {key!r}: it is a prefix of existing keys in {self._root!r}"
-                )
-            return
-        # A file where a directory is needed: stop at the nearest existing directory.
-        for parent_key in parent_keys(key):
-            try:
-                pst = self._tree.lstat_key(parent_key)
-            except OSError as exc:
-                raise_os_error(exc, f"{parent_key!r} in {self._root!r}")
-            if pst is None:
-                continue
-            if stat.S_ISDIR(pst.st_mode):
-                return
-            raise ObjectExistsError(
-                f"cannot write {key!r}: {parent_key!r} holds content, and content-bearing "
-                "keys are leaves"
-            )
+        check_leaf_rule(self._tree, key)
 
     def __setitem__(self, key: str, value: bytes | bytearray | memoryview) -> None:
         # As ZMap.__setitem__, but a contiguous buffer is written as it is: the write
@@ -274,7 +147,7 @@ class FileMap(ZMap):
         if parent is None:
             return False
         try:
-            _write_temp(parent, key[cut + 1 :], lambda fd: _write_all(fd, value))
+            _write_temp(parent, key[cut + 1 :], lambda fd: write_all(fd, value))
         except IsADirectoryError:
             return False
         except OSError as exc:
@@ -284,7 +157,7 @@ class FileMap(ZMap):
         return True
 
     def _store(self, key: str, value: bytes) -> None:
-        self._write(key, lambda fd: _write_all(fd, value))
+        self._write(key, lambda fd: write_all(fd, value))
 
     # ------------------------------------------------------------- capabilities
     def location(self) -> Location:
@@ -359,7 +232,7 @@ class FileMap(ZMap):
         nkey = skey if dst_key == src_key else normalize_key(dst_key)
         self._check_writable(nkey)
         if not atomic:  # in a session, directories held: cp's system calls, no more
-            done = self._tree.copy_new(src._tree, skey, nkey, _copy_fd)
+            done = self._tree.copy_new(src._tree, skey, nkey, copy_fd)
             if done is not None:
                 return done
         try:
@@ -372,7 +245,7 @@ class FileMap(ZMap):
             copied = [0]
 
             def fill(fd: int) -> None:
-                copied[0] = _copy_fd(fd_in, fd, st.st_size)
+                copied[0] = copy_fd(fd_in, fd, st.st_size)
 
             # In place, the leaf rule needs no check of its own when the parents are
             # directories: O_EXCL finds anything already at the leaf.
@@ -589,7 +462,7 @@ class FileMap(ZMap):
         """Delete every key (and every directory) below the root."""
         self._check_writable()
         self._tree.unpin("")
-        self._empty_tree()
+        empty_tree(self._root)
 
 
 def _write_temp(parent: DirHandle, name: str, fill: Callable[[int], object]) -> None:
@@ -607,50 +480,3 @@ def _write_temp(parent: DirHandle, name: str, fill: Callable[[int], object]) -> 
         with contextlib.suppress(OSError):
             parent.unlink(temp)
         raise
-
-
-def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
-    """``os.write`` until all of ``data`` is written (a write may be short)."""
-    view = memoryview(data).cast("B")
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def copy_fd(fd_in: int, fd_out: int, size: int) -> int:
-    """Copy the first ``size`` bytes of ``fd_in`` to ``fd_out`` from their current
-    offsets, kernel-side where the platform can (see :meth:`FileMap.copy_file`)."""
-    return _copy_fd(fd_in, fd_out, size)
-
-
-def _copy_fd(fd_in: int, fd_out: int, size: int) -> int:
-    """Copy the first ``size`` bytes of ``fd_in`` (fewer if it ends sooner) to ``fd_out``.
-
-    ``size`` comes from ``fstat`` of the open file, so no final zero-length call is
-    needed to find the end. Returns the bytes copied.
-    """
-    total = 0
-    kernel_copies = [
-        method
-        for name, method in (("copy_file_range", _copy_file_range), ("sendfile", _sendfile))
-        if hasattr(os, name)  # Linux has both, macOS sendfile only to sockets, Windows none
-    ]
-    for kernel_copy in kernel_copies:
-        try:
-            while total < size and (n := kernel_copy(fd_in, fd_out, size - total)):
-                total += n
-            return total
-        except OSError as exc:  # EXDEV on older kernels, ENOSYS, EINVAL: next method
-            if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
-                raise
-    while total < size and (block := os.read(fd_in, min(size - total, 1 << 20))):
-        _write_all(fd_out, block)
-        total += len(block)
-    return total
-
-
-def _copy_file_range(fd_in: int, fd_out: int, count: int) -> int:
-    return os.copy_file_range(fd_in, fd_out, count)
-
-
-def _sendfile(fd_in: int, fd_out: int, count: int) -> int:
-    return os.sendfile(fd_out, fd_in, None, count)
