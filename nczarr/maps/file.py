@@ -57,6 +57,9 @@ from .location import Location
 
 __all__ = ["TEMP_PREFIX", "FileMap", "copy_fd", "local_path"]
 
+#: (target class, source class) -> whether copy_support allows a kernel copy.
+_LOCAL_PAIRS: dict[tuple[type, type], bool] = {}
+
 #: Names of in-flight temporary files start with this; they are never keys.
 TEMP_PREFIX = ".~nczarr-tmp-"
 
@@ -186,7 +189,11 @@ class FileMap(ZMap):
     ) -> int | NotSupportedType | None:
         """Copy a file of another directory map kernel-side (:meth:`copy_file`);
         :data:`~nczarr.maps.base.NOT_SUPPORTED` from any other map."""
-        if self.copy_support(other) is None:
+        pair = (type(self), type(other))  # asked once per pair of classes, not per key
+        local = _LOCAL_PAIRS.get(pair) if type(self).copy_support is FileMap.copy_support else None
+        if local is None:
+            local = _LOCAL_PAIRS[pair] = self.copy_support(other) is not None
+        if not local:
             return NOT_SUPPORTED
         return self._copy(other, src_key, dst_key, atomic)  # type: ignore[arg-type]
 
@@ -230,7 +237,8 @@ class FileMap(ZMap):
     def _copy(self, src: FileMap, src_key: str, dst_key: str, atomic: bool) -> int:
         skey = normalize_key(src_key)
         nkey = skey if dst_key == src_key else normalize_key(dst_key)
-        self._check_writable(nkey)
+        if self._closed or self._mode == "r":
+            self._check_writable(nkey)
         if not atomic:  # in a session, directories held: cp's system calls, no more
             done = self._tree.copy_new(src._tree, skey, nkey, copy_fd)
             if done is not None:

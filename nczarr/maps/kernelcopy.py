@@ -26,12 +26,11 @@ def copy_fd(fd_in: int, fd_out: int, size: int) -> int:
     needed to find the end. Returns the bytes copied.
     """
     total = 0
-    kernel_copies = [
-        method
-        for name, method in (("copy_file_range", _copy_file_range), ("sendfile", _sendfile))
-        if hasattr(os, name)  # Linux has both, macOS sendfile only to sockets, Windows none
-    ]
-    for kernel_copy in kernel_copies:
+    # Linux has both, macOS sendfile only to sockets, Windows none.
+    for name in ("copy_file_range", "sendfile"):
+        if not hasattr(os, name):
+            continue
+        kernel_copy = _copy_file_range if name == "copy_file_range" else _sendfile
         try:
             while total < size and (n := kernel_copy(fd_in, fd_out, size - total)):
                 total += n

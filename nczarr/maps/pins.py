@@ -41,7 +41,11 @@ class Pin(DirHandle):
         self._evicted = False
 
     def close(self) -> None:
-        self._owner.release(self)
+        owner = self._owner  # as owner.release(self), inline: once per file of a copy
+        with owner._lock:
+            self._users -= 1
+            if self._evicted and self._users <= 0:
+                self.really_close()
 
     def really_close(self) -> None:
         DirHandle.close(self)
