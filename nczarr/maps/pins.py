@@ -8,7 +8,9 @@ file of that directory is opened relative to it (``openat`` with ``O_NOFOLLOW`` 
 reads), so a chunk costs what ``cp`` pays. The guarantee is kept, not weakened: a held
 descriptor names the directory that was verified, so a directory swapped for a
 symbolic link afterwards is never followed (the link's target is never read or
-written); what was verified is what is used.
+written); what was verified is what is used. A directory moved elsewhere during the
+session keeps receiving the session's files (it is the verified directory; no other
+is reached); after the session every use is checked again.
 
 Only descriptor handles are held; where the platform has no ``dir_fd`` support the
 tree stays in path mode and checks at every use, as outside a session.
