@@ -368,9 +368,13 @@ class ConfinedTree:
         target = directory.fd if directory.fd is not None else directory.path
         with os.scandir(target) as it:
             entries = list(it)
+        hidden, odd = self.hidden_prefix, FORBIDDEN_CHARACTERS.search
         for entry in entries:
             name = entry.name
-            if not self.visible(name, directory.path):
+            # visible() is asked only of the rare name that may fail it
+            if (name.startswith(hidden) or "\\" in name or odd(name)) and not self.visible(
+                name, directory.path
+            ):
                 continue
             if entry.is_symlink():
                 real = os.path.realpath(directory.join(name))
