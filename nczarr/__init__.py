@@ -42,6 +42,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import hooks as _hooks
+from ._version import __version__
 from .errors import (
     DimensionConflictError,
     InvalidKeyError,
@@ -60,7 +62,15 @@ from .errors import (
     UnsupportedTypeError,
 )
 
-__version__ = "0.1.0"
+
+async def _open_sharded(zmap: Any, path: str) -> Any:
+    """The shard reader lent to :mod:`nczarr.reencode` (:mod:`nczarr.hooks`)."""
+    from .integrations.zarr_store import open_sharded
+
+    return await open_sharded(zmap, path)
+
+
+_hooks.shard_opener = _open_sharded
 
 _LAZY = {
     # maps

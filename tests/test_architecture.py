@@ -99,3 +99,212 @@ def test_no_import_cycles() -> None:
         if module not in state:
             visit(module)
     assert cycles == []
+
+
+# ------------------------------------------------- backends declare, callers ask
+def _concrete_maps() -> dict[str, type]:
+    """Every concrete map class of ``nczarr.maps`` (any ``ZMap`` subclass), by name."""
+    import importlib
+    import inspect
+
+    from nczarr.maps.base import ZMap
+
+    found: dict[str, type] = {}
+    for module in MODULES:
+        if not module.startswith("nczarr.maps."):
+            continue
+        try:
+            loaded = importlib.import_module(module)
+        except ImportError:  # an optional dependency: its classes are named below anyway
+            continue
+        for name, obj in vars(loaded).items():
+            if inspect.isclass(obj) and issubclass(obj, ZMap) and obj is not ZMap:
+                found[name] = obj
+    return found
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    """Every bare name and attribute name mentioned in an expression."""
+    names: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            names.add(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            names.add(sub.attr)
+    return names
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """Ids of the docstring and ``__all__`` string nodes (names, not decisions).
+
+    A bare class name elsewhere (the lazy re-exports of ``nczarr/__init__.py``) is a
+    name too; it counts only inside a comparison."""
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            ids.update(id(sub) for sub in ast.walk(node.value))
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                ids.add(id(body[0].value))
+    return ids
+
+
+def backend_type_tests(source: str, classes: dict[str, type]) -> list[tuple[int, str]]:
+    """``(line, what)`` for each place ``source`` decides by a concrete map's class:
+    ``isinstance``/``issubclass`` against one, an identity or equality comparison
+    mentioning one (``type(m)._load is FileMap._load``), a string naming one
+    (``"nczarr.maps.zip.ZipMap"``, ``type(m).__name__ == "FileMap"``), or
+    ``getattr``/``hasattr`` probing for an attribute only concrete maps have."""
+    from nczarr.maps.base import ZMap
+
+    base_attrs = set(dir(ZMap))
+    only_concrete = {
+        attr
+        for cls in classes.values()
+        for attr in vars(cls)
+        if not attr.startswith("__") and attr not in base_attrs
+    }
+    tree = ast.parse(source)
+    docstrings = _docstrings(tree)
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            fn, args = node.func.id, node.args
+            if fn in ("isinstance", "issubclass") and len(args) == 2:
+                hit = _names_in(args[1]) & set(classes)
+                if hit:
+                    found.append((node.lineno, f"{fn}(..., {sorted(hit)})"))
+            if fn in ("getattr", "hasattr") and len(args) >= 2:
+                name = args[1]
+                if isinstance(name, ast.Constant) and name.value in only_concrete:
+                    found.append((node.lineno, f"{fn}(..., {name.value!r})"))
+        elif isinstance(node, ast.Compare):
+            hit = _names_in(node) & set(classes)
+            hit |= {
+                sub.value
+                for sub in ast.walk(node)
+                if isinstance(sub, ast.Constant) and sub.value in classes
+            }
+            if hit:
+                found.append((node.lineno, f"comparison with {sorted(hit)}"))
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+            and any(node.value.endswith(f".{name}") for name in classes)
+        ):
+            found.append((node.lineno, f"class name {node.value!r}"))
+    return found
+
+
+def test_no_backend_type_test_outside_maps() -> None:
+    """What a caller needs to know about a map is asked of the map (its capabilities,
+    ``nczarr.maps.base``), never decided by its class: a new backend then needs no edit
+    outside ``maps/``."""
+    classes = _concrete_maps()
+    assert {"FileMap", "ZipMap", "MemoryMap", "FsspecMap", "S3Map", "ChainedZipMap"} <= set(classes)
+    offenders = [
+        f"{module}:{line}: {what}"
+        for module, path in MODULES.items()
+        if not module.startswith("nczarr.maps")
+        for line, what in backend_type_tests(path.read_text(encoding="utf-8"), classes)
+    ]
+    assert offenders == []
+
+
+def test_the_backend_type_test_check_finds_each_form() -> None:
+    classes = _concrete_maps()
+    bad = """
+from nczarr.maps.zip import ZipMap
+from nczarr.maps import file
+def f(m, n):
+    if isinstance(m, ZipMap | file.FileMap):
+        pass
+    if type(m)._load is file.FileMap._load:
+        pass
+    names = {"nczarr.maps.memory.MemoryMap"}
+    if type(n).__name__ == "S3Map":
+        pass
+    return getattr(m, "same_service", None), hasattr(n, "copy_file")
+"""
+    lines = sorted(line for line, _ in backend_type_tests(bad, classes))
+    assert lines == [5, 7, 9, 10, 12, 12]
+    good = '''
+def f(m):
+    """Ask a FileMap or a ZipMap."""
+    if m.supports_shared_writes and m.copy_support(m) == "local":
+        return m.location()
+    return getattr(m, "close", None)
+'''
+    assert backend_type_tests(good, classes) == []
+
+
+# ------------------------------------------------------------------ floors
+#: The floors of docs/architecture.md, bottom first: a module imports only from lower
+#: floors or from its own part (``maps.file`` from ``maps.base``); parts on one floor
+#: (one set) do not import each other.
+FLOORS: list[set[str]] = [
+    {"errors", "_version", "hooks"},
+    {"keys"},
+    {"maps"},  # storage ...
+    {"translate"},  # ... and translation do not import each other (checked below)
+    {"load", "reencode"},
+    {"readthrough", "diagnosis"},
+    {"conversion", "integrations"},
+    {"cli"},
+]
+#: Pairs on distinct floors that must not import each other in either direction.
+APART = {frozenset({"maps", "translate"}), frozenset({"conversion", "integrations"})}
+
+
+def _part(module: str) -> str:
+    return module.split(".")[1] if "." in module else ""
+
+
+def _floor(part: str) -> int:
+    for level, parts in enumerate(FLOORS):
+        if part in parts:
+            return level
+    return len(FLOORS)  # the package itself (nczarr/__init__.py) is the top
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """``"a -> b"`` for each import of ``b`` by ``a`` that does not go down the floors."""
+    bad = []
+    for module, targets in graph.items():
+        part = _part(module)
+        for target in targets:
+            other = _part(target)
+            if other == part:
+                continue
+            if _floor(other) >= _floor(part) or frozenset({part, other}) in APART:
+                bad.append(f"{module} -> {target}")
+    return sorted(bad)
+
+
+def test_every_part_is_on_a_floor() -> None:
+    parts = {_part(m) for m in MODULES} - {""}
+    assert parts <= set().union(*FLOORS), parts - set().union(*FLOORS)
+
+
+def test_imports_go_down_the_floors() -> None:
+    """Including imports inside functions (``_imports`` walks the whole tree)."""
+    assert upward_imports(_graph()) == []
+
+
+def test_the_floor_check_finds_upward_and_sideways_imports() -> None:
+    graph = {
+        "nczarr.reencode": {"nczarr.integrations.zarr_store", "nczarr.keys"},
+        "nczarr.translate.write_common": {"nczarr", "nczarr.translate.model"},
+        "nczarr.maps.open": {"nczarr.translate.detect", "nczarr.keys"},
+        "nczarr.conversion.api": {"nczarr.integrations.shortcut", "nczarr.readthrough"},
+    }
+    assert upward_imports(graph) == [
+        "nczarr.conversion.api -> nczarr.integrations.shortcut",
+        "nczarr.maps.open -> nczarr.translate.detect",
+        "nczarr.reencode -> nczarr.integrations.zarr_store",
+        "nczarr.translate.write_common -> nczarr",
+    ]

@@ -10,7 +10,7 @@ import pytest
 
 from nczarr.conversion.apply import copy_chunks
 from nczarr.errors import ObjectExistsError, ReadOnlyError
-from nczarr.maps import file as file_module
+from nczarr.maps import kernelcopy
 from nczarr.maps.file import TEMP_PREFIX, FileMap
 
 
@@ -65,7 +65,7 @@ def test_copy_file_falls_back_when_the_kernel_refuses(tmp_path, monkeypatch, ref
         raise OSError(errno.EXDEV if "range" in refused[-1] else errno.EINVAL, "refused")
 
     for name in refused:
-        monkeypatch.setattr(file_module, f"_{name}", refuse)
+        monkeypatch.setattr(kernelcopy, f"_{name}", refuse)
     assert dst.copy_file(src, "k", atomic=False) == len(data)
     assert dst["k"] == data
 
@@ -77,7 +77,7 @@ def test_failed_in_place_copy_leaves_no_file(tmp_path, monkeypatch):
     def full(*args):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(file_module, "_copy_file_range", full)
+    monkeypatch.setattr(kernelcopy, "_copy_file_range", full)
     with pytest.raises(Exception, match="No space left on device"):
         dst.copy_file(src, "v/0", atomic=False)
     assert sorted(dst) == ["v/1"]

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from typing import Any, TextIO
 
-from .. import __version__
+from .._version import __version__
 from ..errors import InvalidModeError, NCZarrError, NCZarrWarning, StorageError, UnsupportedError
 from ..maps.credentials import redact_text
 from .options import add_storage_arguments, storage_options

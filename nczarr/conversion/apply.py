@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from ..maps.base import ZMap
+from ..maps.base import NOT_SUPPORTED, ZMap
 
 __all__ = [
     "CopyStats",
@@ -47,13 +47,7 @@ class CopyStats:
 
 def server_side(src: ZMap, dst: ZMap) -> bool:
     """Whether ``dst`` can copy objects of ``src`` without downloading them."""
-    same = getattr(dst, "same_service", None)
-    if same is None or not hasattr(dst, "copy_from"):
-        return False
-    try:
-        return bool(same(src))
-    except TypeError:
-        return False
+    return dst.copy_support(src) == "server"
 
 
 #: ``(key, size in the source, size in the target)``; ``None``: not known (or absent).
@@ -119,6 +113,20 @@ def copy_chunks(
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers!r}")
+    with src.session(), dst.session():  # e.g. directories verified once, held open
+        return _copy_chunks(src, dst, keys, workers, resume, verify, progress, sized)
+
+
+def _copy_chunks(
+    src: ZMap,
+    dst: ZMap,
+    keys: Sequence[str],
+    workers: int,
+    resume: bool,
+    verify: bool,
+    progress: Progress | None,
+    sized: Sequence[SizedKey] | None,
+) -> CopyStats:
     copy, local = _copier(src, dst, resume, verify)
     stats = CopyStats()
     total = len(sized) if sized is not None else len(keys)
@@ -207,10 +215,8 @@ def _copier(
     """The per-key copy ``(key, source size, target size) -> (copied, bytes copied)``
     (sizes from listings, ``None`` if unknown or absent), and whether it is a local
     file-to-file copy (which runs in the calling thread, see :func:`copy_chunks`)."""
-    remote = server_side(src, dst)
-    local = not remote and _file_to_file(src, dst)
-    # a netCDF file source into a directory: byte ranges of the .nc, kernel-side
-    ranged = not remote and not local and _range_to_file(src, dst)
+    support = dst.copy_support(src)
+    local = support == "local"
 
     def one(key: str, size: int | None, held: int | None) -> tuple[bool, int]:
         if resume and verify:
@@ -224,48 +230,20 @@ def _copier(
                 size = src.getsize(key)  # not in the source's listing: ask (KeyError if gone)
             if held == size:
                 return False, 0
-        if remote:
-            result = dst.copy_from(src, key, key, size)  # type: ignore[attr-defined]
+        if support is not None:
+            result = dst.copy_from(src, key, key, size, atomic=False)
             if isinstance(result, int):
                 return True, result
-            return True, size if size is not None else src.getsize(key)
-        if local:
-            return True, dst.copy_file(src, key, atomic=False)  # type: ignore[attr-defined]
-        if ranged:
-            return True, src.copy_chunk_to(dst, key)  # type: ignore[attr-defined]
+            if result is not NOT_SUPPORTED:
+                return True, size if size is not None else src.getsize(key)
+        copied = src.copy_chunk_to(dst, key)  # e.g. byte ranges of a netCDF file
+        if copied is not NOT_SUPPORTED:
+            return True, copied
         data = src[key]
         dst[key] = data
         return True, len(data)
 
     return one, local
-
-
-def _range_to_file(src: ZMap, dst: ZMap) -> bool:
-    """Whether ``src`` is a netCDF file source that can write its chunks into ``dst``
-    (a FileMap whose writes are not customised) as kernel-side byte-range copies."""
-    from ..maps.file import FileMap
-    from ..ncfile.source import NetCDFFileMap
-
-    return (
-        isinstance(src, NetCDFFileMap)
-        and isinstance(dst, FileMap)
-        and type(dst)._store is FileMap._store
-        and type(dst).__setitem__ is FileMap.__setitem__
-    )
-
-
-def _file_to_file(src: ZMap, dst: ZMap) -> bool:
-    """Whether ``dst`` can copy ``src``'s files kernel-side: two FileMaps whose
-    reads and writes are not customised (a subclass overriding them is honoured)."""
-    from ..maps.file import FileMap
-
-    return (
-        isinstance(src, FileMap)
-        and isinstance(dst, FileMap)
-        and type(src)._load is FileMap._load
-        and type(dst)._store is FileMap._store
-        and type(dst).__setitem__ is FileMap.__setitem__
-    )
 
 
 def write_metadata(

@@ -44,13 +44,9 @@ _IN_FLIGHT = 2
 
 def _check_shareable(dst: ZMap) -> None:
     """Refuse targets other processes cannot write into alongside the client."""
-    from ..maps.memory import MemoryMap
-    from ..maps.zip import ZipMap
-
-    if isinstance(dst, ZipMap | MemoryMap):
-        kind = "a zip archive" if isinstance(dst, ZipMap) else "an in-memory map"
+    if not dst.supports_shared_writes:
         raise InvalidModeError(
-            f"cannot convert into {dst.url!r} on a cluster: {kind} cannot be written by "
+            f"cannot convert into {dst.url!r} on a cluster: {dst.kind} cannot be written by "
             "several processes; convert into a directory or S3, or without a client"
         )
 

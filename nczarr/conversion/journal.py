@@ -60,7 +60,7 @@ class Journal:
     plan: str
 
     def encode(self) -> bytes:
-        from .. import __version__
+        from .._version import __version__
 
         doc = {
             "kind": _KIND,
@@ -173,22 +173,6 @@ def resume_mode(
 
 
 def remove_temporaries(dst: ZMap) -> int:
-    """Delete temporary files of killed atomic writes below a directory target.
-
-    Only for :class:`~nczarr.maps.file.FileMap`; symbolic links are not followed.
-    Returns the number of files removed.
-    """
-    from ..maps.file import TEMP_PREFIX, FileMap
-
-    if not isinstance(dst, FileMap):
-        return 0
-    removed = 0
-    for directory, _dirs, files in os.walk(dst.root, followlinks=False):
-        for name in files:
-            if name.startswith(TEMP_PREFIX):
-                try:
-                    os.unlink(os.path.join(directory, name))
-                except FileNotFoundError:
-                    continue
-                removed += 1
-    return removed
+    """Delete temporary files of killed atomic writes below the target
+    (:meth:`~nczarr.maps.base.ZMap.remove_temporaries`); return how many."""
+    return dst.remove_temporaries()

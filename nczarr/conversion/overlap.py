@@ -23,58 +23,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..errors import InvalidModeError
+from ..maps.location import Location, norm_endpoint
 
 __all__ = ["Location", "location_of", "overlap", "check_distinct"]
-
-#: Default ports of the endpoint schemes, so ``http://h`` and ``http://h:80`` are one service.
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-#: Host names that all mean "this machine".
-_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0"})
-
-
-@dataclass(frozen=True)
-class Location:
-    """The real place of a store.
-
-    Attributes
-    ----------
-    kind
-        ``"local"`` (a directory or archive on this machine), ``"s3"``, ``"memory"``
-        or another fsspec protocol.
-    service
-        For S3 the normalized endpoint (``""`` for AWS); for memory maps the object
-        id; ``""`` otherwise.
-    container
-        For S3 the bucket; ``""`` otherwise.
-    path
-        For ``local`` the absolute path as the map opens it; for S3 the key prefix;
-        for fsspec protocols the path.
-    """
-
-    kind: str
-    path: str
-    service: str = ""
-    container: str = ""
-
-
-def _norm_endpoint(endpoint: str | None) -> str:
-    if not endpoint:
-        return ""
-    parts = urlsplit(endpoint)
-    host = (parts.hostname or "").lower()
-    if host in _LOOPBACK:
-        host = "localhost"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    scheme = parts.scheme.lower()
-    return f"{host}:{port or _DEFAULT_PORTS.get(scheme, 0)}"
 
 
 def location_of(store: Any, options: Mapping[str, Any] | None = None) -> Location:
@@ -82,7 +36,7 @@ def location_of(store: Any, options: Mapping[str, Any] | None = None) -> Locatio
     from ..maps.base import ZMap
 
     if isinstance(store, ZMap):
-        return _map_location(store)
+        return store.location()
     from ..maps.chained import is_chained
     from ..maps.url import parse_url
 
@@ -93,38 +47,10 @@ def location_of(store: Any, options: Mapping[str, Any] | None = None) -> Locatio
         return Location("local", url.path)
     if url.storage == "s3":
         endpoint = (options or {}).get("endpoint_url", url.endpoint)
-        return Location("s3", url.path, _norm_endpoint(endpoint), url.bucket or "")
+        return Location("s3", url.path, norm_endpoint(endpoint), url.bucket or "")
     if url.storage == "memory":
         return Location("memory", url.path.strip("/"))
     return Location(url.storage, url.path.rstrip("/"))
-
-
-def _map_location(zmap: Any) -> Location:
-    from ..maps.file import FileMap
-    from ..maps.memory import MemoryMap
-    from ..maps.zip import ZipMap
-
-    if isinstance(zmap, FileMap):
-        return Location("local", zmap.root)
-    if isinstance(zmap, ZipMap):
-        return Location("local", zmap.path)
-    if isinstance(zmap, MemoryMap):
-        return Location("memory", "", service=str(id(zmap)))
-    from ..maps.s3 import S3Map
-
-    if isinstance(zmap, S3Map):
-        endpoint = getattr(zmap.fs, "endpoint_url", None)
-        return Location("s3", zmap.root, _norm_endpoint(endpoint), zmap.bucket)
-    fs = getattr(zmap, "fs", None)
-    if fs is not None:
-        protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-        path = zmap.url.split("://", 1)[-1]
-        if protocol in ("file", "local"):
-            return Location("local", os.path.abspath(path))
-        if protocol == "memory":
-            return Location("memory", path.strip("/"))
-        return Location(protocol, path.rstrip("/"))
-    return Location("url", zmap.url.rstrip("/"))
 
 
 # ------------------------------------------------------------------ comparing

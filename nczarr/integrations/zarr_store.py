@@ -32,27 +32,21 @@ from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
 
 from ..errors import ReadOnlyError
 from ..maps.base import ZMap
-from ..maps.memory import MemoryMap
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator
 
 
-__all__ = ["ZarrStore", "blocking_io"]
+__all__ = ["ZarrStore", "blocking_io", "open_sharded"]
 
 T = TypeVar("T")
-
-
-#: Maps whose calls are cheap or serialized by one lock: calling them inline beats a
-#: thread hop. Named, not imported, so an optional backend is never loaded for this.
-_INLINE_MAPS = frozenset({"nczarr.maps.memory.MemoryMap", "nczarr.maps.zip.ZipMap"})
 
 
 def blocking_io(zmap: ZMap) -> bool:
     """Whether calls into ``zmap`` should leave the event loop (``asyncio.to_thread``).
 
-    A map class (or instance) may say so itself with a ``blocking_io`` attribute.
-    Otherwise :class:`~nczarr.maps.memory.MemoryMap` and
+    The map says so itself (:attr:`~nczarr.maps.base.ZMap.blocking_io`, per class or
+    instance): :class:`~nczarr.maps.memory.MemoryMap` and
     :class:`~nczarr.maps.zip.ZipMap` (and their subclasses) are called inline and every
     other map in a worker thread. Measured with zarr 3.1 on 2 cores: a thread hop
     costs ~50 µs of CPU per call, seven times a MemoryMap read; a ZipMap serializes
@@ -60,11 +54,7 @@ def blocking_io(zmap: ZMap) -> bool:
     overlap (zarr's own ``ZipStore`` is inline too); files and S3 objects do block, and
     threads let concurrent chunk requests overlap.
     """
-    flag = getattr(zmap, "blocking_io", None)
-    if flag is not None:
-        return bool(flag)
-    names = {f"{c.__module__}.{c.__qualname__}" for c in type(zmap).__mro__}
-    return names.isdisjoint(_INLINE_MAPS)
+    return bool(zmap.blocking_io)
 
 
 class ZarrStore(Store):
@@ -385,19 +375,20 @@ def _same_storage(a: ZMap, b: ZMap) -> bool:
     if a is b or a == b:
         return True
     # A pickled "w" map comes back as "r+": still the same storage.
-    if type(a) is not type(b) or isinstance(a, MemoryMap):
-        return False
-    return a._describe() == b._describe()
+    return a.same_storage(b)
 
 
 def _reopen_writable(zmap: ZMap) -> ZMap:
-    if isinstance(zmap, MemoryMap):
-        raise ReadOnlyError(
-            f"cannot make a writable store from read-only {zmap!r}: a MemoryMap cannot be "
-            "reopened for writing"
-        )
-    location, options = zmap._describe()
-    return type(zmap)(location, mode="r+", **options)  # type: ignore[call-arg]
+    return zmap.reopen("r+")
+
+
+async def open_sharded(zmap: ZMap, path: str) -> Any:
+    """The Zarr v3 array at ``path`` of ``zmap``, opened read-only by zarr-python (the
+    shard reader :mod:`nczarr.reencode` borrows through :mod:`nczarr.hooks`)."""
+    from zarr.api.asynchronous import open_array
+
+    store = ZarrStore(zmap, read_only=True)
+    return await open_array(store=store, path=path, mode="r", zarr_format=3)
 
 
 def _rebuild(zmap: ZMap, read_only: bool) -> ZarrStore:

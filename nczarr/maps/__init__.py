@@ -19,6 +19,9 @@ __all__ = [
     "S3Map",
     "FsspecMap",
     "open_map",
+    "register_backend",
+    "Location",
+    "NOT_SUPPORTED",
 ]
 
 _LAZY = {
@@ -27,6 +30,9 @@ _LAZY = {
     "S3Map": ".s3",
     "FsspecMap": ".fsspec",
     "open_map": ".open",
+    "register_backend": ".open",
+    "Location": ".location",
+    "NOT_SUPPORTED": ".base",
 }
 
 

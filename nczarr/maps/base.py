@@ -14,6 +14,13 @@ key/value model of the NCZarr storage spec:
 Backends implement five primitives (``_load``, ``_store``, ``_remove``,
 ``_list`` and ``_describe``); everything else has a correct default here and may be
 overridden for speed.
+
+What callers need to know about a backend is asked of the map, never decided by its
+class (as zarr's ``Store.supports_*``): :attr:`ZMap.kind`, :meth:`ZMap.location`,
+:attr:`ZMap.supports_shared_writes`, :attr:`ZMap.blocking_io`,
+:meth:`ZMap.copy_support` / :meth:`ZMap.copy_from`, :meth:`ZMap.remove_temporaries`,
+:meth:`ZMap.describe`, :meth:`ZMap.same_storage` and :meth:`ZMap.reopen`. Each has a
+safe default here; a backend overrides what it can do better.
 """
 
 from __future__ import annotations
@@ -22,13 +29,53 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from typing import Any
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any, Final, Literal
 
 from ..errors import InvalidModeError, ObjectExistsError, ReadOnlyError
 from ..keys import normalize_key, normalize_prefix, parent_keys
+from .location import Location
 
-__all__ = ["ZMap", "MODES", "as_bytes", "check_mode"]
+__all__ = [
+    "ZMap",
+    "MODES",
+    "NOT_SUPPORTED",
+    "CopySupport",
+    "NotSupportedType",
+    "as_bytes",
+    "check_mode",
+]
+
+#: How a map copies objects of another map itself (:meth:`ZMap.copy_support`):
+#: ``"server"`` -- no byte passes through this process (e.g. S3 CopyObject), sizes from a
+#: listing save a request per object; ``"local"`` -- file to file by the kernel in this
+#: process, fastest from one thread.
+CopySupport = Literal["server", "local"]
+
+
+class NotSupportedType:
+    """Type of :data:`NOT_SUPPORTED` (one instance, falsy)."""
+
+    _instance: NotSupportedType | None = None
+
+    def __new__(cls) -> NotSupportedType:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "NOT_SUPPORTED"
+
+    def __reduce__(self) -> str:
+        return "NOT_SUPPORTED"
+
+
+#: What :meth:`ZMap.copy_from` returns when the map cannot make the copy itself: the
+#: caller then reads the bytes and writes them.
+NOT_SUPPORTED: Final = NotSupportedType()
 
 #: Accepted open modes, with zarr/h5py meaning.
 MODES = ("r", "r+", "a", "w", "w-")
@@ -75,6 +122,14 @@ class ZMap(MutableMapping[str, bytes], ABC):
     and a prefix, which no reader accepts. Trust is not pickled: a process that
     unpickles a map opens its own block.
     """
+
+    #: A short public description of the storage kind, for messages ("a directory").
+    kind: str = "a store"
+    #: Whether several processes may write into the store at once (a cluster's workers).
+    supports_shared_writes: bool = False
+    #: Whether calls block on I/O (files, network), so an event loop should run them in
+    #: a worker thread; ``False`` for maps whose calls are cheap or serialized on one lock.
+    blocking_io: bool = True
 
     def __init__(self, mode: str = "r") -> None:
         self._mode = check_mode(mode)
@@ -334,6 +389,83 @@ class ZMap(MutableMapping[str, bytes], ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # ------------------------------------------------------------- capabilities
+    def location(self) -> Location:
+        """Where the storage really lives, for overlap checks (two names of one store,
+        or one store inside another). The default is the map's URL."""
+        return Location("url", self.url.rstrip("/"))
+
+    def copy_support(self, other: ZMap) -> CopySupport | None:
+        """How :meth:`copy_from` can copy objects of ``other`` without the caller
+        reading them (see :data:`CopySupport`), or ``None``: it cannot."""
+        return None
+
+    def copy_from(
+        self,
+        other: ZMap,
+        src_key: str,
+        dst_key: str,
+        size: int | None = None,
+        *,
+        atomic: bool = True,
+    ) -> int | NotSupportedType | None:
+        """Copy ``other[src_key]`` to ``self[dst_key]`` the map's own way; return the
+        bytes copied (``None`` if not known), or :data:`NOT_SUPPORTED` (the default):
+        nothing was done and the caller copies the bytes itself.
+
+        ``size`` is the source object's size if a listing gave it. With
+        ``atomic=False`` a map may create a new object in place, visible short until
+        the call returns (a chunk copier that writes metadata last and resumes by size
+        allows it). A missing ``src_key`` raises ``KeyError(src_key)``.
+        """
+        return NOT_SUPPORTED
+
+    def copy_chunk_to(self, dst: ZMap, key: str) -> int | NotSupportedType:
+        """Write ``self[key]`` into ``dst`` the source's own way (a netCDF file source
+        copies a byte range of its file kernel-side, :meth:`copy_range`); return the
+        bytes written, or :data:`NOT_SUPPORTED` (the default): the caller copies."""
+        return NOT_SUPPORTED
+
+    def copy_range(
+        self,
+        fd_in: int,
+        offset: int,
+        length: int,
+        key: str,
+        *,
+        tail: bytes = b"",
+        atomic: bool = True,
+    ) -> int | NotSupportedType:
+        """Make ``key`` hold ``length`` bytes of the open file ``fd_in`` from ``offset``,
+        then ``tail``, without the caller reading them; return the bytes written, or
+        :data:`NOT_SUPPORTED` (the default): the caller writes the bytes itself."""
+        return NOT_SUPPORTED
+
+    def session(self) -> AbstractContextManager[object]:
+        """A block (one convert's copy) during which the map may keep resources across
+        calls, e.g. a directory map its verified directories open. Nothing by default."""
+        return nullcontext()
+
+    def remove_temporaries(self) -> int:
+        """Delete what killed writes of this map left behind (temporary files);
+        return how many were removed. Maps whose writes leave nothing return 0."""
+        return 0
+
+    def describe(self) -> tuple[str, dict[str, Any]]:
+        """``(location, options)``: a credential-free URL and the options to reopen with."""
+        return self._describe()
+
+    def same_storage(self, other: ZMap) -> bool:
+        """Whether ``other`` is a map over the same storage (whatever its mode)."""
+        return other is self or (
+            type(self) is type(other) and self._describe() == other._describe()
+        )
+
+    def reopen(self, mode: str) -> ZMap:
+        """A new map over the same storage opened with ``mode``."""
+        location, options = self._describe()
+        return type(self)(location, mode=mode, **options)  # type: ignore[call-arg]
 
     # ------------------------------------------------------- identity & pickling
     @property

@@ -16,7 +16,9 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Iterator
+import sys
+import threading
+from collections.abc import Callable, Iterator
 
 from ..errors import (
     InvalidKeyError,
@@ -27,6 +29,7 @@ from ..errors import (
 )
 from ..keys import FORBIDDEN_CHARACTERS
 from .localfs import DirHandle, fd_path, first_visit, flag, use_dir_fds
+from .pins import PinnedDirs
 
 __all__ = ["ConfinedTree"]
 
@@ -54,6 +57,67 @@ class ConfinedTree:
         self.real_prefix = self.real_root.rstrip(os.sep) + os.sep
         # prefix -> (st_dev, st_ino, st_ctime_ns) of a directory verified inside the root
         self._verified: dict[str, tuple[int, int, int]] = {}
+        # Directories held open during a session (see pinned()), else None.
+        self._pins: PinnedDirs | None = None
+        self._session_flags: tuple[int, int] | None = None
+        self._sessions = 0
+        self._session_lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def pinned(self) -> Iterator[None]:
+        """A session: each directory used is opened and verified once and held open
+        until the block ends (:mod:`nczarr.maps.pins`). Blocks nest; any thread may use
+        the tree meanwhile."""
+        with self._session_lock:
+            if self._sessions == 0:
+                self._pins = PinnedDirs()
+                self._session_flags = _session_flags()
+            self._sessions += 1
+        try:
+            yield
+        finally:
+            with self._session_lock:
+                self._sessions -= 1
+                if self._sessions == 0 and self._pins is not None:
+                    self._pins.close()
+                    self._pins = None
+
+    def copy_new(
+        self, src: ConfinedTree, src_key: str, key: str, copy: Callable[[int, int, int], int]
+    ) -> int | None:
+        """Session fast path of a file-to-file copy into a key that does not exist yet:
+        both parent directories already held (opened and verified earlier in the
+        session), the source opened ``O_NOFOLLOW | O_NONBLOCK`` relative to its
+        directory and checked regular by ``fstat``, the target created ``O_EXCL``
+        relative to its own, ``copy(fd_in, fd_out, size)`` between them. Returns the
+        bytes copied, or None when anything is not the plain case (no session, a
+        directory not held yet, a link, an existing target, any error): nothing is
+        left behind and the caller takes the checked path, which raises properly."""
+        pins, src_pins, flags = self._pins, src._pins, self._session_flags
+        if pins is None or src_pins is None or flags is None or src._session_flags is None:
+            return None
+        if self.hidden_prefix in key or src.hidden_prefix in src_key:
+            return None
+        s_cut, d_cut = src_key.rfind("/"), key.rfind("/")
+        s_dir = src_pins.get(src_key[:s_cut] if s_cut >= 0 else "")
+        if s_dir is None:
+            return None
+        try:
+            d_dir = pins.get(key[:d_cut] if d_cut >= 0 else "")
+            if d_dir is None:
+                return None
+            try:
+                return _copy_at(s_dir, src_key[s_cut + 1 :], d_dir, key[d_cut + 1 :], flags, copy)
+            finally:
+                d_dir.close()
+        finally:
+            s_dir.close()
+
+    def unpin(self, prefix: str) -> None:
+        """Forget held directories at and below ``prefix`` (removed or replaced)."""
+        pins = self._pins
+        if pins is not None:
+            pins.drop(prefix)
 
     def check_reserved(self, key: str) -> None:
         """Refuse a key with a segment that starts with the hidden prefix."""
@@ -146,12 +210,16 @@ class ConfinedTree:
         """``(parent directory handle, leaf name)`` of normalized ``key``."""
         self.check_reserved(key)
         cut = key.rfind("/")
+        prefix, name = (key[:cut], key[cut + 1 :]) if cut >= 0 else ("", key)
+        pins = self._pins
+        if pins is not None and (held := pins.get(prefix)) is not None:
+            return held, name
         if cut < 0:
-            return self.root_dir(), key
-        fast = self.open_verified(key[:cut], key)
-        if fast is not None:
-            return fast, key[cut + 1 :]
-        return self.walk(key[:cut].split("/"), key, create), key[cut + 1 :]
+            handle = self.root_dir()
+        else:
+            fast = self.open_verified(prefix, key)
+            handle = fast if fast is not None else self.walk(prefix.split("/"), key, create)
+        return (pins.add(prefix, handle) if pins is not None else handle), name
 
     def open_verified(self, prefix: str, key: str) -> DirHandle | None:
         """Fast path: open directory ``prefix`` by path, then check where the open
@@ -163,6 +231,9 @@ class ConfinedTree:
         missing (the walk then handles creation and errors)."""
         if not use_dir_fds():
             return None
+        pins = self._pins
+        if pins is not None and (held := pins.get(prefix)) is not None:
+            return held
         path = os.path.join(self.root, prefix)
         try:
             fd = os.open(path, os.O_RDONLY | flag("O_DIRECTORY") | flag("O_CLOEXEC"))
@@ -172,7 +243,7 @@ class ConfinedTree:
             st = os.fstat(fd)
             ident = (st.st_dev, st.st_ino, st.st_ctime_ns)
             if self._verified.get(prefix) == ident:
-                return DirHandle(path, fd)
+                return self._lend(prefix, DirHandle(path, fd))
             real = fd_path(fd)
             if real is None or not stat.S_ISDIR(st.st_mode):
                 os.close(fd)
@@ -188,7 +259,11 @@ class ConfinedTree:
         if len(self._verified) > _MAX_VERIFIED:
             self._verified.clear()
         self._verified[prefix] = ident
-        return DirHandle(path, fd)
+        return self._lend(prefix, DirHandle(path, fd))
+
+    def _lend(self, prefix: str, handle: DirHandle) -> DirHandle:
+        pins = self._pins
+        return pins.add(prefix, handle) if pins is not None else handle
 
     def open_leaf(
         self, parent: DirHandle, name: str, key: str, depth: int = 0
@@ -293,9 +368,13 @@ class ConfinedTree:
         target = directory.fd if directory.fd is not None else directory.path
         with os.scandir(target) as it:
             entries = list(it)
+        hidden, odd = self.hidden_prefix, FORBIDDEN_CHARACTERS.search
         for entry in entries:
             name = entry.name
-            if not self.visible(name, directory.path):
+            # visible() is asked only of the rare name that may fail it
+            if (name.startswith(hidden) or "\\" in name or odd(name)) and not self.visible(
+                name, directory.path
+            ):
                 continue
             if entry.is_symlink():
                 real = os.path.realpath(directory.join(name))
@@ -344,3 +423,49 @@ class ConfinedTree:
         """Whether some file (a key) lies anywhere below ``directory`` (consumed)."""
         with contextlib.closing(self.files_below(directory, key)) as files:
             return next(files, None) is not None
+
+
+def _session_flags() -> tuple[int, int] | None:
+    """``(read flags, create flags)`` of the session fast path, or None where the
+    platform lacks ``O_NOFOLLOW`` or ``O_NONBLOCK`` (the checked path then runs)."""
+    if not (flag("O_NOFOLLOW") and flag("O_NONBLOCK")):
+        return None
+    common = flag("O_BINARY") | flag("O_CLOEXEC")
+    read = os.O_RDONLY | common | flag("O_NONBLOCK") | flag("O_NOFOLLOW")
+    return read, os.O_WRONLY | os.O_CREAT | os.O_EXCL | common
+
+
+def _copy_at(
+    s_dir: DirHandle,
+    s_name: str,
+    d_dir: DirHandle,
+    d_name: str,
+    flags: tuple[int, int],
+    copy: Callable[[int, int, int], int],
+) -> int | None:
+    """The system calls of :meth:`ConfinedTree.copy_new` (None: not the plain case)."""
+    try:
+        fd_in = os.open(s_name, flags[0], dir_fd=s_dir.fd)
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fd_in)
+        if not stat.S_ISREG(size.st_mode):
+            return None
+        try:
+            fd_out = os.open(d_name, flags[1], 0o666, dir_fd=d_dir.fd)
+        except OSError:
+            return None
+        try:
+            copied = copy(fd_in, fd_out, size.st_size)
+        except BaseException:
+            os.close(fd_out)
+            with contextlib.suppress(OSError):
+                os.unlink(d_name, dir_fd=d_dir.fd)
+            if isinstance(sys.exc_info()[1], OSError):
+                return None
+            raise
+        os.close(fd_out)
+        return copied
+    finally:
+        os.close(fd_in)

@@ -34,57 +34,34 @@ reads here key for key.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import secrets
-import shutil
 import stat
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 from ..errors import (
-    InvalidURLError,
     NCZarrError,
     ObjectExistsError,
-    StorageError,
-    StorageNotFoundError,
     raise_os_error,
 )
 from ..keys import normalize_key, parent_keys
-from .base import ZMap, as_bytes
+from .base import NOT_SUPPORTED, CopySupport, NotSupportedType, ZMap, as_bytes
 from .confined import ConfinedTree
-from .localfs import DirHandle, flag, read_fd
+from .fileleaf import check_leaf_rule
+from .kernelcopy import copy_fd, copy_range, write_all
+from .localfs import DirHandle, empty_tree, flag, local_path, prepare_root, read_fd
+from .location import Location
 
 __all__ = ["TEMP_PREFIX", "FileMap", "copy_fd", "local_path"]
 
+#: (target class, source class) -> whether copy_support allows a kernel copy.
+_LOCAL_PAIRS: dict[tuple[type, type], bool] = {}
+
 #: Names of in-flight temporary files start with this; they are never keys.
 TEMP_PREFIX = ".~nczarr-tmp-"
-
-
-def local_path(location: str | os.PathLike[str]) -> str:
-    """Absolute local path from a path or a ``file://`` URL (no fragment or query).
-
-    >>> local_path("file:///tmp/a%20b.zarr")
-    '/tmp/a b.zarr'
-    """
-    text = os.fspath(location)
-    if not isinstance(text, str):
-        raise InvalidURLError(f"expected a str path or file:// URL, got {text!r}")
-    if text.startswith("file:"):
-        parts = urlsplit(text)
-        if parts.netloc not in ("", "localhost"):
-            raise InvalidURLError(f"invalid file URL {text!r}: host {parts.netloc!r} is not local")
-        if parts.query or parts.fragment:
-            raise InvalidURLError(
-                f"invalid file URL {text!r}: a map location takes no query or fragment "
-                "(use nczarr.open_map for netCDF-style URLs)"
-            )
-        text = unquote(parts.path)
-    if not text:
-        raise InvalidURLError("empty path")
-    return os.path.abspath(text)
 
 
 class FileMap(ZMap):
@@ -101,55 +78,14 @@ class FileMap(ZMap):
         :class:`~nczarr.errors.ObjectExistsError` if it exists and is not empty.
     """
 
+    kind = "a directory"
+    supports_shared_writes = True
+
     def __init__(self, root: str | os.PathLike[str], mode: str = "r") -> None:
         super().__init__(mode)
         self._root = local_path(root)
-        self._open_root()
+        prepare_root(self._root, self._mode)
         self._tree = ConfinedTree(self._root, TEMP_PREFIX)
-
-    # ----------------------------------------------------------------- opening
-    def _open_root(self) -> None:
-        root, mode = self._root, self._mode
-        try:
-            st = os.stat(root)
-        except FileNotFoundError:
-            st = None
-        except OSError as exc:
-            raise_os_error(exc, root)
-        if st is not None and not stat.S_ISDIR(st.st_mode):
-            raise StorageError(f"cannot open {root!r} as a directory map: it is not a directory")
-        if st is None:
-            if mode in ("r", "r+"):
-                raise StorageNotFoundError(f"no such directory: {root!r} (mode {mode!r})")
-            try:
-                os.makedirs(root, exist_ok=True)
-            except OSError as exc:
-                raise_os_error(exc, root)
-            return
-        if mode == "w":
-            self._empty_tree()
-        elif mode == "w-":
-            try:
-                with os.scandir(root) as it:
-                    occupied = any(True for _ in it)
-            except OSError as exc:
-                raise_os_error(exc, root)
-            if occupied:
-                raise ObjectExistsError(
-                    f"cannot create {root!r} (mode 'w-'): the directory exists and is not empty"
-                )
-
-    def _empty_tree(self) -> None:
-        try:
-            with os.scandir(self._root) as it:
-                entries = list(it)
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path)
-                else:
-                    os.unlink(entry.path)
-        except OSError as exc:
-            raise_os_error(exc, self._root)
 
     # ------------------------------------------------------------------- paths
     @property
@@ -182,62 +118,7 @@ class FileMap(ZMap):
         return st is not None and stat.S_ISREG(st.st_mode)
 
     def _check_leaf_rule(self, key: str) -> None:
-        self._tree.check_reserved(key)
-        if "/" in key:
-            # Hot path (every chunk of a copy): the parent directory exists, so no
-            # parent holds content; one stat of the leaf settles the rest.
-            try:
-                parent = self._tree.open_verified(key[: key.rfind("/")], key)
-            except OSError as exc:
-                raise_os_error(exc, f"{key!r} in {self._root!r}")
-            if parent is not None:
-                try:
-                    mode = parent.stat(key[key.rfind("/") + 1 :]).st_mode
-                except FileNotFoundError:
-                    return
-                except OSError as exc:
-                    raise_os_error(exc, f"{key!r} in {self._root!r}")
-                finally:
-                    parent.close()
-                if stat.S_ISREG(mode):
-                    return
-        try:
-            st = self._tree.lstat_key(key)
-        except OSError as exc:
-            raise_os_error(exc, f"{key!r} in {self._root!r}")
-        if st is not None and stat.S_ISREG(st.st_mode):
-            return  # an overwrite: the parents are directories, the leaf is a file
-        if st is not None and stat.S_ISDIR(st.st_mode):
-            # A directory where the file should go: refused if it holds content.
-            try:
-                parent, name = self._parent(key)
-                try:
-                    below = self._tree.child(parent, name, key)
-                finally:
-                    parent.close()
-            except (FileNotFoundError, NotADirectoryError):
-                return
-            except OSError as exc:
-                raise_os_error(exc, f"{key!r} in {self._root!r}")
-            if self._tree.has_file(below, key):
-                raise ObjectExistsError(
-                    f"cannot write {key!r}: it is a prefix of existing keys in {self._root!r}"
-                )
-            return
-        # A file where a directory is needed: stop at the nearest existing directory.
-        for parent_key in parent_keys(key):
-            try:
-                pst = self._tree.lstat_key(parent_key)
-            except OSError as exc:
-                raise_os_error(exc, f"{parent_key!r} in {self._root!r}")
-            if pst is None:
-                continue
-            if stat.S_ISDIR(pst.st_mode):
-                return
-            raise ObjectExistsError(
-                f"cannot write {key!r}: {parent_key!r} holds content, and content-bearing "
-                "keys are leaves"
-            )
+        check_leaf_rule(self._tree, key)
 
     def __setitem__(self, key: str, value: bytes | bytearray | memoryview) -> None:
         # As ZMap.__setitem__, but a contiguous buffer is written as it is: the write
@@ -269,7 +150,7 @@ class FileMap(ZMap):
         if parent is None:
             return False
         try:
-            _write_temp(parent, key[cut + 1 :], lambda fd: _write_all(fd, value))
+            _write_temp(parent, key[cut + 1 :], lambda fd: write_all(fd, value))
         except IsADirectoryError:
             return False
         except OSError as exc:
@@ -279,7 +160,61 @@ class FileMap(ZMap):
         return True
 
     def _store(self, key: str, value: bytes) -> None:
-        self._write(key, lambda fd: _write_all(fd, value))
+        self._write(key, lambda fd: write_all(fd, value))
+
+    # ------------------------------------------------------------- capabilities
+    def location(self) -> Location:
+        """The directory's absolute path on this machine."""
+        return Location("local", self._root)
+
+    def copy_support(self, other: ZMap) -> CopySupport | None:
+        """``"local"`` from another directory map whose reads and writes are not
+        customised (a subclass overriding them is honoured: its bytes are copied)."""
+        local = (
+            isinstance(other, FileMap)
+            and type(other)._load is FileMap._load
+            and type(self)._store is FileMap._store
+            and type(self).__setitem__ is FileMap.__setitem__
+        )
+        return "local" if local else None
+
+    def copy_from(
+        self,
+        other: ZMap,
+        src_key: str,
+        dst_key: str,
+        size: int | None = None,
+        *,
+        atomic: bool = True,
+    ) -> int | NotSupportedType | None:
+        """Copy a file of another directory map kernel-side (:meth:`copy_file`);
+        :data:`~nczarr.maps.base.NOT_SUPPORTED` from any other map."""
+        pair = (type(self), type(other))  # asked once per pair of classes, not per key
+        local = _LOCAL_PAIRS.get(pair) if type(self).copy_support is FileMap.copy_support else None
+        if local is None:
+            local = _LOCAL_PAIRS[pair] = self.copy_support(other) is not None
+        if not local:
+            return NOT_SUPPORTED
+        return self._copy(other, src_key, dst_key, atomic)  # type: ignore[arg-type]
+
+    def session(self) -> AbstractContextManager[object]:
+        """Hold each directory open once verified, until the block ends: a key then
+        costs one ``openat`` relative to its held directory (:mod:`nczarr.maps.pins`)."""
+        return self._tree.pinned()
+
+    def remove_temporaries(self) -> int:
+        """Delete temporary files of killed atomic writes below the root (symbolic
+        links are not followed); return how many were removed."""
+        removed = 0
+        for directory, _dirs, files in os.walk(self._root, followlinks=False):
+            for name in files:
+                if name.startswith(TEMP_PREFIX):
+                    try:
+                        os.unlink(os.path.join(directory, name))
+                    except FileNotFoundError:
+                        continue
+                    removed += 1
+        return removed
 
     def copy_file(self, src: FileMap, key: str, *, atomic: bool = True) -> int:
         """Copy ``key`` of ``src`` to the same key here, kernel-side; return its size.
@@ -297,19 +232,28 @@ class FileMap(ZMap):
         recopy any file whose size differs from the source. A failed copy removes
         the file. An existing key is always replaced atomically.
         """
-        nkey = normalize_key(key)
-        self._check_writable(nkey)
+        return self._copy(src, key, key, atomic)
+
+    def _copy(self, src: FileMap, src_key: str, dst_key: str, atomic: bool) -> int:
+        skey = normalize_key(src_key)
+        nkey = skey if dst_key == src_key else normalize_key(dst_key)
+        if self._closed or self._mode == "r":
+            self._check_writable(nkey)
+        if not atomic:  # in a session, directories held: cp's system calls, no more
+            done = self._tree.copy_new(src._tree, skey, nkey, copy_fd)
+            if done is not None:
+                return done
         try:
-            fd_in, st = src._tree.open_key(nkey)
+            fd_in, st = src._tree.open_key(skey)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            raise KeyError(nkey) from None
+            raise KeyError(skey) from None
         except OSError as exc:
-            raise_os_error(exc, f"{nkey!r} in {src._root!r}")
+            raise_os_error(exc, f"{skey!r} in {src._root!r}")
         try:
             copied = [0]
 
             def fill(fd: int) -> None:
-                copied[0] = _copy_fd(fd_in, fd, st.st_size)
+                copied[0] = copy_fd(fd_in, fd, st.st_size)
 
             # In place, the leaf rule needs no check of its own when the parents are
             # directories: O_EXCL finds anything already at the leaf.
@@ -329,7 +273,7 @@ class FileMap(ZMap):
         *,
         tail: bytes = b"",
         atomic: bool = True,
-    ) -> int:
+    ) -> int | NotSupportedType:
         """Make ``key`` hold ``length`` bytes of the open file ``fd_in`` from ``offset``,
         then ``tail``, kernel-side where the platform can; return the bytes written.
 
@@ -338,14 +282,18 @@ class FileMap(ZMap):
         :meth:`copy_file`. Fewer bytes than ``length`` (the file ends sooner) are
         copied as they are; the caller compares the returned size.
         """
+        if type(self)._store is not FileMap._store or type(self).__setitem__ is not (
+            FileMap.__setitem__
+        ):
+            return NOT_SUPPORTED  # a subclass customising writes gets the bytes
         nkey = normalize_key(key)
         self._check_writable(nkey)
         copied = [0]
 
         def fill(fd: int) -> None:
-            copied[0] = _copy_range(fd_in, fd, offset, length)
+            copied[0] = copy_range(fd_in, fd, offset, length)
             if tail:
-                _write_all(fd, tail)
+                write_all(fd, tail)
                 copied[0] += len(tail)
 
         if atomic or not self._write_new(nkey, fill):
@@ -404,6 +352,7 @@ class FileMap(ZMap):
             except IsADirectoryError:
                 # An empty directory tree where the file goes (the leaf rule checked it).
                 parent.rmtree(name)
+                self._tree.unpin(key)
                 _write_temp(parent, name, fill)
         except IsADirectoryError as exc:
             raise ObjectExistsError(
@@ -441,6 +390,7 @@ class FileMap(ZMap):
                 parent, name = self._parent(directory)
                 try:
                     parent.rmdir(name)
+                    self._tree.unpin(directory)
                 finally:
                     parent.close()
             except (OSError, NCZarrError):
@@ -600,7 +550,8 @@ class FileMap(ZMap):
     def clear(self) -> None:
         """Delete every key (and every directory) below the root."""
         self._check_writable()
-        self._empty_tree()
+        self._tree.unpin("")
+        empty_tree(self._root)
 
 
 def _write_temp(parent: DirHandle, name: str, fill: Callable[[int], object]) -> None:
@@ -618,77 +569,3 @@ def _write_temp(parent: DirHandle, name: str, fill: Callable[[int], object]) -> 
         with contextlib.suppress(OSError):
             parent.unlink(temp)
         raise
-
-
-def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
-    """``os.write`` until all of ``data`` is written (a write may be short)."""
-    view = memoryview(data).cast("B")
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def copy_fd(fd_in: int, fd_out: int, size: int) -> int:
-    """Copy the first ``size`` bytes of ``fd_in`` to ``fd_out`` from their current
-    offsets, kernel-side where the platform can (see :meth:`FileMap.copy_file`)."""
-    return _copy_fd(fd_in, fd_out, size)
-
-
-def _copy_fd(fd_in: int, fd_out: int, size: int) -> int:
-    """Copy the first ``size`` bytes of ``fd_in`` (fewer if it ends sooner) to ``fd_out``.
-
-    ``size`` comes from ``fstat`` of the open file, so no final zero-length call is
-    needed to find the end. Returns the bytes copied.
-    """
-    total = 0
-    kernel_copies = [
-        method
-        for name, method in (("copy_file_range", _copy_file_range), ("sendfile", _sendfile))
-        if hasattr(os, name)  # Linux has both, macOS sendfile only to sockets, Windows none
-    ]
-    for kernel_copy in kernel_copies:
-        try:
-            while total < size and (n := kernel_copy(fd_in, fd_out, size - total)):
-                total += n
-            return total
-        except OSError as exc:  # EXDEV on older kernels, ENOSYS, EINVAL: next method
-            if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
-                raise
-    while total < size and (block := os.read(fd_in, min(size - total, 1 << 20))):
-        _write_all(fd_out, block)
-        total += len(block)
-    return total
-
-
-def _copy_range(fd_in: int, fd_out: int, offset: int, size: int) -> int:
-    """Copy ``size`` bytes of ``fd_in`` from ``offset`` (fewer if it ends sooner) to
-    ``fd_out``, leaving ``fd_in``'s position alone (threads share it)."""
-    total = 0
-    if hasattr(os, "copy_file_range"):
-        try:
-            while total < size and (
-                n := os.copy_file_range(fd_in, fd_out, size - total, offset + total)
-            ):
-                total += n
-            return total
-        except OSError as exc:
-            if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
-                raise
-    while total < size:
-        if hasattr(os, "pread"):
-            block = os.pread(fd_in, min(size - total, 1 << 20), offset + total)
-        else:  # pragma: no cover - Windows
-            os.lseek(fd_in, offset + total, os.SEEK_SET)
-            block = os.read(fd_in, min(size - total, 1 << 20))
-        if not block:
-            break
-        _write_all(fd_out, block)
-        total += len(block)
-    return total
-
-
-def _copy_file_range(fd_in: int, fd_out: int, count: int) -> int:
-    return os.copy_file_range(fd_in, fd_out, count)
-
-
-def _sendfile(fd_in: int, fd_out: int, count: int) -> int:
-    return os.sendfile(fd_out, fd_in, None, count)

@@ -26,11 +26,11 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from ..errors import (
+    InvalidURLError,
     MissingDependencyError,
     NCZarrError,
     ObjectExistsError,
@@ -40,11 +40,14 @@ from ..errors import (
     StoragePermissionError,
 )
 from ..keys import normalize_key, normalize_prefix, parent_keys
-from .base import ZMap, as_bytes
+from .base import ZMap
 from .credentials import public_options
+from .fsspecbulk import MAX_CONCURRENCY, BulkRequests
 from .leafcache import KnownTree
+from .location import Location
+from .url import NCZarrURL
 
-__all__ = ["FsspecMap", "MAX_CONCURRENCY"]
+__all__ = ["FsspecMap", "MAX_CONCURRENCY", "open_url"]
 
 T = TypeVar("T")
 
@@ -55,8 +58,6 @@ READ_ONLY_PROTOCOLS = frozenset({"http", "https"})
 #: a delete (each would be a request).
 OBJECT_STORES = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "oss"})
 
-#: Concurrent requests issued by ``getitems``/``setitems`` on an async filesystem.
-MAX_CONCURRENCY = 32
 
 _NOT_FOUND = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
 
@@ -85,7 +86,7 @@ def _url_to_fs(url_to_fs: Any, url: str, options: dict[str, Any]) -> tuple[Any, 
         raise StorageError(f"cannot open {shown}: {type(exc).__name__}: {exc}") from exc
 
 
-class FsspecMap(ZMap):
+class FsspecMap(BulkRequests, ZMap):
     """A zmap whose keys are files below ``root`` of an fsspec filesystem.
 
     Parameters
@@ -105,6 +106,9 @@ class FsspecMap(ZMap):
         Passed to the filesystem when ``url_or_fs`` is a URL. Options that look like
         credentials are kept out of ``repr``/``url``/``_describe``.
     """
+
+    kind = "an fsspec store"
+    supports_shared_writes = True
 
     def __init__(
         self, url_or_fs: Any, root: str = "", mode: str = "r", **storage_options: Any
@@ -153,6 +157,17 @@ class FsspecMap(ZMap):
     def fs(self) -> Any:
         """The fsspec filesystem."""
         return self._fs
+
+    def location(self) -> Location:
+        """The filesystem's protocol and the root path in it (a local path for ``file``)."""
+        fs = self._fs
+        protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+        path = self.url.split("://", 1)[-1]
+        if protocol in ("file", "local"):
+            return Location("local", os.path.abspath(path))
+        if protocol == "memory":
+            return Location("memory", path.strip("/"))
+        return Location(protocol, path.rstrip("/"))
 
     def _full(self, key: str) -> str:
         if not key:
@@ -206,10 +221,6 @@ class FsspecMap(ZMap):
         from fsspec.asyn import sync
 
         return sync(self._fs.loop, fn, *args)
-
-    @property
-    def _concurrent(self) -> bool:
-        return bool(getattr(self._fs, "async_impl", False))
 
     def _invalidate(self, key: str) -> None:
         self._fs.invalidate_cache(self._full(key))
@@ -364,79 +375,6 @@ class FsspecMap(ZMap):
         return self._fs.unstrip_protocol(self._path), public_options(dict(self._fs.storage_options))
 
     # ------------------------------------------------------------- bulk & fast paths
-    def getitems(self, keys: Iterable[str]) -> dict[str, bytes]:
-        """Read many keys; concurrent requests on an async filesystem; missing omitted."""
-        if not self._concurrent:
-            return super().getitems(keys)
-        wanted = list(keys)
-        normalized = [normalize_key(k) for k in wanted]
-
-        async def one(nkey: str) -> bytes | None:
-            try:
-                return await self._acall("read", nkey, self._fs._cat_file(self._full(nkey)))
-            except KeyError:
-                return None
-
-        values = self._gather(one, normalized)
-        return {k: v for k, v in zip(wanted, values, strict=True) if v is not None}
-
-    def _gather(self, fn: Callable[[str], Awaitable[T]], items: list[str]) -> list[T]:
-        """``[await fn(i) for i in items]``, at most :data:`MAX_CONCURRENCY` at once."""
-        if not items:
-            return []
-
-        async def run() -> list[T]:
-            limit = asyncio.Semaphore(MAX_CONCURRENCY)
-
-            async def bounded(item: str) -> T:
-                async with limit:
-                    return await fn(item)
-
-            return await asyncio.gather(*(bounded(i) for i in items))
-
-        return self._run(run)
-
-    def setitems(self, items: Mapping[str, bytes]) -> None:
-        """Write many keys, after checking the leaf rule for all of them.
-
-        Nothing is written if any key conflicts with a stored key or with another key
-        of ``items``. Inside :meth:`trusted_writes` only the batch itself is checked.
-        The probes and the writes are concurrent on an async filesystem.
-        """
-        batch = {normalize_key(k): v for k, v in items.items()}
-        for nkey in batch:
-            self._check_writable(nkey)
-        data = {k: as_bytes(v, k) for k, v in batch.items()}
-        for nkey in data:
-            for parent in parent_keys(nkey):
-                if parent in data:
-                    raise ObjectExistsError(
-                        f"cannot write {nkey!r} and {parent!r} together: content-bearing "
-                        "keys are leaves"
-                    )
-        if not self._trusted:
-            probe = [k for k in data if not self._tree.settled(k)]
-            if self._concurrent and len(probe) > 1:  # the probes' requests overlap
-                with ThreadPoolExecutor(max_workers=min(MAX_CONCURRENCY, len(probe))) as pool:
-                    list(pool.map(self._check_leaf_rule, probe))
-            else:
-                for nkey in probe:
-                    self._check_leaf_rule(nkey)
-        if not self._concurrent:
-            for nkey, value in data.items():
-                self._store(nkey, value)
-            return
-
-        async def put(nkey: str) -> None:
-            path = self._full(nkey)
-            try:
-                await self._acall("write", nkey, self._fs._pipe_file(path, data[nkey]))
-            finally:
-                self._invalidate(nkey)
-            self._tree.wrote(nkey)
-
-        self._gather(put, list(data))
-
     def getrange(self, key: str, start: int, length: int | None = None) -> bytes:
         """Bytes ``start:start+length`` of ``key``, read with one ranged ``cat_file``.
 
@@ -510,3 +448,15 @@ class FsspecMap(ZMap):
 
 def _reopen_fsspec(fs: Any, path: str, mode: str) -> FsspecMap:
     return FsspecMap(fs, path, mode=mode)
+
+
+def open_url(url: NCZarrURL, mode: str, storage_options: dict[str, Any]) -> FsspecMap:
+    """The map a URL of any fsspec protocol names (the registry's fallback opener,
+    :mod:`nczarr.maps.open`); an unknown protocol is an :class:`InvalidURLError`."""
+    from fsspec.registry import known_implementations, registry
+
+    if url.storage not in known_implementations and url.storage not in registry:
+        raise InvalidURLError(
+            f"unknown protocol {url.storage!r} in {str(url)!r}: not an fsspec protocol"
+        )
+    return FsspecMap(url.fsspec_url, mode=mode, **storage_options)

@@ -1,4 +1,5 @@
-"""Portable local file-system primitives for the file and zip maps.
+"""Portable local file-system primitives for the file and zip maps (and a directory
+map's root: its path from a URL, its preparation for an open mode).
 
 Every OS-specific name (``O_NOFOLLOW``, ``O_CLOEXEC``, ``O_DIRECTORY``,
 ``O_NONBLOCK``, ``O_BINARY``, ``dir_fd`` support, ``/proc/self/fd``, macOS
@@ -11,9 +12,30 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import sys
+from urllib.parse import unquote, urlsplit
 
-__all__ = ["PROC_FD", "DirHandle", "fd_path", "first_visit", "flag", "read_fd", "use_dir_fds"]
+from ..errors import (
+    InvalidURLError,
+    ObjectExistsError,
+    StorageError,
+    StorageNotFoundError,
+    raise_os_error,
+)
+
+__all__ = [
+    "PROC_FD",
+    "DirHandle",
+    "empty_tree",
+    "fd_path",
+    "first_visit",
+    "flag",
+    "local_path",
+    "prepare_root",
+    "read_fd",
+    "use_dir_fds",
+]
 
 #: Where this system lists a process's open files by descriptor (Linux), if anywhere.
 PROC_FD = "/proc/self/fd" if os.path.isdir("/proc/self/fd") else None
@@ -128,3 +150,75 @@ def first_visit(directory: DirHandle, seen: set[tuple[int, int]]) -> bool:
         return False
     seen.add(ident)
     return True
+
+
+def local_path(location: str | os.PathLike[str]) -> str:
+    """Absolute local path from a path or a ``file://`` URL (no fragment or query).
+
+    >>> local_path("file:///tmp/a%20b.zarr")
+    '/tmp/a b.zarr'
+    """
+    text = os.fspath(location)
+    if not isinstance(text, str):
+        raise InvalidURLError(f"expected a str path or file:// URL, got {text!r}")
+    if text.startswith("file:"):
+        parts = urlsplit(text)
+        if parts.netloc not in ("", "localhost"):
+            raise InvalidURLError(f"invalid file URL {text!r}: host {parts.netloc!r} is not local")
+        if parts.query or parts.fragment:
+            raise InvalidURLError(
+                f"invalid file URL {text!r}: a map location takes no query or fragment "
+                "(use nczarr.open_map for netCDF-style URLs)"
+            )
+        text = unquote(parts.path)
+    if not text:
+        raise InvalidURLError("empty path")
+    return os.path.abspath(text)
+
+
+def prepare_root(root: str, mode: str) -> None:
+    """Make the directory ``root`` of a directory map ready for ``mode``: it must exist
+    for ``"r"``/``"r+"``, is created otherwise, emptied for ``"w"``; ``"w-"`` refuses
+    one that holds anything."""
+    try:
+        st = os.stat(root)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise_os_error(exc, root)
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        raise StorageError(f"cannot open {root!r} as a directory map: it is not a directory")
+    if st is None:
+        if mode in ("r", "r+"):
+            raise StorageNotFoundError(f"no such directory: {root!r} (mode {mode!r})")
+        try:
+            os.makedirs(root, exist_ok=True)
+        except OSError as exc:
+            raise_os_error(exc, root)
+        return
+    if mode == "w":
+        empty_tree(root)
+    elif mode == "w-":
+        try:
+            with os.scandir(root) as it:
+                occupied = any(True for _ in it)
+        except OSError as exc:
+            raise_os_error(exc, root)
+        if occupied:
+            raise ObjectExistsError(
+                f"cannot create {root!r} (mode 'w-'): the directory exists and is not empty"
+            )
+
+
+def empty_tree(root: str) -> None:
+    """Delete everything below the directory ``root`` (links are removed, not followed)."""
+    try:
+        with os.scandir(root) as it:
+            entries = list(it)
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+    except OSError as exc:
+        raise_os_error(exc, root)

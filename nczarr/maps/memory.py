@@ -6,8 +6,10 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from ..errors import ReadOnlyError
 from ..keys import KeyIndex, normalize_key
 from .base import ZMap
+from .location import Location
 
 __all__ = ["MemoryMap"]
 
@@ -28,6 +30,10 @@ class MemoryMap(ZMap):
         ``"w"`` (default) or any mode of :data:`~nczarr.maps.base.MODES`; ``"r"`` makes
         a read-only snapshot of ``content``.
     """
+
+    kind = "an in-memory map"
+    #: Calls are a dict lookup under one lock: a thread hop would cost more than the call.
+    blocking_io = False
 
     def __init__(self, content: Mapping[str, bytes] | None = None, *, mode: str = "w") -> None:
         super().__init__(mode)
@@ -116,6 +122,22 @@ class MemoryMap(ZMap):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (dict(self._data), self._mode))
+
+    # ------------------------------------------------------------- capabilities
+    def location(self) -> Location:
+        """This object: two memory maps never share content."""
+        return Location("memory", "", service=str(id(self)))
+
+    def same_storage(self, other: ZMap) -> bool:
+        """Only this very map holds this content."""
+        return other is self
+
+    def reopen(self, mode: str) -> ZMap:
+        """Refused for a writable mode: a read-only snapshot stays one."""
+        raise ReadOnlyError(
+            f"cannot make a writable store from read-only {self!r}: a MemoryMap cannot be "
+            "reopened for writing"
+        )
 
 
 def _rebuild(content: dict[str, bytes], mode: str) -> MemoryMap:

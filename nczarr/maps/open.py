@@ -1,24 +1,109 @@
 """``open_map``: one entry point from a netCDF-style URL (or a path) to the right zmap.
 
-The URL is parsed by :func:`nczarr.maps.url.parse_url`; this module only decides which
-backend to construct and with which options, looking at the local file system where
-a URL leaves the choice open (a zip archive without a ``.zip`` suffix, an existing
-directory). Backends are imported when first needed, so opening a directory never
-imports s3fs.
+The URL is parsed by :func:`nczarr.maps.url.parse_url`; its storage word
+(:attr:`~nczarr.maps.url.NCZarrURL.storage`) names the backend in a registry,
+:data:`known_backends` (as fsspec's ``known_implementations``): each entry says which
+function opens the map (imported when first used, so opening a directory never
+imports s3fs), which extra installs its dependencies, and whether it is local. A word
+not in the registry is an fsspec protocol. The local opener looks at the file system
+where a URL leaves the choice open (a zip archive without a ``.zip`` suffix, an
+existing directory).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InvalidURLError, StorageError
+from ..errors import MissingDependencyError, StorageError
 from .base import ZMap, check_mode
 from .url import NCZarrURL, parse_url
 
-__all__ = ["open_map", "probe_local", "is_remote", "merge_options", "ZIP_MAGIC"]
+__all__ = [
+    "Backend",
+    "ZIP_MAGIC",
+    "backend_for",
+    "is_remote",
+    "known_backends",
+    "merge_options",
+    "open_local",
+    "open_map",
+    "probe_local",
+    "register_backend",
+]
+
+
+@dataclass(frozen=True)
+class Backend:
+    """How maps of one URL storage word are opened.
+
+    Attributes
+    ----------
+    opener
+        ``"module:function"``, imported when first used; the function is called as
+        ``function(url: NCZarrURL, mode: str, storage_options: dict) -> ZMap``.
+    extra
+        The ``pip install nczarr[extra]`` that installs the backend's dependencies.
+    local
+        Whether the storage is this machine's disk (``--storage-option`` is not applied).
+    """
+
+    opener: str
+    extra: str | None = None
+    local: bool = False
+
+    def load(self) -> Callable[[NCZarrURL, str, dict[str, Any]], ZMap]:
+        """The opener function (its module imported now)."""
+        module, _, name = self.opener.partition(":")
+        try:
+            return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
+        except ModuleNotFoundError as exc:
+            name = exc.name or ""
+            if self.extra is None or name == "nczarr" or name.startswith("nczarr."):
+                raise
+            raise MissingDependencyError(
+                f"opening this storage needs {exc.name!r}: pip install 'nczarr[{self.extra}]'"
+            ) from exc
+
+
+#: URL storage word -> backend. A word that is not here is an fsspec protocol
+#: (:data:`FSSPEC_BACKEND`).
+known_backends: dict[str, Backend] = {
+    "file": Backend("nczarr.maps.open:open_local", local=True),
+    "zip": Backend("nczarr.maps.open:open_local", local=True),
+    "s3": Backend("nczarr.maps.s3:open_url", extra="s3"),
+}
+
+#: Every other storage word: a map over fsspec's filesystem of that protocol.
+FSSPEC_BACKEND = Backend("nczarr.maps.fsspec:open_url")
+
+
+def register_backend(
+    storage: str,
+    opener: str,
+    *,
+    extra: str | None = None,
+    local: bool = False,
+    clobber: bool = False,
+) -> None:
+    """Make URLs whose storage word is ``storage`` open with ``opener`` (see
+    :class:`Backend`). An existing entry is replaced only with ``clobber=True``."""
+    if storage in known_backends and not clobber:
+        raise ValueError(
+            f"a backend for {storage!r} is already registered "
+            f"({known_backends[storage].opener}); pass clobber=True to replace it"
+        )
+    known_backends[storage] = Backend(opener, extra, local)
+
+
+def backend_for(storage: str) -> Backend:
+    """The backend that opens URLs with this storage word."""
+    return known_backends.get(storage, FSSPEC_BACKEND)
+
 
 #: First bytes of a zip archive: a local file header, or the end record of an empty one.
 ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
@@ -57,7 +142,7 @@ def is_remote(url_or_path: Any) -> bool:
     if is_chained(url_or_path):
         return True
     url = url_or_path if isinstance(url_or_path, NCZarrURL) else parse_url(url_or_path)
-    return url.storage not in ("file", "zip")
+    return not backend_for(url.storage).local
 
 
 def open_map(
@@ -133,11 +218,7 @@ def open_map(
     netcdf = _open_netcdf_file(url, mode, storage_options)
     if netcdf is not None:
         return netcdf
-    if url.storage == "s3":
-        return _open_s3(url, mode, storage_options)
-    if url.storage in ("file", "zip"):
-        return _open_local(url, mode, storage_options)
-    return _open_fsspec(url, mode, storage_options)
+    return backend_for(url.storage).load()(url, mode, storage_options)
 
 
 def _open_netcdf_file(url: NCZarrURL, mode: str, storage_options: dict[str, Any]) -> ZMap | None:
@@ -176,24 +257,9 @@ def _open_netcdf_file(url: NCZarrURL, mode: str, storage_options: dict[str, Any]
         return None
 
 
-def _open_s3(url: NCZarrURL, mode: str, storage_options: dict[str, Any]) -> ZMap:
-    from .s3 import S3Map
-
-    location = f"s3://{url.bucket}/{url.path}" if url.path else f"s3://{url.bucket}"
-    options: dict[str, Any] = {
-        name: value
-        for name, value in (
-            ("endpoint_url", url.endpoint),
-            ("region", url.region),
-            ("profile", url.profile),
-        )
-        if value is not None
-    }
-    options.update(storage_options)
-    return S3Map(location, mode, **options)
-
-
-def _open_local(url: NCZarrURL, mode: str, storage_options: dict[str, Any]) -> ZMap:
+def open_local(url: NCZarrURL, mode: str, storage_options: dict[str, Any]) -> ZMap:
+    """A directory (:class:`~nczarr.maps.file.FileMap`) or zip archive
+    (:class:`~nczarr.maps.zip.ZipMap`) map, as the URL and what is on disk say."""
     path = url.path
     kind = probe_local(path)
     if url.storage == "zip" or kind == "zip":
@@ -273,15 +339,3 @@ def probe_local(path: str) -> str:
     if not head:
         return "empty"
     return "zip" if head in ZIP_MAGIC else "other"
-
-
-def _open_fsspec(url: NCZarrURL, mode: str, storage_options: dict[str, Any]) -> ZMap:
-    from fsspec.registry import known_implementations, registry
-
-    if url.storage not in known_implementations and url.storage not in registry:
-        raise InvalidURLError(
-            f"unknown protocol {url.storage!r} in {str(url)!r}: not an fsspec protocol"
-        )
-    from .fsspec import FsspecMap
-
-    return FsspecMap(url.fsspec_url, mode=mode, **storage_options)

@@ -39,13 +39,14 @@ from ..errors import (
     StoragePermissionError,
 )
 from ..keys import normalize_key
-from .base import ZMap
+from .base import CopySupport, ZMap
 from .credentials import redact, redact_text, split_secrets
 from .fsspec import FsspecMap
+from .location import Location, norm_endpoint
 from .reach import CONNECT_TIMEOUT, check_reachable
-from .url import parse_s3_url
+from .url import NCZarrURL, parse_s3_url
 
-__all__ = ["S3Map", "parse_s3_url", "DEFAULT_RETRIES", "COPY_LIMIT"]
+__all__ = ["S3Map", "parse_s3_url", "open_url", "DEFAULT_RETRIES", "COPY_LIMIT"]
 
 #: botocore retry configuration used unless ``config_kwargs["retries"]`` is given:
 #: exponential backoff with jitter on throttling, 5xx and connection errors.
@@ -118,6 +119,8 @@ class S3Map(FsspecMap):
         rate-limit the client when S3 throttles.
     """
 
+    kind = "an S3 prefix"
+
     def __init__(
         self,
         url: str,
@@ -184,6 +187,11 @@ class S3Map(FsspecMap):
     def root(self) -> str:
         """The key prefix inside the bucket under which the map's keys live (may be ``""``)."""
         return self._root
+
+    def location(self) -> Location:
+        """The service (normalized endpoint), the bucket and the key prefix."""
+        endpoint = getattr(self._fs, "endpoint_url", None)
+        return Location("s3", self._root, norm_endpoint(endpoint), self._bucket)
 
     # ------------------------------------------------------------------ errors
     def _where(self, key: str = "") -> str:
@@ -347,6 +355,10 @@ class S3Map(FsspecMap):
         self._tree.own_all()
 
     # ------------------------------------------------------------- server-side copy
+    def copy_support(self, other: ZMap) -> CopySupport | None:
+        """``"server"`` from an S3 map of the same service (:meth:`same_service`)."""
+        return "server" if self.same_service(other) else None
+
     def same_service(self, other: object) -> bool:
         """Whether ``other`` is an S3Map on the same endpoint with the same credentials.
 
@@ -360,7 +372,13 @@ class S3Map(FsspecMap):
         )
 
     def copy_from(
-        self, other: ZMap, src_key: str, dst_key: str, size: int | None = None
+        self,
+        other: ZMap,
+        src_key: str,
+        dst_key: str,
+        size: int | None = None,
+        *,
+        atomic: bool = True,
     ) -> int | None:
         """Copy ``other[src_key]`` to ``self[dst_key]``; return the bytes copied if known.
 
@@ -368,7 +386,7 @@ class S3Map(FsspecMap):
         :meth:`same_service` holds and ``size`` (from a listing) is at most 5 GB; s3fs's
         own copy (a HEAD, then a single or multipart copy) when ``size`` is unknown or
         larger. Otherwise a GET from ``other`` and a PUT here. Missing ``src_key`` raises
-        ``KeyError(src_key)``.
+        ``KeyError(src_key)``. Every copy is atomic (``atomic`` changes nothing).
         """
         src, dst = normalize_key(src_key), normalize_key(dst_key)
         self._check_writable(dst)
@@ -421,3 +439,20 @@ class S3Map(FsspecMap):
 
 def _reopen_s3(location: str, mode: str, settings: dict[str, Any]) -> S3Map:
     return S3Map(location, mode=mode, **settings)
+
+
+def open_url(url: NCZarrURL, mode: str, storage_options: dict[str, Any]) -> S3Map:
+    """The map an ``s3`` URL names (the registry's opener, :mod:`nczarr.maps.open`):
+    the URL's endpoint, region and profile, overridden by ``storage_options``."""
+    location = f"s3://{url.bucket}/{url.path}" if url.path else f"s3://{url.bucket}"
+    options: dict[str, Any] = {
+        name: value
+        for name, value in (
+            ("endpoint_url", url.endpoint),
+            ("region", url.region),
+            ("profile", url.profile),
+        )
+        if value is not None
+    }
+    options.update(storage_options)
+    return S3Map(location, mode, **options)

@@ -38,9 +38,22 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
-from ..errors import InvalidKeyError, InvalidURLError
-from ..keys import FORBIDDEN_CHARACTERS, normalize_prefix
+from ..errors import InvalidURLError
+from ..keys import FORBIDDEN_CHARACTERS
 from .credentials import has_credentials, redact
+from .urlhosts import (
+    AWS_PATH_HOST,
+    SCHEME,
+    S3Place,
+    check_bucket,
+    check_endpoint,
+    check_key_prefix,
+    check_port,
+    parse_http_host,
+    parse_s3_scheme,
+    parse_s3_url,
+)
+from .urlmode import FORMAT_WORDS, MACROS, MODE_WORDS, STORAGE_WORDS, imply, parse_fragment
 
 __all__ = [
     "NCZarrURL",
@@ -52,30 +65,8 @@ __all__ = [
     "STORAGE_WORDS",
 ]
 
-#: Format words of the fragment's ``mode=`` list.
-FORMAT_WORDS = ("nczarr", "zarr", "xarray", "noxarray")
-#: Storage words; at most one may be present.
-STORAGE_WORDS = ("file", "zip", "s3")
-#: Every accepted mode word, in the order :func:`str` writes them.
-MODE_WORDS = (*FORMAT_WORDS, *STORAGE_WORDS, "consolidated", "v2", "v3")
-
-#: Bare fragment words are mode words (``#zarr`` = ``#mode=zarr``), except that, as in
-#: netcdf-c's macro table, a bare ``#s3`` also selects the NCZarr format.
-_MACROS = {"s3": ("s3", "nczarr")}
-
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _CHAINED = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*::")
 _PROTOCOL = re.compile(r"^[a-z][a-z0-9+.-]*$")
-_BUCKET = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]$")
-_AWS_PATH_HOST = re.compile(r"^s3(?:[.-](?P<region>[a-z0-9-]+))?\.amazonaws\.com$", re.I)
-_AWS_VHOST = re.compile(
-    r"^(?P<bucket>.+)\.s3(?:[.-](?P<region>[a-z0-9-]+))?\.amazonaws\.com$", re.I
-)
-_HOSTNAME = re.compile(
-    r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$"
-)
-_IPV6 = re.compile(r"^\[[0-9A-Fa-f:.]+\]$")
-_GOOGLE_HOST = "storage.googleapis.com"
 #: Characters left as they are in the path of a URL written by ``str()``.
 _PATH_SAFE = "/!$&'()*+,;=:@~"
 _FRAGMENT_SAFE = "!$'()*+,/:;@~"
@@ -155,16 +146,16 @@ class NCZarrURL:
         if not isinstance(storage, str) or not _PROTOCOL.match(storage):
             raise InvalidURLError(f"invalid storage {storage!r}: expected a lower-case protocol")
         words = self.mode.split(",") if isinstance(self.mode, str) else self.mode
-        mode = _imply(frozenset(w for w in words if w), f"mode of storage {storage!r}")
+        mode = imply(frozenset(w for w in words if w), f"mode of storage {storage!r}")
         params = _check_params(self.params)
         if storage in ("file", "zip"):
             path = _check_local_path(self.path)
             _require_none(storage, bucket=self.bucket, endpoint=self.endpoint, region=self.region)
         elif storage == "s3":
-            path = _check_key_prefix(self.path, f"s3 key prefix {self.path!r}")
-            _check_bucket(self.bucket, f"bucket {self.bucket!r}")
+            path = check_key_prefix(self.path, f"s3 key prefix {self.path!r}")
+            check_bucket(self.bucket, f"bucket {self.bucket!r}")
             if self.endpoint is not None:
-                _check_endpoint(self.endpoint)
+                check_endpoint(self.endpoint)
             region = self.region if self.region is not None else params.get("aws.region")
             if region is not None:
                 _check_text(region, "region")
@@ -239,7 +230,7 @@ class NCZarrURL:
     # ----------------------------------------------------------------- output
     def __str__(self) -> str:
         """The canonical URL, fragment included: ``parse_url(str(u)) == u``."""
-        if self.endpoint is None and not (self.bucket and _AWS_PATH_HOST.match(self.bucket)):
+        if self.endpoint is None and not (self.bucket and AWS_PATH_HOST.match(self.bucket)):
             return self.fsspec_url + self._fragment()
         if self.endpoint is None:  # s3://<bucket> would read as netcdf-c's host form
             key = quote(self.path, safe=_PATH_SAFE)
@@ -255,7 +246,7 @@ class NCZarrURL:
             parts.append("mode=" + ",".join(words))
         for key, value in self.params.items():
             qkey = quote(key, safe=_FRAGMENT_SAFE)
-            if value == "" and key not in _MACROS and key not in MODE_WORDS:
+            if value == "" and key not in MACROS and key not in MODE_WORDS:
                 parts.append(qkey)
             else:
                 parts.append(f"{qkey}={quote(value, safe=_FRAGMENT_SAFE)}")
@@ -312,7 +303,7 @@ def parse_url(url: str | os.PathLike[str]) -> NCZarrURL:
     if FORBIDDEN_CHARACTERS.search(url):
         raise InvalidURLError(f"control or surrogate characters in URL {redact(url)!r}")
     shown = redact(url)
-    scheme_match = _SCHEME.match(url)
+    scheme_match = SCHEME.match(url)
     if scheme_match is not None and has_credentials(url[scheme_match.end() :]):
         raise InvalidURLError(
             f"credentials are not accepted in URLs: {shown!r} (use a profile or storage "
@@ -324,8 +315,8 @@ def parse_url(url: str | os.PathLike[str]) -> NCZarrURL:
             "open_map() opens zip::<URL of a zip archive> read-only"
         )
     body, _, fragment = url.partition("#")
-    mode, params = _parse_fragment(fragment, shown)
-    match = _SCHEME.match(body)
+    mode, params = parse_fragment(fragment, shown)
+    match = SCHEME.match(body)
     if match is None:
         if body[:5].lower() == "file:":
             raise InvalidURLError(f"file URLs are written file:///absolute/path, got {shown!r}")
@@ -341,9 +332,16 @@ def parse_url(url: str | os.PathLike[str]) -> NCZarrURL:
         if scheme == "file":
             return _parse_file(netloc, path, query, mode, params, shown)
         if scheme == "s3":
-            return _parse_s3_scheme(netloc, path, query, mode, params, shown)
+            place = parse_s3_scheme(netloc, path, query, params, shown)
+            return _s3(place, mode, params, scheme)
         if scheme in ("http", "https"):
-            return _parse_http(scheme, netloc, path, query, rest, mode, params, shown)
+            http = parse_http_host(scheme, netloc, path, query, mode, params, shown)
+            if http is None:  # a web URL, not S3: fsspec's http(s) filesystem
+                if {"file", "zip"} & mode:
+                    word = "file" if "file" in mode else "zip"
+                    raise InvalidURLError(f"storage word {word!r} cannot be used with {shown!r}")
+                return NCZarrURL(scheme, rest, mode=mode, params=params, scheme=scheme)
+            return _s3(http, mode, params, scheme)
         if not _PROTOCOL.match(scheme):
             raise InvalidURLError(f"invalid scheme {scheme!r}")
         return NCZarrURL(scheme, rest, mode=mode, params=params, scheme=scheme)
@@ -351,60 +349,6 @@ def parse_url(url: str | os.PathLike[str]) -> NCZarrURL:
         if repr(shown) in str(exc):
             raise
         raise InvalidURLError(f"{exc} in {shown!r}") from None
-
-
-def _parse_fragment(fragment: str, shown: str) -> tuple[frozenset[str], dict[str, str]]:
-    words: set[str] = set()
-    params: dict[str, str] = {}
-    for item in fragment.split("&"):
-        if not item:
-            continue
-        key, eq, value = item.partition("=")
-        key = unquote(key).lower()
-        value = unquote(value)
-        if not key:
-            raise InvalidURLError(f"empty key in fragment of {shown!r}")
-        if key == "mode":
-            for word in value.split(","):
-                word = word.strip().lower()
-                if word:
-                    words.add(_check_word(word, shown))
-        elif not eq and key in _MACROS:
-            words.update(_MACROS[key])
-        elif not eq and key in MODE_WORDS:
-            words.add(key)
-        else:
-            params[key] = value
-    return _imply(frozenset(words), f"fragment of {shown!r}"), params
-
-
-def _check_word(word: str, shown: str) -> str:
-    if word not in MODE_WORDS:
-        raise InvalidURLError(f"unknown mode word {word!r} in fragment of {shown!r}")
-    return word
-
-
-def _imply(mode: frozenset[str], where: str) -> frozenset[str]:
-    """Apply netcdf-c's mode implications and check for conflicts."""
-    unknown = sorted(w for w in mode if w not in MODE_WORDS)
-    if unknown:
-        raise InvalidURLError(f"unknown mode word {unknown[0]!r} in {where}")
-    words = set(mode)
-    if "noxarray" in words:
-        words.discard("xarray")
-        words.add("zarr")
-    if "xarray" in words:
-        words.add("zarr")
-    if "zarr" in words:
-        words.add("nczarr")
-    storage = [w for w in STORAGE_WORDS if w in words]
-    if len(storage) > 1:
-        raise InvalidURLError(
-            f"conflicting storage words {storage[0]!r} and {storage[1]!r} in {where}"
-        )
-    if "v2" in words and "v3" in words:
-        raise InvalidURLError(f"conflicting mode words 'v2' and 'v3' in {where}")
-    return frozenset(words)
 
 
 def _split_rest(rest: str) -> tuple[str, str, str]:
@@ -452,120 +396,17 @@ def _parse_file(
     return _local(posixpath.normpath(local), "file", mode, params, shown)
 
 
-def _parse_s3_scheme(
-    netloc: str, path: str, query: str, mode: frozenset[str], params: dict[str, str], shown: str
-) -> NCZarrURL:
-    if query:
-        raise InvalidURLError(f"S3 URLs take no query string: {shown!r}")
-    if not netloc:
-        raise InvalidURLError(f"s3 URL without a bucket: {shown!r}")
-    if _AWS_PATH_HOST.match(netloc):
-        # netcdf-c's documented form: s3://s3.<region>.amazonaws.com/bucket/key (a
-        # bucket that merely ends in .amazonaws.com stays a bucket)
-        return _parse_aws(netloc, path, mode, params, "s3", shown)
-    if ":" in netloc:
-        raise InvalidURLError(f"s3 URL bucket {netloc!r} has a port: {shown!r}")
-    return _s3(netloc, unquote(path.removeprefix("/")), None, None, mode, params, "s3", shown)
-
-
-def _parse_http(
-    scheme: str,
-    netloc: str,
-    path: str,
-    query: str,
-    rest: str,
-    mode: frozenset[str],
-    params: dict[str, str],
-    shown: str,
-) -> NCZarrURL:
-    if not netloc:
-        raise InvalidURLError(f"URL without a host: {shown!r}")
-    hostname = netloc.rsplit(":", 1)[0].lower() if not netloc.endswith("]") else netloc
-    is_aws = hostname.endswith(".amazonaws.com")
-    if not (is_aws or "s3" in mode or hostname == _GOOGLE_HOST):
-        if {"file", "zip"} & mode:
-            word = "file" if "file" in mode else "zip"
-            raise InvalidURLError(f"storage word {word!r} cannot be used with {shown!r}")
-        return NCZarrURL(scheme, rest, mode=mode, params=params, scheme=scheme)
-    host, port = _split_host(netloc, shown)
-    if query:
-        raise InvalidURLError(f"S3 URLs take no query string: {shown!r}")
-    if is_aws:
-        if port is not None:
-            raise InvalidURLError(f"AWS S3 URLs take no port: {shown!r}")
-        return _parse_aws(host, path, mode, params, scheme, shown)
-    endpoint = f"{scheme}://{host.lower()}" + ("" if port is None else f":{port}")
-    bucket, _, key = path.removeprefix("/").partition("/")
-    return _s3(unquote(bucket), unquote(key), endpoint, None, mode, params, scheme, shown)
-
-
-def _parse_aws(
-    host: str, path: str, mode: frozenset[str], params: dict[str, str], scheme: str, shown: str
-) -> NCZarrURL:
-    if m := _AWS_PATH_HOST.match(host):
-        bucket, _, key = path.removeprefix("/").partition("/")
-        bucket = unquote(bucket)
-    elif m := _AWS_VHOST.match(host):
-        bucket, key = m.group("bucket"), path.removeprefix("/")
-    else:
-        raise InvalidURLError(f"unrecognized AWS S3 host {host!r} in {shown!r}")
-    region = m.group("region")
-    region = region.lower() if region else None
-    return _s3(bucket, unquote(key), None, region, mode, params, scheme, shown)
-
-
-def _s3(
-    bucket: str,
-    key: str,
-    endpoint: str | None,
-    region: str | None,
-    mode: frozenset[str],
-    params: dict[str, str],
-    scheme: str,
-    shown: str,
-) -> NCZarrURL:
-    if not bucket:
-        raise InvalidURLError(f"S3 URL without a bucket: {shown!r}")
-    _check_bucket(bucket, f"bucket name {bucket!r} in {shown!r}")
-    given = params.get("aws.region")
-    if region is not None and given is not None and given != region:
-        raise InvalidURLError(
-            f"region {region!r} from the host conflicts with aws.region={given!r} in {shown!r}"
-        )
-    prefix = _check_key_prefix(key, f"key {key!r} in {shown!r}")
+def _s3(place: S3Place, mode: frozenset[str], params: dict[str, str], scheme: str) -> NCZarrURL:
     return NCZarrURL(
         "s3",
-        prefix,
-        bucket=bucket,
-        endpoint=endpoint,
-        region=region,
+        place.key,
+        bucket=place.bucket,
+        endpoint=place.endpoint,
+        region=place.region,
         mode=mode,
         params=params,
         scheme=scheme,
     )
-
-
-def _split_host(netloc: str, shown: str) -> tuple[str, int | None]:
-    if not netloc:
-        raise InvalidURLError(f"URL without a host: {shown!r}")
-    if netloc.startswith("["):
-        end = netloc.find("]")
-        host, tail = netloc[: end + 1], netloc[end + 1 :]
-        if end < 0 or not _IPV6.match(host) or (tail and not tail.startswith(":")):
-            raise InvalidURLError(f"invalid host {netloc!r} in {shown!r}")
-        port_text = tail[1:] if tail else None
-    else:
-        host, colon, port_text_ = netloc.partition(":")
-        port_text = port_text_ if colon else None
-        if not _HOSTNAME.match(host):
-            raise InvalidURLError(f"invalid host {host!r} in {shown!r}")
-    return host, None if port_text is None else _check_port(port_text, shown)
-
-
-def _check_port(port_text: str, shown: str) -> int:
-    if not re.fullmatch(r"[0-9]{1,5}", port_text) or not 0 < int(port_text) < 65536:
-        raise InvalidURLError(f"invalid port {port_text!r} in {shown!r}: expected 1-65535")
-    return int(port_text)
 
 
 # ------------------------------------------------------------- validation
@@ -607,59 +448,8 @@ def _check_fsspec_path(storage: str, path: Any) -> str:
             raise InvalidURLError(f"{storage} path {path!r} does not start with a host")
         tail = netloc.rsplit("]", 1)[-1] if netloc.startswith("[") else netloc
         if ":" in tail:
-            _check_port(tail.rsplit(":", 1)[1], f"{storage}://{path}")
+            check_port(tail.rsplit(":", 1)[1], f"{storage}://{path}")
     return path
-
-
-def parse_s3_url(url: str) -> tuple[str, str]:
-    """Split ``s3://bucket/root/prefix`` into ``(bucket, root)``; ``root`` may be ``""``.
-
-    Raises :class:`InvalidURLError` naming the URL for another scheme, a missing or
-    malformed bucket name, or a root with empty, ``.`` or ``..`` segments.
-
-    >>> parse_s3_url("s3://bucket/a/b/")
-    ('bucket', 'a/b')
-    """
-    if not isinstance(url, str) or not url.startswith("s3://"):
-        raise InvalidURLError(f"not an S3 URL (expected s3://bucket/prefix): {url!r}")
-    bucket, _, root = url[len("s3://") :].partition("/")
-    if not _BUCKET.match(bucket) or ".." in bucket:
-        raise InvalidURLError(f"invalid bucket name {bucket!r} in S3 URL {url!r}")
-    try:
-        return bucket, normalize_prefix(root)
-    except InvalidKeyError as exc:
-        raise InvalidURLError(f"invalid key prefix in S3 URL {url!r}: {exc}") from None
-
-
-def _check_key_prefix(key: Any, what: str) -> str:
-    if not isinstance(key, str):
-        raise InvalidURLError(f"invalid {what}")
-    try:
-        return normalize_prefix(key.strip("/"))
-    except InvalidKeyError as exc:
-        reason = str(exc).split(": ", 1)[-1]
-        raise InvalidURLError(f"invalid {what}: {reason}") from None
-
-
-def _check_bucket(bucket: Any, what: str) -> None:
-    if not isinstance(bucket, str) or not _BUCKET.match(bucket) or ".." in bucket:
-        raise InvalidURLError(
-            f"invalid {what}: S3 buckets are 3-63 letters, digits, '.', '_' or '-', "
-            "starting and ending with a letter or digit"
-        )
-
-
-def _check_endpoint(endpoint: Any) -> None:
-    match = _SCHEME.match(endpoint) if isinstance(endpoint, str) else None
-    if match is None or match.group(1) not in ("http", "https"):
-        shown = redact(endpoint) if isinstance(endpoint, str) else endpoint
-        raise InvalidURLError(f"invalid endpoint {shown!r}: expected http(s)://host[:port]")
-    netloc = endpoint[match.end() :]
-    if "/" in netloc or "@" in netloc or "?" in netloc or "#" in netloc:
-        raise InvalidURLError(
-            f"invalid endpoint {redact(endpoint)!r}: expected http(s)://host[:port]"
-        )
-    _split_host(netloc, redact(endpoint))
 
 
 def _check_text(value: Any, what: str) -> None:

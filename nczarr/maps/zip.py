@@ -52,13 +52,11 @@ Deflate64).
 from __future__ import annotations
 
 import contextlib
-import lzma
 import os
 import stat
 import struct
 import threading
 import zipfile
-import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -67,18 +65,16 @@ import zipfile_deflate64  # noqa: F401  (registers Deflate64, method 9, with zip
 
 from ..errors import (
     InvalidModeError,
-    NCZarrError,
     ObjectExistsError,
     StorageError,
     StorageNotFoundError,
-    UnsupportedError,
     raise_os_error,
 )
 from ..keys import KeyIndex, normalize_key
 from .base import ZMap
 from .file import local_path
+from .location import Location
 from .ziparchive import (
-    READ_BLOCK,
     WRITE_METHODS,
     ZIP_LAYOUTS,
     check_member,
@@ -86,15 +82,13 @@ from .ziparchive import (
     identity,
     open_regular,
 )
-from .zipcodec import BOUNDED_DECODERS
 from .zipcommit import ArchiveCommits
+from .zipmember import data_offset, pread, read_member
 
 __all__ = ["ZIP_LAYOUTS", "ZipMap", "detect_layout"]
 
 #: Pending bytes above which writes move from memory to the staging archive.
 AUTOFLUSH_BYTES = 64 * 2**20
-
-_LOCAL_HEADER = struct.Struct("<4s5H3L2H")
 
 
 class ZipMap(ArchiveCommits, ZMap):
@@ -114,6 +108,11 @@ class ZipMap(ArchiveCommits, ZMap):
         Method for members written: ``zipfile.ZIP_STORED`` (default, like netcdf-c
         and zarr), ``ZIP_DEFLATED``, ``ZIP_BZIP2`` or ``ZIP_LZMA``.
     """
+
+    kind = "a zip archive"
+    #: Reads serialize on one lock and writes are buffered in memory: threads buy no
+    #: overlap (zarr's own ZipStore is called inline too).
+    blocking_io = False
 
     def __init__(
         self,
@@ -296,6 +295,10 @@ class ZipMap(ArchiveCommits, ZMap):
         """Name of the top-level folder holding the keys (``""`` for the root layout)."""
         return self._prefix.rstrip("/")
 
+    def location(self) -> Location:
+        """The archive's path on this machine."""
+        return Location("local", self._path)
+
     def _describe(self) -> tuple[str, dict[str, Any]]:
         options: dict[str, Any] = {}
         if self._layout_option is not None:
@@ -319,84 +322,14 @@ class ZipMap(ArchiveCommits, ZMap):
             return self._read_member(key, self._live_info(key), None)
 
     def _read_member(self, key: str, info: zipfile.ZipInfo, cap: int | None) -> bytes:
-        """The content of member ``info`` (its first ``cap`` bytes when ``cap`` is given),
-        never inflating more than that; corruption is a StorageError naming the key."""
-        reader = self._require_reader()
-        where = f"{key!r} from {self._path!r}"
-        if info.flag_bits & 0x1:
-            raise UnsupportedError(f"cannot read {where}: the member is encrypted")
-        size = info.file_size if cap is None else min(cap, info.file_size)
-        method = info.compress_type
-        try:
-            if method == zipfile.ZIP_STORED:
-                if info.compress_size != info.file_size:
-                    raise StorageError(
-                        f"cannot read {where}: corrupt member (stored with "
-                        f"{info.compress_size} bytes for {info.file_size})"
-                    )
-                data = self._pread(self._data_offset(key, info, reader.fp), size)
-            elif method in BOUNDED_DECODERS:
-                raw = self._pread(self._data_offset(key, info, reader.fp), info.compress_size)
-                # One byte more than declared shows a member inflating beyond its size.
-                want = size + 1 if size == info.file_size else size
-                data = BOUNDED_DECODERS[method](raw, want)
-            else:
-                data = self._read_streaming(info, size)
-        except NCZarrError:
-            raise
-        except (zlib.error, lzma.LZMAError, EOFError, ValueError, zipfile.BadZipFile) as exc:
-            raise StorageError(f"cannot read {where}: corrupt member ({exc})") from exc
-        except NotImplementedError as exc:
-            raise UnsupportedError(f"cannot read {where}: {exc}") from exc
-        except RuntimeError as exc:  # e.g. encryption zipfile refuses
-            raise UnsupportedError(f"cannot read {where}: {exc}") from exc
-        except OSError as exc:
-            if exc.errno is None:
-                # bz2 reports corrupt streams as a bare OSError ("Invalid data stream")
-                raise StorageError(f"cannot read {where}: corrupt member ({exc})") from exc
-            raise_os_error(exc, f"{key!r} in {self._path!r}")
-        if len(data) > info.file_size:
-            raise StorageError(
-                f"cannot read {where}: corrupt member (it inflates beyond its declared "
-                f"size of {info.file_size} bytes)"
-            )
-        if len(data) < size:
-            raise StorageError(
-                f"cannot read {where}: corrupt member (it ends after {len(data)} of {size} bytes)"
-            )
-        if size == info.file_size and zlib.crc32(data) != info.CRC:
-            raise StorageError(
-                f"cannot read {where}: corrupt member (Bad CRC-32 for file {info.filename!r})"
-            )
-        return data[:size] if len(data) > size else data
-
-    def _read_streaming(self, info: zipfile.ZipInfo, size: int) -> bytes:
-        """Methods decoded by zipfile only (Deflate64): read in blocks up to ``size``."""
-        reader = self._require_reader()
-        chunks = []
-        left = size + 1
-        with reader.open(info) as f:
-            while left > 0 and (block := f.read(min(left, READ_BLOCK))):
-                chunks.append(block)
-                left -= len(block)
-        return b"".join(chunks)
+        """The content of member ``info`` (at most ``cap`` bytes), see :func:`read_member`."""
+        return read_member(self._require_reader(), key, info, cap, self._path, self._offsets)
 
     def _pread(self, offset: int, size: int) -> bytes:
-        """``size`` bytes at ``offset`` of the open archive (``os.pread`` where present,
-        else ``seek`` + ``read`` on the reader's file, under the map's lock)."""
-        f = self._require_reader().fp
-        pread = getattr(os, "pread", None)
-        if pread is None:
-            f.seek(offset)  # type: ignore[union-attr]
-            return f.read(size)  # type: ignore[union-attr]
-        fd = f.fileno()  # type: ignore[union-attr]
-        data = pread(fd, size, offset)
-        while len(data) < size:  # pread may stop short (e.g. above 2 GiB)
-            more = pread(fd, size - len(data), offset + len(data))
-            if not more:
-                break
-            data += more
-        return data
+        return pread(self._require_reader().fp, offset, size)
+
+    def _data_offset(self, key: str, info: zipfile.ZipInfo, f: Any) -> int:
+        return data_offset(f, key, info, self._path, self._offsets)
 
     def _live_info(self, key: str) -> zipfile.ZipInfo:
         if key in self._deleted:
@@ -527,19 +460,6 @@ class ZipMap(ArchiveCommits, ZMap):
                 return self._pread(offset + first, last - first)
             except OSError as exc:
                 raise_os_error(exc, f"{nkey!r} in {self._path!r}")
-
-    def _data_offset(self, key: str, info: zipfile.ZipInfo, f: Any) -> int:
-        offset = self._offsets.get(key)
-        if offset is None:
-            header = self._pread(info.header_offset, _LOCAL_HEADER.size)
-            fields = _LOCAL_HEADER.unpack(header) if len(header) == _LOCAL_HEADER.size else None
-            if fields is None or fields[0] != b"PK\x03\x04":
-                raise StorageError(
-                    f"cannot read {key!r} from {self._path!r}: bad local file header"
-                )
-            offset = info.header_offset + _LOCAL_HEADER.size + fields[9] + fields[10]
-            self._offsets[key] = offset
-        return offset
 
     def clear(self) -> None:
         """Delete every key (applied to the archive on the next flush)."""

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..errors import MetadataError, ReadOnlyError, StorageError, StorageNotFoundError
 from ..keys import normalize_key
-from ..maps.base import ZMap
+from ..maps.base import NOT_SUPPORTED, NotSupportedType, ZMap
 from ..translate.detect import FormatInfo
 from ..translate.model import Dataset
 from .layout import SourceArray
@@ -312,10 +312,11 @@ class NetCDFFileMap(ZMap):
             )
         return {k: out[k] for k in wanted if k in out}
 
-    def copy_chunk_to(self, dst: Any, key: str) -> int:
-        """Write chunk ``key`` into the directory map ``dst`` (a FileMap) and return its
-        size: a kernel-side copy of its byte range of a local file (no Python
-        ``bytes``), else ``dst[key] = self[key]``. Created in place, not atomically
+    def copy_chunk_to(self, dst: ZMap, key: str) -> int | NotSupportedType:
+        """Write chunk ``key`` into ``dst`` and return its size: a kernel-side copy of
+        its byte range of a local file (no Python ``bytes``) where ``dst`` can make one
+        (:meth:`ZMap.copy_range`), else :data:`NOT_SUPPORTED` (the caller copies the
+        bytes). Created in place, not atomically
         (see ``FileMap.copy_file``: a convert writes no metadata before every chunk).
 
         Raises
@@ -329,11 +330,11 @@ class NetCDFFileMap(ZMap):
         array, rest = found
         ref = array.chunks[rest]
         if ref.reencode or not isinstance(self._io, _Local):
-            data = self._read_chunk(array, rest)
-            dst[key] = data
-            return len(data)
+            return NOT_SUPPORTED  # bytes through Python: the caller copies
         tail = array.fill * (ref.pad // max(1, len(array.fill)))
         written = dst.copy_range(self._io.fd, ref.offset, ref.length, key, tail=tail, atomic=False)
+        if written is NOT_SUPPORTED:
+            return NOT_SUPPORTED
         if written != ref.length + len(tail):
             raise StorageError(
                 f"{self.url}: variable {'/' + array.path!r} chunk {rest!r}: the file ends "

@@ -74,7 +74,7 @@ def ncproperties(dataset: Dataset) -> str:
     attr = dataset.root.attributes.get(NCPROPERTIES)
     if attr is not None and isinstance(attr.value, str) and attr.value:
         return attr.value
-    from .. import __version__
+    from .._version import __version__
 
     return _NCPROPERTIES_TEMPLATE.format(nczarr=NCZARR_FORMAT_VERSION, version=__version__)
 

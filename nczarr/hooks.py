@@ -1,0 +1,25 @@
+"""Implementations an upper floor lends to a lower one, so that imports go one way.
+
+A module low in the floors of docs/architecture.md sometimes needs a service that
+only an upper one can give. It asks here; the package (``nczarr/__init__.py``, the
+top) installs the implementation, so the low module names no upper module.
+
+``shard_opener``
+    ``await shard_opener(zmap, path)`` opens the sharded Zarr v3 array at ``path`` of
+    a map for reading (a zarr-python ``AsyncArray``). Used by
+    :class:`nczarr.reencode.ChunkRecoder`; provided by
+    :func:`nczarr.integrations.zarr_store.open_sharded` (zarr-python over the map's
+    zarr adapter).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+__all__ = ["ShardOpener", "shard_opener"]
+
+ShardOpener = Callable[[Any, str], Awaitable[Any]]
+
+#: Installed by ``nczarr/__init__.py``; None until then.
+shard_opener: ShardOpener | None = None

@@ -1,0 +1,79 @@
+"""File-to-file copies by the kernel where the platform can (``copy_file_range``,
+``sendfile``), a read/write loop where it cannot: what a directory map's chunk copies
+(:meth:`nczarr.maps.file.FileMap.copy_file`) and writes use. The OS functions are
+looked up at each call, so each fallback runs (and is tested) everywhere."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+__all__ = ["copy_fd", "write_all"]
+
+
+def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+    """``os.write`` until all of ``data`` is written (a write may be short)."""
+    view = memoryview(data).cast("B")
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def copy_fd(fd_in: int, fd_out: int, size: int) -> int:
+    """Copy the first ``size`` bytes of ``fd_in`` (fewer if it ends sooner) to ``fd_out``
+    from their current offsets, kernel-side where the platform can.
+
+    ``size`` comes from ``fstat`` of the open file, so no final zero-length call is
+    needed to find the end. Returns the bytes copied.
+    """
+    total = 0
+    # Linux has both, macOS sendfile only to sockets, Windows none.
+    for name in ("copy_file_range", "sendfile"):
+        if not hasattr(os, name):
+            continue
+        kernel_copy = _copy_file_range if name == "copy_file_range" else _sendfile
+        try:
+            while total < size and (n := kernel_copy(fd_in, fd_out, size - total)):
+                total += n
+            return total
+        except OSError as exc:  # EXDEV on older kernels, ENOSYS, EINVAL: next method
+            if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+                raise
+    while total < size and (block := os.read(fd_in, min(size - total, 1 << 20))):
+        write_all(fd_out, block)
+        total += len(block)
+    return total
+
+
+def copy_range(fd_in: int, fd_out: int, offset: int, size: int) -> int:
+    """Copy ``size`` bytes of ``fd_in`` from ``offset`` (fewer if it ends sooner) to
+    ``fd_out``, leaving ``fd_in``'s position alone (threads share it)."""
+    total = 0
+    if hasattr(os, "copy_file_range"):
+        try:
+            while total < size and (
+                n := os.copy_file_range(fd_in, fd_out, size - total, offset + total)
+            ):
+                total += n
+            return total
+        except OSError as exc:
+            if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+                raise
+    while total < size:
+        if hasattr(os, "pread"):
+            block = os.pread(fd_in, min(size - total, 1 << 20), offset + total)
+        else:  # pragma: no cover - Windows
+            os.lseek(fd_in, offset + total, os.SEEK_SET)
+            block = os.read(fd_in, min(size - total, 1 << 20))
+        if not block:
+            break
+        write_all(fd_out, block)
+        total += len(block)
+    return total
+
+
+def _copy_file_range(fd_in: int, fd_out: int, count: int) -> int:
+    return os.copy_file_range(fd_in, fd_out, count)
+
+
+def _sendfile(fd_in: int, fd_out: int, count: int) -> int:
+    return os.sendfile(fd_out, fd_in, None, count)
