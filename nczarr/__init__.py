@@ -70,7 +70,16 @@ async def _open_sharded(zmap: Any, path: str) -> Any:
     return await open_sharded(zmap, path)
 
 
+def _open_file_source(url: Any, mode: str, storage_options: dict[str, Any]) -> Any:
+    """The file-source opener lent to :func:`nczarr.maps.open.open_map`
+    (:mod:`nczarr.hooks`): netCDF files (:mod:`nczarr.ncfile`)."""
+    from .ncfile.source import open_file_source
+
+    return open_file_source(url, mode, storage_options)
+
+
 _hooks.shard_opener = _open_sharded
+_hooks.file_source = _open_file_source
 
 _LAZY = {
     # maps

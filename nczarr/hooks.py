@@ -10,6 +10,12 @@ top) installs the implementation, so the low module names no upper module.
     :class:`nczarr.reencode.ChunkRecoder`; provided by
     :func:`nczarr.integrations.zarr_store.open_sharded` (zarr-python over the map's
     zarr adapter).
+
+``file_source``
+    ``file_source(url, mode, storage_options)`` opens a URL that names a file holding
+    a whole dataset (a netCDF ``.nc`` file) as a read-only map, or returns None when
+    it names no such file. Used by :func:`nczarr.maps.open.open_map` before it picks a
+    storage backend; provided by :func:`nczarr.ncfile.source.open_file_source`.
 """
 
 from __future__ import annotations
@@ -17,9 +23,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-__all__ = ["ShardOpener", "shard_opener"]
+__all__ = ["FileSourceOpener", "ShardOpener", "file_source", "shard_opener"]
 
 ShardOpener = Callable[[Any, str], Awaitable[Any]]
 
 #: Installed by ``nczarr/__init__.py``; None until then.
 shard_opener: ShardOpener | None = None
+
+FileSourceOpener = Callable[[Any, str, dict[str, Any]], Any]
+
+#: Installed by ``nczarr/__init__.py``; None until then (no file sources).
+file_source: FileSourceOpener | None = None

@@ -248,13 +248,15 @@ def f(m):
 #: (one set) do not import each other.
 FLOORS: list[set[str]] = [
     {"errors", "_version", "hooks"},
-    {"keys"},
+    {"keys", "inflate"},
     {"maps"},  # storage ...
     {"translate"},  # ... and translation do not import each other (checked below)
+    {"ncfile"},  # netCDF files as read-only sources (a map and its model)
     {"load", "reencode"},
     {"readthrough", "diagnosis"},
     {"conversion", "integrations"},
     {"cli"},
+    {"__main__"},
 ]
 #: Pairs on distinct floors that must not import each other in either direction.
 APART = {frozenset({"maps", "translate"}), frozenset({"conversion", "integrations"})}

@@ -26,6 +26,8 @@ from typing import Any
 from ..errors import MetadataError, ReadOnlyError, StorageError, StorageNotFoundError
 from ..keys import normalize_key
 from ..maps.base import NOT_SUPPORTED, NotSupportedType, ZMap
+from ..maps.open import probe_local
+from ..maps.url import NCZarrURL
 from ..translate.detect import FormatInfo
 from ..translate.model import Dataset
 from .layout import SourceArray
@@ -417,3 +419,35 @@ def _hdf5_at_start(head: bytes, io: Any) -> bool:
             return True
         offset *= 2
     return False
+
+
+def open_file_source(url: NCZarrURL, mode: str, storage_options: dict[str, Any]) -> ZMap | None:
+    """A netCDF file source when the URL names one, else None (:data:`nczarr.hooks.file_source`).
+
+    Local: a regular file with netCDF-3 or HDF5 magic. Remote: a key with a netCDF
+    suffix (``.nc``, ``.nc4``, ``.h5`` ...), no NCZarr/Zarr mode words in the fragment,
+    that exists as an object (a store named ``x.nc`` is still opened as a store).
+    """
+    if url.storage in ("file", "zip"):
+        if url.storage == "zip" or mode != "r" or probe_local(url.path) != "other":
+            return None
+        with open(url.path, "rb") as f:
+            head = f.read(8)
+        return NetCDFFileMap(url.path, mode, **storage_options) if is_netcdf_header(head) else None
+    if mode != "r" or not has_netcdf_suffix(url.path) or url.mode & {"nczarr", "zarr"}:
+        return None
+    options = dict(storage_options)
+    if url.storage == "s3":
+        location = f"s3://{url.bucket}/{url.path}"
+        if url.endpoint is not None:
+            options.setdefault("endpoint_url", url.endpoint)
+        if url.profile is not None:
+            options.setdefault("profile", url.profile)
+        if url.region is not None:
+            options.setdefault("client_kwargs", {"region_name": url.region})
+    else:
+        location = url.fsspec_url
+    try:
+        return NetCDFFileMap(location, mode, **options)
+    except StorageNotFoundError:
+        return None
