@@ -521,6 +521,25 @@ class ZipMap(ArchiveCommits, ZMap):
             except OSError as exc:
                 raise_os_error(exc, f"{nkey!r} in {self._path!r}")
 
+    def stored_range(self, key: str) -> tuple[int, int] | None:
+        """``(offset, length)`` of member ``key``'s bytes in the archive file when it is
+        stored uncompressed and unencrypted (a reader can range into it), else None.
+
+        Raises KeyError when ``key`` is not a committed member.
+        """
+        nkey = normalize_key(key)
+        with self._lock:
+            if nkey in self._pending:
+                return None
+            info = self._live_info(nkey)
+            if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
+                return None
+            try:
+                offset = self._data_offset(nkey, info, self._require_reader().fp)
+            except OSError as exc:
+                raise_os_error(exc, f"{nkey!r} in {self._path!r}")
+            return offset, info.file_size
+
     def _data_offset(self, key: str, info: zipfile.ZipInfo, f: Any) -> int:
         offset = self._offsets.get(key)
         if offset is None:
