@@ -41,7 +41,9 @@ READER = textwrap.dedent(
     if how == "xarray":
         options = {"fo": fo}
         if remote:
-            options.update(remote_protocol="s3", remote_options=remote)
+            options.update(
+                remote_protocol="s3", remote_options={**remote, "asynchronous": True}
+            )
         for g in groups:
             ds = xr.open_dataset("reference://" + g, engine="zarr",
                                  backend_kwargs={"consolidated": False, "storage_options": options})
@@ -77,7 +79,10 @@ def read_refs(
 
 
 def floats(values: Any) -> list:
-    return [None if v != v else v for v in np.ma.filled(np.ma.asarray(values, dtype=float), np.nan).ravel().tolist()]
+    return [
+        None if v != v else v
+        for v in np.ma.filled(np.ma.asarray(values, dtype=float), np.nan).ravel().tolist()
+    ]
 
 
 def netcdf_values(url: str, masked: bool) -> dict[str, list]:
@@ -185,7 +190,9 @@ def test_zarr_python_store(tmp_path: Path, zarr_format: int) -> None:
         {"a": (("x", "y"), np.arange(24, dtype="i4").reshape(4, 6))},
         coords={"x": np.arange(4.0)},
     )
-    ds.to_zarr(store, zarr_format=zarr_format, encoding={"a": {"chunks": (2, 3)}}, consolidated=False)
+    ds.to_zarr(
+        store, zarr_format=zarr_format, encoding={"a": {"chunks": (2, 3)}}, consolidated=False
+    )
     before = tree_hash(store)
     refs = nczarr.references(str(store))
     chunks = chunk_entries(refs, nczarr.view(str(store)).metadata)
@@ -245,7 +252,9 @@ def test_deflated_zip_members_are_inlined_loudly(tmp_path: Path) -> None:
     url = make_nczarr(directory)
     archive = tmp_path / "deflated.zip"
     zip_dir(directory, archive, zipfile.ZIP_DEFLATED)
-    with pytest.warns(nczarr.NCZarrWarning, match=r"array /t cannot be referenced \(stored compressed"):
+    with pytest.warns(
+        nczarr.NCZarrWarning, match=r"array /t cannot be referenced \(stored compressed"
+    ):
         refs = nczarr.references(str(archive))
     chunks = chunk_entries(refs, nczarr.view(str(archive)).metadata)
     assert chunks and all(isinstance(v, str) and v.startswith("base64:") for v in chunks.values())
@@ -305,7 +314,9 @@ def test_s3_source(tmp_path: Path, s3_endpoint: str, s3_bucket: str, s3_client: 
     url = make_nczarr(store)
     for p in sorted(store.rglob("*")):
         if p.is_file():
-            s3_client.put_object(Bucket=s3_bucket, Key=f"st/{p.relative_to(store).as_posix()}", Body=p.read_bytes())
+            s3_client.put_object(
+                Bucket=s3_bucket, Key=f"st/{p.relative_to(store).as_posix()}", Body=p.read_bytes()
+            )
     listing = lambda: sorted(  # noqa: E731
         (o["Key"], o["ETag"]) for o in s3_client.list_objects_v2(Bucket=s3_bucket)["Contents"]
     )
@@ -334,7 +345,9 @@ def test_cli_refs_writes_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "reference set" in capsys.readouterr().out
 
 
-def test_cli_refuses_output_inside_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_refuses_output_inside_source(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     store = tmp_path / "src.zarr"
     make_nczarr(store)
     before = tree_hash(store)
