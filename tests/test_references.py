@@ -25,8 +25,7 @@ import nczarr
 from nczarr.cli.main import main as cli_main
 from nczarr.errors import UnsupportedError
 
-sys.path.insert(0, str(Path(__file__).parent))
-from ncoracle import extract_fixture  # noqa: E402
+from .ncoracle import extract_fixture
 
 # The reading process: fsspec + xarray or zarr 3, never nczarr. It prints
 # {"path": [values as floats, NaN for masked]} for the numeric arrays it finds.
@@ -56,7 +55,8 @@ READER = textwrap.dedent(
             kw = {"remote_protocol": "s3", "remote_options": {**remote, "asynchronous": True}}
         fs = fsspec.filesystem("reference", fo=fo, asynchronous=True, **kw)
         for g in groups:  # a group opens as FsspecStore(fs, path=g)
-            group = zarr.open_group(store=zarr.storage.FsspecStore(fs, read_only=True, path=g), mode="r")
+            store = zarr.storage.FsspecStore(fs, read_only=True, path=g)
+            group = zarr.open_group(store=store, mode="r")
             for name, arr in group.arrays():
                 if arr.dtype.kind in "iuf":
                     out[(g + "/" + name).strip("/")] = floats(arr[...])
