@@ -182,6 +182,24 @@ def test_current_netcdf_c_fixture(tmp_path: Path) -> None:
     assert tree_hash(store) == before
 
 
+@pytest.mark.parametrize(
+    ("fixture", "groups"),
+    [("ref_oldkeys.file.zip", ("",)), ("ref_oldformat_v2attrs.zip", ("", "g1"))],
+)
+def test_legacy_netcdf_c_stores(tmp_path: Path, fixture: str, groups: tuple[str, ...]) -> None:
+    """Older netcdf-c layouts (pre-4.8.1 keys, old attribute form): translated metadata,
+    chunks pointing at the source's own files, values as netCDF4 reads the source."""
+    store = extract_fixture(fixture, tmp_path)
+    before = tree_hash(store)
+    refs = nczarr.references(str(store))
+    chunks = chunk_entries(refs, nczarr.view(str(store)).metadata)
+    assert chunks and all(v == [str(store / k)] for k, v in chunks.items())
+    fo = write_refs(tmp_path, refs)
+    url = f"file://{store}#mode=nczarr,file"
+    assert read_refs(fo, "zarr", groups) == netcdf_values(url, masked=False)
+    assert tree_hash(store) == before
+
+
 # ---------------------------------------------------------------- zarr-python sources
 @pytest.mark.parametrize("zarr_format", [2, 3])
 def test_zarr_python_store(tmp_path: Path, zarr_format: int) -> None:
