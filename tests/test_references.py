@@ -349,6 +349,33 @@ def test_s3_source(tmp_path: Path, s3_endpoint: str, s3_bucket: str, s3_client: 
     assert listing() == before
 
 
+@pytest.mark.parametrize("folder", ["", "src/"])
+def test_zip_on_s3_source(
+    tmp_path: Path, s3_endpoint: str, s3_bucket: str, s3_client: Any, folder: str
+) -> None:
+    """A zip archive on S3 (``zip::s3://``): stored members are byte ranges of the
+    archive object."""
+    directory = tmp_path / "dir.zarr"
+    url = make_nczarr(directory)
+    archive = tmp_path / "src.zip"
+    zip_dir(directory, archive, zipfile.ZIP_STORED, folder)
+    s3_client.put_object(Bucket=s3_bucket, Key="a/src.zip", Body=archive.read_bytes())
+    refs = nczarr.references(
+        f"zip::s3://{s3_bucket}/a/src.zip", storage_options={"endpoint_url": s3_endpoint}
+    )
+    chunks = chunk_entries(refs, nczarr.view(str(archive)).metadata)
+    raw = archive.read_bytes()
+    assert chunks
+    for key, entry in chunks.items():
+        assert entry[0] == f"s3://{s3_bucket}/a/src.zip" and len(entry) == 3
+        assert raw[entry[1] : entry[1] + entry[2]] == (directory / key).read_bytes()
+    fo = write_refs(tmp_path, refs)
+    remote = {"endpoint_url": s3_endpoint}
+    assert read_refs(fo, "zarr", ("", "g"), remote=remote) == netcdf_values(url, masked=False)
+    body = s3_client.get_object(Bucket=s3_bucket, Key="a/src.zip")["Body"].read()
+    assert body == raw
+
+
 # ---------------------------------------------------------------- CLI
 def test_cli_refs_writes_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = tmp_path / "src.zarr"

@@ -6,8 +6,8 @@ exactly those :func:`nczarr.view` shows (the translated metadata, as text), and 
 chunk entry points into the source's own objects, so nothing is copied:
 
 * a directory tree or an fsspec/S3 store: ``[url]``, the whole object;
-* a zip archive: ``[zip_path, offset, length]``, the bytes of a member stored
-  uncompressed (what netcdf-c and zarr-python write).
+* a zip archive (local, or ``zip::s3://...``): ``[zip, offset, length]``, the bytes of
+  a member stored uncompressed (what netcdf-c and zarr-python write).
 
 What cannot be pointed at is copied into the set as ``"base64:..."`` ("inlined") only
 within a budget, and never silently:
@@ -36,7 +36,6 @@ from typing import Any, Literal
 
 from ..errors import UnsupportedError, warn_all
 from ..maps.base import ZMap
-from ..maps.chained import ChainedZipMap
 from ..maps.file import FileMap
 from ..maps.fsspec import FsspecMap
 from ..maps.zip import ZipMap
@@ -59,9 +58,10 @@ def chunk_location(source: ZMap, key: str) -> Location | None:
     """Where the bytes of ``source[key]`` lie, for a reader without nczarr.
 
     ``(url,)``: the whole object at ``url``; ``(url, offset, length)``: that byte range
-    of ``url``; ``None``: nowhere a reader can range into (a compressed zip member, a
-    zip behind a chained URL). A map with a ``chunk_location(key)`` method answers for
-    itself (the hook for sources other than the maps below).
+    of ``url``; ``None``: nowhere a reader can range into (a compressed zip member).
+    A map with a ``chunk_location(key)`` method answers for itself
+    (:class:`~nczarr.maps.chained.ChainedZipMap`, and the hook for other sources such
+    as netCDF files' byte ranges).
     """
     own = getattr(source, "chunk_location", None)
     if callable(own):
@@ -71,8 +71,6 @@ def chunk_location(source: ZMap, key: str) -> Location | None:
     if isinstance(source, ZipMap):
         span = source.stored_range(key)
         return None if span is None else (source.path, span[0], span[1])
-    if isinstance(source, ChainedZipMap):
-        return None
     if isinstance(source, FsspecMap):
         protocols = source.fs.protocol
         protocols = {protocols} if isinstance(protocols, str) else set(protocols)
