@@ -400,3 +400,20 @@ def test_cli_refuses_output_inside_source(
     assert "overlap" in capsys.readouterr().err
     assert tree_hash(store) == before
     assert not os.path.exists(store / "refs.json")
+
+
+def test_cli_refs_announces_inlined_arrays(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    directory = tmp_path / "dir.zarr"
+    make_nczarr(directory)
+    archive = tmp_path / "deflated.zip"
+    zip_dir(directory, archive, zipfile.ZIP_DEFLATED)
+    out = tmp_path / "out.json"
+    assert cli_main(["refs", str(archive), str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "nczarr: warning: array /t cannot be referenced (stored compressed" in err
+    assert cli_main(["refs", str(archive), str(out), "--exclude", "t", "--exclude", "g"]) == 0
+    refs = json.loads(out.read_text())["refs"]
+    assert not any(k.startswith(("t/", "g/")) for k in refs)
+    assert "left out by include/exclude" in capsys.readouterr().err
