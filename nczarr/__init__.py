@@ -1,16 +1,40 @@
 """nczarr: make netCDF's Zarr dialect (NCZarr) and pure Zarr interchangeable.
 
-Three layers:
+Reading, on every layout (NCZarr as netcdf-c 4.8, 4.9 and 4.10 write it, pure Zarr
+v2 and v3):
 
-* :mod:`nczarr.maps`: storage maps (directory, zip, S3, memory, any fsspec
-  filesystem) behind one ``MutableMapping[str, bytes]`` contract with ``search``;
-  :func:`open_map` opens one from a netCDF-style URL, :class:`ZarrStore` lets
-  zarr-python do I/O over any map.
-* :mod:`nczarr.translate`: every NCZarr and Zarr layout read into one netCDF-4 model
-  (:func:`read`, :func:`detect`), and written back as current NCZarr or pure Zarr
-  (:func:`nczarr.translate.write`, :func:`view`).
-* conversion: :func:`convert` and :func:`migrate`.
+* :func:`read` loads a store into one netCDF-4 model (:class:`Dataset`, :class:`Group`,
+  :class:`Dimension`, :class:`Variable`, :class:`Attribute`); :func:`detect` names
+  its layout (:class:`FormatInfo`).
+* :func:`view` shows a store translated into current NCZarr or pure Zarr without
+  copying anything; :func:`open_zarr` opens a store (or a view) as a zarr-python group.
+* The xarray engine ``engine="nczarr"`` (``xr.open_dataset``, ``xr.open_datatree``)
+  shows a store as xarray's netcdf4 engine shows it through libnetcdf.
 
+Writing:
+
+* :func:`convert` copies a dataset into NCZarr or pure Zarr (v2 or v3), chunk bytes
+  verbatim where readers decode them alike, and returns a :class:`ConvertReport`.
+* :func:`migrate` upgrades an old NCZarr store's metadata in place.
+* :func:`to_nczarr` writes an ``xr.Dataset`` or ``xr.DataTree`` as NCZarr.
+
+Diagnosis: :func:`check` says what each reader (netcdf-c, zarr-python, xarray) would
+get wrong with a store, and the fix (:class:`CheckReport`).
+
+Storage: every backend is a :class:`ZMap` (a ``MutableMapping[str, bytes]`` with
+``search``): :class:`FileMap`, :class:`ZipMap`, :class:`S3Map`, :class:`MemoryMap`,
+:class:`FsspecMap`; :func:`open_map` opens one from a netCDF-style URL
+(:func:`parse_url`, :class:`NCZarrURL`); :func:`normalize_key` checks a key;
+:class:`ZarrStore` lets zarr-python do its I/O through any map.
+
+Errors derive from :class:`NCZarrError` and the builtin you would catch
+(:class:`InvalidKeyError`, :class:`InvalidURLError`, :class:`InvalidModeError`,
+:class:`MetadataError`, :class:`DimensionConflictError`, :class:`ObjectExistsError`,
+:class:`TargetExistsError`, :class:`ReadOnlyError`, :class:`StoragePermissionError`,
+:class:`StorageNotFoundError`, :class:`StorageError`, :class:`UnsupportedError`,
+:class:`UnsupportedTypeError`); anything lossy is announced as :class:`NCZarrWarning`.
+
+The command line is ``nczarr`` (or ``python -m nczarr``); see ``nczarr --help``.
 Names are imported lazily so that ``import nczarr`` stays cheap.
 """
 

@@ -73,7 +73,8 @@ class CheckReport:
 
     def summary(self) -> str:
         """The report as text: one block per reader, each finding with its fix."""
-        lines = [f"{self.url}: {self.info.layout} (Zarr v{self.info.zarr_format})"]
+        shown = "netCDF file" if self.info.format == "netcdf" else f"Zarr v{self.info.zarr_format}"
+        lines = [f"{self.url}: {self.info.layout} ({shown})"]
         for reader in READERS:
             found = self.for_reader(reader)
             note = "" if reader in self.readers else " (note: not judged)"
@@ -104,6 +105,10 @@ class _AsStored(ZMap):
         if key == ZMETADATA:
             raise KeyError(key)
         return self._trimmed(key, self._source[key])
+
+    def declared_size(self, key: str) -> int | None:
+        """The source's declared size (hidden ``.zmetadata``: None)."""
+        return None if key == ZMETADATA else self._source.declared_size(key)
 
     def getitems_capped(self, keys: Iterable[str], cap: int) -> dict[str, bytes]:
         """The source's capped reads (the metadata size limit holds here too), trimmed."""
@@ -149,8 +154,8 @@ def _split_trailing(data: bytes) -> tuple[bytes, int]:
     try:
         text = data.decode("utf-8")
         _, end = json.JSONDecoder().raw_decode(text.lstrip())
-    except (UnicodeDecodeError, ValueError):
-        return data, 0
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return data, 0  # not a document followed by bytes: parse_json names what is wrong
     end += len(text) - len(text.lstrip())
     rest = text[end:]
     if not rest.strip():
@@ -188,6 +193,28 @@ def default_readers(info: FormatInfo) -> tuple[str, ...]:
 def _squeeze(name: str) -> str:
     """A reader name compared without case, spaces or dashes (``netcdf-c-4.9``)."""
     return "".join(c for c in name.lower() if c not in " -_")
+
+
+def _netcdf_file_findings() -> tuple[Finding, ...]:
+    """A netCDF file is no Zarr store: what the Zarr readers do with it."""
+    from .translate.compat import XARRAY, ZARR_PYTHON
+
+    return (
+        Finding(
+            ZARR_PYTHON,
+            "refuses",
+            "/",
+            "a netCDF file, not a Zarr store",
+            "nczarr convert URL OUT --mode zarr",
+        ),
+        Finding(
+            XARRAY,
+            "refuses",
+            "/",
+            "a netCDF file: xarray's zarr engine does not open it (its netCDF engines do)",
+            "nczarr convert URL OUT --mode zarr",
+        ),
+    )
 
 
 def check(
@@ -232,9 +259,18 @@ def check(
 
         zmap, owned = open_map(os.fspath(src), mode="r", **(storage_options or {})), True
     try:
+        from .ncfile.source import NetCDFFileMap
+
+        if isinstance(zmap, NetCDFFileMap):  # a .nc file: netcdf-c reads it, Zarr readers do not
+            return CheckReport(zmap.url, zmap.format_info(), _netcdf_file_findings())
         stored = _AsStored(zmap)
         meta = load_metadata(stored, warnings=[])  # not UTF-8: a finding, not an error
         consolidated = None
+        declared = zmap.declared_size(ZMETADATA)
+        if declared is not None and declared > MAX_METADATA_SIZE:
+            raise MetadataError(
+                f"{zmap.url}: {ZMETADATA} declares {declared} bytes, more than {MAX_METADATA_SIZE}"
+            )
         raw = zmap.getitems_capped([ZMETADATA], MAX_METADATA_SIZE + 1).get(ZMETADATA)
         if raw is not None and len(raw) > MAX_METADATA_SIZE:
             raise MetadataError(f"{zmap.url}: {ZMETADATA} is larger than {MAX_METADATA_SIZE} bytes")

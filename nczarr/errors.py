@@ -24,6 +24,7 @@ __all__ = [
     "StorageNotFoundError",
     "StorageError",
     "MetadataError",
+    "CorruptChunkError",
     "DimensionConflictError",
     "UnsupportedError",
     "TargetExistsError",
@@ -77,6 +78,12 @@ class StorageError(NCZarrError, OSError):
 
 class MetadataError(NCZarrError, ValueError):
     """Stored metadata is malformed; the message names the key and what is wrong."""
+
+
+class CorruptChunkError(NCZarrError, ValueError):
+    """A chunk (or shard) object cannot be decoded as its array declares: truncated,
+    damaged, a shard index pointing outside its object, or inflating past the chunk's
+    declared size; the message names the store, the array and the chunk."""
 
 
 class DimensionConflictError(MetadataError):

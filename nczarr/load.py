@@ -52,7 +52,16 @@ MAX_METADATA_SIZE = 64 * 2**20
 
 
 def _fetch(zmap: ZMap, keys: Iterable[str], limit: int) -> dict[str, bytes]:
-    """Metadata objects, none read (or inflated) beyond ``limit`` bytes."""
+    """Metadata objects, none read (or inflated) beyond ``limit`` bytes; an object
+    whose declared size (a zip member's) passes ``limit`` is refused unread."""
+    keys = list(keys)
+    for key in keys:
+        declared = zmap.declared_size(key)
+        if declared is not None and declared > limit:
+            raise MetadataError(
+                f"{zmap.url}: {key!r} declares {declared} bytes, more than the metadata size "
+                f"limit of {limit} bytes (max_metadata_size)"
+            )
     raw = zmap.getitems_capped(keys, limit + 1)
     for key, data in raw.items():
         if len(data) > limit:
@@ -122,6 +131,79 @@ def _load_consolidated(meta: dict[str, Any], url: str) -> None:
         if isinstance(value, str | bytes):  # some writers nest JSON text
             value = parse_json(value, key=f"{ZMETADATA}:{nkey}")
         meta[nkey] = value
+
+
+def _checked_consolidated(
+    zmap: ZMap, meta: dict[str, Any], url: str, warnings: list[str] | None, limit: int
+) -> dict[str, Any]:
+    """The stored metadata objects of a store with ``.zmetadata``, which is checked.
+
+    ``.zmetadata`` is a copy that goes stale when an array is added or changed after
+    it was written (xarray's ``append_dim``, zarr-python writes). The objects
+    themselves are the truth: they are listed and read, and where ``.zmetadata``
+    disagrees a warning names the arrays and groups (xarray and zarr-python opening
+    the store with consolidated metadata see only what ``.zmetadata`` says). A store
+    holding nothing but ``.zmetadata`` is read from it.
+    """
+    consolidated = dict(meta)
+    _load_consolidated(consolidated, url)
+    listed = {k: v for k, v in meta.items() if k != ZMETADATA}
+    if ZARRAY not in listed:
+        _walk(zmap, listed, url, warnings, limit)
+    if not listed:
+        return consolidated
+    message = stale_message(url, consolidated, listed)
+    if message is not None:
+        if warnings is None:
+            warn_all([message])
+        else:
+            warnings.append(message)
+    listed[ZMETADATA] = meta[ZMETADATA]
+    return listed
+
+
+#: Words every stale-``.zmetadata`` warning holds (callers pick these warnings out).
+STALE_CONSOLIDATED = "' is stale ("
+
+
+def stale_message(
+    url: str, consolidated: Mapping[str, Any], listed: Mapping[str, Any]
+) -> str | None:
+    """What a stale ``.zmetadata`` disagrees on (nodes named), or None when it agrees."""
+
+    def nodes(meta: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for key, value in meta.items():
+            prefix, _, base = key.rpartition("/")
+            if base in (ZARRAY, ZGROUP, ZATTRS):
+                out.setdefault(prefix, {})[base] = value
+        return out
+
+    old, new = nodes(consolidated), nodes(listed)
+    missing = sorted(p for p in new if p not in old)
+    gone = sorted(p for p in old if p not in new)
+    changed = sorted(p for p in new if p in old and new[p] != old[p])
+    if not (missing or gone or changed):
+        return None
+
+    def names(prefixes: list[str]) -> str:
+        return ", ".join(repr("/" + p) for p in prefixes)
+
+    parts = [
+        f"{what}: {names(found)}"
+        for what, found in (
+            ("not in it", missing),
+            ("in it but no longer stored", gone),
+            ("changed since", changed),
+        )
+        if found
+    ]
+    return (
+        f"{url}: '{ZMETADATA}{STALE_CONSOLIDATED}{'; '.join(parts)}): nczarr reads the stored "
+        "metadata objects, while xarray and zarr-python opening the store with consolidated "
+        "metadata see only what .zmetadata says; rewrite it (zarr.consolidate_metadata) or "
+        "delete it"
+    )
 
 
 def _load_v3_consolidated(meta: dict[str, Any], url: str) -> bool:
@@ -201,9 +283,8 @@ def load_metadata(
     meta: dict[str, Any] = {}
     limit = MAX_METADATA_SIZE if max_metadata_size is None else max_metadata_size
     _parse_into(meta, _fetch(zmap, _ROOT_OBJECTS, limit), url, warnings)
-    if ZMETADATA in meta:
-        _load_consolidated(meta, url)
-        return meta
+    if ZMETADATA in meta and ZARR_JSON not in meta:
+        return _checked_consolidated(zmap, meta, url, warnings, limit)
     if ZARR_JSON in meta:
         _load_v3(zmap, meta, url, warnings, limit)
         return meta
@@ -211,6 +292,14 @@ def load_metadata(
         return meta
     if not meta:
         raise MetadataError(_not_a_store(zmap))
+    _walk(zmap, meta, url, warnings, limit)
+    return meta
+
+
+def _walk(
+    zmap: ZMap, meta: dict[str, Any], url: str, warnings: list[str] | None, limit: int
+) -> None:
+    """Add every metadata object below the root objects already in ``meta`` (the listing)."""
     v1 = V1_SUPERBLOCK in meta
     pending = [""]
     while pending:
@@ -241,7 +330,6 @@ def load_metadata(
                 join_key(child, n) in meta for n in (ZGROUP, ZATTRS, V1_GROUP)
             ):
                 pending.append(child)
-    return meta
 
 
 def _not_a_store(zmap: ZMap) -> str:
@@ -286,6 +374,10 @@ def _detect(
     zmap: ZMap, warnings: list[str] | None = None, meta: dict[str, Any] | None = None
 ) -> tuple[dict[str, Any], FormatInfo]:
     """The store's metadata (``meta`` if already loaded) and what format it is."""
+    from .ncfile.source import NetCDFFileMap
+
+    if isinstance(zmap, NetCDFFileMap):  # a .nc file: its own reader (nczarr.ncfile)
+        return {}, zmap.format_info()
     if meta is None:
         meta = load_metadata(zmap, warnings=warnings)
     try:
@@ -378,7 +470,9 @@ def read_with_chunk_keys(
         meta, info = _detect(zmap, lenient, None if metadata is None else metadata[0])
         keys: dict[str, ChunkKeys] = {}
         try:
-            if info.zarr_format == 3:
+            if info.format == "netcdf":
+                dataset = zmap.dataset  # type: ignore[attr-defined]
+            elif info.zarr_format == 3:
                 from .translate.read_zarr3 import chunk_key_encodings, read_zarr3
 
                 dataset = read_zarr3(meta, info, name=dataset_name(zmap.url))

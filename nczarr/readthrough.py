@@ -26,11 +26,13 @@ zarr-python or xarray, or copy its keys to convert (what :mod:`nczarr.convert` d
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import suppress
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from .errors import InvalidModeError, ReadOnlyError, warn_all
+from .errors import InvalidModeError, NCZarrWarning, ReadOnlyError, warn_all
 from .keys import join_key, normalize_key
 from .maps.base import ZMap
 from .translate.conventions import FORMATS, ZARRAY, ZMETADATA
@@ -101,7 +103,15 @@ class TranslatedView(ZMap):
             for v in read_dataset.root.all_variables()
             if v.shards is not None
         }
+        self._stray: dict[str, str] = {}
+        self._reencoded: dict[str, Reencoding] = {}
         self._dataset, self._reencoded, self._recoders = self._plan(read_dataset, format)
+        if format == "nczarr":  # re-encoded or v3 fixed bytes stay netCDF strings (same keys)
+            from .translate.netcdf_forms import bytes_as_text
+
+            kept = {f"/{p}" for p in (*self._reencoded, *self._v3)}
+            self._dataset, as_text = bytes_as_text(self._dataset, kept)
+            self._dataset = replace(self._dataset, warnings=(*self._dataset.warnings, *as_text))
         if consolidated is None:
             consolidated = ZMETADATA in source
         self._consolidated = bool(consolidated)
@@ -114,6 +124,12 @@ class TranslatedView(ZMap):
             zarr_format=self._zarr_format,
         )
         self._metadata: dict[str, bytes] = written.metadata
+        if format == "nczarr":  # fixed bytes become char arrays with one more axis
+            for var in self._dataset.root.all_variables():
+                path = var.path.strip("/")
+                if var.logical == "bytes" and path not in self._v3 and path not in self._reencoded:
+                    self._v3[path] = TrailingAxis(var.dimension_separator, len(var.shape))
+            self._mapped = self._mapped or any(not k.identical for k in self._v3.values())
         self._warnings: tuple[str, ...] = (
             *self._dataset.warnings,
             *(r.message for r in self._reencoded.values()),
@@ -140,6 +156,7 @@ class TranslatedView(ZMap):
         from .reencode import ChunkRecoder, Reencoding, plan_reencoding, with_maxstrlen
 
         planned, reencoded = plan_reencoding(dataset, format)
+        self._reencoded = reencoded  # what the listings below skip stray objects of
 
         def recoder(item: Reencoding) -> ChunkRecoder:
             return ChunkRecoder(
@@ -175,8 +192,17 @@ class TranslatedView(ZMap):
     # ---------------------------------------------------------------- converter API
     @property
     def reencoded(self) -> dict[str, str]:
-        """Arrays (key prefixes) whose chunks are shown re-encoded, and why."""
-        return {path: item.reason for path, item in self._reencoded.items()}
+        """Arrays (key prefixes) whose chunks are shown re-encoded, and why (including
+        those a netCDF file source re-encodes itself: :mod:`nczarr.ncfile`)."""
+        from .ncfile.source import NetCDFFileMap
+
+        own = {path: item.reason for path, item in self._reencoded.items()}
+        if not isinstance(self._source, NetCDFFileMap):
+            return own
+        merged = {p: r for p, r in self._source.reencoded.items() if p in self._array_set}
+        for path, reason in own.items():
+            merged[path] = f"{merged[path]}; {reason}" if path in merged else reason
+        return merged
 
     @property
     def left_out(self) -> tuple[str, ...]:
@@ -296,9 +322,10 @@ class TranslatedView(ZMap):
             if coords is None:  # pragma: no cover - listed keys parse
                 raise KeyError(shown)
             return coords
-        if self._ndims[array] == 0:
-            return ()
-        return tuple(int(p) for p in rest.replace("/", ".").split("."))
+        coords = chunk_coords(rest, self._ndims[array])
+        if coords is None:  # a stray object ("README") where a chunk would be
+            raise KeyError(shown)
+        return coords
 
     def _inner(self, array: str, coords: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
         """The inner chunk coordinates of shard ``coords`` of a sharded array."""
@@ -335,14 +362,34 @@ class TranslatedView(ZMap):
                     yield shown
             return
         cut = len(array) + 1
+        recoded = array in self._reencoded
         for key in self._source.keys_below(prefix):
             if key == array or not key.startswith(array + "/"):
                 continue
             rest = key[cut:]
             if any(segment.startswith(".") for segment in rest.split("/")):
                 continue
+            if recoded and chunk_coords(rest, self._ndims[array]) is None:
+                self._note_stray(key, array)  # re-encoding needs coordinates: not a chunk
+                continue
             if self._owner(key) == array:
                 yield key
+
+    def _note_stray(self, key: str, array: str) -> None:
+        """Warn (once per key) that ``key`` is skipped: not a chunk of its re-encoded array."""
+        if key in self._stray:
+            return
+        message = (
+            f"{self._source.url}: skipped {key!r}: not a chunk key of re-encoded array '/{array}'"
+        )
+        self._stray[key] = message
+        warnings.warn(message, NCZarrWarning, stacklevel=4)
+
+    @property
+    def stray_keys(self) -> dict[str, str]:
+        """Objects found among the chunks of re-encoded arrays that are not chunk keys
+        (``README``), skipped by the listing, and the warning given for each."""
+        return dict(self._stray)
 
     def _owner(self, key: str) -> str | None:
         """The array whose chunk ``key`` would be (nearest array ancestor), or None."""
@@ -356,6 +403,12 @@ class TranslatedView(ZMap):
                 encoding = self._v3.get(candidate)
                 if encoding is not None and encoding.target_coords("/".join(rest)) is None:
                     return None
+                if (
+                    encoding is None
+                    and candidate in self._reencoded
+                    and chunk_coords("/".join(rest), self._ndims[candidate]) is None
+                ):
+                    return None  # not a chunk: re-encoding needs its coordinates
                 return candidate
         return None
 
@@ -412,15 +465,20 @@ class TranslatedView(ZMap):
         wanted = list(keys)
         out: dict[str, bytes] = {}
         passthrough: dict[str, str] = {}
+        plain = not self._mapped and not self._shards  # a chunk's key is its source key
         for key in wanted:
             nkey = normalize_key(key)
             if nkey in self._metadata:
                 out[key] = self._metadata[nkey]
-            elif self._is_chunk(nkey) and self.reencoded_array(nkey) is not None:
+                continue
+            array = self._owner(nkey)  # once per key: this is every chunk read's path
+            if array is None:
+                continue
+            if array in self._reencoded:
                 with suppress(KeyError):
                     out[key] = self._reencode(nkey)
-            elif self._is_chunk(nkey):
-                passthrough[self.source_key(nkey)] = key
+            else:
+                passthrough[nkey if plain else self.source_key(nkey)] = key
         if passthrough:
             found = self._source.getitems(list(passthrough))
             for nkey, value in found.items():
@@ -482,6 +540,59 @@ class TranslatedView(ZMap):
                 self._zarr_format,
             ),
         )
+
+
+class TrailingAxis:
+    """Chunk keys of an array shown with one more axis of a single chunk.
+
+    Fixed-width bytes ``|S<n>`` shown as NCZarr are netCDF ``char`` arrays with a
+    string-length dimension (what xarray's netcdf4 engine writes): the same chunk
+    bytes, under the source key plus one coordinate ``0`` (``x/1`` shown as ``x/1.0``).
+    Duck-types :class:`~nczarr.translate.read_zarr3.ChunkKeys` for the view.
+    """
+
+    identical = False
+
+    def __init__(self, separator: str, ndim: int) -> None:
+        self.separator = separator
+        self.target_separator = separator
+        self.ndim = ndim
+
+    def _parse(self, rest: str, ndim: int) -> tuple[int, ...] | None:
+        if ndim == 0:
+            return () if rest == "0" else None
+        parts = rest.split(self.separator)
+        if len(parts) != ndim or not all(p.isdigit() and p.isascii() for p in parts):
+            return None
+        return tuple(int(p) for p in parts)
+
+    def source_coords(self, rest: str) -> tuple[int, ...] | None:
+        """Coordinates of a source key (``ndim`` of them), or None."""
+        return self._parse(rest, self.ndim)
+
+    def target_coords(self, rest: str) -> tuple[int, ...] | None:
+        """Coordinates of a shown key (``ndim + 1``, the last one 0), or None."""
+        coords = self._parse(rest, self.ndim + 1)
+        return coords if coords is not None and coords[-1] == 0 else None
+
+    def source(self, coords: tuple[int, ...]) -> str:
+        """The source key of shown coordinates."""
+        return self.separator.join(str(c) for c in coords[:-1]) if len(coords) > 1 else "0"
+
+    def target(self, coords: tuple[int, ...]) -> str:
+        """The shown key of source coordinates."""
+        return self.separator.join(str(c) for c in (*coords, 0))
+
+
+def chunk_coords(rest: str, ndim: int) -> tuple[int, ...] | None:
+    """The coordinates of Zarr v2 chunk key ``rest`` (``"0.1"``, ``"0/1"``; ``"0"`` for
+    0-d) of an array of rank ``ndim``, or None when ``rest`` is not such a key."""
+    if ndim == 0:
+        return () if rest == "0" else None
+    parts = rest.replace("/", ".").split(".")
+    if len(parts) != ndim or not all(p.isascii() and p.isdigit() for p in parts):
+        return None
+    return tuple(int(p) for p in parts)
 
 
 def _product(ranges: list[range]) -> Iterator[tuple[int, ...]]:

@@ -46,14 +46,22 @@ from typing import Any
 
 import numpy as np
 
-from .errors import UnsupportedError, UnsupportedTypeError
+from .errors import (
+    CorruptChunkError,
+    MetadataError,
+    NCZarrError,
+    UnsupportedError,
+    UnsupportedTypeError,
+)
+from .inflate import DECODE_BUDGET, MAX_DECODED_BYTES, crc32c, decompress
 from .keys import join_key
 from .maps.base import ZMap
+from .translate.attrs import parse_json
 from .translate.codecs import is_known_codec
-from .translate.conventions import DEFAULT_MAXSTRLEN, NETCDF_C_CODECS
+from .translate.conventions import DEFAULT_MAXSTRLEN, NETCDF_C_CODECS, ZARR_JSON
 from .translate.dtypes import nc_to_zarr_dtype
 from .translate.model import Dataset, Group, Variable
-from .translate.read_zarr3 import ChunkKeys
+from .translate.read_zarr3 import ChunkKeys, ShardIndex, shard_index
 
 __all__ = ["Reencoding", "plan_reencoding", "ChunkRecoder", "ZLIB"]
 
@@ -261,6 +269,8 @@ class ChunkRecoder:
         except (ValueError, KeyError, TypeError) as exc:
             raise UnsupportedError(f"array {src.path!r}: cannot re-encode: {exc}") from None
         self._lock = threading.Lock()
+        self._checked: set[str] = set()  # shards whose index was found sound
+        self._index: ShardIndex | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._array: Any = None
         self._closer: weakref.finalize | None = None
@@ -289,9 +299,19 @@ class ChunkRecoder:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
                 threading.Thread(target=loop.run_forever, name="nczarr-shards", daemon=True).start()
+                try:
+                    array = asyncio.run_coroutine_threadsafe(self._open(), loop).result()
+                except BaseException as exc:
+                    _stop(loop)  # a second read tries again (and fails the same way)
+                    if not isinstance(exc, Exception) or isinstance(exc, NCZarrError):
+                        raise
+                    key = join_key(self._prefix, ZARR_JSON)
+                    raise MetadataError(
+                        f"{self._source.url}: {key!r}: zarr-python cannot open the sharded "
+                        f"array: {type(exc).__name__}: {exc}"
+                    ) from exc
                 self._closer = weakref.finalize(self, _stop, loop)
-                self._loop = loop
-                self._array = asyncio.run_coroutine_threadsafe(self._open(), loop).result()
+                self._loop, self._array = loop, array
             loop, array = self._loop, self._array
         return np.asarray(asyncio.run_coroutine_threadsafe(array.getitem(region), loop).result())
 
@@ -318,32 +338,129 @@ class ChunkRecoder:
                 slice(c * n, min((c + 1) * n, size))
                 for c, n, size in zip(coords, src.chunks, src.shape, strict=True)
             )
-            values = self._read_sharded(region)
+            self._check_shard(coords)
+            try:
+                values = self._read_sharded(region)
+            except NCZarrError:
+                raise
+            except Exception as exc:  # zarr-python's own errors on a corrupt shard
+                raise self._corrupt(coords, f"{type(exc).__name__}: {exc}") from exc
             if values.shape == self._chunk_shape:
                 return values
             full = np.empty(self._chunk_shape, dtype=values.dtype)
             full[...] = _fill_of(src, values.dtype)
             full[tuple(slice(0, n) for n in values.shape)] = values
             return full
+        key = self._source_key(coords)
         try:
-            data = self._source[self._source_key(coords)]
+            data = self._source[key]
         except KeyError:
             return None
         filters, compressor = self._src_codecs
-        buf: Any = compressor.decode(data) if compressor is not None else data
-        for codec in reversed(filters):
-            buf = codec.decode(buf)
         shape = self._chunk_shape if not src.scalar else ()
+        limit = self._decoded_limit(shape)
+        if filters:  # a checksum adds bytes, a type cast (astype) up to 8 times as many
+            limit = 8 * limit + 1024
+        try:
+            buf: Any = decompress(compressor, data, limit) if compressor is not None else data
+            for codec in reversed(filters):
+                buf = codec.decode(buf)
+        except NCZarrError as exc:
+            raise CorruptChunkError(f"{self._where(key)}: {exc}") from None
+        except Exception as exc:  # truncated or damaged: zlib.error, ValueError, ...
+            raise CorruptChunkError(
+                f"{self._where(key)}: cannot decode: {type(exc).__name__}: {exc}"
+            ) from None
         if self._src_dtype.kind == "O":
             values = np.asarray(buf, dtype=object)
         else:
             values = np.frombuffer(memoryview(buf).cast("B"), dtype=self._src_dtype)
         if values.size != int(np.prod(shape)):
-            raise UnsupportedError(
-                f"array {src.path!r}: chunk {self._source_key(coords)!r} decodes to "
-                f"{values.size} values, expected {int(np.prod(shape))}"
+            raise CorruptChunkError(
+                f"{self._where(key)}: decodes to {values.size} values, "
+                f"expected {int(np.prod(shape))}"
             )
         return values.reshape(shape, order=src.order)
+
+    def _where(self, key: str) -> str:
+        return f"{self._source.url}: array {self._re.source.path!r}: chunk {key!r}"
+
+    def _decoded_limit(self, shape: tuple[int, ...]) -> int | None:
+        """Most bytes a chunk of ``shape`` may decode to (None: variable-length values)."""
+        if self._src_dtype.kind == "O":
+            return MAX_DECODED_BYTES
+        size = int(np.prod(shape, dtype=object)) * self._src_dtype.itemsize
+        if size > MAX_DECODED_BYTES:
+            raise CorruptChunkError(
+                f"array {self._re.source.path!r}: a chunk of shape {list(shape)} holds "
+                f"{size} bytes, more than the re-encoding budget of {MAX_DECODED_BYTES} bytes"
+            )
+        return size
+
+    # ----------------------------------------------------------------- shards
+    def _corrupt(self, coords: tuple[int, ...], what: str) -> CorruptChunkError:
+        return CorruptChunkError(
+            f"{self._source.url}: array {self._re.source.path!r}: chunk {list(coords)}: "
+            f"corrupt shard: {what}"
+        )
+
+    def _check_shard(self, coords: tuple[int, ...]) -> None:
+        """Refuse a shard whose index is damaged (bad checksum, an entry past its end)
+        before zarr-python reads inner chunk ``coords`` from it: zarr-python would raise
+        a bare error, or read such a chunk as missing (fill values) without a word."""
+        src = self._re.source
+        assert src.shards is not None and self._keys is not None
+        shard = tuple(c * n // s for c, n, s in zip(coords, src.chunks, src.shards, strict=True))
+        key = join_key(self._prefix, self._keys.source(shard))
+        with self._lock:
+            if key in self._checked:
+                return
+        index = self._shard_index()
+        count = int(np.prod([s // n for s, n in zip(src.shards, src.chunks, strict=True)]))
+        try:
+            size = self._source.getsize(key)
+        except KeyError:
+            return  # not written: fill values
+        need = index.size(count)
+        where = f"shard {key!r}"
+        if size < need:
+            raise self._corrupt(coords, f"{where} has {size} bytes, its index alone {need}")
+        start = 0 if index.location == "start" else size - need
+        raw = self._source.getrange(key, start, need)
+        if index.checksum:
+            stored = int.from_bytes(raw[-4:], "little")
+            if crc32c(raw[:-4]) != stored:
+                raise self._corrupt(coords, f"{where}: the checksum of its index is wrong")
+        pairs = np.frombuffer(raw[: 16 * count], dtype="<u8" if index.endian == "little" else ">u8")
+        body = (need, size) if index.location == "start" else (0, size - need)
+        per = tuple(s // n for s, n in zip(src.shards, src.chunks, strict=True))
+        for i, (offset, nbytes) in enumerate(pairs.reshape(-1, 2).tolist()):
+            if offset == nbytes == 2**64 - 1:
+                continue  # an empty inner chunk
+            if offset < body[0] or offset + nbytes > body[1]:
+                inner = np.unravel_index(i, per)
+                raise self._corrupt(
+                    tuple(int(s * p + c) for s, p, c in zip(shard, per, inner, strict=True)),
+                    f"{where}: index entry {i} points to bytes {offset}..{offset + nbytes}, "
+                    f"outside the {body[1] - body[0]} bytes of chunk data",
+                )
+        with self._lock:
+            self._checked.add(key)
+
+    def _shard_index(self) -> ShardIndex:
+        """The shard index layout, from the array's ``zarr.json`` (read once)."""
+        if self._index is None:
+            key = join_key(self._prefix, ZARR_JSON)
+            try:
+                raw = self._source[key]
+            except KeyError:  # removed since it was read: not a missing chunk
+                raise MetadataError(f"{self._source.url}: {key!r} is gone") from None
+            doc = parse_json(raw, key=key)
+            try:
+                self._index = shard_index(doc["codecs"][0].get("configuration") or {})
+            except (KeyError, IndexError, TypeError, AttributeError):
+                raise MetadataError(f"{key!r}: not a sharded array") from None
+        return self._index
 
     # ------------------------------------------------------------------ encode
     def _as_target(self, values: np.ndarray) -> np.ndarray:
@@ -366,11 +483,21 @@ class ChunkRecoder:
         return values.astype(dtype, copy=False)
 
     def encode(self, coords: tuple[int, ...]) -> bytes | None:
-        """The target bytes of chunk ``coords`` (None if the source has no such chunk)."""
-        values = self.decode(coords)
-        if values is None:
-            return None
-        return self.encode_values(values)
+        """The target bytes of chunk ``coords`` (None if the source has no such chunk).
+
+        Decoded values and their encoding (about twice the chunk's size) are held under
+        the process's :data:`~nczarr.inflate.DECODE_BUDGET`: the worker threads wait
+        rather than hold more decoded chunks at once than the budget allows.
+        """
+        with DECODE_BUDGET.reserve(2 * self._chunk_bytes()):
+            values = self.decode(coords)
+            if values is None:
+                return None
+            return self.encode_values(values)
+
+    def _chunk_bytes(self) -> int:
+        count = int(np.prod(self._chunk_shape, dtype=object)) if self._chunk_shape else 1
+        return count * max(self._src_dtype.itemsize, self._dst_dtype.itemsize)
 
     def encode_values(self, values: np.ndarray) -> bytes:
         """Encode one chunk's values (chunk-shaped) with the target's codecs."""

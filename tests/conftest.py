@@ -7,6 +7,7 @@ import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -179,3 +180,30 @@ def scratch_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def map_kind(request: pytest.FixtureRequest, tmp_path: Path) -> MapKind:
     """Parametrised over every backend: a factory for a fresh store of that kind."""
     return MapKind(request.param, tmp_path, request)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """Say the budget of the long generated runs (see tests/budget.py)."""
+    from .budget import BUDGET
+
+    return (
+        f"nczarr: generated runs (marker 'generated') at x{BUDGET:g} of their examples "
+        "(NCZARR_GENERATED_BUDGET)"
+    )
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Under a reduced budget, say so at the end too (``-q`` hides the header)."""
+    from .budget import BUDGET
+
+    if BUDGET != 1:
+        ran = sum(
+            1
+            for reports in terminalreporter.stats.values()
+            for r in reports
+            if getattr(r, "when", None) == "call" and "generated" in getattr(r, "keywords", {})
+        )
+        terminalreporter.write_line(
+            f"nczarr: {ran} generated tests ran at x{BUDGET:g} of their examples "
+            "(NCZARR_GENERATED_BUDGET; unset it for the full runs)"
+        )

@@ -106,6 +106,8 @@ class FaultProxy:
         self._lock = threading.Lock()
         self.counts: Counter[str] = Counter()
         self.injected: Counter[str] = Counter()
+        #: Response body bytes sent to clients, by S3 operation.
+        self.body_bytes: Counter[str] = Counter()
         proxy = self
 
         class Handler(socketserver.StreamRequestHandler):
@@ -135,6 +137,7 @@ class FaultProxy:
         with self._lock:
             self.counts.clear()
             self.injected.clear()
+            self.body_bytes.clear()
 
     @property
     def total(self) -> int:
@@ -159,7 +162,8 @@ class FaultProxy:
             if request is None:
                 return
             method, target, headers, body = request
-            fault = self._pick(classify(method, target, {k.lower(): v for k, v in headers.items()}))
+            op = classify(method, target, {k.lower(): v for k, v in headers.items()})
+            fault = self._pick(op)
             if fault == "truncate" and method == "HEAD":
                 fault = None  # no body to cut
             if fault in ("503", "500", "reset"):
@@ -191,6 +195,8 @@ class FaultProxy:
             if method == "HEAD":
                 conn.sendall(_head_bytes(status, reason, out_headers, None))
             else:
+                with self._lock:
+                    self.body_bytes[op] += len(payload)
                 conn.sendall(_head_bytes(status, reason, out_headers, len(payload)) + payload)
 
     def _forward(

@@ -211,7 +211,7 @@ def _variable(var: netCDF4.Variable, default_maxstrlen: int) -> Variable:
         ("/" if d.group().path == "/" else d.group().path + "/") + d.name for d in var.get_dims()
     )
     chunking = var.chunking()
-    chunks = () if chunking == "contiguous" or not dims else tuple(chunking)
+    chunks = () if chunking in ("contiguous", None) or not dims else tuple(chunking)
     itemsize = 1 if nc_type in ("char", "string") else np.dtype(var.dtype).itemsize
     compressor, filters = _codecs(var, itemsize)
     endian = var.endian()

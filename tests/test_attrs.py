@@ -245,7 +245,7 @@ def test_untyped_round_trip_of_text(value: list[str] | str) -> None:
         (">f8", False, ZarrDtype("double", "big", 8)),
         ("|u1", False, ZarrDtype("ubyte", "little", 1)),
         (">u1", True, ZarrDtype("ubyte", "big", 1)),
-        ("|b1", False, ZarrDtype("ubyte", "little", 1)),
+        ("|b1", False, ZarrDtype("ubyte", "little", 1, logical="bool")),
         (">S1", True, ZarrDtype("char", "little", 1)),
         (">S1", False, ZarrDtype("string", "little", 1, 1)),
         ("|S1", True, ZarrDtype("string", "little", 1, 1)),

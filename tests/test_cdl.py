@@ -59,7 +59,15 @@ def test_matches_netcdf_c_expected_dumps(store: str, cdl: str, special: bool) ->
     dataset = netcdf_c_names(nczarr.read(map_from_zip(fixture_path(store))))
     expected = header(fixture_path(cdl).read_text())
     name = expected.split(" ", 2)[1]  # "netcdf <name> {"
-    assert format_cdl(dataset, name, special=special) == expected
+    actual = format_cdl(dataset, name, special=special)
+    if "_FillValue" not in expected and not store.startswith("ref_old"):
+        # xarray and GDAL wrote these: a v2 fill_value is their missing value, which
+        # nczarr shows (and writes) as _FillValue; netcdf-c ignores it (issue 15)
+        fills = [line for line in actual.splitlines() if ":_FillValue = " in line]
+        with_fill = [v for v in dataset.root.all_variables() if v.fill_value is not None]
+        assert len(fills) == len(with_fill)
+        actual = "".join(line + "\n" for line in actual.splitlines() if line not in fills)
+    assert actual == expected
 
 
 def test_header_helper_strips_data_sections() -> None:

@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 
 from nczarr.cli import main
 
+from .budget import examples
+
 if shutil.which("ncgen") is None or shutil.which("ncdump") is None:
     if os.environ.get("CI"):
         raise RuntimeError("ncgen/ncdump (apt package netcdf-bin) are required in CI")
@@ -134,8 +136,9 @@ _NAME = st.text(
 ).filter(lambda n: n.strip() == n and n[0].isalnum() and n[0] != "0")
 
 
+@pytest.mark.generated
 @settings(
-    max_examples=int(os.environ.get("NCZARR_LONG_TESTS", "0") and 200) or 15,
+    max_examples=int(os.environ.get("NCZARR_LONG_TESTS", "0") and 200) or examples(15),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )

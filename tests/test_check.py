@@ -223,7 +223,7 @@ def test_big_endian_fill_values_are_byte_swapped_by_netcdf_c(tmp_path: Path) -> 
     with netCDF4.Dataset(_nc_url(path), "w") as ds:
         ds.createDimension("x", 4)
         v = ds.createVariable(
-            "v", "i2", ("x",), endian="big", fill_value=np.int16(-32768), chunksizes=(2,)
+            "v", ">i2", ("x",), endian="big", fill_value=np.int16(-32768), chunksizes=(2,)
         )
         v[0:2] = [1, 2]  # the second chunk is never written
     report = nczarr.check(str(path))

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import nczarr
-from nczarr.errors import InvalidModeError, TargetExistsError
+from nczarr.errors import InvalidModeError, NCZarrWarning, TargetExistsError
 from nczarr.maps.memory import MemoryMap
 
 from .ncoracle import describe, diff, extract_fixture, file_tree
@@ -416,7 +416,8 @@ def test_include_exclude(tmp_path):
 
     src = _current(tmp_path)
     out = tmp_path / "inc"
-    report = nczarr.convert(str(src), str(out), mode="zarr", include=["/g/gv"])
+    with pytest.warns(NCZarrWarning, match="left out by include/exclude"):
+        report = nczarr.convert(str(src), str(out), mode="zarr", include=["/g/gv"])
     group = zarr.open_group(str(out), mode="r")
     assert [n for n, _ in group.arrays()] == []
     assert [n for n, _ in group["g"].arrays()] == ["gv"]
@@ -424,7 +425,8 @@ def test_include_exclude(tmp_path):
     assert any("left out by include/exclude" in w for w in report.warnings)
     assert all(k.startswith("g/") or "/" not in k for k in file_tree(out))
     out2 = tmp_path / "exc"
-    nczarr.convert(str(src), str(out2), mode="nczarr", exclude=["v", "/g"])
+    with pytest.warns(NCZarrWarning, match="left out by include/exclude"):
+        nczarr.convert(str(src), str(out2), mode="nczarr", exclude=["v", "/g"])
     seen = _nc_snapshot(out2, "nczarr")
     names = sorted(k[2] for k in seen if k[0] == "var")
     assert "v" not in names and "gv" not in names and names

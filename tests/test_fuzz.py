@@ -9,6 +9,8 @@
   ``NCZarrError`` -- never another exception, never a hang.
 
 Example counts are modest by default; ``NCZARR_FUZZ_EXAMPLES=<n>`` runs ``n`` per test.
+The searches are marked ``generated``: ``NCZARR_GENERATED_BUDGET`` scales their default
+counts (``tests/budget.py``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from nczarr.maps.credentials import redact, redact_text
 from nczarr.maps.memory import MemoryMap
 from nczarr.maps.url import parse_url
 
+from .budget import examples
 from .ncoracle import JSON_VALUES, corrupt_metadata, map_from_zip
 
 EXAMPLES = int(os.environ.get("NCZARR_FUZZ_EXAMPLES", "0")) or None
@@ -40,11 +43,12 @@ DATA = Path(__file__).parent / "data"
 
 
 def fuzz_settings(default: int) -> Callable:
-    return settings(
-        max_examples=EXAMPLES or default,
+    chosen = settings(
+        max_examples=EXAMPLES or examples(default),
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
+    return lambda test: pytest.mark.generated(chosen(test))
 
 
 @contextmanager

@@ -30,6 +30,7 @@ from nczarr.errors import (
     MetadataError,
     MissingDependencyError,
     NCZarrError,
+    NCZarrWarning,
     StorageError,
     TargetExistsError,
 )
@@ -539,7 +540,8 @@ def test_wrong_type_fill_value_reads_as_netcdf_c_and_warns(tmp_path, fill):
     store = _zarr_int8(tmp_path / "s.zarr", fill)
     with netCDF4.Dataset(f"file://{store}#mode=zarr,file") as ds:
         expected = int(ds["v"][:].data[0])  # no chunk written: netcdf-c's fill value
-    ds = nczarr.read(str(store))
+    with pytest.warns(NCZarrWarning, match=r"'v/\.zarray': fill_value .*netcdf-c"):
+        ds = nczarr.read(str(store))
     assert ds.root.variables["v"].fill_value == expected
     assert any("'v/.zarray': fill_value" in w and "netcdf-c" in w for w in ds.warnings)
     proc = cli("convert", str(store), str(tmp_path / "out.zarr"), "--mode", "zarr", cwd=tmp_path)
@@ -580,7 +582,8 @@ def test_unlimited_dimension_longer_than_an_array_warns(tmp_path):
     store = _unlimited(tmp_path / "u.file", 9)
     with pytest.raises(OSError, match="Invalid dimension size"):
         netCDF4.Dataset(f"file://{store}#mode=nczarr,file")
-    ds = nczarr.read(str(store))
+    with pytest.warns(NCZarrWarning, match="unlimited dimension '/t' has length 9"):
+        ds = nczarr.read(str(store))
     assert ds.root.dimensions["t"].size == 9
     assert any("unlimited dimension '/t' has length 9" in w for w in ds.warnings)
 

@@ -51,6 +51,8 @@ from nczarr.maps.fsspec import FsspecMap
 from nczarr.maps.memory import MemoryMap
 from nczarr.maps.zip import ZipMap
 
+from .budget import examples
+
 #: A zip local file header: signature, 5 shorts, 3 longs, name and extra lengths.
 LOCAL_HEADER = struct.Struct("<4s5H3L2H")
 
@@ -624,8 +626,9 @@ def test_unknown_method_and_truncated_archives(tmp_path):
             ZipMap(tmp_path / "t.zip", mode="r")
 
 
+@pytest.mark.generated
 @settings(
-    max_examples=150 * (1 + 9 * STRESS),
+    max_examples=examples(150) * (1 + 9 * STRESS),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )

@@ -21,6 +21,8 @@ from nczarr.maps.fsspec import FsspecMap
 from nczarr.maps.memory import MemoryMap
 from nczarr.maps.s3 import S3Map
 
+from .budget import examples
+
 _KEYS = st.sampled_from(["a", "a/b", "a/c", "a/b/c", "e"])
 _OPS = st.lists(
     st.one_of(
@@ -66,7 +68,8 @@ def _check(m: Any, ops: list[tuple[str, Any]]) -> None:
         assert sorted(m) == sorted(model), (op, sorted(model))
 
 
-@settings(max_examples=150, deadline=None)
+@pytest.mark.generated
+@settings(max_examples=examples(150), deadline=None)
 @given(ops=_OPS)
 def test_fsspec_map_keeps_the_leaf_rule_like_the_model(ops: list[tuple[str, Any]]) -> None:
     m = FsspecMap(f"memory://leaf-{uuid.uuid4().hex[:12]}", mode="w")
@@ -76,9 +79,12 @@ def test_fsspec_map_keeps_the_leaf_rule_like_the_model(ops: list[tuple[str, Any]
         m.clear()
 
 
+@pytest.mark.generated
 @pytest.mark.parametrize("mode", ["w", "a"])
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(ops=_OPS)
 def test_s3_map_keeps_the_leaf_rule_like_the_model(

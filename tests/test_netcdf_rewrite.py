@@ -31,6 +31,7 @@ from nczarr.translate.model import Attribute, Dataset, Dimension, Group, Variabl
 from nczarr.translate.write_nczarr import float_text
 from nczarr.translate.writer import write
 
+from .budget import examples
 from .ncoracle import load_attributes, open_append
 
 NC_FILL_FLOAT = struct.unpack("<f", struct.pack("<f", 9.9692099683868690e36))[0]
@@ -170,7 +171,8 @@ def _bits(value: float, single: bool) -> bytes:
     return struct.pack("<f" if single else "<d", value)
 
 
-@settings(max_examples=500, deadline=None)
+@pytest.mark.generated
+@settings(max_examples=examples(500), deadline=None)
 @given(st.floats(allow_nan=False, allow_infinity=False))
 def test_double_text_is_exact_and_netcdf_c_text_when_that_is_exact(value: float) -> None:
     text = float_text(value, "double")
@@ -181,7 +183,8 @@ def test_double_text_is_exact_and_netcdf_c_text_when_that_is_exact(value: float)
         assert text == f"{value:.6g}"  # what netcdf-c writes: its rewrite is as long
 
 
-@settings(max_examples=500, deadline=None)
+@pytest.mark.generated
+@settings(max_examples=examples(500), deadline=None)
 @given(st.floats(width=32, allow_nan=False, allow_infinity=False))
 def test_float_text_is_exact_as_a_single(value: float) -> None:
     text = float_text(value, "float")

@@ -25,7 +25,7 @@ from ncoracle import (
     map_from_zip,
 )
 
-from nczarr.errors import DimensionConflictError, MetadataError
+from nczarr.errors import DimensionConflictError, MetadataError, NCZarrWarning
 from nczarr.load import load_metadata, read
 from nczarr.maps.memory import MemoryMap
 from nczarr.translate.model import Attribute, Dimension
@@ -300,7 +300,8 @@ def _current() -> dict[str, Any]:
 def test_listed_array_without_nczarr_metadata_falls_back_with_warning() -> None:
     meta = _current()
     del meta["c/.zattrs"]["_nczarr_array"]
-    ds = read(_mem(meta))
+    with pytest.warns(NCZarrWarning, match="array '/c' has no NCZarr array metadata"):
+        ds = read(_mem(meta))
     assert ds.root.variables["c"].dimensions == ("/x",)  # from _ARRAY_DIMENSIONS
     assert ds.warnings == (
         "array '/c' has no NCZarr array metadata: dimensions taken from _ARRAY_DIMENSIONS "
@@ -312,7 +313,8 @@ def test_group_without_list_is_found_by_listing() -> None:
     meta = _current()
     del meta["g/.zattrs"]["_nczarr_group"]
     store = _mem(meta)
-    ds = read(store)
+    with pytest.warns(NCZarrWarning, match="group '/g' has no NCZarr group metadata"):
+        ds = read(store)
     gv = ds.root.groups["g"].variables["gv"]
     assert gv.dimensions == ("/g/y", "/x")  # _nczarr_array still names the root x
     assert ds.warnings[0].startswith("group '/g' has no NCZarr group metadata")
@@ -327,7 +329,8 @@ def test_unlisted_array_is_invisible() -> None:
 def test_unsupported_dtype_is_skipped_with_warning() -> None:
     meta = _current()
     meta["c/.zarray"]["dtype"] = "<c16"
-    ds = read(_mem(meta))
+    with pytest.warns(NCZarrWarning, match="skipped array '/c'"):
+        ds = read(_mem(meta))
     assert "c" not in ds.root.variables
     assert ds.warnings == (
         "skipped array '/c': 'c/.zarray': dtype '<c16' (complex) has no netCDF-4 equivalent",

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
+from budget import examples
 from ncoracle import (
     build,
     corrupt_metadata,
@@ -27,7 +28,7 @@ from ncoracle import (
     rename_dimensions,
 )
 
-from nczarr.errors import MetadataError
+from nczarr.errors import MetadataError, NCZarrWarning
 from nczarr.load import load_metadata, read
 from nczarr.maps.memory import MemoryMap
 from nczarr.translate.model import Attribute, Dimension
@@ -203,7 +204,8 @@ def test_zarr_python_store(tmp_path: Path) -> None:
         chunk_key_encoding={"name": "v2", "separator": "/"},
         order="F",
     )
-    ds = read(tmp_path / "zp.zarr")
+    with pytest.warns(NCZarrWarning, match="skipped array '/cplx'"):
+        ds = read(tmp_path / "zp.zarr")
     assert ds.root.attributes == {
         "i": Attribute("i", "int", (1,)),
         "f": Attribute("f", "double", (2.5,)),
@@ -240,7 +242,8 @@ def test_bare_root_array_is_a_variable_named_after_the_store(tmp_path: Path) -> 
     import zarr
 
     zarr.create_array(tmp_path / "bare.zarr", shape=(3,), dtype="<i4", zarr_format=2)
-    ds = read(tmp_path / "bare.zarr")
+    with pytest.warns(NCZarrWarning, match="the store's root is a bare Zarr array"):
+        ds = read(tmp_path / "bare.zarr")
     assert list(ds.root.variables) == ["bare"]
     assert ds.root.variables["bare"].path == "/bare"
     assert ds.root.dimensions == {"_Anonymous_Dimension_3": Dimension("_Anonymous_Dimension_3", 3)}
@@ -304,7 +307,8 @@ def test_one_name_two_lengths_in_one_group_keeps_the_first_and_renames_the_other
         "d/.zarray": _zarray([7]),
         "d/.zattrs": {"_ARRAY_DIMENSIONS": ["x_1"]},
     }
-    ds = read(_mem(meta))
+    with pytest.warns(NCZarrWarning, match="dimension .x(_1)?. has length"):
+        ds = read(_mem(meta))
     assert ds.find_variable("/a").dimensions == ("/x",)
     assert ds.find_variable("/b").dimensions == ("/x_1",)
     assert ds.find_variable("/c").dimensions == ("/x_1", "/x")  # shares the renamed one
@@ -326,7 +330,8 @@ def test_one_name_two_lengths_in_one_array() -> None:
         "a/.zarray": _zarray([3, 4]),
         "a/.zattrs": {"_ARRAY_DIMENSIONS": ["x", "x"]},
     }
-    ds = read(_mem(meta))
+    with pytest.warns(NCZarrWarning, match="renamed 'x_1'"):
+        ds = read(_mem(meta))
     assert ds.find_variable("/a").dimensions == ("/x", "/x_1")
     assert "renamed 'x_1'" in ds.warnings[-1]
 
@@ -438,7 +443,8 @@ _BASES = [
 ]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.generated
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_fuzzed_metadata_only_raises_metadata_errors(data: st.DataObject) -> None:
     from nczarr.translate.read_zarr2 import read_zarr2

@@ -335,9 +335,10 @@ ERRORS = [
     ("http://127.0.0.1:9000/#mode=s3", "S3 URL without a bucket: 'http://127.0.0.1:9000/#mode=s3'"),
     (
         "s3://ab/k",
-        "invalid bucket name 'ab' in 's3://ab/k': S3 buckets are 3-255 letters, "
+        "invalid bucket name 'ab' in 's3://ab/k': S3 buckets are 3-63 letters, "
         "digits, '.', '_' or '-', starting and ending with a letter or digit",
     ),
+    ("s3://" + "b" * 64 + "/k", "invalid bucket name '" + "b" * 64 + "'"),
     ("s3://-bucket/k", "invalid bucket name '-bucket' in 's3://-bucket/k'"),
     ("s3://a..b/k", "invalid bucket name 'a..b' in 's3://a..b/k'"),
     ("s3://bu cket/k", "invalid bucket name 'bu cket' in 's3://bu cket/k'"),

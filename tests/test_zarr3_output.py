@@ -204,7 +204,20 @@ def test_xarray_reads_v3_identical_to_v2(outputs: dict[str, Path], group: str | 
     # values are v2's undecoded ones.
     for name in text:
         assert b[name].values.tolist() == raw[name].values.tolist(), name
-    xr.testing.assert_identical(a.drop_vars(text), b.drop_vars(text))
+    # A netCDF fill value without a _FillValue attribute (netcdf-c's default fill) is not
+    # a missing value for xarray's netcdf4 engine: the v3 copy has no _FillValue for it,
+    # while xarray masks any Zarr v2 fill_value (issue 15, docs/conversion.md).
+    default_fill = [
+        name
+        for name in a.data_vars
+        if name not in text
+        and "_FillValue" in a[name].encoding
+        and "_FillValue" not in b[name].encoding
+    ]
+    for name in default_fill:
+        assert b[name].values.tolist() == raw[name].values.tolist(), name
+    skip = [*text, *default_fill]
+    xr.testing.assert_identical(a.drop_vars(skip), b.drop_vars(skip))
     if group is None:
         assert np.isnan(b["v_f8_l"].values[-1, -1])  # the fill value is a missing value
         assert b["v_i2_b"].dtype == np.dtype("float32") or b["v_i2_b"].isnull().any()
@@ -528,7 +541,8 @@ def test_differential_v2_source_to_v3(tmp_path_factory: pytest.TempPathFactory, 
 
 
 def test_text_arrays_are_announced(outputs: dict[str, Path], tmp_path: Path) -> None:
-    report = nczarr.convert(outputs["src"], tmp_path / "t.zarr", mode="zarr", zarr_format=3)
+    with pytest.warns(nczarr.NCZarrWarning, match="null_terminated_bytes"):
+        report = nczarr.convert(outputs["src"], tmp_path / "t.zarr", mode="zarr", zarr_format=3)
     by_array = {w.split("'")[1]: w for w in report.warnings if w.startswith("array ")}
     assert "null_terminated_bytes" in by_array["/c"] and "fill value 'z'" in by_array["/c"]
     assert "null_terminated_bytes" in by_array["/s"]

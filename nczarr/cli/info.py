@@ -24,6 +24,10 @@ _LAYOUTS = {
     "for netcdf-c 4.10)",
     LAYOUT_V2: "NCZarr 2.0.0, metadata in .zattrs (netcdf-c 4.9.3+, current)",
     LAYOUT_ZARR: "pure Zarr",
+    "netcdf4": "netCDF-4 file (HDF5)",
+    "netcdf3-classic": "netCDF-3 classic file (CDF-1)",
+    "netcdf3-64bit-offset": "netCDF-3 64-bit offset file (CDF-2)",
+    "netcdf3-cdf5": "netCDF-3 64-bit data file (CDF-5)",
 }
 
 
@@ -91,7 +95,12 @@ def format_info(info: Any, dataset: Dataset) -> str:
     consolidated_in = "zarr.json consolidated_metadata" if v3 else ".zmetadata"
     dims_in = "dimension_names" if v3 else "_ARRAY_DIMENSIONS"
     summary = [
-        ("format", f"{fmt} (Zarr v{getattr(info, 'zarr_format', 2)})"),
+        (
+            "format",
+            "netCDF file (a source, read by nczarr.ncfile)"
+            if getattr(info, "format", "") == "netcdf"
+            else f"{fmt} (Zarr v{getattr(info, 'zarr_format', 2)})",
+        ),
         ("layout", f"{info.layout}: {describe_layout(info.layout)}"),
         ("written by", info.written_by or "unknown"),
         (

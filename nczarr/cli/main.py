@@ -38,7 +38,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("convert", help="copy a dataset into NCZarr or pure Zarr")
     p.add_argument("src", metavar="SRC", help="source URL or path (any layout nczarr reads)")
     p.add_argument("dst", metavar="DST", help="target URL or path")
-    p.add_argument("--mode", choices=("zarr", "nczarr"), help="output format (default: DST's)")
+    p.add_argument(
+        "--mode",
+        choices=("zarr", "nczarr"),
+        help="output format: zarr (pure Zarr, for zarr-python and xarray) or nczarr "
+        "(netCDF's dialect, for netcdf-c). Default: the #mode= word of DST's URL, else "
+        "nczarr, the format that keeps every netCDF feature; DST's name (out.zarr) "
+        "does not choose it",
+    )
     p.add_argument("--workers", type=_positive, default=8, help="concurrent copies (8)")
     p.add_argument(
         "--scheduler",
@@ -130,7 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_storage_arguments(p)
 
+    # -h is ncdump's header-only flag, so dump answers only the long --help.
     p = sub.add_parser("dump", help="print the dataset as CDL (like ncdump)", add_help=False)
+    p.add_argument("--help", action="help", help="show this help message and exit")
     p.add_argument("-h", dest="header", action="store_true", help="header only, no data")
     p.add_argument(
         "-v",
@@ -375,6 +384,7 @@ def _data_source(zmap: Any) -> tuple[Any, Callable[[Any], Any]]:
     translated pure-Zarr view, so every layout reads as its producer wrote it."""
     import zarr
 
+    from ..integrations.chunkerrors import read_values
     from ..integrations.zarr_store import ZarrStore
     from ..readthrough import view
 
@@ -382,7 +392,7 @@ def _data_source(zmap: Any) -> tuple[Any, Callable[[Any], Any]]:
     group = zarr.open_group(store=ZarrStore(translated), mode="r")
 
     def values(var: Any) -> Any:
-        return group[var.path.strip("/")][...]
+        return read_values(group[var.path.strip("/")], zmap.url)
 
     return translated.dataset, values
 

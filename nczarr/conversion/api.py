@@ -32,7 +32,7 @@ from ..errors import (
 )
 from ..maps.base import ZMap
 from ..readthrough import TranslatedView
-from ..translate.conventions import ZARRAY
+from ..translate.conventions import ZARR_JSON, ZARRAY
 from .apply import CopyStats, copy_chunks, delete_keys, write_metadata
 from .journal import (
     Journal,
@@ -120,7 +120,9 @@ def split_reencoded(translated: Any, keys: Sequence[str]) -> tuple[list[str], li
 
 def reencoded_arrays(translated: Any, plan: Any) -> tuple[tuple[str, str], ...]:
     """``(FQN, reason)`` of the planned arrays whose chunks are re-encoded."""
-    kept = {key.rpartition("/")[0] for key, _ in plan.metadata if key.endswith(ZARRAY)}
+    kept = {
+        key.rpartition("/")[0] for key, _ in plan.metadata if key.endswith((ZARRAY, ZARR_JSON))
+    }  # zarr.json of groups too: harmless, only array paths are looked up
     return tuple(
         ("/" + path, reason) for path, reason in translated.reencoded.items() if path in kept
     )
@@ -283,11 +285,12 @@ def convert(
             source_layout=translated.dataset.layout,
             target_format=fmt,
             arrays=plan.arrays,
-            warnings=plan.warnings,
+            # stray objects among re-encoded chunks: warned by the view as it listed them
+            warnings=(*plan.warnings, *translated.stray_keys.values()),
             reencoded=reencoded_arrays(translated, plan),
             zarr_format=version,
         )
-        warn_all(report.warnings)
+        warn_all(plan.warnings)
         if dry_run:
             report.dry_run = True
             report.planned_keys = plan.keys
@@ -373,6 +376,10 @@ def convert(
         # Decoded and encoded again in the same worker pool (at most `workers` chunks
         # in memory): the view serves the target's bytes of each such chunk.
         restats = copy(translated, reencoded, _offset(on_chunk, len(verbatim), total))
+        if client is not None:
+            # A worker killed mid-write left its temporary file; nothing of this run
+            # writes any more: remove them all before the root metadata.
+            remove_temporaries(dst_map)
         written = write_metadata(dst_map, plan.metadata)
         remove_journal(dst_map)
         dst_map.flush()

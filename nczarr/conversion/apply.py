@@ -209,6 +209,8 @@ def _copier(
     file-to-file copy (which runs in the calling thread, see :func:`copy_chunks`)."""
     remote = server_side(src, dst)
     local = not remote and _file_to_file(src, dst)
+    # a netCDF file source into a directory: byte ranges of the .nc, kernel-side
+    ranged = not remote and not local and _range_to_file(src, dst)
 
     def one(key: str, size: int | None, held: int | None) -> tuple[bool, int]:
         if resume and verify:
@@ -229,11 +231,27 @@ def _copier(
             return True, size if size is not None else src.getsize(key)
         if local:
             return True, dst.copy_file(src, key, atomic=False)  # type: ignore[attr-defined]
+        if ranged:
+            return True, src.copy_chunk_to(dst, key)  # type: ignore[attr-defined]
         data = src[key]
         dst[key] = data
         return True, len(data)
 
     return one, local
+
+
+def _range_to_file(src: ZMap, dst: ZMap) -> bool:
+    """Whether ``src`` is a netCDF file source that can write its chunks into ``dst``
+    (a FileMap whose writes are not customised) as kernel-side byte-range copies."""
+    from ..maps.file import FileMap
+    from ..ncfile.source import NetCDFFileMap
+
+    return (
+        isinstance(src, NetCDFFileMap)
+        and isinstance(dst, FileMap)
+        and type(dst)._store is FileMap._store
+        and type(dst).__setitem__ is FileMap.__setitem__
+    )
 
 
 def _file_to_file(src: ZMap, dst: ZMap) -> bool:

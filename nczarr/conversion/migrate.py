@@ -69,6 +69,15 @@ def _check_migratable(zmap: ZMap, translated: Any, fmt: str) -> None:
             f"the Zarr v2 keys (x/0) {fmt} metadata names; use convert() (nczarr convert) to "
             "write a copy. Nothing was changed."
         )
+    if fmt == "nczarr":
+        fixed = [v.path for v in translated.dataset.root.all_variables() if v.logical == "bytes"]
+        if fixed:
+            raise UnsupportedError(
+                f"{url}: cannot migrate in place to {fmt}: fixed-width bytes arrays "
+                f"({', '.join(fixed)}) become netCDF char arrays with one more dimension, "
+                "whose chunks sit under other keys; use convert() (nczarr convert) to write "
+                "a copy. Nothing was changed."
+            )
     if translated.reencoded:
         arrays = "; ".join(f"/{path} ({why})" for path, why in translated.reencoded.items())
         raise UnsupportedError(

@@ -79,11 +79,21 @@ def _translated_if_needed(zmap: ZMap, owned: bool = True) -> ZMap:
     """``zmap``, or a translated view of it (owning it when ``owned``) when it holds
     netcdf-c metadata."""
     from ..errors import MetadataError, warn_all
-    from ..load import load_metadata
+    from ..load import STALE_CONSOLIDATED, load_metadata
+    from ..ncfile.source import NetCDFFileMap
     from ..readthrough import TranslatedView
     from ..translate.compat import needs_translation
     from ..translate.detect import detect_format
 
+    if isinstance(zmap, NetCDFFileMap):  # a .nc file: always through the view
+        try:
+            view = TranslatedView(zmap, format="zarr", owns_source=owned)
+        except BaseException:
+            if owned:
+                zmap.close()
+            raise
+        warn_all(view.warnings, stacklevel=4)
+        return view
     lenient: list[str] = []
     try:
         meta = load_metadata(zmap, warnings=lenient)
@@ -91,6 +101,8 @@ def _translated_if_needed(zmap: ZMap, owned: bool = True) -> ZMap:
     except MetadataError:
         return zmap  # not a store nczarr reads: let zarr-python say what is wrong
     if not translate:
+        # zarr-python reads it as stored; say what it will misread (a stale .zmetadata)
+        warn_all([m for m in lenient if STALE_CONSOLIDATED in m])
         return zmap
     try:  # from the metadata just read: every object is read once
         view = TranslatedView(zmap, format="zarr", owns_source=owned, metadata=(meta, lenient))

@@ -45,6 +45,9 @@ Known differences from the netcdf4 engine (each pinned by a test):
   the netcdf4 engine ignores ``_Unsigned = "true"`` on NCZarr and this engine applies it;
 * arrays nczarr cannot translate (e.g. complex numbers) are left out with an
   :class:`~nczarr.NCZarrWarning`;
+* pure Zarr from xarray, zarr-python or GDAL is shown as xarray's zarr engine shows it:
+  ``bool`` stays bool, ``|S<n>`` stays numpy bytes, and a Zarr v2 ``fill_value`` is the
+  ``_FillValue`` (masked), see ``docs/conversion.md``;
 * variable ``encoding`` carries the Zarr chunking (``chunksizes``,
   ``preferred_chunks``), not netCDF4's filter flags.
 """
@@ -52,6 +55,7 @@ Known differences from the netcdf4 engine (each pinned by a test):
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -69,10 +73,11 @@ from xarray.core import indexing
 from xarray.core.utils import FrozenDict
 from xarray.core.variable import Variable as XVariable
 
-from ..errors import StorageNotFoundError
+from ..errors import NCZarrError, StorageNotFoundError
 from ..maps.base import ZMap
 from ..translate.conventions import NC_TO_DTYPE
 from ..translate.model import Attribute, Group, Variable
+from .chunkerrors import check_chunk_count, chunk_failure
 from .zarr_store import ZarrStore
 
 __all__ = [
@@ -147,11 +152,28 @@ class NCZarrArrayWrapper(ZarrArrayWrapper):
         ]
         return out
 
+    def _getitem(self, key: Any) -> Any:
+        # basic selections (all of ``.load()``, every dask chunk) are read in this
+        # thread, in batches (nczarr.integrations.fastpipeline)
+        from .fastpipeline import get_basic_selection
+
+        return get_basic_selection(self._array, key)
+
     def __getitem__(self, key: indexing.ExplicitIndexer) -> Any:
-        return self._as_text(super().__getitem__(key))
+        try:
+            return self._as_text(super().__getitem__(key))
+        except NCZarrError:
+            raise
+        except Exception as exc:  # a damaged chunk: named, with the store
+            raise chunk_failure(self._array, exc) from exc
 
     async def async_getitem(self, key: indexing.ExplicitIndexer) -> Any:
-        return self._as_text(await super().async_getitem(key))
+        try:
+            return self._as_text(await super().async_getitem(key))
+        except NCZarrError:
+            raise
+        except Exception as exc:
+            raise chunk_failure(self._array, exc) from exc
 
 
 class NCZarrSource:
@@ -193,10 +215,14 @@ class NCZarrSource:
         """A lazy, indexable wrapper of ``var``'s values."""
         import zarr
 
-        array = zarr.open_array(
-            store=self._store, path=var.path.strip("/"), mode="r", zarr_format=2
-        )
-        return NCZarrArrayWrapper(array, text=var.type == "string")
+        from .fastpipeline import fast_pipeline
+
+        with fast_pipeline():  # batched chunk reads, decoded in a pool
+            array = zarr.open_array(
+                store=self._store, path=var.path.strip("/"), mode="r", zarr_format=2
+            )
+        # fixed-width bytes a pure-Zarr producer wrote stay numpy bytes (xarray's zarr engine)
+        return NCZarrArrayWrapper(array, text=var.type == "string" and var.logical != "bytes")
 
     def close(self) -> None:
         """Close the view (and the map, when it was opened from a URL). Idempotent."""
@@ -237,6 +263,7 @@ class NCZarrDataStore(AbstractDataStore):
     def open_store_variable(self, var: Variable) -> XVariable:
         """``var`` as the netcdf4 engine's ``open_store_variable`` shows it."""
         dims = tuple(d.rsplit("/", 1)[-1] for d in var.dimensions)
+        check_chunk_count(var.path, tuple(var.shape), tuple(var.chunks), self._source.url)
         wrapper = self._source.array(var)
         data = indexing.LazilyIndexedArray(wrapper)
         attributes = _attributes(var.attributes)
@@ -244,7 +271,7 @@ class NCZarrDataStore(AbstractDataStore):
             # as xarray's netcdf4 engine does (netCDF4 returns str for a char fill)
             attributes["_FillValue"] = np.bytes_(attributes["_FillValue"])
         encoding: dict[str, Any] = {
-            "dtype": str if var.type == "string" else wrapper.dtype,
+            "dtype": str if var.type == "string" and var.logical != "bytes" else wrapper.dtype,
             "source": self._source.url,
             "original_shape": tuple(var.shape),
         }
@@ -402,13 +429,31 @@ class NCZarrBackendEntrypoint(BackendEntrypoint):
 
 
 def _is_local_nczarr(path: str) -> bool:
-    """Whether the local directory ``path`` holds NCZarr root metadata."""
+    """Whether the local directory ``path`` holds NCZarr root metadata.
+
+    Guessing never blocks and reads little: each of the three objects is opened
+    without blocking (a FIFO or a device answers at once), and only a regular file
+    is read, at most its first 64 KiB.
+    """
     for name in (".zattrs", ".zgroup", ".nczarr"):
-        try:
-            with open(os.path.join(path, name), "rb") as handle:
-                head = handle.read(1 << 16)
-        except OSError:
-            continue
-        if name == ".nczarr" or b"_nczarr" in head.lower():
+        head = _head(os.path.join(path, name), 1 << 16)
+        if head is not None and (name == ".nczarr" or b"_nczarr" in head.lower()):
             return True
     return False
+
+
+def _head(path: str, size: int) -> bytes | None:
+    """The first ``size`` bytes of the regular file ``path`` (None: absent or not a file)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, size)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)

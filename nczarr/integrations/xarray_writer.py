@@ -98,12 +98,14 @@ class _ChunkSink(ZMap):
 def _write_chunks(sink: ZMap, plan: ModelPlan) -> None:
     import zarr
 
+    from .fastpipeline import fast_pipeline
     from .zarr_store import ZarrStore
 
     store = ZarrStore(sink)
     lazy_sources, lazy_targets = [], []
     for data, var in plan.data.values():
-        array = zarr.open_array(store=store, path=var.path.strip("/"), mode="r+", zarr_format=2)
+        with fast_pipeline():  # chunks encoded in parallel, written in batches
+            array = zarr.open_array(store=store, path=var.path.strip("/"), mode="r+", zarr_format=2)
         if hasattr(data, "dask") and hasattr(data, "rechunk"):
             lazy_sources.append(data.rechunk(var.chunks or data.shape))
             lazy_targets.append(array)

@@ -270,6 +270,13 @@ class ZMap(MutableMapping[str, bytes], ABC):
             values = list(pool.map(one, normalized))
         return {k: v for k, v in zip(wanted, values, strict=True) if v is not None}
 
+    def declared_size(self, key: str) -> int | None:
+        """The size the object at ``key`` declares, when the map knows it without reading
+        the object (a zip member's central-directory entry); None when it does not (or
+        there is no such object). A reader with a size limit refuses a bigger object
+        before asking for any of its bytes."""
+        return None
+
     def getitems_capped(self, keys: Iterable[str], cap: int) -> dict[str, bytes]:
         """Like :meth:`getitems`, but read at most ``cap`` bytes of each value.
 

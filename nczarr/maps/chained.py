@@ -9,6 +9,15 @@ central directory and the members read are fetched) and served by fsspec's own
 over it whose root is the archive's root folder, found with the same
 :func:`~nczarr.maps.zip.detect_layout` rules as :class:`~nczarr.maps.zip.ZipMap`.
 
+Members are read from a thread pool (:meth:`~nczarr.maps.base.ZMap.getitems`) through
+one file object shared by every thread. :mod:`zipfile` serialises each read on it, but
+since Python 3.12 it skips a member's local extra field with a seek *relative to the
+file's current position*, which another thread's read may have moved in between: the
+member then starts at a wrong offset (on 3.13 ``BadZipFile: Overlapped entries``, on
+3.12 a CRC error or wrong bytes). :class:`ThreadPositionedFile` gives each thread its
+own position in the shared file, so that relative seek is relative to the thread's own
+last read.
+
 Writing into a remote archive would mean rewriting the whole object, so these maps
 open with mode ``"r"`` only. Storage options go to the filesystem holding the
 archive (for S3: ``endpoint_url``, ``anon``, ``region``, ``profile`` and every other
@@ -18,8 +27,10 @@ is detected from the archive's contents.
 
 from __future__ import annotations
 
+import io
 import posixpath
 import re
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,7 +46,13 @@ from ..keys import normalize_key
 from .fsspec import FsspecMap, public_options
 from .zip import detect_layout
 
-__all__ = ["ChainedZipMap", "is_chained", "open_chained", "s3fs_options"]
+__all__ = [
+    "ChainedZipMap",
+    "ThreadPositionedFile",
+    "is_chained",
+    "open_chained",
+    "s3fs_options",
+]
 
 _CHAIN = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)::(.+)$", re.S)
 
@@ -67,6 +84,62 @@ def s3fs_options(url: Any, options: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+class ThreadPositionedFile(io.RawIOBase):
+    """A read-only view of a seekable binary file in which every thread has its own
+    position (see the module doc); the file itself is used under a lock, one
+    seek-and-read at a time.
+
+    >>> f = ThreadPositionedFile(io.BytesIO(b"0123456789"))
+    >>> f.seek(4), f.read(3), f.tell(), f.seek(2, io.SEEK_CUR), f.read()
+    (4, b'456', 7, 9, b'9')
+    """
+
+    def __init__(self, raw: Any) -> None:
+        super().__init__()
+        self._raw = raw
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    @property
+    def _pos(self) -> int:
+        return getattr(self._local, "pos", 0)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence == io.SEEK_CUR:
+            offset, whence = self._pos + offset, io.SEEK_SET
+        with self._lock:
+            self._raw.seek(offset, whence)
+            self._local.pos = self._raw.tell()
+        return self._local.pos
+
+    def read(self, size: int | None = -1) -> bytes:
+        with self._lock:
+            self._raw.seek(self._pos)
+            data = self._raw.read(-1 if size is None else size)
+            self._local.pos = self._pos + len(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        """Close the underlying file too."""
+        if not self.closed:
+            self._raw.close()
+        super().close()
+
+
 class ChainedZipMap(FsspecMap):
     """A read-only zmap over a zip archive opened through fsspec (see the module doc).
 
@@ -95,7 +168,7 @@ class ChainedZipMap(FsspecMap):
         import fsspec
 
         try:
-            self._file = fsspec.open(fsspec_url, "rb", **options).open()
+            self._file = ThreadPositionedFile(fsspec.open(fsspec_url, "rb", **options).open())
         except FileNotFoundError as exc:
             raise StorageNotFoundError(f"no such zip archive: {url!r}") from exc
         except PermissionError as exc:

@@ -320,6 +320,39 @@ class FileMap(ZMap):
             os.close(fd_in)
         return copied[0]
 
+    def copy_range(
+        self,
+        fd_in: int,
+        offset: int,
+        length: int,
+        key: str,
+        *,
+        tail: bytes = b"",
+        atomic: bool = True,
+    ) -> int:
+        """Make ``key`` hold ``length`` bytes of the open file ``fd_in`` from ``offset``,
+        then ``tail``, kernel-side where the platform can; return the bytes written.
+
+        What a netCDF file source (:mod:`nczarr.ncfile`) copies its chunks with: each
+        is a byte range of the ``.nc`` file. Checks and ``atomic`` as for
+        :meth:`copy_file`. Fewer bytes than ``length`` (the file ends sooner) are
+        copied as they are; the caller compares the returned size.
+        """
+        nkey = normalize_key(key)
+        self._check_writable(nkey)
+        copied = [0]
+
+        def fill(fd: int) -> None:
+            copied[0] = _copy_range(fd_in, fd, offset, length)
+            if tail:
+                _write_all(fd, tail)
+                copied[0] += len(tail)
+
+        if atomic or not self._write_new(nkey, fill):
+            self._check_leaf_rule(nkey)
+            self._write(nkey, fill)
+        return copied[0]
+
     def _write_new(self, key: str, fill: Callable[[int], object]) -> bool:
         """Create ``key`` in place with ``fill`` if it does not exist and its parent
         directories do; ``False`` (nothing done) otherwise."""
@@ -465,12 +498,56 @@ class FileMap(ZMap):
 
     # ----------------------------------------------------------- fast paths
     def getitems(self, keys: Iterable[str]) -> dict[str, bytes]:
-        """Read many keys with a plain loop (local files gain nothing from threads)."""
-        out: dict[str, bytes] = {}
-        for key in keys:
-            with contextlib.suppress(KeyError):
-                out[key] = self._load(normalize_key(key))
+        """Read many keys with a plain loop (local files gain nothing from threads).
+
+        Consecutive keys in one directory (the chunks of an array, as zarr asks for
+        them) share one opened, verified parent directory: each file is then one
+        ``openat``, ``fstat``, ``read`` and ``close``, with the same checks as ``m[k]``.
+        """
+        if type(self)._load is not FileMap._load:  # a subclass reads its own way
+            out: dict[str, bytes] = {}
+            for key in keys:
+                with contextlib.suppress(KeyError):
+                    out[key] = self._load(normalize_key(key))
+            return out
+        out = {}
+        parent: Any = None
+        parent_prefix: str | None = None
+        try:
+            for key in keys:
+                nkey = normalize_key(key)
+                cut = nkey.rfind("/")
+                prefix = nkey[:cut] if cut >= 0 else ""
+                if prefix != parent_prefix:
+                    if parent is not None:
+                        parent.close()
+                    parent, parent_prefix = None, prefix
+                    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+                        parent = self._tree.parent(nkey)[0]
+                if parent is None:
+                    continue  # no such directory: no such key
+                with contextlib.suppress(KeyError):
+                    out[key] = self._load_in(parent, nkey, nkey[cut + 1 :])
+        except OSError as exc:
+            raise_os_error(exc, f"reading keys in {self._root!r}")
+        finally:
+            if parent is not None:
+                parent.close()
         return out
+
+    def _load_in(self, parent: Any, key: str, name: str) -> bytes:
+        """``_load`` of ``key`` whose parent directory ``parent`` is already open."""
+        self._tree.check_reserved(key)
+        try:
+            fd, st = self._tree.open_leaf(parent, name, key)
+            try:
+                return read_fd(fd, st.st_size)
+            finally:
+                os.close(fd)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            raise KeyError(key) from None
+        except OSError as exc:
+            raise_os_error(exc, f"{key!r} in {self._root!r}")
 
     def getitems_capped(self, keys: Iterable[str], cap: int) -> dict[str, bytes]:
         """At most ``cap`` bytes of each file, never reading more."""
@@ -577,6 +654,33 @@ def _copy_fd(fd_in: int, fd_out: int, size: int) -> int:
             if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
                 raise
     while total < size and (block := os.read(fd_in, min(size - total, 1 << 20))):
+        _write_all(fd_out, block)
+        total += len(block)
+    return total
+
+
+def _copy_range(fd_in: int, fd_out: int, offset: int, size: int) -> int:
+    """Copy ``size`` bytes of ``fd_in`` from ``offset`` (fewer if it ends sooner) to
+    ``fd_out``, leaving ``fd_in``'s position alone (threads share it)."""
+    total = 0
+    if hasattr(os, "copy_file_range"):
+        try:
+            while total < size and (
+                n := os.copy_file_range(fd_in, fd_out, size - total, offset + total)
+            ):
+                total += n
+            return total
+        except OSError as exc:
+            if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+                raise
+    while total < size:
+        if hasattr(os, "pread"):
+            block = os.pread(fd_in, min(size - total, 1 << 20), offset + total)
+        else:  # pragma: no cover - Windows
+            os.lseek(fd_in, offset + total, os.SEEK_SET)
+            block = os.read(fd_in, min(size - total, 1 << 20))
+        if not block:
+            break
         _write_all(fd_out, block)
         total += len(block)
     return total

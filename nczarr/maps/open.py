@@ -130,11 +130,50 @@ def open_map(
 
         return open_chained(url_or_path, mode, storage_options)  # type: ignore[arg-type]
     url = url_or_path if isinstance(url_or_path, NCZarrURL) else parse_url(url_or_path)
+    netcdf = _open_netcdf_file(url, mode, storage_options)
+    if netcdf is not None:
+        return netcdf
     if url.storage == "s3":
         return _open_s3(url, mode, storage_options)
     if url.storage in ("file", "zip"):
         return _open_local(url, mode, storage_options)
     return _open_fsspec(url, mode, storage_options)
+
+
+def _open_netcdf_file(url: NCZarrURL, mode: str, storage_options: dict[str, Any]) -> ZMap | None:
+    """A netCDF file source (:mod:`nczarr.ncfile`) when the URL names one, else None.
+
+    Local: a regular file with netCDF-3 or HDF5 magic. Remote: a key with a netCDF
+    suffix (``.nc``, ``.nc4``, ``.h5`` ...), no NCZarr/Zarr mode words in the fragment,
+    that exists as an object (a store named ``x.nc`` is still opened as a store).
+    """
+    from ..ncfile.source import NetCDFFileMap, has_netcdf_suffix, is_netcdf_header
+
+    if url.storage in ("file", "zip"):
+        if url.storage == "zip" or mode != "r" or probe_local(url.path) != "other":
+            return None
+        with open(url.path, "rb") as f:
+            head = f.read(8)
+        return NetCDFFileMap(url.path, mode, **storage_options) if is_netcdf_header(head) else None
+    if mode != "r" or not has_netcdf_suffix(url.path) or url.mode & {"nczarr", "zarr"}:
+        return None
+    from ..errors import StorageNotFoundError
+
+    options = dict(storage_options)
+    if url.storage == "s3":
+        location = f"s3://{url.bucket}/{url.path}"
+        if url.endpoint is not None:
+            options.setdefault("endpoint_url", url.endpoint)
+        if url.profile is not None:
+            options.setdefault("profile", url.profile)
+        if url.region is not None:
+            options.setdefault("client_kwargs", {"region_name": url.region})
+    else:
+        location = url.fsspec_url
+    try:
+        return NetCDFFileMap(location, mode, **options)
+    except StorageNotFoundError:
+        return None
 
 
 def _open_s3(url: NCZarrURL, mode: str, storage_options: dict[str, Any]) -> ZMap:

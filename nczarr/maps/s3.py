@@ -42,6 +42,7 @@ from ..keys import normalize_key
 from .base import ZMap
 from .credentials import redact, redact_text, split_secrets
 from .fsspec import FsspecMap
+from .reach import CONNECT_TIMEOUT, check_reachable
 from .url import parse_s3_url
 
 __all__ = ["S3Map", "parse_s3_url", "DEFAULT_RETRIES", "COPY_LIMIT"]
@@ -148,7 +149,14 @@ class S3Map(FsspecMap):
         client_kwargs = dict(self._options.get("client_kwargs") or {})
         if region is not None:
             client_kwargs["region_name"] = region
-        config = {"retries": dict(DEFAULT_RETRIES), **(self._options.get("config_kwargs") or {})}
+        user_config = self._options.get("config_kwargs") or {}
+        # an endpoint where nothing listens fails in seconds, not after every retry
+        check_reachable(endpoint_url, user_config)
+        config = {
+            "retries": dict(DEFAULT_RETRIES),
+            "connect_timeout": CONNECT_TIMEOUT,
+            **user_config,
+        }
         passed = {
             k: v for k, v in self._options.items() if k not in ("client_kwargs", "config_kwargs")
         }

@@ -66,7 +66,7 @@ _MACROS = {"s3": ("s3", "nczarr")}
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _CHAINED = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*::")
 _PROTOCOL = re.compile(r"^[a-z][a-z0-9+.-]*$")
-_BUCKET = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,253}[A-Za-z0-9]$")
+_BUCKET = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]$")
 _AWS_PATH_HOST = re.compile(r"^s3(?:[.-](?P<region>[a-z0-9-]+))?\.amazonaws\.com$", re.I)
 _AWS_VHOST = re.compile(
     r"^(?P<bucket>.+)\.s3(?:[.-](?P<region>[a-z0-9-]+))?\.amazonaws\.com$", re.I
@@ -644,7 +644,7 @@ def _check_key_prefix(key: Any, what: str) -> str:
 def _check_bucket(bucket: Any, what: str) -> None:
     if not isinstance(bucket, str) or not _BUCKET.match(bucket) or ".." in bucket:
         raise InvalidURLError(
-            f"invalid {what}: S3 buckets are 3-255 letters, digits, '.', '_' or '-', "
+            f"invalid {what}: S3 buckets are 3-63 letters, digits, '.', '_' or '-', "
             "starting and ending with a letter or digit"
         )
 

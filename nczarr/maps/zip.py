@@ -493,6 +493,13 @@ class ZipMap(ArchiveCommits, ZMap):
                 out[key] = self._read_member(nkey, info, cap)
         return out
 
+    def declared_size(self, key: str) -> int | None:
+        """Uncompressed size of ``key`` from the central directory (None: no such member)."""
+        try:
+            return self.getsize(key)
+        except KeyError:
+            return None
+
     def getsize(self, key: str) -> int:
         """Uncompressed size of ``key``, from the central directory."""
         nkey = normalize_key(key)

@@ -413,7 +413,25 @@ def decode_attribute(
         ) from None
     if nc_type == JSON_PSEUDO_TYPE:
         nc_type = "char"
+    if type_code is None and default_type is None and not _netcdf_typed(value):
+        return Attribute(name, nc_type, decoded, json=(value,))
     return Attribute(name, nc_type, decoded)
+
+
+def _netcdf_typed(value: Any) -> bool:
+    """Whether an untyped JSON value reads back as written from its inferred netCDF
+    type: a number, a string, or a non-empty flat list of numbers or of strings."""
+    if isinstance(value, bool) or value is None or isinstance(value, dict):
+        return False
+    if isinstance(value, int | float | str):
+        return True
+    if not isinstance(value, list) or not value:
+        return False
+    if all(isinstance(v, str) for v in value):
+        return True
+    return all(isinstance(v, int | float) and not isinstance(v, bool) for v in value) and (
+        len({isinstance(v, float) for v in value}) == 1
+    )
 
 
 def json_text_safe(value: Any, limit: int = 80) -> str:

@@ -110,6 +110,14 @@ def normalize_codecs(
         out_compressor = None if compressor is None else normalize_codec(compressor, itemsize)
     except MetadataError as exc:
         raise MetadataError(f"{prefix}{exc}") from None
+    if out_compressor is not None and out_compressor["id"] == "lzma" and "delta" in out_compressor:
+        # GDAL's LZMA codec records its delta filter distance; numcodecs' LZMA (and so
+        # zarr-python) refuses the key, and the xz stream names its own filters anyway
+        out_compressor = {k: v for k, v in out_compressor.items() if k != "delta"}
+        warnings.append(
+            f"{prefix}GDAL's lzma key 'delta' is left out (zarr-python refuses it; the xz "
+            "data names its own filters, so every reader decodes the same values)"
+        )
     for codec in (*out_filters, *([out_compressor] if out_compressor else [])):
         if not is_known_codec(codec["id"]):
             warnings.append(

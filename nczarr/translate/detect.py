@@ -46,8 +46,10 @@ class FormatInfo:
 
     Attributes
     ----------
-    format : {"nczarr", "zarr"}
-        NCZarr (a superblock exists) or pure Zarr.
+    format : {"nczarr", "zarr", "netcdf"}
+        NCZarr (a superblock exists), pure Zarr, or a netCDF file (``.nc``, read by
+        :mod:`nczarr.ncfile`; ``layout`` is ``"netcdf4"``, ``"netcdf3-classic"``,
+        ``"netcdf3-64bit-offset"`` or ``"netcdf3-cdf5"`` and ``zarr_format`` is 0).
     layout : str
         ``"nczarr-v1"`` (separate ``.ncz*`` objects), ``"nczarr-v2-keys"``
         (``_nczarr_*``/``_NCZARR_*`` keys inside ``.zgroup``/``.zarray``; also when
@@ -67,7 +69,7 @@ class FormatInfo:
         ``"nczarr-python 0.1.0"``, or None when it does not say.
     """
 
-    format: Literal["nczarr", "zarr"]
+    format: Literal["nczarr", "zarr", "netcdf"]
     layout: str
     zarr_format: int
     xarray: bool

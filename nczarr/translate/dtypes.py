@@ -91,6 +91,10 @@ class ZarrDtype:
     text_storage : {"unicode", "vlen-utf8"} or None
         For ``string``: how the values are stored when not as UTF-8 bytes
         (see :class:`~nczarr.translate.model.Variable`).
+    logical : {"bool", "bytes"} or None
+        What zarr-python and xarray show where the netCDF type alone says otherwise:
+        ``"bool"`` for ``"|b1"`` (stored as ``ubyte`` 0/1), ``"bytes"`` for fixed-width
+        ``"|S<n>"`` that a producer other than netcdf-c wrote (numpy bytes, not text).
     """
 
     nc_type: str
@@ -98,6 +102,7 @@ class ZarrDtype:
     itemsize: int
     maxstrlen: int | None = None
     text_storage: Literal["unicode", "vlen-utf8"] | None = None
+    logical: Literal["bool", "bytes"] | None = None
 
 
 def parse_dtype(dtype: Any, *, nczarr: bool) -> ZarrDtype:
@@ -145,7 +150,7 @@ def parse_dtype(dtype: Any, *, nczarr: bool) -> ZarrDtype:
             raise UnsupportedError(f"dtype {dtype!r}: zero-width strings have no equivalent")
         return ZarrDtype("string", endian, 4 * size, maxstrlen=size, text_storage="unicode")
     if kind == "b" and size == 1:
-        return ZarrDtype("ubyte", "little", 1)
+        return ZarrDtype("ubyte", "little", 1, logical="bool")
     if kind in _NO_EQUIVALENT:
         raise UnsupportedError(
             f"dtype {dtype!r} ({_NO_EQUIVALENT[kind]}) has no netCDF-4 equivalent"
@@ -165,6 +170,7 @@ def nc_to_zarr_dtype(
     *,
     nczarr: bool = True,
     text_storage: str | None = None,
+    logical: str | None = None,
 ) -> str:
     """The Zarr v2 dtype string for a netCDF type (the writer's direction).
 
@@ -173,8 +179,11 @@ def nc_to_zarr_dtype(
     except big-endian ones in NCZarr, which keep ``">"`` so that netcdf-c's endianness
     flag survives a round trip. ``char`` is ``">S1"`` in NCZarr and ``"|S1"`` in pure Zarr;
     ``string`` is ``"|S<maxstrlen>"`` (default 128), or with ``text_storage``
-    ``"<U<maxstrlen>"`` (``"unicode"``) and ``"|O"`` (``"vlen-utf8"``).
+    ``"<U<maxstrlen>"`` (``"unicode"``) and ``"|O"`` (``"vlen-utf8"``). In pure Zarr a
+    ``logical`` ``"bool"`` is ``"|b1"`` again (the same bytes as ``"|u1"`` 0/1).
     """
+    if logical == "bool" and not nczarr and nc_type in ("ubyte", "byte"):
+        return "|b1"
     if nc_type == "char":
         return CHAR_DTYPE_NCZARR if nczarr else CHAR_DTYPE_ZARR
     if nc_type == "string":

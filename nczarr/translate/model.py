@@ -68,6 +68,7 @@ class _NaNEq:
         return all(
             same_value(getattr(self, f.name), getattr(other, f.name))
             for f in fields(self)  # type: ignore[arg-type]
+            if f.compare
         )
 
     __hash__ = None  # type: ignore[assignment]
@@ -75,11 +76,18 @@ class _NaNEq:
 
 @dataclass(frozen=True, eq=False)
 class Attribute(_NaNEq):
-    """A typed netCDF attribute."""
+    """A typed netCDF attribute.
+
+    ``json`` keeps, as a 1-tuple, the untyped JSON value a pure Zarr producer wrote
+    when the netCDF type cannot hold it as written (``true``, ``null``, an object, a
+    nested, empty or mixed list): pure Zarr writers write it back unchanged, the
+    NCZarr writer writes ``type``/``value`` and warns. Not part of equality.
+    """
 
     name: str
     type: str
     value: Any
+    json: tuple[Any] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -109,6 +117,11 @@ class Variable(_NaNEq):
     ``"vlen-utf8"`` (variable-length UTF-8, zarr-python's strings; ``filters`` then
     start with numcodecs' ``vlen-utf8``); ``shards`` for a sharded Zarr v3 array: the
     shard shape (each source object holds many ``chunks``, which are the inner chunks).
+    ``logical`` says what zarr-python and xarray show where the netCDF type does not:
+    ``"bool"`` (a ``ubyte`` array of 0/1 that Zarr stores as ``|b1``/``bool``) or
+    ``"bytes"`` (a ``string`` array of fixed-width ``|S<maxstrlen>`` numpy bytes, not
+    text); pure Zarr writers keep them, the NCZarr writer encodes them as xarray's
+    netcdf4 engine does (``docs/conversion.md``).
     """
 
     name: str
@@ -128,6 +141,7 @@ class Variable(_NaNEq):
     endian: Literal["little", "big"] = "little"
     text_storage: Literal["unicode", "vlen-utf8"] | None = None
     shards: tuple[int, ...] | None = None
+    logical: Literal["bool", "bytes"] | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -7,12 +7,12 @@ from typing import Any
 
 from ..errors import UnsupportedError
 from ..keys import join_key
-from .conventions import LAYOUT_ZARR, ZARR_JSON
+from .conventions import LAYOUT_ZARR, NCPROPERTIES, ZARR_JSON, ZATTRS
 from .detect import FormatInfo
 from .model import Dataset, Group, Variable
 from .tree import Node, TreeBuilder, discover_nodes, finish_dims, group_fqn, renamed_variable
 
-__all__ = ["read_zarr2"]
+__all__ = ["read_zarr2", "written_by_netcdf_c"]
 
 
 def read_zarr2(
@@ -40,6 +40,7 @@ def read_zarr2(
             "Zarr v3 stores (zarr.json) are detected but not read into the netCDF model yet"
         )
     builder = TreeBuilder(meta, nczarr=False)
+    builder.xarray_conventions = not written_by_netcdf_c(meta)
     nodes, warnings = discover_nodes(meta)
     builder.warnings.extend(warnings)
     layout = info.layout if info is not None else LAYOUT_ZARR
@@ -56,6 +57,15 @@ def read_zarr2(
     built = _build_pure_group(builder, nodes, "")
     root = finish_dims(built, builder)
     return Dataset(root, layout, tuple(builder.warnings), tuple(builder.skipped))
+
+
+def written_by_netcdf_c(meta: Mapping[str, Any]) -> bool:
+    """Whether netcdf-c (or nczarr, which writes as it does) wrote this pure Zarr store:
+    its root ``.zattrs`` holds ``_NCProperties``. netcdf-c writes a ``_FillValue``
+    attribute for a missing value and reads a ``fill_value`` alone as no missing value;
+    xarray and GDAL read the ``fill_value`` as one (see :mod:`~nczarr.translate.tree`)."""
+    root = meta.get(ZATTRS)
+    return isinstance(root, dict) and NCPROPERTIES in root
 
 
 def _build_pure_group(builder: TreeBuilder, nodes: dict[str, Node], prefix: str) -> Group:

@@ -24,17 +24,20 @@ v3 spellings:
   chunks and codecs, with ``shards`` set (its chunks are re-encoded, see
   :mod:`nczarr.reencode`);
 * xarray writes ``_FillValue`` as an attribute (base64 of the little-endian bytes
-  for floats). netCDF has one fill value per variable, so it becomes the
-  variable's fill value and the attribute is dropped; when it differs from the
-  Zarr ``fill_value`` a warning says that chunks never written now read as it.
+  for floats). It is xarray's missing value: netCDF has one fill value per
+  variable, so it becomes the variable's fill value, and it is kept as the
+  ``_FillValue`` attribute so that every reader of every output masks it; when it
+  differs from the Zarr ``fill_value`` a warning says that chunks never written now
+  read as it.
   Numeric arrays with ``dimension_names`` (xarray writes them on every array) but no
   ``_FillValue`` attribute have no missing value for xarray, while a v2 / netCDF
   fill value would mask data equal to it (an xarray time axis starting at 0 would
   read as NaT). Zarr's default fill value 0 therefore becomes ``None``: without a
   fill value zarr-python and netcdf-c read chunks never written as 0, the
   producer's value. Any other fill value (``-1`` from zarr-python) is what chunks
-  never written hold, so it is kept, with a warning that netCDF and xarray readers
-  of the result treat it as missing.
+  never written hold, so it is kept as the fill value but is no missing value (no
+  ``_FillValue`` attribute), with a warning saying which readers of the copies mask
+  it (only xarray on a Zarr v2 copy). See docs/conversion.md, "Producers' conventions".
 
 Chunk keys differ between v3 (``c/0/1``, ``c.0.1``, ``c`` for 0-d) and v2
 (``0.1``, ``0`` for 0-d). :func:`chunk_key_encodings` gives each array's
@@ -72,6 +75,7 @@ from .tree import (
     ArraySpec,
     Node,
     TreeBuilder,
+    check_extent,
     decode_attributes,
     discover_nodes,
     finish_dims,
@@ -79,7 +83,15 @@ from .tree import (
     renamed_variable,
 )
 
-__all__ = ["read_zarr3", "ChunkKeys", "chunk_key_encodings", "parse_array_v3", "DATA_TYPES"]
+__all__ = [
+    "read_zarr3",
+    "ChunkKeys",
+    "ShardIndex",
+    "chunk_key_encodings",
+    "parse_array_v3",
+    "shard_index",
+    "DATA_TYPES",
+]
 
 #: v3 ``data_type`` -> (netCDF type, item size).
 DATA_TYPES: dict[str, tuple[str, int]] = {
@@ -189,6 +201,7 @@ def _int_tuple(value: Any, what: str, key: str, *, positive: bool) -> tuple[int,
         isinstance(v, int) and not isinstance(v, bool) and v >= low for v in value
     ):
         raise MetadataError(f"{key!r}: {what!r} must be a list of integers >= {low}, got {value!r}")
+    check_extent(tuple(value), what, key)
     return tuple(value)
 
 
@@ -220,7 +233,7 @@ def _data_type(value: Any) -> ZarrDtype:
     found = DATA_TYPES.get(value)
     if found is None:
         raise UnsupportedError(f"data_type {value!r} has no netCDF-4 equivalent")
-    return ZarrDtype(found[0], "little", found[1])
+    return ZarrDtype(found[0], "little", found[1], logical="bool" if value == "bool" else None)
 
 
 def _sharding(codecs: Any, key: str) -> tuple[tuple[int, ...], Any] | None:
@@ -234,7 +247,71 @@ def _sharding(codecs: Any, key: str) -> tuple[tuple[int, ...], Any] | None:
     if len(codecs) != 1:
         raise UnsupportedError("codecs after 'sharding_indexed' are not supported")
     inner = _int_tuple(config.get("chunk_shape"), "sharding chunk_shape", key, positive=True)
-    return inner, config.get("codecs", [{"name": "bytes"}])
+    shard_index(config)  # the index must be one zarr-python and the re-encoder read
+    codecs = config.get("codecs", [{"name": "bytes"}])
+    if not isinstance(codecs, list) or not codecs:
+        raise MetadataError(f"sharding 'codecs' must be a non-empty list, got {codecs!r}")
+    return inner, codecs
+
+
+@dataclass(frozen=True)
+class ShardIndex:
+    """Where and how a ``sharding_indexed`` shard stores its index.
+
+    Attributes
+    ----------
+    location : {"start", "end"}
+    endian : {"little", "big"}
+        Byte order of the ``(offset, nbytes)`` pairs (unsigned 64-bit).
+    checksum : bool
+        Whether a crc32c of the pairs follows them (4 bytes, little-endian).
+    """
+
+    location: str
+    endian: str
+    checksum: bool
+
+    def size(self, chunks: int) -> int:
+        """Bytes of the index of a shard of ``chunks`` inner chunks."""
+        return 16 * chunks + (4 if self.checksum else 0)
+
+
+def shard_index(config: Mapping[str, Any]) -> ShardIndex:
+    """The index of a ``sharding_indexed`` configuration, validated.
+
+    Only what the Zarr v3 sharding specification allows: ``index_location`` ``"start"``
+    or ``"end"`` (default), ``index_codecs`` a ``bytes`` codec optionally followed by
+    ``crc32c``.
+
+    Raises
+    ------
+    MetadataError
+        Anything else, saying what.
+    """
+    location = config.get("index_location", "end")
+    if location not in ("start", "end"):
+        raise MetadataError(
+            f"sharding index_location must be 'start' or 'end', got {json_text_safe(location)}"
+        )
+    codecs = config.get("index_codecs", [{"name": "bytes"}, {"name": "crc32c"}])
+    if not isinstance(codecs, list) or not codecs:
+        raise MetadataError(
+            f"sharding index_codecs must be a non-empty list, got {json_text_safe(codecs)}"
+        )
+    names = [codec_name(c) for c in codecs]
+    first, config0 = names[0]
+    endian = config0.get("endian", "little")
+    if first != "bytes" or endian not in ("little", "big"):
+        raise MetadataError(
+            "sharding index_codecs must start with the 'bytes' codec (endian 'little' or "
+            f"'big'), got {json_text_safe(codecs[0])}"
+        )
+    rest = [name for name, _ in names[1:]]
+    if rest not in ([], ["crc32c"]):
+        raise MetadataError(
+            f"sharding index_codecs after 'bytes' may only be 'crc32c', got {rest!r}"
+        )
+    return ShardIndex(location, endian, bool(rest))
 
 
 def _fill_value(value: Any, dtype: ZarrDtype) -> Any:
@@ -432,7 +509,8 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
         return None
     attrs = dict(_attributes(doc, key))
     nc_type = spec.dtype.nc_type
-    if FILLVALUE in attrs:
+    missing = FILLVALUE in attrs
+    if missing:
         raw = attrs.pop(FILLVALUE)
         try:
             fill = None if raw is None else _xarray_fill(raw, nc_type)
@@ -465,14 +543,18 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
     ):
         builder.warnings.append(
             f"array {group_fqn(prefix)!r}: its Zarr v3 fill_value {spec.fill_value!r} (no "
-            f"_FillValue attribute) is kept as the netCDF fill value, so chunks never "
-            f"written read as {spec.fill_value!r}; netCDF and xarray readers of the result "
-            f"also treat {spec.fill_value!r} as missing"
+            f"_FillValue attribute) is not a missing value for zarr-python and xarray; it "
+            f"is kept as the fill value, so chunks never written read as {spec.fill_value!r}. "
+            f"netCDF readers of an NCZarr copy and xarray reading a Zarr v3 copy do not mask "
+            f"it either, but xarray masks the fill_value of a Zarr v2 copy"
         )
     dims = _dimensions(builder, group, doc, attrs, spec.shape, key)
     attributes: dict[str, Attribute] = decode_attributes(
         attrs, _types(attrs), key=key, var_type=nc_type
     )
+    if missing and spec.fill_value is not None and nc_type not in ("char", "string"):
+        # xarray's missing value: every reader of every output masks it (docs/conversion.md)
+        attributes[FILLVALUE] = Attribute(FILLVALUE, nc_type, (spec.fill_value,))
     return builder.make_variable(name, prefix, spec, dims, not spec.shape, attributes)
 
 

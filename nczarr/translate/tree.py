@@ -20,12 +20,19 @@ Pure Zarr rules (see the NCZarr spec, "Translation" and "Compatibility", and
 * Shape ``[]`` (with no or empty ``_ARRAY_DIMENSIONS``) and shape ``[1]`` with
   ``["_scalar_"]`` are scalars.
 * An array whose dtype has no netCDF equivalent is skipped with a warning.
+* ``xarray_conventions`` (set by the pure Zarr v2 reader for stores netcdf-c did not
+  write): a numeric array's ``fill_value`` is its ``_FillValue``, as xarray's zarr
+  engine reads a v2 ``fill_value`` and GDAL its nodata; the model gets a
+  ``_FillValue`` attribute, so every reader of every output masks the same values.
+  ``|S<n>`` arrays hold numpy bytes (``logical`` ``"bytes"``), not netCDF text.
+  (``docs/conversion.md``, "Producers' conventions".)
 * A store whose root is an array (no group) is exposed as a root group holding one
   variable named after the store (``name``), with a warning saying so.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +58,8 @@ from .dtypes import ZarrDtype, decode_fill_value, fill_value_note, parse_dtype
 from .model import Attribute, Dimension, Group, Variable
 
 __all__ = [
+    "MAX_EXTENT",
+    "check_extent",
     "Node",
     "discover_nodes",
     "finish_dims",
@@ -61,6 +70,7 @@ __all__ = [
     "attribute_types",
     "group_fqn",
     "TreeBuilder",
+    "fill_as_missing",
 ]
 
 #: Hidden on read in addition to conventions.HIDDEN_ATTRIBUTES (Zarr v3 drafts of netcdf-c).
@@ -95,7 +105,22 @@ def _int_list(value: Any, what: str, key: str, *, positive: bool) -> tuple[int, 
         if isinstance(item, bool) or not isinstance(item, int) or item < (1 if positive else 0):
             bound = "positive" if positive else "non-negative"
             raise MetadataError(f"{key!r}: {what!r} must hold {bound} integers, got {value!r}")
+    check_extent(tuple(value), what, key)
     return tuple(value)
+
+
+#: Largest number of elements (along one axis or in all) an array or chunk may have:
+#: numpy, and so zarr-python and xarray, index with signed 64-bit integers.
+MAX_EXTENT = 2**63 - 1
+
+
+def check_extent(values: tuple[int, ...], what: str, key: str) -> None:
+    """Refuse a shape (or chunk shape) numpy cannot index, naming ``key``."""
+    if math.prod(values) > MAX_EXTENT or any(v > MAX_EXTENT for v in values):
+        raise MetadataError(
+            f"{key!r}: {what!r} {list(values)} holds more than 2**63 - 1 elements, "
+            "more than any reader can index"
+        )
 
 
 def parse_array_metadata(zarray: Any, key: str, *, nczarr: bool) -> ArraySpec:
@@ -274,6 +299,9 @@ class TreeBuilder:
         self.usage: dict[str, dict[str, tuple[int, str, str]]] = {}
         #: group FQN -> (name, length) -> FQN of the dimension renamed for that length
         self.renamed: dict[str, dict[tuple[str, int], str]] = {}
+        #: pure Zarr not written by netcdf-c (xarray, zarr-python, GDAL): a numeric
+        #: fill_value is a missing value and ``|S<n>`` holds bytes (see the module doc)
+        self.xarray_conventions = False
 
     def skip(self, prefix: str, reason: str) -> None:
         """Leave out the array at ``prefix``, saying why."""
@@ -411,6 +439,7 @@ class TreeBuilder:
             endian=spec.dtype.endian,
             text_storage=spec.dtype.text_storage,
             shards=spec.shards,
+            logical=spec.dtype.logical,
         )
 
     def parse_or_skip(self, prefix: str) -> ArraySpec | None:
@@ -433,6 +462,9 @@ class TreeBuilder:
         attrs = decode_attributes(
             zattrs, types, key=join_key(prefix, ZATTRS), var_type=spec.dtype.nc_type
         )
+        if self.xarray_conventions:
+            attrs = fill_as_missing(attrs, spec)
+            spec = _bytes_as_bytes(spec)
         return self.make_variable(name, prefix, spec, dims, scalar, attrs)
 
     def group_attributes(self, prefix: str) -> dict[str, Attribute]:
@@ -440,6 +472,33 @@ class TreeBuilder:
         return decode_attributes(
             self.meta.get(join_key(prefix, ZATTRS)), types, key=join_key(prefix, ZATTRS)
         )
+
+
+def fill_as_missing(attrs: dict[str, Attribute], spec: ArraySpec) -> dict[str, Attribute]:
+    """``attrs`` with a ``_FillValue`` equal to a numeric array's ``fill_value``.
+
+    Nothing changes for text and bool arrays (xarray writes them with ``fill_value``
+    null), without a fill value, or when a ``_FillValue`` attribute exists already.
+    """
+    nc_type = spec.dtype.nc_type
+    if (
+        spec.fill_value is None
+        or nc_type in ("char", "string")
+        or spec.dtype.logical is not None
+        or FILLVALUE in attrs
+    ):
+        return attrs
+    return {**attrs, FILLVALUE: Attribute(FILLVALUE, nc_type, (spec.fill_value,))}
+
+
+def _bytes_as_bytes(spec: ArraySpec) -> ArraySpec:
+    """``|S<n>`` that zarr-python or xarray wrote holds numpy bytes, not netCDF text."""
+    from dataclasses import replace
+
+    dtype = spec.dtype
+    if dtype.nc_type != "string" or dtype.text_storage is not None or dtype.logical:
+        return spec
+    return replace(spec, dtype=replace(dtype, logical="bytes"))
 
 
 def _valid_names(names: Any) -> bool:

@@ -120,7 +120,12 @@ def zarray_document(
         "zarr_format": 2,
         "shape": scalar_shape if var.scalar else list(var.shape),
         "dtype": nc_to_zarr_dtype(
-            var.type, var.endian, var.maxstrlen, nczarr=nczarr, text_storage=var.text_storage
+            var.type,
+            var.endian,
+            var.maxstrlen,
+            nczarr=nczarr,
+            text_storage=var.text_storage,
+            logical=var.logical,
         ),
         "chunks": scalar_shape if var.scalar else list(var.chunks),
         "fill_value": fill_value,

@@ -107,6 +107,8 @@ def data_type(var: Variable) -> tuple[Any, int, bool]:
             width,
             False,
         )
+    if var.logical == "bool" and var.type in ("ubyte", "byte"):
+        return "bool", 1, False
     name = _DATA_TYPES.get(var.type)
     if name is None:
         raise UnsupportedError(f"netCDF type {var.type!r} has no Zarr v3 data type")
@@ -169,7 +171,13 @@ def array_document(
         codecs = [{"name": "vlen-utf8"} if c["name"] == "bytes" else c for c in codecs]
     attributes = plain_attributes(var.attributes.values())
     attributes.pop(FILLVALUE, None)
-    if xarray_fill and var.fill_value is not None and var.type not in ("char", "string"):
+    if (
+        xarray_fill
+        and var.fill_value is not None
+        and FILLVALUE in var.attributes  # a missing value, not only a fill value
+        and var.type not in ("char", "string")
+        and var.logical is None
+    ):
         attributes[FILLVALUE] = _xarray_fill(var)
     doc: dict[str, Any] = {
         "zarr_format": 3,

@@ -27,6 +27,7 @@ from typing import Any, Literal
 from ..errors import InvalidModeError
 from .conventions import FORMATS, ZMETADATA
 from .model import Dataset
+from .netcdf_forms import nczarr_forms
 from .write_common import consolidate, text_shuffle_warnings
 from .write_nczarr import unreadable_codec_warnings, write_nczarr
 from .write_zarr import write_zarr
@@ -126,8 +127,9 @@ def write_with_warnings(
         warnings = [*warnings, *text_shuffle_warnings(dataset)]
         return WriteResult(metadata, tuple(warnings), tuple(skipped))
     if format == "nczarr":
+        dataset, forms = nczarr_forms(dataset)  # bool and untyped JSON attributes
         metadata = write_nczarr(dataset, noxarray=noxarray)
-        warnings = unreadable_codec_warnings(dataset)
+        warnings = [*forms, *unreadable_codec_warnings(dataset)]
     elif format == "zarr":
         metadata, warnings = write_zarr(dataset, noxarray=noxarray, netcdf_scalars=netcdf_scalars)
     else:

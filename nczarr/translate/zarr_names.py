@@ -64,6 +64,9 @@ def plain_attributes(attributes: Iterable[Attribute]) -> dict[str, Any]:
     for attr in attributes:
         if attr.name in HIDDEN_ATTRIBUTES:
             continue
+        if attr.json is not None:  # the producer's own JSON (true, null, objects...)
+            out[attr.name] = attr.json[0]
+            continue
         out[attr.name] = encode_attribute(attr, typed=False)[0]
     return out
 

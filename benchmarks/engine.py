@@ -1,0 +1,382 @@
+"""Benchmark the xarray ``nczarr`` engine against the netcdf4 engine, xarray's zarr engine
+and the decode floor; prints time ratios measured within one run.
+
+Run (a few minutes on an idle 2-core machine)::
+
+    python3 benchmarks/engine.py                    # everything
+    python3 benchmarks/engine.py --quick            # 40 KB chunks, dir only, fewer repeats
+    python3 benchmarks/engine.py --dir /dev/shm     # tmpfs (the default is a temp dir)
+
+Data (stated, not tuned): 4 ``float32`` variables written by netcdf-c itself (netCDF4,
+``file://...#mode=nczarr,file``), values ``round(N(0,1) * 10, 2)``, compressed with
+zlib level 1 or blosc-lz4 (``compression="blosc_lz4"``, netcdf-c's default level), in
+
+* 40 KB chunks: 1500 x 1500 per variable in 100 x 100 chunks (900 chunks);
+* 4 MB chunks: 2000 x 2000 per variable in 1000 x 1000 chunks (16 chunks).
+
+The same chunk objects are then stored in a zip archive (netcdf-c's layout: one
+top-level folder, members stored) and in an S3 bucket on a moto server this script
+starts on 127.0.0.1. netcdf-c (the netCDF4 wheel) has no zip and no S3 support, so
+there the comparison is with xarray's zarr engine only.
+
+Read contenders, each ``xr.open_dataset(...).load()``:
+
+* ``netcdf4``: ``engine="netcdf4"`` on the ``file://...#mode=nczarr,file`` URL (libnetcdf),
+  and ``netcdf4+dask`` with ``chunks={}``;
+* ``zarr``: xarray's zarr engine (``engine="zarr"``; zip through ``zarr.storage.ZipStore``,
+  S3 through fsspec);
+* ``nczarr``: ``engine="nczarr"``, and ``nczarr+dask`` with ``chunks={}`` (``.load()`` on
+  dask's threaded scheduler);
+* ``floor``: a plain loop that reads each chunk object (``open().read()``,
+  ``ZipFile.read``, all S3 GETs at once on s3fs's loop) and decodes it with numcodecs, no
+  xarray, no zarr.
+
+Write contenders (dir only, the same dataset in memory, zlib level 1):
+``to_netcdf(url, engine="netcdf4")`` on netcdf-c's NCZarr URL vs ``nczarr.to_nczarr``.
+
+Timing: the machine is shared, so every contender runs ``--repeat`` times, interleaved
+round-robin, and the minimum is kept, of wall time and of CPU time (user + system of
+all threads of this process, which a loaded machine distorts less; parallel decoding
+shows in wall time only); ratios are of minima from the same run. Ratios
+are printed against the netcdf4 engine (where it can go), against the floor and, for
+zip and S3, as throughput of nczarr over xarray's zarr engine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+import warnings
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent), str(HERE)]
+
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "bench")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "bench")
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+
+NVARS = 4
+CASES = {"40KB": (1500, 100), "4MB": (2000, 1000)}  # side, chunk edge
+WHERES = ("dir", "zip", "s3")  # --where none: writes only
+CODECS = {"zlib": {"zlib": True, "complevel": 1}, "blosc": {"compression": "blosc_lz4"}}
+
+
+def make_dataset(side: int) -> Any:
+    """The in-memory dataset every store holds."""
+    import numpy as np
+    import xarray as xr
+
+    rng = np.random.default_rng(0)
+    data = {
+        f"v{i}": (("y", "x"), np.round(rng.normal(size=(side, side)) * 10, 2).astype("f4"))
+        for i in range(NVARS)
+    }
+    return xr.Dataset(data)
+
+
+def write_netcdf_c(path: Path, ds: Any, edge: int, codec: str) -> str:
+    """Write ``ds`` with netcdf-c as NCZarr in directory ``path``; its URL."""
+    import netCDF4
+
+    url = f"file://{path}#mode=nczarr,file"
+    with netCDF4.Dataset(url, "w") as nc:
+        for name, size in ds.sizes.items():
+            nc.createDimension(name, size)
+        for name, var in ds.data_vars.items():
+            v = nc.createVariable(
+                name, "f4", var.dims, chunksizes=(edge, edge), fill_value=False, **CODECS[codec]
+            )
+            v[:] = var.values
+    return url
+
+
+def chunk_files(root: Path) -> list[tuple[str, Path]]:
+    """(key, path) of every object of the directory store ``root``."""
+    out = []
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            full = Path(dirpath) / name
+            out.append((full.relative_to(root).as_posix(), full))
+    return sorted(out)
+
+
+def make_zip(root: Path, target: Path) -> str:
+    """The store as a zip archive in netcdf-c's layout (one top folder, stored)."""
+    top = root.name
+    with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_STORED) as zf:
+        for key, full in chunk_files(root):
+            zf.write(full, f"{top}/{key}")
+    return top
+
+
+def upload(root: Path, fs: Any, prefix: str) -> None:
+    fs.pipe({f"{prefix}/{key}": full.read_bytes() for key, full in chunk_files(root)})
+
+
+def array_codecs(root: Path) -> dict[str, Any]:
+    """numcodecs compressor (and filters) per variable, from the ``.zarray`` files."""
+    import json
+
+    import numcodecs
+
+    out = {}
+    for i in range(NVARS):
+        meta = json.loads((root / f"v{i}" / ".zarray").read_text())
+        comp = numcodecs.get_codec(meta["compressor"]) if meta["compressor"] else None
+        filters = [numcodecs.get_codec(f) for f in meta.get("filters") or []]
+        out[f"v{i}"] = (comp, filters, meta)
+    return out
+
+
+def floor_decode(items: list[tuple[str, bytes]], codecs: dict[str, Any]) -> int:
+    """Decode every chunk like a plain loop would: numcodecs, one after another."""
+    import numpy as np
+
+    total = 0
+    for key, data in items:
+        var, _, name = key.partition("/")
+        if name.startswith(".") or var not in codecs:
+            continue
+        comp, filters, meta = codecs[var]
+        out = comp.decode(data) if comp else data
+        for f in reversed(filters):
+            out = f.decode(out)
+        arr = np.frombuffer(out, dtype=meta["dtype"]).reshape(meta["chunks"])
+        total += arr.size
+    return total
+
+
+def load(ds: Any) -> None:
+    ds.load()
+    ds.close()
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)  # every thread of this process
+    return usage.ru_utime + usage.ru_stime
+
+
+def best_of(
+    contenders: dict[str, Callable[[], object]], repeat: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Minimum wall time and minimum CPU time (all threads of this process) per
+    contender over ``repeat`` interleaved rounds, after one untimed warm-up round."""
+    wall = {name: float("inf") for name in contenders}
+    cpu = dict(wall)
+    for func in contenders.values():  # warm-up (imports, caches), untimed
+        func()
+    for _ in range(repeat):
+        for name, func in contenders.items():
+            start, start_cpu = time.perf_counter(), _cpu()
+            func()
+            wall[name] = min(wall[name], time.perf_counter() - start)
+            cpu[name] = min(cpu[name], _cpu() - start_cpu)
+    return wall, cpu
+
+
+def read_contenders(
+    where: str, root: Path, zpath: Path, s3: tuple[Any, str, str] | None, dask: bool
+) -> dict[str, Callable[[], object]]:
+    import xarray as xr
+    import zarr
+
+    codecs = array_codecs(root)
+    files = [(k, p) for k, p in chunk_files(root) if not k.split("/")[-1].startswith(".")]
+    out: dict[str, Callable[[], object]] = {}
+    if where == "dir":
+        url = f"file://{root}#mode=nczarr,file"
+        out["floor"] = lambda: floor_decode([(k, p.read_bytes()) for k, p in files], codecs)
+        out["netcdf4"] = lambda: load(xr.open_dataset(url, engine="netcdf4"))
+        out["zarr"] = lambda: load(xr.open_dataset(str(root), engine="zarr", consolidated=False))
+        out["nczarr"] = lambda: load(xr.open_dataset(url, engine="nczarr"))
+        if dask:
+            out["netcdf4+dask"] = lambda: load(xr.open_dataset(url, engine="netcdf4", chunks={}))
+            out["nczarr+dask"] = lambda: load(xr.open_dataset(url, engine="nczarr", chunks={}))
+    elif where == "zip":
+        top = root.name
+
+        def zfloor() -> int:
+            with zipfile.ZipFile(zpath) as zf:
+                return floor_decode([(k, zf.read(f"{top}/{k}")) for k, _ in files], codecs)
+
+        def zzarr() -> None:
+            store = zarr.storage.ZipStore(zpath, mode="r")
+            load(xr.open_dataset(store, engine="zarr", group=top, consolidated=False))
+            store.close()
+
+        out["floor"] = zfloor
+        out["zarr"] = zzarr
+        out["nczarr"] = lambda: load(xr.open_dataset(str(zpath), engine="nczarr"))
+    else:
+        assert s3 is not None
+        fs, endpoint, prefix = s3
+        keys = [f"{prefix}/{k}" for k, _ in files]
+        so = {"endpoint_url": endpoint}
+
+        def sfloor() -> int:
+            # every GET at once on s3fs's loop (fs.cat(list) also asks for each key's
+            # info first, which made it slower than both engines)
+            from fsspec.asyn import sync
+
+            async def fetch() -> list[bytes]:
+                return await asyncio.gather(*(fs._cat_file(k) for k in keys))
+
+            got = sync(fs.loop, fetch)
+            return floor_decode(
+                [(k[len(prefix) + 1 :], v) for k, v in zip(keys, got, strict=True)], codecs
+            )
+
+        out["floor"] = sfloor
+        out["zarr"] = lambda: load(
+            xr.open_dataset(f"s3://{prefix}", engine="zarr", consolidated=False, storage_options=so)
+        )
+        url = f"{endpoint}/{prefix}#mode=nczarr,s3"
+        out["nczarr"] = lambda: load(xr.open_dataset(url, engine="nczarr"))
+    return out
+
+
+def write_contenders(tmp: Path, ds: Any) -> dict[str, Callable[[], object]]:
+    import nczarr
+
+    enc = {name: {"zlib": True, "complevel": 1, "chunksizes": (100, 100)} for name in ds}
+    n = [0]
+
+    def target(tag: str) -> Path:
+        n[0] += 1
+        path = tmp / f"w-{tag}-{n[0]}.file"
+        return path
+
+    def netcdf() -> None:
+        path = target("nc")
+        ds.to_netcdf(f"file://{path}#mode=nczarr,file", engine="netcdf4", encoding=enc)
+        shutil.rmtree(path)
+
+    def ours() -> None:
+        path = target("nz")
+        nczarr.to_nczarr(ds, f"file://{path}#mode=nczarr,file", encoding=enc)
+        shutil.rmtree(path)
+
+    return {"to_netcdf": netcdf, "to_nczarr": ours}
+
+
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:5.2f}x" if b else "  n/a"
+
+
+def report(title: str, times: tuple[dict[str, float], dict[str, float]]) -> None:
+    """Print minima and ratios, wall time then CPU time."""
+    for clock, best in zip(("wall", "cpu"), times, strict=True):
+        floor = best.get("floor")
+        base = best.get("netcdf4")
+        parts = [f"{name} {t * 1e3:7.1f}" for name, t in best.items()]
+        print(f"{title:24s} {clock:4s} ms: " + " | ".join(parts))
+        for name, t in best.items():
+            if name in ("floor", "netcdf4"):
+                continue
+            line = f"{'':29s} {name:12s}"
+            if floor:
+                line += f" /floor {ratio(t, floor)}"
+            if base:
+                line += f"  /netcdf4 {ratio(t, base)}"
+            if name == "nczarr+dask" and "netcdf4+dask" in best:
+                line += f"  /netcdf4+dask {ratio(t, best['netcdf4+dask'])}"
+            if name == "nczarr" and "zarr" in best:
+                line += f"  throughput vs zarr engine {ratio(best['zarr'], t)}"
+            print(line)
+        if base and floor:
+            print(f"{'':29s} {'netcdf4':12s} /floor {ratio(base, floor)}")
+    sys.stdout.flush()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dir", default=None, help="scratch directory (default: a temp dir)")
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--quick", action="store_true", help="40 KB chunks, dir only")
+    parser.add_argument("--no-s3", action="store_true")
+    parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--no-dask", action="store_true", help="leave out the chunks={} runs")
+    parser.add_argument("--cases", default=",".join(CASES), help="e.g. 40KB or 4MB")
+    parser.add_argument("--codecs", default=",".join(CODECS), help="e.g. blosc or zlib")
+    parser.add_argument("--where", default="dir,zip,s3", help="e.g. dir,zip")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+
+    import netCDF4
+    import numcodecs
+    import xarray as xr
+    import zarr
+
+    import nczarr
+
+    repeat = 3 if args.quick else args.repeat
+    wheres = ["dir"] if args.quick else [w for w in args.where.split(",") if w in WHERES]
+    if args.no_s3 and "s3" in wheres:
+        wheres.remove("s3")
+    cases = {"40KB": CASES["40KB"]} if args.quick else {c: CASES[c] for c in args.cases.split(",")}
+    codecs = args.codecs.split(",")
+    print(
+        f"nczarr {nczarr.__file__}\nzarr {zarr.__version__}, xarray {xr.__version__}, "
+        f"numcodecs {numcodecs.__version__}, libnetcdf {netCDF4.__netcdf4libversion__}, "
+        f"nproc {os.cpu_count()}, load {os.getloadavg()[0]:.1f}; best of {repeat}"
+    )
+    proc = None
+    s3fs_fs = None
+    if "s3" in wheres:
+        import s3fs
+        from bench_s3_search import start_moto
+
+        proc, endpoint = start_moto()
+        s3fs_fs = s3fs.S3FileSystem(endpoint_url=endpoint, skip_instance_cache=True)
+        s3fs_fs.mkdir("bench")
+    tmp = Path(tempfile.mkdtemp(prefix="nczarr-engine-", dir=args.dir))
+    try:
+        for case, (side, edge) in cases.items():
+            ds = make_dataset(side)
+            for codec in codecs:
+                root = tmp / f"{case}-{codec}.file"
+                write_netcdf_c(root, ds, edge, codec)
+                zpath = tmp / f"{case}-{codec}.zip"
+                if "zip" in wheres:
+                    make_zip(root, zpath)
+                s3 = None
+                if s3fs_fs is not None:
+                    prefix = f"bench/{case}-{codec}"
+                    upload(root, s3fs_fs, prefix)
+                    s3 = (s3fs_fs, endpoint, prefix)
+                for where in wheres:
+                    best = best_of(
+                        read_contenders(
+                            where, root, zpath, s3, dask=where == "dir" and not args.no_dask
+                        ),
+                        repeat,
+                    )
+                    report(f"read {case} {codec} {where}", best)
+            if not args.no_write and case == "40KB":
+                times = best_of(write_contenders(tmp, ds), max(3, repeat // 2))
+                for clock, best in zip(("wall", "cpu"), times, strict=True):
+                    t_nc, t_us = best["to_netcdf"], best["to_nczarr"]
+                    print(
+                        f"{'write 40KB zlib dir':24s} {clock:4s} ms: to_netcdf {t_nc * 1e3:7.1f}"
+                        f" | to_nczarr {t_us * 1e3:7.1f}   to_nczarr/to_netcdf {ratio(t_us, t_nc)}"
+                    )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if proc is not None:
+            proc.terminate()
+            proc.wait()
+    print(f"load after: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,10 @@
+"""``python -m nczarr``: the same as the ``nczarr`` command."""
+
+from __future__ import annotations
+
+import sys
+
+from .cli.main import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,154 @@
+"""A netCDF-3 file's header (:mod:`nczarr.ncfile.cdf`) as the netCDF-4 model plus chunk index.
+
+Pure. Values are big-endian raw bytes, so every chunk is a byte range of the file:
+a fixed-size variable is contiguous (cut along its first dimension,
+:func:`~nczarr.ncfile.layout.cut_contiguous`); a record variable has one record per
+chunk at ``begin + r * recsize``, or many records per chunk when it is the only
+record variable (then its records are back to back in the file).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import MetadataError
+from ..translate.model import Attribute, Dataset, Dimension, Group, Variable
+from .cdf import CDF_TYPES, CDFAttribute, CDFHeader, CDFVariable, type_size
+from .layout import DEFAULT_FILLS, ChunkRef, SourceArray, chunk_key, cut_contiguous, rows_per_chunk
+
+__all__ = ["LAYOUTS", "read_classic"]
+
+#: Layout names, by CDF version.
+LAYOUTS = {1: "netcdf3-classic", 2: "netcdf3-64bit-offset", 5: "netcdf3-cdf5"}
+
+
+def _attribute(attr: CDFAttribute) -> Attribute:
+    kind, dtype = CDF_TYPES[attr.type_code]
+    if kind == "char":
+        return Attribute(attr.name, "char", attr.raw.decode("utf-8", "surrogateescape"))
+    values = np.frombuffer(attr.raw, dtype=dtype)
+    return Attribute(attr.name, kind, tuple(v.item() for v in values))
+
+
+def _fill(attrs: dict[str, Attribute], kind: str) -> object:
+    fill = attrs.get("_FillValue")
+    if fill is None or not fill.value:
+        return DEFAULT_FILLS[kind]
+    return fill.value[:1] if kind == "char" else fill.value[0]
+
+
+def _check_vsize(header: CDFHeader, var: CDFVariable, what: str) -> int:
+    """The bytes the variable takes (one record's worth for a record variable, padded
+    to 4 bytes), which the header's ``vsize`` must say (a header that lies about it
+    would shift every record of the file); CDF-1/2 write 2**32 - 1 for a variable
+    bigger than that."""
+    dims = [header.dimensions[d].size for d in var.dimids]
+    if dims and dims[0] == 0:
+        dims = dims[1:]
+    need = type_size(var.type_code) * math.prod(dims)
+    need += -need % 4
+    if var.vsize != need and not (header.version != 5 and var.vsize == 0xFFFFFFFF):
+        raise MetadataError(
+            f"{what}: variable {var.name!r}: the header says it takes {var.vsize} bytes, "
+            f"its shape and type take {need}: a header that lies about sizes"
+        )
+    return need
+
+
+def _record_count(header: CDFHeader, file_size: int, recsize: int, what: str) -> int:
+    """Records in the file: the header's count, checked against the file's size."""
+    starts = [v.begin for v in header.variables if _is_record(header, v)]
+    if header.numrecs is None:  # streaming: as many whole records as the file holds
+        return (file_size - min(starts)) // recsize if starts and recsize else 0
+    return header.numrecs
+
+
+def _is_record(header: CDFHeader, var) -> bool:
+    return bool(var.dimids) and header.dimensions[var.dimids[0]].size == 0
+
+
+def read_classic(header: CDFHeader, file_size: int, what: str) -> tuple[Dataset, dict]:
+    """The model and ``{key prefix: SourceArray}`` of a netCDF-3 file of ``file_size``
+    bytes.
+
+    Raises
+    ------
+    MetadataError
+        The header names data beyond the end of the file (truncated, or a header
+        lying about sizes), naming the file and the variable.
+    """
+    vsizes = {var.name: _check_vsize(header, var, what) for var in header.variables}
+    record_vars = [v for v in header.variables if _is_record(header, v)]
+    if len(record_vars) == 1:
+        var = record_vars[0]
+        recsize = type_size(var.type_code) * math.prod(
+            header.dimensions[d].size for d in var.dimids[1:]
+        )
+    else:
+        recsize = sum(vsizes[v.name] for v in record_vars)
+    numrecs = _record_count(header, file_size, recsize, what)
+    dims = {
+        d.name: Dimension(d.name, numrecs if d.size == 0 else d.size, d.size == 0)
+        for d in header.dimensions
+    }
+    variables: dict[str, Variable] = {}
+    arrays: dict[str, SourceArray] = {}
+    for var in header.variables:
+        kind, dtype = CDF_TYPES[var.type_code]
+        itemsize = type_size(var.type_code)
+        shape = tuple(dims[header.dimensions[d].name].size for d in var.dimids)
+        attrs = {a.name: _attribute(a) for a in var.attributes}
+        fill = _fill(attrs, kind)
+        record = _is_record(header, var)
+        source = SourceArray(var.name, fill=_fill_bytes(fill, dtype, kind))
+        inner = itemsize * math.prod(shape[1:]) if shape else itemsize
+        if record:
+            per = rows_per_chunk(shape, itemsize) if len(record_vars) == 1 else 1
+            chunks = (per, *shape[1:])
+            tail = (0,) * (len(shape) - 1)
+            for i, start in enumerate(range(0, numrecs, per)):
+                n = min(per, numrecs - start)
+                source.chunks[chunk_key((i, *tail))] = ChunkRef(
+                    var.begin + start * recsize, n * inner, (per - n) * inner
+                )
+            end = var.begin + (numrecs - 1) * recsize + inner if numrecs else 0
+        else:
+            chunks = (rows_per_chunk(shape, itemsize), *shape[1:]) if shape else ()
+            source.chunks.update(
+                cut_contiguous(var.begin, shape, itemsize, chunks[0] if shape else 1)
+            )
+            end = var.begin + itemsize * math.prod(shape)
+        if end > file_size and math.prod(shape):
+            raise MetadataError(
+                f"{what}: variable {var.name!r} ends at byte {end}, beyond the end of the "
+                f"file ({file_size} bytes): truncated, or a header that lies about sizes"
+            )
+        arrays[var.name] = source
+        variables[var.name] = Variable(
+            name=var.name,
+            path=f"/{var.name}",
+            type=kind,
+            dimensions=tuple(f"/{header.dimensions[d].name}" for d in var.dimids),
+            shape=shape,
+            chunks=chunks,
+            fill_value=fill,
+            attributes=attrs,
+            scalar=not shape,
+            endian="big" if itemsize > 1 else "little",
+        )
+    root = Group(
+        name="/",
+        path="/",
+        dimensions=dims,
+        attributes={a.name: _attribute(a) for a in header.attributes},
+        variables=variables,
+    )
+    return Dataset(root=root, layout=LAYOUTS[header.version]), arrays
+
+
+def _fill_bytes(fill: object, dtype: str, kind: str) -> bytes:
+    if kind == "char":
+        return str(fill).encode("latin-1", "replace")[:1].ljust(1, b"\x00")
+    return np.array(fill, dtype=dtype).tobytes()

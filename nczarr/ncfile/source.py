@@ -1,0 +1,418 @@
+"""``NetCDFFileMap``: a netCDF file (netCDF-4/HDF5 or netCDF-3) as a read-only zmap of chunks.
+
+The map holds no metadata objects: it carries the file read into the netCDF-4 model
+(:attr:`NetCDFFileMap.dataset`), which :mod:`nczarr.load` hands to the writers like
+any other reader's model. Its keys are the Zarr chunk keys of every variable
+(``"g/v/0.1"``), each served as the byte range of the file that holds that chunk
+(:mod:`nczarr.ncfile.layout`), so a convert copies the file's compressed chunks
+byte for byte. The few chunks that cannot be copied verbatim (see
+:mod:`nczarr.ncfile.hdf5`) are encoded on the fly, and :attr:`reencoded` names
+their variables.
+
+Local files are read with ``os.pread``-style reads of one open file; any other URL
+through fsspec (``s3://bucket/x.nc``): the header / HDF5 metadata through a
+block-cached file object (a few ranged requests), each chunk with one ranged GET,
+the many chunks of one :meth:`getitems` concurrently. The file is never downloaded
+whole. Pickling reopens the file (a worker or dask task opens its own handle).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from ..errors import MetadataError, ReadOnlyError, StorageError, StorageNotFoundError
+from ..keys import normalize_key
+from ..maps.base import ZMap
+from ..translate.detect import FormatInfo
+from ..translate.model import Dataset
+from .layout import SourceArray
+
+__all__ = [
+    "HDF5_MAGIC",
+    "NETCDF_SUFFIXES",
+    "NetCDFFileMap",
+    "is_netcdf_header",
+    "has_netcdf_suffix",
+]
+
+HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
+CDF_MAGICS = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
+#: Suffixes that make a remote URL a netCDF file rather than a store.
+NETCDF_SUFFIXES = (".nc", ".nc3", ".nc4", ".netcdf", ".h5", ".hdf5", ".he5", ".cdf")
+#: Block size of the cached reads of remote HDF5 metadata.
+METADATA_BLOCK = 32 * 1024
+#: First read of a netCDF-3 header (grown until the header fits).
+HEADER_GUESS = 32 * 1024
+
+
+def is_netcdf_header(head: bytes) -> bool:
+    """Whether the first 8 bytes of a file are netCDF-3 or HDF5 magic."""
+    return head[:4] in CDF_MAGICS or head[:8] == HDF5_MAGIC
+
+
+def has_netcdf_suffix(path: str) -> bool:
+    """Whether a path or URL ends with a netCDF file suffix (before any ``#``)."""
+    return path.split("#", 1)[0].lower().rstrip("/").endswith(NETCDF_SUFFIXES)
+
+
+class _Local:
+    """A local file read by offset (thread-safe: ``os.pread`` where it exists)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        try:
+            self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        except FileNotFoundError:
+            raise StorageNotFoundError(f"no such netCDF file: {path!r}") from None
+        except OSError as exc:
+            raise StorageError(f"cannot open {path!r}: {exc}") from None
+        self.size = os.fstat(self.fd).st_size
+        self._lock = threading.Lock()
+
+    def read(self, offset: int, length: int) -> bytes:
+        if hasattr(os, "pread"):
+            return os.pread(self.fd, length, offset)
+        with self._lock:  # pragma: no cover - Windows
+            os.lseek(self.fd, offset, os.SEEK_SET)
+            return os.read(self.fd, length)
+
+    def read_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        return [self.read(o, n) for o, n in ranges]
+
+    def fileobj(self) -> Any:
+        return self.path
+
+    def head(self, n: int) -> bytes:
+        return self.read(0, n)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+class _Remote:
+    """A file on an fsspec filesystem, read by byte ranges."""
+
+    def __init__(self, url: str, options: Mapping[str, Any]) -> None:
+        from fsspec.core import url_to_fs
+
+        try:
+            self.fs, self.path = url_to_fs(url, **dict(options))
+            self.size = self.fs.size(self.path)
+        except FileNotFoundError:
+            raise StorageNotFoundError(f"no such netCDF file: {url!r}") from None
+        except ImportError as exc:
+            from ..errors import MissingDependencyError
+
+            raise MissingDependencyError(f"cannot open {url!r}: {exc}") from None
+        except OSError as exc:
+            raise StorageError(f"cannot open {url!r}: {exc}") from None
+        self._file: Any = None
+
+    def read(self, offset: int, length: int) -> bytes:
+        if length <= 0:
+            return b""
+        return self.fs.cat_file(self.path, start=offset, end=offset + length)
+
+    def read_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        if len(ranges) <= 1:
+            return [self.read(o, n) for o, n in ranges]
+        return self.fs.cat_ranges(
+            [self.path] * len(ranges), [o for o, _ in ranges], [o + n for o, n in ranges]
+        )
+
+    def fileobj(self) -> Any:
+        """A block-cached file object (HDF5 metadata, the magic bytes)."""
+        if self._file is None:
+            self._file = self.fs.open(
+                self.path, "rb", block_size=METADATA_BLOCK, cache_type="blockcache", size=self.size
+            )
+        return self._file
+
+    def head(self, n: int) -> bytes:
+        """The first ``n`` bytes, through the block cache the HDF5 reader then uses."""
+        f = self.fileobj()
+        f.seek(0)
+        return f.read(n)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+class NetCDFFileMap(ZMap):
+    """A netCDF file as a read-only zmap of Zarr chunks, plus its model.
+
+    Parameters
+    ----------
+    location
+        A local path, a ``file://`` URL or any fsspec URL (``s3://bucket/x.nc``).
+    mode
+        ``"r"`` only.
+    **storage_options
+        Passed to the fsspec filesystem of a remote URL.
+
+    Raises
+    ------
+    MetadataError
+        Not a netCDF file, or a corrupt or truncated one (the message names the file
+        and, where it can, the object).
+    """
+
+    def __init__(self, location: str, mode: str = "r", **storage_options: Any) -> None:
+        super().__init__(mode)
+        if mode != "r":
+            raise ReadOnlyError(f"{location}: a netCDF file source opens read-only (mode 'r')")
+        self._location = str(location)
+        self._options = dict(storage_options)
+        local = _local_path(self._location)
+        self._io: _Local | _Remote = (
+            _Local(local) if local is not None else _Remote(self._location, self._options)
+        )
+        self._hdf5: Any = None
+        try:
+            self._read_model()
+        except BaseException:
+            self._io.close()
+            raise
+        self._prefixes = sorted(self._arrays)
+
+    def _read_model(self) -> None:
+        what = self.url
+        head = self._io.head(8) if self._io.size else b""
+        if head[:4] in CDF_MAGICS:
+            from .cdf import HeaderTruncated, parse_header
+            from .classic import read_classic
+
+            size = min(HEADER_GUESS, self._io.size)
+            while True:
+                try:
+                    header = parse_header(self._io.head(size), what)
+                    break
+                except HeaderTruncated as exc:
+                    if size >= self._io.size:
+                        raise MetadataError(
+                            f"{what}: truncated netCDF-3 file: the header needs more than "
+                            f"the file's {self._io.size} bytes"
+                        ) from None
+                    size = min(exc.needed, self._io.size)
+            self._dataset, self._arrays = read_classic(header, self._io.size, what)
+            self._reencoded: dict[str, str] = {}
+            self._info_layout = self._dataset.layout
+            return
+        if not _hdf5_at_start(head, self._io):
+            raise MetadataError(
+                f"{what}: not a netCDF file (neither CDF nor HDF5 magic in its first bytes)"
+            )
+        from .hdf5 import HDF5Reader
+
+        self._hdf5 = HDF5Reader(self._io.fileobj(), what)
+        self._dataset = self._hdf5.dataset
+        self._arrays = self._hdf5.arrays
+        self._reencoded = dict(self._hdf5.reencoded)
+        if self._reencoded:
+            messages = tuple(
+                f"re-encoded array {'/' + p!r}: {r}" for p, r in self._reencoded.items()
+            )
+            from dataclasses import replace
+
+            self._dataset = replace(self._dataset, warnings=(*self._dataset.warnings, *messages))
+
+    # ---------------------------------------------------------------- what it is
+    @property
+    def dataset(self) -> Dataset:
+        """The file in the netCDF-4 model (``layout``: ``"netcdf4"``,
+        ``"netcdf3-classic"``, ``"netcdf3-64bit-offset"`` or ``"netcdf3-cdf5"``)."""
+        return self._dataset
+
+    @property
+    def reencoded(self) -> dict[str, str]:
+        """Key prefixes of the variables some of whose chunks are re-encoded, and why."""
+        return dict(self._reencoded)
+
+    @property
+    def size(self) -> int:
+        """The file's size in bytes."""
+        return self._io.size
+
+    def format_info(self) -> FormatInfo:
+        """What :func:`nczarr.detect` says of the file."""
+        version = None
+        if self._hdf5 is not None and self._hdf5.ncproperties:
+            from ..translate.detect import netcdf_version
+
+            version = netcdf_version({"_NCProperties": self._hdf5.ncproperties})
+        return FormatInfo(
+            format="netcdf",
+            layout=self._dataset.layout,
+            zarr_format=0,
+            xarray=False,
+            consolidated=False,
+            netcdf_version=version,
+            evidence=("HDF5 superblock",) if self._hdf5 is not None else ("CDF header",),
+            written_by=f"netCDF {version}" if version else None,
+        )
+
+    # ---------------------------------------------------------------- chunks
+    def _split(self, key: str) -> tuple[SourceArray, str] | None:
+        prefix, _, rest = key.rpartition("/")
+        array = self._arrays.get(prefix)
+        if array is None or rest not in array.chunks:
+            return None
+        return array, rest
+
+    def _read_chunk(self, array: SourceArray, rest: str) -> bytes:
+        ref = array.chunks[rest]
+        if ref.reencode:
+            assert self._hdf5 is not None
+            scalar = not self._dataset.find_variable("/" + array.path).shape
+            coords = () if scalar else tuple(int(c) for c in rest.split("."))
+            return self._hdf5.encode_chunk(array.path, coords)
+        data = self._io.read(ref.offset, ref.length)
+        return self._checked(data, ref, array, rest) + array.fill * (
+            ref.pad // max(1, len(array.fill))
+        )
+
+    def _checked(self, data: bytes, ref: Any, array: SourceArray, rest: str) -> bytes:
+        if len(data) != ref.length:
+            raise StorageError(
+                f"{self.url}: variable {'/' + array.path!r} chunk {rest!r}: the file ends "
+                f"before byte {ref.offset + ref.length} (truncated?)"
+            )
+        return data
+
+    def _load(self, key: str) -> bytes:
+        found = self._split(key)
+        if found is None:
+            raise KeyError(key)
+        return self._read_chunk(*found)
+
+    def getitems(self, keys: Iterable[str]) -> dict[str, bytes]:
+        """Many chunks: verbatim ones with one batch of ranged reads (concurrent on
+        a remote file), re-encoded ones one by one."""
+        wanted = list(keys)
+        out: dict[str, bytes] = {}
+        batch: list[tuple[str, SourceArray, str]] = []
+        for key in wanted:
+            found = self._split(normalize_key(key))
+            if found is None:
+                continue
+            array, rest = found
+            if array.chunks[rest].reencode:
+                out[key] = self._read_chunk(array, rest)
+            else:
+                batch.append((key, array, rest))
+        ranges = [(a.chunks[r].offset, a.chunks[r].length) for _, a, r in batch]
+        for (key, array, rest), data in zip(batch, self._io.read_many(ranges), strict=True):
+            ref = array.chunks[rest]
+            out[key] = self._checked(data, ref, array, rest) + array.fill * (
+                ref.pad // max(1, len(array.fill))
+            )
+        return {k: out[k] for k in wanted if k in out}
+
+    def copy_chunk_to(self, dst: Any, key: str) -> int:
+        """Write chunk ``key`` into the directory map ``dst`` (a FileMap) and return its
+        size: a kernel-side copy of its byte range of a local file (no Python
+        ``bytes``), else ``dst[key] = self[key]``. Created in place, not atomically
+        (see ``FileMap.copy_file``: a convert writes no metadata before every chunk).
+
+        Raises
+        ------
+        StorageError
+            The file ends inside the chunk (truncated since it was opened).
+        """
+        found = self._split(normalize_key(key))
+        if found is None:
+            raise KeyError(key)
+        array, rest = found
+        ref = array.chunks[rest]
+        if ref.reencode or not isinstance(self._io, _Local):
+            data = self._read_chunk(array, rest)
+            dst[key] = data
+            return len(data)
+        tail = array.fill * (ref.pad // max(1, len(array.fill)))
+        written = dst.copy_range(self._io.fd, ref.offset, ref.length, key, tail=tail, atomic=False)
+        if written != ref.length + len(tail):
+            raise StorageError(
+                f"{self.url}: variable {'/' + array.path!r} chunk {rest!r}: the file ends "
+                f"before byte {ref.offset + ref.length} (truncated?)"
+            )
+        return written
+
+    def getsize(self, key: str) -> int:
+        """A chunk's size without reading it (re-encoded chunks are encoded)."""
+        found = self._split(normalize_key(key))
+        if found is None:
+            raise KeyError(key)
+        array, rest = found
+        ref = array.chunks[rest]
+        return len(self._read_chunk(array, rest)) if ref.reencode else ref.size
+
+    def _exists(self, key: str) -> bool:
+        return self._split(key) is not None
+
+    def _list(self, prefix: str) -> Iterator[str]:
+        for path in self._prefixes:
+            if prefix and not (path == prefix or path.startswith(prefix + "/")):
+                if prefix.startswith(path + "/"):
+                    rest = prefix[len(path) + 1 :]
+                    if rest in self._arrays[path].chunks:
+                        yield prefix
+                continue
+            for rest in self._arrays[path].chunks:
+                yield f"{path}/{rest}"
+
+    def _store(self, key: str, value: bytes) -> None:
+        raise ReadOnlyError(
+            f"cannot write {key!r} to {self.url}: a netCDF file source is read-only"
+        )
+
+    def _remove(self, key: str) -> None:
+        raise ReadOnlyError(
+            f"cannot delete {key!r} from {self.url}: a netCDF file source is read-only"
+        )
+
+    def _describe(self) -> tuple[str, dict[str, Any]]:
+        from ..maps.credentials import public_options, redact
+
+        return redact(self._location), public_options(self._options)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_reopen, (self._location, self._options))
+
+    def close(self) -> None:
+        """Close the file (and the HDF5 library's handle on it)."""
+        if not self._closed:
+            if self._hdf5 is not None:
+                self._hdf5.close()
+            self._io.close()
+        super().close()
+
+
+def _reopen(location: str, options: dict[str, Any]) -> NetCDFFileMap:
+    return NetCDFFileMap(location, "r", **options)
+
+
+def _local_path(location: str) -> str | None:
+    """The local path a location names, or None for another fsspec protocol."""
+    if location.startswith("file://"):
+        from urllib.parse import unquote, urlparse
+
+        return unquote(urlparse(location.split("#", 1)[0]).path)
+    if "://" in location or "::" in location:
+        return None
+    return location.split("#", 1)[0] if "#" in location else location
+
+
+def _hdf5_at_start(head: bytes, io: Any) -> bool:
+    """HDF5 magic at byte 0 or after a user block (512, 1024, 2048 ... bytes)."""
+    if head[:8] == HDF5_MAGIC:
+        return True
+    offset = 512
+    while offset + 8 <= min(io.size, 1 << 20):
+        if io.read(offset, 8) == HDF5_MAGIC:
+            return True
+        offset *= 2
+    return False
