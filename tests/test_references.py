@@ -417,3 +417,30 @@ def test_cli_refs_announces_inlined_arrays(
     refs = json.loads(out.read_text())["refs"]
     assert not any(k.startswith(("t/", "g/")) for k in refs)
     assert "left out by include/exclude" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- netCDF files
+@pytest.mark.parametrize("fmt", ["NETCDF4", "NETCDF3_CLASSIC"])
+def test_netcdf_file_chunks_are_byte_ranges(tmp_path: Path, fmt: str) -> None:
+    """A ``.nc`` source: chunks (HDF5 chunks, contiguous pieces, netCDF-3 variables)
+    are [file, offset, length] ranges of the file itself."""
+    path = tmp_path / "src.nc"
+    with netCDF4.Dataset(path, "w", format=fmt) as ds:
+        ds.createDimension("x", 10)
+        ds.createDimension("y", 6)
+        if fmt == "NETCDF4":
+            v = ds.createVariable("t", "f4", ("x", "y"), chunksizes=(5, 3), zlib=True)
+        else:
+            v = ds.createVariable("t", "f4", ("x", "y"))
+        v[:] = np.arange(60, dtype="f4").reshape(10, 6)
+        w = ds.createVariable("c", "i2", ("x",))
+        w[:] = np.arange(10)
+    before = tree_hash(path)
+    refs = nczarr.references(str(path))
+    chunks = chunk_entries(refs, nczarr.view(str(path)).metadata)
+    assert chunks and all(v[0] == str(path) and len(v) == 3 for v in chunks.values())
+    fo = write_refs(tmp_path, refs)
+    url = str(path)
+    assert read_refs(fo, "zarr") == netcdf_values(url, masked=False)
+    assert read_refs(fo, "xarray") == netcdf_values(url, masked=True)
+    assert tree_hash(path) == before

@@ -80,6 +80,13 @@ def chunk_location(source: ZMap, key: str) -> Location | None:
     return None
 
 
+def _why_not(source: ZMap) -> str:
+    """Why a chunk of ``source`` that passes through the view cannot be pointed at."""
+    if isinstance(source, ZipMap) or "zip" in type(source).__name__.lower():
+        return "stored compressed in the zip archive"
+    return "not a verbatim byte range of the source (re-encoded or padded by it)"
+
+
 def _text(value: bytes) -> str:
     """A metadata object as the set stores it: text when it is UTF-8, else base64."""
     try:
@@ -158,7 +165,7 @@ def _build(
         why = "re-encoded by the view"
         if array is None:
             location = chunk_location(source, translated.source_key(key))
-            why = "stored compressed in the zip archive"
+            why = _why_not(source)
         if location is not None:
             if inline_threshold > 0:
                 size = location[2] if len(location) == 3 else translated.getsize(key)
