@@ -113,6 +113,7 @@ _LAZY = {
     "CheckReport": "nczarr.diagnosis",
     # conversion
     "convert": "nczarr.conversion.api",
+    "references": "nczarr.conversion.references",
     "migrate": "nczarr.conversion.migrate",
     "ConvertReport": "nczarr.conversion.report",
 }

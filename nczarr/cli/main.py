@@ -110,6 +110,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_storage_arguments(p)
 
+    p = sub.add_parser(
+        "refs",
+        help="write a reference set (fsspec/kerchunk JSON) of the translated dataset",
+        description="Write OUT, a JSON reference set (fsspec version 1) showing URL as "
+        "'nczarr view' shows it, its chunks pointing into URL's own objects (nothing copied "
+        "but what cannot be pointed at, announced). Read it with fsspec's reference:// "
+        "filesystem, xarray or zarr, without nczarr.",
+    )
+    p.add_argument("url", metavar="SRC", help="source URL or path (any layout nczarr reads)")
+    p.add_argument("out", metavar="OUT", help="the JSON file to write")
+    p.add_argument("--mode", choices=("zarr", "nczarr"), default="zarr")
+    p.add_argument("--zarr-format", type=int, choices=(2, 3), default=2)
+    p.add_argument(
+        "--inline-threshold",
+        type=int,
+        default=0,
+        metavar="N",
+        help="copy chunks smaller than N bytes into the set (default 0: none)",
+    )
+    p.add_argument(
+        "--exclude",
+        action="append",
+        metavar="VAR",
+        help="leave this array or group out (repeatable)",
+    )
+    add_storage_arguments(p)
+
     # -h is ncdump's header-only flag, so dump answers only the long --help.
     p = sub.add_parser("dump", help="print the dataset as CDL (like ncdump)", add_help=False)
     p.add_argument("--help", action="help", help="show this help message and exit")
@@ -326,6 +353,32 @@ def _dump(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _refs(args: argparse.Namespace, out: TextIO) -> int:
+    import json
+
+    from ..conversion.overlap import check_distinct
+    from ..conversion.references import references
+
+    options = _options_for(args, args.url)
+    check_distinct(args.url, args.out, src_options=options)  # OUT never lands in SRC
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", NCZarrWarning)
+        result = references(
+            args.url,
+            args.mode,
+            zarr_format=args.zarr_format,
+            storage_options=options,
+            inline_threshold=args.inline_threshold,
+            exclude=args.exclude,
+        )
+    _print_warnings([str(w.message) for w in caught if issubclass(w.category, NCZarrWarning)])
+    with open(args.out, "w", encoding="utf-8") as f:
+        json.dump(result, f)
+    chunks = sum(1 for v in result["refs"].values() if isinstance(v, list))
+    print(f"{args.out}: {len(result['refs'])} references, {chunks} into {args.url}", file=out)
+    return 0
+
+
 def _data_source(zmap: Any) -> tuple[Any, Callable[[Any], Any]]:
     """The dataset and a reader of each variable's values: zarr-python over the
     translated pure-Zarr view, so every layout reads as its producer wrote it."""
@@ -351,6 +404,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "info": _info,
     "check": _check,
     "dump": _dump,
+    "refs": _refs,
 }
 
 

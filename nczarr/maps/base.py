@@ -442,6 +442,16 @@ class ZMap(MutableMapping[str, bytes], ABC):
         :data:`NOT_SUPPORTED` (the default): the caller writes the bytes itself."""
         return NOT_SUPPORTED
 
+    def chunk_location(self, key: str) -> tuple[str] | tuple[str, int, int] | None:
+        """Where a reader without nczarr finds the bytes of ``self[key]``: ``(url,)``,
+        the whole object; ``(url, offset, length)``, a byte range of ``url``; ``None``
+        (the default), nowhere it can range into (reference sets inline or refuse)."""
+        return None
+
+    def unreferenceable_reason(self) -> str:
+        """Why an object :meth:`chunk_location` gives no place for cannot be pointed at."""
+        return "not a verbatim byte range of the source (re-encoded or padded by it)"
+
     def session(self) -> AbstractContextManager[object]:
         """A block (one convert's copy) during which the map may keep resources across
         calls, e.g. a directory map its verified directories open. Nothing by default."""

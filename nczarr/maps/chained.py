@@ -42,6 +42,7 @@ from ..errors import (
     StorageNotFoundError,
     StoragePermissionError,
 )
+from ..keys import normalize_key
 from .fsspec import FsspecMap, public_options
 from .zip import detect_layout
 
@@ -163,6 +164,7 @@ class ChainedZipMap(FsspecMap):
         self._chained_url = url
         self._chained_options = dict(storage_options)
         inner, fsspec_url, options = _inner(url, storage_options)
+        self._archive_url = fsspec_url
         import fsspec
 
         try:
@@ -192,6 +194,35 @@ class ChainedZipMap(FsspecMap):
         if not self._closed:
             super().close()
             self._file.close()
+
+    def unreferenceable_reason(self) -> str:
+        """Members :meth:`chunk_location` gives no range for are compressed."""
+        return "stored compressed in the zip archive"
+
+    def chunk_location(self, key: str) -> tuple[str, int, int] | None:
+        """``(archive URL, offset, length)`` of member ``key``'s bytes when it is stored
+        uncompressed and unencrypted (a reader can range into the archive), else None
+        (see :func:`nczarr.conversion.references.chunk_location`).
+
+        Raises KeyError when ``key`` is not a member.
+        """
+        import struct
+        import zipfile
+
+        archive = self.fs.zip
+        info = archive.getinfo(self._full(normalize_key(key)))
+        if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
+            return None
+        archive.fp.seek(info.header_offset)
+        header = archive.fp.read(30)
+        if len(header) != 30 or header[:4] != b"PK\x03\x04":
+            raise StorageError(f"cannot read {key!r} from {self.url!r}: bad local file header")
+        name_length, extra_length = struct.unpack("<HH", header[26:30])
+        return (
+            self._archive_url,
+            info.header_offset + 30 + name_length + extra_length,
+            info.compress_size,
+        )
 
     def _describe(self) -> tuple[str, dict[str, Any]]:
         return self._chained_url, public_options(self._chained_options)

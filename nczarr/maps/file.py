@@ -216,6 +216,10 @@ class FileMap(ZMap):
                     removed += 1
         return removed
 
+    def chunk_location(self, key: str) -> tuple[str]:
+        """``(absolute path,)`` of ``key``'s file (see :meth:`ZMap.chunk_location`)."""
+        return (os.path.join(self.root, *normalize_key(key).split("/")),)
+
     def copy_file(self, src: FileMap, key: str, *, atomic: bool = True) -> int:
         """Copy ``key`` of ``src`` to the same key here, kernel-side; return its size.
 

@@ -86,6 +86,11 @@ def _url_to_fs(url_to_fs: Any, url: str, options: dict[str, Any]) -> tuple[Any, 
         raise StorageError(f"cannot open {shown}: {type(exc).__name__}: {exc}") from exc
 
 
+#: fsspec protocols whose URLs name a place inside another file: not a location a
+#: reader elsewhere can open (:meth:`FsspecMap.chunk_location`).
+_NESTED_PROTOCOLS = frozenset({"zip", "tar", "libarchive", "reference", "blockcache"})
+
+
 class FsspecMap(BulkRequests, ZMap):
     """A zmap whose keys are files below ``root`` of an fsspec filesystem.
 
@@ -153,6 +158,15 @@ class FsspecMap(BulkRequests, ZMap):
             raise self._failure(exc, "open", "", missing=False) from exc
 
     # ------------------------------------------------------------------ plumbing
+    def chunk_location(self, key: str) -> tuple[str] | tuple[str, int, int] | None:
+        """``(url,)`` of ``key``'s object, or None on a filesystem whose URLs name a
+        place inside another file (zip, tar, reference ...): no reader can open those."""
+        protocols = self.fs.protocol
+        protocols = {protocols} if isinstance(protocols, str) else set(protocols)
+        if protocols & _NESTED_PROTOCOLS:
+            return None
+        return (f"{self.url.rstrip('/')}/{normalize_key(key)}",)
+
     @property
     def fs(self) -> Any:
         """The fsspec filesystem."""

@@ -461,6 +461,29 @@ class ZipMap(ArchiveCommits, ZMap):
             except OSError as exc:
                 raise_os_error(exc, f"{nkey!r} in {self._path!r}")
 
+    def chunk_location(self, key: str) -> tuple[str, int, int] | None:
+        """``(archive path, offset, length)`` of member ``key``'s bytes when it is
+        stored uncompressed and unencrypted (a reader can range into it), else None.
+
+        Raises KeyError when ``key`` is not a committed member.
+        """
+        nkey = normalize_key(key)
+        with self._lock:
+            if nkey in self._pending:
+                return None
+            info = self._live_info(nkey)
+            if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
+                return None
+            try:
+                offset = self._data_offset(nkey, info, self._require_reader().fp)
+            except OSError as exc:
+                raise_os_error(exc, f"{nkey!r} in {self._path!r}")
+            return self._path, offset, info.file_size
+
+    def unreferenceable_reason(self) -> str:
+        """Why a member :meth:`chunk_location` gives no range for cannot be pointed at."""
+        return "stored compressed in the zip archive"
+
     def clear(self) -> None:
         """Delete every key (applied to the archive on the next flush)."""
         self._check_writable()

@@ -314,6 +314,24 @@ class NetCDFFileMap(ZMap):
             )
         return {k: out[k] for k in wanted if k in out}
 
+    def chunk_location(self, key: str) -> tuple[str, int, int] | None:
+        """``(file, offset, length)`` of chunk ``key`` when it is a verbatim byte range
+        of the file (a reader can range into it), else None: re-encoded chunks, and the
+        last piece of a contiguous dataset (padded with fill to a whole chunk). See
+        :func:`nczarr.conversion.references.chunk_location`.
+
+        Raises KeyError when ``key`` is not a chunk.
+        """
+        found = self._split(normalize_key(key))
+        if found is None:
+            raise KeyError(key)
+        array, rest = found
+        ref = array.chunks[rest]
+        if ref.reencode or ref.pad:
+            return None
+        local = _local_path(self._location)
+        return (local if local is not None else self._location), ref.offset, ref.length
+
     def copy_chunk_to(self, dst: ZMap, key: str) -> int | NotSupportedType:
         """Write chunk ``key`` into ``dst`` and return its size: a kernel-side copy of
         its byte range of a local file (no Python ``bytes``) where ``dst`` can make one

@@ -1,0 +1,216 @@
+"""Reference sets: a translated view saved as pointers into the source (fsspec version 1).
+
+``references(src, mode="zarr")`` returns ``{"version": 1, "refs": {...}}`` in the form
+fsspec's ``reference://`` filesystem (and kerchunk) reads: the metadata objects are
+exactly those :func:`nczarr.view` shows (the translated metadata, as text), and every
+chunk entry points into the source's own objects, so nothing is copied:
+
+* a directory tree or an fsspec/S3 store: ``[url]``, the whole object;
+* a zip archive (local, or ``zip::s3://...``): ``[zip, offset, length]``, the bytes of
+  a member stored uncompressed (what netcdf-c and zarr-python write).
+
+What cannot be pointed at is copied into the set as ``"base64:..."`` ("inlined") only
+within a budget, and never silently:
+
+* chunks of arrays the view re-encodes (:attr:`TranslatedView.reencoded`), inlined as
+  the view serves them;
+* zip members that are compressed (deflate, bzip2 ...), which a reader cannot range
+  into, inlined decompressed (a chunk object's bytes, as the view serves them).
+
+Such an array is inlined, with an :class:`~nczarr.errors.NCZarrWarning` naming it and
+the bytes copied, while its copied bytes stay within ``max_inlined``; above that
+:func:`references` raises :class:`~nczarr.errors.UnsupportedError` naming it, unless
+``exclude=`` names it, which leaves it out (announced too).
+
+Where a chunk lives is asked of the map (``ZMap.chunk_location(key)``: ``(url,)``,
+``(url, offset, length)`` or ``None``): directories, zips, fsspec filesystems, zips on
+S3 and netCDF files' byte ranges each answer for themselves.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from ..errors import UnsupportedError, warn_all
+from ..maps.base import ZMap
+from ..readthrough import TranslatedView, view
+from .plan import array_of_key, build_plan, selected_paths
+
+__all__ = ["DEFAULT_MAX_INLINED", "chunk_location", "references"]
+
+#: Bytes per array that cannot be pointed at and may be copied into a reference set.
+DEFAULT_MAX_INLINED = 1 << 20
+
+Location = tuple[str] | tuple[str, int, int]
+
+
+def chunk_location(source: ZMap, key: str) -> Location | None:
+    """Where the bytes of ``source[key]`` lie, for a reader without nczarr: asked of
+    the map (:meth:`~nczarr.maps.base.ZMap.chunk_location`). ``(url,)``: the whole
+    object at ``url``; ``(url, offset, length)``: that byte range of ``url``; ``None``:
+    nowhere a reader can range into (a compressed zip member, a re-encoded chunk)."""
+    return source.chunk_location(key)
+
+
+def _why_not(source: ZMap) -> str:
+    """Why a chunk of ``source`` that passes through the view cannot be pointed at."""
+    return source.unreferenceable_reason()
+
+
+def _text(value: bytes) -> str:
+    """A metadata object as the set stores it: text when it is UTF-8, else base64."""
+    try:
+        text = value.decode("utf-8")
+    except UnicodeDecodeError:
+        return _inline(value)
+    return _inline(value) if text.startswith("base64:") else text
+
+
+def _inline(value: bytes) -> str:
+    return "base64:" + base64.b64encode(value).decode("ascii")
+
+
+class _Budget:
+    """The bytes copied per array that could not be pointed at, against the limit."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.copied: dict[str, tuple[int, int, str]] = {}
+
+    def add(self, array: str, size: int, why: str) -> None:
+        total, count, _ = self.copied.get(array, (0, 0, why))
+        total += size
+        if total > self.limit:
+            raise UnsupportedError(
+                f"array /{array} cannot be referenced ({why}) and its chunks exceed "
+                f"max_inlined={self.limit} bytes: pass exclude=['/{array}'] to leave it "
+                "out of the reference set, or a larger max_inlined to copy it in"
+            )
+        self.copied[array] = (total, count + 1, why)
+
+    def warnings(self) -> list[str]:
+        return [
+            f"array /{array} cannot be referenced ({why}): {count} chunk(s), "
+            f"{total} bytes copied into the reference set"
+            for array, (total, count, why) in sorted(self.copied.items())
+        ]
+
+
+def _refuse_unrepresentable(translated: TranslatedView, exclude: Sequence[str] | None) -> None:
+    """Arrays the view does not show (skipped by the reader, left out by the writer)
+    are refused unless excluded, as ``convert`` refuses them."""
+    refused = selected_paths((*translated.dataset.skipped, *translated.left_out), None, exclude)
+    if refused:
+        raise UnsupportedError(
+            f"{len(refused)} array(s) cannot be shown in the target format: "
+            + ", ".join(refused)
+            + f". Pass exclude={refused!r} to make references without them."
+        )
+
+
+def _build(
+    translated: TranslatedView,
+    *,
+    inline_threshold: int,
+    exclude: Sequence[str] | None,
+    max_inlined: int,
+) -> tuple[dict[str, Any], list[str]]:
+    """The refs dict of ``translated`` and the warnings to announce."""
+    _refuse_unrepresentable(translated, exclude)
+    plan = build_plan(
+        translated,
+        target_format=translated.format,
+        exclude=exclude,
+        consolidated=translated.consolidated,
+        netcdf_scalars=translated.netcdf_scalars,
+        zarr_format=translated.zarr_format,
+    )
+    refs: dict[str, Any] = {key: _text(value) for key, value in plan.metadata}
+    source = translated.source
+    budget = _Budget(max_inlined)
+    arrays = frozenset(v.path.strip("/") for v in translated.dataset.root.all_variables())
+    for key in plan.chunk_keys:
+        array = translated.reencoded_array(key)
+        location = None
+        why = "re-encoded by the view"
+        if array is None:
+            location = chunk_location(source, translated.source_key(key))
+            why = _why_not(source)
+        if location is not None:
+            if inline_threshold > 0:
+                size = location[2] if len(location) == 3 else translated.getsize(key)
+                if size < inline_threshold:
+                    refs[key] = _inline(translated[key])
+                    continue
+            refs[key] = list(location)
+            continue
+        value = translated[key]
+        owner = array if array is not None else array_of_key(key, arrays) or key
+        budget.add(owner, len(value), why)
+        refs[key] = _inline(value)
+    return {"version": 1, "refs": refs}, [
+        *plan.warnings[len(translated.warnings) :],
+        *budget.warnings(),
+    ]
+
+
+def references(
+    src: str | os.PathLike[str] | ZMap,
+    mode: Literal["zarr", "nczarr"] = "zarr",
+    *,
+    zarr_format: int = 2,
+    storage_options: Mapping[str, Any] | None = None,
+    inline_threshold: int = 0,
+    exclude: Sequence[str] | None = None,
+    max_inlined: int = DEFAULT_MAX_INLINED,
+) -> dict[str, Any]:
+    """A kerchunk/fsspec reference set (version 1) showing ``src`` as ``view(src, mode)``.
+
+    Metadata entries are the view's metadata objects byte for byte; chunk entries point
+    into ``src``'s objects (see the module doc), so reading through the set reads the
+    source's own bytes. ``src`` is only read.
+
+    Parameters
+    ----------
+    src : str, path-like or ZMap
+        Any source :func:`nczarr.view` accepts (URL, path or open map).
+    mode : {"zarr", "nczarr"}
+        What the set shows, as in :func:`nczarr.view`.
+    zarr_format : {2, 3}
+        Zarr version of the metadata shown (3 only with ``mode="zarr"``).
+    storage_options : mapping, optional
+        Options for opening ``src`` from a URL.
+    inline_threshold : int
+        As in kerchunk: chunks smaller than this many bytes are copied into the set;
+        ``0`` (the default) copies no chunk that can be pointed at.
+    exclude : sequence of str, optional
+        Arrays or groups (``/g/v``, ``g/v`` or a bare name) to leave out.
+    max_inlined : int
+        Bytes per array that cannot be pointed at (re-encoded arrays, compressed zip
+        members) that may be copied into the set (announced); above it the array is
+        refused unless ``exclude`` names it.
+
+    Raises
+    ------
+    UnsupportedError
+        An array cannot be referenced and exceeds ``max_inlined``, or the target
+        format cannot show it; the message names it and the ``exclude=`` to pass.
+    InvalidModeError, MetadataError
+        As :func:`nczarr.view`.
+    """
+    if inline_threshold < 0 or max_inlined < 0:
+        raise ValueError(
+            f"inline_threshold and max_inlined must be >= 0, got {inline_threshold}, {max_inlined}"
+        )
+    with view(src, mode, zarr_format=zarr_format, storage_options=storage_options) as translated:
+        result, warnings = _build(
+            translated,
+            inline_threshold=inline_threshold,
+            exclude=exclude,
+            max_inlined=max_inlined,
+        )
+    warn_all(warnings)
+    return result
