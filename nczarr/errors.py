@@ -29,6 +29,8 @@ __all__ = [
     "TargetExistsError",
     "UnsupportedTypeError",
     "MissingDependencyError",
+    "InvalidNameError",
+    "ValueRangeError",
     "NCZarrWarning",
     "warn_all",
     "raise_os_error",
@@ -93,6 +95,17 @@ class UnsupportedTypeError(UnsupportedError):
 
 class MissingDependencyError(NCZarrError, ImportError):
     """An optional package a backend needs is not installed; the message names it."""
+
+
+class InvalidNameError(NCZarrError, ValueError):
+    """A group, variable, dimension or attribute name cannot be written so that every
+    reader finds it again (empty, ``/``, a metadata object's name, control characters,
+    too long); the message names it."""
+
+
+class ValueRangeError(NCZarrError, OverflowError):
+    """A value does not fit the type it is stored as (``_FillValue`` 1000 for ``int8``);
+    the message names the variable and the value."""
 
 
 class NCZarrWarning(UserWarning):

@@ -1,0 +1,203 @@
+"""Where ``to_nczarr`` writes, and how a replaced store is swapped in only when complete.
+
+``mode="w"`` replaces a store. Clearing it first and then writing loses it whenever
+the write fails (a bad value found late, a full disk, an error in a dask task) or the
+process dies. So the new store is written where the old one is not touched:
+
+* **a local directory** (opened from a path or URL): the new store is written into a
+  staging directory beside it (``.<name>.nczarr-stage-<host>-<pid>-<token>``), and
+  once complete the two are exchanged with one ``renameat2(RENAME_EXCHANGE)`` where
+  the kernel offers it (Linux), else with two renames (the old directory is first
+  renamed to ``.<name>.nczarr-old-<host>-<pid>-<token>``, the stage then takes its
+  name). The old content is then deleted. A symbolic link to the store stays a link;
+  the directory it points to is replaced.
+* **a zip archive** (opened from a path or URL): the zip map already stages every
+  write and replaces the archive atomically on close; on failure the pending
+  changes are discarded and the archive is left as it was.
+* **anything else** (S3, other fsspec stores, maps passed in open): the old root
+  metadata is removed first, then the old content, then the new store is written,
+  root metadata last. Everything that can be checked is checked before (names,
+  types, encodings, fill values, sizes), so what is left is an I/O failure; a store
+  left without root metadata does not open as a dataset.
+
+Leftovers of a killed writer on this host (stages, old copies) are removed by the next
+``to_nczarr`` into the same directory store; an old copy whose store is missing (a
+kill between the two renames) is renamed back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import secrets
+import shutil
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import warn_all
+from ..maps.base import ZMap
+from ..maps.file import FileMap
+from ..maps.lockfile import HOST, pid_alive
+
+__all__ = ["WriteTarget", "open_write_target"]
+
+_STAGE_TAG = ".nczarr-stage-"
+_OLD_TAG = ".nczarr-old-"
+#: ``renameat2`` flag: swap two existing paths atomically.
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+class WriteTarget:
+    """A map to write the new store into, and how to finish or abandon it.
+
+    ``map`` is where to write. :meth:`commit` makes the written store the target (and
+    closes maps opened here); :meth:`abort` leaves the old target as it was.
+    """
+
+    def __init__(self, zmap: ZMap, owned: bool, replace: str | None = None) -> None:
+        self.map = zmap
+        self._owned = owned
+        self._replace = replace  # the real path of a directory store to swap with
+
+    def commit(self) -> None:
+        """Finish: flush and close what was opened here; swap in a staged directory."""
+        if self._owned:
+            self.map.close()
+        if self._replace is not None:
+            _swap_in(self.map.root, self._replace)  # type: ignore[attr-defined]
+
+    def abort(self) -> None:
+        """Abandon the write: a staged directory is removed, a zip archive's pending
+        changes dropped; the old store is left byte for byte as it was."""
+        if not self._owned:
+            return
+        discard = getattr(self.map, "discard", None)
+        if callable(discard):
+            discard()
+        else:
+            with contextlib.suppress(Exception):
+                self.map.close()
+        if self._replace is not None:
+            _remove_tree(self.map.root)  # type: ignore[attr-defined]
+
+
+def open_write_target(
+    url: Any, storage_options: Mapping[str, Any] | None, mode: str
+) -> tuple[WriteTarget, bool]:
+    """The target to write into, and whether it held anything (the caller refuses a
+    non-empty target for ``mode="w-"``: ``abort()`` then changes nothing).
+
+    For ``mode="w"`` and a non-empty local directory, the target is a fresh staging
+    directory beside it; for other non-empty stores, the caller clears ``map``.
+    """
+    if isinstance(url, ZMap):
+        if storage_options:
+            raise TypeError(f"storage_options cannot be applied to an open map {url!r}")
+        return WriteTarget(url, owned=False), _holds_anything(url)
+    from ..maps.open import open_map
+    from ..maps.url import parse_url
+
+    options = dict(storage_options or {})
+    parsed = parse_url(os.fspath(url))
+    if parsed.storage == "zip" and not os.path.exists(parsed.path):
+        options.setdefault("layout", "netcdf")  # the only zip layout netcdf-c reads
+    if parsed.storage == "file":
+        _clean_leftovers(os.path.realpath(parsed.path))
+    zmap = open_map(parsed, "a", storage_options=options)
+    full = _holds_anything(zmap)
+    if not full or mode != "w" or not isinstance(zmap, FileMap):
+        return WriteTarget(zmap, owned=True), full
+    real = os.path.realpath(zmap.root)
+    zmap.close()
+    stage = _new_stage(real)
+    if stage is None:  # the parent is not writable: replace in place
+        return WriteTarget(open_map(parsed, "a", storage_options=options), owned=True), full
+    return WriteTarget(FileMap(stage, mode="a"), owned=True, replace=real), False
+
+
+def _holds_anything(zmap: ZMap) -> bool:
+    return any(True for _ in zmap.keys_below(""))
+
+
+# ------------------------------------------------------------------ directories
+def _sibling(real: str, tag: str) -> str:
+    parent, name = os.path.split(real)
+    return os.path.join(parent, f".{name}{tag}{HOST}-{os.getpid()}-{secrets.token_hex(6)}")
+
+
+def _new_stage(real: str) -> str | None:
+    stage = _sibling(real, _STAGE_TAG)
+    try:
+        os.mkdir(stage)
+    except OSError:
+        return None
+    return stage
+
+
+def _exchange(a: str, b: str) -> bool:
+    """Swap two directories atomically (Linux ``renameat2``); False where unavailable."""
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return False
+    try:
+        libc = ctypes.CDLL(name, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p]
+    renameat2.argtypes += [ctypes.c_uint]
+    done = renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    return done == 0
+
+
+def _swap_in(stage: str, real: str) -> None:
+    """Make the complete store at ``stage`` the directory ``real``; delete the old one."""
+    if _exchange(stage, real):
+        _remove_tree(stage)  # now the old content
+        return
+    old = _sibling(real, _OLD_TAG)
+    os.rename(real, old)
+    try:
+        os.rename(stage, real)
+    except OSError:
+        os.rename(old, real)
+        _remove_tree(stage)
+        raise
+    _remove_tree(old)
+
+
+def _remove_tree(path: str) -> None:
+    try:
+        shutil.rmtree(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        warn_all([f"could not remove {path!r} after to_nczarr: {exc}"], stacklevel=5)
+
+
+def _clean_leftovers(real: str) -> None:
+    """Remove the stages and old copies killed writers on this host left beside ``real``;
+    put an old copy back if the store itself is missing (killed between two renames)."""
+    parent, name = os.path.split(real)
+    try:
+        with os.scandir(parent) as it:
+            names = [e.name for e in it if e.name.startswith(f".{name}.nczarr-")]
+    except OSError:
+        return
+    for entry in names:
+        for tag in (_STAGE_TAG, _OLD_TAG):
+            head = f".{name}{tag}{HOST}-"
+            if not entry.startswith(head):
+                continue
+            pid = entry[len(head) :].split("-", 1)[0]
+            if not pid.isdigit() or pid_alive(int(pid)):
+                continue
+            path = os.path.join(parent, entry)
+            if tag == _OLD_TAG and not os.path.lexists(real):
+                with contextlib.suppress(OSError):
+                    os.rename(path, real)
+                    continue
+            _remove_tree(path)
