@@ -36,7 +36,7 @@ import shutil
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import warn_all
+from ..errors import TargetExistsError, warn_all
 from ..maps.base import ZMap
 from ..maps.file import FileMap
 from ..maps.lockfile import HOST, pid_alive
@@ -57,17 +57,24 @@ class WriteTarget:
     closes maps opened here); :meth:`abort` leaves the old target as it was.
     """
 
-    def __init__(self, zmap: ZMap, owned: bool, replace: str | None = None) -> None:
+    def __init__(
+        self, zmap: ZMap, owned: bool, replace: str | None = None, exchange: bool = False
+    ) -> None:
         self.map = zmap
         self._owned = owned
-        self._replace = replace  # the real path of a directory store to swap with
+        self._replace = replace  # the real path of a directory store the stage becomes
+        self._exchange = exchange  # whether a store is there to swap with
 
     def commit(self) -> None:
-        """Finish: flush and close what was opened here; swap in a staged directory."""
+        """Finish: flush and close what was opened here; move a staged directory in."""
         if self._owned:
             self.map.close()
         if self._replace is not None:
-            _swap_in(self.map.root, self._replace)  # type: ignore[attr-defined]
+            stage = self.map.root  # type: ignore[attr-defined]
+            if self._exchange:
+                _swap_in(stage, self._replace)
+            else:
+                _move_in(stage, self._replace)
 
     def abort(self) -> None:
         """Abandon the write: a staged directory is removed, a zip archive's pending
@@ -90,8 +97,9 @@ def open_write_target(
     """The target to write into, and whether it held anything (the caller refuses a
     non-empty target for ``mode="w-"``: ``abort()`` then changes nothing).
 
-    For ``mode="w"`` and a non-empty local directory, the target is a fresh staging
-    directory beside it; for other non-empty stores, the caller clears ``map``.
+    A local directory store is written into a fresh staging directory beside it, which
+    becomes the store on :meth:`WriteTarget.commit` (for ``mode="w-"``, only when the
+    store is missing or empty). For any other non-empty store the caller clears ``map``.
     """
     if isinstance(url, ZMap):
         if storage_options:
@@ -102,20 +110,34 @@ def open_write_target(
 
     options = dict(storage_options or {})
     parsed = parse_url(os.fspath(url))
+    if parsed.storage == "file":
+        staged = _staged_directory(os.path.realpath(parsed.path), mode)
+        if staged is not None:
+            return staged, False
     if parsed.storage == "zip" and not os.path.exists(parsed.path):
         options.setdefault("layout", "netcdf")  # the only zip layout netcdf-c reads
-    if parsed.storage == "file":
-        _clean_leftovers(os.path.realpath(parsed.path))
     zmap = open_map(parsed, "a", storage_options=options)
-    full = _holds_anything(zmap)
-    if not full or mode != "w" or not isinstance(zmap, FileMap):
-        return WriteTarget(zmap, owned=True), full
-    real = os.path.realpath(zmap.root)
-    zmap.close()
+    return WriteTarget(zmap, owned=True), _holds_anything(zmap)
+
+
+def _staged_directory(real: str, mode: str) -> WriteTarget | None:
+    """A stage for the directory store at ``real``; None to write in place (``mode="w-"``
+    on a non-empty store, which the caller refuses; a path that is not a directory; a
+    parent where no stage can be made)."""
+    _clean_leftovers(real)
+    if os.path.lexists(real):
+        if not os.path.isdir(real):
+            return None
+        with FileMap(real, mode="r") as old:
+            full = _holds_anything(old)
+        if full and mode != "w":
+            return None
+    else:
+        full = False
     stage = _new_stage(real)
-    if stage is None:  # the parent is not writable: replace in place
-        return WriteTarget(open_map(parsed, "a", storage_options=options), owned=True), full
-    return WriteTarget(FileMap(stage, mode="a"), owned=True, replace=real), False
+    if stage is None:
+        return None
+    return WriteTarget(FileMap(stage, mode="a"), owned=True, replace=real, exchange=full)
 
 
 def _holds_anything(zmap: ZMap) -> bool:
@@ -151,6 +173,24 @@ def _exchange(a: str, b: str) -> bool:
     renameat2.argtypes += [ctypes.c_uint]
     done = renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
     return done == 0
+
+
+def _move_in(stage: str, real: str) -> None:
+    """Make the complete store at ``stage`` the (missing or empty) directory ``real``."""
+    try:
+        os.rename(stage, real)  # POSIX replaces an empty directory
+        return
+    except OSError:
+        pass
+    try:
+        os.rmdir(real)  # Windows: an empty directory must go first
+        os.rename(stage, real)
+    except OSError as exc:
+        _remove_tree(stage)
+        raise TargetExistsError(
+            f"target {real!r} was created by someone else while to_nczarr wrote it ({exc}); "
+            "pass mode='w' to replace it"
+        ) from None
 
 
 def _swap_in(stage: str, real: str) -> None:
