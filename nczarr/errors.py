@@ -31,6 +31,7 @@ __all__ = [
     "MissingDependencyError",
     "InvalidNameError",
     "ValueRangeError",
+    "EncodingError",
     "NCZarrWarning",
     "warn_all",
     "raise_os_error",
@@ -106,6 +107,11 @@ class InvalidNameError(NCZarrError, ValueError):
 class ValueRangeError(NCZarrError, OverflowError):
     """A value does not fit the type it is stored as (``_FillValue`` 1000 for ``int8``);
     the message names the variable and the value."""
+
+
+class EncodingError(NCZarrError, ValueError, TypeError):
+    """A dataset cannot be encoded as netCDF (xarray's CF encoding refuses a variable's
+    values or ``encoding``); both builtins, as ``to_netcdf`` raises either."""
 
 
 class NCZarrWarning(UserWarning):

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import (
+    EncodingError,
     InvalidNameError,
     NCZarrError,
     UnsupportedError,
@@ -50,7 +51,13 @@ def netcdf_attribute(name: str, value: Any) -> Attribute:
     if isinstance(value, str):
         return Attribute(name, "char", value)
     if isinstance(value, bytes | np.bytes_):
-        return Attribute(name, "char", bytes(value).decode("utf-8"))
+        try:
+            return Attribute(name, "char", bytes(value).decode("utf-8"))
+        except UnicodeDecodeError:
+            raise UnsupportedTypeError(
+                f"attribute {name!r}: {value!r} is not UTF-8 text, which NCZarr attributes "
+                "(JSON) must be"
+            ) from None
     if isinstance(value, bool | np.bool_):
         raise UnsupportedTypeError(
             f"attribute {name!r}: {value!r} is a boolean, which netCDF cannot store "
@@ -99,7 +106,11 @@ def check_fill_values(ds: Any, path: str) -> None:
             dtype = np.dtype(var.encoding.get("dtype", var.dtype))
         except TypeError:
             continue  # xarray's encoder names a dtype it cannot use
-        if dtype.kind not in "iuf" or np.ndim(fill) != 0:
+        try:
+            scalar = np.ndim(fill) == 0
+        except ValueError:  # a ragged list: netcdf_attribute refuses it later
+            continue
+        if dtype.kind not in "iuf" or not scalar:
             continue
         where = f"{path.rstrip('/')}/{name}"
         unsigned = var.encoding.get("_Unsigned", var.attrs.get("_Unsigned"))
@@ -119,10 +130,21 @@ def _encode(ds: Any, path: str) -> tuple[dict[str, Any], dict[Hashable, Any]]:
     become :class:`~nczarr.errors.ValueRangeError` naming the group."""
     try:
         return _cf_encode(ds)
+    except NCZarrError:
+        raise
     except OverflowError as exc:
-        if isinstance(exc, NCZarrError):
-            raise
-        raise ValueRangeError(f"group {path!r}: {exc}") from None
+        raise ValueRangeError(f"group {path!r}: {_described(exc)}") from None
+    except NotImplementedError as exc:
+        raise UnsupportedError(f"group {path!r}: {_described(exc)}") from None
+    except (ValueError, TypeError) as exc:
+        raise EncodingError(
+            f"group {path!r}: xarray cannot encode it for netCDF: {_described(exc)}"
+        ) from None
+
+
+def _described(exc: BaseException) -> str:
+    """An exception's message with the notes xarray adds (which variable it was)."""
+    return " ".join([str(exc), *getattr(exc, "__notes__", ())])
 
 
 def _cf_encode(ds: Any) -> tuple[dict[str, Any], dict[Hashable, Any]]:
