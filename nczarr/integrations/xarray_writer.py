@@ -18,8 +18,16 @@ How
   stored as NUL-padded UTF-8 of width ``max(longest, 128)`` (netcdf-c's
   ``|S<maxstrlen>``). Dask arrays are rechunked to the Zarr chunks and stored chunk
   by chunk, never loaded whole.
-* Order: chunks first, then array metadata, the root group last, so an interrupted
-  write never looks like a complete dataset.
+* Safety (docs/reliability.md, "to_nczarr"): everything is checked before the target
+  is touched (:mod:`~nczarr.integrations.xarray_checks`: names, keys, codecs, sizes,
+  fill values, and that nczarr reads the metadata back); a target that any lazy array
+  of the dataset reads from is refused (:mod:`~nczarr.integrations.lazy_sources`,
+  with convert's overlap rules); a local directory store is written in a stage
+  beside it and renamed in (exchanged, for ``mode="w"``), a zip archive is replaced
+  atomically, and a failed write leaves the old store as it was
+  (:mod:`~nczarr.integrations.staging`). Order: chunks first, then array metadata,
+  the root group last and its ``.zgroup`` very last, so an interrupted write never
+  looks like a complete dataset.
 
 Not supported (clear errors): appending (``mode="a"``/``"r+"``, ``append_dim=``),
 region writes (``region=``), complex, timedelta without CF units, object arrays
@@ -141,7 +149,9 @@ def to_nczarr(
         ``x.zip``, ``s3://bucket/key``) or an open writable map. A new zip archive gets
         netcdf-c's layout (one top-level folder), which netcdf-c requires.
     mode
-        ``"w-"`` (default): fail if the target holds anything. ``"w"``: replace it.
+        ``"w-"`` (default): fail if the target holds anything. ``"w"``: replace it
+        (a local directory or zip store only once the new one is complete; other
+        stores are cleared, root metadata first, after every check passed).
     storage_options
         Passed to :func:`nczarr.open_map` (S3 ``endpoint_url``, ``anon``, ...).
     encoding
@@ -163,8 +173,15 @@ def to_nczarr(
         :func:`nczarr.convert`).
     TargetExistsError
         ``mode="w-"`` and the target is not empty. Nothing is written.
+    InvalidModeError
+        A lazy variable of ``obj`` reads from the target (under any name: links,
+        ``..``, zip aliases, S3 endpoint spellings); load it first. Nothing is written.
     UnsupportedTypeError
         A variable or attribute has no netCDF-4 type; nothing is written.
+    InvalidNameError, ValueRangeError, EncodingError, MetadataError, UnsupportedError
+        A name nczarr could not read back, an out-of-range ``_FillValue`` (an
+        ``OverflowError``), an encoding xarray refuses, a metadata object over the
+        readers' size cap, an unknown codec. Raised before the target is touched.
     """
     if mode in ("a", "r+") or region is not None or append_dim is not None:
         what = "region writes (region=)" if region is not None else "appending"
