@@ -258,6 +258,32 @@ def test_mode_w_replaces_completely_and_leaves_nothing_beside(tmp_path, kind):
             assert nc.title == "new"
 
 
+def _bucket_objects(client, bucket: str) -> dict[str, bytes]:
+    listed = client.list_objects_v2(Bucket=bucket).get("Contents", [])
+    return {o["Key"]: client.get_object(Bucket=bucket, Key=o["Key"])["Body"].read() for o in listed}
+
+
+def test_s3_replacement_is_staged_beside_and_a_failure_keeps_the_old_store(
+    s3_endpoint, s3_bucket, s3_client
+):
+    options = {"endpoint_url": s3_endpoint}
+    url = f"s3://{s3_bucket}/a/ds#mode=nczarr,s3"
+    nczarr.to_nczarr(sample(), url, storage_options=options)
+    before = _bucket_objects(s3_client, s3_bucket)
+    with pytest.raises(RuntimeError, match="source failed"):
+        nczarr.to_nczarr(_failing_dataset(), url, mode="w", storage_options=options)
+    assert _bucket_objects(s3_client, s3_bucket) == before  # and no stage left
+    with pytest.raises(InvalidNameError):
+        nczarr.to_nczarr(sample().rename(v=".zarray"), url, mode="w", storage_options=options)
+    assert _bucket_objects(s3_client, s3_bucket) == before
+    new = xr.Dataset({"w": ("q", np.array([1, 2, 3], "i2"))}, attrs={"title": "new"})
+    nczarr.to_nczarr(new, url, mode="w", storage_options=options)
+    after = _bucket_objects(s3_client, s3_bucket)
+    assert all(k.startswith("a/ds/") for k in after), sorted(after)
+    back = xr.open_dataset(url, engine=ENGINE, storage_options=options)
+    xr.testing.assert_identical(back.load(), new)
+
+
 # ===================================================================== 3. root last (SIGKILL)
 VICTIM = textwrap.dedent(
     """

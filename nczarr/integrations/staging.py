@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import dataclasses
 import os
 import secrets
 import shutil
@@ -44,6 +45,7 @@ from ..maps.lockfile import HOST, pid_alive
 __all__ = ["WriteTarget", "open_write_target"]
 
 _STAGE_TAG = ".nczarr-stage-"
+_METADATA_NAMES = (".zgroup", ".zattrs", ".zarray", ".zmetadata", "zarr.json")
 _OLD_TAG = ".nczarr-old-"
 #: ``renameat2`` flag: swap two existing paths atomically.
 _RENAME_EXCHANGE = 2
@@ -58,15 +60,29 @@ class WriteTarget:
     """
 
     def __init__(
-        self, zmap: ZMap, owned: bool, replace: str | None = None, exchange: bool = False
+        self,
+        zmap: ZMap,
+        owned: bool,
+        replace: str | None = None,
+        exchange: bool = False,
+        promote_into: ZMap | None = None,
     ) -> None:
         self.map = zmap
         self._owned = owned
         self._replace = replace  # the real path of a directory store the stage becomes
         self._exchange = exchange  # whether a store is there to swap with
+        self._promote_into = promote_into  # an S3 store the staged objects are copied to
 
     def commit(self) -> None:
-        """Finish: flush and close what was opened here; move a staged directory in."""
+        """Finish: flush and close what was opened here; move a staged store in."""
+        if self._promote_into is not None:
+            try:
+                _promote(self.map, self._promote_into)
+                self.map.clear()
+            finally:
+                self.map.close()
+                self._promote_into.close()
+            return
         if self._owned:
             self.map.close()
         if self._replace is not None:
@@ -80,6 +96,13 @@ class WriteTarget:
         """Abandon the write: a staged directory is removed, a zip archive's pending
         changes dropped; the old store is left byte for byte as it was."""
         if not self._owned:
+            return
+        if self._promote_into is not None:
+            try:
+                self.map.clear()  # the partial stage; the target was not touched
+            finally:
+                self.map.close()
+                self._promote_into.close()
             return
         discard = getattr(self.map, "discard", None)
         if callable(discard):
@@ -117,7 +140,16 @@ def open_write_target(
     if parsed.storage == "zip" and not os.path.exists(parsed.path):
         options.setdefault("layout", "netcdf")  # the only zip layout netcdf-c reads
     zmap = open_map(parsed, "a", storage_options=options)
-    return WriteTarget(zmap, owned=True), _holds_anything(zmap)
+    full = _holds_anything(zmap)
+    if full and mode == "w" and parsed.storage == "s3" and parsed.path:
+        stage_url = dataclasses.replace(parsed, path=_sibling_key(parsed.path, _STAGE_TAG))
+        try:
+            stage = open_map(stage_url, "a", storage_options=options)
+        except BaseException:
+            zmap.close()
+            raise
+        return WriteTarget(stage, owned=True, promote_into=zmap), False
+    return WriteTarget(zmap, owned=True), full
 
 
 def _staged_directory(real: str, mode: str) -> WriteTarget | None:
@@ -142,6 +174,38 @@ def _staged_directory(real: str, mode: str) -> WriteTarget | None:
 
 def _holds_anything(zmap: ZMap) -> bool:
     return any(True for _ in zmap.keys_below(""))
+
+
+# ------------------------------------------------------------------ S3
+def _sibling_key(prefix: str, tag: str) -> str:
+    parent, _, name = prefix.rpartition("/")
+    token = f".{name}{tag}{HOST}-{os.getpid()}-{secrets.token_hex(6)}"
+    return f"{parent}/{token}" if parent else token
+
+
+def _promote(stage: ZMap, target: ZMap) -> None:
+    """Replace ``target``'s content by the complete store at ``stage`` (S3 cannot rename):
+    the old root metadata goes first, then the rest; the chunks are copied (server-side
+    where the map can), then the metadata, the root ``.zgroup`` last."""
+    from ..conversion.plan import order_metadata
+
+    keys = list(stage.keys_below(""))
+    metadata = {k: stage[k] for k in keys if k.rsplit("/", 1)[-1] in _METADATA_NAMES}
+    for root_object in (".zgroup", ".zattrs", ".zmetadata", "zarr.json"):
+        if root_object in target:
+            del target[root_object]
+    target.clear()
+    copy = getattr(target, "copy_from", None)
+    for key in keys:
+        if key in metadata:
+            continue
+        if callable(copy):
+            copy(stage, key, key)
+        else:
+            target[key] = stage[key]
+    for key in order_metadata(metadata):
+        target[key] = metadata[key]
+    target.flush()
 
 
 # ------------------------------------------------------------------ directories
