@@ -10,19 +10,24 @@ process dies. So the new store is written where the old one is not touched:
   the kernel offers it (Linux), else with two renames (the old directory is first
   renamed to ``.<name>.nczarr-old-<host>-<pid>-<token>``, the stage then takes its
   name). The old content is then deleted. A symbolic link to the store stays a link;
-  the directory it points to is replaced.
+  the directory it points to is replaced. A new directory store is staged too and
+  renamed into place, so a killed write leaves nothing at the target.
 * **a zip archive** (opened from a path or URL): the zip map already stages every
   write and replaces the archive atomically on close; on failure the pending
   changes are discarded and the archive is left as it was.
-* **anything else** (S3, other fsspec stores, maps passed in open): the old root
-  metadata is removed first, then the old content, then the new store is written,
-  root metadata last. Everything that can be checked is checked before (names,
+* **S3** (opened from a URL, below a key prefix): S3 cannot rename, so the new store
+  is written under a sibling prefix and, once complete, copied in (server-side) after
+  the old objects are deleted, root metadata first; the root ``.zgroup`` is copied
+  last and the stage deleted.
+* **anything else** (other fsspec stores, maps passed in open, a bucket's root): the
+  old root metadata is removed first, then the old content, then the new store is
+  written, root metadata last. Everything that can be checked is checked before (names,
   types, encodings, fill values, sizes), so what is left is an I/O failure; a store
   left without root metadata does not open as a dataset.
 
 Leftovers of a killed writer on this host (stages, old copies) are removed by the next
-``to_nczarr`` into the same directory store; an old copy whose store is missing (a
-kill between the two renames) is renamed back.
+``to_nczarr`` into the same directory store (S3 stages are not collected); an old
+copy whose store is missing (a kill between the two renames) is renamed back.
 """
 
 from __future__ import annotations
