@@ -42,7 +42,7 @@ import shutil
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import TargetExistsError, warn_all
+from ..errors import TargetExistsError, raise_os_error, warn_all
 from ..maps.base import ZMap
 from ..maps.file import FileMap
 from ..maps.lockfile import HOST, pid_alive
@@ -222,6 +222,7 @@ def _sibling(real: str, tag: str) -> str:
 def _new_stage(real: str) -> str | None:
     stage = _sibling(real, _STAGE_TAG)
     try:
+        os.makedirs(os.path.dirname(stage), exist_ok=True)
         os.mkdir(stage)
     except OSError:
         return None
@@ -268,7 +269,11 @@ def _swap_in(stage: str, real: str) -> None:
         _remove_tree(stage)  # now the old content
         return
     old = _sibling(real, _OLD_TAG)
-    os.rename(real, old)
+    try:
+        os.rename(real, old)
+    except OSError as exc:  # a mount point, a busy directory (Windows)
+        _remove_tree(stage)
+        raise_os_error(exc, f"{real!r} (to replace it by the new store)")
     try:
         os.rename(stage, real)
     except OSError:
@@ -306,7 +311,7 @@ def _clean_leftovers(real: str) -> None:
                 continue
             path = os.path.join(parent, entry)
             if tag == _OLD_TAG and not os.path.lexists(real):
-                with contextlib.suppress(OSError):
+                with contextlib.suppress(OSError):  # on failure keep it: the only copy
                     os.rename(path, real)
-                    continue
+                break
             _remove_tree(path)
