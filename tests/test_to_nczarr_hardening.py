@@ -105,6 +105,17 @@ def test_every_spelling_of_the_source_is_refused(store, spelling):
     assert _files(store.parent) == before
 
 
+@pytest.mark.parametrize("inline", [False, True])
+def test_sources_are_found_without_materializing_the_graph(store, inline):
+    """An inlined array sits in a Blockwise layer's arguments, a plain one in its own
+    layer; a rolling mean adds overlap layers. All are found."""
+    ds = xr.open_dataset(store, engine=ENGINE, chunks={"x": 1}, inline_array=inline)
+    for derived in (ds.v * 2 + 1, ds.v.rolling(x=3).mean(), ds.v.isel(x=[0, 2]).sum("y")):
+        with pytest.raises(nczarr.InvalidModeError, match="read from it"):
+            nczarr.to_nczarr(xr.Dataset({"w": derived}), str(store), mode="w")
+    ds.close()
+
+
 def test_untouched_lazy_variables_without_encoding_are_refused(store):
     ds = xr.open_dataset(store, engine=ENGINE).drop_encoding()  # lazy, not dask
     with pytest.raises(nczarr.InvalidModeError, match="read from it"):

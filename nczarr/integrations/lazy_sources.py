@@ -26,7 +26,8 @@ mounts of archives, S3 endpoints and key prefixes).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from itertools import islice
 from typing import Any
 
 from ..conversion.overlap import Location, location_of, overlap
@@ -37,6 +38,8 @@ __all__ = ["lazy_sources", "check_not_reading_from"]
 
 #: How deep the walk goes into nested wrappers and task arguments.
 _MAX_DEPTH = 64
+#: Tasks searched per graph layer (a layer's tasks share their literal arguments).
+_TASKS_PER_LAYER = 1000
 
 
 def _variables(obj: Any) -> Iterator[tuple[str, Any]]:
@@ -55,27 +58,65 @@ def _variables(obj: Any) -> Iterator[tuple[str, Any]]:
 
 def _children(value: Any) -> list[Any]:
     """The objects a lazy value refers to that may lead to a backend array."""
-    if isinstance(value, str | bytes | int | float | complex | type(None)):
+    if isinstance(value, str | bytes | int | float | complex | slice | type(None)):
         return []
     if isinstance(value, tuple | list | set | frozenset):
         return list(value)
     if isinstance(value, Mapping):
         return list(value.values())
+    module = type(value).__module__
+    if module.startswith("dask"):
+        if hasattr(value, "__dask_graph__") and callable(value.__dask_graph__):
+            return _graph_children(value.__dask_graph__())
+        # task specs (dask >= 2024.12): Task.args/kwargs, DataNode.value; refs lead nowhere
+        parts = (getattr(value, a, None) for a in ("args", "kwargs", "value"))
+        return [p for p in parts if p is not None]
     if hasattr(value, "__dask_graph__") and callable(value.__dask_graph__):
-        graph = value.__dask_graph__()
-        return list(graph.values()) if graph is not None else []
-    out = []
-    # dask task specs (dask >= 2024.12): Task.args/kwargs, DataNode.value
-    for attr in ("args", "kwargs", "value"):
-        if type(value).__module__.startswith("dask"):
-            part = getattr(value, attr, None)
-            if part is not None:
-                out.append(part)
-    # xarray's lazy adapters all keep what they wrap in ``array``
-    if type(value).__module__.startswith("xarray"):
+        return _graph_children(value.__dask_graph__())
+    if module.startswith("xarray"):  # xarray's lazy adapters keep what they wrap in .array
         inner = getattr(value, "array", None)
-        if inner is not None:
-            out.append(inner)
+        return [inner] if inner is not None else []
+    return []
+
+
+def _graph_children(graph: Any) -> list[Any]:
+    """The values of a dask graph worth searching, without materializing it.
+
+    A ``HighLevelGraph`` is read layer by layer: a materialized layer's values (the
+    backend array xarray and ``from_array`` store under an ``original-`` key is one),
+    a ``Blockwise`` layer's literal arguments, task template and I/O dependencies
+    (where an inlined array sits). Of the tasks of one layer only the first :data:`_TASKS_PER_LAYER`
+    are searched: the tasks of a layer share their literal arguments."""
+    if graph is None:
+        return []
+    layers = getattr(graph, "layers", None)
+    if not isinstance(layers, Mapping):
+        return _some_tasks(graph.values())
+    out: list[Any] = []
+    for layer in layers.values():
+        mapping = getattr(layer, "mapping", None)
+        if isinstance(mapping, Mapping):
+            out += _some_tasks(mapping.values())
+        elif hasattr(layer, "indices") and hasattr(layer, "output_indices"):  # Blockwise
+            out += [v for v, index in layer.indices if index is None]
+            out += [getattr(layer, a) for a in ("task", "dsk", "io_deps") if hasattr(layer, a)]
+        else:
+            out += _some_tasks(islice(layer.values(), _TASKS_PER_LAYER))
+    return out
+
+
+def _some_tasks(values: Iterable[Any]) -> list[Any]:
+    """Every value that is not a task, and the first tasks."""
+    out, tasks = [], 0
+    for value in values:
+        is_task = (type(value).__name__ == "Task") or (
+            isinstance(value, tuple) and bool(value) and callable(value[0])
+        )
+        if is_task:
+            tasks += 1
+            if tasks > _TASKS_PER_LAYER:
+                continue
+        out.append(value)
     return out
 
 
