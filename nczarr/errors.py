@@ -30,6 +30,9 @@ __all__ = [
     "TargetExistsError",
     "UnsupportedTypeError",
     "MissingDependencyError",
+    "InvalidNameError",
+    "ValueRangeError",
+    "EncodingError",
     "NCZarrWarning",
     "warn_all",
     "raise_os_error",
@@ -100,6 +103,22 @@ class UnsupportedTypeError(UnsupportedError):
 
 class MissingDependencyError(NCZarrError, ImportError):
     """An optional package a backend needs is not installed; the message names it."""
+
+
+class InvalidNameError(NCZarrError, ValueError):
+    """A group, variable, dimension or attribute name cannot be written so that every
+    reader finds it again (empty, ``/``, a metadata object's name, control characters,
+    too long); the message names it."""
+
+
+class ValueRangeError(NCZarrError, OverflowError):
+    """A value does not fit the type it is stored as (``_FillValue`` 1000 for ``int8``);
+    the message names the variable and the value."""
+
+
+class EncodingError(NCZarrError, ValueError, TypeError):
+    """A dataset cannot be encoded as netCDF (xarray's CF encoding refuses a variable's
+    values or ``encoding``); both builtins, as ``to_netcdf`` raises either."""
 
 
 class NCZarrWarning(UserWarning):

@@ -21,7 +21,15 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import NCZarrError, UnsupportedError, UnsupportedTypeError, warn_all
+from ..errors import (
+    EncodingError,
+    InvalidNameError,
+    NCZarrError,
+    UnsupportedError,
+    UnsupportedTypeError,
+    ValueRangeError,
+    warn_all,
+)
 from ..translate.conventions import DEFAULT_MAXSTRLEN, DTYPE_TO_NC
 from ..translate.model import Attribute, Dataset, Dimension, Group, Variable
 
@@ -43,7 +51,13 @@ def netcdf_attribute(name: str, value: Any) -> Attribute:
     if isinstance(value, str):
         return Attribute(name, "char", value)
     if isinstance(value, bytes | np.bytes_):
-        return Attribute(name, "char", bytes(value).decode("utf-8"))
+        try:
+            return Attribute(name, "char", bytes(value).decode("utf-8"))
+        except UnicodeDecodeError:
+            raise UnsupportedTypeError(
+                f"attribute {name!r}: {value!r} is not UTF-8 text, which NCZarr attributes "
+                "(JSON) must be"
+            ) from None
     if isinstance(value, bool | np.bool_):
         raise UnsupportedTypeError(
             f"attribute {name!r}: {value!r} is a boolean, which netCDF cannot store "
@@ -81,8 +95,59 @@ def _attributes(attrs: Mapping[Hashable, Any], where: str) -> dict[str, Attribut
 
 
 # ------------------------------------------------------------------ encoding
-def _encode(ds: Any) -> tuple[dict[str, Any], dict[Hashable, Any]]:
-    """The netcdf4 engine's CF encoding of one group's dataset: (variables, attributes)."""
+def check_fill_values(ds: Any, path: str) -> None:
+    """Refuse a ``_FillValue`` (in ``encoding`` or ``attrs``) that the type it is stored
+    as cannot hold, before xarray's CF encoding casts it (and wraps a numpy integer)."""
+    for name, var in ds.variables.items():
+        fill = var.encoding.get("_FillValue", var.attrs.get("_FillValue"))
+        if fill is None or fill is False or isinstance(fill, str | bytes):
+            continue
+        try:
+            dtype = np.dtype(var.encoding.get("dtype", var.dtype))
+        except TypeError:
+            continue  # xarray's encoder names a dtype it cannot use
+        try:
+            scalar = np.ndim(fill) == 0
+        except ValueError:  # a ragged list: netcdf_attribute refuses it later
+            continue
+        if dtype.kind not in "iuf" or not scalar:
+            continue
+        where = f"{path.rstrip('/')}/{name}"
+        unsigned = var.encoding.get("_Unsigned", var.attrs.get("_Unsigned"))
+        if dtype.kind == "i" and str(unsigned).lower() == "true":
+            try:  # netCDF's unsigned convention: either spelling of the bits
+                fill_in_range(fill, np.dtype(f"u{dtype.itemsize}"), where)
+                continue
+            except ValueRangeError:
+                pass
+        fill_in_range(fill, dtype, where)
+
+
+def _encode(ds: Any, path: str) -> tuple[dict[str, Any], dict[Hashable, Any]]:
+    """The netcdf4 engine's CF encoding of one group's dataset: (variables, attributes).
+
+    xarray's own range errors (a Python integer too large for the encoded dtype)
+    become :class:`~nczarr.errors.ValueRangeError` naming the group."""
+    try:
+        return _cf_encode(ds)
+    except NCZarrError:
+        raise
+    except OverflowError as exc:
+        raise ValueRangeError(f"group {path!r}: {_described(exc)}") from None
+    except NotImplementedError as exc:
+        raise UnsupportedError(f"group {path!r}: {_described(exc)}") from None
+    except (ValueError, TypeError) as exc:
+        raise EncodingError(
+            f"group {path!r}: xarray cannot encode it for netCDF: {_described(exc)}"
+        ) from None
+
+
+def _described(exc: BaseException) -> str:
+    """An exception's message with the notes xarray adds (which variable it was)."""
+    return " ".join([str(exc), *getattr(exc, "__notes__", ())])
+
+
+def _cf_encode(ds: Any) -> tuple[dict[str, Any], dict[Hashable, Any]]:
     from xarray import conventions
     from xarray.backends.common import ensure_dtype_not_object
     from xarray.coding.strings import CharacterArrayCoder, EncodedStringCoder
@@ -235,12 +300,13 @@ class ModelPlan:
                 unlimited = (
                     {unlimited_dims} if isinstance(unlimited_dims, str) else set(unlimited_dims)
                 )
-            variables, attrs = _encode(ds)
+            check_fill_values(ds, path)
+            variables, attrs = _encode(ds, path)
             dims[path] = {}
             nc_vars: dict[str, Variable] = {}
             for name, var in variables.items():
                 if "/" in name:
-                    raise ValueError(f"variable name {name!r} in group {path!r} contains '/'")
+                    raise InvalidNameError(f"variable name {name!r} in group {path!r} contains '/'")
                 fqns = []
                 for dim, size in zip(var.dims, var.shape, strict=True):
                     dim = str(dim)
@@ -269,7 +335,9 @@ class ModelPlan:
                     dimensions=tuple(fqns),
                     shape=tuple(int(s) for s in var.shape),
                     chunks=_chunks(var, unlimited),
-                    fill_value=_typed_fill(attributes, nc_type, var.dtype),
+                    fill_value=_typed_fill(
+                        attributes, nc_type, var.dtype, f"{path.rstrip('/')}/{name}"
+                    ),
                     compressor=compressor,
                     filters=filters,
                     attributes=attributes,
@@ -282,9 +350,10 @@ class ModelPlan:
         self.dataset = Dataset(_tree("/", groups, dims, contents), layout="nczarr-v2")
 
 
-def _typed_fill(attributes: dict[str, Attribute], nc_type: str, dtype: Any) -> Any:
+def _typed_fill(attributes: dict[str, Attribute], nc_type: str, dtype: Any, where: str) -> Any:
     """The Zarr fill value, with the ``_FillValue`` attribute retyped to the variable's
-    type where it is not (netCDF requires the two to agree)."""
+    type where it is not (netCDF requires the two to agree). A value the type cannot
+    hold is refused (:func:`fill_in_range`), as ``to_netcdf`` does."""
     fill = attributes.get("_FillValue")
     if fill is None:
         return None
@@ -300,9 +369,39 @@ def _typed_fill(attributes: dict[str, Attribute], nc_type: str, dtype: Any) -> A
             "_FillValue", kind, text if kind == "char" else (text,)
         )
         return text
-    value = np.array(values[0]).astype(dtype).item()
+    value = fill_in_range(values[0], np.dtype(dtype), where)
     attributes["_FillValue"] = Attribute("_FillValue", nc_type, (value,))
     return value
+
+
+def fill_in_range(value: Any, dtype: np.dtype, where: str) -> Any:
+    """``value`` as a ``dtype`` scalar, or :class:`~nczarr.errors.ValueRangeError` if the
+    type cannot hold it (an integer out of range or not finite, a finite float beyond
+    the float type's range): a wrapped value would mask a real one."""
+    number = np.asarray(value)
+    if number.dtype.kind not in "biuf":
+        raise UnsupportedTypeError(
+            f"variable {where!r}: _FillValue {value!r} is not a number, its type is {dtype}"
+        )
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        finite = number.dtype.kind in "iub" or bool(np.isfinite(number))
+        if not finite or not info.min <= number.item() <= info.max:
+            raise ValueRangeError(
+                f"variable {where!r}: _FillValue {value!r} does not fit its type {dtype} "
+                f"({info.min} to {info.max})"
+            )
+    elif (
+        dtype.kind == "f"
+        and number.dtype.kind in "iuf"
+        and bool(np.isfinite(number))
+        and abs(float(number)) > float(np.finfo(dtype).max)
+    ):
+        raise ValueRangeError(
+            f"variable {where!r}: _FillValue {value!r} is beyond the range of {dtype}"
+        )
+    with np.errstate(all="ignore"):
+        return number.astype(dtype).item()
 
 
 def _tree(

@@ -18,8 +18,16 @@ How
   stored as NUL-padded UTF-8 of width ``max(longest, 128)`` (netcdf-c's
   ``|S<maxstrlen>``). Dask arrays are rechunked to the Zarr chunks and stored chunk
   by chunk, never loaded whole.
-* Order: chunks first, then array metadata, the root group last, so an interrupted
-  write never looks like a complete dataset.
+* Safety (docs/reliability.md, "to_nczarr"): everything is checked before the target
+  is touched (:mod:`~nczarr.integrations.xarray_checks`: names, keys, codecs, sizes,
+  fill values, and that nczarr reads the metadata back); a target that any lazy array
+  of the dataset reads from is refused (:mod:`~nczarr.integrations.lazy_sources`,
+  with convert's overlap rules); a local directory store is written in a stage
+  beside it and renamed in (exchanged, for ``mode="w"``), a zip archive is replaced
+  atomically, and a failed write leaves the old store as it was
+  (:mod:`~nczarr.integrations.staging`). Order: chunks first, then array metadata,
+  the root group last and its ``.zgroup`` very last, so an interrupted write never
+  looks like a complete dataset.
 
 Not supported (clear errors): appending (``mode="a"``/``"r+"``, ``append_dim=``),
 region writes (``region=``), complex, timedelta without CF units, object arrays
@@ -36,13 +44,15 @@ import numpy as np
 
 from ..errors import (
     InvalidModeError,
-    NCZarrError,
     TargetExistsError,
     UnsupportedError,
     warn_all,
 )
 from ..maps.base import ZMap
 from ..translate.conventions import ZARRAY, ZATTRS, ZGROUP
+from .lazy_sources import check_not_reading_from
+from .staging import open_write_target
+from .xarray_checks import check_before_writing
 from .xarray_model import ModelPlan
 
 __all__ = ["to_nczarr"]
@@ -141,7 +151,9 @@ def to_nczarr(
         ``x.zip``, ``s3://bucket/key``) or an open writable map. A new zip archive gets
         netcdf-c's layout (one top-level folder), which netcdf-c requires.
     mode
-        ``"w-"`` (default): fail if the target holds anything. ``"w"``: replace it.
+        ``"w-"`` (default): fail if the target holds anything. ``"w"``: replace it
+        (a local directory or zip store only once the new one is complete; other
+        stores are cleared, root metadata first, after every check passed).
     storage_options
         Passed to :func:`nczarr.open_map` (S3 ``endpoint_url``, ``anon``, ...).
     encoding
@@ -163,8 +175,15 @@ def to_nczarr(
         :func:`nczarr.convert`).
     TargetExistsError
         ``mode="w-"`` and the target is not empty. Nothing is written.
+    InvalidModeError
+        A lazy variable of ``obj`` reads from the target (under any name: links,
+        ``..``, zip aliases, S3 endpoint spellings); load it first. Nothing is written.
     UnsupportedTypeError
         A variable or attribute has no netCDF-4 type; nothing is written.
+    InvalidNameError, ValueRangeError, EncodingError, MetadataError, UnsupportedError
+        A name nczarr could not read back, an out-of-range ``_FillValue`` (an
+        ``OverflowError``), an encoding xarray refuses, a metadata object over the
+        readers' size cap, an unknown codec. Raised before the target is touched.
     """
     if mode in ("a", "r+") or region is not None or append_dim is not None:
         what = "region writes (region=)" if region is not None else "appending"
@@ -181,29 +200,56 @@ def to_nczarr(
     from ..translate.writer import write, write_with_warnings
 
     result = write_with_warnings(plan.dataset, "nczarr")
-    warn_all(result.warnings, stacklevel=3)
     zarr_metadata = {k: v for k, v in write(plan.dataset, "zarr").items() if k.endswith(ZARRAY)}
-    zmap, owned = _open_target(url, storage_options)
+    check_before_writing(plan.dataset, result.metadata, zarr_metadata)
+    _check_sources(obj, url, storage_options)
+    warn_all(result.warnings, stacklevel=3)
+    target, full = open_write_target(url, storage_options, mode)
     try:
-        if any(True for _ in zmap.keys_below("")):
-            _check_not_reading_from(obj, zmap)
-            if mode == "w-":
-                raise TargetExistsError(
-                    f"target {zmap.url!r} exists and is not empty: pass mode='w' to replace it"
-                )
-            for root_object in (ZGROUP, ZATTRS, ".zmetadata"):
-                if root_object in zmap:
-                    del zmap[root_object]
-            zmap.clear()
-        _write_chunks(_ChunkSink(zmap, zarr_metadata), plan)
-        metadata = result.metadata
-        order = sorted(metadata, key=lambda k: (k.rsplit("/", 1)[-1] != ZARRAY, -k.count("/")))
-        for key in order:  # arrays, then groups deepest first, the root last
-            zmap[key] = metadata[key]
-        zmap.flush()
-    finally:
-        if owned:
-            zmap.close()
+        if full and mode == "w-":
+            raise TargetExistsError(
+                f"target {target.map.url!r} exists and is not empty: pass mode='w' to replace it"
+            )
+        if full:
+            _clear(target.map)
+        _write_chunks(_ChunkSink(target.map, zarr_metadata), plan)
+        _write_metadata(target.map, result.metadata)
+        target.map.flush()
+    except BaseException:
+        target.abort()
+        raise
+    target.commit()
+
+
+# ------------------------------------------------------------------ order of writes
+def _clear(zmap: ZMap) -> None:
+    """Empty a store being replaced in place, its root metadata first (so a failure
+    part-way never leaves the old root over a partial tree)."""
+    for root_object in (ZGROUP, ZATTRS, ".zmetadata", "zarr.json"):
+        if root_object in zmap:
+            del zmap[root_object]
+    zmap.clear()
+
+
+def _write_metadata(zmap: ZMap, metadata: Mapping[str, bytes]) -> None:
+    """Arrays, then groups deepest first, the root group last, and within it the root
+    ``.zgroup`` very last (after ``.zattrs``): a store cut short anywhere has no root
+    ``.zgroup``, so no reader opens it as a dataset without its global attributes."""
+    from ..conversion.plan import order_metadata
+
+    for key in order_metadata(metadata):
+        zmap[key] = metadata[key]
+
+
+def _check_sources(obj: Any, url: Any, storage_options: Mapping[str, Any] | None) -> None:
+    """Refuse a target that lazy variables of ``obj`` read from (any spelling of it)."""
+    from ..conversion.overlap import location_of
+
+    if isinstance(url, ZMap):
+        check_not_reading_from(obj, url, url.url)
+        return
+    text = os.fspath(url)
+    check_not_reading_from(obj, location_of(text, storage_options), text)
 
 
 def _with_encoding(obj: Any, encoding: Mapping[str, Mapping[str, Any]] | None) -> Any:
@@ -224,58 +270,3 @@ def _with_encoding(obj: Any, encoding: Mapping[str, Mapping[str, Any]] | None) -
                 raise KeyError(f"encoding names variable {key!r}, which is not in the dataset")
             obj[key].encoding = {**obj[key].encoding, **enc}
     return obj
-
-
-def _location(url: str) -> tuple[str, str | None, str] | None:
-    """(storage, bucket, path) of a URL, local paths resolved; None if not a URL."""
-    from ..maps.url import parse_url
-
-    try:
-        parsed = parse_url(url)
-    except (NCZarrError, ValueError, TypeError):
-        return None
-    path = parsed.path
-    if parsed.storage in ("file", "zip"):
-        path = os.path.realpath(path)
-    return ("local" if parsed.storage in ("file", "zip") else parsed.storage, parsed.bucket, path)
-
-
-def _check_not_reading_from(obj: Any, zmap: ZMap) -> None:
-    """Refuse to replace a store that ``obj``'s (lazy) variables are read from."""
-    import xarray as xr
-
-    target = _location(zmap.url)
-    if target is None:
-        return
-    datasets = (
-        [n.to_dataset(inherit=False) for n in obj.subtree]
-        if isinstance(obj, xr.DataTree)
-        else [obj]
-    )
-    for ds in datasets:
-        for name, var in ds.variables.items():
-            source = var.encoding.get("source")
-            here = _location(source) if isinstance(source, str) else None
-            if here is None or here[:2] != target[:2]:
-                continue
-            a, b = here[2].rstrip("/"), target[2].rstrip("/")
-            if a == b or a.startswith(b + "/") or b.startswith(a + "/"):
-                raise InvalidModeError(
-                    f"cannot replace {zmap.url!r}: variable {name!r} is read from it "
-                    f"({source!r}); load the data first (.load()) or write elsewhere"
-                )
-
-
-def _open_target(url: Any, storage_options: Mapping[str, Any] | None) -> tuple[ZMap, bool]:
-    if isinstance(url, ZMap):
-        if storage_options:
-            raise TypeError(f"storage_options cannot be applied to an open map {url!r}")
-        return url, False
-    from ..maps.open import open_map
-    from ..maps.url import parse_url
-
-    options = dict(storage_options or {})
-    parsed = parse_url(os.fspath(url))
-    if parsed.storage == "zip" and not os.path.exists(parsed.path):
-        options.setdefault("layout", "netcdf")  # the only zip layout netcdf-c reads
-    return open_map(parsed, "a", storage_options=options), True

@@ -86,6 +86,21 @@ class ArchiveCommits:
                     self._close_reader()
                     self._discard_stage()
 
+    def discard(self) -> None:
+        """Drop every uncommitted write and delete, then close: the archive on disk is
+        left as last committed (``to_nczarr`` uses it when a replacement fails)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._pending.clear()
+            self._pending_bytes = 0
+            self._deleted.clear()
+            self._written.clear()
+            self._removed.clear()
+            self._closed = True
+            self._close_reader()
+            self._discard_stage()
+
     def _target(self) -> str:
         """The archive's real path (a symlinked archive is updated, not replaced)."""
         return os.path.realpath(self._path)
