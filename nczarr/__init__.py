@@ -1,7 +1,7 @@
 """nczarr: make netCDF's Zarr dialect (NCZarr) and pure Zarr interchangeable.
 
 Reading, on every layout (NCZarr as netcdf-c 4.8, 4.9 and 4.10 write it, pure Zarr
-v2 and v3):
+v2 and v3, and netCDF files: netCDF-4/HDF5 and netCDF-3, with the ``netcdf`` extra):
 
 * :func:`read` loads a store into one netCDF-4 model (:class:`Dataset`, :class:`Group`,
   :class:`Dimension`, :class:`Variable`, :class:`Attribute`); :func:`detect` names
@@ -17,8 +17,10 @@ Writing:
   verbatim where readers decode them alike, and returns a :class:`ConvertReport`.
 * :func:`migrate` upgrades an old NCZarr store's metadata in place.
 * :func:`to_nczarr` writes an ``xr.Dataset`` or ``xr.DataTree`` as NCZarr.
+* :func:`references` saves a translation as an fsspec (kerchunk) reference set whose
+  chunk entries point into the source: any fsspec reader opens it without nczarr.
 
-Diagnosis: :func:`check` says what each reader (netcdf-c, zarr-python, xarray) would
+Diagnosis: :func:`check` says what each reader (netcdf-c, zarr-python, xarray, GDAL) would
 get wrong with a store, and the fix (:class:`CheckReport`).
 
 Storage: every backend is a :class:`ZMap` (a ``MutableMapping[str, bytes]`` with

@@ -259,10 +259,9 @@ def check(
 
         zmap, owned = open_map(os.fspath(src), mode="r", **(storage_options or {})), True
     try:
-        from .ncfile.source import NetCDFFileMap
-
-        if isinstance(zmap, NetCDFFileMap):  # a .nc file: netcdf-c reads it, Zarr readers do not
-            return CheckReport(zmap.url, zmap.format_info(), _netcdf_file_findings())
+        own = zmap.file_format()
+        if own is not None:  # a .nc file: netcdf-c reads it, Zarr readers do not
+            return CheckReport(zmap.url, own, _netcdf_file_findings())
         stored = _AsStored(zmap)
         meta = load_metadata(stored, warnings=[])  # not UTF-8: a finding, not an error
         consolidated = None

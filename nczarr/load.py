@@ -374,10 +374,9 @@ def _detect(
     zmap: ZMap, warnings: list[str] | None = None, meta: dict[str, Any] | None = None
 ) -> tuple[dict[str, Any], FormatInfo]:
     """The store's metadata (``meta`` if already loaded) and what format it is."""
-    from .ncfile.source import NetCDFFileMap
-
-    if isinstance(zmap, NetCDFFileMap):  # a .nc file: its own reader (nczarr.ncfile)
-        return {}, zmap.format_info()
+    own = zmap.file_format()
+    if own is not None:  # a .nc file: its own reader (nczarr.ncfile)
+        return {}, own
     if meta is None:
         meta = load_metadata(zmap, warnings=warnings)
     try:

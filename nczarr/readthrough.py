@@ -194,11 +194,7 @@ class TranslatedView(ZMap):
     def reencoded(self) -> dict[str, str]:
         """Arrays (key prefixes) whose chunks are shown re-encoded, and why (including
         those a netCDF file source re-encodes itself: :mod:`nczarr.ncfile`)."""
-        from .ncfile.source import NetCDFFileMap
-
         own = {path: item.reason for path, item in self._reencoded.items()}
-        if not isinstance(self._source, NetCDFFileMap):
-            return own
         merged = {p: r for p, r in self._source.reencoded.items() if p in self._array_set}
         for path, reason in own.items():
             merged[path] = f"{merged[path]}; {reason}" if path in merged else reason

@@ -15,17 +15,17 @@ targets follow the same rule with one ``zarr.json`` per node.
 from __future__ import annotations
 
 import dataclasses
-import json
 import posixpath
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..errors import InvalidModeError
 from ..keys import parent_keys
 from ..maps.base import ZMap
-from ..translate.conventions import V1_OBJECT_NAMES, ZARR_JSON, ZARR_METADATA_NAMES, ZARRAY
+from ..translate.conventions import V1_OBJECT_NAMES, ZARR_METADATA_NAMES
 from ..translate.model import Dataset, Group
+from ..translate.order import order_metadata
 
 __all__ = [
     "Plan",
@@ -36,9 +36,6 @@ __all__ = [
     "array_of_key",
     "legacy_candidates",
 ]
-
-#: Rank of an object name inside one node: lower is written first.
-_WITHIN_NODE = {".zattrs": 0, ".zmetadata": 1, ".zarray": 2, ".zgroup": 2}
 
 #: Every name a metadata object of any generation may have (what ``migrate`` may delete).
 METADATA_NAMES = frozenset(ZARR_METADATA_NAMES | V1_OBJECT_NAMES)
@@ -85,48 +82,6 @@ class Plan:
     def metadata_bytes(self) -> int:
         """Total size of the metadata objects."""
         return sum(len(value) for _, value in self.metadata)
-
-
-# ------------------------------------------------------------------ ordering
-def _split(key: str) -> tuple[str, str]:
-    node, _, name = key.rpartition("/")
-    return node, name
-
-
-def order_metadata(metadata: Mapping[str, bytes]) -> list[str]:
-    """The keys of ``metadata`` in safe write order: arrays, groups deepest first, root last.
-
-    >>> order_metadata({".zgroup": b"", ".zattrs": b"", "v/.zarray": b"",
-    ...                 "g/.zgroup": b"", "v/.zattrs": b"", "g/h/.zgroup": b""})
-    ['v/.zattrs', 'v/.zarray', 'g/h/.zgroup', 'g/.zgroup', '.zattrs', '.zgroup']
-    """
-    arrays = {_split(key)[0] for key in metadata if _split(key)[1] == ZARRAY}
-    arrays |= {
-        _split(key)[0]
-        for key in metadata
-        if _split(key)[1] == ZARR_JSON and _is_v3_array(metadata[key])
-    }
-
-    def rank(key: str) -> tuple[Any, ...]:
-        node, name = _split(key)
-        depth = node.count("/") + 1 if node else 0
-        if node in arrays:
-            kind = 0
-        elif node:
-            kind = 1
-        else:
-            kind = 2
-        return (kind, -depth if kind == 1 else 0, node, _WITHIN_NODE.get(name, 0), name)
-
-    return sorted(metadata, key=rank)
-
-
-def _is_v3_array(value: bytes) -> bool:
-    try:
-        doc = json.loads(value)
-    except ValueError:
-        return False
-    return isinstance(doc, dict) and doc.get("node_type") == "array"
 
 
 # ------------------------------------------------------------------ selection

@@ -30,9 +30,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from itertools import islice
 from typing import Any
 
-from ..conversion.overlap import Location, location_of, overlap
 from ..errors import InvalidModeError
 from ..maps.base import ZMap
+from ..maps.overlap import Location, location_of, overlap
 
 __all__ = ["lazy_sources", "check_not_reading_from"]
 
@@ -122,19 +122,20 @@ def _some_tasks(values: Iterable[Any]) -> list[Any]:
 
 def _store_location(store: Any, path: str = "") -> tuple[str, Location] | None:
     """(description, location) of a zarr store: nczarr's ZarrStore or zarr's own."""
-    zmap = getattr(store, "zmap", None)
-    if isinstance(zmap, ZMap):
-        return _map_location(zmap)
-    root = getattr(store, "root", None)  # zarr.storage.LocalStore
-    if root is not None and type(store).__name__ == "LocalStore":
-        where = os.path.join(os.fspath(root), path) if path else os.fspath(root)
+    from zarr.storage import FsspecStore, LocalStore, ZipStore
+
+    from .zarr_store import ZarrStore
+
+    if isinstance(store, ZarrStore):
+        return _map_location(store.zmap)
+    if isinstance(store, LocalStore):
+        where = os.path.join(os.fspath(store.root), path) if path else os.fspath(store.root)
         return where, Location("local", os.path.abspath(where))
-    if type(store).__name__ == "ZipStore":
+    if isinstance(store, ZipStore):
         where = os.fspath(store.path)
         return where, Location("local", os.path.abspath(where))
-    fs = getattr(store, "fs", None)
-    if fs is not None and isinstance(getattr(store, "path", None), str):
-        return _fsspec_location(fs, f"{store.path.rstrip('/')}/{path}".rstrip("/"))
+    if isinstance(store, FsspecStore):
+        return _fsspec_location(store.fs, f"{store.path.rstrip('/')}/{path}".rstrip("/"))
     return None
 
 
@@ -167,7 +168,7 @@ def _leaf_location(value: Any) -> tuple[str, Location] | None:
         return _map_location(value)
     store_path = getattr(value, "store_path", None)  # a zarr (v3 library) Array
     if store_path is not None and hasattr(store_path, "store"):
-        return _store_location(store_path.store, str(getattr(store_path, "path", "")))
+        return _store_location(store_path.store, str(store_path.path))
     inner = getattr(value, "_array", None)  # xarray's / nczarr's ZarrArrayWrapper
     if inner is not None and hasattr(inner, "store_path"):
         return _leaf_location(inner)

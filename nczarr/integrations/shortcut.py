@@ -80,20 +80,11 @@ def _translated_if_needed(zmap: ZMap, owned: bool = True) -> ZMap:
     netcdf-c metadata."""
     from ..errors import MetadataError, warn_all
     from ..load import STALE_CONSOLIDATED, load_metadata
-    from ..ncfile.source import NetCDFFileMap
-    from ..readthrough import TranslatedView
     from ..translate.compat import needs_translation
     from ..translate.detect import detect_format
 
-    if isinstance(zmap, NetCDFFileMap):  # a .nc file: always through the view
-        try:
-            view = TranslatedView(zmap, format="zarr", owns_source=owned)
-        except BaseException:
-            if owned:
-                zmap.close()
-            raise
-        warn_all(view.warnings, stacklevel=4)
-        return view
+    if zmap.file_format() is not None:  # a .nc file: always through the view
+        return _view(zmap, owned)
     lenient: list[str] = []
     try:
         meta = load_metadata(zmap, warnings=lenient)
@@ -104,11 +95,20 @@ def _translated_if_needed(zmap: ZMap, owned: bool = True) -> ZMap:
         # zarr-python reads it as stored; say what it will misread (a stale .zmetadata)
         warn_all([m for m in lenient if STALE_CONSOLIDATED in m])
         return zmap
-    try:  # from the metadata just read: every object is read once
-        view = TranslatedView(zmap, format="zarr", owns_source=owned, metadata=(meta, lenient))
+    return _view(zmap, owned, metadata=(meta, lenient))  # every object is read once
+
+
+def _view(zmap: ZMap, owned: bool, **options: Any) -> ZMap:
+    """The translated view of ``zmap`` as pure Zarr, its warnings announced; ``zmap``
+    closed (when ``owned``) if the view cannot be built."""
+    from ..errors import warn_all
+    from ..readthrough import TranslatedView
+
+    try:
+        view = TranslatedView(zmap, format="zarr", owns_source=owned, **options)
     except BaseException:
         if owned:
             zmap.close()
         raise
-    warn_all(view.warnings, stacklevel=4)
+    warn_all(view.warnings, stacklevel=5)
     return view

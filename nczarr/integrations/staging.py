@@ -192,7 +192,7 @@ def _promote(stage: ZMap, target: ZMap) -> None:
     """Replace ``target``'s content by the complete store at ``stage`` (S3 cannot rename):
     the old root metadata goes first, then the rest; the chunks are copied (server-side
     where the map can), then the metadata, the root ``.zgroup`` last."""
-    from ..conversion.plan import order_metadata
+    from ..translate.order import order_metadata
 
     keys = list(stage.keys_below(""))
     metadata = {k: stage[k] for k in keys if k.rsplit("/", 1)[-1] in _METADATA_NAMES}

@@ -235,7 +235,7 @@ def _write_metadata(zmap: ZMap, metadata: Mapping[str, bytes]) -> None:
     """Arrays, then groups deepest first, the root group last, and within it the root
     ``.zgroup`` very last (after ``.zattrs``): a store cut short anywhere has no root
     ``.zgroup``, so no reader opens it as a dataset without its global attributes."""
-    from ..conversion.plan import order_metadata
+    from ..translate.order import order_metadata
 
     for key in order_metadata(metadata):
         zmap[key] = metadata[key]
@@ -243,7 +243,7 @@ def _write_metadata(zmap: ZMap, metadata: Mapping[str, bytes]) -> None:
 
 def _check_sources(obj: Any, url: Any, storage_options: Mapping[str, Any] | None) -> None:
     """Refuse a target that lazy variables of ``obj`` read from (any spelling of it)."""
-    from ..conversion.overlap import location_of
+    from ..maps.overlap import location_of
 
     if isinstance(url, ZMap):
         check_not_reading_from(obj, url, url.url)

@@ -442,6 +442,18 @@ class ZMap(MutableMapping[str, bytes], ABC):
         :data:`NOT_SUPPORTED` (the default): the caller writes the bytes itself."""
         return NOT_SUPPORTED
 
+    def file_format(self) -> Any | None:
+        """What a map serving a whole dataset file is (a netCDF file,
+        :mod:`nczarr.ncfile`): its ``FormatInfo``, read from the file's own header, not
+        from metadata objects. ``None`` (the default): a store of metadata objects."""
+        return None
+
+    @property
+    def reencoded(self) -> Mapping[str, str]:
+        """Key prefixes of arrays whose chunks this map serves re-encoded, and why
+        (a netCDF file source re-encodes what no Zarr codec decodes); none by default."""
+        return {}
+
     def chunk_location(self, key: str) -> tuple[str] | tuple[str, int, int] | None:
         """Where a reader without nczarr finds the bytes of ``self[key]``: ``(url,)``,
         the whole object; ``(url, offset, length)``, a byte range of ``url``; ``None``

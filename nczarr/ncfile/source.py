@@ -239,6 +239,10 @@ class NetCDFFileMap(ZMap):
         """The file's size in bytes."""
         return self._io.size
 
+    def file_format(self) -> FormatInfo:
+        """The file's format (see :meth:`ZMap.file_format`)."""
+        return self.format_info()
+
     def format_info(self) -> FormatInfo:
         """What :func:`nczarr.detect` says of the file."""
         version = None

@@ -1,0 +1,143 @@
+"""Where a store really lives, and whether two stores overlap.
+
+``convert`` must never write into (or, with ``overwrite``, delete) its own source.
+Comparing URLs as text is not enough: a symbolic link, a bind mount, a ``..``
+spelling or a hard link gives one directory or archive many names. This module
+compares *real* locations:
+
+* local directories and zip archives: the device and inode of the location and of
+  each of its existing ancestors (after resolving symbolic links), so a target
+  inside the source, a source inside the target and two names for one object are
+  all found, whatever the spelling, on every platform where ``os.stat`` gives file
+  identities (``st_ino`` is a real file id on Windows too); the resolved paths are
+  also compared as text, for file systems that report no inode numbers;
+* S3: the service (endpoint, ``None`` for AWS), the bucket, and the key prefixes
+  compared segment by segment;
+* other fsspec protocols: protocol and path prefix; memory maps: identity.
+
+The check needs no write and no listing: it runs before anything is opened for
+writing, so a refused convert has touched nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import InvalidModeError
+from .location import Location, norm_endpoint
+
+__all__ = ["Location", "location_of", "overlap", "check_distinct"]
+
+
+def location_of(store: Any, options: Mapping[str, Any] | None = None) -> Location:
+    """The :class:`Location` of an open map, or of a URL/path (with its storage options)."""
+    from .base import ZMap
+
+    if isinstance(store, ZMap):
+        return store.location()
+    from .chained import is_chained
+    from .url import parse_url
+
+    if is_chained(store):  # zip::<URL of an archive>: the archive is the location
+        return location_of(os.fspath(store).split("::", 1)[1], options)
+    url = parse_url(store)
+    if url.storage in ("file", "zip"):
+        return Location("local", url.path)
+    if url.storage == "s3":
+        endpoint = (options or {}).get("endpoint_url", url.endpoint)
+        return Location("s3", url.path, norm_endpoint(endpoint), url.bucket or "")
+    if url.storage == "memory":
+        return Location("memory", url.path.strip("/"))
+    return Location(url.storage, url.path.rstrip("/"))
+
+
+# ------------------------------------------------------------------ comparing
+def _below(inner: str, outer: str, sep: str = "/") -> bool:
+    """Whether key/path ``inner`` is ``outer`` or lies below it (segment-wise)."""
+    if not outer:
+        return True
+    return inner == outer or inner.startswith(outer.rstrip(sep) + sep)
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if st.st_ino == 0:  # a file system without file ids: rely on the paths
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _chain(path: str) -> list[tuple[int, int]]:
+    """Identities of ``path`` (resolved) and of each of its existing ancestors."""
+    out = []
+    current = os.path.realpath(path)
+    while True:
+        ident = _identity(current)
+        if ident is not None:
+            out.append(ident)
+        parent = os.path.dirname(current)
+        if parent == current:
+            return out
+        current = parent
+
+
+def _local_overlap(a: str, b: str) -> bool:
+    real_a, real_b = os.path.realpath(a), os.path.realpath(b)
+    if _below(real_a, real_b, os.sep) or _below(real_b, real_a, os.sep):
+        return True
+    if _below(a, b, os.sep) or _below(b, a, os.sep):
+        return True
+    ident_a, ident_b = _identity(real_a), _identity(real_b)
+    return (ident_a is not None and ident_a in _chain(real_b)) or (
+        ident_b is not None and ident_b in _chain(real_a)
+    )
+
+
+def overlap(a: Location, b: Location) -> bool:
+    """Whether two locations are the same store or one lies inside the other."""
+    if a.kind != b.kind:
+        return False
+    if a.kind == "local":
+        return _local_overlap(a.path, b.path)
+    if (a.service, a.container) != (b.service, b.container):
+        return False
+    return _below(a.path, b.path) or _below(b.path, a.path)
+
+
+def check_distinct(
+    src: Any,
+    dst: Any,
+    *,
+    src_options: Mapping[str, Any] | None = None,
+    dst_options: Mapping[str, Any] | None = None,
+    src_name: str | None = None,
+    dst_name: str | None = None,
+) -> None:
+    """Raise :class:`InvalidModeError` if ``src`` and ``dst`` overlap.
+
+    ``src`` and ``dst`` are open maps or URLs/paths (with the storage options they
+    are opened with). Overlap means the same store under any name, the target inside
+    the source, or the source inside the target.
+    """
+    if src is dst or overlap(location_of(src, src_options), location_of(dst, dst_options)):
+        shown_src = src_name if src_name is not None else _shown(src)
+        shown_dst = dst_name if dst_name is not None else _shown(dst)
+        raise InvalidModeError(
+            f"source {shown_src!r} and target {shown_dst!r} overlap; use migrate() to "
+            "rewrite a store in place (they are the same store, or one lies inside the "
+            "other, after resolving links and mounts; nothing was changed)"
+        )
+
+
+def _shown(store: Any) -> str:
+    from .base import ZMap
+
+    if isinstance(store, ZMap):
+        return store.url
+    from .credentials import redact
+
+    return redact(os.fspath(store))
