@@ -231,8 +231,8 @@ class _WriteJob:
             else:
                 # zarr-python's own merge: a fill-valued chunk with the selection
                 # written into it (edge chunks, scalars)
-                chunk = self.pipeline._merge_chunk_array(
-                    None, self.value, out_selection, spec, chunk_selection, complete, ()
+                chunk = _merge_chunk_array(
+                    self.pipeline, self.value, out_selection, spec, chunk_selection, complete
                 )
             if not spec.config.write_empty_chunks and chunk.all_equal(fill_value_or_default(spec)):
                 empty.append(self.keys[i])  # not stored: reads back as the fill value
@@ -244,6 +244,17 @@ class _WriteJob:
         for key in empty:  # as zarr does: an empty chunk deletes a stored one
             with suppress(KeyError):
                 del zmap[key]
+
+
+def _merge_chunk_array(pipeline: Any, value: NDBuffer, *selection: Any) -> NDBuffer:
+    """zarr-python's own merge of ``value`` into a fill-valued chunk: a method of the
+    pipeline up to zarr 3.1, a function of ``zarr.core.chunk_utils`` from zarr 3.2 on
+    (same arguments)."""
+    merge = getattr(pipeline, "_merge_chunk_array", None)
+    if merge is None:
+        from zarr.core.chunk_utils import _merge_chunk_array as merge
+    out_selection, spec, chunk_selection, complete = selection
+    return merge(None, value, out_selection, spec, chunk_selection, complete, ())
 
 
 def _split(info: Sequence[tuple[Any, ...]]) -> list[range]:
