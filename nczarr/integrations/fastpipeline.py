@@ -257,6 +257,15 @@ def _merge_chunk_array(pipeline: Any, value: NDBuffer, *selection: Any) -> NDBuf
     return merge(None, value, out_selection, spec, chunk_selection, complete, ())
 
 
+def _chunk_grid(metadata: Any) -> Any:
+    """The array's chunk grid: ``ChunkGrid.from_metadata`` from zarr 3.2 on (where the
+    metadata attribute is deprecated), the metadata's own attribute before."""
+    from zarr.core.chunk_grids import ChunkGrid
+
+    from_metadata = getattr(ChunkGrid, "from_metadata", None)
+    return metadata.chunk_grid if from_metadata is None else from_metadata(metadata)
+
+
 def _split(info: Sequence[tuple[Any, ...]]) -> list[range]:
     """Parts of a selection's chunks (Zarr v2: all of one size) for :func:`_batches`."""
     if not info:
@@ -368,7 +377,7 @@ def get_basic_selection(array: Any, selection: Any) -> Any:
         or metadata.dtype.to_native_dtype().kind in "OTV"
     ):
         return array[selection]
-    indexer = BasicIndexer(selection, shape=metadata.shape, chunk_grid=metadata.chunk_grid)
+    indexer = BasicIndexer(selection, shape=metadata.shape, chunk_grid=_chunk_grid(metadata))
     prototype = default_buffer_prototype()
     out = prototype.nd_buffer.empty(
         shape=indexer.shape, dtype=metadata.dtype.to_native_dtype(), order=metadata.order
