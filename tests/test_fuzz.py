@@ -265,9 +265,8 @@ def _check(content: dict[str, bytes]) -> None:
                 nczarr.convert(MemoryMap(dict(content), mode="r"), MemoryMap(), mode=fmt)
 
 
-@fuzz_settings(300)
-@given(st.data())
-def test_any_object_replaced_by_anything(data):
+def replaced_object(data: st.DataObject) -> dict[str, bytes]:
+    """A base store with one metadata object replaced by bytes, any JSON or a hostile value."""
     base, key = data.draw(st.sampled_from(OBJECTS))
     content = dict(BASES[base])
     choice = data.draw(st.integers(0, 2))
@@ -277,6 +276,13 @@ def test_any_object_replaced_by_anything(data):
         content[key] = json.dumps(data.draw(JSON_VALUES)).encode()
     else:
         content[key] = data.draw(HOSTILE)
+    return content
+
+
+@fuzz_settings(300)
+@given(st.data())
+def test_any_object_replaced_by_anything(data):
+    content = replaced_object(data)
     _check(content)
 
 

@@ -26,8 +26,16 @@ from nczarr.cli.main import main
 from nczarr.errors import NCZarrError
 from nczarr.maps.memory import MemoryMap
 
-from .ncoracle import JSON_VALUES, corrupt_metadata
-from .test_fuzz import BASES, HOSTILE, HOSTILE_VALUES, OBJECTS, PARSED, fuzz_settings, no_hang
+from .ncoracle import corrupt_metadata
+from .test_fuzz import (
+    BASES,
+    HOSTILE_VALUES,
+    OBJECTS,
+    PARSED,
+    fuzz_settings,
+    no_hang,
+    replaced_object,
+)
 
 
 def _engine(content: dict[str, bytes]) -> None:
@@ -76,15 +84,7 @@ def _all(content: dict[str, bytes]) -> None:
 @fuzz_settings(40)
 @given(st.data())
 def test_surfaces_any_object_replaced_by_anything(data):
-    base, key = data.draw(st.sampled_from(OBJECTS))
-    content = dict(BASES[base])
-    choice = data.draw(st.integers(0, 2))
-    if choice == 0:
-        content[key] = data.draw(st.binary(max_size=64))
-    elif choice == 1:
-        content[key] = json.dumps(data.draw(JSON_VALUES)).encode()
-    else:
-        content[key] = data.draw(HOSTILE)
+    content = replaced_object(data)
     _all(content)
 
 
