@@ -3,9 +3,11 @@
 :func:`nczarr.convert` with ``client=`` plans on the client as usual, then hands the
 chunk keys to the cluster in batches (:data:`DEFAULT_BATCH` keys per task, so the
 scheduler sees hundreds of tasks for a million chunks, not a million). The two maps
-are scattered to every worker once (they pickle by location and options and reopen
-there, so each worker process holds one open copy and its connection pool for the
-whole convert); each task copies its keys with the same
+travel with every task (they pickle by location and options, a few hundred bytes) and
+each worker process keeps the first copy it opens for a convert, keyed by the
+convert's token, so it holds one open copy and its connection pool for the whole
+convert. They are not scattered: scattered data dies with the worker that holds it,
+and dask cannot rerun a task whose inputs are lost. Each task copies its keys with the same
 :func:`~nczarr.conversion.apply.copy_chunks` a local run uses. Sizes (for server-side
 copies and resume) are listed by the client, once per directory, as it cuts the
 batches, and travel with the keys: no task lists anything. The client keeps at most a few
@@ -41,6 +43,20 @@ DEFAULT_BATCH = 2000
 #: Batches in flight per worker thread.
 _IN_FLIGHT = 2
 
+#: The maps a worker process has open, by convert token (the newest few converts).
+_OPEN: dict[str, tuple[ZMap, ZMap]] = {}
+_OPEN_KEEP = 4
+
+
+def _worker_maps(token: str, src: ZMap, dst: ZMap) -> tuple[ZMap, ZMap]:
+    """The maps this worker process opened first for convert ``token``: later tasks
+    of the same convert reuse them (and their connection pools)."""
+    if token not in _OPEN:
+        while len(_OPEN) >= _OPEN_KEEP:
+            _OPEN.pop(next(iter(_OPEN)))
+        _OPEN[token] = (src, dst)
+    return _OPEN[token]
+
 
 def _check_shareable(dst: ZMap) -> None:
     """Refuse targets other processes cannot write into alongside the client."""
@@ -52,6 +68,7 @@ def _check_shareable(dst: ZMap) -> None:
 
 
 def copy_batch(
+    token: str,
     src: ZMap,
     dst: ZMap,
     batch: Sequence[SizedKey],
@@ -62,9 +79,11 @@ def copy_batch(
 ) -> tuple[int, int, int]:
     """One cluster task: copy ``batch``; return ``(copied, skipped, bytes)``.
 
-    ``src`` and ``dst`` are the worker's copies of the maps, shared by its tasks; the
-    keys come with the sizes the client listed, so a task lists nothing.
+    ``src`` and ``dst`` are replaced by the worker's copies of the maps for convert
+    ``token``, shared by its tasks; the keys come with the sizes the client listed, so
+    a task lists nothing.
     """
+    src, dst = _worker_maps(token, src, dst)
     with ExitStack() as stack:
         if trusted:
             stack.enter_context(dst.trusted_writes())
@@ -133,14 +152,13 @@ def copy_chunks_on_cluster(
     sized = sized_keys(src, dst, keys, resume=resume, verify=verify)
     starts = iter(range(0, total, batch_size))
 
-    shared_src, shared_dst = client.scatter([src, dst], broadcast=True, hash=False)
-
     def submit(start: int) -> Any:
         batch = list(islice(sized, batch_size))
         return client.submit(
             copy_batch,
-            shared_src,
-            shared_dst,
+            token,
+            src,
+            dst,
             batch,
             resume,
             verify,
