@@ -5,5 +5,7 @@ chunks (byte ranges of the file) with the file read into the netCDF-4 model;
 :func:`nczarr.maps.open.open_map` returns one for a local file with netCDF magic
 or a remote key with a netCDF suffix. One module per job: ``cdf`` parses netCDF-3
 headers, ``classic`` turns one into the model, ``hdf5`` reads netCDF-4 files with
-h5py, ``layout`` is the chunk index both produce, ``source`` the map.
+h5py (``h5attrs`` types and attributes, ``h5dims`` dimension names, ``h5filters``
+filters as Zarr codecs, ``h5chunks`` the chunk index and re-encoded chunks),
+``layout`` is the chunk index both produce, ``source`` the map.
 """

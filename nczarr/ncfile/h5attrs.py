@@ -1,0 +1,134 @@
+"""netCDF types and attributes of HDF5 objects, as netcdf-c shows them.
+
+h5py is imported lazily (:func:`import_h5py`): reading a netCDF-3 file needs no
+HDF5. netcdf-c's bookkeeping attributes (:data:`HIDDEN_ATTRIBUTES`) are not user
+attributes; names come in creation order, as netcdf-c lists them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import MetadataError, MissingDependencyError
+from ..translate.model import Attribute
+
+__all__ = [
+    "HIDDEN_ATTRIBUTES",
+    "attributes",
+    "import_h5py",
+    "nc_type",
+    "ordered_links",
+    "text",
+]
+
+#: Attributes netcdf-c writes for its own bookkeeping; not user attributes.
+HIDDEN_ATTRIBUTES = frozenset(
+    {
+        "_Netcdf4Dimid",
+        "_Netcdf4Coordinates",
+        "DIMENSION_LIST",
+        "REFERENCE_LIST",
+        "CLASS",
+        "NAME",
+        "_NCProperties",
+        "_nc3_strict",
+        "_IsNetcdf4",
+        "_SuperblockVersion",
+    }
+)
+_NC_TYPES = {
+    ("i", 1): "byte",
+    ("u", 1): "ubyte",
+    ("i", 2): "short",
+    ("u", 2): "ushort",
+    ("i", 4): "int",
+    ("u", 4): "uint",
+    ("i", 8): "int64",
+    ("u", 8): "uint64",
+    ("f", 4): "float",
+    ("f", 8): "double",
+}
+
+
+def import_h5py() -> Any:
+    """h5py, or a MissingDependencyError saying how to install it."""
+    try:
+        import h5py
+    except ImportError:
+        raise MissingDependencyError(
+            "reading netCDF-4 (HDF5) files needs h5py: pip install 'nczarr[netcdf]'"
+        ) from None
+    return h5py
+
+
+def ordered_links(node: Any, h5py: Any) -> list[str]:
+    """Link names of a group in creation order (netcdf-c tracks it), else by name."""
+    names: list[str] = []
+    try:
+        node.id.links.iterate(
+            lambda n: names.append(n.decode("utf-8")), idx_type=h5py.h5.INDEX_CRT_ORDER
+        )
+    except Exception:  # creation order not tracked: name order
+        return list(node.keys())
+    return names
+
+
+def _attr_names(obj: Any, h5py: Any) -> list[str]:
+    names: list[str] = []
+    try:
+        h5py.h5a.iterate(
+            obj.id, lambda n: names.append(n.decode("utf-8")), index_type=h5py.h5.INDEX_CRT_ORDER
+        )
+    except Exception:
+        return list(obj.attrs.keys())
+    return names
+
+
+def text(value: Any) -> str:
+    """A stored string (bytes or str) as text."""
+    if isinstance(value, bytes | np.bytes_):
+        return bytes(value).decode("utf-8", "surrogateescape")
+    return str(value)
+
+
+def nc_type(dtype: np.dtype, h5py: Any) -> str | None:
+    """The netCDF type of an HDF5 dtype, or None for a user-defined type."""
+    info = h5py.check_string_dtype(dtype)
+    if info is not None:
+        return "string" if info.length is None else ("char" if info.length == 1 else None)
+    if h5py.check_enum_dtype(dtype) is not None or dtype.names or dtype.kind in "OV":
+        return None
+    return _NC_TYPES.get((dtype.kind, dtype.itemsize))
+
+
+def _attribute(obj: Any, name: str, h5py: Any, what: str) -> Attribute:
+    """One attribute in the model's form; a MetadataError for a user-defined type."""
+    attr_id = obj.attrs.get_id(name)
+    dtype = attr_id.dtype
+    kind = nc_type(dtype, h5py)
+    if kind is None and h5py.check_string_dtype(dtype) is not None:
+        kind = "char"  # netcdf-c writes a char attribute as one fixed-length string
+    if kind is None:
+        raise MetadataError(f"{what}: attribute {name!r} has a user-defined type ({dtype})")
+    value = obj.attrs[name]
+    if isinstance(value, h5py.Empty):
+        return Attribute(name, kind, "" if kind == "char" else ())
+    if kind == "char":
+        arr = np.asarray(value).reshape(-1)
+        return Attribute(name, "char", "".join(text(v) for v in arr))
+    if kind == "string":
+        arr = np.asarray(value, dtype=object).reshape(-1)
+        return Attribute(name, "string", tuple(text(v) for v in arr))
+    arr = np.asarray(value).reshape(-1)
+    return Attribute(name, kind, tuple(v.item() for v in arr))
+
+
+def attributes(obj: Any, h5py: Any, what: str) -> dict[str, Attribute]:
+    """The user attributes of a group or dataset, in creation order."""
+    return {
+        name: _attribute(obj, name, h5py, what)
+        for name in _attr_names(obj, h5py)
+        if name not in HIDDEN_ATTRIBUTES
+    }

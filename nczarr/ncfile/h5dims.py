@@ -1,0 +1,151 @@
+"""Which netCDF dimensions the datasets of an HDF5 file have, as netcdf-c reads them.
+
+Dimension scales are netCDF dimensions (named by their dataset); a dataset's axes
+are the scales attached to them (``DIMENSION_LIST``) or the ids of netcdf-c's
+``_Netcdf4Coordinates``. An unlimited dimension is as long as the longest dataset
+along it, known before the first variable is read.
+
+An axis with no scale (an HDF5 file not written by netcdf-c, or a plain dataset
+added to one) gets a dimension as netcdf-c 4.10 gives it, the oracle for these
+files: the first dimension *of the dataset's own group* with the axis's length
+and the same unlimited-ness (HDF5 max size unlimited) that no earlier axis of the
+dataset took, else a new ``phony_dim_<id>``. Ids continue after the dimension
+scales' ids, file-wide; groups are matched children first, datasets in link order.
+A new phony dimension is unlimited when the axis is, and also when it is 0 long
+(netcdf-c reports such dimensions as unlimited).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..translate.model import Dimension
+from .h5attrs import ordered_links, text
+
+__all__ = ["DIM_ONLY", "DimensionIndex", "join"]
+
+#: Start of the ``NAME`` of a scale that is a dimension but not a netCDF variable.
+DIM_ONLY = "This is a netCDF dimension but not a netCDF variable"
+
+
+def join(group: str, name: str) -> str:
+    """The FQN of ``name`` in ``group``."""
+    return f"{group.rstrip('/')}/{name}"
+
+
+def is_scale(ds: Any) -> bool:
+    """Whether an HDF5 dataset is a dimension scale."""
+    return text(ds.attrs.get("CLASS", b"")) == "DIMENSION_SCALE"
+
+
+def _dimid(ds: Any) -> int | None:
+    value = ds.attrs.get("_Netcdf4Dimid")
+    return None if value is None else int(np.asarray(value).reshape(-1)[0])
+
+
+class DimensionIndex:
+    """The dimensions of one HDF5 file: lengths by FQN, netcdf-c's dimension ids, and
+    the dimension FQNs of each dataset (phony dimensions made as they are met)."""
+
+    def __init__(self, file: Any, h5py: Any) -> None:
+        self._h5py = h5py
+        self.sizes: dict[str, int] = {}
+        self._by_id: dict[int, str] = {}
+        self._plain: list[Any] = []
+        self._scan(file, "/")
+        self._grow_unlimited()
+        self._next_id = 0
+
+    @property
+    def has_scales(self) -> bool:
+        """Whether the file has any dimension scale (netcdf-c wrote it)."""
+        return bool(self.sizes)
+
+    def _scan(self, node: Any, path: str) -> None:
+        """Ids and lengths of every dimension scale (pass one)."""
+        h5py = self._h5py
+        for name in ordered_links(node, h5py):
+            child = node.get(name)
+            fqn = join(path, name)
+            if isinstance(child, h5py.Group):
+                self._scan(child, fqn)
+            elif isinstance(child, h5py.Dataset) and not is_scale(child):
+                self._plain.append(child)
+            elif isinstance(child, h5py.Dataset):
+                dimid = _dimid(child)
+                if dimid is not None:
+                    self._by_id[dimid] = fqn
+                self.sizes[fqn] = child.shape[0] if child.shape else 0
+
+    def _grow_unlimited(self) -> None:
+        """A dimension's length is the longest extent of any dataset along it (an
+        unlimited dimension's scale may be shorter than the variables using it)."""
+        for ds in self._plain:
+            for axis in range(ds.ndim):
+                attached = ds.dims[axis].values()
+                if attached:
+                    name = attached[0].name
+                    self.sizes[name] = max(self.sizes.get(name, 0), ds.shape[axis])
+        self._plain.clear()
+
+    def group_dimensions(self, path: str, datasets: list[tuple[str, Any]]) -> dict[str, Dimension]:
+        """The dimensions the scales among a group's ``(name, dataset)`` define, in
+        netcdf-c's dimension id order."""
+        scales = [(n, d) for n, d in datasets if is_scale(d)]
+        scales.sort(key=lambda item: _dimid(item[1]) or 0)
+        dims = {}
+        for name, ds in scales:
+            unlimited = bool(ds.maxshape) and ds.maxshape[0] is None
+            dims[name] = Dimension(name, self.sizes[join(path, name)], unlimited)
+        return dims
+
+    def of(self, ds: Any, fqn: str, group: str, dims: dict[str, Dimension]) -> tuple[str, ...]:
+        """Dimension FQNs of a dataset of ``group`` (whose ``dims`` a phony dimension
+        joins): its own scale, netcdf-c's dimension ids, attached scales, or matched
+        and phony dimensions."""
+        if is_scale(ds) and ds.ndim == 1:
+            return (fqn,)
+        coords = ds.attrs.get("_Netcdf4Coordinates")
+        if coords is not None:
+            ids = [int(i) for i in np.asarray(coords).reshape(-1)]
+            if all(i in self._by_id for i in ids):
+                return tuple(self._by_id[i] for i in ids)
+        out: list[str] = []
+        for axis in range(ds.ndim):
+            attached = ds.dims[axis].values()
+            if attached:
+                out.append(attached[0].name)
+            else:
+                unlimited = ds.maxshape[axis] is None
+                out.append(self._unscaled(ds.shape[axis], unlimited, group, dims, out))
+        return tuple(out)
+
+    def _unscaled(
+        self, size: int, unlimited: bool, group: str, dims: dict[str, Dimension], taken: list[str]
+    ) -> str:
+        """The dimension netcdf-c gives an axis without a scale (see the module)."""
+        for name, dim in dims.items():
+            fqn = join(group, name)
+            if name.startswith("phony_dim_") and dim.size == size and fqn not in taken:
+                return fqn
+        name = f"phony_dim_{self._next_id}"
+        self._next_id += 1
+        dims[name] = Dimension(name, size)
+        fqn = join(group, name)
+        self.sizes[fqn] = size
+        return fqn
+
+    def grow(
+        self, dim_fqns: tuple[str, ...], shape: tuple[int, ...], group: str, dims: dict
+    ) -> tuple[int, ...]:
+        """The variable's shape: each axis as long as its dimension (an unlimited one
+        grows to the longest variable along it; ``dims`` of ``group`` follow)."""
+        out = tuple(max(self.sizes.get(d, n), n) for d, n in zip(dim_fqns, shape, strict=True))
+        for d, n in zip(dim_fqns, out, strict=True):
+            self.sizes[d] = n
+            parent, _, short = d.rpartition("/")
+            if (parent or "/") == group and short in dims and dims[short].size < n:
+                dims[short] = Dimension(short, n, dims[short].unlimited)
+        return out
