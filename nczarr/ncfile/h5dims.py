@@ -24,10 +24,18 @@ import numpy as np
 from ..translate.model import Dimension
 from .h5attrs import ordered_links, text
 
-__all__ = ["DIM_ONLY", "DimensionIndex", "join"]
+__all__ = ["DIM_ONLY", "DimensionIndex", "join", "variable_name"]
 
 #: Start of the ``NAME`` of a scale that is a dimension but not a netCDF variable.
 DIM_ONLY = "This is a netCDF dimension but not a netCDF variable"
+#: netcdf-c's dataset name prefix for a variable named as a dimension that is not
+#: its coordinate variable (``x(y, x)``): the dimension's scale holds the name.
+NON_COORD = "_nc4_non_coord_"
+
+
+def variable_name(link: str) -> str:
+    """The netCDF variable name of a dataset's link name."""
+    return link[len(NON_COORD) :] if link.startswith(NON_COORD) else link
 
 
 def join(group: str, name: str) -> str:
@@ -56,12 +64,8 @@ class DimensionIndex:
         self._plain: list[Any] = []
         self._scan(file, "/")
         self._grow_unlimited()
-        self._next_id = 0
-
-    @property
-    def has_scales(self) -> bool:
-        """Whether the file has any dimension scale (netcdf-c wrote it)."""
-        return bool(self.sizes)
+        ids = [*self._by_id, len(self.sizes) - 1]
+        self._next_id = max(ids) + 1
 
     def _scan(self, node: Any, path: str) -> None:
         """Ids and lengths of every dimension scale (pass one)."""
@@ -128,11 +132,11 @@ class DimensionIndex:
         """The dimension netcdf-c gives an axis without a scale (see the module)."""
         for name, dim in dims.items():
             fqn = join(group, name)
-            if name.startswith("phony_dim_") and dim.size == size and fqn not in taken:
+            if dim.size == size and dim.unlimited == unlimited and fqn not in taken:
                 return fqn
         name = f"phony_dim_{self._next_id}"
         self._next_id += 1
-        dims[name] = Dimension(name, size)
+        dims[name] = Dimension(name, size, unlimited or size == 0)
         fqn = join(group, name)
         self.sizes[fqn] = size
         return fqn

@@ -41,7 +41,7 @@ from ..errors import MetadataError
 from ..translate.model import Attribute, Dataset, Dimension, Group, Variable
 from .h5attrs import HIDDEN_ATTRIBUTES, attributes, import_h5py, nc_type, ordered_links, text
 from .h5chunks import VLEN_REASON, encode_chunk, index_chunked, index_contiguous
-from .h5dims import DIM_ONLY, DimensionIndex, is_scale, join
+from .h5dims import DIM_ONLY, DimensionIndex, is_scale, join, variable_name
 from .h5filters import codecs, reencoded_chain, split_codecs
 from .layout import DEFAULT_FILLS, SourceArray, rows_per_chunk
 
@@ -82,8 +82,6 @@ class HDF5Reader:
     # ---------------------------------------------------------------- model
     def _read(self) -> Dataset:
         self._dims = DimensionIndex(self.file, self._h5py)
-        #: Written by netcdf-c (else plain HDF5: no default fill values, phony dims).
-        self._netcdf = "_NCProperties" in self.file.attrs or self._dims.has_scales
         #: netcdf-c's provenance attribute (``version=2,netcdf=4.9.2,hdf5=1.14.3``).
         self.ncproperties = text(self.file.attrs.get("_NCProperties", b"")) or None
         root = self._group(self.file, "/", "/")
@@ -110,15 +108,16 @@ class HDF5Reader:
         for child_name, ds in datasets:
             if is_scale(ds) and text(ds.attrs.get("NAME", b"")).startswith(DIM_ONLY):
                 continue
+            var_name = variable_name(child_name)
             try:
-                var = self._variable(ds, path, child_name, dims)
+                var = self._variable(ds, path, var_name, dims)
             except _CORRUPT as exc:
                 raise MetadataError(
-                    f"{self.what}: variable {join(path, child_name)!r}: corrupt "
+                    f"{self.what}: variable {join(path, var_name)!r}: corrupt "
                     f"netCDF-4/HDF5 data (chunk index or header): {exc}"
                 ) from None
             if var is not None:
-                variables[child_name] = var
+                variables[var_name] = var
         return Group(
             name=name if path != "/" else "/",
             path=path,
@@ -199,11 +198,15 @@ class HDF5Reader:
             index_chunked(ds, source, ds.chunks, reencode_all=True)
             return ds.chunks, filters, compressor, problem or VLEN_REASON
         filters = ({"id": "vlen-utf8"},) if is_text else ()
-        chunks = (rows_per_chunk(shape, itemsize), *shape[1:]) if shape else ()
+        # a 0-long axis gets chunks of 1 (Zarr readers refuse a 0 chunk length)
+        chunks = (rows_per_chunk(shape, itemsize), *(max(1, n) for n in shape[1:])) if shape else ()
         contiguous = layout == h5py.h5d.CONTIGUOUS
         return chunks, filters, None, index_contiguous(ds, source, chunks, contiguous, is_text)
 
     def _fill(self, attrs: dict[str, Attribute], kind: str, ds: Any) -> Any:
+        """The fill value netcdf-c reports: ``_FillValue``, else the HDF5 fill value
+        when the file defines one (netcdf-c defines its default fill for every
+        variable it fills), else None (a plain HDF5 dataset, or netcdf-c's no-fill)."""
         fill = attrs.get("_FillValue")
         if fill is not None:
             value = fill.value
@@ -212,15 +215,16 @@ class HDF5Reader:
             if kind == "char":
                 return value[:1]
             return value[0] if value else DEFAULT_FILLS[kind]
-        if self._netcdf:
-            return DEFAULT_FILLS[kind]
-        # plain HDF5: netcdf-c reports a fill only when the file defines one
+        if kind == "string":
+            return ""  # netcdf-c's empty string; HDF5 stores a null heap reference
         dcpl = ds.id.get_create_plist()
         if dcpl.fill_value_defined() != self._h5py.h5d.FILL_VALUE_USER_DEFINED:
             return None
+        if dcpl.get_fill_time() == self._h5py.h5d.FILL_TIME_NEVER:
+            return None  # netcdf-c's no-fill mode
         value = np.zeros((), dtype=ds.dtype)
         dcpl.get_fill_value(value)
-        return value.item() if kind not in ("char", "string") else text(value.item())
+        return text(value.item()).rstrip("\x00") if kind == "char" else value.item()
 
     # ---------------------------------------------------------------- re-encoding
     def encode_chunk(self, path: str, coords: tuple[int, ...]) -> bytes:
