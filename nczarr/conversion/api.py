@@ -109,12 +109,18 @@ def _check_representable(
 
 
 def split_reencoded(translated: Any, keys: Sequence[str]) -> tuple[list[str], list[str]]:
-    """``keys`` split into chunks copied verbatim and chunks of re-encoded arrays."""
+    """``keys`` split into chunks copied verbatim and re-encoded chunks: those of the
+    arrays the view re-encodes, and those the source map itself re-encodes
+    (:meth:`ZMap.reencodes`: a netCDF file's)."""
     if not translated.reencoded:
         return list(keys), []
+    source = translated.source
     verbatim, reencoded = [], []
     for key in keys:
-        (reencoded if translated.reencoded_array(key) is not None else verbatim).append(key)
+        made = translated.reencoded_array(key) is not None or source.reencodes(
+            translated.source_key(key)
+        )
+        (reencoded if made else verbatim).append(key)
     return verbatim, reencoded
 
 

@@ -454,6 +454,13 @@ class ZMap(MutableMapping[str, bytes], ABC):
         (a netCDF file source re-encodes what no Zarr codec decodes); none by default."""
         return {}
 
+    def reencodes(self, key: str) -> bool:
+        """Whether ``self[key]`` is made by encoding decoded values again rather than
+        served as stored (a chunk of one of :attr:`reencoded`'s arrays; with an HDF5
+        filter mask, only some of an array's chunks are). ``convert`` counts these in
+        ``report.chunks_reencoded``. False by default."""
+        return False
+
     def chunk_location(self, key: str) -> tuple[str] | tuple[str, int, int] | None:
         """Where a reader without nczarr finds the bytes of ``self[key]``: ``(url,)``,
         the whole object; ``(url, offset, length)``, a byte range of ``url``; ``None``

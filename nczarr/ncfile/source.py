@@ -234,6 +234,17 @@ class NetCDFFileMap(ZMap):
         """Key prefixes of the variables some of whose chunks are re-encoded, and why."""
         return dict(self._reencoded)
 
+    def reencodes(self, key: str) -> bool:
+        """Whether chunk ``key`` is encoded from its values (its variable is in
+        :attr:`reencoded` and its stored bytes cannot be carried), not a byte range of
+        the file. Compact data, served from values but as the bytes HDF5 holds, is
+        not."""
+        found = self._split(normalize_key(key))
+        if found is None:
+            return False
+        array, rest = found
+        return array.reason is not None and array.chunks[rest].reencode
+
     @property
     def size(self) -> int:
         """The file's size in bytes."""
