@@ -454,6 +454,17 @@ def _hdf5_at_start(head: bytes, io: Any) -> bool:
     return False
 
 
+def _local_netcdf(path: str) -> bool:
+    """Whether a local regular file has netCDF-3 magic, or HDF5 magic at its start or
+    after a user block (as the HDF5 library looks for it)."""
+    io = _Local(path)
+    try:
+        head = io.head(8)
+        return is_netcdf_header(head) or _hdf5_at_start(head, io)
+    finally:
+        io.close()
+
+
 def open_file_source(url: NCZarrURL, mode: str, storage_options: dict[str, Any]) -> ZMap | None:
     """A netCDF file source when the URL names one, else None (:data:`nczarr.hooks.file_source`).
 
@@ -464,9 +475,9 @@ def open_file_source(url: NCZarrURL, mode: str, storage_options: dict[str, Any])
     if url.storage in ("file", "zip"):
         if url.storage == "zip" or mode != "r" or probe_local(url.path) != "other":
             return None
-        with open(url.path, "rb") as f:
-            head = f.read(8)
-        return NetCDFFileMap(url.path, mode, **storage_options) if is_netcdf_header(head) else None
+        if not _local_netcdf(url.path):
+            return None
+        return NetCDFFileMap(url.path, mode, **storage_options)
     if mode != "r" or not has_netcdf_suffix(url.path) or url.mode & {"nczarr", "zarr"}:
         return None
     options = dict(storage_options)
