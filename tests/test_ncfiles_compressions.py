@@ -82,6 +82,16 @@ def _stored(path: Path, name: str) -> dict[str, bytes]:
     return out
 
 
+def _v3_chunks(array: Path) -> dict[str, bytes]:
+    """A Zarr v3 array's chunk objects by v2-style key (either chunk key encoding)."""
+    out = {}
+    for p in array.rglob("*"):
+        rel = p.relative_to(array).as_posix()
+        if p.is_file() and rel != "zarr.json":
+            out[rel.removeprefix("c/").replace("/", ".")] = p.read_bytes()
+    return out
+
+
 def _convert(path: Path, out: Path, target: str, **extra: Any) -> nczarr.ConvertReport:
     with pytest.warns(NCZarrWarning) as caught:
         report = nczarr.convert(str(path), str(out), target, **extra)
@@ -113,7 +123,11 @@ def test_every_compression_is_copied_byte_for_byte(tmp_path: Path, target: str) 
 def test_every_compression_in_zarr_v3(tmp_path: Path) -> None:
     path = _build(tmp_path / "comp.nc")
     out = tmp_path / "out3"
-    _convert(path, out, "zarr", zarr_format=3)
+    report = _convert(path, out, "zarr", zarr_format=3)
+    assert {p for p, _ in report.reencoded} == REENCODED
+    for name in VARIANTS:
+        if f"/{name}" not in REENCODED:
+            assert _v3_chunks(out / name) == _stored(path, name), name
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         group = zarr.open_group(str(out), mode="r", zarr_format=3)
