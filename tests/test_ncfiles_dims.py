@@ -145,3 +145,30 @@ def test_phony_names_in_detail(tmp_path: Path) -> None:
     assert b.find_variable("/p").dimensions == ("/a", "/b", "/phony_dim_9")  # g took 5 to 8
     assert b.find_variable("/pu").dimensions == ("/t",)
     assert b.find_variable("/g/pg").dimensions == ("/g/k", "/g/phony_dim_5")
+
+
+def test_fill_values_as_netcdf4_reports_them(tmp_path: Path) -> None:
+    """HDF5's own fill value where the file defines one, netCDF's default fill for
+    netcdf-c's variables, none for plain datasets and netcdf-c's no-fill variables."""
+    path = tmp_path / "fills.nc"
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.createDimension("n", 3)
+        ds.createVariable("default", "i2", ("n",))[:] = [1, 2, 3]
+        ds.createVariable("nofill", "f4", ("n",), fill_value=False)[:] = 1.0
+        ds.createVariable("explicit", "f8", ("n",), fill_value=-9.0)[:] = 1.0
+        ds.createVariable("chars", "S1", ("n",))
+    with h5py.File(path, "a") as f:
+        f.create_dataset("plain", data=np.arange(3.0))
+        f.create_dataset("own_fill", shape=(3,), dtype=">i4", fillvalue=-5)
+    dataset = nczarr.read(str(path))
+    fills = {v.name: v.fill_value for v in dataset.root.variables.values()}
+    assert fills == {
+        "default": -32767,
+        "nofill": None,
+        "explicit": -9.0,
+        "chars": "",
+        "plain": None,
+        "own_fill": -5,
+    }
+    oracle = describe_url(str(path), "netcdf4")
+    assert diff(dataset, oracle, ignore=(*STORAGE_FIELDS, "endian")) == []

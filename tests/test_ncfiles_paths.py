@@ -135,3 +135,12 @@ def test_cli_dump_of_a_netcdf4_file(tmp_path: Path, capsys: pytest.CaptureFixtur
         'string :tags = "one", "two" ;',
     ):
         assert line in cdl, line
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_check_names_the_format_and_netcdf_c_reads_it(tmp_path: Path, fmt: str) -> None:
+    path = _build(tmp_path, fmt)
+    report = _quiet(nczarr.check, str(path))
+    assert report.info.format == "netcdf"
+    assert report.info.layout == nczarr.detect(str(path)).layout
+    assert not report.for_reader("netcdf-c 4.10+")
