@@ -6,6 +6,10 @@ the first dimension of its own group with its length and unlimited-ness not take
 an earlier axis, else a new ``phony_dim_<id>`` (ids after the scales', groups children
 first; a new 0-length one is unlimited). nczarr reads the file with the same names, and
 a converted NCZarr store shows them to netCDF4 as the file did.
+
+Not done: a plain dataset matched to an unlimited dimension longer than the dataset
+reads, past its own extent, as netCDF's default fill in netCDF4 although netCDF4
+reports no fill value for it; nczarr's target reads zeros there.
 """
 
 from __future__ import annotations
@@ -100,7 +104,20 @@ def _netcdf_plus_plain(path: Path) -> None:
         f["g"].create_dataset("pgu", data=np.arange(3.0), maxshape=(None,), chunks=(2,))
 
 
+def _unlimited_longer_than_its_scale(path: Path) -> None:
+    """An unlimited dimension longer than its scale (a variable wrote more records):
+    a plain dataset matches it by the scale's own length."""
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.createDimension("t", None)
+        ds.createVariable("t", "f8", ("t",))[:] = [1.0, 2.0, 3.0]
+        ds.createVariable("v", "f8", ("t",))[:] = np.arange(5.0)
+    with h5py.File(path, "a") as f:
+        f.create_dataset("p5", data=np.arange(5.0), maxshape=(None,), chunks=(2,))
+        f.create_dataset("p3", data=np.arange(3.0), maxshape=(None,), chunks=(2,))
+
+
 BUILDERS: dict[str, Callable[[Path], None]] = {
+    "unlimited_longer_than_its_scale": _unlimited_longer_than_its_scale,
     "groups_and_shapes": _groups_and_shapes,
     "creation_order": _creation_order,
     "zero_length": _zero_length,
@@ -123,7 +140,13 @@ def test_axes_without_scales_are_named_as_netcdf4_names_them(tmp_path: Path, nam
     assert diff(dataset, oracle, ignore=(*STORAGE_FIELDS, "endian")) == []
 
 
-@pytest.mark.parametrize("name", sorted(BUILDERS))
+#: Left out of the convert check: netCDF4 reads a plain dataset past its own extent
+#: (along a longer unlimited dimension) as netCDF's default fill while reporting no
+#: fill value; the target has no fill to give there (not done: see the module).
+CONVERTED = sorted(set(BUILDERS) - {"unlimited_longer_than_its_scale"})
+
+
+@pytest.mark.parametrize("name", CONVERTED)
 def test_converted_store_shows_netcdf4_the_same_dimensions(tmp_path: Path, name: str) -> None:
     path = _file(tmp_path, name)
     out = tmp_path / "out"

@@ -8,6 +8,7 @@ along it, known before the first variable is read.
 An axis with no scale (an HDF5 file not written by netcdf-c, or a plain dataset
 added to one) gets a dimension as netcdf-c 4.10 gives it, the oracle for these
 files: the first dimension *of the dataset's own group* with the axis's length
+(a scale's own extent, not the longer length an unlimited dimension may have)
 and the same unlimited-ness (HDF5 max size unlimited) that no earlier axis of the
 dataset took, else a new ``phony_dim_<id>``. Ids continue after the dimension
 scales' ids, file-wide; groups are matched children first, datasets in link order.
@@ -60,6 +61,9 @@ class DimensionIndex:
     def __init__(self, file: Any, h5py: Any) -> None:
         self._h5py = h5py
         self.sizes: dict[str, int] = {}
+        #: The length netcdf-c matches an unscaled axis against: a scale's own extent
+        #: (an unlimited dimension may be longer), a phony dimension's length.
+        self._match_len: dict[str, int] = {}
         self._by_id: dict[int, str] = {}
         self._plain: list[Any] = []
         self._scan(file, "/")
@@ -82,6 +86,7 @@ class DimensionIndex:
                 if dimid is not None:
                     self._by_id[dimid] = fqn
                 self.sizes[fqn] = child.shape[0] if child.shape else 0
+                self._match_len[fqn] = self.sizes[fqn]
 
     def _grow_unlimited(self) -> None:
         """A dimension's length is the longest extent of any dataset along it (an
@@ -132,13 +137,14 @@ class DimensionIndex:
         """The dimension netcdf-c gives an axis without a scale (see the module)."""
         for name, dim in dims.items():
             fqn = join(group, name)
-            if dim.size == size and dim.unlimited == unlimited and fqn not in taken:
+            length = self._match_len.get(fqn, dim.size)
+            if length == size and dim.unlimited == unlimited and fqn not in taken:
                 return fqn
         name = f"phony_dim_{self._next_id}"
         self._next_id += 1
         dims[name] = Dimension(name, size, unlimited or size == 0)
         fqn = join(group, name)
-        self.sizes[fqn] = size
+        self.sizes[fqn] = self._match_len[fqn] = size
         return fqn
 
     def grow(
