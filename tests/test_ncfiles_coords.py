@@ -104,6 +104,10 @@ def _open_target(out: Path, target: str, group: str | None) -> xr.Dataset:
     return xr.open_zarr(str(out), group=group, consolidated=False)
 
 
+def _dtypes(ds: xr.Dataset) -> dict[str, Any]:
+    return {name: var.dtype for name, var in ds.variables.items()}
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize(
     ("target", "extra"), [("nczarr", {}), ("zarr", {}), ("zarr", {"zarr_format": 3})]
@@ -121,7 +125,12 @@ def test_xarray_reads_every_target_as_the_file(
                 assert "x" in want.coords and want["x"].dims == ("y", "x")
                 assert {"lat", "lon"} <= set(want.coords)
                 with _open_target(out, target, group) as got:
-                    xr.testing.assert_identical(got, want)
+                    xr.testing.assert_identical(got, want)  # values, not dtypes
+                    if extra.get("zarr_format") == 3 or target == "nczarr":
+                        assert _dtypes(got) == _dtypes(want)
+                    # Zarr v2: xarray takes the array's fill_value (netCDF's default
+                    # fill, which netCDF4 reading the store needs) as _FillValue and
+                    # reads integers without one as masked floats; values still equal
 
 
 @pytest.mark.parametrize("fmt", ["NETCDF4", "NETCDF3_64BIT_OFFSET"])
