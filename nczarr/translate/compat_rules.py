@@ -333,6 +333,30 @@ def _gdal_v3_type(facts: ArrayFacts) -> str | None:
     return None
 
 
+#: The v2 numcodecs ids GDAL 3.12's Zarr driver decodes (its documented compressors;
+#: ``delta``, ``shuffle``, ``quantize`` measured in tests/test_check_gdal_codecs.py).
+_GDAL_V2_CODECS = frozenset(
+    {"blosc", "zlib", "gzip", "lzma", "zstd", "lz4", "delta", "shuffle", "quantize"}
+)
+
+
+def _gdal_v2_codec(facts: ArrayFacts) -> str | None:
+    if facts.object_dtype:  # an object array fails on its type already
+        return None
+    unknown = sorted({i for i in facts.codec_ids if i not in _GDAL_V2_CODECS | {"None"}})
+    if unknown:
+        return f"cannot decode codec {', '.join(unknown)}: the array cannot be read"
+    if any(_delta_casts(c) for c in facts.codecs):
+        return "GDAL's delta filter fails on a delta whose astype differs from its dtype"
+    return None
+
+
+def _delta_casts(config: dict) -> bool:
+    return config.get("id") == "delta" and config.get("astype", config.get("dtype")) != config.get(
+        "dtype"
+    )
+
+
 def _gdal_v2_type(facts: ArrayFacts) -> str | None:
     for dtype in facts.dtypes:
         kind = dtype.lstrip("<>|=")[:1]
@@ -381,5 +405,6 @@ RULES: tuple[Rule, ...] = (
     Rule((GDAL,), "fails", _gdal_v3_codec, TO_ZARR2, formats=(3,)),
     Rule((GDAL,), "fails", _gdal_v3_type, TO_ZARR2, formats=(3,)),
     Rule((GDAL,), "fails", _gdal_v2_type),
+    Rule((GDAL,), "fails", _gdal_v2_codec),
     Rule((GDAL,), "misreads", _bool_as_uint8, formats=(2, 3)),
 )
