@@ -301,6 +301,22 @@ def _v3_null_fill(facts: ArrayFacts) -> str | None:
     return None
 
 
+def _v3_gdal_nodata_unmasked(facts: ArrayFacts) -> str | None:
+    fill = facts.fill
+    if (
+        isinstance(facts.attrs.get("_CRS"), dict)
+        and "_FillValue" not in facts.attrs
+        and isinstance(fill, int | float)
+        and not isinstance(fill, bool)
+        and fill == fill
+    ):
+        return (
+            f"does not mask GDAL's nodata {fill!r} (the v3 fill_value; GDAL writes no "
+            "_FillValue attribute): nodata reads as data"
+        )
+    return None
+
+
 # ------------------------------------------------------------ GDAL 3.12 quirks
 #: The v3 codecs GDAL 3.12's Zarr driver decodes (it refuses ``crc32c``,
 #: ``sharding_indexed`` and zarr-python's ``numcodecs.*`` wrappers).
@@ -401,6 +417,7 @@ RULES: tuple[Rule, ...] = (
     Rule((NC49,), "refuses", _netcdf_490_char),
     Rule((XARRAY,), "refuses", _v3_no_dimension_names, formats=(3,)),
     Rule((ZARR_PYTHON, XARRAY), "fails", _v3_null_fill, formats=(3,)),
+    Rule((XARRAY,), "ignores", _v3_gdal_nodata_unmasked, TO_ZARR, formats=(3,)),
     Rule((GDAL,), "fails", _gdal_shuffle_zero, TO_ZARR),
     Rule((GDAL,), "fails", _gdal_v3_codec, TO_ZARR2, formats=(3,)),
     Rule((GDAL,), "fails", _gdal_v3_type, TO_ZARR2, formats=(3,)),
