@@ -23,6 +23,7 @@ import zarr
 
 import nczarr
 
+from .gdalreader import read_zarr
 from .ncoracle import load_attributes, open_append
 
 pytestmark = pytest.mark.usefixtures("scratch_cwd")
@@ -97,3 +98,33 @@ def test_netcdf_c_rewrite_of_our_float_attributes_leaves_valid_json(tmp_path: Pa
     with netCDF4.Dataset(f"file://{out}#mode=nczarr,file") as nc:
         assert nc["v"].getncattr("scalar") == 1.0
         assert list(nc["v"].getncattr("pair")) == [0.0, 100.0]
+
+
+def _float_findings(report: nczarr.CheckReport) -> dict[tuple[str, str], str]:
+    return {(f.reader, f.where): f.problem for f in report.findings if "float attr" in f.problem}
+
+
+def test_check_says_which_readers_see_integers_as_the_readers_do(tmp_path: Path) -> None:
+    _netcdf_c_store(tmp_path / "nc")
+    found = _float_findings(nczarr.check(str(tmp_path / "nc")))
+    read = dict(zarr.open_group(str(tmp_path / "nc"), mode="r", zarr_format=2)["v"].attrs)
+    gdal = read_zarr(tmp_path / "nc").arrays["/v"].attr_types
+    for name, value in read.items():
+        if name.startswith("_") or name not in ATTRS:
+            continue
+        some_int = any(isinstance(v, int) for v in (value if isinstance(value, list) else [value]))
+        assert (f"'{name}'" in found.get(("zarr-python 3", "/v"), "")) == some_int, name
+        assert (f"'{name}'" in found.get(("xarray", "/v"), "")) == some_int, name
+        assert (f"'{name}'" in found.get(("GDAL 3.12+", "/v"), "")) == (gdal[name] != "f8"), name
+    assert "'gscalar'" in found[("zarr-python 3", "/")]
+
+
+def test_check_finds_only_what_nczarr_could_not_type_in_its_output(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with pytest.warns(nczarr.NCZarrWarning, match="'many'"):
+        nczarr.convert(_netcdf_c_store(tmp_path / "nc"), f"file://{out}#mode=nczarr,file")
+    found = _float_findings(nczarr.check(str(out)))
+    assert set(found) == {("zarr-python 3", "/v"), ("xarray", "/v"), ("GDAL 3.12+", "/v")}
+    assert all("'many'" in problem and "'scalar'" not in problem for problem in found.values())
+    assert read_zarr(out).arrays["/v"].attr_types["many"] == "i4"
+    assert read_zarr(out).arrays["/v"].attr_types["scalar"] == "f8"

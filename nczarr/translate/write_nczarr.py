@@ -39,7 +39,10 @@ What netcdf-c writes *shorter* than we do, and so eats into that slack:
 * a char attribute whose text is a JSON scalar: we write ``"17"``, netcdf-c
   ``17`` (2 bytes; 4 for ``"\"x\""`` -> ``"x"``);
 * attributes netcdf-c drops: 4.10.1 drops the attributes of a group that it has
-  not read yet (read them all before closing).
+  not read yet (read them all before closing);
+* an integral float attribute value we write ``1.0`` (for readers that ignore the
+  recorded types) and netcdf-c ``1``: 2 bytes, spent only within the attribute's
+  own 4 bytes of slack (:func:`typed_float_attribute`).
 
 A metadata object survives netcdf-c's rewrite when those losses add up to no more
 than that slack (at least 15 bytes in a ``.zarray``, ``4 * attributes + 10`` or
