@@ -139,6 +139,8 @@ class GdalArray:
     values: np.ndarray | None = None
     nodata: float | None = None
     attrs: dict[str, Any] = field(default_factory=dict)
+    #: numeric attributes' types as GDAL types them (numpy codes: "f8", "i4" ...)
+    attr_types: dict[str, str] = field(default_factory=dict)
     error: str | None = None
 
 
@@ -167,13 +169,17 @@ def _names(lib: ctypes.CDLL, array: Any) -> list[str]:
     return out
 
 
-def _attributes(lib: ctypes.CDLL, handles: Any, count: int) -> dict[str, Any]:
+def _attributes(
+    lib: ctypes.CDLL, handles: Any, count: int, types: dict[str, str] | None = None
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for i in range(count):
         attr = handles[i]
         name = lib.GDALAttributeGetName(attr).decode()
         dtype = lib.GDALAttributeGetDataType(attr)
         klass = lib.GDALExtendedDataTypeGetClass(dtype)
+        if types is not None and klass == _GEDTC_NUMERIC:
+            types[name] = _NUMPY.get(lib.GDALExtendedDataTypeGetNumericDataType(dtype), "?")
         lib.GDALExtendedDataTypeRelease(dtype)
         if klass == _GEDTC_NUMERIC and lib.GDALAttributeGetTotalElementsCount(attr) == 1:
             out[name] = lib.GDALAttributeReadAsDouble(attr)
@@ -207,7 +213,10 @@ def _describe(lib: ctypes.CDLL, handle: Any) -> GdalArray:
         lib.GDALReleaseDimensions(dims, count.value)
     nattrs = ctypes.c_size_t()
     out.attrs = _attributes(
-        lib, lib.GDALMDArrayGetAttributes(handle, ctypes.byref(nattrs), None), nattrs.value
+        lib,
+        lib.GDALMDArrayGetAttributes(handle, ctypes.byref(nattrs), None),
+        nattrs.value,
+        out.attr_types,
     )
     has = ctypes.c_int()
     nodata = lib.GDALMDArrayGetNoDataValueAsDouble(handle, ctypes.byref(has))

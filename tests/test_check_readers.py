@@ -241,8 +241,10 @@ def test_gdal_fails_on_netcdf_c_shuffle_and_shows_scalars_as_1d(tmp_path: Path) 
     path = extract_fixture("current_netcdf4101.zip", tmp_path)
     report = nczarr.check(str(path))
     seen = read_zarr(path)
-    assert _severities(report, GDAL, "/v") == {"fails"}  # shuffle elementsize 0
+    # shuffle elementsize 0; and the double _FillValue -1 netcdf-c writes as an integer
+    assert _severities(report, GDAL, "/v") == {"fails", "misreads"}
     assert "shuffle" in seen.arrays["/v"].error
+    assert seen.arrays["/v"].attr_types["_FillValue"] == "i4"
     assert _severities(report, GDAL, "/sc") == {"misreads"}
     assert seen.arrays["/sc"].dims == [("_scalar_", 1)]
     assert _severities(report, GDAL, "/g/gv") == set()

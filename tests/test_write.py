@@ -138,9 +138,10 @@ def test_nczarr_documents_follow_netcdf_c_layout() -> None:
     assert vattrs["n17"] == "17"  # a JSON string: netcdf-c would keep only "1" of the number 17
     assert vattrs["js"] == {"key1": [1, 2, 3], "key2": {"key3": "abc"}}
     assert vattrs["pi"] == math.pi and b"3.141592653589793" in out["v/.zattrs"]
-    # floats as netcdf-c prints them (%lg) when that is exact, so its rewrite is as long
+    # floats as netcdf-c prints them (%lg) when that is exact, so its rewrite is as long;
+    # integral attribute values with ".0" (typed float for readers ignoring NCZarr types)
     assert b'"fill_value":-1,' in out["v/.zarray"]
-    assert b'"_FillValue":-1,' in out["v/.zattrs"] and b'"f":[1.5,2],' in out["v/.zattrs"]
+    assert b'"_FillValue":-1.0,' in out["v/.zattrs"] and b'"f":[1.5,2.0],' in out["v/.zattrs"]
     assert b'"js":{"key1":[1,2,3],"key2":{"key3":"abc"}},' in out["v/.zattrs"]
     assert vattrs["nan"] == "NaN"
     assert vattrs["_nczarr_attr"]["types"]["b"] == "|i1"

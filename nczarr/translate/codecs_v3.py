@@ -43,13 +43,11 @@ its ``numcodecs.<id>`` wrapper (``numcodecs.zarr3``). Unlike zarr-python's
 migration, which accepts only array->array v2 filters, netcdf-c's filters
 (``shuffle``, ``fletcher32``, ``zlib`` ...) work on bytes, so they follow
 ``bytes`` as bytes->bytes codecs, before the compressor, exactly where v2 applies
-them. numcodecs' ``delta`` filter, when it leads the v2 filters of a C-order
-array and its ``dtype``/``astype`` are the array's type in the array's byte order,
-becomes zarr-python's array->array ``numcodecs.delta`` before ``bytes`` (the same
-bytes: zarr-python's wrapper encodes with numcodecs' ``Delta``); the v2 reader maps
-it back. Other array->array numcodecs filters (``fixedscaleoffset``, ``quantize``
-...), and ``delta`` elsewhere, are refused: their v2 output byte order is the codec's
-own ``astype``, which a v3 chain cannot state byte-identically.
+them. numcodecs' array->array filters (``delta``, ``fixedscaleoffset``, ``quantize``,
+``astype``, ``packbits``) leading the v2 filters become zarr-python's array->array
+``numcodecs.<id>`` codecs before ``bytes``, which then writes the last filter's output
+in that output's byte order (:mod:`~nczarr.translate.codecs_v3_filters` says when that
+is byte-identical; elsewhere the array is refused); the v2 reader maps them back.
 """
 
 from __future__ import annotations
@@ -58,6 +56,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import MetadataError, UnsupportedError
+from .codecs_v3_filters import ARRAY_FILTERS, V3_NUMPY, v2_filter_endian, v3_filter_codecs
 
 __all__ = ["V2Pipeline", "v2_pipeline", "v3_codecs", "codec_name", "BLOSC_SHUFFLE"]
 
@@ -82,10 +81,6 @@ _NUMCODECS_BYTES = frozenset(
         "fletcher32",
     }
 )
-
-#: numcodecs array->array filters mapped to their zarr-python ``numcodecs.<id>`` v3
-#: wrapper (under the conditions of :func:`_array_filter`).
-_NUMCODECS_ARRAY = frozenset({"delta"})
 
 _ARRAY_TO_BYTES = frozenset({"bytes", "endian", "sharding_indexed", "vlen-utf8", "vlen-bytes"})
 
@@ -174,17 +169,6 @@ def _bytes_codec(name: str, config: dict[str, Any], itemsize: int) -> dict[str, 
     raise UnsupportedError(f"codec {name!r} has no byte-identical Zarr v2 (numcodecs) equivalent")
 
 
-def _check_array_filter(config: dict[str, Any], *, endian: str | None, order: str) -> None:
-    """Refuse a v3 ``numcodecs.delta`` whose v2 form would decode other bytes."""
-    dtype = config.get("dtype")
-    astype = config.get("astype", dtype)
-    if order == "F" or astype != dtype or (endian and _byte_order(dtype) != endian):
-        raise UnsupportedError(
-            f"codec 'numcodecs.{config['id']}' with dtype {dtype!r} has no byte-identical "
-            "Zarr v2 equivalent here"
-        )
-
-
 def v2_pipeline(codecs: Any, *, ndim: int, itemsize: int) -> V2Pipeline:
     """Describe a v3 ``codecs`` chain in Zarr v2 terms, or refuse.
 
@@ -209,6 +193,7 @@ def v2_pipeline(codecs: Any, *, ndim: int, itemsize: int) -> V2Pipeline:
     compressors: list[dict[str, Any]] = []
     filters_first: list[dict[str, Any]] = []
     seen_bytes = False
+    bytes_endian = "little"
     for entry in codecs:
         name, config = codec_name(entry)
         if not seen_bytes:
@@ -225,9 +210,10 @@ def v2_pipeline(codecs: Any, *, ndim: int, itemsize: int) -> V2Pipeline:
                 if value not in ("little", "big"):
                     raise MetadataError(f"codec 'bytes': endian must be little or big: {value!r}")
                 endian = value if itemsize > 1 else "little"
+                bytes_endian = value
                 seen_bytes = True
                 continue
-            if name.startswith("numcodecs.") and name.split(".", 1)[1] in _NUMCODECS_ARRAY:
+            if name.startswith("numcodecs.") and name.split(".", 1)[1] in ARRAY_FILTERS:
                 filters_first.append({"id": name.split(".", 1)[1], **config})
                 continue
             if name in _ARRAY_TO_BYTES:
@@ -246,50 +232,17 @@ def v2_pipeline(codecs: Any, *, ndim: int, itemsize: int) -> V2Pipeline:
         raise MetadataError("the codec chain has no array->bytes codec (such as 'bytes')")
     if ndim <= 1:
         order = "C"
-    for config in filters_first:
-        if config["id"] in _NUMCODECS_ARRAY:
-            _check_array_filter(config, endian=endian if itemsize > 1 else None, order=order)
+    leading = [c for c in filters_first if c["id"] in ARRAY_FILTERS]
+    if leading:
+        endian = v2_filter_endian(  # type: ignore[assignment]
+            leading, bytes_endian=bytes_endian, order=order, ndim=ndim, itemsize=itemsize
+        )
     compressor = compressors[-1] if compressors else None
     return V2Pipeline(order, endian, (*filters_first, *compressors[:-1]), compressor)
 
 
 #: numcodecs Blosc's shuffle integers -> the v3 names (inverse of :data:`BLOSC_SHUFFLE`).
 _BLOSC_SHUFFLE_NAMES = {v: k for k, v in BLOSC_SHUFFLE.items()}
-
-
-def _byte_order(dtype: Any) -> str:
-    """``"little"``/``"big"`` of a numpy dtype string; without a ``<``/``>`` prefix,
-    numpy's native order, little-endian on every platform nczarr runs on."""
-    return "big" if isinstance(dtype, str) and dtype.startswith(">") else "little"
-
-
-def _array_filter(
-    config: dict[str, Any], *, endian: str | None, order: str, ndim: int
-) -> dict[str, Any]:
-    """The v3 array->array codec of a leading numcodecs ``delta`` filter, or refuse.
-
-    Byte-identical only when the filter's output is the array's own type in the
-    byte order the ``bytes`` codec writes, and the chunk is in C order.
-    """
-    codec_id = config.get("id")
-    dtype = config.get("dtype")
-    astype = config.get("astype", dtype)
-    if order == "F" and ndim > 1:
-        raise UnsupportedError(f"codec {codec_id!r} on an F-order array has no v3 form")
-    if astype != dtype:
-        raise UnsupportedError(
-            f"codec {codec_id!r} with astype {astype!r} other than dtype {dtype!r} has no "
-            "byte-identical Zarr v3 form"
-        )
-    if endian is not None and _byte_order(dtype) != endian:
-        raise UnsupportedError(
-            f"codec {codec_id!r} with dtype {dtype!r} on {endian}-endian data has no "
-            "byte-identical Zarr v3 form"
-        )
-    return {
-        "name": f"numcodecs.{codec_id}",
-        "configuration": {k: v for k, v in config.items() if k != "id"},
-    }
 
 
 def _v3_codec(config: dict[str, Any], itemsize: int) -> dict[str, Any]:
@@ -326,9 +279,14 @@ def _v3_codec(config: dict[str, Any], itemsize: int) -> dict[str, Any]:
         return {"name": "crc32c"}
     if codec_id in _NUMCODECS_BYTES:
         return {"name": f"numcodecs.{codec_id}", "configuration": params}
+    if codec_id in ARRAY_FILTERS:
+        raise UnsupportedError(
+            f"codec {codec_id!r} after a bytes->bytes filter has no Zarr v3 form (v3 applies "
+            "array->array codecs before the bytes codec)"
+        )
     raise UnsupportedError(
         f"codec {codec_id!r} has no byte-identical Zarr v3 codec (nczarr writes v3 only "
-        f"for the bytes->bytes numcodecs codecs: {', '.join(sorted(_NUMCODECS_BYTES))})"
+        f"for the numcodecs codecs {', '.join(sorted(_NUMCODECS_BYTES | ARRAY_FILTERS))})"
     )
 
 
@@ -340,6 +298,7 @@ def v3_codecs(
     compressor: dict[str, Any] | None,
     ndim: int,
     itemsize: int,
+    data_type: Any = None,
 ) -> list[dict[str, Any]]:
     """The Zarr v3 ``codecs`` chain that decodes the chunks a v2 ``.zarray`` describes.
 
@@ -352,6 +311,9 @@ def v3_codecs(
         fixed-width bytes): the ``bytes`` codec then has no configuration.
     ndim, itemsize
         Rank of the array and bytes per element.
+    data_type
+        The array's v3 ``data_type``, checked against what a leading array->array
+        filter takes (``None``: not checked).
 
     Raises
     ------
@@ -372,8 +334,20 @@ def v3_codecs(
     if order == "F" and ndim > 1:
         chain.append({"name": "transpose", "configuration": {"order": list(range(ndim))[::-1]}})
     rest = list(filters)
-    while rest and rest[0].get("id") in _NUMCODECS_ARRAY:
-        chain.append(_array_filter(rest.pop(0), endian=endian, order=order, ndim=ndim))
+    leading = []
+    while rest and rest[0].get("id") in ARRAY_FILTERS:
+        leading.append(rest.pop(0))
+    if leading:
+        array = V3_NUMPY.get(data_type) if isinstance(data_type, str) else None
+        if data_type is not None and array is None:
+            raise UnsupportedError(
+                f"codec {leading[0].get('id')!r} on data_type {data_type!r} has no v3 form"
+            )
+        codecs, gives = v3_filter_codecs(leading, array=array, order=order, ndim=ndim)
+        chain.extend(codecs)
+        # the bytes codec writes the last filter's output in its own byte order
+        endian = gives.endian or (endian and "little")  # type: ignore[assignment]
+        itemsize = gives.itemsize
     if endian is None:
         chain.append({"name": "bytes"})
     else:

@@ -39,6 +39,7 @@ from .compat_facts import array_facts, array_prefixes
 from .compat_rules import RULES
 from .compat_store import (
     dimension_conflicts,
+    float_attribute_types,
     layout_findings,
     stale_consolidated,
     trailing_bytes,
@@ -113,6 +114,7 @@ def findings(
     if info.zarr_format == 2:
         out.extend(dimension_conflicts(meta))
         out.extend(stale_consolidated(meta, consolidated))
+        out.extend(float_attribute_types(meta))
     order = {r: i for i, r in enumerate(READERS)}
     rank = {s: i for i, s in enumerate(SEVERITIES)}
     unique = list(dict.fromkeys(out))

@@ -301,6 +301,22 @@ def _v3_null_fill(facts: ArrayFacts) -> str | None:
     return None
 
 
+def _v3_gdal_nodata_unmasked(facts: ArrayFacts) -> str | None:
+    fill = facts.fill
+    if (
+        isinstance(facts.attrs.get("_CRS"), dict)
+        and "_FillValue" not in facts.attrs
+        and isinstance(fill, int | float)
+        and not isinstance(fill, bool)
+        and fill == fill
+    ):
+        return (
+            f"does not mask GDAL's nodata {fill!r} (the v3 fill_value; GDAL writes no "
+            "_FillValue attribute): nodata reads as data"
+        )
+    return None
+
+
 # ------------------------------------------------------------ GDAL 3.12 quirks
 #: The v3 codecs GDAL 3.12's Zarr driver decodes (it refuses ``crc32c``,
 #: ``sharding_indexed`` and zarr-python's ``numcodecs.*`` wrappers).
@@ -331,6 +347,30 @@ def _gdal_v3_type(facts: ArrayFacts) -> str | None:
     if name in _GDAL_V3_REFUSED_TYPES:
         return f"has no data type {name!r}: the array cannot be opened"
     return None
+
+
+#: The v2 numcodecs ids GDAL 3.12's Zarr driver decodes (its documented compressors;
+#: ``delta``, ``shuffle``, ``quantize`` measured in tests/test_check_gdal_codecs.py).
+_GDAL_V2_CODECS = frozenset(
+    {"blosc", "zlib", "gzip", "lzma", "zstd", "lz4", "delta", "shuffle", "quantize"}
+)
+
+
+def _gdal_v2_codec(facts: ArrayFacts) -> str | None:
+    if facts.object_dtype:  # an object array fails on its type already
+        return None
+    unknown = sorted({i for i in facts.codec_ids if i not in _GDAL_V2_CODECS | {"None"}})
+    if unknown:
+        return f"cannot decode codec {', '.join(unknown)}: the array cannot be read"
+    if any(_delta_casts(c) for c in facts.codecs):
+        return "GDAL's delta filter fails on a delta whose astype differs from its dtype"
+    return None
+
+
+def _delta_casts(config: dict) -> bool:
+    return config.get("id") == "delta" and config.get("astype", config.get("dtype")) != config.get(
+        "dtype"
+    )
 
 
 def _gdal_v2_type(facts: ArrayFacts) -> str | None:
@@ -377,9 +417,11 @@ RULES: tuple[Rule, ...] = (
     Rule((NC49,), "refuses", _netcdf_490_char),
     Rule((XARRAY,), "refuses", _v3_no_dimension_names, formats=(3,)),
     Rule((ZARR_PYTHON, XARRAY), "fails", _v3_null_fill, formats=(3,)),
+    Rule((XARRAY,), "ignores", _v3_gdal_nodata_unmasked, TO_ZARR, formats=(3,)),
     Rule((GDAL,), "fails", _gdal_shuffle_zero, TO_ZARR),
     Rule((GDAL,), "fails", _gdal_v3_codec, TO_ZARR2, formats=(3,)),
     Rule((GDAL,), "fails", _gdal_v3_type, TO_ZARR2, formats=(3,)),
     Rule((GDAL,), "fails", _gdal_v2_type),
+    Rule((GDAL,), "fails", _gdal_v2_codec),
     Rule((GDAL,), "misreads", _bool_as_uint8, formats=(2, 3)),
 )

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..keys import join_key
 from .compat_base import (
+    GDAL,
     NC48,
     NC49,
     NC410,
@@ -40,6 +41,7 @@ from .detect import FormatInfo, nczarr_key
 
 __all__ = [
     "dimension_conflicts",
+    "float_attribute_types",
     "layout_findings",
     "not_utf8",
     "stale_consolidated",
@@ -226,3 +228,50 @@ def not_utf8(keys: Iterable[str]) -> Iterable[Finding]:
         fix = "nczarr convert URL OUT --mode zarr"
         yield Finding(ZARR_PYTHON, "refuses" if root else "fails", key, problem, fix)
         yield Finding(XARRAY, "refuses", key, problem, fix)
+
+
+_FLOAT_CODES = frozenset({"<f4", "<f8", ">f4", ">f8", "f4", "f8"})
+
+
+def _integers(value: Any) -> tuple[bool, bool]:
+    """(some value is a JSON integer, every value is)."""
+    items = value if isinstance(value, list) else [value]
+    ints = [isinstance(v, int) and not isinstance(v, bool) for v in items]
+    return any(ints), bool(ints) and all(ints)
+
+
+def float_attribute_types(meta: Mapping[str, Any]) -> Iterable[Finding]:
+    """NCZarr float/double attributes written as JSON integers (netcdf-c writes the
+    double 1.0 as ``1``): readers that ignore ``_nczarr_attr`` read integers.
+    zarr-python and xarray read each JSON integer as an int; GDAL types a list
+    with one float in it as float (measured in tests/test_attribute_float_types.py)."""
+    for key, doc in sorted(meta.items()):
+        prefix, _, base = key.rpartition("/")
+        if base != ZATTRS or not isinstance(doc, dict):
+            continue
+        record = doc.get("_nczarr_attr")
+        types = record.get("types") if isinstance(record, dict) else None
+        if not isinstance(types, dict):
+            continue
+        floats = {
+            name: _integers(doc[name])
+            for name, code in types.items()
+            if code in _FLOAT_CODES and name in doc
+        }
+        some = sorted(name for name, (any_int, _) in floats.items() if any_int)
+        every = sorted(name for name, (_, all_int) in floats.items() if all_int)
+        for readers, names in (((ZARR_PYTHON, XARRAY), some), ((GDAL,), every)):
+            if not names:
+                continue
+            problem = (
+                f"reads the float attribute(s) {', '.join(map(repr, names))} as integers: "
+                "written as 1, not 1.0, and this reader ignores NCZarr's recorded types"
+            )
+            for reader in readers:
+                yield Finding(
+                    reader,
+                    "misreads",
+                    node_path(prefix),
+                    problem,
+                    "nczarr convert URL OUT --mode nczarr",
+                )

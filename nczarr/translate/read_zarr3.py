@@ -525,6 +525,10 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
                 f"never written read as {fill!r}"
             )
         spec = replace(spec, fill_value=fill)
+    elif _gdal_nodata(attrs, spec.fill_value, nc_type):
+        # GDAL (its _CRS georeferencing says so) keeps nodata as the v3 fill_value
+        # only, and masks it: the producer's missing value (docs/conversion.md)
+        missing = True
     elif doc.get("dimension_names") is not None and (
         (nc_type != "string" and _is_zero(spec.fill_value))
         # zarr-python's default for its own string types ("<U", variable-length)
@@ -539,6 +543,7 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
     elif (
         doc.get("dimension_names") is not None
         and nc_type != "string"
+        and spec.fill_value is not None
         and not _is_nan(spec.fill_value)
     ):
         builder.warnings.append(
@@ -546,7 +551,8 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
             f"_FillValue attribute) is not a missing value for zarr-python and xarray; it "
             f"is kept as the fill value, so chunks never written read as {spec.fill_value!r}. "
             f"netCDF readers of an NCZarr copy and xarray reading a Zarr v3 copy do not mask "
-            f"it either, but xarray masks the fill_value of a Zarr v2 copy"
+            f"it either, but xarray masks the fill_value of a Zarr v2 copy, and GDAL reads "
+            f"it as nodata (masked)"
         )
     dims = _dimensions(builder, group, doc, attrs, spec.shape, key)
     attributes: dict[str, Attribute] = decode_attributes(
@@ -556,6 +562,19 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
         # xarray's missing value: every reader of every output masks it (docs/conversion.md)
         attributes[FILLVALUE] = Attribute(FILLVALUE, nc_type, (spec.fill_value,))
     return builder.make_variable(name, prefix, spec, dims, not spec.shape, attributes)
+
+
+#: The attribute GDAL's Zarr driver keeps an array's spatial reference in.
+GDAL_CRS = "_CRS"
+
+
+def _gdal_nodata(attrs: dict[str, Any], fill: Any, nc_type: str) -> bool:
+    """A numeric fill value of an array GDAL wrote (a ``_CRS`` object): GDAL's nodata."""
+    return (
+        isinstance(attrs.get(GDAL_CRS), dict)
+        and fill is not None
+        and nc_type not in ("char", "string")
+    )
 
 
 def _is_nan(value: Any) -> bool:

@@ -39,7 +39,10 @@ What netcdf-c writes *shorter* than we do, and so eats into that slack:
 * a char attribute whose text is a JSON scalar: we write ``"17"``, netcdf-c
   ``17`` (2 bytes; 4 for ``"\"x\""`` -> ``"x"``);
 * attributes netcdf-c drops: 4.10.1 drops the attributes of a group that it has
-  not read yet (read them all before closing).
+  not read yet (read them all before closing);
+* an integral float attribute value we write ``1.0`` (for readers that ignore the
+  recorded types) and netcdf-c ``1``: 2 bytes, spent only within the attribute's
+  own 4 bytes of slack (:func:`typed_float_attribute`).
 
 A metadata object survives netcdf-c's rewrite when those losses add up to no more
 than that slack (at least 15 bytes in a ``.zarray``, ``4 * attributes + 10`` or
@@ -230,6 +233,71 @@ def _exact_floats(value: Any, nc_type: str) -> Any:
     return value
 
 
+#: What netcdf-c's in-place rewrite of a ``.zattrs`` adds per user attribute: ``": "``
+#: and ``", "`` where we write ``":"`` and ``","``, in the attribute's entry and in
+#: its ``_nczarr_attr`` type entry. An attribute may spend these bytes on its own text.
+_ATTRIBUTE_SLACK = 4
+
+_INTEGER_TEXT = re.compile(r"-?\d+")
+
+
+def _netcdf_c_float_text(value: float, nc_type: str) -> str:
+    return f"{to_float32(value) if nc_type == 'float' else value:.6g}"
+
+
+def typed_float_attribute(value: Any, nc_type: str) -> tuple[Any, bool]:
+    """A float/double attribute's JSON value, integral values written ``1.0``.
+
+    zarr-python, xarray and GDAL ignore NCZarr's recorded types: a double ``1``
+    written as netcdf-c writes it (``"%.6g"``) reads as an integer there, ``1.0``
+    as a float, for netcdf-c both are the double 1. netcdf-c's in-place rewrite
+    writes ``1`` again, 2 bytes shorter, so the ``.0`` is spent only within the
+    attribute's own slack (:data:`_ATTRIBUTE_SLACK`, less what its other values
+    already lose to netcdf-c's 6 digits): a scalar or two integral values always.
+
+    Returns
+    -------
+    (value, bool)
+        The JSON value, and whether integral values were left as integers (a reader
+        ignoring the types sees integers: the caller warns).
+    """
+    exact = _exact_floats(value, nc_type)
+    if nc_type not in ("float", "double"):
+        return exact, False
+    items = exact if isinstance(exact, list) else [exact]
+    floats = [v for v in items if isinstance(v, JSONFloat)]
+    integral = [v for v in floats if _INTEGER_TEXT.fullmatch(v.text)]
+    if not integral:
+        return exact, False
+    loss = sum(len(v.text) - len(_netcdf_c_float_text(float(v), nc_type)) for v in floats)
+    if loss + 2 * len(integral) > _ATTRIBUTE_SLACK:
+        return exact, True
+    marked = {id(v) for v in integral}
+    dotted = [JSONFloat(v.text + ".0") if id(v) in marked else v for v in items]
+    return (dotted if isinstance(exact, list) else dotted[0]), False
+
+
+def integer_float_attribute_warnings(dataset: Dataset) -> list[str]:
+    """One warning per float/double attribute whose integral values NCZarr output
+    keeps as integers (see :func:`typed_float_attribute`)."""
+    out = []
+    for group in dataset.root.walk():
+        owners = [(group.path or "/", group.attributes)]
+        owners += [(v.path, v.attributes) for v in group.variables.values()]
+        for where, attributes in owners:
+            for name, attr in attributes.items():
+                if name in HIDDEN_ATTRIBUTES or attr.type not in ("float", "double"):
+                    continue
+                value, _ = encode_attribute(attr, typed=True)
+                if typed_float_attribute(value, attr.type)[1]:
+                    out.append(
+                        f"attribute {name!r} of {where!r} ({attr.type}) keeps netcdf-c's "
+                        "integer text for its integral values: zarr-python, xarray and "
+                        "GDAL (which ignore NCZarr's types) read them as integers"
+                    )
+    return out
+
+
 def encode_char_attribute(text: str) -> Any:
     """The JSON value that makes netcdf-c 4.10 read a char attribute back as ``text``.
 
@@ -269,7 +337,7 @@ def _user_attributes(
         if attr.type == "char":
             value = encode_char_attribute(attr.value)
         else:
-            value = _exact_floats(value, attr.type)
+            value, _ = typed_float_attribute(value, attr.type)
         values[name] = value
         types[name] = code
     return values, types

@@ -166,6 +166,7 @@ def array_document(
         compressor=var.compressor,
         ndim=len(shape),
         itemsize=itemsize,
+        data_type=dtype,
     )
     if vlen:  # zarr-python's vlen-utf8 writes the bytes numcodecs' VLenUTF8 writes
         codecs = [{"name": "vlen-utf8"} if c["name"] == "bytes" else c for c in codecs]

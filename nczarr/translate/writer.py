@@ -29,7 +29,11 @@ from .conventions import FORMATS, ZMETADATA
 from .model import Dataset
 from .netcdf_forms import nczarr_forms
 from .write_common import consolidate, text_shuffle_warnings
-from .write_nczarr import unreadable_codec_warnings, write_nczarr
+from .write_nczarr import (
+    integer_float_attribute_warnings,
+    unreadable_codec_warnings,
+    write_nczarr,
+)
 from .write_zarr import write_zarr
 from .write_zarr3 import write_zarr3
 
@@ -129,7 +133,11 @@ def write_with_warnings(
     if format == "nczarr":
         dataset, forms = nczarr_forms(dataset)  # bool and untyped JSON attributes
         metadata = write_nczarr(dataset, noxarray=noxarray)
-        warnings = [*forms, *unreadable_codec_warnings(dataset)]
+        warnings = [
+            *forms,
+            *unreadable_codec_warnings(dataset),
+            *integer_float_attribute_warnings(dataset),
+        ]
     elif format == "zarr":
         metadata, warnings = write_zarr(dataset, noxarray=noxarray, netcdf_scalars=netcdf_scalars)
     else:

@@ -8,7 +8,11 @@ with the system ``python3``. Every producer script writes its stores as director
 and a JSON record of what its own reader returns; this script zips each store
 (zarr-python's zip layout: members at the top, fixed timestamps) beside its record.
 
-    python tests/producers/build.py [--only zarr2,zarr3,netcdf,gdal] [--envs DIR]
+    python tests/producers/build.py [--only zarr2,zarr3,netcdf,gdal,gdal312] [--envs DIR]
+                                    [--cases NAME,...]
+
+``--cases`` runs only the named case functions of the producer scripts (to add a
+store without rebuilding, and so changing, the others).
 
 CI never runs this: the zipped stores and records are committed.
 """
@@ -43,6 +47,8 @@ PRODUCERS: dict[str, tuple[str, list[str] | None]] = {
     "zarr3": ("make_zarr3.py", ["zarr>=3.1,<4", "xarray", "numcodecs", "pandas", "cftime"]),
     "netcdf": ("make_netcdf.py", ["netCDF4>=1.7.2", "numpy"]),
     "gdal": ("make_gdal.py", None),
+    # GDAL 3.12: the libgdal in pyogrio's wheel, driven with ctypes (tests/gdalreader.py)
+    "gdal312": ("make_gdal312.py", ["pyogrio>=0.13", "numpy"]),
 }
 
 
@@ -64,22 +70,25 @@ def _python(name: str, requirements: list[str] | None, envs: Path) -> str:
 
 
 def _zip_store(store: Path, target: Path) -> None:
-    """Zip the directory store ``store`` deterministically (members sorted, fixed time)."""
+    """Zip the directory store ``store`` deterministically (members sorted, the root's
+    own metadata first as zarr-python writes it, fixed time)."""
+    files = [p for p in store.rglob("*") if p.is_file()]
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(p for p in store.rglob("*") if p.is_file()):
+        for path in sorted(files, key=lambda p: (p.parent != store, p.as_posix())):
             info = zipfile.ZipInfo(path.relative_to(store).as_posix(), (2020, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
             archive.writestr(info, path.read_bytes())
 
 
-def build(name: str, envs: Path) -> list[str]:
-    """Run producer ``name``; copy its zipped stores and records into ``OUT``."""
+def build(name: str, envs: Path, cases: list[str] | None = None) -> list[str]:
+    """Run producer ``name`` (only ``cases`` when given); copy its zipped stores and
+    records into ``OUT``."""
     script, requirements = PRODUCERS[name]
     python = _python(name, requirements, envs)
     written = []
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([python, str(HERE / script), tmp], check=True, cwd=HERE)
+        subprocess.run([python, str(HERE / script), tmp, *(cases or [])], check=True, cwd=HERE)
         for record in sorted(Path(tmp).glob("*.json")):
             store = record.with_suffix("")
             _zip_store(store, OUT / f"{store.name}.zip")
@@ -100,11 +109,13 @@ def main() -> None:
         default=Path(tempfile.gettempdir()) / "nczarr-producer-envs",
         help="where the side environments live (reused between runs)",
     )
+    parser.add_argument("--cases", default="", help="comma-separated case functions only")
     args = parser.parse_args()
+    cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     OUT.mkdir(parents=True, exist_ok=True)
     args.envs.mkdir(parents=True, exist_ok=True)
     for name in args.only.split(","):
-        for store in build(name.strip(), args.envs):
+        for store in build(name.strip(), args.envs, cases):
             print(f"{name}: {store}")
 
 

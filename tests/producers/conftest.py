@@ -4,6 +4,7 @@ them (``--doctest-modules`` would); ``record.py`` is imported by the tests thems
 collect_ignore = [
     "build.py",
     "make_gdal.py",
+    "make_gdal312.py",
     "make_netcdf.py",
     "make_zarr2.py",
     "make_zarr3.py",

@@ -227,6 +227,57 @@ def objects(out: str) -> None:
     _save(out, "z2_objects", PRODUCER, zarr=zarr_reading(path))
 
 
+def bitshuffle(out: str) -> None:
+    """Blosc with bit-shuffle (and AUTOSHUFFLE, bit-shuffle for 1-byte items) on
+    every item size, each internal compressor, as zarr-python 2 archives hold them."""
+    from numcodecs import Blosc
+
+    path = os.path.join(out, "z2_bitshuffle")
+    group = zarr.open_group(path, mode="w")
+    data = {
+        "u1": np.arange(24, dtype="u1").reshape(4, 6) * 7,
+        "i2": (np.arange(24, dtype="<i2").reshape(4, 6) - 12) * 301,
+        "f4": np.linspace(-1.5, 2.5, 24, dtype="<f4").reshape(4, 6),
+        "f8": np.linspace(-3.5, 40.25, 24).reshape(4, 6),
+        "i8": np.arange(24, dtype="<i8").reshape(4, 6) * 10**12,
+    }
+    for cname in ("lz4", "zstd", "blosclz", "zlib", "lz4hc"):
+        for kind, values in data.items():
+            comp = Blosc(cname=cname, clevel=5, shuffle=Blosc.BITSHUFFLE)
+            _array(
+                group,
+                f"{cname}_{kind}",
+                values,
+                ["y", "x"],
+                chunks=(2, 3),
+                compressor=comp,
+                fill_value=None,
+            )
+    for kind in ("u1", "f8"):
+        comp = Blosc(cname="lz4", clevel=5, shuffle=Blosc.AUTOSHUFFLE)
+        _array(
+            group,
+            f"auto_{kind}",
+            data[kind],
+            ["y", "x"],
+            chunks=(2, 3),
+            compressor=comp,
+            fill_value=None,
+        )
+    big = _array(
+        group,
+        "big_i4",
+        data["i2"].astype(">i4"),
+        ["y", "x"],
+        chunks=(2, 3),
+        compressor=Blosc(cname="zstd", shuffle=Blosc.BITSHUFFLE),
+        fill_value=None,
+    )
+    big.attrs["note"] = "big-endian, bit-shuffled"
+    zarr.consolidate_metadata(path)
+    _save(out, "z2_bitshuffle", PRODUCER, xarray=xarray_reading(path), zarr=zarr_reading(path))
+
+
 def plain(out: str) -> None:
     """zarr-python alone: default fill values, fill_value null/NaN/Infinity,
     structured and datetime64 dtypes, unwritten chunks, no ``_ARRAY_DIMENSIONS``."""
@@ -250,11 +301,13 @@ def plain(out: str) -> None:
     _save(out, "z2_plain", PRODUCER, zarr=zarr_reading(path))
 
 
-CASES = [cf_numeric, cf_text, cf_time, stale_zmetadata, codecs, objects, plain]
+CASES = [cf_numeric, cf_text, cf_time, stale_zmetadata, codecs, objects, plain, bitshuffle]
 
 if __name__ == "__main__":
     outdir = sys.argv[1]
     os.makedirs(outdir, exist_ok=True)
+    chosen = set(sys.argv[2:])  # build.py --cases: only these
     for case in CASES:
-        case(outdir)
-        print("wrote", case.__name__)
+        if not chosen or case.__name__ in chosen:
+            case(outdir)
+            print("wrote", case.__name__)

@@ -108,10 +108,73 @@ def defaults(out: str) -> None:
     _save(out, "z3_defaults", zarr=zarr_reading(path))
 
 
-CASES = [cf_numeric, defaults]
+def bitshuffle(out: str) -> None:
+    """zarr-python 3's BloscCodec with ``shuffle: bitshuffle`` (and its own typesize) on
+    every item size, plus the numcodecs filters archives carry into v3
+    (``numcodecs.fixedscaleoffset``, ``numcodecs.packbits`` ...)."""
+    from zarr.codecs import BloscCodec
+    from zarr.codecs import numcodecs as v3
+
+    path = os.path.join(out, "z3_bitshuffle")
+    root = zarr.open_group(path, mode="w", zarr_format=3)
+    data = {
+        "u1": np.arange(24, dtype="u1").reshape(4, 6) * 7,
+        "i2": (np.arange(24, dtype="i2").reshape(4, 6) - 12) * 301,
+        "f4": np.linspace(-1.5, 2.5, 24, dtype="f4").reshape(4, 6),
+        "f8": np.linspace(-3.5, 40.25, 24).reshape(4, 6),
+    }
+    for cname in ("lz4", "zstd", "blosclz"):
+        for kind, values in data.items():
+            blosc = BloscCodec(cname=cname, clevel=5, shuffle="bitshuffle")
+            array = root.create_array(
+                f"{cname}_{kind}",
+                shape=values.shape,
+                chunks=(2, 3),
+                dtype=values.dtype,
+                compressors=[blosc],
+                dimension_names=["y", "x"],
+            )
+            array[...] = values
+    sharded = root.create_array(
+        "sharded_f4",
+        shape=(4, 6),
+        chunks=(2, 3),
+        shards=(4, 6),
+        dtype="f4",
+        compressors=[BloscCodec(cname="zstd", shuffle="bitshuffle")],
+        dimension_names=["y", "x"],
+    )
+    sharded[...] = data["f4"]
+    filtered = {
+        "fixedscaleoffset": (
+            data["f8"],
+            v3.FixedScaleOffset(offset=10, scale=100, dtype="<f8", astype="<i4"),
+        ),
+        "astype": (data["f8"], v3.AsType(encode_dtype="<f4", decode_dtype="<f8")),
+        "quantize": (data["f8"], v3.Quantize(digits=2, dtype="<f8")),
+        "packbits": (data["u1"] % 2 == 1, v3.PackBits()),
+        "delta": (data["i2"], v3.Delta(dtype="<i2")),
+    }
+    for name, (values, codec) in filtered.items():
+        array = root.create_array(
+            name,
+            shape=values.shape,
+            chunks=(2, 3),
+            dtype=values.dtype,
+            filters=[codec],
+            compressors=[BloscCodec(cname="lz4", shuffle="bitshuffle")],
+            dimension_names=["y", "x"],
+        )
+        array[...] = values
+    _save(out, "z3_bitshuffle", xarray=xarray_reading(path), zarr=zarr_reading(path))
+
+
+CASES = [cf_numeric, defaults, bitshuffle]
 
 if __name__ == "__main__":
     os.makedirs(sys.argv[1], exist_ok=True)
+    chosen = set(sys.argv[2:])  # build.py --cases: only these
     for case in CASES:
-        case(sys.argv[1])
-        print("wrote", case.__name__)
+        if not chosen or case.__name__ in chosen:
+            case(sys.argv[1])
+            print("wrote", case.__name__)
