@@ -31,7 +31,8 @@ How
 
 Appending (``mode="a", append_dim=``) is :mod:`nczarr.integrations.xarray_append`.
 Not supported (clear errors): ``mode="r+"``, region writes (``region=``), complex,
-timedelta without CF units, object arrays that are not text, and attributes netCDF cannot type (booleans, nested lists).
+timedelta without CF units, object arrays that are not text, and attributes netCDF
+cannot type (booleans, nested lists).
 """
 
 from __future__ import annotations
