@@ -390,7 +390,7 @@ def _chunk_plan(
             and (start - offset) % n == 0
             and stop <= offset + src.shape[axis]
         )
-        for coords in itertools.product(*([*grid[:axis], [index], *grid[axis + 1:]])):
+        for coords in itertools.product(*([*grid[:axis], [index], *grid[axis + 1 :]])):
             if not whole:
                 yield tuple(coords)
                 continue
