@@ -24,6 +24,7 @@ existing store ``dst`` (the target is the first part of the same plan). The plan
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -46,6 +47,7 @@ from ..translate.order import order_metadata
 from ..translate.writer import check_zarr_format, write_with_warnings
 from .apply import delete_keys, write_metadata
 from .journal import (
+    JOURNAL_KEY,
     Journal,
     plan_digest,
     remove_journal,
@@ -476,6 +478,64 @@ def _target_options(dst_map: ZMap) -> _Options:
     return _Options("zarr", info.zarr_format, False, info.consolidated, False)
 
 
+#: ``kind`` of the journal an append writes before its metadata.
+_APPEND_KIND = "nczarr-append-journal"
+
+
+def _changed(dst: ZMap, key: str, value: bytes) -> bool:
+    try:
+        return dst[key] != value
+    except KeyError:
+        return True
+
+
+def _append_journal(
+    metadata: Sequence[tuple[str, bytes]], sources: Sequence[str], dim: str
+) -> bytes:
+    """The journal of an append about to write ``metadata``: every chunk is written, so
+    a later append can finish an interrupted metadata write (:func:`_finish_interrupted`)."""
+    doc = {
+        "kind": _APPEND_KIND,
+        "sources": list(sources),
+        "dimension": dim,
+        "metadata": [[k, v.decode("utf-8")] for k, v in metadata],
+    }
+    return json.dumps(doc).encode("utf-8")
+
+
+def _finish_interrupted(dst: ZMap, shown: str) -> None:
+    """Complete the metadata of an append killed while writing it, then refuse the new
+    append (it may be a rerun of the same one); nothing if ``dst`` holds no journal.
+
+    Raises
+    ------
+    TargetExistsError
+        ``dst`` held an interrupted append (now complete) or an interrupted convert.
+    """
+    try:
+        raw = dst[JOURNAL_KEY]
+    except KeyError:
+        return
+    try:
+        doc = json.loads(raw)
+        pending = [(str(k), str(v).encode("utf-8")) for k, v in doc["metadata"]]
+        if doc.get("kind") != _APPEND_KIND:
+            raise ValueError(doc.get("kind"))
+    except (ValueError, KeyError, TypeError):
+        raise TargetExistsError(
+            f"cannot append to {shown!r}: it holds an interrupted convert ({JOURNAL_KEY}); "
+            "finish it with resume=True first (nothing was changed)"
+        ) from None
+    write_metadata(dst, pending)
+    remove_journal(dst)
+    dst.flush()
+    raise TargetExistsError(
+        f"{shown!r} held an append of {', '.join(doc.get('sources', []))} along "
+        f"{doc.get('dimension')!r} interrupted while writing its metadata: that append is now "
+        "complete and nothing else was appended; run this append again if it was another one"
+    )
+
+
 def _check_appendable(view: TranslatedView, shown: str) -> None:
     """Refuse a target whose chunks nczarr would not show under their own keys."""
     if view.keys_mapped or view.reencoded:
@@ -509,6 +569,7 @@ def append(
         dst_map = open_location(dst, "a", target_options, stack)
         if not dst_map.search(""):
             raise InvalidModeError(f"cannot append to {url_of(dst)!r}: it is empty or missing")
+        _finish_interrupted(dst_map, url_of(dst))
         opts = _target_options(dst_map)
         target_view = TranslatedView(
             dst_map,
@@ -540,7 +601,10 @@ def append(
         copied, reencoded = _execute(
             plan, readers, dst_map, workers=workers, resume=False, progress=on_chunk
         )
-        report.metadata_written = tuple(write_metadata(dst_map, metadata, skip_equal=True))
+        metadata = [(k, v) for k, v in metadata if _changed(dst_map, k, v)]
+        dst_map[JOURNAL_KEY] = _append_journal(metadata, names[1:], plan.dimension)
+        report.metadata_written = tuple(write_metadata(dst_map, metadata))
+        remove_journal(dst_map)
         dst_map.flush()
     return _finish(report, copied, reencoded, start)
 

@@ -45,10 +45,13 @@ def store_encoding(var: Variable) -> dict[str, Any]:
     enc: dict[str, Any] = {"chunksizes": tuple(var.chunks)}
     if var.type not in ("char", "string"):
         enc["dtype"] = np.dtype(nc_to_zarr_dtype(var.type, var.endian, nczarr=False))
-        enc["_FillValue"] = var.fill_value
+        fill = var.attributes.get("_FillValue")
+        enc["_FillValue"] = _single(fill.value) if fill is not None else None
     for name in _ENCODED_ATTRIBUTES:
         if name in var.attributes:
             enc[name] = _single(var.attributes[name].value)
+    if "since" in str(enc.get("units", "")) and "calendar" not in enc:
+        enc["calendar"] = "standard"  # CF's default, what the store means by none
     compressor = dict(var.compressor) if var.compressor else None
     if compressor is not None and compressor.get("id") == "zlib":
         enc["zlib"] = True
@@ -74,6 +77,9 @@ def _encodings(obj: Any, model: Dataset) -> dict[str, dict[str, Any]]:
         for attr in _ENCODED_ATTRIBUTES:
             if attr in obj[name].attrs:  # already encoded by the caller: xarray refuses both
                 enc.pop(attr, None)
+        if obj[name].dtype.kind not in "mM":  # units of plain numbers are attributes
+            enc.pop("units", None)
+            enc.pop("calendar", None)
         out[str(name)] = enc
     return out
 

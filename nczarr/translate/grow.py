@@ -70,11 +70,11 @@ VALUE_ATTRIBUTES = frozenset(
     }
 )
 
-#: Model fields that say how a chunk's bytes encode its values.
+#: Model fields that say how a chunk's bytes encode its values (the fill value is not
+#: one: it only stands for chunks that are not stored).
 _ENCODING = (
     "type",
     "chunks",
-    "fill_value",
     "compressor",
     "filters",
     "order",
@@ -164,7 +164,8 @@ def find_dimension(dataset: Dataset, name: str) -> str:
 
 
 def same_encoding(a: Variable, b: Variable) -> bool:
-    """Whether chunks of ``a`` and ``b`` encode values the same way (bytes interchangeable)."""
+    """Whether stored chunks of ``a`` and ``b`` encode values the same way (their bytes
+    are interchangeable; fill values may differ)."""
     return all(same_value(getattr(a, f), getattr(b, f)) for f in _ENCODING)
 
 
@@ -253,7 +254,7 @@ def _check_attrs(
     differ = sorted(
         name
         for name in set(attrs) | set(base)
-        if name not in attrs or name not in base or attrs[name] != base[name]
+        if not _same_attribute(name, attrs.get(name), base.get(name))
     )
     if not differ:
         return []
@@ -271,6 +272,19 @@ def _check_attrs(
             "combine_attrs='override' to keep the first source's)"
         )
     return [f"attribute(s) {named} of {where} differ: the first source's kept"]
+
+
+#: CF's default calendar and its synonym: a ``calendar`` attribute saying so equals none.
+_DEFAULT_CALENDARS = ("standard", "gregorian")
+
+
+def _same_attribute(name: str, a: Attribute | None, b: Attribute | None) -> bool:
+    if a is not None and b is not None:
+        return a == b
+    if name == "calendar":
+        given = a if a is not None else b
+        return given is not None and str(given.value).lower() in _DEFAULT_CALENDARS
+    return a is None and b is None
 
 
 def _grown(dataset: Dataset, dim: str, total: int) -> Dataset:
@@ -399,3 +413,5 @@ def _chunk_plan(
             key = chunk_key(src, source_coords)
             if key in stored[part]:
                 yield Copy(part, key, chunk_key(var, coords))
+            elif not same_value(src.fill_value, var.fill_value):
+                yield tuple(coords)  # not stored: the part's fill values, written out
