@@ -361,6 +361,9 @@ def plan_growth(
     for var in target.root.all_variables():
         if dim not in var.dimensions:
             compare.append(var.path)
+            if not first_is_target:  # the first part's chunks, as they are
+                prefix = var.path.strip("/") + "/"
+                copies += [Copy(0, k, k) for k in sorted(stored[0]) if k.startswith(prefix)]
             continue
         for item in _chunk_plan(var, [pv[var.path] for pv in part_vars], dim, offsets, stored):
             if isinstance(item, Copy):
