@@ -113,7 +113,7 @@ def test_zarr_v3_target_reads_as_the_concatenation(tmp_path):
 def test_variables_without_the_dimension_must_agree(tmp_path):
     a = daily(tmp_path / "a", 0, 2)
     b = daily(tmp_path / "b", 2, 2, lat=(1.0, 2.0, 4.0))
-    with pytest.raises(nczarr.InvalidModeError, match="'/lat'.*values differ"):
+    with pytest.raises(nczarr.InvalidModeError, match=r"'/lat'.*values differ"):
         nczarr.convert([a, b], tmp_path / "out", concat_dim="time")
     assert not (tmp_path / "out").exists()
 
@@ -121,10 +121,10 @@ def test_variables_without_the_dimension_must_agree(tmp_path):
 def test_attributes_must_agree_unless_override(tmp_path):
     a = daily(tmp_path / "a", 0, 2)
     b = daily(tmp_path / "b", 2, 2, title="other")
-    with pytest.raises(nczarr.InvalidModeError, match="title.*combine_attrs='override'"):
+    with pytest.raises(nczarr.InvalidModeError, match=r"title.*combine_attrs='override'"):
         nczarr.convert([a, b], tmp_path / "out", concat_dim="time")
     assert not (tmp_path / "out").exists()
-    with pytest.warns(nczarr.NCZarrWarning, match="title.*first source's kept"):
+    with pytest.warns(nczarr.NCZarrWarning, match=r"title.*first source's kept"):
         nczarr.convert([a, b], tmp_path / "out", concat_dim="time", combine_attrs="override")
     assert _open(tmp_path / "out").attrs["title"] == "daily"
 
