@@ -165,3 +165,33 @@ def test_cli_concat_dim(tmp_path, capsys):
     code = main(["convert", str(srcs[0]), str(srcs[1]), str(tmp_path / "x")])
     assert code == 1
     assert "--concat-dim" in capsys.readouterr().err
+
+
+def test_combine_into_a_zip_archive_and_append_to_it(tmp_path):
+    srcs = [daily(tmp_path / f"d{i}", 2 * i, 2) for i in range(2)]
+    out = tmp_path / "out.zip"
+    report = nczarr.convert(srcs, out, concat_dim="time")
+    assert report.chunks_reencoded == 0
+    nczarr.convert(daily(tmp_path / "d2", 4, 2), out, append_dim="time")
+    # this libnetcdf has no zip support: netcdf-c reads a directory copy
+    nczarr.convert(out, tmp_path / "back")
+    np.testing.assert_array_equal(read_nc(tmp_path / "back")["temp"], expected_temp(0, 6))
+    back = xr.open_dataset(out, engine="nczarr").load()
+    np.testing.assert_array_equal(back["temp"].values, expected_temp(0, 6))
+
+
+def test_combine_on_s3_copies_server_side_and_appends(tmp_path, s3_bucket, s3_endpoint):
+    opts = {"endpoint_url": s3_endpoint}
+    srcs = []
+    for i in range(2):
+        local = daily(tmp_path / f"d{i}", 4 * i, 4)
+        url = f"s3://{s3_bucket}/d{i}"
+        nczarr.convert(local, url, target_options=opts)
+        srcs.append(url)
+    dst = f"s3://{s3_bucket}/out"
+    report = nczarr.convert(srcs, dst, concat_dim="time", source_options=opts, target_options=opts)
+    assert (report.chunks_copied, report.chunks_reencoded) == (2 * 2 + 2 * 4 + 1, 0)
+    nczarr.convert(daily(tmp_path / "d2", 8, 1), dst, append_dim="time", target_options=opts)
+    local = tmp_path / "back"
+    nczarr.convert(dst, local, source_options=opts)
+    np.testing.assert_array_equal(read_nc(local)["temp"], expected_temp(0, 9))
