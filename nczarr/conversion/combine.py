@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -36,13 +36,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidModeError, TargetExistsError, UnsupportedTypeError, warn_all
+from ..load import read_with_chunk_keys
 from ..maps.base import NOT_SUPPORTED, ZMap
 from ..readthrough import TranslatedView
-from ..reencode import ChunkRecoder, Reencoding
-from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR
+from ..reencode import ChunkRecoder, Reencoding, plan_reencoding
+from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, ZARRAY
 from ..translate.dtypes import nc_to_zarr_dtype
 from ..translate.grow import GrowPlan, chunk_key, plan_growth
-from ..translate.model import Variable
+from ..translate.model import Dataset, Variable
 from ..translate.order import order_metadata
 from ..translate.writer import check_zarr_format, write_with_warnings
 from .apply import delete_keys, write_metadata
@@ -81,6 +82,78 @@ class _Options:
 
 
 # ------------------------------------------------------------------ reading parts
+@dataclass(frozen=True)
+class _Part:
+    """One source as the engine reads it.
+
+    ``chunks`` serves chunk bytes as ``dataset`` describes them (the map itself, or its
+    translated view when some array is re-encoded or shown under other keys);
+    ``verbatim`` is where a verbatim copy reads (the map itself unless the view maps
+    keys, so that kernel and server-side copies apply).
+    """
+
+    dataset: Dataset
+    stored: frozenset[str]
+    chunks: ZMap
+    verbatim: ZMap
+    view: TranslatedView | None
+    warnings: tuple[str, ...]
+
+    def copy_source(self, key: str) -> ZMap:
+        """Where chunk ``key`` is copied from."""
+        if self.view is not None and self.view.reencoded_array(key) is not None:
+            return self.view
+        return self.verbatim
+
+
+def _of_view(view: TranslatedView) -> _Part:
+    return _Part(
+        dataset=view.dataset,
+        stored=frozenset(view.chunk_keys()),
+        chunks=view,
+        verbatim=view if view.keys_mapped else view.source,
+        view=view,
+        warnings=view.warnings,
+    )
+
+
+def _part(zmap: ZMap, opts: _Options) -> _Part:
+    """``zmap`` as a part: read directly when nothing needs translating (the common
+    case, and the cheap one: no metadata is written per source), else through a view."""
+    if zmap.file_format() is None and not zmap.reencoded:
+        dataset, v3_keys = read_with_chunk_keys(zmap)
+        variables = list(dataset.root.all_variables())
+        plain = (
+            not v3_keys
+            and not dataset.skipped
+            and ZARRAY not in zmap  # a bare root array: shown under another prefix
+            and not plan_reencoding(dataset, opts.fmt)[1]
+            and not (opts.fmt == "nczarr" and any(v.logical == "bytes" for v in variables))
+        )
+        if plain:
+            return _Part(
+                dataset=dataset,
+                stored=frozenset(_listed(zmap, variables)),
+                chunks=zmap,
+                verbatim=zmap,
+                view=None,
+                warnings=dataset.warnings,
+            )
+    return _of_view(_view(zmap, opts))
+
+
+def _listed(zmap: ZMap, variables: Sequence[Variable]) -> Iterator[str]:
+    """The chunk objects stored below each variable (no metadata objects)."""
+    for var in variables:
+        prefix = var.path.strip("/")
+        for key in zmap.keys_below(prefix):
+            rest = key[len(prefix) + 1 :]
+            if key.startswith(prefix + "/") and not any(
+                segment.startswith(".") for segment in rest.split("/")
+            ):
+                yield key
+
+
 def _view(zmap: ZMap, opts: _Options) -> TranslatedView:
     view = TranslatedView(
         zmap,
@@ -114,24 +187,24 @@ def _dtype(var: Variable) -> np.dtype:
 
 
 class _Reader:
-    """Decodes chunks of one part's arrays (as its view serves them), one recoder each."""
+    """Decodes chunks of one part's arrays (as the part serves them), one recoder each."""
 
-    def __init__(self, view: TranslatedView) -> None:
-        self.view = view
+    def __init__(self, part: _Part) -> None:
+        self.part = part
         self._recoders: dict[str, ChunkRecoder] = {}
 
     def recoder(self, var: Variable) -> ChunkRecoder:
         path = var.path.strip("/")
         if path not in self._recoders:
-            own = self.view.dataset.find_variable(var.path)
+            own = self.part.dataset.find_variable(var.path)
             self._recoders[path] = ChunkRecoder(
-                self.view, Reencoding(own, own, "combined"), path, None
+                self.part.chunks, Reencoding(own, own, "combined"), path, None
             )
         return self._recoders[path]
 
     def region(self, var: Variable, box: Sequence[tuple[int, int]]) -> np.ndarray:
         """The values of ``box`` (``(start, stop)`` per axis) of ``var`` in this part."""
-        own = self.view.dataset.find_variable(var.path)
+        own = self.part.dataset.find_variable(var.path)
         dtype = _dtype(own)
         out = np.full(tuple(b - a for a, b in box), _fill(own, dtype), dtype=dtype)
         ranges = [
@@ -175,7 +248,7 @@ def _assemble(
         where = [slice(0, b - a) for a, b in box]
         where[axis] = slice(lo - start, hi - start)
         out[tuple(where)] = values
-    encoder = ChunkRecoder(readers[0].view, Reencoding(var, var, "combined"), path, None)
+    encoder = ChunkRecoder(readers[0].part.chunks, Reencoding(var, var, "combined"), path, None)
     return encoder.encode_values(out)
 
 
@@ -196,7 +269,7 @@ def _check_equal(plan: GrowPlan, readers: Sequence[_Reader], names: Sequence[str
 
 def _scalar(reader: _Reader, var: Variable) -> np.ndarray:
     values = reader.recoder(var).decode(())
-    own = reader.view.dataset.find_variable(var.path)
+    own = reader.part.dataset.find_variable(var.path)
     if values is None:
         return np.asarray(_fill(own, _dtype(own)))
     return np.asarray(values)
@@ -271,14 +344,10 @@ def _execute(
 ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """Copy and assemble the plan's chunks into ``dst``; (copied, reencoded) stats."""
     total = len(plan.copies) + len(plan.assembled)
-    sources: list[ZMap] = []
-    for reader in readers:
-        view = reader.view
-        sources.append(view if view.keys_mapped else view.source)
+    sources = [reader.part.verbatim for reader in readers]
 
     def copier(c: Any) -> Callable[[], tuple[bool, int]]:
-        view = readers[c.part].view
-        src = view if view.reencoded_array(c.source_key) else sources[c.part]
+        src = readers[c.part].part.copy_source(c.source_key)
         return lambda: _copy_one(src, dst, c.source_key, c.target_key, resume)
 
     jobs = [copier(c) for c in plan.copies]
@@ -337,6 +406,11 @@ def _metadata(plan: GrowPlan, opts: _Options) -> tuple[list[tuple[str, bytes]], 
         netcdf_scalars=opts.netcdf_scalars,
         zarr_format=opts.zarr_format,
     )
+    if written.skipped:
+        raise UnsupportedTypeError(
+            f"cannot write {', '.join('/' + p for p in written.skipped)} in {opts.fmt} "
+            f"v{opts.zarr_format}: {'; '.join(written.warnings)}"
+        )
     ordered = [(k, written.metadata[k]) for k in order_metadata(written.metadata)]
     return ordered, list(written.warnings)
 
@@ -383,22 +457,22 @@ def combine(
     with ExitStack() as stack:
         on_chunk = progress_callback(progress, stack, unit="chunk")
         maps = [open_location(s, "r", source_options, stack) for s in sources]
-        views = [_view(m, opts) for m in maps]
-        readers = [_Reader(v) for v in views]
+        parts = [_part(m, opts) for m in maps]
+        readers = [_Reader(p) for p in parts]
         plan = plan_growth(
-            [v.dataset for v in views],
+            [p.dataset for p in parts],
             concat_dim,
-            [frozenset(v.chunk_keys()) for v in views],
+            [p.stored for p in parts],
             names=names,
             combine_attrs=combine_attrs,  # type: ignore[arg-type]
         )
         _check_equal(plan, readers, names)
         metadata, written_warnings = _metadata(plan, opts)
         warnings = [*plan.warnings, *written_warnings]
-        for v in views:
-            warnings += [w for w in v.warnings if w not in warnings]
+        for p in parts:
+            warnings += [w for w in p.warnings if w not in warnings]
         warn_all(warnings)
-        report = _report(plan, names, url_of(dst), views[0].dataset.layout, opts, warnings)
+        report = _report(plan, names, url_of(dst), parts[0].dataset.layout, opts, warnings)
         dst_map = open_location(dst, "a", _zip_options(parsed, fmt, target_options), stack)
         for m in maps:
             check_distinct(m, dst_map, dst_name=url_of(dst))
@@ -581,12 +655,12 @@ def append(
         maps = [open_location(s, "r", source_options, stack) for s in sources]
         for m in maps:
             check_distinct(m, dst_map, dst_name=url_of(dst))
-        views = [target_view, *(_view(m, opts) for m in maps)]
-        readers = [_Reader(v) for v in views]
+        parts = [_of_view(target_view), *(_part(m, opts) for m in maps)]
+        readers = [_Reader(p) for p in parts]
         plan = plan_growth(
-            [v.dataset for v in views],
+            [p.dataset for p in parts],
             append_dim,
-            [frozenset(v.chunk_keys()) for v in views],
+            [p.stored for p in parts],
             names=names,
             combine_attrs=combine_attrs,  # type: ignore[arg-type]
             first_is_target=True,
@@ -594,10 +668,10 @@ def append(
         _check_equal(plan, readers, names)
         metadata, written_warnings = _metadata(plan, opts)
         warnings = [*plan.warnings, *written_warnings]
-        for v in views[1:]:
-            warnings += [w for w in v.warnings if w not in warnings]
+        for p in parts[1:]:
+            warnings += [w for w in p.warnings if w not in warnings]
         warn_all(warnings)
-        report = _report(plan, names[1:], url_of(dst), views[1].dataset.layout, opts, warnings)
+        report = _report(plan, names[1:], url_of(dst), parts[1].dataset.layout, opts, warnings)
         copied, reencoded = _execute(
             plan, readers, dst_map, workers=workers, resume=False, progress=on_chunk
         )
