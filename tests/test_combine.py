@@ -195,3 +195,14 @@ def test_combine_on_s3_copies_server_side_and_appends(tmp_path, s3_bucket, s3_en
     local = tmp_path / "back"
     nczarr.convert(dst, local, source_options=opts)
     np.testing.assert_array_equal(read_nc(local)["temp"], expected_temp(0, 9))
+
+
+def test_a_target_that_is_a_source_is_refused(tmp_path):
+    a = daily(tmp_path / "a", 0, 2)
+    b = daily(tmp_path / "b", 2, 2)
+    before = {p: p.read_bytes() for p in a.rglob("*") if p.is_file()}
+    with pytest.raises(nczarr.InvalidModeError, match="overlap"):
+        nczarr.convert([a, b], a, concat_dim="time", overwrite=True)
+    with pytest.raises(nczarr.InvalidModeError, match="overlap"):
+        nczarr.convert(nc_url(a), a, append_dim="time")
+    assert {p: p.read_bytes() for p in a.rglob("*") if p.is_file()} == before

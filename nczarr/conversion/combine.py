@@ -474,8 +474,6 @@ def combine(
         warn_all(warnings)
         report = _report(plan, names, url_of(dst), parts[0].dataset.layout, opts, warnings)
         dst_map = open_location(dst, "a", _zip_options(parsed, fmt, target_options), stack)
-        for m in maps:
-            check_distinct(m, dst_map, dst_name=url_of(dst))
         keys = plan.target_chunk_keys
         journal = Journal(
             source="+".join(source_identity(location_of(m)) for m in maps),
@@ -653,8 +651,6 @@ def append(
         )
         _check_appendable(target_view, url_of(dst))
         maps = [open_location(s, "r", source_options, stack) for s in sources]
-        for m in maps:
-            check_distinct(m, dst_map, dst_name=url_of(dst))
         parts = [_of_view(target_view), *(_part(m, opts) for m in maps)]
         readers = [_Reader(p) for p in parts]
         plan = plan_growth(
