@@ -11,7 +11,8 @@ store's partial last chunk is assembled again, the metadata is written last, and
 every refusal (a variable missing, a variable without the dimension whose values
 differ, an attribute that says what values mean and differs) comes before anything is
 written. The store's global and variable attributes are kept (the dataset's differing
-descriptive attributes are ignored, with a warning).
+descriptive attributes are ignored, with a warning). The new part is encoded in memory
+first: appending holds the encoded new data (not the store) in memory.
 """
 
 from __future__ import annotations
