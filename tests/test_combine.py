@@ -206,3 +206,27 @@ def test_a_target_that_is_a_source_is_refused(tmp_path):
     with pytest.raises(nczarr.InvalidModeError, match="overlap"):
         nczarr.convert(nc_url(a), a, append_dim="time")
     assert {p: p.read_bytes() for p in a.rglob("*") if p.is_file()} == before
+
+
+def _second_axis(path, t0, n):
+    import netCDF4
+
+    with netCDF4.Dataset(nc_url(path), "w") as ds:
+        ds.createDimension("x", 3)
+        ds.createDimension("time", None)
+        v = ds.createVariable("v", "i4", ("x", "time"), chunksizes=(2, 2))
+        v[:] = np.arange(t0, t0 + n)[None, :] + 100 * np.arange(3)[:, None]
+    return path
+
+
+def test_the_dimension_need_not_be_the_first_axis(tmp_path):
+    import netCDF4
+
+    srcs = [_second_axis(tmp_path / "a", 0, 2), _second_axis(tmp_path / "b", 2, 3)]
+    out = tmp_path / "out"
+    report = nczarr.convert(srcs, out, concat_dim="time")
+    # b starts on a chunk boundary: its 2 x 2 chunks are copied, a's 2 as well
+    assert (report.chunks_copied, report.chunks_reencoded) == (2 + 4, 0)
+    with netCDF4.Dataset(nc_url(out)) as ds:
+        expected = np.arange(5)[None, :] + 100 * np.arange(3)[:, None]
+        np.testing.assert_array_equal(ds["v"][:], expected)
