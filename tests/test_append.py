@@ -51,12 +51,16 @@ def test_append_on_an_unlimited_dimension_copies_aligned_chunks(tmp_path):
     for key, (inode, mtime, data) in before.items():  # not rewritten: same file, same bytes
         assert after[key] == (inode, mtime, data), key
     assert (dst / "temp" / "3.0.1").read_bytes() == (src / "temp" / "1.0.1").read_bytes()
-    xr.testing.assert_identical(_open(dst), xr.concat([old, _open(src)], dim="time"))
+    expected = xr.concat([old, _open(src)], dim="time")
+    xr.testing.assert_identical(_open(dst), expected)
+    # and nczarr's own engine reads the same
+    xr.testing.assert_identical(xr.open_dataset(dst, engine="nczarr").load(), expected)
 
 
 def test_append_on_a_fixed_dimension_rewrites_only_the_partial_last_chunk(tmp_path):
     dst = daily(tmp_path / "dst", 0, 3, unlimited=False)
     src = daily(tmp_path / "src", 3, 2, unlimited=False)
+    old = _open(dst)
     before = _chunks(files(dst))
     report = nczarr.convert(src, dst, append_dim="time")
     # [2,4) holds the old partial chunk and the source's first day; [4,5) starts
@@ -69,6 +73,9 @@ def test_append_on_a_fixed_dimension_rewrites_only_the_partial_last_chunk(tmp_pa
     for key in ("time/0", "temp/0.0.0", "temp/0.0.1", "lat/0"):
         assert after[key] == before[key], key
     assert {k for k in before if after[k] != before[k]} == {"time/1", "temp/1.0.0", "temp/1.0.1"}
+    expected = xr.concat([old, _open(src)], dim="time")
+    xr.testing.assert_identical(_open(dst), expected)
+    xr.testing.assert_identical(xr.open_dataset(dst, engine="nczarr").load(), expected)
 
 
 def test_append_to_a_pure_zarr_store(tmp_path):
