@@ -245,11 +245,25 @@ def _assemble(
         part_box = list(box)
         part_box[axis] = (lo - offset, hi - offset)
         values = reader.region(var, part_box)
+        _check_width(values, dtype, "/" + path)
         where = [slice(0, b - a) for a, b in box]
         where[axis] = slice(lo - start, hi - start)
         out[tuple(where)] = values
     encoder = ChunkRecoder(readers[0].part.chunks, Reencoding(var, var, "combined"), path, None)
     return encoder.encode_values(out)
+
+
+def _check_width(values: np.ndarray, dtype: np.dtype, fqn: str) -> None:
+    """Refuse text that a narrower target string width would cut (numpy would, silently)."""
+    if dtype.kind != "S" or values.dtype.kind != "S" or values.dtype.itemsize <= dtype.itemsize:
+        return
+    longest = max((len(v) for v in values.ravel()), default=0)
+    if longest > dtype.itemsize:
+        raise UnsupportedTypeError(
+            f"variable {fqn!r}: a value of {longest} bytes does not fit the target's string "
+            f"width {dtype.itemsize} (the first source's); put the source with the longest "
+            "strings first"
+        )
 
 
 def _check_equal(plan: GrowPlan, readers: Sequence[_Reader], names: Sequence[str]) -> None:
