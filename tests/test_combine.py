@@ -230,3 +230,39 @@ def test_the_dimension_need_not_be_the_first_axis(tmp_path):
     with netCDF4.Dataset(nc_url(out)) as ds:
         expected = np.arange(5)[None, :] + 100 * np.arange(3)[:, None]
         np.testing.assert_array_equal(ds["v"][:], expected)
+
+
+def test_zarr_v3_sources_with_their_own_chunk_keys(tmp_path):
+    """zarr-python's default v3 keys (``c/0/1``) are shown as v2 keys: still verbatim."""
+    none = {"_FillValue": None}
+    temp = {
+        "chunks": (2, 3, 2),
+        "compressors": None,
+        "filters": None,
+    }
+    srcs = []
+    for i in range(2):
+        nc = daily(tmp_path / f"nc{i}", 4 * i, 4)
+        path = tmp_path / f"v3-{i}.zarr"
+        _open(nc, decode_cf=False).to_zarr(
+            path,
+            zarr_format=3,
+            consolidated=False,
+            encoding={"lat": none, "time": {**none, "chunks": (2,)}, "temp": temp},
+        )
+        assert (path / "temp" / "c" / "0" / "0" / "1").exists()
+        srcs.append(path)
+    out = tmp_path / "out"
+    report = nczarr.convert(srcs, out, concat_dim="time")
+    assert (report.chunks_copied, report.chunks_reencoded) == (2 * 2 + 2 * 4 + 1, 0)
+    assert (out / "temp" / "3.0.1").read_bytes() == (
+        srcs[1] / "temp" / "c" / "1" / "0" / "1"
+    ).read_bytes()
+    np.testing.assert_array_equal(read_nc(out)["temp"], expected_temp(0, 8))
+
+
+def test_cli_append_dim(tmp_path, capsys):
+    dst = daily(tmp_path / "dst", 0, 2)
+    src = daily(tmp_path / "src", 2, 2)
+    assert main(["convert", str(src), str(dst), "--append-dim", "time"]) == 0
+    np.testing.assert_array_equal(read_nc(dst)["temp"], expected_temp(0, 4))
