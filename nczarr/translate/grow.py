@@ -187,7 +187,7 @@ def _check_parts(
             f"invalid combine_attrs {combine_attrs!r}: expected one of "
             + ", ".join(map(repr, COMBINE_ATTRS))
         )
-    first, first_vars, first_groups = parts[0], _variables(parts[0]), _groups(parts[0])
+    first_vars, first_groups = _variables(parts[0]), _groups(parts[0])
     dropped: list[str] = []
     for i, part in enumerate(parts[1:], 1):
         where = f"{names[i]} and {names[0]}"
@@ -203,7 +203,9 @@ def _check_parts(
                 fqn = path.rstrip("/") + "/" + dname
                 other = base.dimensions.get(dname)
                 if other is None:
-                    raise InvalidModeError(f"cannot combine {where}: dimension {fqn!r} differs")
+                    raise InvalidModeError(
+                        f"cannot combine {where}: dimension {fqn!r} is not in {names[0]}"
+                    )
                 if fqn != dim and d.size != other.size:
                     raise InvalidModeError(
                         f"cannot combine {where}: dimension {fqn!r} has size {d.size} and "
@@ -238,7 +240,6 @@ def _check_parts(
                         f"{list(var.shape)} and {list(base.shape)}"
                     )
             dropped += _check_attrs(where, path, var.attributes, base.attributes, combine_attrs)
-    del first
     return dropped
 
 
