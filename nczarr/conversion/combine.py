@@ -296,6 +296,102 @@ def _equal(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 # ------------------------------------------------------------------ copying
+class _Shifted(ZMap):
+    """Read-only: chunks of one source under their target keys (``moves``: target key ->
+    source key), so that the cluster's copier, which copies a key to the same key,
+    copies them. Pickles as the source map and the moves."""
+
+    kind = "a source's chunks under their target keys"
+
+    def __init__(self, source: ZMap, moves: Mapping[str, str]) -> None:
+        super().__init__("r")
+        self._source = source
+        self._moves = dict(moves)
+
+    def _load(self, key: str) -> bytes:
+        try:
+            skey = self._moves[key]
+        except KeyError:
+            raise KeyError(key) from None
+        return self._source[skey]
+
+    def getsize(self, key: str) -> int:
+        try:
+            skey = self._moves[key]
+        except KeyError:
+            raise KeyError(key) from None
+        return self._source.getsize(skey)
+
+    def _store(self, key: str, value: bytes) -> None:  # pragma: no cover - mode "r"
+        raise KeyError(key)
+
+    def _remove(self, key: str) -> None:  # pragma: no cover - mode "r"
+        raise KeyError(key)
+
+    def _list(self, prefix: str) -> Iterator[str]:
+        for key in self._moves:
+            if not prefix or key == prefix or key.startswith(prefix + "/"):
+                yield key
+
+    def _describe(self) -> tuple[str, dict[str, Any]]:
+        return (f"shifted:{self._source.url}", {})
+
+    def location(self) -> Any:
+        return self._source.location()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_Shifted, (self._source, self._moves))
+
+
+def _on_cluster(
+    plan: GrowPlan,
+    readers: Sequence[_Reader],
+    dst: ZMap,
+    cluster: Mapping[str, Any],
+    resume: bool,
+    progress: Callable[[int, int], object] | None,
+    total: int,
+) -> tuple[tuple[int, int, int], list[Any]]:
+    """Copy the plan's verbatim chunks of plain sources on a dask cluster (one batch of
+    keys per task, :mod:`nczarr.conversion.cluster`); return the stats and the copies
+    left for this process (chunks a translated view serves)."""
+    from .cluster import DEFAULT_BATCH, copy_chunks_on_cluster
+
+    by_part: dict[int, dict[str, str]] = {}
+    local = []
+    for c in plan.copies:
+        part = readers[c.part].part
+        if part.copy_source(c.source_key) is part.verbatim and part.verbatim is not part.view:
+            by_part.setdefault(c.part, {})[c.target_key] = c.source_key
+        else:
+            local.append(c)
+    written = skipped = nbytes = done = 0
+    for index, moves in by_part.items():
+        base = done
+
+        def step(n: int, _: int, base: int = base) -> None:
+            if progress is not None:
+                progress(base + n, total)
+
+        stats = copy_chunks_on_cluster(
+            cluster["client"],
+            _Shifted(readers[index].part.verbatim, moves),
+            dst,
+            list(moves),
+            batch_size=cluster.get("batch_size") or DEFAULT_BATCH,
+            workers=cluster.get("workers", 8),
+            resume=resume,
+            progress=step,
+        )
+        written, skipped, nbytes = (
+            written + stats.copied,
+            skipped + stats.skipped,
+            nbytes + stats.bytes,
+        )
+        done += len(moves)
+    return (written, skipped, nbytes), local
+
+
 def _copy_one(src: ZMap, dst: ZMap, skey: str, dkey: str, resume: bool) -> tuple[bool, int]:
     """Copy ``src[skey]`` to ``dst[dkey]`` the fastest way both maps allow."""
     if resume:
@@ -355,22 +451,29 @@ def _execute(
     workers: int,
     resume: bool,
     progress: Callable[[int, int], object] | None,
+    cluster: Mapping[str, Any] | None = None,
 ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """Copy and assemble the plan's chunks into ``dst``; (copied, reencoded) stats."""
+    """Copy and assemble the plan's chunks into ``dst``; (copied, reencoded) stats.
+    With ``cluster`` (``client``, ``batch_size``) the verbatim copies run on dask."""
     total = len(plan.copies) + len(plan.assembled)
     sources = [reader.part.verbatim for reader in readers]
+    copies: Sequence[Any] = plan.copies
+    remote = (0, 0, 0)
+    if cluster is not None and cluster.get("client") is not None:
+        remote, copies = _on_cluster(plan, readers, dst, cluster, resume, progress, total)
 
     def copier(c: Any) -> Callable[[], tuple[bool, int]]:
         src = readers[c.part].part.copy_source(c.source_key)
         return lambda: _copy_one(src, dst, c.source_key, c.target_key, resume)
 
-    jobs = [copier(c) for c in plan.copies]
+    jobs = [copier(c) for c in copies]
     local = all(dst.copy_support(s) == "local" for s in sources[1:] or sources)
     with ExitStack() as stack:
         stack.enter_context(dst.session())
         for s in sources:
             stack.enter_context(s.session())
-        copied = _run(jobs, workers, local, progress, 0, total)
+        copied = _run(jobs, workers, local, progress, sum(remote[:2]), total)
+        copied = (copied[0] + remote[0], copied[1] + remote[1], copied[2] + remote[2])
 
     def assembler(path: str, coords: tuple[int, ...]) -> Callable[[], tuple[bool, int]]:
         def job() -> tuple[bool, int]:
@@ -446,6 +549,8 @@ def combine(
     netcdf_scalars: bool = False,
     source_options: Mapping[str, Any] | None = None,
     target_options: Mapping[str, Any] | None = None,
+    client: Any = None,
+    batch_size: int | None = None,
 ) -> ConvertReport:
     """Write the ``sources`` concatenated along ``concat_dim`` into the new store ``dst``
     (what ``nczarr.convert([...], dst, concat_dim=...)`` does; see the module doc)."""
@@ -510,9 +615,18 @@ def combine(
         if overwrite or resume:
             remove_temporaries(dst_map)
         write_journal(dst_map, journal)
+        cluster = {"client": client, "batch_size": batch_size, "workers": workers}
         copied, reencoded = _execute(
-            plan, readers, dst_map, workers=workers, resume=skip != "none", progress=on_chunk
+            plan,
+            readers,
+            dst_map,
+            workers=workers,
+            resume=skip != "none",
+            progress=on_chunk,
+            cluster=cluster,
         )
+        if client is not None:
+            remove_temporaries(dst_map)  # of a worker killed mid-write
         report.metadata_written = tuple(write_metadata(dst_map, metadata))
         remove_journal(dst_map)
         dst_map.flush()
@@ -642,6 +756,8 @@ def append(
     progress: ProgressArg = None,
     source_options: Mapping[str, Any] | None = None,
     target_options: Mapping[str, Any] | None = None,
+    client: Any = None,
+    batch_size: int | None = None,
 ) -> ConvertReport:
     """Append ``sources`` to the existing store ``dst`` along ``append_dim`` (what
     ``nczarr.convert(src, dst, append_dim=...)`` does; see the module doc)."""
@@ -682,9 +798,18 @@ def append(
             warnings += [w for w in p.warnings if w not in warnings]
         warn_all(warnings)
         report = _report(plan, names[1:], url_of(dst), parts[1].dataset.layout, opts, warnings)
+        cluster = {"client": client, "batch_size": batch_size, "workers": workers}
         copied, reencoded = _execute(
-            plan, readers, dst_map, workers=workers, resume=False, progress=on_chunk
+            plan,
+            readers,
+            dst_map,
+            workers=workers,
+            resume=False,
+            progress=on_chunk,
+            cluster=cluster,
         )
+        if client is not None:
+            remove_temporaries(dst_map)  # of a worker killed mid-write
         metadata = [(k, v) for k, v in metadata if _changed(dst_map, k, v)]
         dst_map[JOURNAL_KEY] = _append_journal(metadata, names[1:], plan.dimension)
         report.metadata_written = tuple(write_metadata(dst_map, metadata))
@@ -698,8 +823,6 @@ _NOT_YET = {
     "dry_run": False,
     "include": None,
     "exclude": None,
-    "client": None,
-    "batch_size": None,
 }
 
 
@@ -726,6 +849,8 @@ def grow(src: Any, dst: Location, mode: str | None, args: Mapping[str, Any]) -> 
         "progress": args.get("progress"),
         "source_options": args.get("source_options"),
         "target_options": args.get("target_options"),
+        "client": args.get("client"),
+        "batch_size": args.get("batch_size"),
     }
     if append_dim is not None:
         if mode is not None or args.get("zarr_format") is not None:
