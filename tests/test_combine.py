@@ -266,3 +266,23 @@ def test_cli_append_dim(tmp_path, capsys):
     src = daily(tmp_path / "src", 2, 2)
     assert main(["convert", str(src), str(dst), "--append-dim", "time"]) == 0
     np.testing.assert_array_equal(read_nc(dst)["temp"], expected_temp(0, 4))
+
+
+def test_resume_without_a_journal_compares_contents(tmp_path):
+    srcs = [daily(tmp_path / f"d{i}", 4 * i, 4) for i in range(3)]
+    out = tmp_path / "out"
+
+    def stop(done, total):
+        if done == 5:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        nczarr.convert(srcs, out, concat_dim="time", workers=1, progress=stop)
+    (out / ".in-progress.nczarr").unlink()
+    written = sorted(p for p in out.rglob("*") if p.is_file())
+    damaged = written[0]
+    damaged.write_bytes(bytes(len(damaged.read_bytes())))  # same size, other bytes
+    report = nczarr.convert(srcs, out, concat_dim="time", resume=True)
+    assert report.chunks_skipped == 4  # the damaged one is copied again
+    np.testing.assert_array_equal(read_nc(out)["temp"], expected_temp(0, 12))
+    np.testing.assert_array_equal(read_nc(out)["lat"], [1, 2, 3])

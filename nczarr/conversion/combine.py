@@ -348,7 +348,7 @@ def _on_cluster(
     readers: Sequence[_Reader],
     dst: ZMap,
     cluster: Mapping[str, Any],
-    resume: bool,
+    skip: str,
     progress: Callable[[int, int], object] | None,
     total: int,
 ) -> tuple[tuple[int, int, int], list[Any]]:
@@ -380,7 +380,8 @@ def _on_cluster(
             list(moves),
             batch_size=cluster.get("batch_size") or DEFAULT_BATCH,
             workers=cluster.get("workers", 8),
-            resume=resume,
+            resume=skip != "none",
+            verify=skip == "content",
             progress=step,
         )
         written, skipped, nbytes = (
@@ -392,9 +393,16 @@ def _on_cluster(
     return (written, skipped, nbytes), local
 
 
-def _copy_one(src: ZMap, dst: ZMap, skey: str, dkey: str, resume: bool) -> tuple[bool, int]:
-    """Copy ``src[skey]`` to ``dst[dkey]`` the fastest way both maps allow."""
-    if resume:
+def _copy_one(src: ZMap, dst: ZMap, skey: str, dkey: str, skip: str) -> tuple[bool, int]:
+    """Copy ``src[skey]`` to ``dst[dkey]`` the fastest way both maps allow; with ``skip``
+    ``"size"`` or ``"content"`` (a resume), not if ``dst`` holds it complete already."""
+    if skip == "content":
+        try:
+            if dst[dkey] == src[skey]:
+                return False, 0
+        except KeyError:
+            pass
+    elif skip == "size":
         try:
             if dst.getsize(dkey) == src.getsize(skey):
                 return False, 0
@@ -449,7 +457,7 @@ def _execute(
     dst: ZMap,
     *,
     workers: int,
-    resume: bool,
+    skip: str,
     progress: Callable[[int, int], object] | None,
     cluster: Mapping[str, Any] | None = None,
 ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
@@ -460,11 +468,11 @@ def _execute(
     copies: Sequence[Any] = plan.copies
     remote = (0, 0, 0)
     if cluster is not None and cluster.get("client") is not None:
-        remote, copies = _on_cluster(plan, readers, dst, cluster, resume, progress, total)
+        remote, copies = _on_cluster(plan, readers, dst, cluster, skip, progress, total)
 
     def copier(c: Any) -> Callable[[], tuple[bool, int]]:
         src = readers[c.part].part.copy_source(c.source_key)
-        return lambda: _copy_one(src, dst, c.source_key, c.target_key, resume)
+        return lambda: _copy_one(src, dst, c.source_key, c.target_key, skip)
 
     jobs = [copier(c) for c in copies]
     local = all(dst.copy_support(s) == "local" for s in sources[1:] or sources)
@@ -614,14 +622,15 @@ def combine(
                 )
         if overwrite or resume:
             remove_temporaries(dst_map)
-        write_journal(dst_map, journal)
+        if skip != "content":  # sizes are trusted only for objects this combine wrote
+            write_journal(dst_map, journal)
         cluster = {"client": client, "batch_size": batch_size, "workers": workers}
         copied, reencoded = _execute(
             plan,
             readers,
             dst_map,
             workers=workers,
-            resume=skip != "none",
+            skip=skip,
             progress=on_chunk,
             cluster=cluster,
         )
@@ -804,7 +813,7 @@ def append(
             readers,
             dst_map,
             workers=workers,
-            resume=False,
+            skip="none",
             progress=on_chunk,
             cluster=cluster,
         )
