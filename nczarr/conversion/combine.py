@@ -19,7 +19,12 @@ existing store ``dst`` (the target is the first part of the same plan). The plan
   replacing it is atomic, and invisible to readers of the old shape.
 * the metadata is written last, arrays first and the root group last
   (:func:`nczarr.translate.order.order_metadata`), so a reader never sees a shape
-  whose chunks are not all written.
+  whose chunks are not all written. A combine carries convert's journal (``resume``);
+  an append writes its own journal holding the new metadata just before writing it, so
+  that an append killed in that window is completed by the next one.
+* with ``client=`` the verbatim copies run on a dask cluster
+  (:func:`nczarr.conversion.cluster.copy_chunks_on_cluster` over :class:`_Shifted`, a
+  read-only map showing a source's chunks under their target keys).
 """
 
 from __future__ import annotations
