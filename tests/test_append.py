@@ -83,7 +83,7 @@ def test_append_to_a_pure_zarr_store(tmp_path):
     nczarr.convert(daily(tmp_path / "a", 0, 4), dst, mode="zarr")
     report = nczarr.convert(daily(tmp_path / "b", 4, 2), dst, append_dim="time")
     assert report.target_format == "zarr" and report.chunks_reencoded == 0
-    back = xr.open_zarr(dst, zarr_format=2).load()
+    back = xr.open_zarr(dst, zarr_format=2, consolidated=False).load()
     np.testing.assert_array_equal(back["temp"].values, expected_temp(0, 6))
 
 

@@ -97,7 +97,11 @@ def test_mixed_source_kinds_nczarr_pure_zarr_and_netcdf_file(tmp_path):
     got = read_nc(out)
     np.testing.assert_array_equal(got["temp"], expected_temp(0, 12))
     np.testing.assert_array_equal(got["time"], np.arange(12))
-    parts = [_open(nz), xr.open_dataset(zarr_src, engine="zarr").load(), xr.open_dataset(nc).load()]
+    parts = [
+        _open(nz),
+        xr.open_dataset(zarr_src, engine="zarr", consolidated=False).load(),
+        xr.open_dataset(nc).load(),
+    ]
     xr.testing.assert_equal(_open(out), xr.concat(parts, dim="time"))
 
 
@@ -106,7 +110,7 @@ def test_zarr_v3_target_reads_as_the_concatenation(tmp_path):
     out = tmp_path / "out.zarr"
     report = nczarr.convert(srcs, out, mode="zarr", zarr_format=3, concat_dim="time")
     assert report.zarr_format == 3
-    back = xr.open_zarr(out, zarr_format=3).load()
+    back = xr.open_zarr(out, zarr_format=3, consolidated=False).load()
     np.testing.assert_array_equal(back["temp"].values, expected_temp(0, 6))
 
 
