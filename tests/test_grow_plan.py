@@ -89,3 +89,26 @@ def test_other_dimensions_must_agree():
     b.root.dimensions["x"] = Dimension("x", 3)
     with pytest.raises(InvalidModeError, match="'/x' is not in"):
         plan_growth([a, b], "t", [frozenset()] * 2)
+
+
+def _part2(length: int, sep: str) -> Dataset:
+    var = Variable(
+        name="v",
+        path="/v",
+        type="int",
+        dimensions=("/t", "/x"),
+        shape=(length, 2),
+        chunks=(2, 1),
+        dimension_separator=sep,  # type: ignore[arg-type]
+    )
+    dims = {"t": Dimension("t", length, True), "x": Dimension("x", 2)}
+    return Dataset(root=Group(name="/", path="/", dimensions=dims, variables={"v": var}))
+
+
+def test_shifted_keys_take_the_target_separator_from_any_source_separator():
+    first, second = _part2(2, "/"), _part2(2, ".")
+    plan = plan_growth(
+        [first, second], "t", [frozenset({"v/0/0", "v/0/1"}), frozenset({"v/0.0", "v/0.1"})]
+    )
+    moves = {(c.source_key, c.target_key) for c in plan.copies}
+    assert moves == {("v/0/0", "v/0/0"), ("v/0/1", "v/0/1"), ("v/0.0", "v/1/0"), ("v/0.1", "v/1/1")}
