@@ -211,3 +211,16 @@ def test_a_killed_append_leaves_the_old_or_the_new_store(tmp_path, n):
         got = read_nc(dst)
     np.testing.assert_array_equal(got["temp"], new_temp)
     np.testing.assert_array_equal(got["time"], np.arange(7))
+
+
+def test_repeated_to_nczarr_appends_to_a_store_to_nczarr_wrote(tmp_path):
+    store = tmp_path / "store"
+    encoding = {"temp": {"chunksizes": (2, 3, 2), "zlib": True}, "time": {"chunksizes": (2,)}}
+    nczarr.to_nczarr(_new_days(0, 3), store, encoding=encoding, unlimited_dims=["time"])
+    for t in range(3, 8):  # one day at a time: the partial last chunk is rewritten each time
+        nczarr.to_nczarr(_new_days(t, 1), store, mode="a", append_dim="time")
+    got = read_nc(store)
+    assert (got["size"], got["unlimited"]) == (8, True)
+    np.testing.assert_array_equal(got["temp"], expected_temp(0, 8))
+    expected = xr.concat([_new_days(0, 3), *(_new_days(t, 1) for t in range(3, 8))], "time")
+    xr.testing.assert_identical(xr.open_dataset(store, engine="nczarr").load(), expected)
