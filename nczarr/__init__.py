@@ -80,8 +80,16 @@ def _open_file_source(url: Any, mode: str, storage_options: dict[str, Any]) -> A
     return open_file_source(url, mode, storage_options)
 
 
+def _append(src: Any, dst: Any, **options: Any) -> Any:
+    """The append engine lent to ``to_nczarr(mode="a")`` (:mod:`nczarr.hooks`)."""
+    from .conversion.combine import append
+
+    return append([src], dst, **options)
+
+
 _hooks.shard_opener = _open_sharded
 _hooks.file_source = _open_file_source
+_hooks.appender = _append
 
 _LAZY = {
     # maps

@@ -16,6 +16,13 @@ top) installs the implementation, so the low module names no upper module.
     a whole dataset (a netCDF ``.nc`` file) as a read-only map, or returns None when
     it names no such file. Used by :func:`nczarr.maps.open.open_map` before it picks a
     storage backend; provided by :func:`nczarr.ncfile.source.open_file_source`.
+
+``appender``
+    ``appender(src, dst, append_dim=..., target_options=..., combine_attrs=...)``
+    appends the dataset of map ``src`` to the existing store ``dst`` along a
+    dimension and returns the report. Used by ``to_nczarr(mode="a")``
+    (:mod:`nczarr.integrations.xarray_append`); provided by
+    :func:`nczarr.conversion.combine.append`.
 """
 
 from __future__ import annotations
@@ -23,7 +30,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-__all__ = ["FileSourceOpener", "ShardOpener", "file_source", "shard_opener"]
+__all__ = [
+    "Appender",
+    "FileSourceOpener",
+    "ShardOpener",
+    "appender",
+    "file_source",
+    "shard_opener",
+]
 
 ShardOpener = Callable[[Any, str], Awaitable[Any]]
 
@@ -34,3 +48,8 @@ FileSourceOpener = Callable[[Any, str, dict[str, Any]], Any]
 
 #: Installed by ``nczarr/__init__.py``; None until then (no file sources).
 file_source: FileSourceOpener | None = None
+
+Appender = Callable[..., Any]
+
+#: Installed by ``nczarr/__init__.py``; None until then.
+appender: Appender | None = None

@@ -36,7 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("convert", help="copy a dataset into NCZarr or pure Zarr")
-    p.add_argument("src", metavar="SRC", help="source URL or path (any layout nczarr reads)")
+    p.add_argument(
+        "src",
+        metavar="SRC",
+        nargs="+",
+        help="source URL or path (any layout nczarr reads); several with --concat-dim",
+    )
     p.add_argument("dst", metavar="DST", help="target URL or path")
     p.add_argument(
         "--mode",
@@ -73,6 +78,23 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         choices=(2, 3),
         help="with --mode zarr: Zarr v2 or v3 (default: DST's v2/v3 mode word, else 2)",
+    )
+    p.add_argument(
+        "--concat-dim",
+        metavar="DIM",
+        help="combine every SRC along dimension DIM into the new store DST",
+    )
+    p.add_argument(
+        "--append-dim",
+        metavar="DIM",
+        help="append SRC to the existing store DST along dimension DIM",
+    )
+    p.add_argument(
+        "--combine-attrs",
+        choices=("identical", "override"),
+        default="identical",
+        help="with --concat-dim/--append-dim: attributes must be equal in every source "
+        "(identical, default) or the first source's win (override)",
     )
     add_storage_arguments(p)
 
@@ -194,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # ---------------------------------------------------------------- options
 def _locations(args: argparse.Namespace) -> list[str]:
-    return [args.src, args.dst] if args.command == "convert" else [args.url]
+    return [*args.src, args.dst] if args.command == "convert" else [args.url]
 
 
 def _remote_locations(args: argparse.Namespace) -> list[str]:
@@ -220,8 +242,9 @@ def _convert(args: argparse.Namespace, out: TextIO) -> int:
         client = None
         if args.scheduler and not args.dry_run:
             client = stack.enter_context(_dask_client(args.scheduler))
+        grow = args.concat_dim is not None or args.append_dim is not None
         report = convert(
-            args.src,
+            args.src if grow or len(args.src) > 1 else args.src[0],
             args.dst,
             args.mode,
             workers=args.workers,
@@ -235,9 +258,18 @@ def _convert(args: argparse.Namespace, out: TextIO) -> int:
             consolidated=args.consolidated,
             netcdf_scalars=args.netcdf_scalars,
             zarr_format=args.zarr_format,
-            source_options=_options_for(args, args.src),
+            source_options=_options_for(args, args.src[0]),
             target_options=_options_for(args, args.dst),
             client=client,
+            **(
+                {
+                    "concat_dim": args.concat_dim,
+                    "append_dim": args.append_dim,
+                    "combine_attrs": args.combine_attrs,
+                }
+                if grow
+                else {}
+            ),
         )
     _print_report(report, out)
     return 0

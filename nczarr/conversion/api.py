@@ -141,9 +141,20 @@ def _offset(progress: Progress | None, done: int, total: int) -> Progress | None
     return lambda n, _: progress(done + n, total)
 
 
+def _is_list(src: Any) -> bool:
+    return not isinstance(src, str | os.PathLike | ZMap) and isinstance(src, Sequence)
+
+
+def _grow(src: Any, dst: Any, mode: str | None, args: Mapping[str, Any]) -> ConvertReport:
+    """``convert`` with ``concat_dim`` or ``append_dim``: :mod:`nczarr.conversion.combine`."""
+    from .combine import grow
+
+    return grow(src, dst, mode, args)
+
+
 # ------------------------------------------------------------------ convert
 def convert(
-    src: str | os.PathLike[str] | ZMap,
+    src: str | os.PathLike[str] | ZMap | Sequence[str | os.PathLike[str] | ZMap],
     dst: str | os.PathLike[str] | ZMap,
     mode: str | None = None,
     *,
@@ -162,6 +173,9 @@ def convert(
     client: Any = None,
     batch_size: int | None = None,
     netcdf_scalars: bool = False,
+    concat_dim: str | None = None,
+    append_dim: str | None = None,
+    combine_attrs: str = "identical",
 ) -> ConvertReport:
     """Convert the dataset at ``src`` into ``mode`` format at ``dst``.
 
@@ -213,6 +227,12 @@ def convert(
         last, after every batch succeeded. The maps must be reachable from the
         workers (S3, a shared directory); a zip archive target is refused. See
         docs/scaling.md.
+    concat_dim, append_dim, combine_attrs
+        Grow a store (:mod:`nczarr.conversion.combine`): ``src`` a list of sources
+        written concatenated along ``concat_dim`` into the new store ``dst``, or one
+        source (or a list) appended to the existing store ``dst`` along
+        ``append_dim``. Attributes must be equal in every source, unless
+        ``combine_attrs="override"`` (the first source's win, with a warning).
     netcdf_scalars
         Pure Zarr target only: write netCDF scalars as netcdf-c does (shape ``[1]``,
         ``_ARRAY_DIMENSIONS: ["_scalar_"]``) so that netcdf-c 4.10, which leaves 0-d
@@ -240,6 +260,8 @@ def convert(
         An array the selection keeps has no netCDF-4 / target form (complex,
         datetime ...); the message names it. Nothing is written.
     """
+    if concat_dim is not None or append_dim is not None or _is_list(src):
+        return _grow(src, dst, mode, locals())
     start = time.perf_counter()
     parsed = parsed_url(dst)
     fmt = mode if mode is not None else (parsed.format if parsed is not None else None)

@@ -29,9 +29,10 @@ How
   the root group last and its ``.zgroup`` very last, so an interrupted write never
   looks like a complete dataset.
 
-Not supported (clear errors): appending (``mode="a"``/``"r+"``, ``append_dim=``),
-region writes (``region=``), complex, timedelta without CF units, object arrays
-that are not text, and attributes netCDF cannot type (booleans, nested lists).
+Appending (``mode="a", append_dim=``) is :mod:`nczarr.integrations.xarray_append`.
+Not supported (clear errors): ``mode="r+"``, region writes (``region=``), complex,
+timedelta without CF units, object arrays that are not text, and attributes netCDF
+cannot type (booleans, nested lists).
 """
 
 from __future__ import annotations
@@ -164,15 +165,19 @@ def to_nczarr(
     unlimited_dims
         Dimensions to mark unlimited (default: each dataset's
         ``encoding["unlimited_dims"]``).
-    region, append_dim
-        Not supported: an NCZarr store is written whole.
+    append_dim
+        With ``mode="a"``: append ``obj`` to the existing store along this dimension
+        (:mod:`nczarr.integrations.xarray_append`): encodings come from the store,
+        every check runs before anything is written, chunks already stored are not
+        rewritten (only a partial last one), the metadata is written last.
+    region
+        Not supported.
 
     Raises
     ------
     UnsupportedError
-        ``mode`` ``"a"``/``"r+"``, ``region=`` or ``append_dim=`` (appending and region
-        writes are not supported: write a new store, or use ``to_zarr`` and
-        :func:`nczarr.convert`).
+        ``mode="r+"``, ``region=``, or ``mode="a"`` without ``append_dim`` (or
+        ``append_dim`` without ``mode="a"``).
     TargetExistsError
         ``mode="w-"`` and the target is not empty. Nothing is written.
     InvalidModeError
@@ -185,6 +190,19 @@ def to_nczarr(
         ``OverflowError``), an encoding xarray refuses, a metadata object over the
         readers' size cap, an unknown codec. Raised before the target is touched.
     """
+    if mode == "a" and append_dim is not None and region is None:
+        from .xarray_append import append_dataset
+
+        append_dataset(
+            obj,
+            url,
+            append_dim=append_dim,
+            storage_options=storage_options,
+            encoding=encoding,
+            unlimited_dims=unlimited_dims,
+            write=to_nczarr,
+        )
+        return
     if mode in ("a", "r+") or region is not None or append_dim is not None:
         what = "region writes (region=)" if region is not None else "appending"
         where = url if isinstance(url, ZMap) else os.fspath(url)

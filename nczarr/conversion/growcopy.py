@@ -1,0 +1,217 @@
+"""Writing the chunks of a grown store (:mod:`nczarr.conversion.combine`): verbatim
+copies under shifted keys (kernel, server-side or byte copies; on a dask cluster through
+:class:`ShiftedMap`), then the assembled chunks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from typing import Any
+
+from ..maps.base import NOT_SUPPORTED, ZMap
+from ..translate.grow import GrowPlan, chunk_key
+from .growparts import Reader, assemble
+
+__all__ = ["ShiftedMap", "execute"]
+
+
+class ShiftedMap(ZMap):
+    """Read-only: chunks of one source under their target keys (``moves``: target key ->
+    source key), so that the cluster's copier, which copies a key to the same key,
+    copies them. Pickles as the source map and the moves."""
+
+    kind = "a source's chunks under their target keys"
+
+    def __init__(self, source: ZMap, moves: Mapping[str, str]) -> None:
+        super().__init__("r")
+        self._source = source
+        self._moves = dict(moves)
+
+    def _load(self, key: str) -> bytes:
+        try:
+            skey = self._moves[key]
+        except KeyError:
+            raise KeyError(key) from None
+        return self._source[skey]
+
+    def getsize(self, key: str) -> int:
+        try:
+            skey = self._moves[key]
+        except KeyError:
+            raise KeyError(key) from None
+        return self._source.getsize(skey)
+
+    def _store(self, key: str, value: bytes) -> None:  # pragma: no cover - mode "r"
+        raise KeyError(key)
+
+    def _remove(self, key: str) -> None:  # pragma: no cover - mode "r"
+        raise KeyError(key)
+
+    def _list(self, prefix: str) -> Iterator[str]:
+        for key in self._moves:
+            if not prefix or key == prefix or key.startswith(prefix + "/"):
+                yield key
+
+    def _describe(self) -> tuple[str, dict[str, Any]]:
+        return (f"shifted:{self._source.url}", {})
+
+    def location(self) -> Any:
+        return self._source.location()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ShiftedMap, (self._source, self._moves))
+
+
+def _on_cluster(
+    plan: GrowPlan,
+    readers: Sequence[Reader],
+    dst: ZMap,
+    cluster: Mapping[str, Any],
+    skip: str,
+    progress: Callable[[int, int], object] | None,
+    total: int,
+) -> tuple[tuple[int, int, int], list[Any]]:
+    """Copy the plan's verbatim chunks of plain sources on a dask cluster (one batch of
+    keys per task, :mod:`nczarr.conversion.cluster`); return the stats and the copies
+    left for this process (chunks a translated view serves)."""
+    from .cluster import DEFAULT_BATCH, copy_chunks_on_cluster
+
+    by_part: dict[int, dict[str, str]] = {}
+    local = []
+    for c in plan.copies:
+        part = readers[c.part].part
+        if part.copy_source(c.source_key) is part.verbatim and part.verbatim is not part.view:
+            by_part.setdefault(c.part, {})[c.target_key] = c.source_key
+        else:
+            local.append(c)
+    written = skipped = nbytes = done = 0
+    for index, moves in by_part.items():
+        base = done
+
+        def step(n: int, _: int, base: int = base) -> None:
+            if progress is not None:
+                progress(base + n, total)
+
+        stats = copy_chunks_on_cluster(
+            cluster["client"],
+            ShiftedMap(readers[index].part.verbatim, moves),
+            dst,
+            list(moves),
+            batch_size=cluster.get("batch_size") or DEFAULT_BATCH,
+            workers=cluster.get("workers", 8),
+            resume=skip != "none",
+            verify=skip == "content",
+            progress=step,
+        )
+        written, skipped, nbytes = (
+            written + stats.copied,
+            skipped + stats.skipped,
+            nbytes + stats.bytes,
+        )
+        done += len(moves)
+    return (written, skipped, nbytes), local
+
+
+def _copy_one(src: ZMap, dst: ZMap, skey: str, dkey: str, skip: str) -> tuple[bool, int]:
+    """Copy ``src[skey]`` to ``dst[dkey]`` the fastest way both maps allow; with ``skip``
+    ``"size"`` or ``"content"`` (a resume), not if ``dst`` holds it complete already."""
+    if skip == "content":
+        try:
+            if dst[dkey] == src[skey]:
+                return False, 0
+        except KeyError:
+            pass
+    elif skip == "size":
+        try:
+            if dst.getsize(dkey) == src.getsize(skey):
+                return False, 0
+        except KeyError:
+            pass
+    if dst.copy_support(src) is not None:
+        result = dst.copy_from(src, skey, dkey, None, atomic=False)
+        if isinstance(result, int):
+            return True, result
+        if result is not NOT_SUPPORTED:
+            return True, src.getsize(skey)
+    data = src[skey]
+    dst[dkey] = data
+    return True, len(data)
+
+
+def _run(
+    jobs: Sequence[Callable[[], tuple[bool, int]]],
+    workers: int,
+    serial: bool,
+    progress: Callable[[int, int], object] | None,
+    done: int,
+    total: int,
+) -> tuple[int, int, int]:
+    """Run ``jobs`` (at most ``workers`` at once); return (written, skipped, bytes)."""
+    written = skipped = nbytes = 0
+
+    def record(result: tuple[bool, int]) -> None:
+        nonlocal written, skipped, nbytes, done
+        if result[0]:
+            written += 1
+            nbytes += result[1]
+        else:
+            skipped += 1
+        done += 1
+        if progress is not None:
+            progress(done, total)
+
+    if serial or workers == 1 or len(jobs) <= 1:
+        for job in jobs:
+            record(job())
+        return written, skipped, nbytes
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nczarr-grow") as pool:
+        for result in pool.map(lambda job: job(), jobs):
+            record(result)
+    return written, skipped, nbytes
+
+
+def execute(
+    plan: GrowPlan,
+    readers: Sequence[Reader],
+    dst: ZMap,
+    *,
+    workers: int,
+    skip: str,
+    progress: Callable[[int, int], object] | None,
+    cluster: Mapping[str, Any] | None = None,
+) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """Copy and assemble the plan's chunks into ``dst``; (copied, reencoded) stats.
+    With ``cluster`` (``client``, ``batch_size``) the verbatim copies run on dask."""
+    total = len(plan.copies) + len(plan.assembled)
+    sources = [reader.part.verbatim for reader in readers]
+    copies: Sequence[Any] = plan.copies
+    remote = (0, 0, 0)
+    if cluster is not None and cluster.get("client") is not None:
+        remote, copies = _on_cluster(plan, readers, dst, cluster, skip, progress, total)
+
+    def copier(c: Any) -> Callable[[], tuple[bool, int]]:
+        src = readers[c.part].part.copy_source(c.source_key)
+        return lambda: _copy_one(src, dst, c.source_key, c.target_key, skip)
+
+    jobs = [copier(c) for c in copies]
+    local = all(dst.copy_support(s) == "local" for s in sources[1:] or sources)
+    with ExitStack() as stack:
+        stack.enter_context(dst.session())
+        for s in sources:
+            stack.enter_context(s.session())
+        copied = _run(jobs, workers, local, progress, sum(remote[:2]), total)
+        copied = (copied[0] + remote[0], copied[1] + remote[1], copied[2] + remote[2])
+
+    def assembler(path: str, coords: tuple[int, ...]) -> Callable[[], tuple[bool, int]]:
+        def job() -> tuple[bool, int]:
+            data = assemble(plan, readers, path, coords)
+            key = chunk_key(plan.dataset.find_variable("/" + path), coords)
+            dst[key] = data  # atomic: an old partial chunk is replaced in one step
+            return True, len(data)
+
+        return job
+
+    jobs = [assembler(path, coords) for path, coords in plan.assembled]
+    reencoded = _run(jobs, workers, False, progress, len(plan.copies), total)
+    return copied, reencoded

@@ -1,0 +1,248 @@
+"""Reading the parts of a grown store (:mod:`nczarr.conversion.combine`): each source
+as the engine sees it (its model, its stored chunk keys, where its chunk bytes come
+from), decoding regions of its arrays, assembling a target chunk from several parts, and
+comparing the variables that must be equal in every part."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidModeError, UnsupportedTypeError
+from ..load import read_with_chunk_keys
+from ..maps.base import ZMap
+from ..readthrough import TranslatedView
+from ..reencode import ChunkRecoder, Reencoding, plan_reencoding
+from ..translate.conventions import ZARRAY
+from ..translate.dtypes import nc_to_zarr_dtype
+from ..translate.grow import GrowPlan
+from ..translate.model import Dataset, Variable
+
+__all__ = ["Part", "PartOptions", "Reader", "assemble", "check_equal", "part_of_view", "read_part"]
+
+
+@dataclass
+class PartOptions:
+    """What every part's view and the writer share."""
+
+    fmt: str
+    zarr_format: int
+    noxarray: bool
+    consolidated: bool
+    netcdf_scalars: bool
+
+
+@dataclass(frozen=True)
+class Part:
+    """One source as the engine reads it.
+
+    ``chunks`` serves chunk bytes as ``dataset`` describes them (the map itself, or its
+    translated view when some array is re-encoded or shown under other keys);
+    ``verbatim`` is where a verbatim copy reads (the map itself unless the view maps
+    keys, so that kernel and server-side copies apply).
+    """
+
+    dataset: Dataset
+    stored: frozenset[str]
+    chunks: ZMap
+    verbatim: ZMap
+    view: TranslatedView | None
+    warnings: tuple[str, ...]
+
+    def copy_source(self, key: str) -> ZMap:
+        """Where chunk ``key`` is copied from."""
+        if self.view is not None and self.view.reencoded_array(key) is not None:
+            return self.view
+        return self.verbatim
+
+
+def part_of_view(view: TranslatedView) -> Part:
+    return Part(
+        dataset=view.dataset,
+        stored=frozenset(view.chunk_keys()),
+        chunks=view,
+        verbatim=view if view.keys_mapped else view.source,
+        view=view,
+        warnings=view.warnings,
+    )
+
+
+def read_part(zmap: ZMap, opts: PartOptions) -> Part:
+    """``zmap`` as a part: read directly when nothing needs translating (the common
+    case, and the cheap one: no metadata is written per source), else through a view."""
+    if zmap.file_format() is None and not zmap.reencoded:
+        dataset, v3_keys = read_with_chunk_keys(zmap)
+        variables = list(dataset.root.all_variables())
+        plain = (
+            not v3_keys
+            and not dataset.skipped
+            and ZARRAY not in zmap  # a bare root array: shown under another prefix
+            and not plan_reencoding(dataset, opts.fmt)[1]
+            and not (opts.fmt == "nczarr" and any(v.logical == "bytes" for v in variables))
+        )
+        if plain:
+            return Part(
+                dataset=dataset,
+                stored=frozenset(_listed(zmap, variables)),
+                chunks=zmap,
+                verbatim=zmap,
+                view=None,
+                warnings=dataset.warnings,
+            )
+    return part_of_view(_view(zmap, opts))
+
+
+def _listed(zmap: ZMap, variables: Sequence[Variable]) -> Iterator[str]:
+    """The chunk objects stored below each variable (no metadata objects)."""
+    for var in variables:
+        prefix = var.path.strip("/")
+        for key in zmap.keys_below(prefix):
+            rest = key[len(prefix) + 1 :]
+            if key.startswith(prefix + "/") and not any(
+                segment.startswith(".") for segment in rest.split("/")
+            ):
+                yield key
+
+
+def _view(zmap: ZMap, opts: PartOptions) -> TranslatedView:
+    view = TranslatedView(
+        zmap,
+        format=opts.fmt,  # type: ignore[arg-type]
+        noxarray=opts.noxarray,
+        consolidated=opts.consolidated,
+        netcdf_scalars=opts.netcdf_scalars,
+        zarr_format=opts.zarr_format,
+    )
+    missing = (*view.dataset.skipped, *view.left_out)
+    if missing:
+        raise UnsupportedTypeError(
+            f"{zmap.url}: cannot combine: {', '.join(missing)} cannot be represented in "
+            f"{opts.fmt} ({'; '.join(view.warnings)})"
+        )
+    return view
+
+
+def _fill(var: Variable, dtype: np.dtype) -> Any:
+    if var.fill_value is not None:
+        return var.fill_value
+    return "" if dtype.kind in "OUST" else 0
+
+
+def _dtype(var: Variable) -> np.dtype:
+    return np.dtype(
+        nc_to_zarr_dtype(
+            var.type, var.endian, var.maxstrlen, nczarr=False, text_storage=var.text_storage
+        )
+    )
+
+
+class Reader:
+    """Decodes chunks of one part's arrays (as the part serves them), one recoder each."""
+
+    def __init__(self, part: Part) -> None:
+        self.part = part
+        self._recoders: dict[str, ChunkRecoder] = {}
+
+    def recoder(self, var: Variable) -> ChunkRecoder:
+        path = var.path.strip("/")
+        if path not in self._recoders:
+            own = self.part.dataset.find_variable(var.path)
+            self._recoders[path] = ChunkRecoder(
+                self.part.chunks, Reencoding(own, own, "combined"), path, None
+            )
+        return self._recoders[path]
+
+    def region(self, var: Variable, box: Sequence[tuple[int, int]]) -> np.ndarray:
+        """The values of ``box`` (``(start, stop)`` per axis) of ``var`` in this part."""
+        own = self.part.dataset.find_variable(var.path)
+        dtype = _dtype(own)
+        out = np.full(tuple(b - a for a, b in box), _fill(own, dtype), dtype=dtype)
+        ranges = [
+            range(a // n, -(-b // n)) if b > a else range(0)
+            for (a, b), n in zip(box, own.chunks, strict=True)
+        ]
+        recoder = self.recoder(var)
+        for coords in np.ndindex(*(len(r) for r in ranges)):
+            chunk = tuple(r[i] for r, i in zip(ranges, coords, strict=True))
+            values = recoder.decode(chunk)
+            if values is None:
+                continue
+            src, dst = [], []
+            for c, n, (a, b) in zip(chunk, own.chunks, box, strict=True):
+                lo, hi = max(a, c * n), min(b, (c + 1) * n)
+                src.append(slice(lo - c * n, hi - c * n))
+                dst.append(slice(lo - a, hi - a))
+            out[tuple(dst)] = values[tuple(src)]
+        return out
+
+
+def assemble(
+    plan: GrowPlan, readers: Sequence[Reader], path: str, coords: tuple[int, ...]
+) -> bytes:
+    """The target bytes of chunk ``coords`` of ``path``, from the parts' values."""
+    var = plan.dataset.find_variable("/" + path)
+    axis = var.dimensions.index(plan.dimension)
+    dtype = _dtype(var)
+    out = np.full(var.chunks, _fill(var, dtype), dtype=dtype)
+    box = [
+        (c * n, min((c + 1) * n, s)) for c, n, s in zip(coords, var.chunks, var.shape, strict=True)
+    ]
+    start, stop = box[axis]
+    for reader, offset, length in zip(readers, plan.offsets, plan.lengths, strict=True):
+        lo, hi = max(start, offset), min(stop, offset + length)
+        if lo >= hi:
+            continue
+        part_box = list(box)
+        part_box[axis] = (lo - offset, hi - offset)
+        values = reader.region(var, part_box)
+        _check_width(values, dtype, "/" + path)
+        where = [slice(0, b - a) for a, b in box]
+        where[axis] = slice(lo - start, hi - start)
+        out[tuple(where)] = values
+    encoder = ChunkRecoder(readers[0].part.chunks, Reencoding(var, var, "combined"), path, None)
+    return encoder.encode_values(out)
+
+
+def _check_width(values: np.ndarray, dtype: np.dtype, fqn: str) -> None:
+    """Refuse text that a narrower target string width would cut (numpy would, silently)."""
+    if dtype.kind != "S" or values.dtype.kind != "S" or values.dtype.itemsize <= dtype.itemsize:
+        return
+    longest = max((len(v) for v in values.ravel()), default=0)
+    if longest > dtype.itemsize:
+        raise UnsupportedTypeError(
+            f"variable {fqn!r}: a value of {longest} bytes does not fit the target's string "
+            f"width {dtype.itemsize} (the first source's); put the source with the longest "
+            "strings first"
+        )
+
+
+def check_equal(plan: GrowPlan, readers: Sequence[Reader], names: Sequence[str]) -> None:
+    """Refuse parts whose variables without the dimension hold other values."""
+    for fqn in plan.compare:
+        var = plan.dataset.find_variable(fqn)
+        box = [(0, s) for s in var.shape] if not var.scalar else []
+        first = readers[0].region(var, box) if not var.scalar else _scalar(readers[0], var)
+        for i, reader in enumerate(readers[1:], 1):
+            other = reader.region(var, box) if not var.scalar else _scalar(reader, var)
+            if first.shape != other.shape or not _equal(first, other):
+                raise InvalidModeError(
+                    f"cannot combine {names[i]} and {names[0]}: variable {fqn!r} does not "
+                    f"have the dimension {plan.dimension!r} and its values differ"
+                )
+
+
+def _scalar(reader: Reader, var: Variable) -> np.ndarray:
+    values = reader.recoder(var).decode(())
+    own = reader.part.dataset.find_variable(var.path)
+    if values is None:
+        return np.asarray(_fill(own, _dtype(own)))
+    return np.asarray(values)
+
+
+def _equal(a: np.ndarray, b: np.ndarray) -> bool:
+    if a.dtype.kind in "fc" and b.dtype.kind in "fc":
+        return bool(np.array_equal(a, b, equal_nan=True))
+    return bool(np.array_equal(a, b))

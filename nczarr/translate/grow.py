@@ -1,0 +1,421 @@
+"""Planning a grown store: several datasets concatenated along one dimension.
+
+Pure: netCDF-4 models and chunk key sets in, a :class:`GrowPlan` out, no I/O. The
+same plan serves ``convert([src1, src2, ...], dst, concat_dim=)`` (a new store),
+``convert(src, dst, append_dim=)`` and ``to_nczarr(mode="a", append_dim=)`` (the
+target is the first part, and its chunks are left where they are).
+
+What the plan decides, and why:
+
+* the parts must agree on everything but the dimension's length: the same
+  variables, types and dimensions, the same sizes of every other dimension, the
+  same attributes (``combine_attrs="identical"``; ``"override"``: the first part's
+  win). A disagreement is refused naming the variable or attribute, before anything
+  is written. Variables without the dimension must also hold equal values: the plan
+  lists them (:attr:`GrowPlan.compare`), the caller reads and compares them.
+* the target is the first part's model with the dimension (and every array along
+  it) grown to the sum of the lengths; an unlimited dimension stays unlimited, a
+  fixed one stays fixed. Encodings (type, fill value, codecs, chunk shape) are the
+  first part's.
+* each target chunk of an array along the dimension is either **one source chunk**
+  (same encoding and chunk shape, the part starting on a chunk boundary, the target
+  chunk's valid region inside the part): its bytes are copied verbatim under the
+  shifted key (:attr:`GrowPlan.copies`); or it is **assembled** from the values of
+  one or more parts and encoded again (:attr:`GrowPlan.assembled`). A part that
+  starts on a chunk boundary after an unaligned one is copied verbatim again.
+  Chunks a part does not store (fill values) are not copied.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from ..errors import InvalidModeError
+from .model import Attribute, Dataset, Group, Variable, same_value
+
+__all__ = [
+    "COMBINE_ATTRS",
+    "VALUE_ATTRIBUTES",
+    "GrowPlan",
+    "Copy",
+    "chunk_key",
+    "find_dimension",
+    "plan_growth",
+    "same_encoding",
+]
+
+#: How attributes of the parts combine: all equal, or the first part's win.
+COMBINE_ATTRS = ("identical", "override")
+
+#: Attributes that say what stored values mean (CF packing, fill, units, time
+#: calendar): a variable's must agree in every part, whatever ``combine_attrs`` says,
+#: since chunks are copied without being decoded.
+VALUE_ATTRIBUTES = frozenset(
+    {
+        "scale_factor",
+        "add_offset",
+        "_FillValue",
+        "missing_value",
+        "units",
+        "calendar",
+        "_Unsigned",
+        "valid_min",
+        "valid_max",
+        "valid_range",
+    }
+)
+
+#: Model fields that say how a chunk's bytes encode its values (the fill value is not
+#: one: it only stands for chunks that are not stored).
+_ENCODING = (
+    "type",
+    "chunks",
+    "compressor",
+    "filters",
+    "order",
+    "endian",
+    "maxstrlen",
+    "text_storage",
+    "shards",
+    "logical",
+)
+
+
+@dataclass(frozen=True)
+class Copy:
+    """One chunk copied verbatim: ``part``'s ``source_key`` to the target's ``target_key``."""
+
+    part: int
+    source_key: str
+    target_key: str
+
+
+@dataclass(frozen=True)
+class GrowPlan:
+    """What growing a store writes.
+
+    Attributes
+    ----------
+    dataset
+        The target's model (the dimension and the arrays along it grown).
+    dimension
+        The dimension's FQN.
+    offsets, lengths
+        Where each part starts along the dimension in the target, and its length.
+    copies
+        Chunks copied verbatim (with shifted keys), grouped by part.
+    assembled
+        ``(array path, chunk coordinates)`` of the target chunks assembled from the
+        parts' values and encoded again.
+    compare
+        FQNs of the variables without the dimension: their values must be equal in
+        every part (the caller checks, before writing).
+    warnings
+        What the combination changed (attributes of later parts dropped by
+        ``combine_attrs="override"``).
+    """
+
+    dataset: Dataset
+    dimension: str
+    offsets: tuple[int, ...]
+    lengths: tuple[int, ...]
+    copies: tuple[Copy, ...]
+    assembled: tuple[tuple[str, tuple[int, ...]], ...]
+    compare: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def target_chunk_keys(self) -> tuple[str, ...]:
+        """Every chunk key the plan writes, copies first."""
+        assembled = (
+            chunk_key(self.dataset.find_variable(path), coords) for path, coords in self.assembled
+        )
+        return (*(c.target_key for c in self.copies), *assembled)
+
+
+def chunk_key(var: Variable, coords: Sequence[int]) -> str:
+    """The Zarr v2 key of chunk ``coords`` of ``var`` (its own key separator)."""
+    rest = var.dimension_separator.join(map(str, coords)) if coords else "0"
+    return f"{var.path.strip('/')}/{rest}"
+
+
+def find_dimension(dataset: Dataset, name: str) -> str:
+    """The FQN of dimension ``name`` (a bare name: in the root group; or an FQN).
+
+    Raises
+    ------
+    InvalidModeError
+        No such dimension (the message lists the root group's dimensions).
+    """
+    fqn = name if name.startswith("/") else "/" + name
+    try:
+        dataset.find_dimension(fqn)
+    except KeyError:
+        known = ", ".join(sorted(dataset.root.dimensions)) or "none"
+        raise InvalidModeError(
+            f"no dimension {name!r} to concatenate along (root dimensions: {known})"
+        ) from None
+    return fqn
+
+
+def same_encoding(a: Variable, b: Variable) -> bool:
+    """Whether stored chunks of ``a`` and ``b`` encode values the same way (their bytes
+    are interchangeable; fill values may differ)."""
+    return all(same_value(getattr(a, f), getattr(b, f)) for f in _ENCODING)
+
+
+def _variables(dataset: Dataset) -> dict[str, Variable]:
+    return {v.path: v for v in dataset.root.all_variables()}
+
+
+def _groups(dataset: Dataset) -> dict[str, Group]:
+    return {g.path: g for g in dataset.root.walk()}
+
+
+def _check_parts(
+    parts: Sequence[Dataset], dim: str, names: Sequence[str], combine_attrs: str
+) -> list[str]:
+    """Refuse parts that disagree on anything but ``dim``'s length; return the warnings
+    of ``combine_attrs="override"``."""
+    if combine_attrs not in COMBINE_ATTRS:
+        raise InvalidModeError(
+            f"invalid combine_attrs {combine_attrs!r}: expected one of "
+            + ", ".join(map(repr, COMBINE_ATTRS))
+        )
+    first_vars, first_groups = _variables(parts[0]), _groups(parts[0])
+    dropped: list[str] = []
+    for i, part in enumerate(parts[1:], 1):
+        where = f"{names[i]} and {names[0]}"
+        find_dimension(part, dim)
+        groups = _groups(part)
+        if set(groups) != set(first_groups):
+            raise InvalidModeError(
+                f"cannot combine {where}: groups differ ({sorted(set(groups) ^ set(first_groups))})"
+            )
+        for path, group in groups.items():
+            base = first_groups[path]
+            for dname, d in group.dimensions.items():
+                fqn = path.rstrip("/") + "/" + dname
+                other = base.dimensions.get(dname)
+                if other is None:
+                    raise InvalidModeError(
+                        f"cannot combine {where}: dimension {fqn!r} is not in {names[0]}"
+                    )
+                if fqn != dim and d.size != other.size:
+                    raise InvalidModeError(
+                        f"cannot combine {where}: dimension {fqn!r} has size {d.size} and "
+                        f"{other.size}; only {dim!r} may differ"
+                    )
+            if set(group.dimensions) != set(base.dimensions):
+                raise InvalidModeError(f"cannot combine {where}: dimensions of {path!r} differ")
+            dropped += _check_attrs(
+                where, path, group.attributes, base.attributes, combine_attrs, group=True
+            )
+        variables = _variables(part)
+        if set(variables) != set(first_vars):
+            raise InvalidModeError(
+                f"cannot combine {where}: variables differ: "
+                + ", ".join(sorted(set(variables) ^ set(first_vars)))
+            )
+        for path, var in variables.items():
+            base = first_vars[path]
+            if var.type != base.type or var.dimensions != base.dimensions:
+                raise InvalidModeError(
+                    f"cannot combine {where}: variable {path!r} is {var.type}{list(var.dimensions)}"
+                    f" and {base.type}{list(base.dimensions)}"
+                )
+            if var.logical != base.logical or var.text_storage != base.text_storage:
+                raise InvalidModeError(
+                    f"cannot combine {where}: variable {path!r} stores its values differently"
+                )
+            for axis, (n, m) in enumerate(zip(var.shape, base.shape, strict=True)):
+                if n != m and var.dimensions[axis] != dim:
+                    raise InvalidModeError(
+                        f"cannot combine {where}: variable {path!r} has shape "
+                        f"{list(var.shape)} and {list(base.shape)}"
+                    )
+            dropped += _check_attrs(where, path, var.attributes, base.attributes, combine_attrs)
+    return dropped
+
+
+def _check_attrs(
+    where: str,
+    path: str,
+    attrs: Mapping[str, Attribute],
+    base: Mapping[str, Attribute],
+    combine_attrs: str,
+    *,
+    group: bool = False,
+) -> list[str]:
+    differ = sorted(
+        name
+        for name in set(attrs) | set(base)
+        if not _same_attribute(name, attrs.get(name), base.get(name))
+    )
+    if not differ:
+        return []
+    named = ", ".join(f"{path.rstrip('/')}/{name}" if path != "/" else name for name in differ)
+    values = [] if group else [n for n in differ if n in VALUE_ATTRIBUTES]
+    if values and combine_attrs != "identical":
+        raise InvalidModeError(
+            f"cannot combine {where}: attribute(s) "
+            + ", ".join(f"{path}/{n}" for n in values)
+            + " differ; they say what the stored values mean, so no source's can be kept"
+        )
+    if combine_attrs == "identical":
+        raise InvalidModeError(
+            f"cannot combine {where}: attribute(s) differ: {named} (pass "
+            "combine_attrs='override' to keep the first source's)"
+        )
+    return [f"attribute(s) {named} of {where} differ: the first source's kept"]
+
+
+#: CF's default calendar and its synonym: a ``calendar`` attribute saying so equals none.
+_DEFAULT_CALENDARS = ("standard", "gregorian")
+
+
+def _same_attribute(name: str, a: Attribute | None, b: Attribute | None) -> bool:
+    if a is not None and b is not None:
+        return a == b
+    if name == "calendar":
+        given = a if a is not None else b
+        return given is not None and str(given.value).lower() in _DEFAULT_CALENDARS
+    return a is None and b is None
+
+
+def _grown(dataset: Dataset, dim: str, total: int) -> Dataset:
+    """``dataset`` with ``dim`` and every array along it ``total`` long."""
+    group_path, _, name = dim.rpartition("/")
+    group_path = group_path or "/"
+
+    def visit(group: Group) -> Group:
+        dims = group.dimensions
+        if group.path == group_path:
+            dims = {**dims, name: dataclasses.replace(dims[name], size=total)}
+        variables = {
+            n: dataclasses.replace(
+                v,
+                shape=tuple(
+                    total if d == dim else s for d, s in zip(v.dimensions, v.shape, strict=True)
+                ),
+            )
+            if dim in v.dimensions
+            else v
+            for n, v in group.variables.items()
+        }
+        groups = {n: visit(g) for n, g in group.groups.items()}
+        return dataclasses.replace(group, dimensions=dims, variables=variables, groups=groups)
+
+    return dataclasses.replace(dataset, root=visit(dataset.root))
+
+
+def _grid(shape: Sequence[int], chunks: Sequence[int]) -> list[range]:
+    return [range(-(-s // c) if c else 0) for s, c in zip(shape, chunks, strict=True)]
+
+
+def plan_growth(
+    parts: Sequence[Dataset],
+    dimension: str,
+    stored: Sequence[frozenset[str] | set[str]],
+    *,
+    names: Sequence[str] | None = None,
+    combine_attrs: Literal["identical", "override"] = "identical",
+    first_is_target: bool = False,
+) -> GrowPlan:
+    """Plan concatenating ``parts`` along ``dimension`` (a bare name or an FQN).
+
+    Parameters
+    ----------
+    parts
+        The models of the parts, in order, as their chunks are served (Zarr v2 keys).
+    stored
+        For each part, the chunk keys it stores (absent chunks are fill values).
+    names
+        How messages name the parts (URLs).
+    first_is_target
+        The first part is the target itself (an append): its chunks inside its old
+        extent stay where they are; only its partial last chunk is assembled again.
+
+    Raises
+    ------
+    InvalidModeError
+        Fewer than two parts, no such dimension, or parts that disagree (the message
+        names the variable, dimension or attribute).
+    """
+    if len(parts) < 2:
+        raise InvalidModeError(f"need at least two datasets to combine, got {len(parts)}")
+    names = list(names or (f"source {i}" for i in range(len(parts))))
+    dim = find_dimension(parts[0], dimension)
+    warnings = _check_parts(parts, dim, names, combine_attrs)
+    lengths = tuple(p.find_dimension(dim).size for p in parts)
+    offsets = tuple(itertools.accumulate((0, *lengths[:-1])))
+    target = _grown(parts[0], dim, sum(lengths))
+    part_vars = [_variables(p) for p in parts]
+    copies: list[Copy] = []
+    assembled: list[tuple[str, tuple[int, ...]]] = []
+    compare: list[str] = []
+    for var in target.root.all_variables():
+        if dim not in var.dimensions:
+            compare.append(var.path)
+            if not first_is_target:  # the first part's chunks, as they are
+                prefix = var.path.strip("/") + "/"
+                copies += [Copy(0, k, k) for k in sorted(stored[0]) if k.startswith(prefix)]
+            continue
+        for item in _chunk_plan(var, [pv[var.path] for pv in part_vars], dim, offsets, stored):
+            if isinstance(item, Copy):
+                if not (first_is_target and item.part == 0):
+                    copies.append(item)
+            else:
+                assembled.append((var.path.strip("/"), item))
+    copies.sort(key=lambda c: c.part)
+    return GrowPlan(
+        dataset=target,
+        dimension=dim,
+        offsets=offsets,
+        lengths=lengths,
+        copies=tuple(copies),
+        assembled=tuple(assembled),
+        compare=tuple(compare),
+        warnings=tuple(warnings),
+    )
+
+
+def _chunk_plan(
+    var: Variable,
+    sources: Sequence[Variable],
+    dim: str,
+    offsets: Sequence[int],
+    stored: Sequence[frozenset[str] | set[str]],
+) -> Iterator[Copy | tuple[int, ...]]:
+    """Each target chunk of ``var``: a :class:`Copy`, nothing (a verbatim copy of a
+    chunk the part does not store), or its coordinates (assembled)."""
+    axis = var.dimensions.index(dim)
+    n = var.chunks[axis]
+    total = var.shape[axis]
+    grid = _grid(var.shape, var.chunks)
+    for index in grid[axis]:
+        start, stop = index * n, min((index + 1) * n, total)
+        part = bisect.bisect_right(offsets, start) - 1
+        src = sources[part]
+        offset = offsets[part]
+        whole = (
+            same_encoding(src, var)
+            and (start - offset) % n == 0
+            and stop <= offset + src.shape[axis]
+        )
+        for coords in itertools.product(*([*grid[:axis], [index], *grid[axis + 1 :]])):
+            if not whole:
+                yield tuple(coords)
+                continue
+            source_coords = list(coords)
+            source_coords[axis] = (start - offset) // n
+            key = chunk_key(src, source_coords)
+            if key in stored[part]:
+                yield Copy(part, key, chunk_key(var, coords))
+            elif not same_value(src.fill_value, var.fill_value):
+                yield tuple(coords)  # not stored: the part's fill values, written out

@@ -1,0 +1,84 @@
+"""Small daily datasets for growing stores (tests/test_combine.py, tests/test_append.py),
+written by netcdf-c (netCDF4) as NCZarr stores or netCDF-4 files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import netCDF4
+import numpy as np
+
+from .ncoracle import nc_url
+
+#: Values of ``temp`` at day ``t``: ``t * 12 + (0..11)``, shape (3, 4).
+CELLS = 12
+
+
+def daily(
+    path: Path,
+    t0: int,
+    n: int,
+    *,
+    chunk: int = 2,
+    unlimited: bool = True,
+    kind: str = "nczarr",
+    lat: tuple[float, ...] = (1.0, 2.0, 3.0),
+    title: str = "daily",
+) -> Path:
+    """A dataset of days ``t0 .. t0+n-1``: ``time(time)``, ``lat(lat)`` and
+    ``temp(time, lat, lon)`` (chunks ``(chunk, 3, 2)``, zlib, fill -999), written by
+    netCDF4 as an NCZarr directory store (``kind="nczarr"``) or a netCDF-4 file
+    (``kind="nc"``)."""
+    url = nc_url(path) if kind == "nczarr" else str(path)
+    with netCDF4.Dataset(url, "w", format="NETCDF4") as ds:
+        ds.createDimension("time", None if unlimited else n)
+        ds.createDimension("lat", 3)
+        ds.createDimension("lon", 4)
+        t = ds.createVariable("time", "f8", ("time",), chunksizes=(chunk,))
+        t.units = "days since 2000-01-01"
+        la = ds.createVariable("lat", "f4", ("lat",))
+        la.units = "degrees_north"
+        la[:] = lat
+        v = ds.createVariable(
+            "temp",
+            "f4",
+            ("time", "lat", "lon"),
+            chunksizes=(chunk, 3, 2),
+            zlib=True,
+            fill_value=-999.0,
+        )
+        v.units = "K"
+        t[:] = np.arange(t0, t0 + n)
+        v[:] = expected_temp(t0, n)
+        ds.title = title
+    return path
+
+
+def expected_temp(t0: int, n: int) -> np.ndarray:
+    """``temp`` of days ``t0 .. t0+n-1``."""
+    return np.arange(t0 * CELLS, (t0 + n) * CELLS, dtype="f4").reshape(n, 3, 4)
+
+
+def read_nc(path: Path) -> dict[str, object]:
+    """What netcdf-c reads from the NCZarr store at ``path``: time, temp, lat, and the
+    time dimension's size and unlimited flag."""
+    with netCDF4.Dataset(nc_url(path)) as ds:
+        dim = ds.dimensions["time"]
+        return {
+            "time": np.asarray(ds["time"][:]),
+            "temp": np.ma.filled(ds["temp"][:], np.nan),
+            "lat": np.asarray(ds["lat"][:]),
+            "size": dim.size,
+            "unlimited": dim.isunlimited(),
+        }
+
+
+def files(path: Path) -> dict[str, tuple[int, int, bytes]]:
+    """Every file below ``path``: ``key -> (inode, mtime_ns, bytes)``."""
+    out = {}
+    for p in sorted(path.rglob("*")):
+        if p.is_file():
+            st = os.stat(p)
+            out[p.relative_to(path).as_posix()] = (st.st_ino, st.st_mtime_ns, p.read_bytes())
+    return out

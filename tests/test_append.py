@@ -1,0 +1,226 @@
+"""Appending along a dimension: ``nczarr.convert(src, dst, append_dim=...)`` and
+``nczarr.to_nczarr(ds, url, mode="a", append_dim=...)``.
+
+Targets are written by netcdf-c (netCDF4) and read back by netcdf-c: the grown store
+must be the concatenation, full chunks already stored must stay the very same files,
+a refusal must leave the store byte-identical, and a SIGKILL at any write must leave
+the old store or the new one.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import nczarr
+
+from .growing import daily, expected_temp, files, read_nc
+from .ncoracle import nc_url
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _open(path: Path) -> xr.Dataset:
+    return xr.open_dataset(nc_url(path), engine="netcdf4").load()
+
+
+def _chunks(tree: dict) -> dict:
+    return {k: v for k, v in tree.items() if not Path(k).name.startswith(".")}
+
+
+def test_append_on_an_unlimited_dimension_copies_aligned_chunks(tmp_path):
+    dst = daily(tmp_path / "dst", 0, 4)
+    src = daily(tmp_path / "src", 4, 4)
+    old = _open(dst)
+    before = _chunks(files(dst))
+    report = nczarr.convert(src, dst, append_dim="time")
+    assert (report.chunks_copied, report.chunks_reencoded) == (2 + 4, 0)
+    got = read_nc(dst)
+    assert (got["size"], got["unlimited"]) == (8, True)
+    np.testing.assert_array_equal(got["temp"], expected_temp(0, 8))
+    np.testing.assert_array_equal(got["time"], np.arange(8))
+    after = files(dst)
+    for key, (inode, mtime, data) in before.items():  # not rewritten: same file, same bytes
+        assert after[key] == (inode, mtime, data), key
+    assert (dst / "temp" / "3.0.1").read_bytes() == (src / "temp" / "1.0.1").read_bytes()
+    expected = xr.concat([old, _open(src)], dim="time")
+    xr.testing.assert_identical(_open(dst), expected)
+    # and nczarr's own engine reads the same
+    xr.testing.assert_identical(xr.open_dataset(dst, engine="nczarr").load(), expected)
+
+
+def test_append_on_a_fixed_dimension_rewrites_only_the_partial_last_chunk(tmp_path):
+    dst = daily(tmp_path / "dst", 0, 3, unlimited=False)
+    src = daily(tmp_path / "src", 3, 2, unlimited=False)
+    old = _open(dst)
+    before = _chunks(files(dst))
+    report = nczarr.convert(src, dst, append_dim="time")
+    # [2,4) holds the old partial chunk and the source's first day; [4,5) starts
+    # inside a source chunk: time 2 + temp 2 x 2 chunks, nothing else
+    assert (report.chunks_copied, report.chunks_reencoded) == (0, 6)
+    got = read_nc(dst)
+    assert (got["size"], got["unlimited"]) == (5, False)
+    np.testing.assert_array_equal(got["temp"], expected_temp(0, 5))
+    after = files(dst)
+    for key in ("time/0", "temp/0.0.0", "temp/0.0.1", "lat/0"):
+        assert after[key] == before[key], key
+    assert {k for k in before if after[k] != before[k]} == {"time/1", "temp/1.0.0", "temp/1.0.1"}
+    expected = xr.concat([old, _open(src)], dim="time")
+    xr.testing.assert_identical(_open(dst), expected)
+    xr.testing.assert_identical(xr.open_dataset(dst, engine="nczarr").load(), expected)
+
+
+def test_append_to_a_pure_zarr_store(tmp_path):
+    dst = tmp_path / "dst.zarr"
+    nczarr.convert(daily(tmp_path / "a", 0, 4), dst, mode="zarr")
+    report = nczarr.convert(daily(tmp_path / "b", 4, 2), dst, append_dim="time")
+    assert report.target_format == "zarr" and report.chunks_reencoded == 0
+    back = xr.open_zarr(dst, zarr_format=2, consolidated=False).load()
+    np.testing.assert_array_equal(back["temp"].values, expected_temp(0, 6))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"lat": (1.0, 2.0, 5.0)}, r"'/lat'.*values differ"),
+        ({"title": "other"}, r"attribute\(s\) differ: title"),
+    ],
+)
+def test_a_refused_append_leaves_the_store_byte_identical(tmp_path, kwargs, message):
+    dst = daily(tmp_path / "dst", 0, 3)
+    src = daily(tmp_path / "src", 3, 2, **kwargs)
+    before = files(dst)
+    with pytest.raises(nczarr.InvalidModeError, match=message):
+        nczarr.convert(src, dst, append_dim="time")
+    assert files(dst) == before
+
+
+def _new_days(t0: int, n: int, lat=(1.0, 2.0, 3.0)) -> xr.Dataset:
+    """Days ``t0 .. t0+n-1`` as a user holds them: decoded times, float temperatures."""
+    ds = xr.Dataset(
+        {"temp": (("time", "lat", "lon"), expected_temp(t0, n), {"units": "K"})},
+        coords={
+            "time": ("time", np.arange(t0, t0 + n, dtype="f8"), {"units": "days since 2000-01-01"}),
+            "lat": ("lat", np.array(lat, dtype="f4"), {"units": "degrees_north"}),
+        },
+        attrs={"title": "daily"},
+    )
+    return xr.decode_cf(ds)
+
+
+def test_to_nczarr_appends_with_the_store_encodings(tmp_path):
+    dst = daily(tmp_path / "dst", 0, 4)
+    old = _open(dst)
+    before = _chunks(files(dst))
+    nczarr.to_nczarr(_new_days(4, 2), dst, mode="a", append_dim="time")
+    got = read_nc(dst)
+    assert (got["size"], got["unlimited"]) == (6, True)
+    np.testing.assert_array_equal(got["temp"], expected_temp(0, 6))
+    after = files(dst)
+    assert all(after[k] == v for k, v in before.items())
+    # the store's encodings: zlib + shuffle, chunks of (2, 3, 2), fill -999
+    with __import__("netCDF4").Dataset(nc_url(dst)) as nc:
+        assert nc["temp"].filters()["zlib"] and nc["temp"].filters()["shuffle"]
+        assert nc["temp"].chunking() == [2, 3, 2]
+        assert nc["temp"]._FillValue == -999.0
+    xr.testing.assert_identical(
+        _open(dst), xr.concat([old, _open(dst).isel(time=slice(4, 6))], dim="time")
+    )
+    np.testing.assert_array_equal(
+        _open(dst)["time"].values, xr.concat([old, _new_days(4, 2)], dim="time")["time"].values
+    )
+
+
+def test_to_nczarr_refusals_leave_the_store_byte_identical(tmp_path):
+    dst = daily(tmp_path / "dst", 0, 3)
+    before = files(dst)
+    with pytest.raises(nczarr.InvalidModeError, match=r"'/lat'.*values differ"):
+        nczarr.to_nczarr(_new_days(3, 2, lat=(0.0, 2.0, 3.0)), dst, mode="a", append_dim="time")
+    with pytest.raises(nczarr.InvalidModeError, match=r"extra.*not in the store"):
+        nczarr.to_nczarr(
+            _new_days(3, 2).assign(extra=("time", [1, 2])), dst, mode="a", append_dim="time"
+        )
+    with pytest.raises(nczarr.InvalidModeError, match="no dimension 'day'"):
+        nczarr.to_nczarr(_new_days(3, 2), dst, mode="a", append_dim="day")
+    assert files(dst) == before
+
+
+# ------------------------------------------------------------------ kills
+KILLER = textwrap.dedent(
+    """
+    import os, signal, sys
+    import nczarr
+    from nczarr.maps.file import FileMap
+
+    src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    count = [0]
+
+    class Dying(FileMap):
+        def _store(self, key, value):
+            count[0] += 1
+            if count[0] >= n:
+                os.kill(os.getpid(), signal.SIGKILL)
+            super()._store(key, value)
+
+    nczarr.convert(src, Dying(dst, mode="a"), append_dim="time", workers=1)
+    print("finished", count[0])
+    """
+)
+
+
+@pytest.mark.parametrize("n", [1, 4, 9, 10, 11, 13, 16, 18, 100])
+def test_a_killed_append_leaves_the_old_or_the_new_store(tmp_path, n):
+    dst = daily(tmp_path / "dst", 0, 3)
+    src = daily(tmp_path / "src", 3, 4)
+    old = read_nc(dst)
+    script = tmp_path / "killer.py"
+    script.write_text(KILLER)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(src), str(dst), str(n)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=180,
+    )
+    killed = proc.returncode == -signal.SIGKILL
+    assert killed or (proc.returncode == 0 and "finished" in proc.stdout), proc.stderr
+    new_temp = expected_temp(0, 7)
+    # 18 writes: 9 chunks, the journal, 8 metadata objects (root last)
+    assert killed == (n <= 18)
+    if (dst / ".in-progress.nczarr").exists():
+        # killed while writing the metadata: the next append completes that one
+        assert n >= 11
+        with pytest.raises(nczarr.TargetExistsError, match=r"interrupted.*now complete"):
+            nczarr.convert(src, dst, append_dim="time")
+        np.testing.assert_array_equal(read_nc(dst)["temp"], new_temp)
+        return
+    got = read_nc(dst)
+    if got["size"] == 3:
+        assert killed
+        np.testing.assert_array_equal(got["temp"], old["temp"])
+        np.testing.assert_array_equal(got["time"], old["time"])
+        nczarr.convert(src, dst, append_dim="time")  # a rerun appends it once
+        got = read_nc(dst)
+    np.testing.assert_array_equal(got["temp"], new_temp)
+    np.testing.assert_array_equal(got["time"], np.arange(7))
+
+
+def test_repeated_to_nczarr_appends_to_a_store_to_nczarr_wrote(tmp_path):
+    store = tmp_path / "store"
+    encoding = {"temp": {"chunksizes": (2, 3, 2), "zlib": True}, "time": {"chunksizes": (2,)}}
+    nczarr.to_nczarr(_new_days(0, 3), store, encoding=encoding, unlimited_dims=["time"])
+    for t in range(3, 8):  # one day at a time: the partial last chunk is rewritten each time
+        nczarr.to_nczarr(_new_days(t, 1), store, mode="a", append_dim="time")
+    got = read_nc(store)
+    assert (got["size"], got["unlimited"]) == (8, True)
+    np.testing.assert_array_equal(got["temp"], expected_temp(0, 8))
+    expected = xr.concat([_new_days(0, 3), *(_new_days(t, 1) for t in range(3, 8))], "time")
+    xr.testing.assert_identical(xr.open_dataset(store, engine="nczarr").load(), expected)

@@ -1,0 +1,74 @@
+"""``convert([...], dst, concat_dim=, client=...)`` and appends on a real dask
+LocalCluster (2 worker processes): the verbatim copies run on the workers, under their
+shifted keys; the result is byte for byte the local run's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import nczarr
+
+from .growing import daily, expected_temp, read_nc
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(
+            n_workers=2,
+            processes=True,
+            threads_per_worker=1,
+            host="127.0.0.1",
+            dashboard_address=":0",
+        ) as cluster,
+        Client(cluster) as c,
+    ):
+        yield c
+
+
+def _tree(path):
+    return {p.relative_to(path).as_posix(): p.read_bytes() for p in path.rglob("*") if p.is_file()}
+
+
+def test_combine_on_a_cluster_matches_a_local_run(tmp_path, client):
+    # 4, 4, 3, 3 days in chunks of 2: the third source is aligned, the fourth is not
+    lengths = (4, 4, 3, 3)
+    starts = np.cumsum((0, *lengths[:-1]))
+    srcs = [
+        daily(tmp_path / f"d{i}", int(t), n)
+        for i, (t, n) in enumerate(zip(starts, lengths, strict=True))
+    ]
+    local = nczarr.convert(srcs, tmp_path / "local", concat_dim="time")
+    seen = []
+    remote = nczarr.convert(
+        srcs,
+        tmp_path / "remote",
+        concat_dim="time",
+        client=client,
+        batch_size=3,
+        progress=lambda done, total: seen.append((done, total)),
+    )
+    assert (remote.chunks_copied, remote.chunks_reencoded) == (
+        local.chunks_copied,
+        local.chunks_reencoded,
+    )
+    assert remote.chunks_reencoded > 0 and remote.chunks_copied > 0
+    assert _tree(tmp_path / "remote") == _tree(tmp_path / "local")
+    assert seen[-1] == (remote.chunks_copied + remote.chunks_reencoded,) * 2
+    # copies were reported batch by batch (3 keys a task), as the cluster finished them
+    steps = [b[0] - a[0] for a, b in zip([(0, 0), *seen], seen, strict=False)]
+    assert max(steps) == 3
+    np.testing.assert_array_equal(read_nc(tmp_path / "remote")["temp"], expected_temp(0, 14))
+
+
+def test_append_on_a_cluster(tmp_path, client):
+    dst = daily(tmp_path / "dst", 0, 4)
+    report = nczarr.convert(daily(tmp_path / "src", 4, 4), dst, append_dim="time", client=client)
+    assert (report.chunks_copied, report.chunks_reencoded) == (6, 0)
+    np.testing.assert_array_equal(read_nc(dst)["temp"], expected_temp(0, 8))
