@@ -364,7 +364,7 @@ def test_check_passes_every_store_nczarr_writes(tmp_path: Path, kind: str, capsy
     expected = np.arange(12.0).reshape(3, 4)
     seen = read_zarr(out)
     np.testing.assert_array_equal(seen.arrays["/v"].values, expected)
-    with xr.open_zarr(str(out), consolidated=None) as ds:
+    with xr.open_zarr(str(out), consolidated=False) as ds:
         np.testing.assert_array_equal(ds["v"].values, expected)
     if not v3:
         mode = "nczarr" if kind.startswith("nczarr") else "zarr"

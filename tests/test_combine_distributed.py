@@ -14,6 +14,9 @@ import nczarr
 
 from .growing import daily, expected_temp, read_nc
 
+# real LocalClusters: the newest-Python CI run leaves these to the floor run
+pytestmark = pytest.mark.long
+
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:

@@ -66,6 +66,9 @@ def test_to_nczarr_writes_the_bytes_a_lone_surrogate_stands_for(tmp_path: Path) 
 def test_pure_zarr_cannot_carry_the_bytes_and_says_so(tmp_path: Path) -> None:
     src = _netcdf_c_store(tmp_path / "src.file")
     out = tmp_path / "out.zarr"
-    with pytest.warns(nczarr.NCZarrWarning, match="not UTF-8.*Latin-1"):
+    with (
+        pytest.warns(nczarr.NCZarrWarning, match="not UTF-8.*Latin-1"),
+        pytest.warns(nczarr.NCZarrWarning, match="keeping the undecodable bytes"),
+    ):
         nczarr.convert(str(src), str(out), mode="zarr")
     (out / "v" / ".zattrs").read_bytes().decode("utf-8")  # valid UTF-8 JSON

@@ -43,20 +43,33 @@ def test_every_lower_bound_is_the_version_pinned_at_the_floor():
     assert {name: {v} for name, v in _floor().items()} == _lower_bounds()
 
 
+#: Test tools: pinned at the floor, not part of what nczarr supports.
+TEST_ONLY = (
+    "pytest",
+    "pytest-asyncio",
+    "pytest-xdist",
+    "hypothesis",
+    "moto",
+    "flask",
+    "flask-cors",
+    "ruff",
+)
+
+
 def test_readme_states_the_supported_versions():
     readme = (ROOT / "README.md").read_text()
     section = readme[readme.index("## Supported versions") :]
     section = section[: section.index("\n## ", 3)]
     assert "Python 3.11" in section and "3.13" in section
     for name, version in _floor().items():
-        if name not in ("pytest", "pytest-asyncio", "hypothesis", "moto", "ruff"):
+        if name not in TEST_ONLY:
             assert re.search(rf"{re.escape(name)} {re.escape(version)}", section, re.I), name
 
 
 def test_ci_runs_the_readme_command_at_the_floor_and_on_the_newest_python():
     run = (ROOT / ".ci" / "run").read_text()
     readme = (ROOT / "README.md").read_text()
-    assert 'python3 -m pip install -e ".[test]" && python3 -m pytest -q' in readme
-    assert 'python -m pip install --quiet "$@" -e ".[test]" && python -m pytest -q' in run
+    assert 'python3 -m pip install -e ".[test]" && python3 -m pytest -n auto -q' in readme
+    assert 'python -m pip install --quiet "$@" -e ".[test]" && python -m pytest -n auto -q' in run
     assert "-c .ci/floor.txt" in run and "-c .ci/floor.txt" in readme
     assert 'run newest "$NEWEST_PYTHON"' in run
