@@ -19,7 +19,9 @@ is written.
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -27,7 +29,8 @@ from typing import Any, Literal
 from ..errors import TargetExistsError, UnsupportedError, warn_all
 from ..maps.base import ZMap
 from ..readthrough import view
-from .references import DEFAULT_MAX_INLINED, Entries, check_limits
+from .fillchunk import encoded_fill_chunk
+from .references import DEFAULT_MAX_INLINED, Entries, check_limits, inline_bytes
 
 __all__ = ["DEFAULT_RECORD_SIZE", "PARQUET_SUFFIXES", "reference_format", "write_references"]
 
@@ -97,16 +100,46 @@ def _write_parquet(entries: Entries, out: str, record_size: int, options: Mappin
     _check_parquet_keys(entries, out)
     mapper = _open_parquet_writer(out, record_size, options)
     try:
+        zarrays = {}
         for key, text in entries.metadata:
             if key == ".zmetadata":
                 continue  # the layout's own .zmetadata carries every metadata object
             mapper[key] = text
+            if key.endswith(".zarray"):
+                zarrays[key[: -len(".zarray")].rstrip("/")] = text
+        written: dict[str, set[str]] = {array: set() for array in zarrays}
         for key, entry in entries.chunks():
             mapper[key] = entry
+            array, _, index = key.rpartition("/")
+            written[array].add(index)
+        for array, text in zarrays.items():
+            _fill_gaps(mapper, array, text, written[array], entries)
         mapper.flush()
     except BaseException:
         mapper.fs.rm(mapper.root, recursive=True)  # no half-written set is left behind
         raise
+
+
+def _fill_gaps(mapper: Any, array: str, zarray: str, written: set[str], entries: Entries) -> None:
+    """Give every chunk the source never wrote the encoded fill-value chunk (fsspec's
+    Parquet reader cannot leave one out), announced."""
+    meta = json.loads(zarray)
+    grid = [math.ceil(s / c) for s, c in zip(meta["shape"], meta["chunks"], strict=True)]
+    missing = [
+        ".".join(map(str, index)) or "0"
+        for index in itertools.product(*(range(n) for n in grid))
+        if (".".join(map(str, index)) or "0") not in written
+    ]
+    if not missing:
+        return
+    chunk = encoded_fill_chunk(zarray.encode(), "/" + array)
+    for index in missing:
+        mapper[f"{array}/{index}"] = inline_bytes(chunk)
+    entries.notes.append(
+        f"array /{array}: {len(missing)} chunk(s) missing from the source (fill value) "
+        f"written into the Parquet set as an encoded fill-value chunk of {len(chunk)} "
+        "bytes (fsspec's Parquet reader cannot leave a chunk out)"
+    )
 
 
 def _write_json(entries: Entries, out: str, options: Mapping) -> None:

@@ -65,11 +65,12 @@ def _text(value: bytes) -> str:
     try:
         text = value.decode("utf-8")
     except UnicodeDecodeError:
-        return _inline(value)
-    return _inline(value) if text.startswith("base64:") else text
+        return inline_bytes(value)
+    return inline_bytes(value) if text.startswith("base64:") else text
 
 
-def _inline(value: bytes) -> str:
+def inline_bytes(value: bytes) -> str:
+    """``value`` as a reference set holds inlined bytes: ``"base64:..."``."""
     return "base64:" + base64.b64encode(value).decode("ascii")
 
 
@@ -141,6 +142,8 @@ class Entries:
         self.budget = _Budget(max_inlined)
         self.pointed = 0
         self.inlined = 0
+        #: What a writer of the set adds to announce (after the chunks).
+        self.notes: list[str] = []
 
     def chunks(self) -> Iterator[tuple[str, str | list[Any]]]:
         """Each chunk key and its entry: ``[url]``, ``[url, offset, length]`` or
@@ -160,7 +163,7 @@ class Entries:
                     size = location[2] if len(location) == 3 else translated.getsize(key)
                     if size < self.inline_threshold:
                         self.inlined += 1
-                        yield key, _inline(translated[key])
+                        yield key, inline_bytes(translated[key])
                         continue
                 self.pointed += 1
                 yield key, list(location)
@@ -169,20 +172,21 @@ class Entries:
             owner = array if array is not None else array_of_key(key, arrays) or key
             self.budget.add(owner, len(value), why)
             self.inlined += 1
-            yield key, _inline(value)
+            yield key, inline_bytes(value)
 
     def warnings(self) -> list[str]:
         """What to announce once every chunk was yielded."""
         return [
             *self.plan.warnings[len(self.translated.warnings) :],
             *self.budget.warnings(),
+            *self.notes,
         ]
 
 
 def _grid_order(key: str) -> tuple[str, tuple[int | str, ...]]:
     """Sort key of a chunk key: its array, then its grid index in row-major order
     (``t/10.0`` after ``t/2.0``), whatever the separator."""
-    array, sep, index = key.rpartition("/")
+    array, _, index = key.rpartition("/")
     parts = index.split(".")
     if all(p.isdigit() for p in parts):
         return array, tuple(int(p) for p in parts)
