@@ -118,6 +118,7 @@ _LAZY = {
     "convert": "nczarr.conversion.api",
     "references": "nczarr.conversion.references",
     "write_references": "nczarr.conversion.reference_files",
+    "to_icechunk": "nczarr.conversion.icechunk_repo",
     "migrate": "nczarr.conversion.migrate",
     "ConvertReport": "nczarr.conversion.report",
 }
