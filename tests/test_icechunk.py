@@ -166,3 +166,46 @@ def test_existing_target_refused(tmp_path: Path) -> None:
     nczarr.to_icechunk(str(store), icechunk.local_filesystem_storage(str(repo)))
     with pytest.raises(TargetExistsError, match="exists"):
         nczarr.to_icechunk(str(store), icechunk.local_filesystem_storage(str(repo)))
+
+
+def test_s3_source_and_s3_repository(
+    tmp_path: Path, s3_endpoint: str, s3_bucket: str, s3_client
+) -> None:
+    """Source and repository on (moto) S3: chunks are virtual references to the
+    source's objects, read back through icechunk's own S3 client."""
+    store = tmp_path / "src.zarr"
+    url = make_nczarr(store)
+    for p in sorted(store.rglob("*")):
+        if p.is_file():
+            s3_client.put_object(
+                Bucket=s3_bucket, Key=f"st/{p.relative_to(store).as_posix()}", Body=p.read_bytes()
+            )
+    listing = lambda: sorted(  # noqa: E731
+        (o["Key"], o["ETag"]) for o in s3_client.list_objects_v2(Bucket=s3_bucket)["Contents"]
+    )
+    before = listing()
+    storage = icechunk.s3_storage(
+        bucket=s3_bucket,
+        prefix="repo",
+        endpoint_url=s3_endpoint,
+        allow_http=True,
+        region="us-east-1",
+        access_key_id="testing",
+        secret_access_key="testing",
+        force_path_style=True,
+    )
+    options = {"endpoint_url": s3_endpoint, "key": "testing", "secret": "testing"}
+    result = nczarr.to_icechunk(f"s3://{s3_bucket}/st", storage, storage_options=options)
+    assert result["container"] == f"s3://{s3_bucket}/st/"
+    assert result["virtual"] == 8 and result["copied"] == 0
+    job = {
+        "kind": "icechunk",
+        "repo": "",
+        "s3": {"bucket": s3_bucket, "prefix": "repo", "endpoint_url": s3_endpoint},
+        "how": "zarr",
+        "groups": ["", "g"],
+        "containers": [result["container"]],
+    }
+    (got,) = read_saved(job)
+    assert got == netcdf_values(url, masked=False)
+    assert [k for k in listing() if k[0].startswith("st/")] == before

@@ -203,7 +203,9 @@ def _create(icechunk: Any, storage: Any, prefix: str | None, options: Mapping) -
             prefix, _container_store(icechunk, prefix, options)
         )
         config.set_virtual_chunk_container(container)
-        authorize = {prefix: _credentials(icechunk, prefix, options)}
+        authorize = icechunk.containers_credentials(
+            {prefix: _credentials(icechunk, prefix, options)}
+        )
     if icechunk.Repository.exists(storage):
         raise TargetExistsError("an Icechunk repository exists there already: nothing was written")
     return icechunk.Repository.create(
