@@ -160,10 +160,10 @@ def bench_nc(work_dir: Path, chunks: int, repeat: int) -> None:
         report("kerchunk SingleHdf5ToZarr.translate", wall, cpu, base)
         print(f"    nczarr / kerchunk CPU: {base[1] / cpu:.2f} (below 1: nczarr faster)")
     try:
+        from obspec_utils.registry import ObjectStoreRegistry
         from obstore.store import LocalStore
         from virtualizarr import open_virtual_dataset
         from virtualizarr.parsers import HDFParser
-        from obspec_utils.registry import ObjectStoreRegistry
     except ImportError:
         print("  VirtualiZarr: not installed")
     else:
