@@ -63,7 +63,8 @@ READER = textwrap.dedent(
         if job.get("containers"):
             credentials = icechunk.containers_credentials(
                 {prefix: (icechunk.s3_credentials(access_key_id="testing",
-                    secret_access_key="testing") if prefix.startswith("s3") else None)
+                    secret_access_key="testing") if prefix.startswith("s3") else
+                    getattr(icechunk.credentials, "LocalFileSystemAccess", None))
                  for prefix in job["containers"]})
         repo = icechunk.Repository.open(storage, authorize_virtual_chunk_access=credentials)
         session = repo.readonly_session(branch="main")

@@ -45,7 +45,8 @@ def xarray_values(url: str, groups: tuple[str, ...]) -> dict[str, list]:
 
 def virtual_locations(repo: Path, container: str | None) -> list[str]:
     """Every virtual chunk location the repository's ``main`` holds."""
-    authorize = {container: None} if container else None
+    local = getattr(icechunk.credentials, "LocalFileSystemAccess", None)  # icechunk 2
+    authorize = icechunk.containers_credentials({container: local}) if container else None
     opened = icechunk.Repository.open(
         icechunk.local_filesystem_storage(str(repo)), authorize_virtual_chunk_access=authorize
     )

@@ -214,11 +214,17 @@ def _create(icechunk: Any, storage: Any, prefix: str | None, options: Mapping) -
 
 
 def _credentials(icechunk: Any, prefix: str, options: Mapping[str, Any]) -> Any:
-    """The writer's credentials for the container (S3 keys given in the options)."""
-    key, secret = options.get("key"), options.get("secret")
-    if prefix.startswith("s3://") and key and secret:
-        return icechunk.s3_credentials(access_key_id=key, secret_access_key=secret)
-    return None
+    """The writer's credentials for the container: S3 keys given in the options,
+    anonymous with ``anon``, else the environment's; local files: icechunk 2's explicit
+    no-auth value (``None`` in icechunk 1)."""
+    if prefix.startswith("s3://"):
+        key, secret = options.get("key"), options.get("secret")
+        if key and secret:
+            return icechunk.s3_credentials(access_key_id=key, secret_access_key=secret)
+        if options.get("anon"):
+            return icechunk.s3_anonymous_credentials()
+        return icechunk.s3_from_env_credentials()
+    return getattr(icechunk.credentials, "LocalFileSystemAccess", None)
 
 
 def _default_keys(
