@@ -100,13 +100,17 @@ def _plan(entries: Entries, translated: TranslatedView, virtual: bool) -> list[t
     if not virtual:
         return [(key, translated[key]) for key in entries.plan.chunk_keys]
     chunks: list[tuple] = []
+    sizes: dict[str, int] | None = None
     for key, entry in entries.chunks():
         if isinstance(entry, list):
             url = _url(entry[0])
             if len(entry) == 3:
                 chunks.append((key, url, entry[1], entry[2]))
             else:
-                chunks.append((key, url, 0, translated.getsize(key)))
+                if sizes is None:  # one listing instead of a request per object
+                    sizes = dict(translated.source.list_sizes(""))
+                size = sizes.get(translated.source_key(key))
+                chunks.append((key, url, 0, size if size is not None else translated.getsize(key)))
         else:
             chunks.append((key, base64.b64decode(entry[len("base64:") :])))
     return chunks

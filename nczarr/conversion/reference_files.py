@@ -217,6 +217,7 @@ def write_references(
             inline_threshold=inline_threshold,
             exclude=exclude,
             max_inlined=max_inlined,
+            grid_order=fmt == "parquet",
         )
         if fmt == "parquet":
             _write_parquet(entries, out, record_size, options)

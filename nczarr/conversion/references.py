@@ -114,8 +114,8 @@ def _refuse_unrepresentable(translated: TranslatedView, exclude: Sequence[str] |
 
 class Entries:
     """A reference set as a stream: ``metadata`` (key, text) first, then ``chunks()``
-    yielding (key, entry) array by array in chunk-grid order (so a paged writer fills
-    each page before the next), then ``warnings()`` to announce."""
+    yielding (key, entry) (with ``grid_order``, array by array in chunk-grid order, so
+    a paged writer fills each page before the next), then ``warnings()`` to announce."""
 
     def __init__(
         self,
@@ -124,8 +124,10 @@ class Entries:
         inline_threshold: int,
         exclude: Sequence[str] | None,
         max_inlined: int,
+        grid_order: bool = False,
     ) -> None:
         _refuse_unrepresentable(translated, exclude)
+        self.grid_order = grid_order
         self.translated = translated
         self.inline_threshold = inline_threshold
         self.plan = build_plan(
@@ -151,7 +153,8 @@ class Entries:
         translated = self.translated
         source = translated.source
         arrays = frozenset(v.path.strip("/") for v in translated.dataset.root.all_variables())
-        for key in sorted(self.plan.chunk_keys, key=_grid_order):
+        keys = self.plan.chunk_keys
+        for key in sorted(keys, key=_grid_order) if self.grid_order else keys:
             array = translated.reencoded_array(key)
             location = None
             why = "re-encoded by the view"
@@ -183,14 +186,14 @@ class Entries:
         ]
 
 
-def _grid_order(key: str) -> tuple[str, tuple[int | str, ...]]:
+def _grid_order(key: str) -> tuple[str, tuple[int, ...]]:
     """Sort key of a chunk key: its array, then its grid index in row-major order
-    (``t/10.0`` after ``t/2.0``), whatever the separator."""
+    (``t/10.0`` after ``t/2.0``)."""
     array, _, index = key.rpartition("/")
-    parts = index.split(".")
-    if all(p.isdigit() for p in parts):
-        return array, tuple(int(p) for p in parts)
-    return key, ()
+    try:
+        return array, tuple(map(int, index.split(".")))
+    except ValueError:
+        return key, ()
 
 
 def _build(
