@@ -182,7 +182,13 @@ def to_icechunk(
     options = dict(storage_options or {})
     storage = _storage(icechunk, storage, src, options)
     with view(src, "zarr", zarr_format=3, storage_options=options) as translated:
-        entries = Entries(translated, inline_threshold=0, exclude=exclude, max_inlined=max_inlined)
+        entries = Entries(
+            translated,
+            inline_threshold=0,
+            exclude=exclude,
+            max_inlined=max_inlined,
+            into="the repository",
+        )
         chunks = _plan(entries, translated, virtual)
         urls = [c[1] for c in chunks if len(c) == 4]
         prefix = _container_prefix(urls) if urls else None

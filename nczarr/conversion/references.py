@@ -77,8 +77,9 @@ def inline_bytes(value: bytes) -> str:
 class _Budget:
     """The bytes copied per array that could not be pointed at, against the limit."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, into: str = "the reference set") -> None:
         self.limit = limit
+        self.into = into
         self.copied: dict[str, tuple[int, int, str]] = {}
 
     def add(self, array: str, size: int, why: str) -> None:
@@ -95,7 +96,7 @@ class _Budget:
     def warnings(self) -> list[str]:
         return [
             f"array /{array} cannot be referenced ({why}): {count} chunk(s), "
-            f"{total} bytes copied into the reference set"
+            f"{total} bytes copied into {self.into}"
             for array, (total, count, why) in sorted(self.copied.items())
         ]
 
@@ -125,6 +126,7 @@ class Entries:
         exclude: Sequence[str] | None,
         max_inlined: int,
         grid_order: bool = False,
+        into: str = "the reference set",
     ) -> None:
         _refuse_unrepresentable(translated, exclude)
         self.grid_order = grid_order
@@ -141,7 +143,7 @@ class Entries:
         self.metadata: list[tuple[str, str]] = [
             (key, _text(value)) for key, value in self.plan.metadata
         ]
-        self.budget = _Budget(max_inlined)
+        self.budget = _Budget(max_inlined, into)
         self.pointed = 0
         self.inlined = 0
         #: What a writer of the set adds to announce (after the chunks).
