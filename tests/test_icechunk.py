@@ -147,7 +147,10 @@ def test_reencoded_array_copied_within_budget_or_refused(tmp_path: Path) -> None
     with pytest.raises(UnsupportedError, match=r"/a cannot be referenced .*exclude=\['/a'\]"):
         nczarr.to_icechunk(str(store), tmp_path / "refused", max_inlined=4)
     assert not (tmp_path / "refused").exists()
-    with pytest.warns(nczarr.NCZarrWarning, match=r"/a cannot be referenced \(re-encoded.*copied into the repository"):
+    with pytest.warns(
+        nczarr.NCZarrWarning,
+        match=r"/a cannot be referenced \(re-encoded.*copied into the repository",
+    ):
         result = nczarr.to_icechunk(str(store), tmp_path / "repo")
     assert result["virtual"] == 0 and result["copied"] == 4
     (got,) = read_saved(icechunk_job(tmp_path / "repo", "zarr", ("",), result))
