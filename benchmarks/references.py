@@ -15,7 +15,8 @@ Timed, best of ``--repeat`` (wall and CPU time of this process, user + system):
   VirtualiZarr's ``open_virtual_dataset`` (HDFParser) when they are installed
   (neither reads NCZarr);
 * read: every value through the reference set (zarr 3 over fsspec's ``reference://``)
-  against reading the source directly (netCDF4 for both sources), with the number of
+  against reading the source directly (netCDF4 for both sources; zarr-python too for
+  the NCZarr store, to show zarr's own cost per chunk), with the number of
   byte-range reads (``cat_file``/``_cat_file`` calls on the local filesystem) and
   file opens each makes.
 
@@ -178,12 +179,21 @@ def bench_nc(work_dir: Path, chunks: int, repeat: int) -> None:
     read_all(work_dir, "nc", str(path), repeat)
 
 
-def read_all(work_dir: Path, name: str, url: str, repeat: int) -> None:
+def read_all(
+    work_dir: Path, name: str, url: str, repeat: int, zarr_store: str | None = None
+) -> None:
     print(" read every value")
     with counted() as c_direct:
         wall, cpu, direct = best(repeat, lambda: read_netcdf(url))
     report("netCDF4 on the source", wall, cpu, None)
     base = (wall, cpu)
+    if zarr_store is not None:  # zarr-python's own cost per chunk, without references
+        with counted() as counts:
+            wall, cpu, values = best(
+                repeat, lambda: zarr.open_group(zarr_store, mode="r")["v"][...]
+            )
+        np.testing.assert_array_equal(values, direct)
+        report("zarr on the source directly", wall, cpu, base)
     for label, fo in (("JSON", work_dir / f"{name}.json"), ("Parquet", work_dir / f"{name}.parq")):
         with counted() as counts:
             wall, cpu, values = best(repeat, lambda fo=fo: read_refs(str(fo)))
@@ -216,7 +226,7 @@ def bench_nczarr(work_dir: Path, chunks: int, repeat: int) -> None:
     )
     report("nczarr.write_references (Parquet)", wall, cpu, base)
     print("  kerchunk, VirtualiZarr: do not read NCZarr")
-    read_all(work_dir, "nczarr", f"file://{store}#mode=nczarr,file", repeat)
+    read_all(work_dir, "nczarr", f"file://{store}#mode=nczarr,file", repeat, str(store))
 
 
 def main() -> None:
