@@ -213,3 +213,22 @@ def test_s3_source_and_s3_repository(
     (got,) = read_saved(job)
     assert got == netcdf_values(url, masked=False)
     assert [k for k in listing() if k[0].startswith("st/")] == before
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_zarr_python_store_virtual(tmp_path: Path, zarr_format: int) -> None:
+    """A store xarray/zarr-python wrote: read back as zarr-python reads the source."""
+    store = tmp_path / "zp.zarr"
+    ds = xr.Dataset(
+        {"a": (("x", "y"), np.arange(24, dtype="i4").reshape(4, 6))},
+        coords={"x": np.arange(4.0)},
+    )
+    ds.to_zarr(store, zarr_format=zarr_format, encoding={"a": {"chunks": (2, 3)}})
+    before = tree_hash(store)
+    repo = tmp_path / "repo"
+    result = nczarr.to_icechunk(str(store), repo)
+    assert result["copied"] == 0 and result["virtual"] == 4 + 1
+    (got,) = read_saved(icechunk_job(repo, "zarr", ("",), result))
+    group = zarr.open_group(store, mode="r")
+    assert got == {name: floats(arr[...]) for name, arr in group.arrays()}
+    assert tree_hash(store) == before
