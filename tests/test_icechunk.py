@@ -223,7 +223,12 @@ def test_zarr_python_store_virtual(tmp_path: Path, zarr_format: int) -> None:
         {"a": (("x", "y"), np.arange(24, dtype="i4").reshape(4, 6))},
         coords={"x": np.arange(4.0)},
     )
-    ds.to_zarr(store, zarr_format=zarr_format, encoding={"a": {"chunks": (2, 3)}})
+    ds.to_zarr(
+        store,
+        zarr_format=zarr_format,
+        encoding={"a": {"chunks": (2, 3)}},
+        consolidated=zarr_format == 2,
+    )
     before = tree_hash(store)
     repo = tmp_path / "repo"
     result = nczarr.to_icechunk(str(store), repo)

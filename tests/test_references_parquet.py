@@ -156,6 +156,31 @@ def test_many_chunks_paged_by_record_size(
     assert tree_hash(store) == before
 
 
+# ---------------------------------------------------------------- zips
+def test_stored_zip_parquet(tmp_path: Path) -> None:
+    """Members stored uncompressed: [zip, offset, length] entries in the Parquet set."""
+    directory = tmp_path / "dir.zarr"
+    url = make_nczarr(directory)
+    archive = tmp_path / "src.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_STORED) as zf:
+        for p in sorted(directory.rglob("*")):
+            if p.is_file():
+                zf.write(p, "src/" + p.relative_to(directory).as_posix())  # netcdf-c's layout
+    before = tree_hash(archive)
+    out = tmp_path / "zip.parq"
+    counts = nczarr.write_references(str(archive), out)
+    assert counts["inlined"] == 0
+    path, offset, length = parquet_entries(out, ["t/0.0"])["t/0.0"]
+    assert path == str(archive)
+    assert archive.read_bytes()[offset : offset + length] == (directory / "t/0.0").read_bytes()
+    by_zarr, by_xarray = read_saved(
+        refs_job(out, "zarr", ("", "g")), refs_job(out, "xarray", ("", "g"))
+    )
+    assert by_zarr == netcdf_values(url, masked=False)
+    assert by_xarray == netcdf_values(url, masked=True)
+    assert tree_hash(archive) == before
+
+
 # ---------------------------------------------------------------- inlined chunks
 def test_deflated_zip_members_inlined_in_parquet(tmp_path: Path) -> None:
     directory = tmp_path / "dir.zarr"
