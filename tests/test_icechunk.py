@@ -237,3 +237,27 @@ def test_zarr_python_store_virtual(tmp_path: Path, zarr_format: int) -> None:
     group = zarr.open_group(store, mode="r")
     assert got == {name: floats(arr[...]) for name, arr in group.arrays()}
     assert tree_hash(store) == before
+
+
+def test_zip_on_s3_source_virtual(
+    tmp_path: Path, s3_endpoint: str, s3_bucket: str, s3_client
+) -> None:
+    """A zip archive on S3 (``zip::s3://``): stored members become virtual byte ranges
+    of the archive object; the repository itself is local."""
+    directory = tmp_path / "dir.zarr"
+    url = make_nczarr(directory)
+    archive = tmp_path / "src.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_STORED) as zf:
+        for p in sorted(directory.rglob("*")):
+            if p.is_file():
+                zf.write(p, "src/" + p.relative_to(directory).as_posix())
+    s3_client.put_object(Bucket=s3_bucket, Key="a/src.zip", Body=archive.read_bytes())
+    options = {"endpoint_url": s3_endpoint, "key": "testing", "secret": "testing"}
+    repo = tmp_path / "repo"
+    result = nczarr.to_icechunk(f"zip::s3://{s3_bucket}/a/src.zip", repo, storage_options=options)
+    assert result["container"] == f"s3://{s3_bucket}/a/"
+    assert result["virtual"] == 8 and result["copied"] == 0
+    (got,) = read_saved(icechunk_job(repo, "zarr", ("", "g"), result))
+    assert got == netcdf_values(url, masked=False)
+    body = s3_client.get_object(Bucket=s3_bucket, Key="a/src.zip")["Body"].read()
+    assert body == archive.read_bytes()
