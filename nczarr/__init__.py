@@ -18,7 +18,8 @@ Writing:
 * :func:`migrate` upgrades an old NCZarr store's metadata in place.
 * :func:`to_nczarr` writes an ``xr.Dataset`` or ``xr.DataTree`` as NCZarr.
 * :func:`references` saves a translation as an fsspec (kerchunk) reference set whose
-  chunk entries point into the source: any fsspec reader opens it without nczarr.
+  chunk entries point into the source: any fsspec reader opens it without nczarr;
+  :func:`write_references` writes one as JSON or in fsspec's Parquet layout.
 
 Diagnosis: :func:`check` says what each reader (netcdf-c, zarr-python, xarray, GDAL) would
 get wrong with a store, and the fix (:class:`CheckReport`).
@@ -124,6 +125,8 @@ _LAZY = {
     # conversion
     "convert": "nczarr.conversion.api",
     "references": "nczarr.conversion.references",
+    "write_references": "nczarr.conversion.reference_files",
+    "to_icechunk": "nczarr.conversion.icechunk_repo",
     "migrate": "nczarr.conversion.migrate",
     "ConvertReport": "nczarr.conversion.report",
 }

@@ -134,14 +134,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "refs",
-        help="write a reference set (fsspec/kerchunk JSON) of the translated dataset",
-        description="Write OUT, a JSON reference set (fsspec version 1) showing URL as "
+        help="write a reference set (fsspec/kerchunk JSON or Parquet) of the translated dataset",
+        description="Write OUT, a reference set (fsspec version 1 JSON, or fsspec's Parquet "
+        "layout when OUT ends in .parq) showing URL as "
         "'nczarr view' shows it, its chunks pointing into URL's own objects (nothing copied "
         "but what cannot be pointed at, announced). Read it with fsspec's reference:// "
         "filesystem, xarray or zarr, without nczarr.",
     )
     p.add_argument("url", metavar="SRC", help="source URL or path (any layout nczarr reads)")
-    p.add_argument("out", metavar="OUT", help="the JSON file to write")
+    p.add_argument(
+        "out", metavar="OUT", help="the JSON file, or Parquet directory (.parq), to write"
+    )
+    p.add_argument(
+        "--record-size",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="chunk entries per Parquet record file (default 10000)",
+    )
     p.add_argument("--mode", choices=("zarr", "nczarr"), default="zarr")
     p.add_argument("--zarr-format", type=int, choices=(2, 3), default=2)
     p.add_argument(
@@ -386,28 +396,24 @@ def _dump(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _refs(args: argparse.Namespace, out: TextIO) -> int:
-    import json
-
-    from ..conversion.overlap import check_distinct
-    from ..conversion.references import references
+    from ..conversion.reference_files import write_references
 
     options = _options_for(args, args.url)
-    check_distinct(args.url, args.out, src_options=options)  # OUT never lands in SRC
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", NCZarrWarning)
-        result = references(
+        counts = write_references(
             args.url,
+            args.out,
             args.mode,
             zarr_format=args.zarr_format,
             storage_options=options,
             inline_threshold=args.inline_threshold,
             exclude=args.exclude,
+            record_size=args.record_size,
         )
     _print_warnings([str(w.message) for w in caught if issubclass(w.category, NCZarrWarning)])
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(result, f)
-    chunks = sum(1 for v in result["refs"].values() if isinstance(v, list))
-    print(f"{args.out}: {len(result['refs'])} references, {chunks} into {args.url}", file=out)
+    total = sum(counts.values())
+    print(f"{args.out}: {total} references, {counts['pointers']} into {args.url}", file=out)
     return 0
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import base64
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 from ..errors import UnsupportedError, warn_all
@@ -65,19 +65,21 @@ def _text(value: bytes) -> str:
     try:
         text = value.decode("utf-8")
     except UnicodeDecodeError:
-        return _inline(value)
-    return _inline(value) if text.startswith("base64:") else text
+        return inline_bytes(value)
+    return inline_bytes(value) if text.startswith("base64:") else text
 
 
-def _inline(value: bytes) -> str:
+def inline_bytes(value: bytes) -> str:
+    """``value`` as a reference set holds inlined bytes: ``"base64:..."``."""
     return "base64:" + base64.b64encode(value).decode("ascii")
 
 
 class _Budget:
     """The bytes copied per array that could not be pointed at, against the limit."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, into: str = "the reference set") -> None:
         self.limit = limit
+        self.into = into
         self.copied: dict[str, tuple[int, int, str]] = {}
 
     def add(self, array: str, size: int, why: str) -> None:
@@ -94,7 +96,7 @@ class _Budget:
     def warnings(self) -> list[str]:
         return [
             f"array /{array} cannot be referenced ({why}): {count} chunk(s), "
-            f"{total} bytes copied into the reference set"
+            f"{total} bytes copied into {self.into}"
             for array, (total, count, why) in sorted(self.copied.items())
         ]
 
@@ -111,6 +113,91 @@ def _refuse_unrepresentable(translated: TranslatedView, exclude: Sequence[str] |
         )
 
 
+class Entries:
+    """A reference set as a stream: ``metadata`` (key, text) first, then ``chunks()``
+    yielding (key, entry) (with ``grid_order``, array by array in chunk-grid order, so
+    a paged writer fills each page before the next), then ``warnings()`` to announce."""
+
+    def __init__(
+        self,
+        translated: TranslatedView,
+        *,
+        inline_threshold: int,
+        exclude: Sequence[str] | None,
+        max_inlined: int,
+        grid_order: bool = False,
+        into: str = "the reference set",
+    ) -> None:
+        _refuse_unrepresentable(translated, exclude)
+        self.grid_order = grid_order
+        self.translated = translated
+        self.inline_threshold = inline_threshold
+        self.plan = build_plan(
+            translated,
+            target_format=translated.format,
+            exclude=exclude,
+            consolidated=translated.consolidated,
+            netcdf_scalars=translated.netcdf_scalars,
+            zarr_format=translated.zarr_format,
+        )
+        self.metadata: list[tuple[str, str]] = [
+            (key, _text(value)) for key, value in self.plan.metadata
+        ]
+        self.budget = _Budget(max_inlined, into)
+        self.pointed = 0
+        self.inlined = 0
+        #: What a writer of the set adds to announce (after the chunks).
+        self.notes: list[str] = []
+
+    def chunks(self) -> Iterator[tuple[str, str | list[Any]]]:
+        """Each chunk key and its entry: ``[url]``, ``[url, offset, length]`` or
+        ``"base64:..."`` (raises :class:`UnsupportedError` past ``max_inlined``)."""
+        translated = self.translated
+        source = translated.source
+        arrays = frozenset(v.path.strip("/") for v in translated.dataset.root.all_variables())
+        keys = self.plan.chunk_keys
+        for key in sorted(keys, key=_grid_order) if self.grid_order else keys:
+            array = translated.reencoded_array(key)
+            location = None
+            why = "re-encoded by the view"
+            if array is None:
+                location = chunk_location(source, translated.source_key(key))
+                why = _why_not(source)
+            if location is not None:
+                if self.inline_threshold > 0:
+                    size = location[2] if len(location) == 3 else translated.getsize(key)
+                    if size < self.inline_threshold:
+                        self.inlined += 1
+                        yield key, inline_bytes(translated[key])
+                        continue
+                self.pointed += 1
+                yield key, list(location)
+                continue
+            value = translated[key]
+            owner = array if array is not None else array_of_key(key, arrays) or key
+            self.budget.add(owner, len(value), why)
+            self.inlined += 1
+            yield key, inline_bytes(value)
+
+    def warnings(self) -> list[str]:
+        """What to announce once every chunk was yielded."""
+        return [
+            *self.plan.warnings[len(self.translated.warnings) :],
+            *self.budget.warnings(),
+            *self.notes,
+        ]
+
+
+def _grid_order(key: str) -> tuple[str, tuple[int, ...]]:
+    """Sort key of a chunk key: its array, then its grid index in row-major order
+    (``t/10.0`` after ``t/2.0``)."""
+    array, _, index = key.rpartition("/")
+    try:
+        return array, tuple(map(int, index.split(".")))
+    except ValueError:
+        return key, ()
+
+
 def _build(
     translated: TranslatedView,
     *,
@@ -119,42 +206,20 @@ def _build(
     max_inlined: int,
 ) -> tuple[dict[str, Any], list[str]]:
     """The refs dict of ``translated`` and the warnings to announce."""
-    _refuse_unrepresentable(translated, exclude)
-    plan = build_plan(
-        translated,
-        target_format=translated.format,
-        exclude=exclude,
-        consolidated=translated.consolidated,
-        netcdf_scalars=translated.netcdf_scalars,
-        zarr_format=translated.zarr_format,
+    entries = Entries(
+        translated, inline_threshold=inline_threshold, exclude=exclude, max_inlined=max_inlined
     )
-    refs: dict[str, Any] = {key: _text(value) for key, value in plan.metadata}
-    source = translated.source
-    budget = _Budget(max_inlined)
-    arrays = frozenset(v.path.strip("/") for v in translated.dataset.root.all_variables())
-    for key in plan.chunk_keys:
-        array = translated.reencoded_array(key)
-        location = None
-        why = "re-encoded by the view"
-        if array is None:
-            location = chunk_location(source, translated.source_key(key))
-            why = _why_not(source)
-        if location is not None:
-            if inline_threshold > 0:
-                size = location[2] if len(location) == 3 else translated.getsize(key)
-                if size < inline_threshold:
-                    refs[key] = _inline(translated[key])
-                    continue
-            refs[key] = list(location)
-            continue
-        value = translated[key]
-        owner = array if array is not None else array_of_key(key, arrays) or key
-        budget.add(owner, len(value), why)
-        refs[key] = _inline(value)
-    return {"version": 1, "refs": refs}, [
-        *plan.warnings[len(translated.warnings) :],
-        *budget.warnings(),
-    ]
+    refs: dict[str, Any] = dict(entries.metadata)
+    refs.update(entries.chunks())
+    return {"version": 1, "refs": refs}, entries.warnings()
+
+
+def check_limits(inline_threshold: int, max_inlined: int) -> None:
+    """Refuse negative limits before anything is opened."""
+    if inline_threshold < 0 or max_inlined < 0:
+        raise ValueError(
+            f"inline_threshold and max_inlined must be >= 0, got {inline_threshold}, {max_inlined}"
+        )
 
 
 def references(
@@ -201,10 +266,7 @@ def references(
     InvalidModeError, MetadataError
         As :func:`nczarr.view`.
     """
-    if inline_threshold < 0 or max_inlined < 0:
-        raise ValueError(
-            f"inline_threshold and max_inlined must be >= 0, got {inline_threshold}, {max_inlined}"
-        )
+    check_limits(inline_threshold, max_inlined)
     with view(src, mode, zarr_format=zarr_format, storage_options=storage_options) as translated:
         result, warnings = _build(
             translated,

@@ -1,0 +1,251 @@
+"""Reference generation and reading through references: nczarr against kerchunk and
+VirtualiZarr.
+
+Sources, written once with netCDF4 in ``--dir``:
+
+* a netCDF-4 file with ``--nc-chunks`` chunks (float32, deflate + shuffle, 16x16
+  chunks of smooth noise), and
+* an NCZarr directory store (netcdf-c's layout) with ``--nczarr-chunks`` chunk files,
+  converted from a file like the first by ``nczarr.convert`` (one file per chunk).
+
+Timed, best of ``--repeat`` (wall and CPU time of this process, user + system):
+
+* build: ``nczarr.references`` (JSON dict) and ``nczarr.write_references`` to Parquet;
+  on the ``.nc`` also kerchunk's ``SingleHdf5ToZarr(...).translate()`` and
+  VirtualiZarr's ``open_virtual_dataset`` (HDFParser) when they are installed
+  (neither reads NCZarr);
+* read: every value through the reference set (zarr 3 over fsspec's ``reference://``)
+  against reading the source directly (netCDF4 for both sources; zarr-python too for
+  the NCZarr store, to show zarr's own cost per chunk), with the number of
+  byte-range reads (``cat_file``/``_cat_file`` calls on the local filesystem) and
+  file opens each makes.
+
+It asserts that nczarr's sets copy no chunk byte (no inlined entry) and that the values
+read through them equal netCDF4's.
+
+Usage::
+
+    python3 benchmarks/references.py                      # 10,000 and 100,000 chunks
+    python3 benchmarks/references.py --nczarr-chunks 20000 --repeat 1   # quicker
+"""
+
+from __future__ import annotations
+
+import argparse
+import builtins
+import contextlib
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import netCDF4
+import numpy as np
+import zarr
+
+import nczarr
+
+CHUNK = 16  # chunk edge: 16x16 float32 = 1 KiB
+
+
+def build_nc(path: Path, chunks: int) -> None:
+    """A netCDF-4 file of about ``chunks`` chunks of 16x16 float32 (deflate + shuffle)."""
+    side = math.ceil(math.sqrt(chunks)) * CHUNK
+    rows = math.ceil(chunks / (side // CHUNK)) * CHUNK
+    rng = np.random.default_rng(0)
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.createDimension("y", rows)
+        ds.createDimension("x", side)
+        v = ds.createVariable(
+            "v", "f4", ("y", "x"), chunksizes=(CHUNK, CHUNK), zlib=True, shuffle=True
+        )
+        v.units = "K"
+        for start in range(0, rows, 256):
+            stop = min(start + 256, rows)
+            noise = np.cumsum(rng.normal(size=(stop - start, side)), axis=1) * 0.01
+            v[start:stop] = noise.astype("f4")
+
+
+@contextlib.contextmanager
+def counted() -> Iterator[dict[str, int]]:
+    """Counts of local byte-range reads (fsspec) and file opens during the block."""
+    from fsspec.implementations.local import LocalFileSystem
+
+    counts = {"reads": 0, "opens": 0}
+    original_cat = LocalFileSystem.cat_file
+    original_open = builtins.open
+
+    def cat_file(self: Any, *args: Any, **kwargs: Any) -> Any:
+        counts["reads"] += 1
+        return original_cat(self, *args, **kwargs)
+
+    def opener(*args: Any, **kwargs: Any) -> Any:
+        counts["opens"] += 1
+        return original_open(*args, **kwargs)
+
+    LocalFileSystem.cat_file = cat_file
+    builtins.open = opener
+    try:
+        yield counts
+    finally:
+        LocalFileSystem.cat_file = original_cat
+        builtins.open = original_open
+
+
+def best(repeat: int, work: Callable[[], Any]) -> tuple[float, float, Any]:
+    """Best wall and CPU seconds of ``repeat`` runs, and the last result."""
+    walls, cpus, result = [], [], None
+    for _ in range(repeat):
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = work()
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    return min(walls), min(cpus), result
+
+
+def read_refs(fo: str, remote_protocol: str | None = None) -> np.ndarray:
+    """Every value of ``v`` through a reference set (zarr 3 over fsspec)."""
+    fs = fsspec.filesystem(
+        "reference", fo=fo, asynchronous=True, remote_protocol=remote_protocol or "file"
+    )
+    group = zarr.open_group(zarr.storage.FsspecStore(fs, read_only=True, path=""), mode="r")
+    return group["v"][...]
+
+
+def read_netcdf(url: str) -> np.ndarray:
+    with netCDF4.Dataset(url) as ds:
+        ds.set_auto_mask(False)
+        return ds["v"][...]
+
+
+def no_inlined(refs: dict) -> None:
+    """nczarr copied no chunk byte: every chunk entry is a pointer."""
+    for key, value in refs["refs"].items():
+        if not key.rsplit("/", 1)[-1].startswith((".z", "zarr.json")):
+            assert isinstance(value, list), f"{key} was inlined"
+
+
+def report(name: str, wall: float, cpu: float, base: tuple[float, float] | None) -> None:
+    ratio = f"  (CPU {cpu / base[1]:6.2f}x the first's)" if base and base[1] else ""
+    print(f"  {name:<44} wall {wall:8.3f} s   cpu {cpu:8.3f} s{ratio}")
+
+
+def bench_nc(work_dir: Path, chunks: int, repeat: int) -> None:
+    path = work_dir / "src.nc"
+    build_nc(path, chunks)
+    with netCDF4.Dataset(path) as ds:
+        n = math.prod(math.ceil(s / CHUNK) for s in ds["v"].shape)
+    print(f"\nnetCDF-4 file, {n} chunks, {path.stat().st_size / 1e6:.1f} MB")
+    print(" build")
+    wall, cpu, refs = best(repeat, lambda: nczarr.references(str(path)))
+    no_inlined(refs)
+    base = (wall, cpu)
+    report("nczarr.references", wall, cpu, None)
+    (work_dir / "nc.json").write_text(json.dumps(refs))
+    parq = work_dir / "nc.parq"
+    wall, cpu, _ = best(repeat, lambda: nczarr.write_references(str(path), parq))
+    report("nczarr.write_references (Parquet)", wall, cpu, base)
+    try:
+        from kerchunk.hdf import SingleHdf5ToZarr
+    except ImportError:
+        print("  kerchunk: not installed")
+    else:
+        wall, cpu, _ = best(repeat, lambda: SingleHdf5ToZarr(str(path)).translate())
+        report("kerchunk SingleHdf5ToZarr.translate", wall, cpu, base)
+        print(f"    nczarr / kerchunk CPU: {base[1] / cpu:.2f} (below 1: nczarr faster)")
+    try:
+        from obspec_utils.registry import ObjectStoreRegistry
+        from obstore.store import LocalStore
+        from virtualizarr import open_virtual_dataset
+        from virtualizarr.parsers import HDFParser
+    except ImportError:
+        print("  VirtualiZarr: not installed")
+    else:
+        registry = ObjectStoreRegistry({"file://": LocalStore()})
+
+        def virtualizarr() -> Any:
+            return open_virtual_dataset(path.as_uri(), registry=registry, parser=HDFParser())
+
+        wall, cpu, _ = best(repeat, virtualizarr)
+        report("VirtualiZarr open_virtual_dataset", wall, cpu, base)
+        print(f"    nczarr / VirtualiZarr CPU: {base[1] / cpu:.2f} (below 1: nczarr faster)")
+    read_all(work_dir, "nc", str(path), repeat)
+
+
+def read_all(
+    work_dir: Path, name: str, url: str, repeat: int, zarr_store: str | None = None
+) -> None:
+    print(" read every value")
+    with counted() as c_direct:
+        wall, cpu, direct = best(repeat, lambda: read_netcdf(url))
+    report("netCDF4 on the source", wall, cpu, None)
+    base = (wall, cpu)
+    if zarr_store is not None:  # zarr-python's own cost per chunk, without references
+        with counted() as counts:
+            wall, cpu, values = best(
+                repeat, lambda: zarr.open_group(zarr_store, mode="r")["v"][...]
+            )
+        np.testing.assert_array_equal(values, direct)
+        report("zarr on the source directly", wall, cpu, base)
+    for label, fo in (("JSON", work_dir / f"{name}.json"), ("Parquet", work_dir / f"{name}.parq")):
+        with counted() as counts:
+            wall, cpu, values = best(repeat, lambda fo=fo: read_refs(str(fo)))
+        np.testing.assert_array_equal(values, direct)
+        report(f"zarr through the {label} references", wall, cpu, base)
+        print(
+            f"    {counts['reads'] // repeat} byte-range reads, "
+            f"{counts['opens'] // repeat} Python file opens per read"
+        )
+    print(f"    (netCDF4 reads through libnetcdf: {c_direct['opens']} Python opens)")
+
+
+def bench_nczarr(work_dir: Path, chunks: int, repeat: int) -> None:
+    nc = work_dir / "for_nczarr.nc"
+    build_nc(nc, chunks)
+    store = work_dir / "src.file"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nczarr.convert(str(nc), f"file://{store}#mode=nczarr,file", mode="nczarr")
+    n = sum(1 for p in store.rglob("*") if p.is_file() and not p.name.startswith(".z"))
+    print(f"\nNCZarr directory store, {n} chunk files")
+    print(" build")
+    wall, cpu, refs = best(repeat, lambda: nczarr.references(str(store)))
+    no_inlined(refs)
+    report("nczarr.references", wall, cpu, None)
+    (work_dir / "nczarr.json").write_text(json.dumps(refs))
+    base = (wall, cpu)
+    wall, cpu, _ = best(
+        repeat, lambda: nczarr.write_references(str(store), work_dir / "nczarr.parq")
+    )
+    report("nczarr.write_references (Parquet)", wall, cpu, base)
+    print("  kerchunk, VirtualiZarr: do not read NCZarr")
+    read_all(work_dir, "nczarr", f"file://{store}#mode=nczarr,file", repeat, str(store))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nc-chunks", type=int, default=10_000)
+    parser.add_argument("--nczarr-chunks", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--dir", default=None, help="work directory (default: a temporary one)")
+    args = parser.parse_args()
+    work_dir = Path(args.dir or tempfile.mkdtemp(prefix="nczarr-refs-bench-"))
+    work_dir.mkdir(parents=True, exist_ok=True)
+    print(f"cpus: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f}")
+    try:
+        bench_nc(work_dir, args.nc_chunks, args.repeat)
+        bench_nczarr(work_dir, args.nczarr_chunks, args.repeat)
+    finally:
+        if args.dir is None:
+            shutil.rmtree(work_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

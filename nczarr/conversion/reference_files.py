@@ -1,0 +1,231 @@
+"""Reference sets written to files: fsspec's JSON (version 1) or its Parquet layout.
+
+``write_references(src, out)`` writes the set :func:`~nczarr.references` returns, as
+JSON when ``out`` ends in ``.json``, or in the Parquet layout fsspec's
+``reference://`` filesystem reads lazily (``LazyReferenceMapper``: a directory with
+``.zmetadata`` holding the metadata and, per array, ``refs.N.parq`` files of
+``record_size`` chunk entries each) when it ends in ``.parq`` or ``.parquet``.
+
+The Parquet set is written by fsspec's own writer (``LazyReferenceMapper.create``),
+fed entry by entry in chunk-grid order, so each record file is written as soon as it
+is full: the output side holds one record per array, not the whole set. fsspec's
+writer needs pandas, fastparquet and kerchunk (the ``refs`` extra); readers need
+fsspec, pandas and fastparquet.
+
+fsspec's Parquet layout knows Zarr v2 keys only (``.zarray``, chunk keys ``a/0.1``):
+``zarr_format=3`` and arrays whose chunk keys use ``/`` are refused before anything
+is written.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from ..errors import TargetExistsError, UnsupportedError, warn_all
+from ..maps.base import ZMap
+from ..readthrough import view
+from .fillchunk import encoded_fill_chunk
+from .references import DEFAULT_MAX_INLINED, Entries, check_limits, inline_bytes
+
+__all__ = ["DEFAULT_RECORD_SIZE", "PARQUET_SUFFIXES", "reference_format", "write_references"]
+
+#: Chunk entries per Parquet record file (fsspec's default).
+DEFAULT_RECORD_SIZE = 10_000
+
+#: Output names written in fsspec's Parquet layout.
+PARQUET_SUFFIXES = (".parq", ".parquet")
+
+
+def reference_format(out: str | os.PathLike[str]) -> Literal["json", "parquet"]:
+    """``"parquet"`` when ``out`` ends in ``.parq``/``.parquet``, else ``"json"``."""
+    return "parquet" if os.fspath(out).rstrip("/").endswith(PARQUET_SUFFIXES) else "json"
+
+
+def _open_parquet_writer(out: str, record_size: int, options: Mapping[str, Any]) -> Any:
+    """fsspec's Parquet reference writer at ``out``, after checking that ``out`` is
+    absent or a Parquet reference set (fsspec's ``create`` empties the directory)."""
+    try:
+        import fastparquet  # noqa: F401
+        import kerchunk.df  # noqa: F401
+        import pandas  # noqa: F401
+        from fsspec.core import url_to_fs
+        from fsspec.implementations.reference import LazyReferenceMapper
+    except ImportError as exc:
+        raise UnsupportedError(
+            f"{out}: writing Parquet reference sets needs pandas, fastparquet and kerchunk "
+            f"({exc.name} is missing): pip install 'nczarr[refs]'"
+        ) from exc
+    fs, root = url_to_fs(out, **options)
+    if fs.exists(root):
+        _check_replaceable(fs, root, out)
+    return LazyReferenceMapper.create(root, fs=fs, record_size=record_size)
+
+
+def _check_replaceable(fs: Any, root: str, out: str) -> None:
+    """Only a Parquet reference set (its ``.zmetadata`` has ``record_size``) may be
+    replaced; anything else at ``out`` is refused untouched."""
+    try:
+        meta = json.loads(fs.cat_file(f"{root.rstrip('/')}/.zmetadata"))
+    except (OSError, ValueError):
+        meta = None
+    if not isinstance(meta, dict) or "record_size" not in meta:
+        raise TargetExistsError(
+            f"{out} exists and is not a Parquet reference set: nothing was written "
+            "(remove it, or name another output)"
+        )
+
+
+def _check_parquet_keys(entries: Entries, out: str) -> None:
+    """fsspec's Parquet layout reads Zarr v2 metadata and ``.``-separated chunk keys."""
+    for key, text in entries.metadata:
+        if key == "zarr.json" or key.endswith("/zarr.json"):
+            raise UnsupportedError(
+                f"{out}: fsspec's Parquet reference layout holds Zarr v2 metadata only; "
+                "write zarr_format=3 references as JSON"
+            )
+        if key.endswith(".zarray") and json.loads(text).get("dimension_separator") == "/":
+            array = "/" + key[: -len(".zarray")].strip("/")
+            raise UnsupportedError(
+                f"{out}: array {array} has '/'-separated chunk keys, which fsspec's Parquet "
+                "reference layout cannot hold; write its references as JSON"
+            )
+
+
+def _write_parquet(entries: Entries, out: str, record_size: int, options: Mapping) -> None:
+    _check_parquet_keys(entries, out)
+    mapper = _open_parquet_writer(out, record_size, options)
+    try:
+        zarrays = {}
+        for key, text in entries.metadata:
+            if key == ".zmetadata":
+                continue  # the layout's own .zmetadata carries every metadata object
+            mapper[key] = text
+            if key.endswith(".zarray"):
+                zarrays[key[: -len(".zarray")].rstrip("/")] = text
+        written: dict[str, set[str]] = {array: set() for array in zarrays}
+        for key, entry in entries.chunks():
+            mapper[key] = entry
+            array, _, index = key.rpartition("/")
+            written[array].add(index)
+        for array, text in zarrays.items():
+            _fill_gaps(mapper, array, text, written[array], entries)
+        mapper.flush()
+    except BaseException:
+        mapper.fs.rm(mapper.root, recursive=True)  # no half-written set is left behind
+        raise
+
+
+def _fill_gaps(mapper: Any, array: str, zarray: str, written: set[str], entries: Entries) -> None:
+    """Give every chunk the source never wrote the encoded fill-value chunk (fsspec's
+    Parquet reader cannot leave one out), announced."""
+    meta = json.loads(zarray)
+    grid = [math.ceil(s / c) for s, c in zip(meta["shape"], meta["chunks"], strict=True)]
+    missing = [
+        ".".join(map(str, index)) or "0"
+        for index in itertools.product(*(range(n) for n in grid))
+        if (".".join(map(str, index)) or "0") not in written
+    ]
+    if not missing:
+        return
+    chunk = encoded_fill_chunk(zarray.encode(), "/" + array)
+    for index in missing:
+        mapper[f"{array}/{index}"] = inline_bytes(chunk)
+    entries.notes.append(
+        f"array /{array}: {len(missing)} chunk(s) missing from the source (fill value) "
+        f"written into the Parquet set as an encoded fill-value chunk of {len(chunk)} "
+        "bytes (fsspec's Parquet reader cannot leave a chunk out)"
+    )
+
+
+def _write_json(entries: Entries, out: str, options: Mapping) -> None:
+    import fsspec
+
+    refs: dict[str, Any] = dict(entries.metadata)
+    refs.update(entries.chunks())
+    with fsspec.open(out, "w", encoding="utf-8", **options) as f:
+        json.dump({"version": 1, "refs": refs}, f)
+
+
+def write_references(
+    src: str | os.PathLike[str] | ZMap,
+    out: str | os.PathLike[str],
+    mode: Literal["zarr", "nczarr"] = "zarr",
+    *,
+    zarr_format: int = 2,
+    storage_options: Mapping[str, Any] | None = None,
+    target_options: Mapping[str, Any] | None = None,
+    inline_threshold: int = 0,
+    exclude: Sequence[str] | None = None,
+    max_inlined: int = DEFAULT_MAX_INLINED,
+    record_size: int = DEFAULT_RECORD_SIZE,
+) -> dict[str, int]:
+    """Write the reference set of ``src`` (as :func:`nczarr.references` makes it) to
+    ``out``: fsspec's Parquet layout when ``out`` ends in ``.parq``/``.parquet``,
+    else JSON.
+
+    Parameters
+    ----------
+    src, mode, zarr_format, storage_options, inline_threshold, exclude, max_inlined
+        As :func:`nczarr.references`.
+    out : str or path-like
+        Local path or fsspec URL of the output. An existing JSON file is replaced; an
+        existing Parquet output is replaced only if it is a Parquet reference set.
+    target_options : mapping, optional
+        fsspec options for writing ``out``.
+    record_size : int
+        Chunk entries per Parquet record file.
+
+    Returns
+    -------
+    dict
+        ``{"metadata": n, "pointers": n, "inlined": n}``: entries written.
+
+    Raises
+    ------
+    UnsupportedError
+        As :func:`nczarr.references`; or Parquet asked for Zarr v3 metadata or
+        ``/``-separated chunk keys, or its writer's packages are not installed.
+    TargetExistsError
+        ``out`` is a Parquet output that exists and is not a reference set.
+
+    Nothing is left at ``out`` when writing fails (a Parquet set it replaced is gone).
+    InvalidModeError
+        ``out`` lies inside ``src`` or the other way round.
+    """
+    from .overlap import check_distinct
+
+    check_limits(inline_threshold, max_inlined)
+    if record_size < 1:
+        raise ValueError(f"record_size must be >= 1, got {record_size}")
+    out = os.fspath(out)
+    options = dict(target_options or {})
+    check_distinct(src, out, src_options=storage_options, dst_options=options)
+    fmt = reference_format(out)
+    if fmt == "parquet" and zarr_format != 2:
+        raise UnsupportedError(
+            f"{out}: fsspec's Parquet reference layout holds Zarr v2 metadata only; "
+            "write zarr_format=3 references as JSON"
+        )
+    with view(src, mode, zarr_format=zarr_format, storage_options=storage_options) as translated:
+        entries = Entries(
+            translated,
+            inline_threshold=inline_threshold,
+            exclude=exclude,
+            max_inlined=max_inlined,
+            grid_order=fmt == "parquet",
+        )
+        if fmt == "parquet":
+            _write_parquet(entries, out, record_size, options)
+        else:
+            _write_json(entries, out, options)
+    warn_all(entries.warnings())
+    return {
+        "metadata": len(entries.metadata),
+        "pointers": entries.pointed,
+        "inlined": entries.inlined,
+    }

@@ -1,0 +1,181 @@
+"""Readers of saved translations in a fresh process without nczarr: fsspec reference
+sets (JSON or Parquet) through xarray or zarr 3's ``FsspecStore``, and Icechunk
+repositories through zarr and xarray. Several jobs share one process (imports cost
+seconds on a loaded machine)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import netCDF4
+import numpy as np
+
+# Each job: {"kind": "refs"|"icechunk", "how": "zarr"|"xarray", "groups": [...], ...}.
+# Prints, per job, {"path": [values as floats, NaN as None]} of its numeric arrays.
+READER = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    jobs = json.loads(sys.argv[1])
+    def floats(a):
+        return [None if v != v else v for v in np.asarray(a, dtype=float).ravel().tolist()]
+    def walk_zarr(group, g, out):
+        import zarr
+        for name, arr in group.arrays():
+            if arr.dtype.kind in "iuf":
+                out[(g + "/" + name).strip("/")] = floats(arr[...])
+    def walk_xarray(ds, g, out):
+        for name, var in ds.variables.items():
+            if var.dtype.kind in "iuf":
+                out[(g + "/" + name).strip("/")] = floats(var.values)
+    def refs_job(job):
+        import fsspec, xarray as xr, zarr
+        out = {}
+        options = {"fo": job["fo"], "remote_protocol": job.get("remote_protocol")}
+        if job.get("remote_options"):
+            options["remote_options"] = {**job["remote_options"], "asynchronous": True}
+        for g in job["groups"]:
+            if job["how"] == "xarray":
+                ds = xr.open_dataset("reference://" + g, engine="zarr",
+                    backend_kwargs={"consolidated": False, "storage_options": options})
+                walk_xarray(ds, g, out)
+            else:
+                fs = fsspec.filesystem("reference", asynchronous=True, **options)
+                store = zarr.storage.FsspecStore(fs, read_only=True, path=g)
+                walk_zarr(zarr.open_group(store=store, mode="r"), g, out)
+        return out
+    def icechunk_job(job):
+        import icechunk, xarray as xr, zarr
+        out = {}
+        storage = icechunk.local_filesystem_storage(job["repo"])
+        if job.get("s3"):
+            s3 = job["s3"]
+            storage = icechunk.s3_storage(bucket=s3["bucket"], prefix=s3["prefix"],
+                endpoint_url=s3["endpoint_url"], allow_http=True, region="us-east-1",
+                access_key_id="testing", secret_access_key="testing", force_path_style=True)
+        credentials = None
+        if job.get("containers"):
+            credentials = icechunk.containers_credentials(
+                {prefix: (icechunk.s3_credentials(access_key_id="testing",
+                    secret_access_key="testing") if prefix.startswith("s3") else
+                    getattr(icechunk.credentials, "LocalFileSystemAccess", None))
+                 for prefix in job["containers"]})
+        repo = icechunk.Repository.open(storage, authorize_virtual_chunk_access=credentials)
+        session = repo.readonly_session(branch="main")
+        for g in job["groups"]:
+            if job["how"] == "xarray":
+                ds = xr.open_zarr(session.store, group=g or None, consolidated=False,
+                                  zarr_format=3)
+                walk_xarray(ds, g, out)
+            else:
+                walk_zarr(zarr.open_group(session.store, path=g, mode="r"), g, out)
+        return out
+    results = [refs_job(j) if j["kind"] == "refs" else icechunk_job(j) for j in jobs]
+    assert "nczarr" not in sys.modules
+    print("RESULTS " + json.dumps(results))  # icechunk logs to stdout too
+    """
+)
+
+
+def read_saved(*jobs: dict[str, Any]) -> list[dict[str, list]]:
+    """Values of the numeric arrays each job opens, read in one fresh process."""
+    run = subprocess.run(
+        [sys.executable, "-c", READER, json.dumps(list(jobs))],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+    (line,) = [x for x in run.stdout.splitlines() if x.startswith("RESULTS ")]
+    return json.loads(line[len("RESULTS ") :])
+
+
+def refs_job(
+    fo: str | Path,
+    how: str,
+    groups: tuple[str, ...] = ("",),
+    *,
+    remote_protocol: str = "file",
+    remote_options: dict | None = None,
+) -> dict[str, Any]:
+    """A job reading reference set ``fo``; Parquet sets need ``remote_protocol``."""
+    return {
+        "kind": "refs",
+        "fo": str(fo),
+        "how": how,
+        "groups": list(groups),
+        "remote_protocol": remote_protocol,
+        "remote_options": remote_options or {},
+    }
+
+
+def floats(values: Any) -> list:
+    return [
+        None if v != v else v
+        for v in np.ma.filled(np.ma.asarray(values, dtype=float), np.nan).ravel().tolist()
+    ]
+
+
+def netcdf_values(url: str, masked: bool) -> dict[str, list]:
+    """netCDF4's values of every numeric variable (masked as NaN when ``masked``)."""
+    out: dict[str, list] = {}
+    with netCDF4.Dataset(url) as ds:
+        ds.set_auto_mask(masked)
+
+        def walk(group: Any, prefix: str) -> None:
+            for name, var in group.variables.items():
+                if np.dtype(var.dtype).kind in "iuf":
+                    out[(prefix + "/" + name).strip("/")] = floats(var[...])
+            for name, sub in group.groups.items():
+                walk(sub, prefix + "/" + name)
+
+        walk(ds, "")
+    return out
+
+
+def tree_hash(path: Path) -> str:
+    """A digest of every file's name and bytes under ``path`` (or of the file)."""
+    digest = hashlib.sha256()
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for p in files:
+        digest.update(str(p.relative_to(path) if p != path else p.name).encode())
+        digest.update(p.read_bytes())
+    return digest.hexdigest()
+
+
+def make_nczarr(path: Path, mode: str = "nczarr,file") -> str:
+    """A netcdf-c store (numeric variables, a fill value, a group), written by netCDF4."""
+    url = f"file://{path}#mode={mode}"
+    with netCDF4.Dataset(url, "w") as ds:
+        ds.createDimension("x", 10)
+        ds.createDimension("y", 6)
+        v = ds.createVariable("t", "f4", ("x", "y"), chunksizes=(5, 3), zlib=True, shuffle=True)
+        v[:] = np.arange(60, dtype="f4").reshape(10, 6)
+        v[0, 0] = np.ma.masked
+        g = ds.createGroup("g")
+        w = g.createVariable("c", "i2", ("x",), chunksizes=(4,))
+        w[:] = np.arange(10)
+        s = ds.createVariable("s", "i4", ())
+        s.assignValue(7)
+    return url
+
+
+def make_nc(path: Path, fmt: str) -> str:
+    """A ``.nc`` file (netCDF-4 chunked and deflated, or netCDF-3), written by netCDF4."""
+    with netCDF4.Dataset(path, "w", format=fmt) as ds:
+        ds.createDimension("x", 10)
+        ds.createDimension("y", 6)
+        if fmt.startswith("NETCDF4"):
+            v = ds.createVariable("t", "f4", ("x", "y"), chunksizes=(5, 3), zlib=True)
+        else:
+            v = ds.createVariable("t", "f4", ("x", "y"))
+        v[:] = np.arange(60, dtype="f4").reshape(10, 6)
+        w = ds.createVariable("c", "i2", ("x",))
+        w[:] = np.arange(10)
+    return str(path)
