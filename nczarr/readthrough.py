@@ -37,157 +37,150 @@ from .keys import join_key, normalize_key
 from .maps.base import ZMap
 from .translate.conventions import FORMATS, ZARRAY, ZMETADATA
 from .translate.model import Dataset
-from .translate.read_zarr3 import ChunkKeys
+from .translate.target import Target
+from .translation import TrailingAxis, Translation, chunk_coords
+from .translation import draft as draft_translation
+from .translation import finish as finish_translation
 
 if TYPE_CHECKING:
-    from .reencode import ChunkRecoder, Reencoding
+    from .reencode import ChunkRecoder
 
-__all__ = ["TranslatedView", "view"]
+__all__ = ["TrailingAxis", "TranslatedView", "chunk_coords", "view"]
 
 
 class TranslatedView(ZMap):
-    """Read-only zmap: translated metadata in memory, chunk objects passed through.
+    """Read-only zmap over a :class:`~nczarr.translation.Translation`: its metadata from
+    memory, chunk objects passed through (or re-encoded) from the source.
 
-    Built by :func:`view`. Attributes for converters: :attr:`source`,
-    :attr:`dataset`, :attr:`metadata`, :attr:`warnings`, :attr:`format` and
-    :meth:`chunk_keys`. Writes raise :class:`~nczarr.errors.ReadOnlyError`.
+    Built by :meth:`from_source` (or :func:`view`). Attributes for converters:
+    :attr:`source`, :attr:`dataset`, :attr:`metadata`, :attr:`warnings`,
+    :attr:`target`, :meth:`chunk_keys` and :meth:`partition`. Writes raise
+    :class:`~nczarr.errors.ReadOnlyError`.
     """
 
     def __init__(
         self,
         source: ZMap,
+        translation: Translation,
         *,
-        format: Literal["zarr", "nczarr"] = "zarr",
-        noxarray: bool = False,
-        consolidated: bool | None = None,
         owns_source: bool = False,
-        netcdf_scalars: bool = False,
-        zarr_format: int = 2,
-        metadata: tuple[dict[str, Any], Sequence[str]] | None = None,
+        requested: Target | None = None,
     ) -> None:
-        super().__init__("r")
-        if format not in FORMATS:
-            raise InvalidModeError(
-                f"invalid view mode {format!r}: expected one of {', '.join(map(repr, FORMATS))}"
-            )
-        from .load import read_with_chunk_keys
-        from .translate.writer import check_zarr_format, write_with_warnings
+        """A view of ``source`` as ``translation`` (complete or a draft) says.
 
-        self._zarr_format = check_zarr_format(format, zarr_format, netcdf_scalars=netcdf_scalars)
+        ``requested``: the target as asked (``consolidated`` possibly ``None``), kept
+        for pickling and the description; default ``translation.target``.
+        """
+        super().__init__("r")
+        from .reencode import ChunkRecoder
+
         self._source = source
         self._owns_source = owns_source
-        self._format = format
-        self._noxarray = noxarray
-        self._netcdf_scalars = netcdf_scalars
-        self._consolidated_arg = consolidated
-        self._dataset: Dataset
-        read_dataset, chunk_keys = read_with_chunk_keys(source, metadata=metadata)
-        #: Key prefixes of the arrays whose chunks are shown, sorted.
-        self._arrays: tuple[str, ...] = tuple(
-            sorted(v.path.strip("/") for v in read_dataset.root.all_variables())
-        )
-        self._array_set = frozenset(self._arrays)
-        self._ndims = {v.path.strip("/"): len(v.shape) for v in read_dataset.root.all_variables()}
-        #: Zarr v3 arrays: how their source chunk keys map to the v2 keys shown.
-        self._v3: dict[str, ChunkKeys] = {a: chunk_keys[a] for a in self._arrays if a in chunk_keys}
-        #: Arrays whose chunks live under another key prefix in the source: a store
-        #: whose root is a bare array shows it as variable ``name`` (chunks ``name/0.0``)
-        #: while the source holds them at its root (``0.0``).
-        self._source_prefix: dict[str, str] = {}
-        if ZARRAY in source and len(self._arrays) == 1:
-            self._source_prefix[self._arrays[0]] = ""
-        self._mapped = bool(self._source_prefix) or any(not k.identical for k in self._v3.values())
-        #: Sharded Zarr v3 arrays: (shard shape, inner chunk shape, array shape).
-        self._shards: dict[str, tuple[tuple[int, ...], ...]] = {
-            v.path.strip("/"): (v.shards, v.chunks, v.shape)
-            for v in read_dataset.root.all_variables()
-            if v.shards is not None
-        }
+        self._translation = translation
+        self._requested = requested or translation.target
+        layout = translation.layout
+        self._arrays = layout.arrays
+        self._array_set = frozenset(layout.arrays)
+        self._ndims = layout.ndims
+        self._v3 = layout.keys
+        self._source_prefix = layout.source_prefix
+        self._shards = layout.shards
+        self._mapped = layout.mapped
+        self._reencoded = translation.reencoded
+        self._metadata = translation.metadata
         self._stray: dict[str, str] = {}
-        self._reencoded: dict[str, Reencoding] = {}
-        self._dataset, self._reencoded, self._recoders = self._plan(read_dataset, format)
-        if format == "nczarr":  # re-encoded or v3 fixed bytes stay netCDF strings (same keys)
-            from .translate.netcdf_forms import bytes_as_text
-
-            kept = {f"/{p}" for p in (*self._reencoded, *self._v3)}
-            self._dataset, as_text = bytes_as_text(self._dataset, kept)
-            self._dataset = replace(self._dataset, warnings=(*self._dataset.warnings, *as_text))
-        if consolidated is None:
-            consolidated = ZMETADATA in source
-        self._consolidated = bool(consolidated)
-        written = write_with_warnings(
-            self._dataset,
-            format,
-            noxarray=noxarray,
-            consolidated=self._consolidated,
-            netcdf_scalars=netcdf_scalars,
-            zarr_format=self._zarr_format,
-        )
-        self._metadata: dict[str, bytes] = written.metadata
-        if format == "nczarr":  # fixed bytes become char arrays with one more axis
-            for var in self._dataset.root.all_variables():
-                path = var.path.strip("/")
-                if var.logical == "bytes" and path not in self._v3 and path not in self._reencoded:
-                    self._v3[path] = TrailingAxis(var.dimension_separator, len(var.shape))
-            self._mapped = self._mapped or any(not k.identical for k in self._v3.values())
-        self._warnings: tuple[str, ...] = (
-            *self._dataset.warnings,
-            *(r.message for r in self._reencoded.values()),
-            *written.warnings,
-        )
-        left_out = set(written.skipped)  # arrays the writer could not describe
-        self._left_out = tuple(sorted("/" + a for a in left_out))
-        if left_out:
-            self._arrays = tuple(a for a in self._arrays if a not in left_out)
-            self._array_set = frozenset(self._arrays)
-            self._v3 = {a: k for a, k in self._v3.items() if a in self._array_set}
-            self._mapped = bool(self._source_prefix) or any(
-                not k.identical for k in self._v3.values()
+        self._recoders: dict[str, ChunkRecoder] = {
+            path: ChunkRecoder(
+                source, item, self._source_prefix.get(path, path), self._v3.get(path)
             )
+            for path, item in self._reencoded.items()
+        }
 
-    def _plan(
-        self, dataset: Dataset, format: str
-    ) -> tuple[Dataset, dict[str, Reencoding], dict[str, ChunkRecoder]]:
-        """Which arrays are re-encoded, the dataset as shown, and one recoder per array.
+    @classmethod
+    def from_source(
+        cls,
+        source: ZMap,
+        target: Target,
+        *,
+        owns_source: bool = False,
+        metadata: tuple[dict[str, Any], Sequence[str]] | None = None,
+        include: Sequence[str] | None = None,
+        exclude: Sequence[str] | None = None,
+    ) -> TranslatedView:
+        """Read ``source``'s metadata once, translate it to ``target`` (the arrays
+        ``include``/``exclude`` keep) and show it.
 
-        Variable-length strings shown as NCZarr need a width (netCDF strings are
-        fixed-width there): their chunks are read once, here, to find the longest.
+        ``metadata``: ``(objects, warnings)`` already loaded
+        (:func:`nczarr.load.load_metadata`), so they are not read twice. The only
+        chunks read here are those of variable-length strings shown as fixed-width
+        NCZarr strings (to find the longest).
         """
-        from .reencode import ChunkRecoder, Reencoding, plan_reencoding, with_maxstrlen
+        from .load import read_with_chunk_keys
 
-        planned, reencoded = plan_reencoding(dataset, format)
-        self._reencoded = reencoded  # what the listings below skip stray objects of
+        read, chunk_keys = read_with_chunk_keys(source, metadata=metadata)
+        draft = draft_translation(
+            read,
+            chunk_keys,
+            target.resolved(ZMETADATA in source),
+            bare_root=ZARRAY in source,
+            include=include,
+            exclude=exclude,
+        )
+        return cls._finished(source, draft, owns_source=owns_source, requested=target)
 
-        def recoder(item: Reencoding) -> ChunkRecoder:
-            return ChunkRecoder(
-                self._source,
-                item,
-                self._source_prefix.get(item.path, item.path),
-                self._v3.get(item.path),
-            )
+    @classmethod
+    def _finished(
+        cls, source: ZMap, draft: Translation, *, owns_source: bool, requested: Target
+    ) -> TranslatedView:
+        """The view of ``draft`` completed: string widths measured through a view of
+        the draft, then the metadata written."""
+        widths: dict[str, int] = {}
+        stray: dict[str, str] = {}
+        if draft.to_measure:
+            scout = cls(source, draft)
+            try:
+                widths = scout._measure(draft.to_measure)
+                stray = scout._stray
+            finally:
+                scout.close()
+        result = cls(
+            source, finish_translation(draft, widths), owns_source=owns_source, requested=requested
+        )
+        result._stray.update(stray)  # warned once, by the scout
+        return result
 
+    def selected(
+        self, include: Sequence[str] | None = None, exclude: Sequence[str] | None = None
+    ) -> TranslatedView:
+        """The same source translated to the same target, with only the arrays that
+        ``include``/``exclude`` keep (the source is not read again; the new view does
+        not own it)."""
+        t = self._translation
+        chunk_keys = {a: k for a, k in t.layout.keys.items() if not isinstance(k, TrailingAxis)}
+        draft = draft_translation(
+            t.read,
+            chunk_keys,
+            t.target,
+            bare_root=bool(t.layout.source_prefix) or ZARRAY in self._source,
+            include=include,
+            exclude=exclude,
+        )
+        draft = replace(draft, widths=t.widths)
+        return type(self)._finished(
+            self._source, draft, owns_source=False, requested=self._requested
+        )
+
+    def _measure(self, paths: Sequence[str]) -> dict[str, int]:
+        """The longest string (at least 1) in the chunks of each of ``paths``."""
         widths = {}
-        for path, item in reencoded.items():
-            if item.source.text_storage == "vlen-utf8" and item.target.text_storage is None:
-                scan = recoder(item)
-                longest = max(
-                    (scan.longest_string(self._coords(path, k)) for k in self._listing(path)),
-                    default=0,
-                )
-                widths[path] = max(longest, 1)
-        if widths:
-            planned = with_maxstrlen(planned, widths)
-            reencoded = {
-                path: Reencoding(
-                    item.source,
-                    planned.find_variable(item.target.path),
-                    item.reason.replace(
-                        f"|S{item.target.maxstrlen}", f"|S{widths.get(path, item.target.maxstrlen)}"
-                    ),
-                )
-                for path, item in reencoded.items()
-            }
-        return planned, reencoded, {path: recoder(item) for path, item in reencoded.items()}
+        for path in paths:
+            scan = self._recoders[path]
+            longest = max(
+                (scan.longest_string(self._coords(path, k)) for k in self._listing(path)),
+                default=0,
+            )
+            widths[path] = max(longest, 1)
+        return widths
 
     # ---------------------------------------------------------------- converter API
     @property
@@ -205,12 +198,26 @@ class TranslatedView(ZMap):
         """Paths (``/g/v``) of the arrays the target format's writer could not describe
         (codecs without a byte-identical form there): the view does not show them, and
         ``convert`` refuses them unless ``exclude=`` names them."""
-        return self._left_out
+        return self._translation.left_out
 
     @property
     def reencoded_messages(self) -> tuple[str, ...]:
         """One warning per re-encoded array (also in :attr:`warnings`)."""
         return tuple(item.message for item in self._reencoded.values())
+
+    def partition(self, keys: Sequence[str]) -> tuple[ZMap, list[str], list[str]]:
+        """Where to copy ``keys`` (chunk keys as shown) from: ``(map, verbatim keys,
+        re-encoded keys)``. Verbatim chunks come from the source map itself (so its
+        kernel or server-side copies apply) unless the view shows them under other
+        keys (Zarr v3 ``c/0/1`` -> ``0.1``): then from the view, which reads each from
+        its source key. Re-encoded chunks always come from the view."""
+        source = self if self._mapped else self._source
+        if not self._reencoded:
+            return source, list(keys), []
+        verbatim, reencoded = [], []
+        for key in keys:
+            (reencoded if self.reencoded_array(key) is not None else verbatim).append(key)
+        return source, verbatim, reencoded
 
     def reencoded_array(self, key: str) -> str | None:
         """The re-encoded array (key prefix) chunk ``key`` belongs to, or None."""
@@ -226,7 +233,7 @@ class TranslatedView(ZMap):
     def dataset(self) -> Dataset:
         """The source read into the netCDF-4 model, as the view shows it (re-encoded
         arrays with the target's codecs and types)."""
-        return self._dataset
+        return self._translation.dataset
 
     @property
     def metadata(self) -> dict[str, bytes]:
@@ -236,27 +243,37 @@ class TranslatedView(ZMap):
     @property
     def warnings(self) -> tuple[str, ...]:
         """The reader's warnings, then the writer's."""
-        return self._warnings
+        return self._translation.warnings
+
+    @property
+    def target(self) -> Target:
+        """What the view shows (``consolidated`` decided by the source)."""
+        return self._translation.target
+
+    @property
+    def translation(self) -> Translation:
+        """The pure translation the view shows."""
+        return self._translation
 
     @property
     def format(self) -> str:
         """``"zarr"`` or ``"nczarr"``: what the view shows."""
-        return self._format
+        return self.target.format
 
     @property
     def zarr_format(self) -> int:
         """2 or 3: the Zarr version of the metadata the view shows."""
-        return self._zarr_format
+        return self.target.zarr_format
 
     @property
     def netcdf_scalars(self) -> bool:
         """Whether pure Zarr scalars are shown in netcdf-c's form (shape ``[1]``)."""
-        return self._netcdf_scalars
+        return self.target.netcdf_scalars
 
     @property
     def consolidated(self) -> bool:
         """Whether the view shows a ``.zmetadata``."""
-        return self._consolidated
+        return self.target.write_consolidated
 
     @property
     def keys_mapped(self) -> bool:
@@ -445,13 +462,14 @@ class TranslatedView(ZMap):
                 yield from self._chunks_below(array, prefix)
 
     def _describe(self) -> tuple[str, dict[str, Any]]:
+        asked = self._requested
         return (
-            f"view+{self._format}:{self._source.url}",
+            f"view+{asked.format}:{self._source.url}",
             {
-                "noxarray": self._noxarray,
-                "consolidated": self._consolidated_arg,
-                "netcdf_scalars": self._netcdf_scalars,
-                "zarr_format": self._zarr_format,
+                "noxarray": asked.noxarray,
+                "consolidated": asked.consolidated,
+                "netcdf_scalars": asked.netcdf_scalars,
+                "zarr_format": asked.zarr_format,
             },
         )
 
@@ -514,105 +532,28 @@ class TranslatedView(ZMap):
             return NotImplemented
         return (
             self._source == other._source
-            and self._format == other._format
-            and self._noxarray == other._noxarray
-            and self._consolidated == other._consolidated
-            and self._netcdf_scalars == other._netcdf_scalars
-            and self._zarr_format == other._zarr_format
+            and self.target == other.target
+            and self._translation.selection == other._translation.selection
         )
 
     def __hash__(self) -> int:
-        return hash((self._format, self._source.url))
+        return hash((self.target.format, self._source.url))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (
-            _rebuild,
-            (
-                self._source,
-                self._format,
-                self._noxarray,
-                self._consolidated_arg,
-                self._netcdf_scalars,
-                self._zarr_format,
-            ),
-        )
+        include, exclude = self._translation.selection
+        return (_rebuild, (self._source, self._requested, include, exclude))
 
 
-class TrailingAxis:
-    """Chunk keys of an array shown with one more axis of a single chunk.
-
-    Fixed-width bytes ``|S<n>`` shown as NCZarr are netCDF ``char`` arrays with a
-    string-length dimension (what xarray's netcdf4 engine writes): the same chunk
-    bytes, under the source key plus one coordinate ``0`` (``x/1`` shown as ``x/1.0``).
-    Duck-types :class:`~nczarr.translate.read_zarr3.ChunkKeys` for the view.
-    """
-
-    identical = False
-
-    def __init__(self, separator: str, ndim: int) -> None:
-        self.separator = separator
-        self.target_separator = separator
-        self.ndim = ndim
-
-    def _parse(self, rest: str, ndim: int) -> tuple[int, ...] | None:
-        if ndim == 0:
-            return () if rest == "0" else None
-        parts = rest.split(self.separator)
-        if len(parts) != ndim or not all(p.isdigit() and p.isascii() for p in parts):
-            return None
-        return tuple(int(p) for p in parts)
-
-    def source_coords(self, rest: str) -> tuple[int, ...] | None:
-        """Coordinates of a source key (``ndim`` of them), or None."""
-        return self._parse(rest, self.ndim)
-
-    def target_coords(self, rest: str) -> tuple[int, ...] | None:
-        """Coordinates of a shown key (``ndim + 1``, the last one 0), or None."""
-        coords = self._parse(rest, self.ndim + 1)
-        return coords if coords is not None and coords[-1] == 0 else None
-
-    def source(self, coords: tuple[int, ...]) -> str:
-        """The source key of shown coordinates."""
-        return self.separator.join(str(c) for c in coords[:-1]) if len(coords) > 1 else "0"
-
-    def target(self, coords: tuple[int, ...]) -> str:
-        """The shown key of source coordinates."""
-        return self.separator.join(str(c) for c in (*coords, 0))
-
-
-def chunk_coords(rest: str, ndim: int) -> tuple[int, ...] | None:
-    """The coordinates of Zarr v2 chunk key ``rest`` (``"0.1"``, ``"0/1"``; ``"0"`` for
-    0-d) of an array of rank ``ndim``, or None when ``rest`` is not such a key."""
-    if ndim == 0:
-        return () if rest == "0" else None
-    parts = rest.replace("/", ".").split(".")
-    if len(parts) != ndim or not all(p.isascii() and p.isdigit() for p in parts):
-        return None
-    return tuple(int(p) for p in parts)
+def _rebuild(
+    source: ZMap, target: Target, include: Sequence[str], exclude: Sequence[str]
+) -> TranslatedView:
+    return TranslatedView.from_source(source, target, include=include, exclude=exclude)
 
 
 def _product(ranges: list[range]) -> Iterator[tuple[int, ...]]:
     from itertools import product
 
     return product(*ranges)
-
-
-def _rebuild(
-    source: ZMap,
-    format: str,
-    noxarray: bool,
-    consolidated: bool | None,
-    netcdf_scalars: bool = False,
-    zarr_format: int = 2,
-) -> TranslatedView:
-    return TranslatedView(
-        source,
-        format=format,  # type: ignore[arg-type]
-        noxarray=noxarray,
-        consolidated=consolidated,
-        netcdf_scalars=netcdf_scalars,
-        zarr_format=zarr_format,
-    )
 
 
 def view(
@@ -667,25 +608,24 @@ def view(
     >>> sorted(view(src, "nczarr"))
     ['.zattrs', '.zgroup']
     """
-    options = {
-        "noxarray": noxarray,
-        "consolidated": consolidated,
-        "netcdf_scalars": netcdf_scalars,
-        "zarr_format": zarr_format,
-    }
+    if mode not in FORMATS:
+        raise InvalidModeError(
+            f"invalid view mode {mode!r}: expected one of {', '.join(map(repr, FORMATS))}"
+        )
+    target = Target(mode, zarr_format, noxarray, consolidated, netcdf_scalars)
     if isinstance(src, ZMap):
         if storage_options:
             raise TypeError(
                 f"view got an open map {src!r}: storage options apply to URLs only, "
                 f"got {sorted(storage_options)}"
             )
-        result = TranslatedView(src, format=mode, **options)
+        result = TranslatedView.from_source(src, target)
     elif isinstance(src, str | os.PathLike):
         from .maps.open import open_map
 
         zmap = open_map(os.fspath(src), mode="r", storage_options=storage_options)
         try:
-            result = TranslatedView(zmap, format=mode, owns_source=True, **options)
+            result = TranslatedView.from_source(zmap, target, owns_source=True)
         except BaseException:
             zmap.close()
             raise

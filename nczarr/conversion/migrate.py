@@ -24,6 +24,7 @@ from ..readthrough import TranslatedView
 from ..translate.compat import needs_translation
 from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, V1_OBJECT_NAMES, ZARR_JSON
 from ..translate.detect import detect_format
+from ..translate.target import Target
 from .apply import delete_keys, write_metadata
 from .locations import check_format, open_location, url_of
 from .plan import legacy_candidates, order_metadata
@@ -87,13 +88,12 @@ def _check_migratable(zmap: ZMap, translated: Any, fmt: str) -> None:
         )
 
 
-def _misread_as_stored(zmap: ZMap, fmt: str) -> bool:
+def _misread_as_stored(meta: dict[str, Any], fmt: str) -> bool:
     """Whether pure Zarr in the current layout still needs its metadata rewritten:
     netcdf-c's own pure Zarr (``<i1``/``>S1`` dtypes, shuffle ``elementsize`` 0) is
     what zarr-python refuses or misreads, so ``migrate(to="zarr")`` rewrites it."""
     if fmt != "zarr":
         return False
-    meta = load_metadata(zmap)
     return needs_translation(meta, detect_format(meta))
 
 
@@ -144,12 +144,18 @@ def migrate(
     with ExitStack() as stack:
         on_object = progress_callback(progress, stack, unit="object")
         zmap = open_location(url, "r" if dry_run else "r+", storage_options, stack)
-        translated = TranslatedView(zmap, format=fmt)  # type: ignore[arg-type]
+        lenient: list[str] = []
+        meta = load_metadata(zmap, warnings=lenient)  # read once, for both uses below
+        translated = TranslatedView.from_source(
+            zmap,
+            Target(fmt),  # type: ignore[arg-type]
+            metadata=(meta, lenient),
+        )
         _check_migratable(zmap, translated, fmt)
         dataset = translated.dataset
         metadata = translated.metadata
         order = order_metadata(metadata)
-        if dataset.layout == _CURRENT_LAYOUT[fmt] and not _misread_as_stored(zmap, fmt):
+        if dataset.layout == _CURRENT_LAYOUT[fmt] and not _misread_as_stored(meta, fmt):
             # Already in the target layout (the root is written last, so a killed run
             # never gets here with metadata left to write): keep the objects as they
             # are, byte for byte, and only remove what an interrupted run left behind.

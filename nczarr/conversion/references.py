@@ -37,7 +37,7 @@ from typing import Any, Literal
 from ..errors import UnsupportedError, warn_all
 from ..maps.base import ZMap
 from ..readthrough import TranslatedView, view
-from .plan import array_of_key, build_plan, selected_paths
+from .plan import Plan, array_of_key, build_plan, selected_paths
 
 __all__ = ["DEFAULT_MAX_INLINED", "chunk_location", "references"]
 
@@ -111,6 +111,14 @@ def _refuse_unrepresentable(translated: TranslatedView, exclude: Sequence[str] |
         )
 
 
+def _plan(translated: TranslatedView, exclude: Sequence[str] | None) -> Plan:
+    """The plan of ``translated`` without the arrays ``exclude`` names."""
+    if not exclude:
+        return build_plan(translated)
+    with translated.selected(exclude=exclude) as kept:
+        return build_plan(kept)
+
+
 def _build(
     translated: TranslatedView,
     *,
@@ -120,14 +128,7 @@ def _build(
 ) -> tuple[dict[str, Any], list[str]]:
     """The refs dict of ``translated`` and the warnings to announce."""
     _refuse_unrepresentable(translated, exclude)
-    plan = build_plan(
-        translated,
-        target_format=translated.format,
-        exclude=exclude,
-        consolidated=translated.consolidated,
-        netcdf_scalars=translated.netcdf_scalars,
-        zarr_format=translated.zarr_format,
-    )
+    plan = _plan(translated, exclude)
     refs: dict[str, Any] = {key: _text(value) for key, value in plan.metadata}
     source = translated.source
     budget = _Budget(max_inlined)
@@ -152,7 +153,7 @@ def _build(
         budget.add(owner, len(value), why)
         refs[key] = _inline(value)
     return {"version": 1, "refs": refs}, [
-        *plan.warnings[len(translated.warnings) :],
+        *(w for w in plan.warnings if w not in translated.warnings),
         *budget.warnings(),
     ]
 
