@@ -33,12 +33,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import InvalidModeError, NCZarrWarning, ReadOnlyError, warn_all
-from .keys import join_key, normalize_key
+from .keys import normalize_key
 from .maps.base import ZMap
+from .translate.chunk_layout import TrailingAxis, chunk_coords
 from .translate.conventions import FORMATS, ZARRAY, ZMETADATA
 from .translate.model import Dataset
 from .translate.target import Target
-from .translation import TrailingAxis, Translation, chunk_coords
+from .translation import Translation
 from .translation import draft as draft_translation
 from .translation import finish as finish_translation
 
@@ -78,20 +79,20 @@ class TranslatedView(ZMap):
         self._owns_source = owns_source
         self._translation = translation
         self._requested = requested or translation.target
-        layout = translation.layout
+        layout = self._layout = translation.layout
         self._arrays = layout.arrays
-        self._array_set = frozenset(layout.arrays)
-        self._ndims = layout.ndims
-        self._v3 = layout.keys
-        self._source_prefix = layout.source_prefix
+        self._array_set = layout.array_set
         self._shards = layout.shards
         self._mapped = layout.mapped
+        #: The array owning a shown chunk key, or None (every chunk read asks).
+        self._owner = layout.owner
+        self._coords = layout.coords
         self._reencoded = translation.reencoded
         self._metadata = translation.metadata
         self._stray: dict[str, str] = {}
         self._recoders: dict[str, ChunkRecoder] = {
             path: ChunkRecoder(
-                source, item, self._source_prefix.get(path, path), self._v3.get(path)
+                source, item, layout.source_prefix.get(path, path), layout.keys.get(path)
             )
             for path, item in self._reencoded.items()
         }
@@ -295,23 +296,10 @@ class TranslatedView(ZMap):
         KeyError
             ``key`` is not a chunk key of an array of the view.
         """
-        nkey = normalize_key(key)
-        array = self._owner(nkey)
-        if array is None:
-            raise KeyError(key)
-        rest = nkey[len(array) + 1 :]
-        encoding = self._v3.get(array)
-        if encoding is not None:
-            coords = encoding.target_coords(rest)
-            if coords is None:  # pragma: no cover - _owner checked it
-                raise KeyError(key)
-            shards = self._shards.get(array)
-            if shards is not None:  # the shard holding this inner chunk
-                coords = tuple(
-                    c * n // s for c, s, n in zip(coords, shards[0], shards[1], strict=True)
-                )
-            rest = encoding.source(coords)
-        return join_key(self._source_prefix.get(array, array), rest)
+        try:
+            return self._layout.source_key(normalize_key(key))
+        except KeyError:
+            raise KeyError(key) from None
 
     def _reencode(self, key: str) -> bytes:
         """The re-encoded bytes of chunk ``key`` (normalized) of a re-encoded array."""
@@ -326,67 +314,9 @@ class TranslatedView(ZMap):
     def _listing(self, array: str) -> Iterator[str]:
         return self._chunks_below(array, array)
 
-    def _coords(self, array: str, shown: str) -> tuple[int, ...]:
-        """Chunk coordinates of a shown chunk key of ``array``."""
-        rest = shown[len(array) + 1 :]
-        encoding = self._v3.get(array)
-        if encoding is not None:
-            coords = encoding.target_coords(rest)
-            if coords is None:  # pragma: no cover - listed keys parse
-                raise KeyError(shown)
-            return coords
-        coords = chunk_coords(rest, self._ndims[array])
-        if coords is None:  # a stray object ("README") where a chunk would be
-            raise KeyError(shown)
-        return coords
-
-    def _inner(self, array: str, coords: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
-        """The inner chunk coordinates of shard ``coords`` of a sharded array."""
-        shards, chunks, shape = self._shards[array]
-        ranges = []
-        for c, s, n, size in zip(coords, shards, chunks, shape, strict=True):
-            per = s // n
-            last = -(-size // n)
-            ranges.append(range(c * per, min((c + 1) * per, last)))
-        yield from _product(ranges)
-
     def _chunks_below(self, array: str, prefix: str) -> Iterator[str]:
         """Chunk keys (as shown) of ``array`` whose shown key is at or below ``prefix``."""
-        encoding = self._v3.get(array)
-        if encoding is not None:
-            cut = len(array) + 1
-            sharded = array in self._shards
-            for key in self._source.keys_below(array):
-                coords = encoding.source_coords(key[cut:]) if key.startswith(array + "/") else None
-                if coords is None:
-                    continue
-                for inner in self._inner(array, coords) if sharded else (coords,):
-                    shown = f"{array}/{encoding.target(inner)}"
-                    if shown == prefix or shown.startswith(prefix + "/") or prefix == array:
-                        yield shown
-            return
-        source_prefix = self._source_prefix.get(array)
-        if source_prefix is not None:  # a bare root array: chunks at the source's root
-            for key in self._source.keys_below(source_prefix):
-                if any(segment.startswith(".") for segment in key.split("/")):
-                    continue
-                shown = join_key(array, key)
-                if shown == prefix or shown.startswith(prefix + "/") or prefix == array:
-                    yield shown
-            return
-        cut = len(array) + 1
-        recoded = array in self._reencoded
-        for key in self._source.keys_below(prefix):
-            if key == array or not key.startswith(array + "/"):
-                continue
-            rest = key[cut:]
-            if any(segment.startswith(".") for segment in rest.split("/")):
-                continue
-            if recoded and chunk_coords(rest, self._ndims[array]) is None:
-                self._note_stray(key, array)  # re-encoding needs coordinates: not a chunk
-                continue
-            if self._owner(key) == array:
-                yield key
+        return self._layout.shown_below(array, prefix, self._source.keys_below, self._note_stray)
 
     def _note_stray(self, key: str, array: str) -> None:
         """Warn (once per key) that ``key`` is skipped: not a chunk of its re-encoded array."""
@@ -403,27 +333,6 @@ class TranslatedView(ZMap):
         """Objects found among the chunks of re-encoded arrays that are not chunk keys
         (``README``), skipped by the listing, and the warning given for each."""
         return dict(self._stray)
-
-    def _owner(self, key: str) -> str | None:
-        """The array whose chunk ``key`` would be (nearest array ancestor), or None."""
-        parts = key.split("/")
-        for i in range(len(parts) - 1, 0, -1):
-            candidate = "/".join(parts[:i])
-            if candidate in self._array_set:
-                rest = parts[i:]
-                if any(segment.startswith(".") for segment in rest):
-                    return None
-                encoding = self._v3.get(candidate)
-                if encoding is not None and encoding.target_coords("/".join(rest)) is None:
-                    return None
-                if (
-                    encoding is None
-                    and candidate in self._reencoded
-                    and chunk_coords("/".join(rest), self._ndims[candidate]) is None
-                ):
-                    return None  # not a chunk: re-encoding needs its coordinates
-                return candidate
-        return None
 
     def _is_chunk(self, key: str) -> bool:
         return self._owner(key) is not None
@@ -548,12 +457,6 @@ def _rebuild(
     source: ZMap, target: Target, include: Sequence[str], exclude: Sequence[str]
 ) -> TranslatedView:
     return TranslatedView.from_source(source, target, include=include, exclude=exclude)
-
-
-def _product(ranges: list[range]) -> Iterator[tuple[int, ...]]:
-    from itertools import product
-
-    return product(*ranges)
 
 
 def view(

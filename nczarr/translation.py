@@ -20,9 +20,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from .reencode import Reencoding, plan_reencoding, with_maxstrlen
+from .translate.chunk_layout import (
+    ChunkLayout,
+    KeyEncoding,
+    TrailingAxis,
+    chunk_coords,
+    chunk_layout,
+)
 from .translate.model import Dataset
 from .translate.netcdf_forms import bytes_as_text
 from .translate.select import dropped_warning, select_dataset
@@ -42,138 +49,6 @@ __all__ = [
     "draft",
     "finish",
 ]
-
-
-class KeyEncoding(Protocol):
-    """How an array's source chunk keys map to the keys shown (``ChunkKeys``,
-    :class:`TrailingAxis`)."""
-
-    identical: bool
-
-    def source_coords(self, rest: str) -> tuple[int, ...] | None: ...
-    def target_coords(self, rest: str) -> tuple[int, ...] | None: ...
-    def source(self, coords: tuple[int, ...]) -> str: ...
-    def target(self, coords: tuple[int, ...]) -> str: ...
-
-
-class TrailingAxis:
-    """Chunk keys of an array shown with one more axis of a single chunk.
-
-    Fixed-width bytes ``|S<n>`` shown as NCZarr are netCDF ``char`` arrays with a
-    string-length dimension (what xarray's netcdf4 engine writes): the same chunk
-    bytes, under the source key plus one coordinate ``0`` (``x/1`` shown as ``x/1.0``).
-    Duck-types :class:`~nczarr.translate.read_zarr3.ChunkKeys` for the view.
-    """
-
-    identical = False
-
-    def __init__(self, separator: str, ndim: int) -> None:
-        self.separator = separator
-        self.target_separator = separator
-        self.ndim = ndim
-
-    def _parse(self, rest: str, ndim: int) -> tuple[int, ...] | None:
-        if ndim == 0:
-            return () if rest == "0" else None
-        parts = rest.split(self.separator)
-        if len(parts) != ndim or not all(p.isdigit() and p.isascii() for p in parts):
-            return None
-        return tuple(int(p) for p in parts)
-
-    def source_coords(self, rest: str) -> tuple[int, ...] | None:
-        """Coordinates of a source key (``ndim`` of them), or None."""
-        return self._parse(rest, self.ndim)
-
-    def target_coords(self, rest: str) -> tuple[int, ...] | None:
-        """Coordinates of a shown key (``ndim + 1``, the last one 0), or None."""
-        coords = self._parse(rest, self.ndim + 1)
-        return coords if coords is not None and coords[-1] == 0 else None
-
-    def source(self, coords: tuple[int, ...]) -> str:
-        """The source key of shown coordinates."""
-        return self.separator.join(str(c) for c in coords[:-1]) if len(coords) > 1 else "0"
-
-    def target(self, coords: tuple[int, ...]) -> str:
-        """The shown key of source coordinates."""
-        return self.separator.join(str(c) for c in (*coords, 0))
-
-
-def chunk_coords(rest: str, ndim: int) -> tuple[int, ...] | None:
-    """The coordinates of Zarr v2 chunk key ``rest`` (``"0.1"``, ``"0/1"``; ``"0"`` for
-    0-d) of an array of rank ``ndim``, or None when ``rest`` is not such a key."""
-    if ndim == 0:
-        return () if rest == "0" else None
-    parts = rest.replace("/", ".").split(".")
-    if len(parts) != ndim or not all(p.isascii() and p.isdigit() for p in parts):
-        return None
-    return tuple(int(p) for p in parts)
-
-
-@dataclass(frozen=True)
-class ChunkLayout:
-    """Where the chunks of the arrays shown are in the source.
-
-    Attributes
-    ----------
-    arrays
-        Key prefixes (``"g/v"``) of the arrays whose chunks are shown, sorted.
-    ndims
-        Rank of each array.
-    keys
-        Arrays whose chunks are shown under other keys than the source's (Zarr v3
-        ``c/...`` keys, NCZarr char arrays' extra axis): their key encoding.
-    source_prefix
-        Arrays whose chunks live under another prefix in the source: a store whose
-        root is a bare array shows it as variable ``name`` (chunks ``name/0.0``) while
-        the source holds them at its root (``0.0``).
-    shards
-        Sharded Zarr v3 arrays: ``(shard shape, inner chunk shape, array shape)``.
-    """
-
-    arrays: tuple[str, ...] = ()
-    ndims: Mapping[str, int] = field(default_factory=dict)
-    keys: Mapping[str, KeyEncoding] = field(default_factory=dict)
-    source_prefix: Mapping[str, str] = field(default_factory=dict)
-    shards: Mapping[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
-
-    @property
-    def mapped(self) -> bool:
-        """Whether some chunk is shown under another key than its source key."""
-        return bool(self.source_prefix) or any(not k.identical for k in self.keys.values())
-
-    def only(self, arrays: Sequence[str]) -> ChunkLayout:
-        """The layout of ``arrays`` only (those the writer described)."""
-        kept = frozenset(arrays)
-        return replace(
-            self,
-            arrays=tuple(a for a in self.arrays if a in kept),
-            keys={a: k for a, k in self.keys.items() if a in kept},
-        )
-
-
-def chunk_layout(
-    read: Dataset, shown: Dataset, chunk_keys: Mapping[str, ChunkKeys], *, bare_root: bool
-) -> ChunkLayout:
-    """The :class:`ChunkLayout` of the arrays of ``shown`` (``read`` after selection).
-
-    ``bare_root``: the source has a ``.zarray`` at its root (then its one array is
-    shown as a variable, its chunks read from the root).
-    """
-    every = sorted(v.path.strip("/") for v in read.root.all_variables())
-    variables = list(shown.root.all_variables())
-    arrays = tuple(sorted(v.path.strip("/") for v in variables))
-    prefix = {every[0]: ""} if bare_root and len(every) == 1 and every[0] in arrays else {}
-    return ChunkLayout(
-        arrays=arrays,
-        ndims={v.path.strip("/"): len(v.shape) for v in variables},
-        keys={a: chunk_keys[a] for a in arrays if a in chunk_keys},
-        source_prefix=prefix,
-        shards={
-            v.path.strip("/"): (v.shards, v.chunks, v.shape)
-            for v in variables
-            if v.shards is not None
-        },
-    )
 
 
 @dataclass(frozen=True)
@@ -259,7 +134,10 @@ def draft(
         target=target,
         read=read,
         dataset=planned,
-        layout=chunk_layout(read, selected, chunk_keys, bare_root=bare_root),
+        layout=replace(
+            chunk_layout(read, selected, chunk_keys, bare_root=bare_root),
+            recoded=frozenset(reencoded),
+        ),
         reencoded=reencoded,
         selection=(tuple(include or ()), tuple(exclude or ())),
         source_keys=chunk_keys,

@@ -7,3 +7,5 @@ or a remote key with a netCDF suffix. One module per job: ``cdf`` parses netCDF-
 headers, ``classic`` turns one into the model, ``hdf5`` reads netCDF-4 files with
 h5py, ``layout`` is the chunk index both produce, ``source`` the map.
 """
+
+__all__: list[str] = []
