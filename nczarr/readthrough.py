@@ -18,9 +18,9 @@ Zarr v3 arrays, codecs netcdf-c lacks) are served re-encoded, chunk by chunk, on
 the fly; :attr:`TranslatedView.reencoded` names them and says why.
 
 Everything else in ``src`` is hidden: legacy objects (``.nczarr``, ``.nczgroup``,
-``.nczvar`` ...), the source's own metadata, and arrays the reader skipped. Wrap it
-in :class:`nczarr.integrations.zarr_store.ZarrStore` to read any NCZarr generation with
-zarr-python or xarray, or copy its keys to convert (what :mod:`nczarr.convert` does).
+``.nczvar`` ...), the source's own metadata, and arrays the reader skipped. What is
+shown is decided without I/O by a :class:`~nczarr.translation.Translation`; the view
+serves it (zarr-python reads it through ``ZarrStore``; ``convert`` copies its keys).
 """
 
 from __future__ import annotations
@@ -30,11 +30,13 @@ import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal
+from functools import partial
+from typing import Any, Literal
 
 from .errors import InvalidModeError, NCZarrWarning, ReadOnlyError, warn_all
 from .keys import normalize_key
 from .maps.base import ZMap
+from .reencode import ChunkRecoder
 from .translate.chunk_layout import TrailingAxis, chunk_coords
 from .translate.conventions import FORMATS, ZARRAY, ZMETADATA
 from .translate.model import Dataset
@@ -42,9 +44,6 @@ from .translate.target import Target
 from .translation import Translation
 from .translation import draft as draft_translation
 from .translation import finish as finish_translation
-
-if TYPE_CHECKING:
-    from .reencode import ChunkRecoder
 
 __all__ = ["TrailingAxis", "TranslatedView", "chunk_coords", "view"]
 
@@ -67,14 +66,9 @@ class TranslatedView(ZMap):
         owns_source: bool = False,
         requested: Target | None = None,
     ) -> None:
-        """A view of ``source`` as ``translation`` (complete or a draft) says.
-
-        ``requested``: the target as asked (``consolidated`` possibly ``None``), kept
-        for pickling and the description; default ``translation.target``.
-        """
+        """A view of ``source`` as ``translation`` says; ``requested``: the target as
+        asked (``consolidated`` may be ``None``), for pickling and the description."""
         super().__init__("r")
-        from .reencode import ChunkRecoder
-
         self._source = source
         self._owns_source = owns_source
         self._translation = translation
@@ -133,21 +127,20 @@ class TranslatedView(ZMap):
     def _finished(
         cls, source: ZMap, draft: Translation, *, owns_source: bool, requested: Target
     ) -> TranslatedView:
-        """The view of ``draft`` completed: string widths measured through a view of
-        the draft, then the metadata written."""
-        widths: dict[str, int] = {}
+        """The view of ``draft`` completed: string widths measured, metadata written."""
+        from .reencode import longest_strings
+
         stray: dict[str, str] = {}
-        if draft.to_measure:
-            scout = cls(source, draft)
-            try:
-                widths = scout._measure(draft.to_measure)
-                stray = scout._stray
-            finally:
-                scout.close()
-        result = cls(
-            source, finish_translation(draft, widths), owns_source=owns_source, requested=requested
+        widths = longest_strings(
+            source,
+            draft.layout,
+            draft.reencoded,
+            draft.to_measure,
+            lambda key, array: _note_stray(source.url, stray, key, array),
         )
-        result._stray.update(stray)  # warned once, by the scout
+        translation = finish_translation(draft, widths)
+        result = cls(source, translation, owns_source=owns_source, requested=requested)
+        result._stray.update(stray)  # already warned
         return result
 
     def selected(
@@ -157,31 +150,13 @@ class TranslatedView(ZMap):
         ``include``/``exclude`` keep (the source is not read again; the new view does
         not own it)."""
         t = self._translation
-        chunk_keys = {a: k for a, k in t.layout.keys.items() if not isinstance(k, TrailingAxis)}
         draft = draft_translation(
-            t.read,
-            chunk_keys,
-            t.target,
-            bare_root=bool(t.layout.source_prefix) or ZARRAY in self._source,
-            include=include,
-            exclude=exclude,
+            t.read, t.source_keys, t.target, bare_root=t.bare_root, include=include, exclude=exclude
         )
         draft = replace(draft, widths=t.widths)
         return type(self)._finished(
             self._source, draft, owns_source=False, requested=self._requested
         )
-
-    def _measure(self, paths: Sequence[str]) -> dict[str, int]:
-        """The longest string (at least 1) in the chunks of each of ``paths``."""
-        widths = {}
-        for path in paths:
-            scan = self._recoders[path]
-            longest = max(
-                (scan.longest_string(self._coords(path, k)) for k in self._listing(path)),
-                default=0,
-            )
-            widths[path] = max(longest, 1)
-        return widths
 
     # ---------------------------------------------------------------- converter API
     @property
@@ -311,22 +286,10 @@ class TranslatedView(ZMap):
         return data
 
     # ------------------------------------------------------------------ internals
-    def _listing(self, array: str) -> Iterator[str]:
-        return self._chunks_below(array, array)
-
     def _chunks_below(self, array: str, prefix: str) -> Iterator[str]:
         """Chunk keys (as shown) of ``array`` whose shown key is at or below ``prefix``."""
-        return self._layout.shown_below(array, prefix, self._source.keys_below, self._note_stray)
-
-    def _note_stray(self, key: str, array: str) -> None:
-        """Warn (once per key) that ``key`` is skipped: not a chunk of its re-encoded array."""
-        if key in self._stray:
-            return
-        message = (
-            f"{self._source.url}: skipped {key!r}: not a chunk key of re-encoded array '/{array}'"
-        )
-        self._stray[key] = message
-        warnings.warn(message, NCZarrWarning, stacklevel=4)
+        note = partial(_note_stray, self._source.url, self._stray)
+        return self._layout.shown_below(array, prefix, self._source.keys_below, note)
 
     @property
     def stray_keys(self) -> dict[str, str]:
@@ -334,15 +297,12 @@ class TranslatedView(ZMap):
         (``README``), skipped by the listing, and the warning given for each."""
         return dict(self._stray)
 
-    def _is_chunk(self, key: str) -> bool:
-        return self._owner(key) is not None
-
     # ----------------------------------------------------------------- primitives
     def _load(self, key: str) -> bytes:
         value = self._metadata.get(key)
         if value is not None:
             return value
-        if self._is_chunk(key):
+        if self._owner(key) is not None:
             if self.reencoded_array(key) is not None:
                 return self._reencode(key)
             return self._source[self.source_key(key)]
@@ -357,7 +317,7 @@ class TranslatedView(ZMap):
     def _exists(self, key: str) -> bool:
         if key in self._metadata:
             return True
-        return self._is_chunk(key) and self.source_key(key) in self._source
+        return self._owner(key) is not None and self.source_key(key) in self._source
 
     def _list(self, prefix: str) -> Iterator[str]:
         def below(key: str) -> bool:
@@ -371,16 +331,7 @@ class TranslatedView(ZMap):
                 yield from self._chunks_below(array, prefix)
 
     def _describe(self) -> tuple[str, dict[str, Any]]:
-        asked = self._requested
-        return (
-            f"view+{asked.format}:{self._source.url}",
-            {
-                "noxarray": asked.noxarray,
-                "consolidated": asked.consolidated,
-                "netcdf_scalars": asked.netcdf_scalars,
-                "zarr_format": asked.zarr_format,
-            },
-        )
+        return f"view+{self._requested.format}:{self._source.url}", self._requested.options()
 
     # ----------------------------------------------------------- fast paths
     def getitems(self, keys: Iterable[str]) -> dict[str, bytes]:
@@ -411,7 +362,7 @@ class TranslatedView(ZMap):
     def getrange(self, key: str, start: int, length: int | None = None) -> bytes:
         """A byte range; chunk ranges are read from the source without the whole object."""
         nkey = normalize_key(key)
-        if nkey not in self._metadata and self._is_chunk(nkey):
+        if nkey not in self._metadata and self._owner(nkey) is not None:
             if self.reencoded_array(nkey) is not None:
                 return super().getrange(key, start, length)
             return self._source.getrange(self.source_key(nkey), start, length)
@@ -422,7 +373,7 @@ class TranslatedView(ZMap):
         nkey = normalize_key(key)
         if nkey in self._metadata:
             return len(self._metadata[nkey])
-        if self._is_chunk(nkey):
+        if self._owner(nkey) is not None:
             if self.reencoded_array(nkey) is not None:
                 return len(self._reencode(nkey))
             return self._source.getsize(self.source_key(nkey))
@@ -451,6 +402,15 @@ class TranslatedView(ZMap):
     def __reduce__(self) -> tuple[Any, ...]:
         include, exclude = self._translation.selection
         return (_rebuild, (self._source, self._requested, include, exclude))
+
+
+def _note_stray(url: str, stray: dict[str, str], key: str, array: str) -> None:
+    """Warn (once per key) that ``key`` is skipped: not a chunk of its re-encoded array."""
+    if key in stray:
+        return
+    message = f"{url}: skipped {key!r}: not a chunk key of re-encoded array '/{array}'"
+    stray[key] = message
+    warnings.warn(message, NCZarrWarning, stacklevel=5)
 
 
 def _rebuild(

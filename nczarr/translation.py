@@ -22,7 +22,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from .reencode import Reencoding, plan_reencoding, with_maxstrlen
 from .translate.chunk_layout import (
     ChunkLayout,
     KeyEncoding,
@@ -32,6 +31,7 @@ from .translate.chunk_layout import (
 )
 from .translate.model import Dataset
 from .translate.netcdf_forms import bytes_as_text
+from .translate.recode_plan import Reencoding, plan_reencoding, with_maxstrlen
 from .translate.select import dropped_warning, select_dataset
 from .translate.target import Target
 from .translate.writer import write_target

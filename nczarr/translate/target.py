@@ -120,6 +120,15 @@ class Target:
             return self
         return replace(self, consolidated=bool(source_consolidated))
 
+    def options(self) -> dict[str, Any]:
+        """The options (all but the format), as the keywords of ``view``/``write``."""
+        return {
+            "noxarray": self.noxarray,
+            "consolidated": self.consolidated,
+            "netcdf_scalars": self.netcdf_scalars,
+            "zarr_format": self.zarr_format,
+        }
+
     @property
     def name(self) -> str:
         """``"nczarr"``, ``"zarr"`` or ``"zarr v3"``: the target in messages."""
