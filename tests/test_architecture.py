@@ -324,9 +324,6 @@ OVERSIZE: dict[str, str] = {
     "nczarr/ncfile/hdf5.py": "split by job in the ncfile work (issue 17, ncfiles2)",
     "nczarr/maps/file.py": "the directory map; split with the copy-floor work (issue 17)",
     "nczarr/maps/base.py": "the zmap contract; split with the copy-floor work (issue 17)",
-    "nczarr/translate/attrs.py": "to split (issue 17)",
-    "nczarr/translate/read_zarr3.py": "to split (issue 17)",
-    "nczarr/translate/tree.py": "to split (issue 17)",
 }
 
 
