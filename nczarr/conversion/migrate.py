@@ -145,11 +145,12 @@ def migrate(
         on_object = progress_callback(progress, stack, unit="object")
         zmap = open_location(url, "r" if dry_run else "r+", storage_options, stack)
         lenient: list[str] = []
-        meta = load_metadata(zmap, warnings=lenient)  # read once, for both uses below
+        # read once, for the view and for _misread_as_stored (a file source has none)
+        meta = load_metadata(zmap, warnings=lenient) if zmap.file_format() is None else {}
         translated = TranslatedView.from_source(
             zmap,
             Target(fmt),  # type: ignore[arg-type]
-            metadata=(meta, lenient),
+            metadata=(meta, lenient) if zmap.file_format() is None else None,
         )
         _check_migratable(zmap, translated, fmt)
         dataset = translated.dataset
