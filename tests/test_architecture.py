@@ -323,7 +323,6 @@ MAX_MODULE_LINES = 500
 OVERSIZE: dict[str, str] = {
     "nczarr/ncfile/hdf5.py": "split by job in the ncfile work (issue 17, ncfiles2)",
     "nczarr/maps/file.py": "the directory map; split with the copy-floor work (issue 17)",
-    "nczarr/maps/base.py": "the zmap contract; split with the copy-floor work (issue 17)",
 }
 
 
