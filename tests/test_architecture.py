@@ -403,7 +403,7 @@ def _top_level_names(source: str) -> set[str]:
 def test_every_module_says_what_is_public() -> None:
     """Every module declares ``__all__`` (what other modules and users may import; the
     rest is internal), and each name it declares exists. The package's public API is
-    what ``nczarr/__init__.py`` exports (``docs/api.md``)."""
+    what ``nczarr/__init__.py`` exports."""
     missing = []
     unknown = []
     for module, path in MODULES.items():
