@@ -19,7 +19,7 @@ the fly; :attr:`TranslatedView.reencoded` names them and says why.
 
 Everything else in ``src`` is hidden: legacy objects (``.nczarr``, ``.nczgroup``,
 ``.nczvar`` ...), the source's own metadata, and arrays the reader skipped. What is
-shown is decided without I/O by a :class:`~nczarr.translation.Translation`; the view
+shown is decided without I/O by a :class:`~nczarr.translate.translation.Translation`; the view
 serves it (zarr-python reads it through ``ZarrStore``; ``convert`` copies its keys).
 """
 
@@ -41,15 +41,15 @@ from .translate.chunk_layout import TrailingAxis, chunk_coords
 from .translate.conventions import FORMATS, ZARRAY, ZMETADATA
 from .translate.model import Dataset
 from .translate.target import Target
-from .translation import Translation
-from .translation import draft as draft_translation
-from .translation import finish as finish_translation
+from .translate.translation import Translation
+from .translate.translation import draft as draft_translation
+from .translate.translation import finish as finish_translation
 
 __all__ = ["TrailingAxis", "TranslatedView", "chunk_coords", "view"]
 
 
 class TranslatedView(ZMap):
-    """Read-only zmap over a :class:`~nczarr.translation.Translation`: its metadata from
+    """Read-only zmap over a :class:`~nczarr.translate.translation.Translation`: its metadata from
     memory, chunk objects passed through (or re-encoded) from the source.
 
     Built by :meth:`from_source` (or :func:`view`). Attributes for converters:

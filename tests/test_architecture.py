@@ -253,7 +253,6 @@ FLOORS: list[set[str]] = [
     {"translate"},  # ... and translation do not import each other (checked below)
     {"ncfile"},  # netCDF files as read-only sources (a map and its model)
     {"load", "reencode"},
-    {"translation"},  # the pure translation a view shows
     {"readthrough", "diagnosis"},
     {"conversion", "integrations"},
     {"cli"},

@@ -17,12 +17,12 @@ from nczarr.load import read_with_chunk_keys
 from nczarr.maps.file import FileMap
 from nczarr.readthrough import TranslatedView, view
 from nczarr.translate.target import Target
+from nczarr.translate.translation import draft, finish
 from nczarr.translate.write_common import WriteResult
 from nczarr.translate.write_nczarr import write_nczarr
 from nczarr.translate.write_zarr import write_zarr
 from nczarr.translate.write_zarr3 import write_zarr3
 from nczarr.translate.writer import WRITERS, write_target
-from nczarr.translation import draft, finish
 
 
 def _source(path: Path) -> Path:

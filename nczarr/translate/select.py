@@ -2,7 +2,7 @@
 
 A pattern is a variable or group FQN (``/g/v``, ``/g``), the same without the leading
 ``/``, or a bare name (``v``: every variable or group called ``v``). Applied before
-the writer runs (:func:`nczarr.translation.draft`), so the metadata of a selection
+the writer runs (:func:`nczarr.translate.translation.draft`), so the metadata of a selection
 is written once.
 """
 

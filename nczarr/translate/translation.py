@@ -4,7 +4,7 @@ A source read into the model (:func:`nczarr.load.read_with_chunk_keys`) and a
 :class:`~nczarr.translate.target.Target` go in; out come the translated metadata
 objects, the chunk key mapping (:class:`ChunkLayout`: Zarr v3 ``c/0/1`` keys shown as
 ``0.1``, a bare root array's chunks, shards, NCZarr char arrays' extra axis), the
-re-encoding plan (:func:`nczarr.reencode.plan_reencoding`) and the warnings. The
+re-encoding plan (:func:`~nczarr.translate.recode_plan.plan_reencoding`) and the warnings. The
 translated view (:class:`nczarr.readthrough.TranslatedView`) is a thin map over one,
 and ``convert``, ``migrate`` and ``references`` read their plan from it.
 
@@ -22,22 +22,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from .translate.chunk_layout import (
+from .chunk_layout import (
     ChunkLayout,
     KeyEncoding,
     TrailingAxis,
     chunk_coords,
     chunk_layout,
 )
-from .translate.model import Dataset
-from .translate.netcdf_forms import bytes_as_text
-from .translate.recode_plan import Reencoding, plan_reencoding, with_maxstrlen
-from .translate.select import dropped_warning, select_dataset
-from .translate.target import Target
-from .translate.writer import write_target
+from .model import Dataset
+from .netcdf_forms import bytes_as_text
+from .recode_plan import Reencoding, plan_reencoding, with_maxstrlen
+from .select import dropped_warning, select_dataset
+from .target import Target
+from .writer import write_target
 
 if TYPE_CHECKING:
-    from .translate.read_zarr3 import ChunkKeys
+    from .read_zarr3 import ChunkKeys
 
 __all__ = [
     "ChunkLayout",
