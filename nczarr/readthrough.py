@@ -410,7 +410,7 @@ def _note_stray(url: str, stray: dict[str, str], key: str, array: str) -> None:
         return
     message = f"{url}: skipped {key!r}: not a chunk key of re-encoded array '/{array}'"
     stray[key] = message
-    warnings.warn(message, NCZarrWarning, stacklevel=5)
+    warnings.warn(message, NCZarrWarning, stacklevel=4)
 
 
 def _rebuild(
