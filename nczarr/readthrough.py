@@ -18,9 +18,9 @@ Zarr v3 arrays, codecs netcdf-c lacks) are served re-encoded, chunk by chunk, on
 the fly; :attr:`TranslatedView.reencoded` names them and says why.
 
 Everything else in ``src`` is hidden: legacy objects (``.nczarr``, ``.nczgroup``,
-``.nczvar`` ...), the source's own metadata, and arrays the reader skipped. Wrap it
-in :class:`nczarr.integrations.zarr_store.ZarrStore` to read any NCZarr generation with
-zarr-python or xarray, or copy its keys to convert (what :mod:`nczarr.convert` does).
+``.nczvar`` ...), the source's own metadata, and arrays the reader skipped. What is
+shown is decided without I/O by a :class:`~nczarr.translate.translation.Translation`; the view
+serves it (zarr-python reads it through ``ZarrStore``; ``convert`` copies its keys).
 """
 
 from __future__ import annotations
@@ -30,164 +30,133 @@ import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal
+from functools import partial
+from typing import Any, Literal
 
 from .errors import InvalidModeError, NCZarrWarning, ReadOnlyError, warn_all
-from .keys import join_key, normalize_key
+from .keys import normalize_key
 from .maps.base import ZMap
+from .reencode import ChunkRecoder
+from .translate.chunk_layout import TrailingAxis, chunk_coords
 from .translate.conventions import FORMATS, ZARRAY, ZMETADATA
 from .translate.model import Dataset
-from .translate.read_zarr3 import ChunkKeys
+from .translate.target import Target
+from .translate.translation import Translation
+from .translate.translation import draft as draft_translation
+from .translate.translation import finish as finish_translation
 
-if TYPE_CHECKING:
-    from .reencode import ChunkRecoder, Reencoding
-
-__all__ = ["TranslatedView", "view"]
+__all__ = ["TrailingAxis", "TranslatedView", "chunk_coords", "view"]
 
 
 class TranslatedView(ZMap):
-    """Read-only zmap: translated metadata in memory, chunk objects passed through.
+    """Read-only zmap over a :class:`~nczarr.translate.translation.Translation`: its metadata from
+    memory, chunk objects passed through (or re-encoded) from the source.
 
-    Built by :func:`view`. Attributes for converters: :attr:`source`,
-    :attr:`dataset`, :attr:`metadata`, :attr:`warnings`, :attr:`format` and
-    :meth:`chunk_keys`. Writes raise :class:`~nczarr.errors.ReadOnlyError`.
+    Built by :meth:`from_source` (or :func:`view`). Attributes for converters:
+    :attr:`source`, :attr:`dataset`, :attr:`metadata`, :attr:`warnings`,
+    :attr:`target`, :meth:`chunk_keys` and :meth:`partition`. Writes raise
+    :class:`~nczarr.errors.ReadOnlyError`.
     """
 
     def __init__(
         self,
         source: ZMap,
+        translation: Translation,
         *,
-        format: Literal["zarr", "nczarr"] = "zarr",
-        noxarray: bool = False,
-        consolidated: bool | None = None,
         owns_source: bool = False,
-        netcdf_scalars: bool = False,
-        zarr_format: int = 2,
-        metadata: tuple[dict[str, Any], Sequence[str]] | None = None,
+        requested: Target | None = None,
     ) -> None:
+        """A view of ``source`` as ``translation`` says; ``requested``: the target as
+        asked (``consolidated`` may be ``None``), for pickling and the description."""
         super().__init__("r")
-        if format not in FORMATS:
-            raise InvalidModeError(
-                f"invalid view mode {format!r}: expected one of {', '.join(map(repr, FORMATS))}"
-            )
-        from .load import read_with_chunk_keys
-        from .translate.writer import check_zarr_format, write_with_warnings
-
-        self._zarr_format = check_zarr_format(format, zarr_format, netcdf_scalars=netcdf_scalars)
         self._source = source
         self._owns_source = owns_source
-        self._format = format
-        self._noxarray = noxarray
-        self._netcdf_scalars = netcdf_scalars
-        self._consolidated_arg = consolidated
-        self._dataset: Dataset
-        read_dataset, chunk_keys = read_with_chunk_keys(source, metadata=metadata)
-        #: Key prefixes of the arrays whose chunks are shown, sorted.
-        self._arrays: tuple[str, ...] = tuple(
-            sorted(v.path.strip("/") for v in read_dataset.root.all_variables())
-        )
-        self._array_set = frozenset(self._arrays)
-        self._ndims = {v.path.strip("/"): len(v.shape) for v in read_dataset.root.all_variables()}
-        #: Zarr v3 arrays: how their source chunk keys map to the v2 keys shown.
-        self._v3: dict[str, ChunkKeys] = {a: chunk_keys[a] for a in self._arrays if a in chunk_keys}
-        #: Arrays whose chunks live under another key prefix in the source: a store
-        #: whose root is a bare array shows it as variable ``name`` (chunks ``name/0.0``)
-        #: while the source holds them at its root (``0.0``).
-        self._source_prefix: dict[str, str] = {}
-        if ZARRAY in source and len(self._arrays) == 1:
-            self._source_prefix[self._arrays[0]] = ""
-        self._mapped = bool(self._source_prefix) or any(not k.identical for k in self._v3.values())
-        #: Sharded Zarr v3 arrays: (shard shape, inner chunk shape, array shape).
-        self._shards: dict[str, tuple[tuple[int, ...], ...]] = {
-            v.path.strip("/"): (v.shards, v.chunks, v.shape)
-            for v in read_dataset.root.all_variables()
-            if v.shards is not None
-        }
+        self._translation = translation
+        self._requested = requested or translation.target
+        layout = self._layout = translation.layout
+        self._arrays = layout.arrays
+        self._array_set = layout.array_set
+        self._shards = layout.shards
+        self._mapped = layout.mapped
+        #: The array owning a shown chunk key, or None (every chunk read asks).
+        self._owner = layout.owner
+        self._coords = layout.coords
+        self._reencoded = translation.reencoded
+        self._metadata = translation.metadata
         self._stray: dict[str, str] = {}
-        self._reencoded: dict[str, Reencoding] = {}
-        self._dataset, self._reencoded, self._recoders = self._plan(read_dataset, format)
-        if format == "nczarr":  # re-encoded or v3 fixed bytes stay netCDF strings (same keys)
-            from .translate.netcdf_forms import bytes_as_text
-
-            kept = {f"/{p}" for p in (*self._reencoded, *self._v3)}
-            self._dataset, as_text = bytes_as_text(self._dataset, kept)
-            self._dataset = replace(self._dataset, warnings=(*self._dataset.warnings, *as_text))
-        if consolidated is None:
-            consolidated = ZMETADATA in source
-        self._consolidated = bool(consolidated)
-        written = write_with_warnings(
-            self._dataset,
-            format,
-            noxarray=noxarray,
-            consolidated=self._consolidated,
-            netcdf_scalars=netcdf_scalars,
-            zarr_format=self._zarr_format,
-        )
-        self._metadata: dict[str, bytes] = written.metadata
-        if format == "nczarr":  # fixed bytes become char arrays with one more axis
-            for var in self._dataset.root.all_variables():
-                path = var.path.strip("/")
-                if var.logical == "bytes" and path not in self._v3 and path not in self._reencoded:
-                    self._v3[path] = TrailingAxis(var.dimension_separator, len(var.shape))
-            self._mapped = self._mapped or any(not k.identical for k in self._v3.values())
-        self._warnings: tuple[str, ...] = (
-            *self._dataset.warnings,
-            *(r.message for r in self._reencoded.values()),
-            *written.warnings,
-        )
-        left_out = set(written.skipped)  # arrays the writer could not describe
-        self._left_out = tuple(sorted("/" + a for a in left_out))
-        if left_out:
-            self._arrays = tuple(a for a in self._arrays if a not in left_out)
-            self._array_set = frozenset(self._arrays)
-            self._v3 = {a: k for a, k in self._v3.items() if a in self._array_set}
-            self._mapped = bool(self._source_prefix) or any(
-                not k.identical for k in self._v3.values()
+        self._recoders: dict[str, ChunkRecoder] = {
+            path: ChunkRecoder(
+                source, item, layout.source_prefix.get(path, path), layout.keys.get(path)
             )
+            for path, item in self._reencoded.items()
+        }
 
-    def _plan(
-        self, dataset: Dataset, format: str
-    ) -> tuple[Dataset, dict[str, Reencoding], dict[str, ChunkRecoder]]:
-        """Which arrays are re-encoded, the dataset as shown, and one recoder per array.
+    @classmethod
+    def from_source(
+        cls,
+        source: ZMap,
+        target: Target,
+        *,
+        owns_source: bool = False,
+        metadata: tuple[dict[str, Any], Sequence[str]] | None = None,
+        include: Sequence[str] | None = None,
+        exclude: Sequence[str] | None = None,
+    ) -> TranslatedView:
+        """Read ``source``'s metadata once, translate it to ``target`` (the arrays
+        ``include``/``exclude`` keep) and show it.
 
-        Variable-length strings shown as NCZarr need a width (netCDF strings are
-        fixed-width there): their chunks are read once, here, to find the longest.
+        ``metadata``: ``(objects, warnings)`` already loaded
+        (:func:`nczarr.load.load_metadata`), so they are not read twice. The only
+        chunks read here are those of variable-length strings shown as fixed-width
+        NCZarr strings (to find the longest).
         """
-        from .reencode import ChunkRecoder, Reencoding, plan_reencoding, with_maxstrlen
+        from .load import read_with_chunk_keys
 
-        planned, reencoded = plan_reencoding(dataset, format)
-        self._reencoded = reencoded  # what the listings below skip stray objects of
+        read, chunk_keys = read_with_chunk_keys(source, metadata=metadata)
+        draft = draft_translation(
+            read,
+            chunk_keys,
+            target.resolved(ZMETADATA in source),
+            bare_root=ZARRAY in source,
+            include=include,
+            exclude=exclude,
+        )
+        return cls._finished(source, draft, owns_source=owns_source, requested=target)
 
-        def recoder(item: Reencoding) -> ChunkRecoder:
-            return ChunkRecoder(
-                self._source,
-                item,
-                self._source_prefix.get(item.path, item.path),
-                self._v3.get(item.path),
-            )
+    @classmethod
+    def _finished(
+        cls, source: ZMap, draft: Translation, *, owns_source: bool, requested: Target
+    ) -> TranslatedView:
+        """The view of ``draft`` completed: string widths measured, metadata written."""
+        from .reencode import longest_strings
 
-        widths = {}
-        for path, item in reencoded.items():
-            if item.source.text_storage == "vlen-utf8" and item.target.text_storage is None:
-                scan = recoder(item)
-                longest = max(
-                    (scan.longest_string(self._coords(path, k)) for k in self._listing(path)),
-                    default=0,
-                )
-                widths[path] = max(longest, 1)
-        if widths:
-            planned = with_maxstrlen(planned, widths)
-            reencoded = {
-                path: Reencoding(
-                    item.source,
-                    planned.find_variable(item.target.path),
-                    item.reason.replace(
-                        f"|S{item.target.maxstrlen}", f"|S{widths.get(path, item.target.maxstrlen)}"
-                    ),
-                )
-                for path, item in reencoded.items()
-            }
-        return planned, reencoded, {path: recoder(item) for path, item in reencoded.items()}
+        stray: dict[str, str] = {}
+        widths = longest_strings(
+            source,
+            draft.layout,
+            draft.reencoded,
+            draft.to_measure,
+            lambda key, array: _note_stray(source.url, stray, key, array),
+        )
+        translation = finish_translation(draft, widths)
+        result = cls(source, translation, owns_source=owns_source, requested=requested)
+        result._stray.update(stray)  # already warned
+        return result
+
+    def selected(
+        self, include: Sequence[str] | None = None, exclude: Sequence[str] | None = None
+    ) -> TranslatedView:
+        """The same source translated to the same target, with only the arrays that
+        ``include``/``exclude`` keep (the source is not read again; the new view does
+        not own it)."""
+        t = self._translation
+        draft = draft_translation(
+            t.read, t.source_keys, t.target, bare_root=t.bare_root, include=include, exclude=exclude
+        )
+        draft = replace(draft, widths=t.widths)
+        return type(self)._finished(
+            self._source, draft, owns_source=False, requested=self._requested
+        )
 
     # ---------------------------------------------------------------- converter API
     @property
@@ -205,12 +174,29 @@ class TranslatedView(ZMap):
         """Paths (``/g/v``) of the arrays the target format's writer could not describe
         (codecs without a byte-identical form there): the view does not show them, and
         ``convert`` refuses them unless ``exclude=`` names them."""
-        return self._left_out
+        return self._translation.left_out
 
     @property
     def reencoded_messages(self) -> tuple[str, ...]:
         """One warning per re-encoded array (also in :attr:`warnings`)."""
         return tuple(item.message for item in self._reencoded.values())
+
+    def partition(self, keys: Sequence[str]) -> tuple[ZMap, list[str], list[str]]:
+        """Where to copy ``keys`` (chunk keys as shown) from: ``(map, verbatim keys,
+        re-encoded keys)``. Verbatim chunks come from the source map itself (so its
+        kernel or server-side copies apply) unless the view shows them under other
+        keys (Zarr v3 ``c/0/1`` -> ``0.1``): then from the view, which reads each from
+        its source key. Re-encoded chunks always come from the view."""
+        source = self if self._mapped else self._source
+        if not self.reencoded:  # the view's own and the source map's (a netCDF file's)
+            return source, list(keys), []
+        verbatim, reencoded = [], []
+        for key in keys:
+            made = self.reencoded_array(key) is not None or self._source.reencodes(
+                self.source_key(key)
+            )
+            (reencoded if made else verbatim).append(key)
+        return source, verbatim, reencoded
 
     def reencoded_array(self, key: str) -> str | None:
         """The re-encoded array (key prefix) chunk ``key`` belongs to, or None."""
@@ -226,7 +212,7 @@ class TranslatedView(ZMap):
     def dataset(self) -> Dataset:
         """The source read into the netCDF-4 model, as the view shows it (re-encoded
         arrays with the target's codecs and types)."""
-        return self._dataset
+        return self._translation.dataset
 
     @property
     def metadata(self) -> dict[str, bytes]:
@@ -236,27 +222,37 @@ class TranslatedView(ZMap):
     @property
     def warnings(self) -> tuple[str, ...]:
         """The reader's warnings, then the writer's."""
-        return self._warnings
+        return self._translation.warnings
+
+    @property
+    def target(self) -> Target:
+        """What the view shows (``consolidated`` decided by the source)."""
+        return self._translation.target
+
+    @property
+    def translation(self) -> Translation:
+        """The pure translation the view shows."""
+        return self._translation
 
     @property
     def format(self) -> str:
         """``"zarr"`` or ``"nczarr"``: what the view shows."""
-        return self._format
+        return self.target.format
 
     @property
     def zarr_format(self) -> int:
         """2 or 3: the Zarr version of the metadata the view shows."""
-        return self._zarr_format
+        return self.target.zarr_format
 
     @property
     def netcdf_scalars(self) -> bool:
         """Whether pure Zarr scalars are shown in netcdf-c's form (shape ``[1]``)."""
-        return self._netcdf_scalars
+        return self.target.netcdf_scalars
 
     @property
     def consolidated(self) -> bool:
         """Whether the view shows a ``.zmetadata``."""
-        return self._consolidated
+        return self.target.write_consolidated
 
     @property
     def keys_mapped(self) -> bool:
@@ -278,23 +274,10 @@ class TranslatedView(ZMap):
         KeyError
             ``key`` is not a chunk key of an array of the view.
         """
-        nkey = normalize_key(key)
-        array = self._owner(nkey)
-        if array is None:
-            raise KeyError(key)
-        rest = nkey[len(array) + 1 :]
-        encoding = self._v3.get(array)
-        if encoding is not None:
-            coords = encoding.target_coords(rest)
-            if coords is None:  # pragma: no cover - _owner checked it
-                raise KeyError(key)
-            shards = self._shards.get(array)
-            if shards is not None:  # the shard holding this inner chunk
-                coords = tuple(
-                    c * n // s for c, s, n in zip(coords, shards[0], shards[1], strict=True)
-                )
-            rest = encoding.source(coords)
-        return join_key(self._source_prefix.get(array, array), rest)
+        try:
+            return self._layout.source_key(normalize_key(key))
+        except KeyError:
+            raise KeyError(key) from None
 
     def _reencode(self, key: str) -> bytes:
         """The re-encoded bytes of chunk ``key`` (normalized) of a re-encoded array."""
@@ -306,80 +289,10 @@ class TranslatedView(ZMap):
         return data
 
     # ------------------------------------------------------------------ internals
-    def _listing(self, array: str) -> Iterator[str]:
-        return self._chunks_below(array, array)
-
-    def _coords(self, array: str, shown: str) -> tuple[int, ...]:
-        """Chunk coordinates of a shown chunk key of ``array``."""
-        rest = shown[len(array) + 1 :]
-        encoding = self._v3.get(array)
-        if encoding is not None:
-            coords = encoding.target_coords(rest)
-            if coords is None:  # pragma: no cover - listed keys parse
-                raise KeyError(shown)
-            return coords
-        coords = chunk_coords(rest, self._ndims[array])
-        if coords is None:  # a stray object ("README") where a chunk would be
-            raise KeyError(shown)
-        return coords
-
-    def _inner(self, array: str, coords: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
-        """The inner chunk coordinates of shard ``coords`` of a sharded array."""
-        shards, chunks, shape = self._shards[array]
-        ranges = []
-        for c, s, n, size in zip(coords, shards, chunks, shape, strict=True):
-            per = s // n
-            last = -(-size // n)
-            ranges.append(range(c * per, min((c + 1) * per, last)))
-        yield from _product(ranges)
-
     def _chunks_below(self, array: str, prefix: str) -> Iterator[str]:
         """Chunk keys (as shown) of ``array`` whose shown key is at or below ``prefix``."""
-        encoding = self._v3.get(array)
-        if encoding is not None:
-            cut = len(array) + 1
-            sharded = array in self._shards
-            for key in self._source.keys_below(array):
-                coords = encoding.source_coords(key[cut:]) if key.startswith(array + "/") else None
-                if coords is None:
-                    continue
-                for inner in self._inner(array, coords) if sharded else (coords,):
-                    shown = f"{array}/{encoding.target(inner)}"
-                    if shown == prefix or shown.startswith(prefix + "/") or prefix == array:
-                        yield shown
-            return
-        source_prefix = self._source_prefix.get(array)
-        if source_prefix is not None:  # a bare root array: chunks at the source's root
-            for key in self._source.keys_below(source_prefix):
-                if any(segment.startswith(".") for segment in key.split("/")):
-                    continue
-                shown = join_key(array, key)
-                if shown == prefix or shown.startswith(prefix + "/") or prefix == array:
-                    yield shown
-            return
-        cut = len(array) + 1
-        recoded = array in self._reencoded
-        for key in self._source.keys_below(prefix):
-            if key == array or not key.startswith(array + "/"):
-                continue
-            rest = key[cut:]
-            if any(segment.startswith(".") for segment in rest.split("/")):
-                continue
-            if recoded and chunk_coords(rest, self._ndims[array]) is None:
-                self._note_stray(key, array)  # re-encoding needs coordinates: not a chunk
-                continue
-            if self._owner(key) == array:
-                yield key
-
-    def _note_stray(self, key: str, array: str) -> None:
-        """Warn (once per key) that ``key`` is skipped: not a chunk of its re-encoded array."""
-        if key in self._stray:
-            return
-        message = (
-            f"{self._source.url}: skipped {key!r}: not a chunk key of re-encoded array '/{array}'"
-        )
-        self._stray[key] = message
-        warnings.warn(message, NCZarrWarning, stacklevel=4)
+        note = partial(_note_stray, self._source.url, self._stray)
+        return self._layout.shown_below(array, prefix, self._source.keys_below, note)
 
     @property
     def stray_keys(self) -> dict[str, str]:
@@ -387,36 +300,12 @@ class TranslatedView(ZMap):
         (``README``), skipped by the listing, and the warning given for each."""
         return dict(self._stray)
 
-    def _owner(self, key: str) -> str | None:
-        """The array whose chunk ``key`` would be (nearest array ancestor), or None."""
-        parts = key.split("/")
-        for i in range(len(parts) - 1, 0, -1):
-            candidate = "/".join(parts[:i])
-            if candidate in self._array_set:
-                rest = parts[i:]
-                if any(segment.startswith(".") for segment in rest):
-                    return None
-                encoding = self._v3.get(candidate)
-                if encoding is not None and encoding.target_coords("/".join(rest)) is None:
-                    return None
-                if (
-                    encoding is None
-                    and candidate in self._reencoded
-                    and chunk_coords("/".join(rest), self._ndims[candidate]) is None
-                ):
-                    return None  # not a chunk: re-encoding needs its coordinates
-                return candidate
-        return None
-
-    def _is_chunk(self, key: str) -> bool:
-        return self._owner(key) is not None
-
     # ----------------------------------------------------------------- primitives
     def _load(self, key: str) -> bytes:
         value = self._metadata.get(key)
         if value is not None:
             return value
-        if self._is_chunk(key):
+        if self._owner(key) is not None:
             if self.reencoded_array(key) is not None:
                 return self._reencode(key)
             return self._source[self.source_key(key)]
@@ -431,7 +320,7 @@ class TranslatedView(ZMap):
     def _exists(self, key: str) -> bool:
         if key in self._metadata:
             return True
-        return self._is_chunk(key) and self.source_key(key) in self._source
+        return self._owner(key) is not None and self.source_key(key) in self._source
 
     def _list(self, prefix: str) -> Iterator[str]:
         def below(key: str) -> bool:
@@ -445,15 +334,7 @@ class TranslatedView(ZMap):
                 yield from self._chunks_below(array, prefix)
 
     def _describe(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"view+{self._format}:{self._source.url}",
-            {
-                "noxarray": self._noxarray,
-                "consolidated": self._consolidated_arg,
-                "netcdf_scalars": self._netcdf_scalars,
-                "zarr_format": self._zarr_format,
-            },
-        )
+        return f"view+{self._requested.format}:{self._source.url}", self._requested.options()
 
     # ----------------------------------------------------------- fast paths
     def getitems(self, keys: Iterable[str]) -> dict[str, bytes]:
@@ -484,7 +365,7 @@ class TranslatedView(ZMap):
     def getrange(self, key: str, start: int, length: int | None = None) -> bytes:
         """A byte range; chunk ranges are read from the source without the whole object."""
         nkey = normalize_key(key)
-        if nkey not in self._metadata and self._is_chunk(nkey):
+        if nkey not in self._metadata and self._owner(nkey) is not None:
             if self.reencoded_array(nkey) is not None:
                 return super().getrange(key, start, length)
             return self._source.getrange(self.source_key(nkey), start, length)
@@ -495,7 +376,7 @@ class TranslatedView(ZMap):
         nkey = normalize_key(key)
         if nkey in self._metadata:
             return len(self._metadata[nkey])
-        if self._is_chunk(nkey):
+        if self._owner(nkey) is not None:
             if self.reencoded_array(nkey) is not None:
                 return len(self._reencode(nkey))
             return self._source.getsize(self.source_key(nkey))
@@ -514,105 +395,31 @@ class TranslatedView(ZMap):
             return NotImplemented
         return (
             self._source == other._source
-            and self._format == other._format
-            and self._noxarray == other._noxarray
-            and self._consolidated == other._consolidated
-            and self._netcdf_scalars == other._netcdf_scalars
-            and self._zarr_format == other._zarr_format
+            and self.target == other.target
+            and self._translation.selection == other._translation.selection
         )
 
     def __hash__(self) -> int:
-        return hash((self._format, self._source.url))
+        return hash((self.target.format, self._source.url))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (
-            _rebuild,
-            (
-                self._source,
-                self._format,
-                self._noxarray,
-                self._consolidated_arg,
-                self._netcdf_scalars,
-                self._zarr_format,
-            ),
-        )
+        include, exclude = self._translation.selection
+        return (_rebuild, (self._source, self._requested, include, exclude))
 
 
-class TrailingAxis:
-    """Chunk keys of an array shown with one more axis of a single chunk.
-
-    Fixed-width bytes ``|S<n>`` shown as NCZarr are netCDF ``char`` arrays with a
-    string-length dimension (what xarray's netcdf4 engine writes): the same chunk
-    bytes, under the source key plus one coordinate ``0`` (``x/1`` shown as ``x/1.0``).
-    Duck-types :class:`~nczarr.translate.read_zarr3.ChunkKeys` for the view.
-    """
-
-    identical = False
-
-    def __init__(self, separator: str, ndim: int) -> None:
-        self.separator = separator
-        self.target_separator = separator
-        self.ndim = ndim
-
-    def _parse(self, rest: str, ndim: int) -> tuple[int, ...] | None:
-        if ndim == 0:
-            return () if rest == "0" else None
-        parts = rest.split(self.separator)
-        if len(parts) != ndim or not all(p.isdigit() and p.isascii() for p in parts):
-            return None
-        return tuple(int(p) for p in parts)
-
-    def source_coords(self, rest: str) -> tuple[int, ...] | None:
-        """Coordinates of a source key (``ndim`` of them), or None."""
-        return self._parse(rest, self.ndim)
-
-    def target_coords(self, rest: str) -> tuple[int, ...] | None:
-        """Coordinates of a shown key (``ndim + 1``, the last one 0), or None."""
-        coords = self._parse(rest, self.ndim + 1)
-        return coords if coords is not None and coords[-1] == 0 else None
-
-    def source(self, coords: tuple[int, ...]) -> str:
-        """The source key of shown coordinates."""
-        return self.separator.join(str(c) for c in coords[:-1]) if len(coords) > 1 else "0"
-
-    def target(self, coords: tuple[int, ...]) -> str:
-        """The shown key of source coordinates."""
-        return self.separator.join(str(c) for c in (*coords, 0))
-
-
-def chunk_coords(rest: str, ndim: int) -> tuple[int, ...] | None:
-    """The coordinates of Zarr v2 chunk key ``rest`` (``"0.1"``, ``"0/1"``; ``"0"`` for
-    0-d) of an array of rank ``ndim``, or None when ``rest`` is not such a key."""
-    if ndim == 0:
-        return () if rest == "0" else None
-    parts = rest.replace("/", ".").split(".")
-    if len(parts) != ndim or not all(p.isascii() and p.isdigit() for p in parts):
-        return None
-    return tuple(int(p) for p in parts)
-
-
-def _product(ranges: list[range]) -> Iterator[tuple[int, ...]]:
-    from itertools import product
-
-    return product(*ranges)
+def _note_stray(url: str, stray: dict[str, str], key: str, array: str) -> None:
+    """Warn (once per key) that ``key`` is skipped: not a chunk of its re-encoded array."""
+    if key in stray:
+        return
+    message = f"{url}: skipped {key!r}: not a chunk key of re-encoded array '/{array}'"
+    stray[key] = message
+    warnings.warn(message, NCZarrWarning, stacklevel=4)
 
 
 def _rebuild(
-    source: ZMap,
-    format: str,
-    noxarray: bool,
-    consolidated: bool | None,
-    netcdf_scalars: bool = False,
-    zarr_format: int = 2,
+    source: ZMap, target: Target, include: Sequence[str], exclude: Sequence[str]
 ) -> TranslatedView:
-    return TranslatedView(
-        source,
-        format=format,  # type: ignore[arg-type]
-        noxarray=noxarray,
-        consolidated=consolidated,
-        netcdf_scalars=netcdf_scalars,
-        zarr_format=zarr_format,
-    )
+    return TranslatedView.from_source(source, target, include=include, exclude=exclude)
 
 
 def view(
@@ -667,25 +474,24 @@ def view(
     >>> sorted(view(src, "nczarr"))
     ['.zattrs', '.zgroup']
     """
-    options = {
-        "noxarray": noxarray,
-        "consolidated": consolidated,
-        "netcdf_scalars": netcdf_scalars,
-        "zarr_format": zarr_format,
-    }
+    if mode not in FORMATS:
+        raise InvalidModeError(
+            f"invalid view mode {mode!r}: expected one of {', '.join(map(repr, FORMATS))}"
+        )
+    target = Target(mode, zarr_format, noxarray, consolidated, netcdf_scalars)
     if isinstance(src, ZMap):
         if storage_options:
             raise TypeError(
                 f"view got an open map {src!r}: storage options apply to URLs only, "
                 f"got {sorted(storage_options)}"
             )
-        result = TranslatedView(src, format=mode, **options)
+        result = TranslatedView.from_source(src, target)
     elif isinstance(src, str | os.PathLike):
         from .maps.open import open_map
 
         zmap = open_map(os.fspath(src), mode="r", storage_options=storage_options)
         try:
-            result = TranslatedView(zmap, format=mode, owns_source=True, **options)
+            result = TranslatedView.from_source(zmap, target, owns_source=True)
         except BaseException:
             zmap.close()
             raise

@@ -26,8 +26,9 @@ chunk per source chunk; for a sharded array, per inner chunk):
   reads blosc on any array of rank >= 1. A scalar is one value: it is written
   uncompressed.
 
-:func:`plan_reencoding` is pure: it decides per variable and returns the dataset as
-the target describes it (what the writers write). :class:`ChunkRecoder` makes the
+:func:`plan_reencoding` (:mod:`nczarr.translate.recode_plan`, re-exported here) is
+pure: it decides per variable and returns the dataset as the target describes it
+(what the writers write). :class:`ChunkRecoder` makes the
 target bytes of one chunk. Decoding uses numcodecs for Zarr v2 chunks and non-sharded
 v3 chunks (whose codecs the v3 reader expressed as a byte-identical Zarr v2 pipeline)
 and zarr-python for sharded arrays (it reads the shard index); encoding uses the
@@ -37,11 +38,9 @@ target's numcodecs pipeline. No codec is implemented here.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import threading
 import weakref
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -57,162 +56,21 @@ from .inflate import DECODE_BUDGET, MAX_DECODED_BYTES, crc32c, decompress
 from .keys import join_key
 from .maps.base import ZMap
 from .translate.attrs import parse_json
-from .translate.codecs import is_known_codec
-from .translate.conventions import DEFAULT_MAXSTRLEN, NETCDF_C_CODECS, ZARR_JSON
+from .translate.chunk_layout import ChunkLayout
+from .translate.conventions import ZARR_JSON
 from .translate.dtypes import nc_to_zarr_dtype
-from .translate.model import Dataset, Group, Variable
+from .translate.model import Variable
 from .translate.read_zarr3 import ChunkKeys, ShardIndex, shard_index
+from .translate.recode_plan import ZLIB, Reencoding, plan_reencoding, with_maxstrlen
 
-__all__ = ["Reencoding", "plan_reencoding", "ChunkRecoder", "ZLIB"]
-
-#: What replaces a compressor netcdf-c cannot decode (``level`` from gzip when given).
-ZLIB: dict[str, Any] = {"id": "zlib", "level": 5}
-
-#: Filters that only check or rearrange bytes; dropped where the target cannot use them.
-_CHECKSUMS = frozenset({"crc32", "crc32c", "adler32", "fletcher32", "jenkins_lookup3"})
-
-
-@dataclass(frozen=True)
-class Reencoding:
-    """One array whose chunks are re-encoded.
-
-    Attributes
-    ----------
-    source : Variable
-        The variable as the source stores it (codecs, dtype, shards).
-    target : Variable
-        The variable as the target describes it (what the writer writes).
-    reason : str
-        Why a verbatim copy would be misread (for the report and the warning).
-    """
-
-    source: Variable
-    target: Variable
-    reason: str
-
-    @property
-    def path(self) -> str:
-        """The array's key prefix (``"g/v"``)."""
-        return self.target.path.strip("/")
-
-    @property
-    def message(self) -> str:
-        """The warning: array, reason, and that its chunks are re-encoded."""
-        return f"array {self.target.path!r}: chunks re-encoded ({self.reason})"
-
-
-def _for_netcdf_c(var: Variable) -> tuple[Variable, list[str]]:
-    """``var`` with codecs netcdf-c decodes, and what changed."""
-    reasons: list[str] = []
-    codecs = [*var.filters, *([var.compressor] if var.compressor else [])]
-    if any(not is_known_codec(str(c.get("id"))) for c in codecs):
-        return var, []  # nothing here can decode it: copied verbatim (the writer warns)
-    unknown = [c["id"] for c in codecs if c["id"] not in NETCDF_C_CODECS]
-    filters = tuple(f for f in var.filters if f["id"] in NETCDF_C_CODECS)
-    compressor = var.compressor
-    if compressor is not None and compressor["id"] not in NETCDF_C_CODECS:
-        level = compressor.get("level")
-        if compressor["id"] == "gzip" and isinstance(level, int) and 0 <= level <= 9:
-            compressor = {**ZLIB, "level": level}
-        else:
-            compressor = dict(ZLIB)
-    elif compressor is None and any(u not in _CHECKSUMS for u in unknown):
-        compressor = dict(ZLIB)  # an unknown compressing filter: still compressed
-    if unknown:
-        reasons.append(
-            f"codec {', '.join(map(repr, unknown))} has no netcdf-c filter; written with "
-            + (f"{compressor['id']!r}" if compressor else "no compression")
-        )
-    if var.scalar and any(c.get("id") == "blosc" for c in (*filters, compressor) if c):
-        filters = tuple(f for f in filters if f["id"] != "blosc")
-        compressor = None if compressor and compressor["id"] == "blosc" else compressor
-        reasons.append("netcdf-c 4.10 refuses a blosc-compressed scalar, so it is uncompressed")
-    order = var.order
-    if order == "F" and len(var.shape) > 1:
-        order = "C"
-        reasons.append("netcdf-c reads every chunk in C order and ignores order 'F'")
-    if not reasons:
-        return var, []
-    return (
-        dataclasses.replace(var, filters=filters, compressor=compressor, order=order),
-        reasons,
-    )
-
-
-def _target(var: Variable, format: str) -> tuple[Variable, list[str]]:
-    """The variable as ``format`` stores it, and the reasons it is not a verbatim copy."""
-    reasons: list[str] = []
-    new = var
-    if var.filters and var.filters[0].get("id") == "categorize":
-        reasons.append("numcodecs 'categorize' codes become the strings they stand for")
-        new = dataclasses.replace(new, filters=({"id": "vlen-utf8"}, *new.filters[1:]))
-    if var.shards is not None:
-        reasons.append(
-            f"Zarr v3 shards {list(var.shards)} become chunks {list(var.chunks)}: "
-            "Zarr v2 has no shards"
-        )
-        new = dataclasses.replace(new, shards=None)
-    if format == "nczarr" and var.text_storage is not None:
-        width = 4 * (var.maxstrlen or 1) if var.text_storage == "unicode" else var.maxstrlen
-        width = width or DEFAULT_MAXSTRLEN
-        what = (
-            f"unicode strings (<U{var.maxstrlen})"
-            if var.text_storage == "unicode"
-            else "variable-length UTF-8 strings"
-        )
-        reasons.append(f"{what} become netCDF strings, fixed-width UTF-8 (|S{width})")
-        new = dataclasses.replace(
-            new,
-            text_storage=None,
-            maxstrlen=width,
-            endian="little",
-            filters=tuple(f for f in new.filters if f["id"] not in ("vlen-utf8", "shuffle")),
-        )
-    if format == "nczarr":
-        new, more = _for_netcdf_c(new)
-        reasons.extend(more)
-    return new, reasons
-
-
-def plan_reencoding(dataset: Dataset, format: str) -> tuple[Dataset, dict[str, Reencoding]]:
-    """Which arrays of ``dataset`` are re-encoded for ``format``, and the target dataset.
-
-    Pure. Returns the dataset as the target describes it (unchanged variables are
-    the same objects) and, keyed by array key prefix, a :class:`Reencoding` per
-    variable whose chunks cannot be copied verbatim.
-    """
-    found: dict[str, Reencoding] = {}
-
-    def visit(group: Group) -> Group:
-        variables = {}
-        for name, var in group.variables.items():
-            target, reasons = _target(var, format)
-            if reasons:
-                found[var.path.strip("/")] = Reencoding(var, target, "; ".join(reasons))
-            variables[name] = target
-        groups = {name: visit(child) for name, child in group.groups.items()}
-        return dataclasses.replace(group, variables=variables, groups=groups)
-
-    root = visit(dataset.root)
-    if not found:
-        return dataset, {}
-    return dataclasses.replace(dataset, root=root), found
-
-
-def with_maxstrlen(dataset: Dataset, widths: Mapping[str, int]) -> Dataset:
-    """``dataset`` with the ``maxstrlen`` of the variables ``widths`` names (key prefixes)."""
-
-    def visit(group: Group) -> Group:
-        variables = {
-            name: dataclasses.replace(var, maxstrlen=widths[var.path.strip("/")])
-            if var.path.strip("/") in widths
-            else var
-            for name, var in group.variables.items()
-        }
-        groups = {name: visit(child) for name, child in group.groups.items()}
-        return dataclasses.replace(group, variables=variables, groups=groups)
-
-    return dataclasses.replace(dataset, root=visit(dataset.root))
+__all__ = [
+    "Reencoding",
+    "plan_reencoding",
+    "with_maxstrlen",
+    "ChunkRecoder",
+    "ZLIB",
+    "longest_strings",
+]
 
 
 def _numpy_dtype(var: Variable) -> np.dtype:
@@ -532,3 +390,29 @@ def _fill_of(var: Variable, dtype: np.dtype) -> Any:
     if var.fill_value is not None:
         return var.fill_value
     return "" if dtype.kind in "OUST" else 0
+
+
+def longest_strings(
+    source: ZMap,
+    layout: ChunkLayout,
+    reencoded: Mapping[str, Reencoding],
+    paths: Sequence[str],
+    on_stray: Callable[[str, str], None],
+) -> dict[str, int]:
+    """The longest string (at least 1) in the chunks of each of ``paths`` (arrays of
+    variable-length strings shown as fixed-width NCZarr strings, which need a width):
+    every chunk is read once, here. ``on_stray(key, array)``: as
+    :meth:`~nczarr.translate.chunk_layout.ChunkLayout.shown_below`."""
+    widths = {}
+    for path in paths:
+        prefix = layout.source_prefix.get(path, path)
+        recoder = ChunkRecoder(source, reencoded[path], prefix, layout.keys.get(path))
+        try:
+            shown = layout.shown_below(path, path, source.keys_below, on_stray)
+            longest = max(
+                (recoder.longest_string(layout.coords(path, key)) for key in shown), default=0
+            )
+        finally:
+            recoder.close()
+        widths[path] = max(longest, 1)
+    return widths

@@ -207,7 +207,7 @@ def test_blosc_scalar_makes_netcdf_c_refuse_the_dataset(tmp_path: Path) -> None:
     out = tmp_path / "out.file"
     out.mkdir()
     # the NCZarr metadata a verbatim copy would carry, written by nczarr's own writer
-    for key, value in write_nczarr(nczarr.read(str(src))).items():
+    for key, value in write_nczarr(nczarr.read(str(src))).metadata.items():
         (out / key).parent.mkdir(parents=True, exist_ok=True)
         (out / key).write_bytes(value)
     for chunk in ("a/0.0", "a/1.0", "b/0", "s/0"):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 
 import pytest
 from hypothesis import given, settings
@@ -189,7 +188,7 @@ def test_array_of_key():
 def test_build_plan_without_selection_uses_view_metadata():
     metadata = {".zgroup": b"R", "x/.zarray": b"A", "x/.zattrs": b"B"}
     view = FakeView(_dataset(), metadata, ["x/0", "x/1"])
-    plan = build_plan(view, target_format="zarr")
+    plan = build_plan(view)
     assert plan.metadata == (("x/.zattrs", b"B"), ("x/.zarray", b"A"), (".zgroup", b"R"))
     assert plan.chunk_keys == ("x/0", "x/1")
     assert plan.keys == ("x/0", "x/1", "x/.zattrs", "x/.zarray", ".zgroup")
@@ -198,25 +197,58 @@ def test_build_plan_without_selection_uses_view_metadata():
     assert plan.metadata_bytes == 3
 
 
-def test_build_plan_selection_filters_chunks_and_rewrites_metadata(monkeypatch):
+def _zarr_source(tmp_path) -> MemoryMap:
+    """A pure Zarr v2 store with arrays /x, /t, /g/v and /g/h/w (two chunks each)."""
+    import numpy as np
+    import zarr
+
+    root = zarr.open_group(str(tmp_path / "src.zarr"), mode="w", zarr_format=2)
+    for path in ("x", "t", "g/v", "g/h/w"):
+        array = root.create_array(path, shape=(4,), chunks=(2,), dtype="i4", fill_value=-1)
+        array[:] = np.arange(4)
+        array.attrs["_ARRAY_DIMENSIONS"] = ["n"]
+    files = sorted(p for p in (tmp_path / "src.zarr").rglob("*") if p.is_file())
+    return MemoryMap(
+        {p.relative_to(tmp_path / "src.zarr").as_posix(): p.read_bytes() for p in files}, mode="r"
+    )
+
+
+def test_a_selection_is_written_once_and_plans_only_what_it_keeps(monkeypatch, tmp_path):
+    """include/exclude are the translation's: the writer runs once, on what is kept."""
+    from nczarr.readthrough import TranslatedView
+    from nczarr.translate import writer
+    from nczarr.translate.target import Target
+
     calls = []
+    real = writer.WRITERS[("nczarr", 2)]
 
-    def fake_write(dataset, fmt, *, noxarray, consolidated, netcdf_scalars=False, zarr_format=2):
-        calls.append((_paths(dataset), fmt, noxarray, consolidated))
-        return SimpleNamespace(metadata={".zgroup": b"{}", "g/v/.zarray": b"{}"}, warnings=())
+    def spy(dataset, target):
+        calls.append((_paths(dataset), target.noxarray))
+        return real(dataset, target)
 
-    import nczarr.translate.writer
-
-    monkeypatch.setattr(nczarr.translate.writer, "write_with_warnings", fake_write)
-    chunks = ["x/0", "x/1", "g/v/0", "g/h/w/0", "t/0"]
-    view = FakeView(_dataset(), {".zgroup": b"old"}, chunks)
-    plan = build_plan(view, target_format="nczarr", include=["/g/v"], noxarray=True)
-    assert calls == [(["/g/v"], "nczarr", True, False)]
-    assert plan.chunk_keys == ("g/v/0",)
+    monkeypatch.setitem(writer.WRITERS, ("nczarr", 2), spy)
+    source = _zarr_source(tmp_path)
+    translated = TranslatedView.from_source(
+        source, Target("nczarr", noxarray=True), include=["/g/v"]
+    )
+    plan = build_plan(translated)
+    assert calls == [(["/g/v"], True)]
+    assert plan.chunk_keys == ("g/v/0", "g/v/1")
     assert plan.arrays == 1
-    assert plan.metadata == (("g/v/.zarray", b"{}"), (".zgroup", b"{}"))
-    assert plan.warnings[0] == "w1"
-    assert plan.warnings[1] == "3 array(s) left out by include/exclude: /g/h/w, /t, /x"
+    assert {key for key, _ in plan.metadata} == {
+        ".zgroup",
+        ".zattrs",
+        "g/.zgroup",
+        "g/.zattrs",
+        "g/v/.zarray",
+        "g/v/.zattrs",
+    }
+    assert plan.warnings[-1] == "3 array(s) left out by include/exclude: /g/h/w, /t, /x"
+    # the same selection of an unselected view: the source is not read again
+    again = TranslatedView.from_source(source, Target("nczarr", noxarray=True)).selected(
+        include=["/g/v"]
+    )
+    assert build_plan(again) == plan
 
 
 # ------------------------------------------------------------------ apply

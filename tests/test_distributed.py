@@ -288,7 +288,7 @@ def test_zip_targets_are_refused(client: Any, tmp_path: Path) -> None:
 def test_maps_and_plans_pickle(tmp_path: Path) -> None:
     src, _ = zarr_source(tmp_path / "src", 2)
     translated = view(FileMap(str(src)), mode="nczarr")
-    plan = build_plan(translated, target_format="nczarr")
+    plan = build_plan(translated)
     assert pickle.loads(pickle.dumps(plan)) == plan
     back = pickle.loads(pickle.dumps(translated))
     assert list(back.chunk_keys()) == list(translated.chunk_keys())

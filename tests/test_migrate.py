@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import ClassVar
 
 import netCDF4
 import numpy as np
@@ -236,3 +237,24 @@ def test_migrate_cost_does_not_depend_on_chunk_count(tmp_path):
         nczarr.migrate(_Counting(path, mode="r+"), to="nczarr")
         counts.append(_Counting.calls)
     assert counts[0] == counts[1] > 0
+
+
+class _Reads(FileMap):
+    """Counts reads of each key (through every read path of a map)."""
+
+    reads: ClassVar[dict[str, int]] = {}
+
+    def _load(self, key):
+        type(self).reads[key] = type(self).reads.get(key, 0) + 1
+        return super()._load(key)
+
+
+def test_migrate_to_zarr_reads_each_metadata_object_once(tmp_path):
+    """The store is crawled once: the translation and the "already current?" check
+    share what was read (it was crawled twice)."""
+    path = _with_chunks(tmp_path, 4)
+    nczarr.migrate(str(path), to="zarr")  # now pure Zarr: migrate(to="zarr") checks it
+    _Reads.reads = {}
+    report = nczarr.migrate(_Reads(path, mode="r+"), to="zarr")
+    assert report.source_layout == "zarr"
+    assert _Reads.reads and set(_Reads.reads.values()) == {1}, _Reads.reads

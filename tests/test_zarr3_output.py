@@ -450,9 +450,11 @@ def test_array_without_a_v3_codec_is_refused_or_left_out_when_excluded(tmp_path:
     dst = tmp_path / "dst.zarr"
     with pytest.raises(nczarr.UnsupportedTypeError, match="'base64'"):
         nczarr.convert(src, dst, mode="zarr", zarr_format=3)
-    with pytest.warns(nczarr.NCZarrWarning, match="'/fso' left out of the Zarr v3 output"):
+    # the selection is applied before the writer runs (once): what is excluded is not
+    # written, so the warning names the exclusion, not the codec
+    with pytest.warns(nczarr.NCZarrWarning, match="left out by include/exclude: /fso"):
         report = nczarr.convert(src, dst, mode="zarr", zarr_format=3, exclude=["/fso"])
-    assert any("'/fso'" in w and "'base64'" in w for w in report.warnings)
+    assert report.warnings[-1] == "1 array(s) left out by include/exclude: /fso"
     assert not (dst / "fso").exists()
     assert zarr.open_group(dst, mode="r")["ok"][...].tolist() == [1, 2, 3, 4]
     assert list(zarr.open_group(dst, mode="r").array_keys()) == ["ok"]

@@ -22,17 +22,14 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
+from dataclasses import dataclass
 from typing import Any
 
-from ..errors import (
-    InvalidModeError,
-    TargetExistsError,
-    UnsupportedTypeError,
-    warn_all,
-)
+from ..errors import InvalidModeError, TargetExistsError, UnsupportedTypeError, warn_all
 from ..maps.base import ZMap
 from ..readthrough import TranslatedView
 from ..translate.conventions import ZARR_JSON, ZARRAY
+from ..translate.target import Target
 from .apply import CopyStats, copy_chunks, delete_keys, write_metadata
 from .journal import (
     Journal,
@@ -43,9 +40,9 @@ from .journal import (
     source_identity,
     write_journal,
 )
-from .locations import check_format, open_location, parsed_url, url_of
+from .locations import open_location, target_of, url_of
 from .overlap import check_distinct, location_of
-from .plan import build_plan, selected_paths
+from .plan import Plan, build_plan, selected_paths
 from .progress import Progress, ProgressArg, progress_callback
 from .report import ConvertReport
 
@@ -55,12 +52,81 @@ __all__ = ["convert"]
 _ROOT_OBJECTS = ("zarr.json", ".zgroup", ".zmetadata", ".zattrs")
 
 
+@dataclass(frozen=True)
+class _Request:
+    """What :func:`convert` was asked, resolved and validated at the edge."""
+
+    src: str | os.PathLike[str] | ZMap
+    dst: str | os.PathLike[str] | ZMap
+    target: Target
+    source_options: Mapping[str, Any] | None
+    target_options: Mapping[str, Any] | None
+    include: Sequence[str] | None
+    exclude: Sequence[str] | None
+    overwrite: bool
+    resume: bool
+    workers: int
+    client: Any
+    batch_size: int | None
+
+    @property
+    def src_url(self) -> str:
+        return url_of(self.src)
+
+    @property
+    def dst_url(self) -> str:
+        return url_of(self.dst)
+
+
+@dataclass
+class _Copier:
+    """Copies chunk keys into the target: here, or on a dask cluster."""
+
+    dst: ZMap
+    request: _Request
+    skip: str = "none"  # what a resume may skip: "none", "size" or "content"
+    trusted: bool = False
+
+    def __call__(self, src: ZMap, keys: Sequence[str], progress: Progress | None) -> CopyStats:
+        if not keys:
+            return CopyStats()
+        request = self.request
+        resume, verify = self.skip != "none", self.skip == "content"
+        if request.client is None:
+            return copy_chunks(
+                src,
+                self.dst,
+                keys,
+                workers=request.workers,
+                resume=resume,
+                verify=verify,
+                progress=progress,
+            )
+        from .cluster import DEFAULT_BATCH, copy_chunks_on_cluster
+
+        return copy_chunks_on_cluster(
+            request.client,
+            src,
+            self.dst,
+            keys,
+            batch_size=request.batch_size or DEFAULT_BATCH,
+            workers=request.workers,
+            resume=resume,
+            verify=verify,
+            trusted=self.trusted,
+            progress=progress,
+        )
+
+
 # ------------------------------------------------------------------ helpers
 def _target_options(
-    parsed: Any, fmt: str, options: Mapping[str, Any] | None
+    dst: str | os.PathLike[str] | ZMap, fmt: str, options: Mapping[str, Any] | None
 ) -> Mapping[str, Any] | None:
     """A new zip archive for NCZarr gets netcdf-c's layout (one top-level directory),
     which is what netcdf-c reads, even when the URL does not say ``#mode=nczarr``."""
+    from .locations import parsed_url
+
+    parsed = parsed_url(dst)
     if (
         parsed is not None
         and parsed.storage == "zip"
@@ -76,18 +142,8 @@ def _is_empty(zmap: ZMap) -> bool:
     return not zmap.search("")
 
 
-def _zarr_format(value: int | None, parsed: Any, fmt: str, netcdf_scalars: bool) -> int:
-    """The Zarr version to write: ``value``, else the ``v2``/``v3`` word of the target
-    URL, else 2."""
-    from ..translate.writer import check_zarr_format
-
-    if value is None:
-        value = (parsed.zarr_version if parsed is not None else None) or 2
-    return check_zarr_format(fmt, value, netcdf_scalars=netcdf_scalars)
-
-
 def _check_representable(
-    translated: Any, fmt: str, include: Sequence[str] | None, exclude: Sequence[str] | None
+    translated: TranslatedView, include: Sequence[str] | None, exclude: Sequence[str] | None
 ) -> None:
     """Refuse to convert arrays the reader or the target's writer had to leave out,
     unless they are excluded: a convert never drops data on its own."""
@@ -102,29 +158,14 @@ def _check_representable(
     )
     reasons = [w for w in translated.warnings if w.startswith(starts)]
     raise UnsupportedTypeError(
-        f"{translated.source.url}: cannot represent {', '.join(refused)} in {fmt}: "
+        f"{translated.source.url}: cannot represent {', '.join(refused)} in "
+        f"{translated.format}: "
         + "; ".join(reasons)
         + f". Pass exclude={refused!r} (--exclude) to convert without them."
     )
 
 
-def split_reencoded(translated: Any, keys: Sequence[str]) -> tuple[list[str], list[str]]:
-    """``keys`` split into chunks copied verbatim and re-encoded chunks: those of the
-    arrays the view re-encodes, and those the source map itself re-encodes
-    (:meth:`ZMap.reencodes`: a netCDF file's)."""
-    if not translated.reencoded:
-        return list(keys), []
-    source = translated.source
-    verbatim, reencoded = [], []
-    for key in keys:
-        made = translated.reencoded_array(key) is not None or source.reencodes(
-            translated.source_key(key)
-        )
-        (reencoded if made else verbatim).append(key)
-    return verbatim, reencoded
-
-
-def reencoded_arrays(translated: Any, plan: Any) -> tuple[tuple[str, str], ...]:
+def reencoded_arrays(translated: TranslatedView, plan: Plan) -> tuple[tuple[str, str], ...]:
     """``(FQN, reason)`` of the planned arrays whose chunks are re-encoded."""
     kept = {
         key.rpartition("/")[0] for key, _ in plan.metadata if key.endswith((ZARRAY, ZARR_JSON))
@@ -263,158 +304,169 @@ def convert(
     if concat_dim is not None or append_dim is not None or _is_list(src):
         return _grow(src, dst, mode, locals())
     start = time.perf_counter()
-    parsed = parsed_url(dst)
-    fmt = mode if mode is not None else (parsed.format if parsed is not None else None)
-    fmt = check_format(fmt or "nczarr", "mode")
-    version = _zarr_format(zarr_format, parsed, fmt, netcdf_scalars)
+    request = _Request(
+        src,
+        dst,
+        target_of(
+            dst,
+            mode,
+            noxarray=noxarray,
+            consolidated=consolidated,
+            zarr_format=zarr_format,
+            netcdf_scalars=netcdf_scalars,
+        ),
+        source_options,
+        target_options,
+        include,
+        exclude,
+        overwrite,
+        resume,
+        workers,
+        client,
+        batch_size,
+    )
     if overwrite and resume:
         raise InvalidModeError("overwrite=True and resume=True exclude each other")
-    if noxarray is None:
-        noxarray = parsed is not None and not parsed.xarray_dimensions
-    if consolidated is None and parsed is not None and parsed.consolidated:
-        consolidated = True
-    src_url, dst_url = url_of(src), url_of(dst)
     # Before anything is opened: a target that is the source, or inside it, or holds
     # it, under any name (symbolic link, bind mount, '..', hard link) is refused.
     check_distinct(src, dst, src_options=source_options, dst_options=target_options)
     with ExitStack() as stack:
         on_chunk = progress_callback(progress, stack, unit="chunk")
-        src_map = open_location(src, "r", source_options, stack)
-        # built directly, not through nczarr.view: its warnings go out once, with the report's
-        translated = TranslatedView(
-            src_map,
-            format=fmt,  # type: ignore[arg-type]
-            noxarray=noxarray,
-            consolidated=consolidated,
-            netcdf_scalars=netcdf_scalars,
-            zarr_format=version,
-        )
-        stack.callback(translated.close)
-        _check_representable(translated, fmt, include, exclude)
-        plan = build_plan(
-            translated,
-            target_format=fmt,
-            include=include,
-            exclude=exclude,
-            noxarray=noxarray,
-            consolidated=consolidated,
-            netcdf_scalars=netcdf_scalars,
-            zarr_format=version,
-        )
-        # Chunks are copied from the source map itself (verbatim, kernel or S3
-        # server-side copies) unless the view shows them under other keys (Zarr v3
-        # "c/0/1" -> "0.1"): then through the view, which reads each from its v3 key.
-        # Chunks of re-encoded arrays always come from the view (nczarr.reencode).
-        source = translated if translated.keys_mapped else translated.source
-        verbatim, reencoded = split_reencoded(translated, plan.chunk_keys)
-        report = ConvertReport(
-            source=src_url,
-            target=dst_url,
-            source_layout=translated.dataset.layout,
-            target_format=fmt,
-            arrays=plan.arrays,
-            # stray objects among re-encoded chunks: warned by the view as it listed them
-            warnings=(*plan.warnings, *translated.stray_keys.values()),
-            reencoded=reencoded_arrays(translated, plan),
-            zarr_format=version,
-        )
-        warn_all(plan.warnings)
+        translated, plan = _plan(request, stack)
+        report = _report(request, translated, plan)
         if dry_run:
-            report.dry_run = True
-            report.planned_keys = plan.keys
-            report.planned_bytes = (
-                sum(source.getsize(k) for k in verbatim)
-                + sum(translated.getsize(k) for k in reencoded)
-                + plan.metadata_bytes
-            )
-            report.seconds = time.perf_counter() - start
-            return report
-        dst_map = open_location(dst, "a", _target_options(parsed, fmt, target_options), stack)
-        check_distinct(src_map, dst_map, dst_name=dst_url)
-        journal = Journal(
-            source=source_identity(location_of(src_map)),
-            target_format=fmt,
-            plan=plan_digest(fmt, plan.metadata, plan.chunk_keys),
+            return _dry_run(report, translated, plan, start)
+        copier = _prepare_target(request, translated, plan, stack)
+        _copy(copier, translated, plan, report, on_chunk)
+        _finish(copier, plan, report)
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+# ------------------------------------------------------------------ the steps
+def _plan(request: _Request, stack: ExitStack) -> tuple[TranslatedView, Plan]:
+    """Open the source, translate it (the selection applied: the writer runs once on
+    what is kept) and plan the writes. Its warnings go out once, with the report's."""
+    src_map = open_location(request.src, "r", request.source_options, stack)
+    translated = TranslatedView.from_source(
+        src_map, request.target, include=request.include, exclude=request.exclude
+    )
+    stack.callback(translated.close)
+    _check_representable(translated, request.include, request.exclude)
+    return translated, build_plan(translated)
+
+
+def _report(request: _Request, translated: TranslatedView, plan: Plan) -> ConvertReport:
+    """The report of the planned convert (counts are filled in as the copy goes); its
+    warnings announced."""
+    report = ConvertReport(
+        source=request.src_url,
+        target=request.dst_url,
+        source_layout=translated.dataset.layout,
+        target_format=request.target.format,
+        arrays=plan.arrays,
+        # stray objects among re-encoded chunks: warned by the view as it listed them
+        warnings=(*plan.warnings, *translated.stray_keys.values()),
+        reencoded=reencoded_arrays(translated, plan),
+        zarr_format=request.target.zarr_format,
+    )
+    warn_all(plan.warnings)
+    return report
+
+
+def _dry_run(
+    report: ConvertReport, translated: TranslatedView, plan: Plan, start: float
+) -> ConvertReport:
+    """The report of a dry run: every key that would be written and their bytes."""
+    source, verbatim, reencoded = translated.partition(plan.chunk_keys)
+    report.dry_run = True
+    report.planned_keys = plan.keys
+    report.planned_bytes = (
+        sum(source.getsize(k) for k in verbatim)
+        + sum(translated.getsize(k) for k in reencoded)
+        + plan.metadata_bytes
+    )
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _prepare_target(
+    request: _Request, translated: TranslatedView, plan: Plan, stack: ExitStack
+) -> _Copier:
+    """Open the target, check it is empty (or empty it, or check what a resume may
+    skip) and put the journal in it, before the first chunk."""
+    options = _target_options(request.dst, request.target.format, request.target_options)
+    dst_map = open_location(request.dst, "a", options, stack)
+    check_distinct(translated.source, dst_map, dst_name=request.dst_url)
+    journal = Journal(
+        source=source_identity(location_of(translated.source)),
+        target_format=request.target.format,
+        plan=plan_digest(request.target.format, plan.metadata, plan.chunk_keys),
+    )
+    copier = _Copier(dst_map, request)
+    # A target verified empty (or emptied) receives exactly the plan's keys and the
+    # journal, which form a valid tree: no per-key leaf-rule probes (one request per
+    # chunk on S3).
+    copier.trusted = _is_empty(dst_map) or _clear_or_resume(copier, journal, plan)
+    if request.overwrite or request.resume:
+        remove_temporaries(dst_map)
+    if copier.trusted:
+        stack.enter_context(dst_map.trusted_writes())
+    if copier.skip != "content":
+        # Skipping by size is sound only for objects this convert wrote (see journal.py).
+        write_journal(dst_map, journal)
+    return copier
+
+
+def _clear_or_resume(copier: _Copier, journal: Journal, plan: Plan) -> bool:
+    """A non-empty target: emptied (``overwrite``) or checked for a resume (it holds
+    only keys of this plan and the journal: still a valid tree); else refused."""
+    dst_map, request = copier.dst, copier.request
+    if request.overwrite:
+        # Root first: a killed overwrite must not leave an old root over new chunks.
+        delete_keys(dst_map, _ROOT_OBJECTS)
+        dst_map.clear()
+    elif request.resume:
+        copier.skip = resume_mode(
+            dst_map, journal, dict(plan.metadata), frozenset(plan.chunk_keys), request.dst_url
         )
-        skip = "none"
-        # A target verified empty (or emptied) receives exactly the plan's keys and the
-        # journal, which form a valid tree: no per-key leaf-rule probes (one request per
-        # chunk on S3).
-        trusted = _is_empty(dst_map)
-        if not trusted:
-            if overwrite:
-                # Root first: a killed overwrite must not leave an old root over new chunks.
-                delete_keys(dst_map, _ROOT_OBJECTS)
-                dst_map.clear()
-                trusted = True
-            elif resume:
-                skip = resume_mode(
-                    dst_map,
-                    journal,
-                    dict(plan.metadata),
-                    frozenset(plan.chunk_keys),
-                    dst_url,
-                )
-                # It holds only keys of this plan (and the journal): still a valid tree.
-                trusted = True
-            else:
-                raise TargetExistsError(
-                    f"target {dst_url!r} exists and is not empty: pass overwrite=True "
-                    "(--overwrite) to replace it, or resume=True (--resume) to continue an "
-                    "interrupted convert"
-                )
-        if overwrite or resume:
-            remove_temporaries(dst_map)
-        if trusted:
-            stack.enter_context(dst_map.trusted_writes())
-        if skip != "content":
-            # Skipping by size is sound only for objects this convert wrote (see journal.py).
-            write_journal(dst_map, journal)
+    else:
+        raise TargetExistsError(
+            f"target {request.dst_url!r} exists and is not empty: pass overwrite=True "
+            "(--overwrite) to replace it, or resume=True (--resume) to continue an "
+            "interrupted convert"
+        )
+    return True
 
-        def copy(src: ZMap, keys: Sequence[str], progress: Progress | None) -> CopyStats:
-            if not keys:
-                return CopyStats()
-            if client is not None:
-                from .cluster import DEFAULT_BATCH, copy_chunks_on_cluster
 
-                return copy_chunks_on_cluster(
-                    client,
-                    src,
-                    dst_map,
-                    keys,
-                    batch_size=batch_size or DEFAULT_BATCH,
-                    workers=workers,
-                    resume=skip != "none",
-                    verify=skip == "content",
-                    trusted=trusted,
-                    progress=progress,
-                )
-            return copy_chunks(
-                src,
-                dst_map,
-                keys,
-                workers=workers,
-                resume=skip != "none",
-                verify=skip == "content",
-                progress=progress,
-            )
-
-        total = len(plan.chunk_keys)
-        stats = copy(source, verbatim, _offset(on_chunk, 0, total))
-        # Decoded and encoded again in the same worker pool (at most `workers` chunks
-        # in memory): the view serves the target's bytes of each such chunk.
-        restats = copy(translated, reencoded, _offset(on_chunk, len(verbatim), total))
-        if client is not None:
-            # A worker killed mid-write left its temporary file; nothing of this run
-            # writes any more: remove them all before the root metadata.
-            remove_temporaries(dst_map)
-        written = write_metadata(dst_map, plan.metadata)
-        remove_journal(dst_map)
-        dst_map.flush()
+def _copy(
+    copier: _Copier,
+    translated: TranslatedView,
+    plan: Plan,
+    report: ConvertReport,
+    on_chunk: Progress | None,
+) -> None:
+    """Copy the chunks: verbatim from the source (kernel or server-side copies where
+    the maps offer them), then those of re-encoded arrays through the view, which
+    decodes and encodes them again in the same worker pool (at most ``workers``
+    chunks in memory)."""
+    source, verbatim, reencoded = translated.partition(plan.chunk_keys)
+    total = len(plan.chunk_keys)
+    stats = copier(source, verbatim, _offset(on_chunk, 0, total))
+    restats = copier(translated, reencoded, _offset(on_chunk, len(verbatim), total))
     report.chunks_copied = stats.copied
     report.chunks_reencoded = restats.copied
     report.chunks_skipped = stats.skipped + restats.skipped
     report.bytes_copied = stats.bytes + restats.bytes
-    report.metadata_written = tuple(written)
-    report.seconds = time.perf_counter() - start
-    return report
+
+
+def _finish(copier: _Copier, plan: Plan, report: ConvertReport) -> None:
+    """Write the metadata, root last, then remove the journal."""
+    dst_map = copier.dst
+    if copier.request.client is not None:
+        # A worker killed mid-write left its temporary file; nothing of this run
+        # writes any more: remove them all before the root metadata.
+        remove_temporaries(dst_map)
+    report.metadata_written = tuple(write_metadata(dst_map, plan.metadata))
+    remove_journal(dst_map)
+    dst_map.flush()

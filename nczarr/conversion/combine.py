@@ -46,6 +46,7 @@ from ..readthrough import TranslatedView
 from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR
 from ..translate.grow import GrowPlan, plan_growth
 from ..translate.order import order_metadata
+from ..translate.target import Target
 from ..translate.writer import check_zarr_format, write_with_warnings
 from .apply import delete_keys, write_metadata
 from .growcopy import execute
@@ -358,11 +359,13 @@ def append(
             raise InvalidModeError(f"cannot append to {url_of(dst)!r}: it is empty or missing")
         _finish_interrupted(dst_map, url_of(dst))
         opts = _target_options(dst_map)
-        target_view = TranslatedView(
+        target_view = TranslatedView.from_source(
             dst_map,
-            format=opts.fmt,  # type: ignore[arg-type]
-            consolidated=opts.consolidated,
-            zarr_format=opts.zarr_format,
+            Target(
+                opts.fmt,  # type: ignore[arg-type]
+                zarr_format=opts.zarr_format,
+                consolidated=opts.consolidated,
+            ),
         )
         _check_appendable(target_view, url_of(dst))
         maps = [open_location(s, "r", source_options, stack) for s in sources]

@@ -20,6 +20,7 @@ from ..translate.conventions import ZARRAY
 from ..translate.dtypes import nc_to_zarr_dtype
 from ..translate.grow import GrowPlan
 from ..translate.model import Dataset, Variable
+from ..translate.target import Target
 
 __all__ = ["Part", "PartOptions", "Reader", "assemble", "check_equal", "part_of_view", "read_part"]
 
@@ -108,14 +109,14 @@ def _listed(zmap: ZMap, variables: Sequence[Variable]) -> Iterator[str]:
 
 
 def _view(zmap: ZMap, opts: PartOptions) -> TranslatedView:
-    view = TranslatedView(
-        zmap,
-        format=opts.fmt,  # type: ignore[arg-type]
+    target = Target(
+        opts.fmt,  # type: ignore[arg-type]
+        zarr_format=opts.zarr_format,
         noxarray=opts.noxarray,
         consolidated=opts.consolidated,
         netcdf_scalars=opts.netcdf_scalars,
-        zarr_format=opts.zarr_format,
     )
+    view = TranslatedView.from_source(zmap, target)
     missing = (*view.dataset.skipped, *view.left_out)
     if missing:
         raise UnsupportedTypeError(

@@ -15,8 +15,9 @@ from typing import Any
 from ..errors import InvalidModeError
 from ..maps.base import ZMap
 from ..translate.conventions import FORMATS
+from ..translate.target import Target
 
-__all__ = ["check_format", "open_location", "parsed_url", "url_of"]
+__all__ = ["check_format", "open_location", "parsed_url", "target_of", "url_of"]
 
 
 def check_format(value: str, what: str) -> str:
@@ -63,3 +64,35 @@ def parsed_url(location: str | os.PathLike[str] | ZMap) -> Any:
     from ..maps.url import parse_url
 
     return parse_url(location)
+
+
+def target_of(
+    dst: str | os.PathLike[str] | ZMap,
+    mode: str | None,
+    *,
+    noxarray: bool | None = None,
+    consolidated: bool | None = None,
+    zarr_format: int | None = None,
+    netcdf_scalars: bool = False,
+) -> Target:
+    """The :class:`~nczarr.translate.target.Target` of a convert into ``dst``: each
+    option as given, else as the mode words of ``dst``'s fragment say
+    (``#mode=zarr,v3,noxarray,consolidated``), else the default (NCZarr, Zarr v2,
+    ``_ARRAY_DIMENSIONS`` written, consolidated as the source is).
+
+    Raises
+    ------
+    InvalidModeError
+        A format other than ``"nczarr"``/``"zarr"``, or an impossible combination
+        (see :class:`~nczarr.translate.target.Target`).
+    """
+    parsed = parsed_url(dst)
+    fmt = mode if mode is not None else (parsed.format if parsed is not None else None)
+    fmt = check_format(fmt or "nczarr", "mode")
+    if zarr_format is None:
+        zarr_format = (parsed.zarr_version if parsed is not None else None) or 2
+    if noxarray is None:
+        noxarray = parsed is not None and not parsed.xarray_dimensions
+    if consolidated is None and parsed is not None and parsed.consolidated:
+        consolidated = True
+    return Target(fmt, zarr_format, noxarray, consolidated, netcdf_scalars)  # type: ignore[arg-type]

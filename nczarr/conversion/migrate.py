@@ -24,10 +24,11 @@ from ..readthrough import TranslatedView
 from ..translate.compat import needs_translation
 from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, V1_OBJECT_NAMES, ZARR_JSON
 from ..translate.detect import detect_format
+from ..translate.target import Target
 from .apply import delete_keys, write_metadata
 from .locations import check_format, open_location, url_of
 from .plan import legacy_candidates, order_metadata
-from .progress import ProgressArg, progress_callback
+from .progress import Progress, ProgressArg, progress_callback
 from .report import ConvertReport
 
 __all__ = ["migrate"]
@@ -87,13 +88,12 @@ def _check_migratable(zmap: ZMap, translated: Any, fmt: str) -> None:
         )
 
 
-def _misread_as_stored(zmap: ZMap, fmt: str) -> bool:
+def _misread_as_stored(meta: dict[str, Any], fmt: str) -> bool:
     """Whether pure Zarr in the current layout still needs its metadata rewritten:
     netcdf-c's own pure Zarr (``<i1``/``>S1`` dtypes, shuffle ``elementsize`` 0) is
     what zarr-python refuses or misreads, so ``migrate(to="zarr")`` rewrites it."""
     if fmt != "zarr":
         return False
-    meta = load_metadata(zmap)
     return needs_translation(meta, detect_format(meta))
 
 
@@ -144,25 +144,9 @@ def migrate(
     with ExitStack() as stack:
         on_object = progress_callback(progress, stack, unit="object")
         zmap = open_location(url, "r" if dry_run else "r+", storage_options, stack)
-        translated = TranslatedView(zmap, format=fmt)  # type: ignore[arg-type]
-        _check_migratable(zmap, translated, fmt)
-        dataset = translated.dataset
-        metadata = translated.metadata
-        order = order_metadata(metadata)
-        if dataset.layout == _CURRENT_LAYOUT[fmt] and not _misread_as_stored(zmap, fmt):
-            # Already in the target layout (the root is written last, so a killed run
-            # never gets here with metadata left to write): keep the objects as they
-            # are, byte for byte, and only remove what an interrupted run left behind.
-            order = []
-        changed = []
-        for key in order:
-            try:
-                if zmap[key] == metadata[key]:
-                    continue
-            except KeyError:
-                pass
-            changed.append(key)
-        legacy = _legacy_keys(zmap, dataset, metadata)
+        translated, meta = _translate(zmap, fmt)
+        changed, legacy = _changes(zmap, translated, meta, fmt)
+        dataset, metadata = translated.dataset, translated.metadata
         report = ConvertReport(
             source=url_of(url),
             target=url_of(url),
@@ -178,23 +162,72 @@ def migrate(
             report.planned_keys = tuple(changed)
             report.planned_bytes = sum(len(metadata[k]) for k in changed)
             report.deleted_keys = tuple(legacy)
-            report.seconds = time.perf_counter() - start
-            return report
-        total = len(changed) + len(legacy)
-        done = 0
-
-        def step() -> None:
-            nonlocal done
-            done += 1
-            if on_object is not None:
-                on_object(done, total)
-
-        written = write_metadata(
-            zmap, ((k, bytes(metadata[k])) for k in changed), skip_equal=True, progress=step
-        )
-        deleted = delete_keys(zmap, legacy, progress=step)
-        zmap.flush()
-    report.metadata_written = tuple(written)
-    report.deleted_keys = tuple(deleted)
+        else:
+            _rewrite(zmap, metadata, changed, legacy, report, on_object)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _translate(zmap: ZMap, fmt: str) -> tuple[TranslatedView, dict[str, Any]]:
+    """The store translated to ``fmt``, refused if ``migrate`` cannot keep its chunks,
+    and its metadata objects (read once: the view and :func:`_misread_as_stored`
+    share them; a file source has none)."""
+    lenient: list[str] = []
+    own = zmap.file_format() is not None
+    meta = {} if own else load_metadata(zmap, warnings=lenient)
+    translated = TranslatedView.from_source(
+        zmap,
+        Target(fmt),  # type: ignore[arg-type]
+        metadata=None if own else (meta, lenient),
+    )
+    _check_migratable(zmap, translated, fmt)
+    return translated, meta
+
+
+def _changes(
+    zmap: ZMap, translated: TranslatedView, meta: dict[str, Any], fmt: str
+) -> tuple[list[str], list[str]]:
+    """The metadata keys to write (in order, those not already holding the right
+    bytes) and the legacy keys to delete."""
+    metadata = translated.metadata
+    order = order_metadata(metadata)
+    if translated.dataset.layout == _CURRENT_LAYOUT[fmt] and not _misread_as_stored(meta, fmt):
+        # Already in the target layout (the root is written last, so a killed run
+        # never gets here with metadata left to write): keep the objects as they
+        # are, byte for byte, and only remove what an interrupted run left behind.
+        order = []
+    changed = []
+    for key in order:
+        try:
+            if zmap[key] == metadata[key]:
+                continue
+        except KeyError:
+            pass
+        changed.append(key)
+    return changed, _legacy_keys(zmap, translated.dataset, metadata)
+
+
+def _rewrite(
+    zmap: ZMap,
+    metadata: Mapping[str, bytes],
+    changed: list[str],
+    legacy: list[str],
+    report: ConvertReport,
+    on_object: Progress | None,
+) -> None:
+    """Write the new metadata (root last), then delete the legacy objects."""
+    total = len(changed) + len(legacy)
+    done = 0
+
+    def step() -> None:
+        nonlocal done
+        done += 1
+        if on_object is not None:
+            on_object(done, total)
+
+    written = write_metadata(
+        zmap, ((k, bytes(metadata[k])) for k in changed), skip_equal=True, progress=step
+    )
+    report.deleted_keys = tuple(delete_keys(zmap, legacy, progress=step))
+    report.metadata_written = tuple(written)
+    zmap.flush()

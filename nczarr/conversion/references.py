@@ -37,7 +37,7 @@ from typing import Any, Literal
 from ..errors import UnsupportedError, warn_all
 from ..maps.base import ZMap
 from ..readthrough import TranslatedView, view
-from .plan import array_of_key, build_plan, selected_paths
+from .plan import Plan, array_of_key, build_plan, selected_paths
 
 __all__ = ["DEFAULT_MAX_INLINED", "chunk_location", "references"]
 
@@ -113,6 +113,14 @@ def _refuse_unrepresentable(translated: TranslatedView, exclude: Sequence[str] |
         )
 
 
+def _plan(translated: TranslatedView, exclude: Sequence[str] | None) -> Plan:
+    """The plan of ``translated`` without the arrays ``exclude`` names."""
+    if not exclude:
+        return build_plan(translated)
+    with translated.selected(exclude=exclude) as kept:
+        return build_plan(kept)
+
+
 class Entries:
     """A reference set as a stream: ``metadata`` (key, text) first, then ``chunks()``
     yielding (key, entry) (with ``grid_order``, array by array in chunk-grid order, so
@@ -132,14 +140,7 @@ class Entries:
         self.grid_order = grid_order
         self.translated = translated
         self.inline_threshold = inline_threshold
-        self.plan = build_plan(
-            translated,
-            target_format=translated.format,
-            exclude=exclude,
-            consolidated=translated.consolidated,
-            netcdf_scalars=translated.netcdf_scalars,
-            zarr_format=translated.zarr_format,
-        )
+        self.plan = _plan(translated, exclude)
         self.metadata: list[tuple[str, str]] = [
             (key, _text(value)) for key, value in self.plan.metadata
         ]
@@ -182,7 +183,7 @@ class Entries:
     def warnings(self) -> list[str]:
         """What to announce once every chunk was yielded."""
         return [
-            *self.plan.warnings[len(self.translated.warnings) :],
+            *(w for w in self.plan.warnings if w not in self.translated.warnings),
             *self.budget.warnings(),
             *self.notes,
         ]

@@ -4,3 +4,5 @@
 * :mod:`~nczarr.integrations.xarray_backend`: the ``nczarr`` xarray engine.
 * :mod:`~nczarr.integrations.xarray_writer`: :func:`nczarr.to_nczarr`.
 """
+
+__all__: list[str] = []

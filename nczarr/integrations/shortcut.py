@@ -103,9 +103,10 @@ def _view(zmap: ZMap, owned: bool, **options: Any) -> ZMap:
     closed (when ``owned``) if the view cannot be built."""
     from ..errors import warn_all
     from ..readthrough import TranslatedView
+    from ..translate.target import Target
 
     try:
-        view = TranslatedView(zmap, format="zarr", owns_source=owned, **options)
+        view = TranslatedView.from_source(zmap, Target("zarr"), owns_source=owned, **options)
     except BaseException:
         if owned:
             zmap.close()

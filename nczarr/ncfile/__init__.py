@@ -9,3 +9,5 @@ h5py (``h5attrs`` types and attributes, ``h5dims`` dimension names, ``h5filters`
 filters as Zarr codecs, ``h5chunks`` the chunk index and re-encoded chunks),
 ``layout`` is the chunk index both produce, ``source`` the map.
 """
+
+__all__: list[str] = []

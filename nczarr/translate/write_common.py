@@ -16,6 +16,7 @@ exact limits. Pure Zarr keeps netcdf-c's spacing.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from .attrs import json_text, parse_json
@@ -24,6 +25,7 @@ from .dtypes import nc_to_zarr_dtype
 from .model import Dataset, Group, Variable
 
 __all__ = [
+    "WriteResult",
     "dumps",
     "ncproperties",
     "group_key",
@@ -33,6 +35,27 @@ __all__ = [
     "written_filters",
     "text_shuffle_warnings",
 ]
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What a writer produced (every writer returns one).
+
+    Attributes
+    ----------
+    metadata : dict[str, bytes]
+        Metadata objects by key, in writing order (parents before children).
+    warnings : tuple[str, ...]
+        Changes the target format forced (each names the object and what changed).
+    skipped : tuple[str, ...]
+        Key prefixes (``"g/v"``) of arrays the target format cannot describe; they
+        have no metadata, and their chunks must not be copied.
+    """
+
+    metadata: dict[str, bytes] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = ()
+
 
 #: Written as ``_NCProperties`` when the model carries none (``version=2``, as netcdf-c
 #: parses it; the ``nczarr`` entry is the NCZarr format version).

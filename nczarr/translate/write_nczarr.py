@@ -83,7 +83,8 @@ from .conventions import (
 )
 from .dtypes import encode_fill_value, to_float32
 from .model import Attribute, Dataset, Group, Variable
-from .write_common import dumps, group_key, ncproperties, zarray_document
+from .target import Target
+from .write_common import WriteResult, dumps, group_key, ncproperties, zarray_document
 
 __all__ = ["write_nczarr", "encode_char_attribute", "zarray_nczarr", "float_text"]
 
@@ -107,23 +108,26 @@ def unreadable_codec_warnings(dataset: Dataset) -> list[str]:
     return warnings
 
 
-def write_nczarr(dataset: Dataset, *, noxarray: bool = False) -> dict[str, bytes]:
+def write_nczarr(dataset: Dataset, target: Target | None = None) -> WriteResult:
     """Every metadata object of ``dataset`` in the current NCZarr layout.
 
     Parameters
     ----------
     dataset : Dataset
-        The model to write.
-    noxarray : bool
-        Omit ``_ARRAY_DIMENSIONS`` (netcdf-c still reads the dimensions from
-        ``_nczarr_array.dimension_references``).
+        The model to write (in netCDF's forms: :func:`nczarr.translate.netcdf_forms.nczarr_forms`,
+        which the dispatcher applies first).
+    target : Target
+        Its options: ``noxarray`` omits ``_ARRAY_DIMENSIONS`` (netcdf-c still reads
+        the dimensions from ``_nczarr_array.dimension_references``);
+        ``consolidated`` is the dispatcher's (:mod:`~nczarr.translate.writer`).
 
     Returns
     -------
-    dict[str, bytes]
+    WriteResult
         ``.zgroup`` and ``.zattrs`` per group, ``.zarray`` and ``.zattrs`` per
-        variable, parents before children.
+        variable, parents before children; a warning per codec netcdf-c lacks.
     """
+    noxarray = (target or Target("nczarr")).noxarray
     out: dict[str, bytes] = {}
     for group in dataset.root.walk():
         prefix = group_key(group)
@@ -135,7 +139,7 @@ def write_nczarr(dataset: Dataset, *, noxarray: bool = False) -> dict[str, bytes
             out[join_key(vprefix, ZATTRS)] = dumps(
                 _variable_zattrs(var, noxarray=noxarray), compact=True
             )
-    return out
+    return WriteResult(out, tuple(unreadable_codec_warnings(dataset)))
 
 
 def zarray_nczarr(var: Variable) -> dict[str, Any]:

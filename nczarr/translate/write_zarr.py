@@ -42,34 +42,35 @@ from ..keys import join_key
 from .conventions import ARRAY_DIMENSIONS, NCPROPERTIES, SCALAR_DIM, ZARRAY, ZATTRS, ZGROUP
 from .dtypes import encode_fill_value
 from .model import Dataset, Variable
-from .write_common import dumps, group_key, ncproperties, zarray_document
+from .target import Target
+from .write_common import WriteResult, dumps, group_key, ncproperties, zarray_document
 from .zarr_names import dimension_names, plain_attributes, utf8_json
 
 __all__ = ["write_zarr", "zarray_zarr", "dimension_names"]
 
 
-def write_zarr(
-    dataset: Dataset, *, noxarray: bool = False, netcdf_scalars: bool = False
-) -> tuple[dict[str, bytes], list[str]]:
+def write_zarr(dataset: Dataset, target: Target | None = None) -> WriteResult:
     """Every metadata object of ``dataset`` as pure Zarr v2, and the warnings.
 
     Parameters
     ----------
     dataset : Dataset
         The model to write.
-    noxarray : bool
-        Omit ``_ARRAY_DIMENSIONS`` (readers then see anonymous dimensions; with
-        ``netcdf_scalars`` a scalar then reads as a 1-element array).
-    netcdf_scalars : bool
-        Scalars as shape ``[1]`` with ``_ARRAY_DIMENSIONS: ["_scalar_"]`` (netcdf-c's
-        convention) instead of 0-d arrays.
+    target : Target
+        Its options: ``noxarray`` omits ``_ARRAY_DIMENSIONS`` (readers then see
+        anonymous dimensions; with ``netcdf_scalars`` a scalar then reads as a
+        1-element array); ``netcdf_scalars`` writes scalars as shape ``[1]`` with
+        ``_ARRAY_DIMENSIONS: ["_scalar_"]`` (netcdf-c's convention) instead of 0-d
+        arrays. ``consolidated`` is the dispatcher's (:mod:`~nczarr.translate.writer`).
 
     Returns
     -------
-    (dict[str, bytes], list[str])
+    WriteResult
         The objects (parents before children) and one warning per renamed
         dimension.
     """
+    target = target or Target("zarr")
+    noxarray, netcdf_scalars = target.noxarray, target.netcdf_scalars
     out: dict[str, bytes] = {}
     warnings: list[str] = []
 
@@ -97,7 +98,7 @@ def write_zarr(
                     else [names[d] for d in var.dimensions]
                 )
             out[join_key(vprefix, ZATTRS)] = utf8(join_key(vprefix, ZATTRS), vattrs)
-    return out, warnings
+    return WriteResult(out, tuple(warnings))
 
 
 def zarray_zarr(var: Variable, *, netcdf_scalars: bool = False) -> dict[str, Any]:

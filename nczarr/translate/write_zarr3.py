@@ -68,7 +68,8 @@ from .codecs_v3 import v3_codecs
 from .conventions import DEFAULT_MAXSTRLEN, FILLVALUE, NCPROPERTIES, ZARR_JSON
 from .dtypes import encode_fill_value, json_number
 from .model import Dataset, Group, Variable
-from .write_common import group_key, ncproperties
+from .target import Target
+from .write_common import WriteResult, group_key, ncproperties
 from .zarr_names import dimension_names, plain_attributes, utf8_json
 
 __all__ = ["write_zarr3", "array_document", "data_type", "CHUNK_KEY_ENCODING"]
@@ -206,27 +207,27 @@ def _group_document(dataset: Dataset, group: Group) -> dict[str, Any]:
     return {"zarr_format": 3, "node_type": "group", "attributes": attributes}
 
 
-def write_zarr3(
-    dataset: Dataset, *, noxarray: bool = False, consolidated: bool = False
-) -> tuple[dict[str, bytes], list[str], list[str]]:
+def write_zarr3(dataset: Dataset, target: Target | None = None) -> WriteResult:
     """Every ``zarr.json`` of ``dataset`` as pure Zarr v3.
 
     Parameters
     ----------
     dataset : Dataset
         The model to write.
-    noxarray : bool
-        Omit ``dimension_names`` and xarray's ``_FillValue`` attribute.
-    consolidated : bool
-        Put every node's document into the root's ``consolidated_metadata``.
+    target : Target
+        Its options: ``noxarray`` omits ``dimension_names`` and xarray's
+        ``_FillValue`` attribute; ``consolidated`` puts every node's document into the
+        root's ``consolidated_metadata``.
 
     Returns
     -------
-    (dict[str, bytes], list[str], list[str])
+    WriteResult
         The objects (parents before children), the warnings (renamed dimensions,
         arrays left out and why, text fill values xarray will not mask), and the
         key prefixes of the arrays left out (their chunks must not be copied).
     """
+    target = target or Target("zarr", zarr_format=3)
+    noxarray, consolidated = target.noxarray, target.write_consolidated
     docs: dict[str, dict[str, Any]] = {}
     warnings: list[str] = []
     skipped: list[str] = []
@@ -262,7 +263,7 @@ def write_zarr3(
     for prefix, doc in docs.items():
         key = join_key(prefix, ZARR_JSON)
         out[key] = utf8_json(key, doc, warnings)
-    return out, warnings, skipped
+    return WriteResult(out, tuple(warnings), tuple(skipped))
 
 
 def _empty_consolidated() -> dict[str, Any]:

@@ -12,7 +12,10 @@ data is never touched: translated metadata describes the very same chunk bytes.
 
 :func:`write_with_warnings` also returns what the writer had to change to make
 the target format correct (renamed dimensions in pure Zarr), as a
-:class:`WriteResult`.
+:class:`WriteResult`. Both take the options as keywords (the public face) and
+build a :class:`~nczarr.translate.target.Target`; :func:`write_target` takes one
+already validated. Every writer has the signature ``(dataset, target) -> WriteResult``
+and is one line of :data:`WRITERS` (a new output format: a writer module and one line).
 
 The helpers both writers share (JSON serialisation, ``_NCProperties``, consolidated
 metadata, the ``.zarray`` document) live in :mod:`~nczarr.translate.write_common`, so
@@ -21,43 +24,68 @@ that no writer imports another or this dispatcher.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Literal
 
-from ..errors import InvalidModeError
 from .conventions import FORMATS, ZMETADATA
 from .model import Dataset
 from .netcdf_forms import nczarr_forms
-from .write_common import consolidate, text_shuffle_warnings
-from .write_nczarr import (
-    integer_float_attribute_warnings,
-    unreadable_codec_warnings,
-    write_nczarr,
-)
+from .target import Target, check_zarr_format
+from .write_common import WriteResult, consolidate, text_shuffle_warnings
+from .write_nczarr import integer_float_attribute_warnings, write_nczarr
 from .write_zarr import write_zarr
 from .write_zarr3 import write_zarr3
 
-__all__ = ["FORMATS", "WriteResult", "write", "write_with_warnings", "check_zarr_format"]
+__all__ = [
+    "FORMATS",
+    "WRITERS",
+    "Target",
+    "WriteResult",
+    "write",
+    "write_target",
+    "write_with_warnings",
+    "check_zarr_format",
+]
 
 
-@dataclass(frozen=True)
-class WriteResult:
-    """What a writer produced.
+def _write_nczarr(dataset: Dataset, target: Target) -> WriteResult:
+    """NCZarr, after what netCDF cannot type is put in netcdf4-engine forms."""
+    dataset, forms = nczarr_forms(dataset)  # bool and untyped JSON attributes
+    written = write_nczarr(dataset, target)
+    shuffle = text_shuffle_warnings(dataset)
+    floats = integer_float_attribute_warnings(dataset)
+    return WriteResult(
+        written.metadata, (*forms, *written.warnings, *floats, *shuffle), written.skipped
+    )
 
-    Attributes
-    ----------
-    metadata : dict[str, bytes]
-        Metadata objects by key, in writing order (parents before children).
-    warnings : tuple[str, ...]
-        Changes the target format forced (each names the object and what changed).
-    skipped : tuple[str, ...]
-        Key prefixes (``"g/v"``) of arrays the target format cannot describe; they
-        have no metadata, and their chunks must not be copied.
-    """
 
-    metadata: dict[str, bytes] = field(default_factory=dict)
-    warnings: tuple[str, ...] = ()
-    skipped: tuple[str, ...] = ()
+def _write_zarr(dataset: Dataset, target: Target) -> WriteResult:
+    written = write_zarr(dataset, target)
+    shuffle = text_shuffle_warnings(dataset)
+    return WriteResult(written.metadata, (*written.warnings, *shuffle), written.skipped)
+
+
+def _write_zarr3(dataset: Dataset, target: Target) -> WriteResult:
+    written = write_zarr3(dataset, target)  # consolidates itself (inside the root's zarr.json)
+    shuffle = text_shuffle_warnings(dataset)
+    return WriteResult(written.metadata, (*written.warnings, *shuffle), written.skipped)
+
+
+#: ``(format, zarr_format)`` -> the writer. Zarr v2 writers leave ``.zmetadata`` to
+#: :func:`write_target`.
+WRITERS: dict[tuple[str, int], Callable[[Dataset, Target], WriteResult]] = {
+    ("nczarr", 2): _write_nczarr,
+    ("zarr", 2): _write_zarr,
+    ("zarr", 3): _write_zarr3,
+}
+
+
+def write_target(dataset: Dataset, target: Target) -> WriteResult:
+    """The metadata objects (and warnings) that describe ``dataset`` as ``target``."""
+    written = WRITERS[(target.format, target.zarr_format)](dataset, target)
+    if target.zarr_format == 2 and target.write_consolidated:
+        written.metadata[ZMETADATA] = consolidate(written.metadata)
+    return written
 
 
 def write(
@@ -124,56 +152,5 @@ def write_with_warnings(
     zarr_format: int = 2,
 ) -> WriteResult:
     """Like :func:`write`, returning a :class:`WriteResult` (metadata and warnings)."""
-    if check_zarr_format(format, zarr_format, netcdf_scalars=netcdf_scalars) == 3:
-        metadata, warnings, skipped = write_zarr3(
-            dataset, noxarray=noxarray, consolidated=consolidated
-        )
-        warnings = [*warnings, *text_shuffle_warnings(dataset)]
-        return WriteResult(metadata, tuple(warnings), tuple(skipped))
-    if format == "nczarr":
-        dataset, forms = nczarr_forms(dataset)  # bool and untyped JSON attributes
-        metadata = write_nczarr(dataset, noxarray=noxarray)
-        warnings = [
-            *forms,
-            *unreadable_codec_warnings(dataset),
-            *integer_float_attribute_warnings(dataset),
-        ]
-    elif format == "zarr":
-        metadata, warnings = write_zarr(dataset, noxarray=noxarray, netcdf_scalars=netcdf_scalars)
-    else:
-        raise InvalidModeError(
-            f"invalid format {format!r}: expected one of {', '.join(map(repr, FORMATS))}"
-        )
-    warnings = [*warnings, *text_shuffle_warnings(dataset)]
-    if consolidated:
-        metadata[ZMETADATA] = consolidate(metadata)
-    return WriteResult(metadata, tuple(warnings))
-
-
-def check_zarr_format(format: str, zarr_format: Any, *, netcdf_scalars: bool = False) -> int:
-    """Validate a ``(format, zarr_format)`` pair; return the Zarr format (2 or 3).
-
-    Raises
-    ------
-    InvalidModeError
-        ``zarr_format`` is not 2 or 3; ``format`` is ``"nczarr"`` with 3 (NCZarr is
-        defined over Zarr v2; netcdf-c's v3 drafts are not a stable format); or
-        ``netcdf_scalars`` with 3 (it is for netcdf-c, which reads no Zarr v3).
-    """
-    if isinstance(zarr_format, bool) or zarr_format not in (2, 3):
-        raise InvalidModeError(f"invalid zarr_format {zarr_format!r}: expected 2 or 3")
-    if zarr_format == 3 and format != "zarr":
-        if format not in FORMATS:
-            raise InvalidModeError(
-                f"invalid format {format!r}: expected one of {', '.join(map(repr, FORMATS))}"
-            )
-        raise InvalidModeError(
-            f"zarr_format=3 is written for format 'zarr' only, not {format!r}: NCZarr is "
-            "Zarr v2 (netcdf-c reads no stable NCZarr over Zarr v3)"
-        )
-    if zarr_format == 3 and netcdf_scalars:
-        raise InvalidModeError(
-            "netcdf_scalars is for netcdf-c readers, which do not read Zarr v3: "
-            "use it with zarr_format=2"
-        )
-    return int(zarr_format)
+    target = Target(format, zarr_format, noxarray, bool(consolidated), netcdf_scalars)
+    return write_target(dataset, target)

@@ -1,0 +1,119 @@
+"""Selecting arrays: ``include``/``exclude`` patterns over the model (pure).
+
+A pattern is a variable or group FQN (``/g/v``, ``/g``), the same without the leading
+``/``, or a bare name (``v``: every variable or group called ``v``). Applied before
+the writer runs (:func:`nczarr.translate.translation.draft`), so the metadata of a selection
+is written once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator, Sequence
+
+from ..errors import InvalidModeError
+from .model import Dataset, Group
+
+__all__ = ["dropped_warning", "select_dataset", "selected_paths"]
+
+
+def _variable_paths(group: Group) -> Iterator[str]:
+    for variable in group.all_variables():
+        yield variable.path
+
+
+def _matches(pattern: str, path: str) -> bool:
+    """Whether ``pattern`` (an FQN, a relative path or a bare name) names ``path`` or an
+    ancestor group of it."""
+    fqn = "/" + pattern.strip("/")
+    if "/" not in pattern.strip("/") and not pattern.startswith("/"):
+        # A bare name: the variable (or group) of that name anywhere.
+        return pattern in path.strip("/").split("/")
+    return path == fqn or path.startswith(fqn.rstrip("/") + "/") or fqn == "/"
+
+
+def select_dataset(
+    dataset: Dataset,
+    include: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
+) -> Dataset:
+    """The dataset restricted to the variables ``include`` names minus those ``exclude`` names.
+
+    A pattern is a variable or group FQN (``/g/v``, ``/g``), the same without the
+    leading ``/``, or a bare name (``v``: every variable or group called ``v``). A
+    group pattern stands for everything below it. With ``include``, only the groups
+    leading to a selected variable (or named themselves) are kept; ``exclude`` alone
+    keeps every group. Dimensions of kept groups are always kept.
+
+    Raises
+    ------
+    InvalidModeError
+        A pattern matches nothing (the message names it), so a typo is not a silent
+        empty conversion.
+    """
+    include = list(include or ())
+    exclude = list(exclude or ())
+    if not include and not exclude:
+        return dataset
+    paths = list(_variable_paths(dataset.root))
+    group_paths = [g.path for g in dataset.root.walk()]
+    for pattern in (*include, *exclude):
+        if not isinstance(pattern, str) or not pattern.strip("/"):
+            raise InvalidModeError(f"invalid variable pattern {pattern!r}")
+        if not any(_matches(pattern, p) for p in (*paths, *group_paths, *dataset.skipped)):
+            raise InvalidModeError(f"variable pattern {pattern!r} matches no variable or group")
+    keep_var = {
+        p
+        for p in paths
+        if (not include or any(_matches(i, p) for i in include))
+        and not any(_matches(e, p) for e in exclude)
+    }
+    keep_group = {
+        g
+        for g in group_paths
+        if not any(_matches(e, g) for e in exclude)
+        and (
+            not include
+            or g == "/"
+            or any(_matches(i, g) for i in include)
+            or any(v.startswith(g.rstrip("/") + "/") for v in keep_var)
+        )
+    }
+    return dataclasses.replace(dataset, root=_prune(dataset.root, keep_var, keep_group))
+
+
+def selected_paths(
+    paths: Iterable[str], include: Sequence[str] | None, exclude: Sequence[str] | None
+) -> list[str]:
+    """The FQNs among ``paths`` that ``include``/``exclude`` keep (see :func:`select_dataset`)."""
+    return [
+        p
+        for p in paths
+        if (not include or any(_matches(i, p) for i in include))
+        and not any(_matches(e, p) for e in exclude or ())
+    ]
+
+
+def _prune(group: Group, keep_var: set[str], keep_group: set[str]) -> Group:
+    return dataclasses.replace(
+        group,
+        variables={n: v for n, v in group.variables.items() if v.path in keep_var},
+        groups={
+            n: _prune(g, keep_var, keep_group)
+            for n, g in group.groups.items()
+            if g.path in keep_group
+        },
+    )
+
+
+def dropped_warning(read: Dataset, selected: Dataset) -> tuple[str, ...]:
+    """The warning naming the arrays of ``read`` that the selection left out, if any."""
+    kept = frozenset(_variable_paths(selected.root))
+    dropped = sorted(p.lstrip("/") for p in _variable_paths(read.root) if p not in kept)
+    if not dropped:
+        return ()
+    return (
+        f"{len(dropped)} array(s) left out by include/exclude: "
+        + ", ".join("/" + d for d in dropped[:10])
+        + (" ..." if len(dropped) > 10 else ""),
+    )
