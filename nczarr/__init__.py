@@ -19,7 +19,10 @@ Writing:
 * :func:`to_nczarr` writes an ``xr.Dataset`` or ``xr.DataTree`` as NCZarr.
 * :func:`references` saves a translation as an fsspec (kerchunk) reference set whose
   chunk entries point into the source: any fsspec reader opens it without nczarr;
-  :func:`write_references` writes one as JSON or in fsspec's Parquet layout.
+  :func:`write_references` writes one as JSON or in fsspec's Parquet layout;
+  :func:`to_icechunk` commits one to an Icechunk repository (virtual chunks).
+* :func:`convert` with ``concat_dim=`` combines several sources into one store, with
+  ``append_dim=`` appends to one; :func:`to_nczarr` with ``mode="a"`` appends too.
 
 Diagnosis: :func:`check` says what each reader (netcdf-c, zarr-python, xarray, GDAL) would
 get wrong with a store, and the fix (:class:`CheckReport`).
