@@ -131,6 +131,7 @@ def _expected_new(how: str) -> dict[str, bytes]:
     return new
 
 
+@pytest.mark.long  # SIGKILLed or concurrent subprocesses
 @pytest.mark.parametrize("how", ["append", "rewrite"])
 def test_zip_close_killed_at_random_moments_keeps_a_complete_archive(tmp_path, how):
     """SIGKILL during close(): the archive is the old one or the complete new one."""
@@ -172,6 +173,7 @@ def test_zip_close_killed_at_random_moments_keeps_a_complete_archive(tmp_path, h
     assert outcomes["old"] > 0, outcomes  # the kills did land inside close()
 
 
+@pytest.mark.long  # SIGKILLed or concurrent subprocesses
 def test_killed_convert_into_zip_leaves_old_or_complete_archive_and_reruns(tmp_path):
     src = tmp_path / "src.file"
     with _vector_source(src, shape=4000, chunks=10, dtype="<i4") as m:
@@ -253,6 +255,7 @@ READER_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.long  # SIGKILLed or concurrent subprocesses
 def test_eight_writers_with_their_own_zipmaps_lose_no_key(tmp_path):
     path = tmp_path / "shared.zip"
     ZipMap(path, mode="w").close()

@@ -29,6 +29,11 @@ from .sources import tree, zarr_source
 RETRIES = {"retries": {"mode": "standard", "max_attempts": 10}}
 
 
+# fault injection through a proxy, seconds per test: the newest-Python CI run leaves
+# these to the floor run
+pytestmark = pytest.mark.long
+
+
 @pytest.fixture
 def objects(s3_endpoint: str, s3_bucket: str, s3_client: Any) -> dict[str, bytes]:
     """60 objects of 1-40 KB under ``root/`` (written without the proxy)."""

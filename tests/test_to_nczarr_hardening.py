@@ -388,6 +388,7 @@ def _netcdf_c_attributes(path: Path) -> list[str] | None:
     return [n for n in result.stdout.strip().split(",") if n]
 
 
+@pytest.mark.long  # SIGKILLed subprocesses
 @pytest.mark.parametrize("point", [".zattrs", ".zgroup", "v/.zarray", "v/3"])
 def test_killed_fresh_write_leaves_no_store(tmp_path, point):
     """A directory store is written beside and renamed in: a kill leaves nothing there."""
@@ -401,6 +402,7 @@ def test_killed_fresh_write_leaves_no_store(tmp_path, point):
     assert _siblings(target) == ["victim.py"], "the killed run's stage was not removed"
 
 
+@pytest.mark.long  # SIGKILLed subprocesses
 @pytest.mark.parametrize("point", [".zattrs", ".zgroup"])
 def test_killed_in_place_write_never_opens_without_its_global_attributes(tmp_path, point):
     """Written in place (an open map, as for S3), the root ``.zgroup`` comes last: cut
@@ -421,6 +423,7 @@ def test_killed_in_place_write_never_opens_without_its_global_attributes(tmp_pat
     assert _opens_with_its_attributes_or_not_at_all(target)
 
 
+@pytest.mark.long  # SIGKILLed subprocesses
 @pytest.mark.parametrize("point", ["v/0", "v/3", "v/.zarray", ".zattrs", ".zgroup"])
 def test_killed_replacement_leaves_the_old_store_then_a_rerun_replaces_it(tmp_path, point):
     target = tmp_path / "k.file"
