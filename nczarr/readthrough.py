@@ -190,11 +190,9 @@ class TranslatedView(ZMap):
         source = self if self._mapped else self._source
         if not self.reencoded:  # the view's own and the source map's (a netCDF file's)
             return source, list(keys), []
-        verbatim, reencoded = [], []
+        verbatim, reencoded, reencodes = [], [], self._source.reencodes
         for key in keys:
-            made = self.reencoded_array(key) is not None or self._source.reencodes(
-                self.source_key(key)
-            )
+            made = self.reencoded_array(key) is not None or reencodes(self.source_key(key))
             (reencoded if made else verbatim).append(key)
         return source, verbatim, reencoded
 

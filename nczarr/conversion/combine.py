@@ -117,6 +117,60 @@ def _metadata(plan: GrowPlan, opts: PartOptions) -> tuple[list[tuple[str, bytes]
     return ordered, list(written.warnings)
 
 
+def _options(
+    parsed: Any,
+    mode: str | None,
+    zarr_format: int | None,
+    noxarray: bool | None,
+    consolidated: bool | None,
+    netcdf_scalars: bool,
+) -> PartOptions:
+    """The target's format and options: the arguments, else the URL's mode words."""
+    fmt = check_format(
+        mode if mode is not None else (parsed.format if parsed is not None else None) or "nczarr",
+        "mode",
+    )
+    version = zarr_format or (parsed.zarr_version if parsed is not None else None) or 2
+    version = check_zarr_format(fmt, version, netcdf_scalars=netcdf_scalars)
+    if noxarray is None:
+        noxarray = parsed is not None and not parsed.xarray_dimensions
+    if consolidated is None:
+        consolidated = bool(parsed is not None and parsed.consolidated)
+    return PartOptions(fmt, version, noxarray, consolidated, netcdf_scalars)
+
+
+def _prepare_target(
+    dst_map: ZMap,
+    journal: Journal,
+    metadata: Sequence[tuple[str, bytes]],
+    keys: Sequence[str],
+    overwrite: bool,
+    resume: bool,
+    url: str,
+) -> str:
+    """Clear (``overwrite``) or check (``resume``) a non-empty target, refuse it
+    otherwise; write the journal. Returns what a resumed copy skips (as
+    :func:`resume_mode`)."""
+    skip = "none"
+    if dst_map.search(""):
+        if overwrite:
+            delete_keys(dst_map, _ROOT_OBJECTS)
+            dst_map.clear()
+        elif resume:
+            skip = resume_mode(dst_map, journal, dict(metadata), frozenset(keys), url)
+        else:
+            raise TargetExistsError(
+                f"target {url!r} exists and is not empty: pass overwrite=True "
+                "(--overwrite) to replace it, or resume=True (--resume) to continue an "
+                "interrupted convert"
+            )
+    if overwrite or resume:
+        remove_temporaries(dst_map)
+    if skip != "content":  # sizes are trusted only for objects this combine wrote
+        write_journal(dst_map, journal)
+    return skip
+
+
 def combine(
     sources: Sequence[Location],
     dst: Location,
@@ -144,17 +198,8 @@ def combine(
         raise InvalidModeError("overwrite=True and resume=True exclude each other")
     sources = list(sources)
     parsed = parsed_url(dst)
-    fmt = check_format(
-        mode if mode is not None else (parsed.format if parsed is not None else None) or "nczarr",
-        "mode",
-    )
-    version = zarr_format or (parsed.zarr_version if parsed is not None else None) or 2
-    version = check_zarr_format(fmt, version, netcdf_scalars=netcdf_scalars)
-    if noxarray is None:
-        noxarray = parsed is not None and not parsed.xarray_dimensions
-    if consolidated is None:
-        consolidated = bool(parsed is not None and parsed.consolidated)
-    opts = PartOptions(fmt, version, noxarray, consolidated, netcdf_scalars)
+    opts = _options(parsed, mode, zarr_format, noxarray, consolidated, netcdf_scalars)
+    fmt = opts.fmt
     names = _names(sources)
     for src in sources:
         check_distinct(src, dst, src_options=source_options, dst_options=target_options)
@@ -184,23 +229,7 @@ def combine(
             target_format=fmt,
             plan=plan_digest(fmt, metadata, keys),
         )
-        skip = "none"
-        if dst_map.search(""):
-            if overwrite:
-                delete_keys(dst_map, _ROOT_OBJECTS)
-                dst_map.clear()
-            elif resume:
-                skip = resume_mode(dst_map, journal, dict(metadata), frozenset(keys), url_of(dst))
-            else:
-                raise TargetExistsError(
-                    f"target {url_of(dst)!r} exists and is not empty: pass overwrite=True "
-                    "(--overwrite) to replace it, or resume=True (--resume) to continue an "
-                    "interrupted convert"
-                )
-        if overwrite or resume:
-            remove_temporaries(dst_map)
-        if skip != "content":  # sizes are trusted only for objects this combine wrote
-            write_journal(dst_map, journal)
+        skip = _prepare_target(dst_map, journal, metadata, keys, overwrite, resume, url_of(dst))
         cluster = {"client": client, "batch_size": batch_size, "workers": workers}
         copied, reencoded = execute(
             plan,
