@@ -320,7 +320,6 @@ MAX_FUNCTION_LINES = 80
 MAX_MODULE_LINES = 500
 #: Modules still over the limit, each with who splits it (no new entry without a reason).
 OVERSIZE: dict[str, str] = {
-    "nczarr/ncfile/hdf5.py": "split by job in the ncfile work (issue 17, ncfiles2)",
     "nczarr/maps/file.py": "the directory map; split with the copy-floor work (issue 17)",
 }
 
