@@ -358,17 +358,20 @@ class TranslatedView(ZMap):
                     yield shown
             return
         cut = len(array) + 1
+        below = array + "/"
         recoded = array in self._reencoded
+        ndim = self._ndims[array]
         for key in self._source.keys_below(prefix):
-            if key == array or not key.startswith(array + "/"):
+            if not key.startswith(below):
                 continue
             rest = key[cut:]
-            if any(segment.startswith(".") for segment in rest.split("/")):
+            flat = "/" not in rest  # one segment (NCZarr's "0.1"): the array owns it
+            if rest.startswith(".") if flat else any(s.startswith(".") for s in rest.split("/")):
                 continue
-            if recoded and chunk_coords(rest, self._ndims[array]) is None:
+            if recoded and chunk_coords(rest, ndim) is None:
                 self._note_stray(key, array)  # re-encoding needs coordinates: not a chunk
                 continue
-            if self._owner(key) == array:
+            if flat or self._owner(key) == array:
                 yield key
 
     def _note_stray(self, key: str, array: str) -> None:

@@ -189,13 +189,34 @@ class FileMap(ZMap):
     ) -> int | NotSupportedType | None:
         """Copy a file of another directory map kernel-side (:meth:`copy_file`);
         :data:`~nczarr.maps.base.NOT_SUPPORTED` from any other map."""
-        pair = (type(self), type(other))  # asked once per pair of classes, not per key
+        if not self._local_pair(other):
+            return NOT_SUPPORTED
+        return self._copy(other, src_key, dst_key, atomic)  # type: ignore[arg-type]
+
+    def _local_pair(self, other: ZMap) -> bool:
+        """Whether :meth:`copy_support` allows a kernel copy from ``other``, asked once
+        per pair of classes, not per key."""
+        pair = (type(self), type(other))
         local = _LOCAL_PAIRS.get(pair) if type(self).copy_support is FileMap.copy_support else None
         if local is None:
             local = _LOCAL_PAIRS[pair] = self.copy_support(other) is not None
-        if not local:
-            return NOT_SUPPORTED
-        return self._copy(other, src_key, dst_key, atomic)  # type: ignore[arg-type]
+        return local
+
+    def copy_many(
+        self, other: ZMap, keys: Iterable[str]
+    ) -> Iterator[tuple[str, int | NotSupportedType | None]]:
+        """:meth:`copy_from` of each key (same key on both sides, ``atomic=False``), in
+        order. Inside a :meth:`session` of both maps the held directories are looked up
+        once per directory of keys (:meth:`ConfinedTree.copy_new_many`), with the same
+        checks per file; every key that is not the plain case takes :meth:`copy_from`."""
+        if self._closed or self._mode == "r" or not isinstance(other, FileMap):
+            yield from super().copy_many(other, keys)
+            return
+        if not self._local_pair(other):
+            yield from ((key, NOT_SUPPORTED) for key in keys)
+            return
+        for key, done in self._tree.copy_new_many(other._tree, keys, copy_fd):
+            yield key, done if done is not None else self._copy(other, key, key, False)
 
     def session(self) -> AbstractContextManager[object]:
         """Hold each directory open once verified, until the block ends: a key then
