@@ -144,6 +144,9 @@ class TranslatedView(ZMap):
             self._mapped = bool(self._source_prefix) or any(
                 not k.identical for k in self._v3.values()
             )
+        #: Arrays that own every ``array/<name>`` key not starting with "." (no key
+        #: mapping, no re-encoding): :meth:`getitems` finds a chunk's owner in one step.
+        self._plain_arrays = self._array_set - set(self._v3) - set(self._reencoded)
 
     def _plan(
         self, dataset: Dataset, format: str
@@ -470,7 +473,10 @@ class TranslatedView(ZMap):
             if nkey in self._metadata:
                 out[key] = self._metadata[nkey]
                 continue
-            array = self._owner(nkey)  # once per key: this is every chunk read's path
+            cut = nkey.rfind("/")
+            array = nkey[:cut] if cut > 0 else None
+            if array not in self._plain_arrays or nkey.startswith(".", cut + 1):
+                array = self._owner(nkey)  # once per key: this is every chunk read's path
             if array is None:
                 continue
             if array in self._reencoded:
