@@ -145,6 +145,16 @@ def _copy_chunks(
         if progress is not None:
             progress(done, total)
 
+    if local and not resume:  # directory to directory: the map's batch of kernel copies
+        results = dst.copy_many(src, (key for key, _, _ in items))
+        for done, (key, result) in enumerate(results, 1):
+            if isinstance(result, int):
+                record(done, True, result)
+            elif result is NOT_SUPPORTED:
+                record(done, *copy(key, None, None))
+            else:  # copied, size not known
+                record(done, True, src.getsize(key))
+        return stats
     if workers == 1 or total <= 1 or local:
         for done, item in enumerate(items, 1):
             record(done, *copy(*item))

@@ -44,6 +44,11 @@ def open_zarr(
     :class:`~nczarr.errors.NCZarrWarning`. Stores written by zarr-python or xarray
     are opened as they are (Zarr v3 included). Writes always go to the store itself.
 
+    The group is a :class:`~nczarr.integrations.fastgroup.FastGroup` (a
+    ``zarr.Group``): its arrays use nczarr's codec pipeline, which reads a selection's
+    Zarr v2 chunks with one ``getitems`` on the map and decodes them in batches
+    (:mod:`nczarr.integrations.fastpipeline`); values are zarr-python's.
+
     Parameters
     ----------
     url
@@ -72,7 +77,10 @@ def open_zarr(
         zmap, owned = open_map(url, mode, storage_options=storage_options), True
     if mode == "r":
         zmap = _translated_if_needed(zmap, owned)
-    return zarr.open_group(store=ZarrStore(zmap), mode=mode, **kwargs)
+    from .fastgroup import FastGroup
+
+    # its arrays read and write through nczarr's codec pipeline (batched chunk reads)
+    return FastGroup(zarr.open_group(store=ZarrStore(zmap), mode=mode, **kwargs)._async_group)
 
 
 def _translated_if_needed(zmap: ZMap, owned: bool = True) -> ZMap:

@@ -213,14 +213,20 @@ class NCZarrSource:
 
     def array(self, var: Variable) -> NCZarrArrayWrapper:
         """A lazy, indexable wrapper of ``var``'s values."""
-        import zarr
+        from .fastpipeline import open_v2_array
 
-        from .fastpipeline import fast_pipeline
+        path = var.path.strip("/")
+        metadata = self.view.metadata  # the translated Zarr v2 metadata, in memory
+        zarray = metadata.get(f"{path}/.zarray")
+        if zarray is None:  # not shown by the view: zarr's own lookup (and error)
+            import zarr
 
-        with fast_pipeline():  # batched chunk reads, decoded in a pool
-            array = zarr.open_array(
-                store=self._store, path=var.path.strip("/"), mode="r", zarr_format=2
-            )
+            from .fastpipeline import fast_pipeline
+
+            with fast_pipeline():
+                array = zarr.open_array(store=self._store, path=path, mode="r", zarr_format=2)
+        else:  # batched chunk reads, decoded in a pool; no round trip through zarr's loop
+            array = open_v2_array(self._store, path, zarray, metadata.get(f"{path}/.zattrs"))
         # fixed-width bytes a pure-Zarr producer wrote stay numpy bytes (xarray's zarr engine)
         return NCZarrArrayWrapper(array, text=var.type == "string" and var.logical != "bytes")
 

@@ -96,6 +96,19 @@ class _ChunkSink(ZMap):
         else:
             del self._target[key]
 
+    def setitems(self, items: Mapping[str, bytes]) -> None:
+        """Metadata to memory, chunks to the target in one ``setitems``: the target's
+        own checks (leaf rule included) run once per chunk, not the sink's on top."""
+        chunks: dict[str, bytes] = {}
+        for key, value in items.items():
+            if self._is_metadata(key):
+                self[key] = value
+            else:
+                chunks[key] = value
+        if chunks:
+            self._check_writable()
+            self._target.setitems(chunks)
+
     def _list(self, prefix: str) -> Iterator[str]:
         yield from (
             k for k in self._metadata if not prefix or k == prefix or k.startswith(prefix + "/")

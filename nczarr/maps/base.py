@@ -388,6 +388,17 @@ class ZMap(MutableMapping[str, bytes], ABC):
         """
         return NOT_SUPPORTED
 
+    def copy_many(
+        self, other: ZMap, keys: Iterable[str]
+    ) -> Iterator[tuple[str, int | NotSupportedType | None]]:
+        """``(key, copy_from(other, key, key, atomic=False))`` for each of ``keys``, in
+        order, lazily (the caller handles each result before the next copy starts).
+
+        A chunk copier's loop over :meth:`copy_from`; a map may override it to pay
+        per-directory work once per run of keys (a directory map does)."""
+        for key in keys:
+            yield key, self.copy_from(other, key, key, None, atomic=False)
+
     def copy_chunk_to(self, dst: ZMap, key: str) -> int | NotSupportedType:
         """Write ``self[key]`` into ``dst`` the source's own way (a netCDF file source
         copies a byte range of its file kernel-side, :meth:`copy_range`); return the

@@ -189,13 +189,34 @@ class FileMap(ZMap):
     ) -> int | NotSupportedType | None:
         """Copy a file of another directory map kernel-side (:meth:`copy_file`);
         :data:`~nczarr.maps.base.NOT_SUPPORTED` from any other map."""
-        pair = (type(self), type(other))  # asked once per pair of classes, not per key
+        if not self._local_pair(other):
+            return NOT_SUPPORTED
+        return self._copy(other, src_key, dst_key, atomic)  # type: ignore[arg-type]
+
+    def _local_pair(self, other: ZMap) -> bool:
+        """Whether :meth:`copy_support` allows a kernel copy from ``other``, asked once
+        per pair of classes, not per key."""
+        pair = (type(self), type(other))
         local = _LOCAL_PAIRS.get(pair) if type(self).copy_support is FileMap.copy_support else None
         if local is None:
             local = _LOCAL_PAIRS[pair] = self.copy_support(other) is not None
-        if not local:
-            return NOT_SUPPORTED
-        return self._copy(other, src_key, dst_key, atomic)  # type: ignore[arg-type]
+        return local
+
+    def copy_many(
+        self, other: ZMap, keys: Iterable[str]
+    ) -> Iterator[tuple[str, int | NotSupportedType | None]]:
+        """:meth:`copy_from` of each key (same key on both sides, ``atomic=False``), in
+        order. Inside a :meth:`session` of both maps the held directories are looked up
+        once per directory of keys (:meth:`ConfinedTree.copy_new_many`), with the same
+        checks per file; every key that is not the plain case takes :meth:`copy_from`."""
+        if self._closed or self._mode == "r" or not isinstance(other, FileMap):
+            yield from super().copy_many(other, keys)
+            return
+        if not self._local_pair(other):
+            yield from ((key, NOT_SUPPORTED) for key in keys)
+            return
+        for key, done in self._tree.copy_new_many(other._tree, keys, copy_fd):
+            yield key, done if done is not None else self._copy(other, key, key, False)
 
     def session(self) -> AbstractContextManager[object]:
         """Hold each directory open once verified, until the block ends: a key then
@@ -467,6 +488,10 @@ class FileMap(ZMap):
         out = {}
         parent: Any = None
         parent_prefix: str | None = None
+        # The plain case inline (a regular file opened without following a link,
+        # relative to its verified directory): open_leaf's checks, without its calls.
+        plain = _plain_read_flags()
+        hidden = self._tree.hidden_prefix
         try:
             for key in keys:
                 nkey = normalize_key(key)
@@ -480,8 +505,14 @@ class FileMap(ZMap):
                         parent = self._tree.parent(nkey)[0]
                 if parent is None:
                     continue  # no such directory: no such key
-                with contextlib.suppress(KeyError):
-                    out[key] = self._load_in(parent, nkey, nkey[cut + 1 :])
+                name = nkey[cut + 1 :]
+                if plain and parent.fd is not None and hidden not in nkey:
+                    data = _read_plain(parent.fd, name, plain)
+                    if data is not None:
+                        out[key] = data
+                        continue
+                with contextlib.suppress(KeyError):  # anything else: the checked path
+                    out[key] = self._load_in(parent, nkey, name)
         except OSError as exc:
             raise_os_error(exc, f"reading keys in {self._root!r}")
         finally:
@@ -573,3 +604,34 @@ def _write_temp(parent: DirHandle, name: str, fill: Callable[[int], object]) -> 
         with contextlib.suppress(OSError):
             parent.unlink(temp)
         raise
+
+
+def _plain_read_flags() -> int:
+    """Flags of :func:`_read_plain`, or 0 where the platform lacks ``O_NOFOLLOW`` or
+    ``O_NONBLOCK`` (the checked path then reads every key)."""
+    if not (flag("O_NOFOLLOW") and flag("O_NONBLOCK")):
+        return 0
+    return (
+        os.O_RDONLY
+        | flag("O_BINARY")
+        | flag("O_CLOEXEC")
+        | flag("O_NONBLOCK")  # a FIFO's open returns; no effect on regular files
+        | flag("O_NOFOLLOW")  # a link is left to the checked path
+    )
+
+
+def _read_plain(dir_fd: int, name: str, flags: int) -> bytes | None:
+    """The bytes of the regular file ``name`` of the open directory ``dir_fd``, or
+    None when it is anything else (missing, a link, a directory, a FIFO, an error):
+    the caller then takes the checked path, which reads or refuses it properly."""
+    try:
+        fd = os.open(name, flags, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        return read_fd(fd, st.st_size) if stat.S_ISREG(st.st_mode) else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)

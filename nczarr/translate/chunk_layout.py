@@ -114,9 +114,13 @@ class ChunkLayout:
     shards: Mapping[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
     recoded: frozenset[str] = frozenset()
     array_set: frozenset[str] = field(init=False, repr=False, compare=False)
+    #: Arrays that own every ``array/<name>`` key not starting with "." (no key
+    #: mapping, no re-encoding): :meth:`owner` answers their chunks in one step.
+    plain: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "array_set", frozenset(self.arrays))
+        object.__setattr__(self, "plain", self.array_set - set(self.keys) - self.recoded)
 
     @property
     def mapped(self) -> bool:
@@ -126,7 +130,10 @@ class ChunkLayout:
     # ------------------------------------------------------------- shown keys
     def owner(self, key: str) -> str | None:
         """The array whose chunk ``key`` (normalized, as shown) would be (nearest array
-        ancestor), or None."""
+        ancestor), or None. Every chunk read asks: a plain array's chunk in one step."""
+        cut = key.rfind("/")
+        if cut > 0 and key[:cut] in self.plain and not key.startswith(".", cut + 1):
+            return key[:cut]
         parts = key.split("/")
         for i in range(len(parts) - 1, 0, -1):
             candidate = "/".join(parts[:i])
@@ -219,17 +226,20 @@ class ChunkLayout:
                     yield shown
             return
         cut = len(array) + 1
+        below = array + "/"
         recoded = array in self.recoded
+        ndim = self.ndims[array]
         for key in keys_below(prefix):
-            if key == array or not key.startswith(array + "/"):
+            if not key.startswith(below):
                 continue
             rest = key[cut:]
-            if any(segment.startswith(".") for segment in rest.split("/")):
+            flat = "/" not in rest  # one segment (NCZarr's "0.1"): the array owns it
+            if rest.startswith(".") if flat else any(s.startswith(".") for s in rest.split("/")):
                 continue
-            if recoded and chunk_coords(rest, self.ndims[array]) is None:
+            if recoded and chunk_coords(rest, ndim) is None:
                 on_stray(key, array)  # re-encoding needs coordinates: not a chunk
                 continue
-            if self.owner(key) == array:
+            if flat or self.owner(key) == array:
                 yield key
 
     def _mapped_below(

@@ -1,0 +1,143 @@
+"""``FileMap.copy_many``: a chunk copier's batch of kernel copies between directories.
+
+Inside a session of both maps, the held directories are looked up once per run of keys
+in one directory instead of once per key; every file is still opened relative to a
+verified directory with the same checks, and anything that is not the plain case takes
+``copy_from``'s checked path. These tests show the results and the refusals are those of
+``copy_from`` key by key, and that the per-key directory lookups are gone.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from nczarr.conversion.apply import copy_chunks
+from nczarr.errors import InvalidKeyError, ReadOnlyError, StorageError, StoragePermissionError
+from nczarr.maps import localfs
+from nczarr.maps.base import NOT_SUPPORTED
+from nczarr.maps.file import TEMP_PREFIX, FileMap
+from nczarr.maps.memory import MemoryMap
+from nczarr.maps.pins import PinnedDirs
+
+
+@pytest.fixture(params=["kernel-path", "dir-fd-walk", "realpath"])
+def strategy(request, monkeypatch):
+    """The three ways FileMap checks paths (as in test_map_file_session)."""
+    if request.param != "kernel-path":
+        monkeypatch.setattr(localfs, "PROC_FD", None)
+        monkeypatch.delitem(sys.modules, "fcntl", raising=False)
+    if request.param == "realpath":
+        monkeypatch.setattr(os, "supports_dir_fd", set())
+    return request.param
+
+
+def _source(root: Path, arrays: int = 2, chunks: int = 30) -> FileMap:
+    m = FileMap(root, mode="w")
+    for a in range(arrays):
+        m[f"g/v{a}/.zarray"] = b"{}"
+        for i in range(chunks):
+            m[f"g/v{a}/{i}"] = f"{a}.{i}".encode() * 50
+    return m
+
+
+def test_copy_many_copies_like_copy_from_with_every_strategy(tmp_path, strategy) -> None:
+    src = _source(tmp_path / "s")
+    keys = [f"g/v{a}/{i}" for a in range(2) for i in range(30)] + ["g/v0/.zarray"]
+    dst = FileMap(tmp_path / "d", mode="w")
+    with src.session(), dst.session():
+        got = list(dst.copy_many(src, keys))
+    assert got == [(k, len(src[k])) for k in keys]
+    assert {k: dst[k] for k in keys} == {k: src[k] for k in keys}
+
+
+def test_copy_many_outside_a_session_and_from_other_maps(tmp_path) -> None:
+    src = _source(tmp_path / "s", arrays=1, chunks=3)
+    dst = FileMap(tmp_path / "d", mode="w")
+    assert list(dst.copy_many(src, ["g/v0/0", "g/v0/2"])) == [("g/v0/0", 150), ("g/v0/2", 150)]
+    assert dst["g/v0/2"] == src["g/v0/2"]
+    other = MemoryMap({"k": b"v"})
+    assert list(dst.copy_many(other, ["k"])) == [("k", NOT_SUPPORTED)]
+    assert list(MemoryMap().copy_many(src, ["g/v0/0"])) == [("g/v0/0", NOT_SUPPORTED)]
+
+
+def test_copy_many_refuses_what_copy_from_refuses(tmp_path, strategy) -> None:
+    src = _source(tmp_path / "s", arrays=1, chunks=3)
+    dst = FileMap(tmp_path / "d", mode="w")
+    bad = {
+        "g/v0/missing": KeyError,
+        "g/v0/..": InvalidKeyError,
+        f"g/v0/{TEMP_PREFIX}x": InvalidKeyError,
+        "g/v0/a\\b": InvalidKeyError,
+        "g/v0/" + "x" * 1100: InvalidKeyError,
+    }
+    with src.session(), dst.session():
+        for key, error in bad.items():
+            with pytest.raises(error):
+                dst.copy_from(src, key, key, atomic=False)
+            # after a good key, so that the directory is held: the batch's own path
+            with pytest.raises(error):
+                list(dst.copy_many(src, ["g/v0/0", key]))
+    assert sorted(os.listdir(tmp_path / "d" / "g" / "v0")) == ["0"]
+    ro = FileMap(tmp_path / "d", mode="r")
+    with pytest.raises(ReadOnlyError), src.session(), ro.session():
+        list(ro.copy_many(src, ["g/v0/1"]))
+
+
+def test_a_directory_swapped_for_a_link_during_copy_many_is_not_followed(
+    tmp_path, strategy
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "5").write_bytes(b"secret")
+    src = _source(tmp_path / "s", arrays=1, chunks=10)
+    dst = FileMap(tmp_path / "d", mode="w")
+
+    def keys():
+        yield "g/v0/0"
+        yield "g/v0/1"
+        # between two keys of one directory run: both directories become links out
+        os.rename(tmp_path / "s" / "g" / "v0", tmp_path / "moved")
+        (tmp_path / "s" / "g" / "v0").symlink_to(outside, target_is_directory=True)
+        shutil.rmtree(tmp_path / "d" / "g" / "v0")
+        (tmp_path / "d" / "g" / "v0").symlink_to(outside, target_is_directory=True)
+        yield from (f"g/v0/{i}" for i in range(2, 10))
+
+    copied = []
+    with src.session(), dst.session():
+        results = dst.copy_many(src, keys())
+        while True:
+            try:
+                key, n = next(results)
+            except StopIteration:
+                break
+            except (StorageError, StoragePermissionError, KeyError):
+                break  # refused, or the held directory is gone: both keep out
+            copied.append(key)
+            assert n == len(f"0.{key[-1]}".encode()) * 50  # from the held (moved) directory
+    assert copied[:2] == ["g/v0/0", "g/v0/1"]
+    assert sorted(p.name for p in outside.iterdir()) == ["5"]
+    assert (outside / "5").read_bytes() == b"secret"
+
+
+def test_copy_chunks_looks_up_held_directories_once_per_directory(tmp_path, monkeypatch) -> None:
+    src = _source(tmp_path / "s", arrays=2, chunks=40)
+    dst = FileMap(tmp_path / "d", mode="w")
+    keys = sorted(k for k in src if not k.endswith(".zarray"))
+    lookups = [0]
+    real_get = PinnedDirs.get
+
+    def get(self, prefix):
+        lookups[0] += 1
+        return real_get(self, prefix)
+
+    monkeypatch.setattr(PinnedDirs, "get", get)
+    stats = copy_chunks(src, dst, keys)
+    assert stats.copied == len(keys) == 80 and all(dst[k] == src[k] for k in keys)
+    # a few per directory (the batch's and the first key's checked path), not two per
+    # key as a copy_from per key makes
+    assert lookups[0] < len(keys) / 2, lookups[0]
