@@ -236,6 +236,49 @@ def _failing_dataset() -> xr.Dataset:
     return xr.Dataset({"v": (("x", "y"), data)}, attrs={"title": "new"})
 
 
+def _one_failing_block() -> xr.Dataset:
+    """Two blocks: the first is fine, the second fails."""
+
+    def boom(block: np.ndarray) -> np.ndarray:
+        if block[0, 0] >= 8:
+            raise RuntimeError("the source failed while computing")
+        return block
+
+    data = da.from_array(np.arange(16.0).reshape(4, 4), chunks=(2, 4)).map_blocks(boom)
+    return xr.Dataset({"v": (("x", "y"), data)}, attrs={"title": "new"})
+
+
+def test_a_chunk_in_flight_when_another_fails_leaves_no_s3_stage(
+    s3_endpoint, s3_bucket, s3_client, monkeypatch
+):
+    """dask raises the failure while another task's PUT is still on the wire: nothing
+    of the stage may be left. (CI once saw a stray ``.ds.nczarr-stage-*/v/1.0`` after
+    such an abort; this guard did not reproduce it on the old code, whose closed map
+    refused the late PUT here: the abort now also waits for writes under way.)"""
+    import asyncio
+
+    import s3fs
+
+    put = s3fs.S3FileSystem._pipe_file
+
+    async def slow_put(self, path, data, *args, **kwargs):
+        if path.endswith("/v/0.0"):
+            await asyncio.sleep(0.5)  # still on the wire when the other block fails
+        return await put(self, path, data, *args, **kwargs)
+
+    options = {"endpoint_url": s3_endpoint}
+    url = f"s3://{s3_bucket}/late/ds#mode=nczarr,s3"
+    nczarr.to_nczarr(sample(), url, storage_options=options)
+    before = _bucket_objects(s3_client, s3_bucket)
+    monkeypatch.setattr(s3fs.S3FileSystem, "_pipe_file", slow_put)
+    with pytest.raises(RuntimeError, match="source failed"):
+        nczarr.to_nczarr(_one_failing_block(), url, mode="w", storage_options=options)
+    import time
+
+    time.sleep(1.0)  # anything still under way has landed by now
+    assert _bucket_objects(s3_client, s3_bucket) == before  # and no stage left
+
+
 @pytest.mark.parametrize("kind", ["directory", "zip", "symlink"])
 def test_a_failure_while_writing_chunks_leaves_the_old_store(tmp_path, kind):
     path = tmp_path / ("d.zip" if kind == "zip" else "d.file")

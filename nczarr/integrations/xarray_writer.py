@@ -38,13 +38,16 @@ cannot type (booleans, nested lists).
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from ..errors import (
     InvalidModeError,
+    ReadOnlyError,
     TargetExistsError,
     UnsupportedError,
     warn_all,
@@ -71,6 +74,31 @@ class _ChunkSink(ZMap):
         super().__init__("a")
         self._target = target
         self._metadata = dict(metadata)
+        self._gate = threading.Condition()
+        self._writing = 0  # chunk writes under way
+        self._abandoned = False
+
+    @contextmanager
+    def _chunk_write(self) -> Iterator[None]:
+        """Count a chunk write under way; refuse it once the write was abandoned."""
+        with self._gate:
+            if self._abandoned:
+                raise ReadOnlyError(f"{self._target.url}: the write was abandoned")
+            self._writing += 1
+        try:
+            yield
+        finally:
+            with self._gate:
+                self._writing -= 1
+                self._gate.notify_all()
+
+    def abandon(self, timeout: float = 60.0) -> None:
+        """Refuse further chunk writes and wait for those under way. dask lets the
+        tasks it started run on when another fails: a chunk landing after the abort
+        would be left in the stage (or the target) the abort just emptied."""
+        with self._gate:
+            self._abandoned = True
+            self._gate.wait_for(lambda: self._writing == 0, timeout)
 
     @staticmethod
     def _is_metadata(key: str) -> bool:
@@ -88,7 +116,8 @@ class _ChunkSink(ZMap):
         if self._is_metadata(key):
             self._metadata[key] = bytes(value)
         else:
-            self._target[key] = value
+            with self._chunk_write():
+                self._target[key] = value
 
     def _remove(self, key: str) -> None:
         if self._is_metadata(key):
@@ -107,7 +136,8 @@ class _ChunkSink(ZMap):
                 chunks[key] = value
         if chunks:
             self._check_writable()
-            self._target.setitems(chunks)
+            with self._chunk_write():
+                self._target.setitems(chunks)
 
     def _list(self, prefix: str) -> Iterator[str]:
         yield from (
@@ -236,6 +266,7 @@ def to_nczarr(
     _check_sources(obj, url, storage_options)
     warn_all(result.warnings, stacklevel=3)
     target, full = open_write_target(url, storage_options, mode)
+    sink = None
     try:
         if full and mode == "w-":
             raise TargetExistsError(
@@ -243,10 +274,13 @@ def to_nczarr(
             )
         if full:
             _clear(target.map)
-        _write_chunks(_ChunkSink(target.map, zarr_metadata), plan)
+        sink = _ChunkSink(target.map, zarr_metadata)
+        _write_chunks(sink, plan)
         _write_metadata(target.map, result.metadata)
         target.map.flush()
     except BaseException:
+        if sink is not None:
+            sink.abandon()  # no chunk lands after the abort
         target.abort()
         raise
     target.commit()
