@@ -128,3 +128,16 @@ def test_check_finds_only_what_nczarr_could_not_type_in_its_output(tmp_path: Pat
     assert all("'many'" in problem and "'scalar'" not in problem for problem in found.values())
     assert read_zarr(out).arrays["/v"].attr_types["many"] == "i4"
     assert read_zarr(out).arrays["/v"].attr_types["scalar"] == "f8"
+
+
+@pytest.mark.parametrize("code", [[], {}, None, 3])
+def test_a_type_code_that_is_not_text_is_no_float_finding(tmp_path: Path, code) -> None:
+    """Found by the surfaces fuzz: ``_nczarr_attr.types`` holding a list made check
+    raise TypeError (unhashable) instead of reading the store as netcdf-c does."""
+    _netcdf_c_store(tmp_path / "nc")
+    zattrs = tmp_path / "nc" / "v" / ".zattrs"
+    doc = json.loads(zattrs.read_text())
+    doc["_nczarr_attr"]["types"]["scalar"] = code
+    zattrs.write_text(json.dumps(doc))
+    found = _float_findings(nczarr.check(str(tmp_path / "nc")))
+    assert "'scalar'" not in found.get(("zarr-python 3", "/v"), "")

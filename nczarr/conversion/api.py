@@ -40,7 +40,7 @@ from .journal import (
     source_identity,
     write_journal,
 )
-from .locations import open_location, target_of, url_of
+from .locations import open_location, target_of, url_of, zip_target_options
 from .overlap import check_distinct, location_of
 from .plan import Plan, build_plan, selected_paths
 from .progress import Progress, ProgressArg, progress_callback
@@ -119,25 +119,6 @@ class _Copier:
 
 
 # ------------------------------------------------------------------ helpers
-def _target_options(
-    dst: str | os.PathLike[str] | ZMap, fmt: str, options: Mapping[str, Any] | None
-) -> Mapping[str, Any] | None:
-    """A new zip archive for NCZarr gets netcdf-c's layout (one top-level directory),
-    which is what netcdf-c reads, even when the URL does not say ``#mode=nczarr``."""
-    from .locations import parsed_url
-
-    parsed = parsed_url(dst)
-    if (
-        parsed is not None
-        and parsed.storage == "zip"
-        and fmt == "nczarr"
-        and not os.path.exists(parsed.path)
-        and "layout" not in (options or {})
-    ):
-        return {**(options or {}), "layout": "netcdf"}
-    return options
-
-
 def _is_empty(zmap: ZMap) -> bool:
     return not zmap.search("")
 
@@ -395,7 +376,7 @@ def _prepare_target(
 ) -> _Copier:
     """Open the target, check it is empty (or empty it, or check what a resume may
     skip) and put the journal in it, before the first chunk."""
-    options = _target_options(request.dst, request.target.format, request.target_options)
+    options = zip_target_options(request.dst, request.target.format, request.target_options)
     dst_map = open_location(request.dst, "a", options, stack)
     check_distinct(translated.source, dst_map, dst_name=request.dst_url)
     journal = Journal(

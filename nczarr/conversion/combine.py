@@ -61,7 +61,7 @@ from .journal import (
     source_identity,
     write_journal,
 )
-from .locations import check_format, open_location, parsed_url, url_of
+from .locations import check_format, open_location, parsed_url, url_of, zip_target_options
 from .overlap import check_distinct, location_of
 from .progress import ProgressArg, progress_callback
 from .report import ConvertReport
@@ -222,7 +222,7 @@ def combine(
             warnings += [w for w in p.warnings if w not in warnings]
         warn_all(warnings)
         report = _report(plan, names, url_of(dst), parts[0].dataset.layout, opts, warnings)
-        dst_map = open_location(dst, "a", _zip_options(parsed, fmt, target_options), stack)
+        dst_map = open_location(dst, "a", zip_target_options(dst, fmt, target_options), stack)
         keys = plan.target_chunk_keys
         journal = Journal(
             source="+".join(source_identity(location_of(m)) for m in maps),
@@ -260,21 +260,6 @@ def _finish(
     report.bytes_copied = copied[2] + reencoded[2]
     report.seconds = time.perf_counter() - start
     return report
-
-
-def _zip_options(
-    parsed: Any, fmt: str, options: Mapping[str, Any] | None
-) -> Mapping[str, Any] | None:
-    """A new zip archive for NCZarr gets netcdf-c's layout (what netcdf-c reads)."""
-    if (
-        parsed is not None
-        and parsed.storage == "zip"
-        and fmt == "nczarr"
-        and not os.path.exists(parsed.path)
-        and "layout" not in (options or {})
-    ):
-        return {**(options or {}), "layout": "netcdf"}
-    return options
 
 
 def _target_options(dst_map: ZMap) -> PartOptions:

@@ -17,7 +17,14 @@ from ..maps.base import ZMap
 from ..translate.conventions import FORMATS
 from ..translate.target import Target
 
-__all__ = ["check_format", "open_location", "parsed_url", "target_of", "url_of"]
+__all__ = [
+    "check_format",
+    "open_location",
+    "parsed_url",
+    "target_of",
+    "url_of",
+    "zip_target_options",
+]
 
 
 def check_format(value: str, what: str) -> str:
@@ -96,3 +103,21 @@ def target_of(
     if consolidated is None and parsed is not None and parsed.consolidated:
         consolidated = True
     return Target(fmt, zarr_format, noxarray, consolidated, netcdf_scalars)  # type: ignore[arg-type]
+
+
+def zip_target_options(
+    dst: str | os.PathLike[str] | ZMap, fmt: str, options: Mapping[str, Any] | None
+) -> Mapping[str, Any] | None:
+    """``options`` for opening the target ``dst``: a new zip archive for NCZarr gets
+    netcdf-c's layout (one top-level directory), which is what netcdf-c reads, even
+    when the URL does not say ``#mode=nczarr``."""
+    parsed = parsed_url(dst)
+    if (
+        parsed is not None
+        and parsed.storage == "zip"
+        and fmt == "nczarr"
+        and not os.path.exists(parsed.path)
+        and "layout" not in (options or {})
+    ):
+        return {**(options or {}), "layout": "netcdf"}
+    return options

@@ -256,7 +256,7 @@ def float_attribute_types(meta: Mapping[str, Any]) -> Iterable[Finding]:
         floats = {
             name: _integers(doc[name])
             for name, code in types.items()
-            if code in _FLOAT_CODES and name in doc
+            if isinstance(code, str) and code in _FLOAT_CODES and name in doc
         }
         some = sorted(name for name, (any_int, _) in floats.items() if any_int)
         every = sorted(name for name, (_, all_int) in floats.items() if all_int)
