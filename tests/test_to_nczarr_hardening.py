@@ -236,18 +236,6 @@ def _failing_dataset() -> xr.Dataset:
     return xr.Dataset({"v": (("x", "y"), data)}, attrs={"title": "new"})
 
 
-def _one_failing_block() -> xr.Dataset:
-    """Two blocks: the first is fine, the second fails."""
-
-    def boom(block: np.ndarray) -> np.ndarray:
-        if block[0, 0] >= 8:
-            raise RuntimeError("the source failed while computing")
-        return block
-
-    data = da.from_array(np.arange(16.0).reshape(4, 4), chunks=(2, 4)).map_blocks(boom)
-    return xr.Dataset({"v": (("x", "y"), data)}, attrs={"title": "new"})
-
-
 def test_a_chunk_in_flight_when_another_fails_leaves_no_s3_stage(
     s3_endpoint, s3_bucket, s3_client, monkeypatch
 ):
@@ -272,7 +260,7 @@ def test_a_chunk_in_flight_when_another_fails_leaves_no_s3_stage(
     before = _bucket_objects(s3_client, s3_bucket)
     monkeypatch.setattr(s3fs.S3FileSystem, "_pipe_file", slow_put)
     with pytest.raises(RuntimeError, match="source failed"):
-        nczarr.to_nczarr(_one_failing_block(), url, mode="w", storage_options=options)
+        nczarr.to_nczarr(_failing_dataset(), url, mode="w", storage_options=options)
     import time
 
     time.sleep(1.0)  # anything still under way has landed by now
