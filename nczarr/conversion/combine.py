@@ -50,7 +50,7 @@ from ..translate.target import Target
 from ..translate.writer import check_zarr_format, write_with_warnings
 from .apply import delete_keys, write_metadata
 from .growcopy import execute
-from .growparts import PartOptions, Reader, check_equal, part_of_view, read_part
+from .growparts import Part, PartOptions, Reader, check_equal, part_of_view, read_part
 from .journal import (
     JOURNAL_KEY,
     Journal,
@@ -115,6 +115,37 @@ def _metadata(plan: GrowPlan, opts: PartOptions) -> tuple[list[tuple[str, bytes]
         )
     ordered = [(k, written.metadata[k]) for k in order_metadata(written.metadata)]
     return ordered, list(written.warnings)
+
+
+def _plan_parts(
+    parts: Sequence[Part],
+    dim: str,
+    names: Sequence[str],
+    combine_attrs: str,
+    opts: PartOptions,
+    *,
+    first_is_target: bool,
+) -> tuple[GrowPlan, list[Reader], list[tuple[str, bytes]], list[str]]:
+    """Plan the grown store from ``parts`` (the first being the target itself when
+    appending), check that what is not grown agrees, write its metadata in memory and
+    announce the warnings (the sources'; a target's own were said when it was written).
+    Returns ``(plan, readers, metadata, warnings)``."""
+    readers = [Reader(p) for p in parts]
+    plan = plan_growth(
+        [p.dataset for p in parts],
+        dim,
+        [p.stored for p in parts],
+        names=names,
+        combine_attrs=combine_attrs,  # type: ignore[arg-type]
+        first_is_target=first_is_target,
+    )
+    check_equal(plan, readers, names)
+    metadata, written_warnings = _metadata(plan, opts)
+    warnings = [*plan.warnings, *written_warnings]
+    for p in parts[1:] if first_is_target else parts:
+        warnings += [w for w in p.warnings if w not in warnings]
+    warn_all(warnings)
+    return plan, readers, metadata, warnings
 
 
 def _options(
@@ -207,20 +238,9 @@ def combine(
         on_chunk = progress_callback(progress, stack, unit="chunk")
         maps = [open_location(s, "r", source_options, stack) for s in sources]
         parts = [read_part(m, opts) for m in maps]
-        readers = [Reader(p) for p in parts]
-        plan = plan_growth(
-            [p.dataset for p in parts],
-            concat_dim,
-            [p.stored for p in parts],
-            names=names,
-            combine_attrs=combine_attrs,  # type: ignore[arg-type]
+        plan, readers, metadata, warnings = _plan_parts(
+            parts, concat_dim, names, combine_attrs, opts, first_is_target=False
         )
-        check_equal(plan, readers, names)
-        metadata, written_warnings = _metadata(plan, opts)
-        warnings = [*plan.warnings, *written_warnings]
-        for p in parts:
-            warnings += [w for w in p.warnings if w not in warnings]
-        warn_all(warnings)
         report = _report(plan, names, url_of(dst), parts[0].dataset.layout, opts, warnings)
         dst_map = open_location(dst, "a", zip_target_options(dst, fmt, target_options), stack)
         keys = plan.target_chunk_keys
@@ -384,21 +404,9 @@ def append(
         _check_appendable(target_view, url_of(dst))
         maps = [open_location(s, "r", source_options, stack) for s in sources]
         parts = [part_of_view(target_view), *(read_part(m, opts) for m in maps)]
-        readers = [Reader(p) for p in parts]
-        plan = plan_growth(
-            [p.dataset for p in parts],
-            append_dim,
-            [p.stored for p in parts],
-            names=names,
-            combine_attrs=combine_attrs,  # type: ignore[arg-type]
-            first_is_target=True,
+        plan, readers, metadata, warnings = _plan_parts(
+            parts, append_dim, names, combine_attrs, opts, first_is_target=True
         )
-        check_equal(plan, readers, names)
-        metadata, written_warnings = _metadata(plan, opts)
-        warnings = [*plan.warnings, *written_warnings]
-        for p in parts[1:]:
-            warnings += [w for w in p.warnings if w not in warnings]
-        warn_all(warnings)
         report = _report(plan, names[1:], url_of(dst), parts[1].dataset.layout, opts, warnings)
         cluster = {"client": client, "batch_size": batch_size, "workers": workers}
         copied, reencoded = execute(
