@@ -132,9 +132,9 @@ def _fill_gaps(mapper: Any, array: str, zarray: str, written: set[str], entries:
     ]
     if not missing:
         return
-    chunk = encoded_fill_chunk(zarray.encode(), "/" + array)
+    entry = inline_bytes(encoded_fill_chunk(zarray.encode(), "/" + array))
     for index in missing:
-        mapper[f"{array}/{index}"] = inline_bytes(chunk)
+        mapper[f"{array}/{index}"] = entry
     entries.notes.append(
         f"array /{array}: {len(missing)} chunk(s) missing from the source (fill value) "
         f"written into the Parquet set as an encoded fill-value chunk of {len(chunk)} "
