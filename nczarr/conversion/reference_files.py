@@ -125,14 +125,12 @@ def _fill_gaps(mapper: Any, array: str, zarray: str, written: set[str], entries:
     Parquet reader cannot leave one out), announced."""
     meta = json.loads(zarray)
     grid = [math.ceil(s / c) for s, c in zip(meta["shape"], meta["chunks"], strict=True)]
-    missing = [
-        ".".join(map(str, index)) or "0"
-        for index in itertools.product(*(range(n) for n in grid))
-        if (".".join(map(str, index)) or "0") not in written
-    ]
+    every = (".".join(map(str, i)) or "0" for i in itertools.product(*map(range, grid)))
+    missing = [index for index in every if index not in written]
     if not missing:
         return
-    entry = inline_bytes(encoded_fill_chunk(zarray.encode(), "/" + array))
+    chunk = encoded_fill_chunk(zarray.encode(), "/" + array)
+    entry = inline_bytes(chunk)
     for index in missing:
         mapper[f"{array}/{index}"] = entry
     entries.notes.append(
