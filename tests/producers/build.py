@@ -4,11 +4,14 @@ Each producer runs in a side environment this script creates (never the project'
 own): a venv with zarr-python 2.18 + xarray 2024 + numcodecs < 0.16 + numpy 1.26, a
 venv with the newest zarr-python 3 + xarray, a venv with the netCDF4 wheel
 (libnetcdf 4.10), and Debian's GDAL (``apt-get install gdal-bin python3-gdal``) run
-with the system ``python3``. Every producer script writes its stores as directories
-and a JSON record of what its own reader returns; this script zips each store
+with the system ``python3``, and netcdf-c 4.8.0's ``ncgen``/``ncdump`` (``netcdf48``:
+their folder in ``NCZARR_NETCDF48_BIN`` or on ``PATH``; this script builds nothing).
+Every producer script writes its stores as directories and a JSON record of what its
+own reader returns; this script zips each store
 (zarr-python's zip layout: members at the top, fixed timestamps) beside its record.
 
-    python tests/producers/build.py [--only zarr2,zarr3,netcdf,gdal,gdal312] [--envs DIR]
+    python tests/producers/build.py [--only zarr2,zarr3,netcdf,gdal,gdal312,netcdf48]
+                                    [--envs DIR]
                                     [--cases NAME,...]
 
 ``--cases`` runs only the named case functions of the producer scripts (to add a
@@ -49,6 +52,8 @@ PRODUCERS: dict[str, tuple[str, list[str] | None]] = {
     "gdal": ("make_gdal.py", None),
     # GDAL 3.12: the libgdal in pyogrio's wheel, driven with ctypes (tests/gdalreader.py)
     "gdal312": ("make_gdal312.py", ["pyogrio>=0.13", "numpy"]),
+    # netcdf-c 4.8.0's ncgen and ncdump: NCZARR_NETCDF48_BIN or PATH (never built here)
+    "netcdf48": ("make_netcdf48.py", ["numpy"]),
 }
 
 
