@@ -72,6 +72,8 @@ class ArrayFacts:
         The array's ``_nczarr_array``/``_NCZARR_ARRAY`` object.
     nczarr_scalar : bool
         NCZarr says the array is a netCDF scalar.
+    netcdf_version : str or None
+        The netcdf-c release the root ``_NCProperties`` names (``"4.8.0"``).
     """
 
     prefix: str
@@ -92,6 +94,7 @@ class ArrayFacts:
     uppercase_keys: bool = False
     nczarr_array: dict[str, Any] | None = None
     nczarr_scalar: bool = False
+    netcdf_version: str | None = None
 
     @property
     def where(self) -> str:
@@ -180,6 +183,7 @@ def array_facts(meta: Mapping[str, Any], info: FormatInfo, prefix: str) -> Array
         "nczarr_layout": info.format == "nczarr",
         "layout": info.layout,
         "uppercase_keys": uppercase_keys(meta),
+        "netcdf_version": info.netcdf_version,
     }
     if info.zarr_format == 3:
         doc = meta[join_key(prefix, ZARR_JSON)]

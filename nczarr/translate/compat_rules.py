@@ -19,7 +19,14 @@ from dataclasses import dataclass
 
 from .compat_base import GDAL, NC48, NC49, NC410, NETCDF_C, XARRAY, ZARR_PYTHON
 from .compat_facts import ArrayFacts
-from .conventions import LAYOUT_V2, LAYOUT_V2_KEYS, LAYOUT_ZARR, NETCDF_C_CODECS, SCALAR_DIM
+from .conventions import (
+    LAYOUT_V2,
+    LAYOUT_V2_KEYS,
+    LAYOUT_ZARR,
+    LEGACY_CHAR_DTYPES,
+    NETCDF_C_CODECS,
+    SCALAR_DIM,
+)
 
 __all__ = ["RULES", "Rule"]
 
@@ -85,6 +92,54 @@ def _xarray_no_dtype(facts: ArrayFacts) -> str | None:
     if dtype is None:
         return None
     return f"cannot open the group holding this array (zarr-python rejects {dtype!r})"
+
+
+def _legacy_char(facts: ArrayFacts) -> str | None:
+    """The ``"<U1"`` char of netcdf-c 4.8/4.9.0 (NCZarr, or pure Zarr its
+    ``_NCProperties`` names): one byte per character, not UTF-32."""
+    version = facts.netcdf_version or ""
+    if not (facts.nczarr_layout or version.startswith("4.8.") or version == "4.9.0"):
+        return None
+    found = [d for d in facts.dtypes if d in LEGACY_CHAR_DTYPES]
+    return found[0] if found else None
+
+
+def _zarr_python_legacy_char(facts: ArrayFacts) -> str | None:
+    dtype = _legacy_char(facts)
+    if dtype is None:
+        return None
+    return (
+        f"dtype {dtype!r} holds one byte per character here (netcdf-c 4.8/4.9.0 char): "
+        "zarr-python expects four and fails on every chunk"
+    )
+
+
+def _list_fill(facts: ArrayFacts) -> str | None:
+    if facts.zarr_format == 2 and isinstance(facts.fill, list):
+        return f"fill_value {facts.fill!r} is a one-element list (netcdf-c 4.8.0, issue 2008)"
+    return None
+
+
+def _zarr_python_list_fill(facts: ArrayFacts) -> str | None:
+    found = _list_fill(facts)
+    if found is None:
+        return None
+    return f"{found}: zarr-python raises TypeError, the array cannot be opened"
+
+
+def _xarray_list_fill(facts: ArrayFacts) -> str | None:
+    found = _list_fill(facts)
+    if found is None:
+        return None
+    return (
+        f"cannot open the group holding this array (zarr-python rejects its one-element "
+        f"list fill_value {facts.fill!r}, netcdf-c 4.8.0)"
+    )
+
+
+def _netcdf_48_dtype(facts: ArrayFacts) -> str | None:
+    """As :func:`_netcdf_c_dtype`, but ``"<U1"`` is 4.8's own char: 4.8.0 reads it."""
+    return None if _legacy_char(facts) else _netcdf_c_dtype(facts)
 
 
 def _netcdf_c_dtype(facts: ArrayFacts) -> str | None:
@@ -392,7 +447,11 @@ def _bool_as_uint8(facts: ArrayFacts) -> str | None:
 RULES: tuple[Rule, ...] = (
     Rule((ZARR_PYTHON,), "fails", _zarr_python_no_dtype, TO_ZARR, translates=True),
     Rule((XARRAY,), "refuses", _xarray_no_dtype, TO_ZARR),
-    Rule(NETCDF_C, "refuses", _netcdf_c_dtype, TO_NCZARR),
+    Rule((NC49, NC410), "refuses", _netcdf_c_dtype, TO_NCZARR),
+    Rule((NC48,), "refuses", _netcdf_48_dtype, TO_NCZARR),
+    Rule((ZARR_PYTHON,), "fails", _zarr_python_list_fill, TO_ZARR, translates=True),
+    Rule((XARRAY,), "refuses", _xarray_list_fill, TO_ZARR),
+    Rule((ZARR_PYTHON,), "fails", _zarr_python_legacy_char, TO_ZARR, translates=True),
     Rule((ZARR_PYTHON,), "fails", _shuffle_text, TO_ZARR, translates=True),
     Rule((XARRAY,), "fails", _shuffle_text_xarray, TO_ZARR),
     Rule((ZARR_PYTHON,), "misreads", _shuffle_zero, TO_ZARR, translates=True),

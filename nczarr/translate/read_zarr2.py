@@ -8,7 +8,7 @@ from typing import Any
 from ..errors import UnsupportedError
 from ..keys import join_key
 from .conventions import LAYOUT_ZARR, NCPROPERTIES, ZARR_JSON, ZATTRS
-from .detect import FormatInfo
+from .detect import FormatInfo, netcdf_version
 from .model import Dataset, Group, Variable
 from .tree import Node, TreeBuilder, discover_nodes, finish_dims, group_fqn, renamed_variable
 
@@ -41,6 +41,7 @@ def read_zarr2(
         )
     builder = TreeBuilder(meta, nczarr=False)
     builder.xarray_conventions = not written_by_netcdf_c(meta)
+    builder.legacy_char = _legacy_char_writer(meta)
     nodes, warnings = discover_nodes(meta)
     builder.warnings.extend(warnings)
     layout = info.layout if info is not None else LAYOUT_ZARR
@@ -66,6 +67,15 @@ def written_by_netcdf_c(meta: Mapping[str, Any]) -> bool:
     xarray and GDAL read the ``fill_value`` as one (see :mod:`~nczarr.translate.tree`)."""
     root = meta.get(ZATTRS)
     return isinstance(root, dict) and NCPROPERTIES in root
+
+
+def _legacy_char_writer(meta: Mapping[str, Any]) -> bool:
+    """Whether netcdf-c 4.8.x or 4.9.0 wrote this pure Zarr store (per ``_NCProperties``):
+    those releases wrote char as ``"<U1"`` with one byte per character (4.9.1 writes
+    ``">S1"``), so reading ``"<U1"`` as UTF-32 gets a quarter of the values."""
+    root = meta.get(ZATTRS)
+    version = netcdf_version(root if isinstance(root, dict) else None) or ""
+    return version.startswith("4.8.") or version == "4.9.0"
 
 
 def _build_pure_group(builder: TreeBuilder, nodes: dict[str, Node], prefix: str) -> Group:

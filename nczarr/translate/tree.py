@@ -46,6 +46,7 @@ from .conventions import (
     ATTR_KEYS,
     FILLVALUE,
     HIDDEN_ATTRIBUTES,
+    LEGACY_CHAR_DTYPES,
     SCALAR_DIM,
     TYPES_KEY,
     ZARRAY,
@@ -152,6 +153,9 @@ class TreeBuilder:
         #: pure Zarr not written by netcdf-c (xarray, zarr-python, GDAL): a numeric
         #: fill_value is a missing value and ``|S<n>`` holds bytes (see the module doc)
         self.xarray_conventions = False
+        #: pure Zarr from netcdf-c 4.8/4.9.0, which wrote char as ``"<U1"`` holding one
+        #: byte per character: such arrays are char, as in NCZarr (set by the v2 reader)
+        self.legacy_char = False
 
     def skip(self, prefix: str, reason: str) -> None:
         """Leave out the array at ``prefix``, saying why."""
@@ -295,8 +299,17 @@ class TreeBuilder:
     def parse_or_skip(self, prefix: str) -> ArraySpec | None:
         """Parse ``prefix/.zarray``; None (with a warning) if its dtype is unsupported."""
         key = join_key(prefix, ZARRAY)
+        zarray = self.meta.get(key)
+        nczarr = self.nczarr
+        if self.legacy_char and isinstance(zarray, dict):
+            nczarr = nczarr or zarray.get("dtype") in LEGACY_CHAR_DTYPES
+            if nczarr and not self.nczarr:
+                self.warnings.append(
+                    f"{key!r}: dtype {zarray['dtype']!r} read as char, one byte per "
+                    "character, as netcdf-c 4.8/4.9.0 wrote it (its _NCProperties names it)"
+                )
         try:
-            return parse_array_metadata(self.meta.get(key), key, nczarr=self.nczarr)
+            return parse_array_metadata(zarray, key, nczarr=nczarr)
         except UnsupportedError as exc:
             self.skip(prefix, str(exc))
             return None

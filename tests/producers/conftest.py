@@ -6,6 +6,7 @@ collect_ignore = [
     "make_gdal.py",
     "make_gdal312.py",
     "make_netcdf.py",
+    "make_netcdf48.py",
     "make_zarr2.py",
     "make_zarr3.py",
     "readings.py",
