@@ -322,7 +322,6 @@ MAX_MODULE_LINES = 500
 OVERSIZE: dict[str, str] = {
     "nczarr/maps/file.py": "the directory map; split with the copy-floor work (issue 17)",
     "nczarr/maps/confined.py": "grew with the per-directory lookups of copy_many (issue 17)",
-    "nczarr/maps/base.py": "ZMap's capability defaults; copy_many made it 505 (issue 17)",
 }
 
 
