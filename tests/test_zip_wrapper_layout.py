@@ -167,15 +167,3 @@ def test_netcdf_c_archive_with_a_stray_root_copy_still_opens_at_its_folder(
     with ZipMap(path) as m:
         assert (m.layout, m.root_folder) == ("netcdf", "x")
     assert keys_of(path) == STORE
-
-
-@ORDERS
-def test_a_folder_holding_the_metadata_beside_plain_files_is_the_root(
-    tmp_path: Path, reverse: bool
-) -> None:
-    # Files that are no Zarr metadata (a README) do not make the archive root a store.
-    path = tmp_path / "data.zip"
-    build(path, {**wrapped("x"), "README.txt": b"see x/"}, reverse=reverse)
-    with ZipMap(path) as m:
-        assert (m.layout, m.root_folder) == ("netcdf", "x")
-    assert keys_of(path) == STORE

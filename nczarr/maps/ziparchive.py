@@ -200,13 +200,12 @@ def detect_layout(
         return "netcdf", single + "/"
     if not any(f"{single}/{meta}" in names for meta in ZARR_METADATA):
         return "root", ""
-    root_metadata = [name for name in at_root if name in ZARR_METADATA]
-    if not root_metadata:  # the folder is the store; files beside it are not keys
+    if not at_root:
         return "netcdf", single + "/"
-    # Both levels hold metadata: the archive root is a store whose one child is the
+    # Both levels hold members: the archive root is a store whose one child is the
     # folder (as zarr's ZipStore writes it, in any member order), unless netcdf-c
     # wrote the archive -- its first entry is the folder's own directory entry -- and
     # the root holds nothing but a stray copy of metadata.
-    if names[0] == single + "/" and len(root_metadata) == len(at_root):
+    if names[0] == single + "/" and all(name in ZARR_METADATA for name in at_root):
         return "netcdf", single + "/"
     return "root", ""
