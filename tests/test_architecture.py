@@ -319,11 +319,7 @@ MAX_FUNCTION_LINES = 80
 #: A module longer than this holds two jobs and becomes two modules.
 MAX_MODULE_LINES = 500
 #: Modules still over the limit, each with who splits it (no new entry without a reason).
-OVERSIZE: dict[str, str] = {
-    "nczarr/maps/file.py": "the directory map; split with the copy-floor work (issue 17)",
-    "nczarr/maps/confined.py": "grew with the per-directory lookups of copy_many (issue 17)",
-    "nczarr/maps/base.py": "ZMap's capability defaults; copy_many made it 505 (issue 17)",
-}
+OVERSIZE: dict[str, str] = {}
 
 
 def function_lengths(source: str) -> list[tuple[str, int]]:

@@ -7,7 +7,8 @@ refused) live here, apart from what the map does with the files. How each check 
 made on each platform (``/proc/self/fd`` or ``F_GETPATH``, ``dir_fd`` with
 ``O_NOFOLLOW``, or a ``realpath`` containment check) is in the
 :mod:`~nczarr.maps.file` docstring; the OS-specific lookups are
-:mod:`nczarr.maps.localfs`.
+:mod:`nczarr.maps.localfs`, and the copies between directories a session holds open
+(no lookup, no check left to make) are :mod:`nczarr.maps.sessioncopy`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import contextlib
 import errno
 import os
 import stat
-import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 
@@ -30,6 +30,7 @@ from ..errors import (
 from ..keys import FORBIDDEN_CHARACTERS
 from .localfs import DirHandle, fd_path, first_visit, flag, use_dir_fds
 from .pins import PinnedDirs
+from .sessioncopy import copy_between, copy_runs, session_flags
 
 __all__ = ["ConfinedTree"]
 
@@ -71,7 +72,7 @@ class ConfinedTree:
         with self._session_lock:
             if self._sessions == 0:
                 self._pins = PinnedDirs()
-                self._session_flags = _session_flags()
+                self._session_flags = session_flags()
             self._sessions += 1
         try:
             yield
@@ -89,29 +90,17 @@ class ConfinedTree:
         both parent directories already held (opened and verified earlier in the
         session), the source opened ``O_NOFOLLOW | O_NONBLOCK`` relative to its
         directory and checked regular by ``fstat``, the target created ``O_EXCL``
-        relative to its own, ``copy(fd_in, fd_out, size)`` between them. Returns the
-        bytes copied, or None when anything is not the plain case (no session, a
-        directory not held yet, a link, an existing target, any error): nothing is
-        left behind and the caller takes the checked path, which raises properly."""
+        relative to its own, ``copy(fd_in, fd_out, size)`` between them
+        (:func:`~nczarr.maps.sessioncopy.copy_between`). Returns the bytes copied, or
+        None when anything is not the plain case (no session, a directory not held
+        yet, a link, an existing target, any error): nothing is left behind and the
+        caller takes the checked path, which raises properly."""
         pins, src_pins, flags = self._pins, src._pins, self._session_flags
         if pins is None or src_pins is None or flags is None or src._session_flags is None:
             return None
         if self.hidden_prefix in key or src.hidden_prefix in src_key:
             return None
-        s_cut, d_cut = src_key.rfind("/"), key.rfind("/")
-        s_dir = src_pins.get(src_key[:s_cut] if s_cut >= 0 else "")
-        if s_dir is None:
-            return None
-        try:
-            d_dir = pins.get(key[:d_cut] if d_cut >= 0 else "")
-            if d_dir is None:
-                return None
-            try:
-                return _copy_at(s_dir, src_key[s_cut + 1 :], d_dir, key[d_cut + 1 :], flags, copy)
-            finally:
-                d_dir.close()
-        finally:
-            s_dir.close()
+        return copy_between(src_pins, src_key, pins, key, flags, copy)
 
     def copy_new_many(
         self, src: ConfinedTree, keys: Iterable[str], copy: Callable[[int, int, int], int]
@@ -122,45 +111,17 @@ class ConfinedTree:
         for the next key.
 
         The same system calls and checks per key as :meth:`copy_new`, but the held
-        directories are looked up once per run of keys in one directory, not per key:
-        what a convert of a directory of chunks pays is then the kernel's work. A key
-        whose leaf name is not plainly valid (empty, ``.``/``..``, a backslash, a
-        control character, the hidden prefix, a long key) is left to the checked path,
-        which refuses it properly."""
+        directories are looked up once per run of keys in one directory, not per key
+        (:func:`~nczarr.maps.sessioncopy.copy_runs`): what a convert of a directory of
+        chunks pays is then the kernel's work. A key whose leaf name is not plainly
+        valid (empty, ``.``/``..``, a backslash, a control character, the hidden
+        prefix, a long key) is left to the checked path, which refuses it properly."""
         pins, src_pins, flags = self._pins, src._pins, self._session_flags
         if pins is None or src_pins is None or flags is None or src._session_flags is None:
             yield from ((key, None) for key in keys)
             return
         hidden = (self.hidden_prefix, src.hidden_prefix)
-        odd = FORBIDDEN_CHARACTERS.search
-        current: str | None = None
-        s_dir: DirHandle | None = None
-        d_dir: DirHandle | None = None
-        try:
-            for key in keys:
-                cut = key.rfind("/")
-                prefix, name = (key[:cut], key[cut + 1 :]) if cut >= 0 else ("", key)
-                if prefix != current:
-                    s_dir, d_dir = _give_back(s_dir, d_dir)
-                    current = prefix
-                    s_dir, d_dir = src_pins.get(prefix), pins.get(prefix)
-                if (
-                    s_dir is None
-                    or d_dir is None
-                    or len(key) > 250
-                    or name in ("", ".", "..")
-                    or name.startswith(hidden)
-                    or "\\" in name
-                    or odd(name)
-                ):
-                    # not held yet (the checked path pins it) or not plain: ask again after
-                    s_dir, d_dir = _give_back(s_dir, d_dir)
-                    current = None
-                    yield key, None
-                    continue
-                yield key, _copy_at(s_dir, name, d_dir, name, flags, copy)
-        finally:
-            _give_back(s_dir, d_dir)
+        yield from copy_runs(src_pins, pins, keys, hidden, flags, copy)
 
     def unpin(self, prefix: str) -> None:
         """Forget held directories at and below ``prefix`` (removed or replaced)."""
@@ -472,57 +433,3 @@ class ConfinedTree:
         """Whether some file (a key) lies anywhere below ``directory`` (consumed)."""
         with contextlib.closing(self.files_below(directory, key)) as files:
             return next(files, None) is not None
-
-
-def _session_flags() -> tuple[int, int] | None:
-    """``(read flags, create flags)`` of the session fast path, or None where the
-    platform lacks ``O_NOFOLLOW`` or ``O_NONBLOCK`` (the checked path then runs)."""
-    if not (flag("O_NOFOLLOW") and flag("O_NONBLOCK")):
-        return None
-    common = flag("O_BINARY") | flag("O_CLOEXEC")
-    read = os.O_RDONLY | common | flag("O_NONBLOCK") | flag("O_NOFOLLOW")
-    return read, os.O_WRONLY | os.O_CREAT | os.O_EXCL | common
-
-
-def _give_back(*handles: DirHandle | None) -> tuple[None, None]:
-    """Close (give back to the session) the lent handles that are not None."""
-    for handle in handles:
-        if handle is not None:
-            handle.close()
-    return None, None
-
-
-def _copy_at(
-    s_dir: DirHandle,
-    s_name: str,
-    d_dir: DirHandle,
-    d_name: str,
-    flags: tuple[int, int],
-    copy: Callable[[int, int, int], int],
-) -> int | None:
-    """The system calls of :meth:`ConfinedTree.copy_new` (None: not the plain case)."""
-    try:
-        fd_in = os.open(s_name, flags[0], dir_fd=s_dir.fd)
-    except OSError:
-        return None
-    try:
-        size = os.fstat(fd_in)
-        if not stat.S_ISREG(size.st_mode):
-            return None
-        try:
-            fd_out = os.open(d_name, flags[1], 0o666, dir_fd=d_dir.fd)
-        except OSError:
-            return None
-        try:
-            copied = copy(fd_in, fd_out, size.st_size)
-        except BaseException:
-            os.close(fd_out)
-            with contextlib.suppress(OSError):
-                os.unlink(d_name, dir_fd=d_dir.fd)
-            if isinstance(sys.exc_info()[1], OSError):
-                return None
-            raise
-        os.close(fd_out)
-        return copied
-    finally:
-        os.close(fd_in)

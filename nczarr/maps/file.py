@@ -2,7 +2,8 @@
 
 An object is a file and a key prefix is a directory, exactly the layout netcdf-c's
 ``zmap_file.c`` and zarr-python's ``LocalStore`` write, so a tree written by either
-reads here key for key.
+reads here key for key. The map's reads are :mod:`nczarr.maps.fileread`, its writes
+(atomic, or in place for a copy) :mod:`nczarr.maps.filewrite`.
 
 * Writes are atomic: the value goes to a temporary file in the target directory,
   then ``os.replace`` moves it over the key. Temporary names start with
@@ -35,33 +36,33 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from ..errors import (
-    NCZarrError,
-    ObjectExistsError,
-    raise_os_error,
-)
+from ..errors import NCZarrError, raise_os_error
 from ..keys import normalize_key, parent_keys
 from .base import NOT_SUPPORTED, CopySupport, NotSupportedType, ZMap, as_bytes
 from .confined import ConfinedTree
 from .fileleaf import check_leaf_rule
+from .fileread import load_key, read_capped, read_many, read_range
+from .filewrite import (
+    TEMP_PREFIX,
+    remove_temporaries,
+    write_atomic,
+    write_in_parent,
+    write_new,
+)
 from .kernelcopy import copy_fd, copy_range, write_all
-from .localfs import DirHandle, empty_tree, flag, local_path, prepare_root, read_fd
+from .localfs import DirHandle, empty_tree, local_path, prepare_root
 from .location import Location
 
 __all__ = ["TEMP_PREFIX", "FileMap", "copy_fd", "local_path"]
 
 #: (target class, source class) -> whether copy_support allows a kernel copy.
 _LOCAL_PAIRS: dict[tuple[type, type], bool] = {}
-
-#: Names of in-flight temporary files start with this; they are never keys.
-TEMP_PREFIX = ".~nczarr-tmp-"
 
 
 class FileMap(ZMap):
@@ -99,16 +100,7 @@ class FileMap(ZMap):
 
     # -------------------------------------------------------------- primitives
     def _load(self, key: str) -> bytes:
-        try:
-            fd, st = self._tree.open_key(key)
-            try:
-                return read_fd(fd, st.st_size)
-            finally:
-                os.close(fd)
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            raise KeyError(key) from None
-        except OSError as exc:
-            raise_os_error(exc, f"{key!r} in {self._root!r}")
+        return load_key(self._tree, key)
 
     def _exists(self, key: str) -> bool:
         try:
@@ -129,38 +121,15 @@ class FileMap(ZMap):
             isinstance(value, memoryview) and value.c_contiguous
         ):
             value = as_bytes(value, nkey)
-        if type(self)._store is FileMap._store and self._store_fast(nkey, value):
+        if type(self)._store is FileMap._store and write_in_parent(
+            self._tree, nkey, lambda fd: write_all(fd, value)
+        ):
             return
         self._check_leaf_rule(nkey)
         self._store(nkey, value)  # type: ignore[arg-type]
 
-    def _store_fast(self, key: str, value: bytes | bytearray | memoryview) -> bool:
-        """Hot path of a write (every chunk of a copy): the parent directory is opened
-        and verified once and the file written in it. No parent can hold content (the
-        parent is a directory), and a directory at the leaf makes the rename fail:
-        then, as when the parent is missing, False sends the caller the slow path."""
-        self._tree.check_reserved(key)
-        cut = key.rfind("/")
-        if cut < 0:
-            return False
-        try:
-            parent = self._tree.open_verified(key[:cut], key)
-        except OSError as exc:
-            raise_os_error(exc, f"{key!r} in {self._root!r}")
-        if parent is None:
-            return False
-        try:
-            _write_temp(parent, key[cut + 1 :], lambda fd: write_all(fd, value))
-        except IsADirectoryError:
-            return False
-        except OSError as exc:
-            raise_os_error(exc, f"{key!r} in {self._root!r}")
-        finally:
-            parent.close()
-        return True
-
     def _store(self, key: str, value: bytes) -> None:
-        self._write(key, lambda fd: write_all(fd, value))
+        write_atomic(self._tree, key, lambda fd: write_all(fd, value))
 
     # ------------------------------------------------------------- capabilities
     def location(self) -> Location:
@@ -226,16 +195,7 @@ class FileMap(ZMap):
     def remove_temporaries(self) -> int:
         """Delete temporary files of killed atomic writes below the root (symbolic
         links are not followed); return how many were removed."""
-        removed = 0
-        for directory, _dirs, files in os.walk(self._root, followlinks=False):
-            for name in files:
-                if name.startswith(TEMP_PREFIX):
-                    try:
-                        os.unlink(os.path.join(directory, name))
-                    except FileNotFoundError:
-                        continue
-                    removed += 1
-        return removed
+        return remove_temporaries(self._root)
 
     def chunk_location(self, key: str) -> tuple[str]:
         """``(absolute path,)`` of ``key``'s file (see :meth:`ZMap.chunk_location`)."""
@@ -282,9 +242,9 @@ class FileMap(ZMap):
 
             # In place, the leaf rule needs no check of its own when the parents are
             # directories: O_EXCL finds anything already at the leaf.
-            if atomic or not self._write_new(nkey, fill):
+            if atomic or not write_new(self._tree, nkey, fill):
                 self._check_leaf_rule(nkey)
-                self._write(nkey, fill)
+                write_atomic(self._tree, nkey, fill)
         finally:
             os.close(fd_in)
         return copied[0]
@@ -321,72 +281,10 @@ class FileMap(ZMap):
                 write_all(fd, tail)
                 copied[0] += len(tail)
 
-        if atomic or not self._write_new(nkey, fill):
+        if atomic or not write_new(self._tree, nkey, fill):
             self._check_leaf_rule(nkey)
-            self._write(nkey, fill)
+            write_atomic(self._tree, nkey, fill)
         return copied[0]
-
-    def _write_new(self, key: str, fill: Callable[[int], object]) -> bool:
-        """Create ``key`` in place with ``fill`` if it does not exist and its parent
-        directories do; ``False`` (nothing done) otherwise."""
-        try:
-            parent, name = self._parent(key)
-        except (FileNotFoundError, NotADirectoryError):
-            return False
-        except OSError as exc:
-            raise_os_error(exc, f"{key!r} in {self._root!r}")
-        try:
-            try:
-                fd = parent.open(
-                    name,
-                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | flag("O_BINARY") | flag("O_CLOEXEC"),
-                    0o666,
-                )
-            except (FileExistsError, FileNotFoundError, NotADirectoryError, IsADirectoryError):
-                return False  # exists (or a link or directory is there), or the parent went
-            except OSError as exc:
-                raise_os_error(exc, f"{key!r} in {self._root!r}")
-            try:
-                try:
-                    fill(fd)
-                finally:
-                    os.close(fd)
-            except BaseException as exc:
-                with contextlib.suppress(OSError):
-                    parent.unlink(name)
-                if isinstance(exc, OSError) and not isinstance(exc, NCZarrError):
-                    raise_os_error(exc, f"{key!r} in {self._root!r}")
-                raise
-            return True
-        finally:
-            parent.close()
-
-    def _write(self, key: str, fill: Callable[[int], object]) -> None:
-        """Atomically make ``key`` hold what ``fill(fd)`` writes to a fresh file."""
-        try:
-            parent, name = self._parent(key, create=True)
-        except (FileExistsError, NotADirectoryError) as exc:
-            raise ObjectExistsError(
-                f"cannot write {key!r}: a parent is a file in {self._root!r}"
-            ) from exc
-        except OSError as exc:
-            raise_os_error(exc, f"{key!r} in {self._root!r}")
-        try:
-            try:
-                _write_temp(parent, name, fill)
-            except IsADirectoryError:
-                # An empty directory tree where the file goes (the leaf rule checked it).
-                parent.rmtree(name)
-                self._tree.unpin(key)
-                _write_temp(parent, name, fill)
-        except IsADirectoryError as exc:
-            raise ObjectExistsError(
-                f"cannot write {key!r}: it became a directory in {self._root!r}"
-            ) from exc
-        except OSError as exc:
-            raise_os_error(exc, f"{key!r} in {self._root!r}")
-        finally:
-            parent.close()
 
     def _remove(self, key: str) -> None:
         try:
@@ -485,89 +383,17 @@ class FileMap(ZMap):
                 with contextlib.suppress(KeyError):
                     out[key] = self._load(normalize_key(key))
             return out
-        out = {}
-        parent: Any = None
-        parent_prefix: str | None = None
-        # The plain case inline (a regular file opened without following a link,
-        # relative to its verified directory): open_leaf's checks, without its calls.
-        plain = _plain_read_flags()
-        hidden = self._tree.hidden_prefix
-        try:
-            for key in keys:
-                nkey = normalize_key(key)
-                cut = nkey.rfind("/")
-                prefix = nkey[:cut] if cut >= 0 else ""
-                if prefix != parent_prefix:
-                    if parent is not None:
-                        parent.close()
-                    parent, parent_prefix = None, prefix
-                    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-                        parent = self._tree.parent(nkey)[0]
-                if parent is None:
-                    continue  # no such directory: no such key
-                name = nkey[cut + 1 :]
-                if plain and parent.fd is not None and hidden not in nkey:
-                    data = _read_plain(parent.fd, name, plain)
-                    if data is not None:
-                        out[key] = data
-                        continue
-                with contextlib.suppress(KeyError):  # anything else: the checked path
-                    out[key] = self._load_in(parent, nkey, name)
-        except OSError as exc:
-            raise_os_error(exc, f"reading keys in {self._root!r}")
-        finally:
-            if parent is not None:
-                parent.close()
-        return out
-
-    def _load_in(self, parent: Any, key: str, name: str) -> bytes:
-        """``_load`` of ``key`` whose parent directory ``parent`` is already open."""
-        self._tree.check_reserved(key)
-        try:
-            fd, st = self._tree.open_leaf(parent, name, key)
-            try:
-                return read_fd(fd, st.st_size)
-            finally:
-                os.close(fd)
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            raise KeyError(key) from None
-        except OSError as exc:
-            raise_os_error(exc, f"{key!r} in {self._root!r}")
+        return read_many(self._tree, keys)
 
     def getitems_capped(self, keys: Iterable[str], cap: int) -> dict[str, bytes]:
         """At most ``cap`` bytes of each file, never reading more."""
         if type(self)._load is not FileMap._load:  # a subclass reads its own way
             return super().getitems_capped(keys, cap)
-        if cap < 0:
-            raise ValueError(f"cap must be >= 0, got {cap}")
-        out: dict[str, bytes] = {}
-        for key in keys:
-            nkey = normalize_key(key)
-            try:
-                with open(self._tree.open_key(nkey)[0], "rb") as f:
-                    out[key] = f.read(cap)
-            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-                continue
-            except OSError as exc:
-                raise_os_error(exc, f"{nkey!r} in {self._root!r}")
-        return out
+        return read_capped(self._tree, keys, cap)
 
     def getrange(self, key: str, start: int, length: int | None = None) -> bytes:
         """Bytes ``start:start+length`` of ``key``, read without loading the whole file."""
-        nkey = normalize_key(key)
-        try:
-            with open(self._tree.open_key(nkey)[0], "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                stop = None if length is None else start + length
-                first, last, _ = slice(start, stop).indices(size)
-                if last <= first:
-                    return b""
-                f.seek(first)
-                return f.read(last - first)
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            raise KeyError(nkey) from None
-        except OSError as exc:
-            raise_os_error(exc, f"{nkey!r} in {self._root!r}")
+        return read_range(self._tree, key, start, length)
 
     def getsize(self, key: str) -> int:
         """Size of the file at ``key`` from ``os.stat``."""
@@ -587,51 +413,3 @@ class FileMap(ZMap):
         self._check_writable()
         self._tree.unpin("")
         empty_tree(self._root)
-
-
-def _write_temp(parent: DirHandle, name: str, fill: Callable[[int], object]) -> None:
-    """Write a temporary file in ``parent`` with ``fill``, then move it to ``name``."""
-    temp = TEMP_PREFIX + secrets.token_hex(8)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | flag("O_BINARY") | flag("O_CLOEXEC")
-    fd = parent.open(temp, flags, 0o666)
-    try:
-        try:
-            fill(fd)
-        finally:
-            os.close(fd)
-        parent.replace(temp, name)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            parent.unlink(temp)
-        raise
-
-
-def _plain_read_flags() -> int:
-    """Flags of :func:`_read_plain`, or 0 where the platform lacks ``O_NOFOLLOW`` or
-    ``O_NONBLOCK`` (the checked path then reads every key)."""
-    if not (flag("O_NOFOLLOW") and flag("O_NONBLOCK")):
-        return 0
-    return (
-        os.O_RDONLY
-        | flag("O_BINARY")
-        | flag("O_CLOEXEC")
-        | flag("O_NONBLOCK")  # a FIFO's open returns; no effect on regular files
-        | flag("O_NOFOLLOW")  # a link is left to the checked path
-    )
-
-
-def _read_plain(dir_fd: int, name: str, flags: int) -> bytes | None:
-    """The bytes of the regular file ``name`` of the open directory ``dir_fd``, or
-    None when it is anything else (missing, a link, a directory, a FIFO, an error):
-    the caller then takes the checked path, which reads or refuses it properly."""
-    try:
-        fd = os.open(name, flags, dir_fd=dir_fd)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        return read_fd(fd, st.st_size) if stat.S_ISREG(st.st_mode) else None
-    except OSError:
-        return None
-    finally:
-        os.close(fd)

@@ -12,9 +12,10 @@ Detection (unless ``layout=`` is given): an archive written by this module says 
 layout in the archive comment. Otherwise the single top-level folder is the root when
 every member lies below it and it is named after the stem, or when it directly holds
 Zarr metadata and the archive root holds no Zarr metadata of its own -- or only a
-stray copy while, as netcdf-c requires, the archive's first entry lies in the
-folder. Anything else is the root layout. Members outside the folder are kept but
-are not keys.
+stray copy while the archive's first entry is the folder's directory entry, as
+netcdf-c writes it. Anything else is the root layout: Zarr metadata at the archive
+root makes it the store, whatever the member order, even when its only child group
+is named after the archive. Members outside the folder are kept but are not keys.
 
 Zip members cannot be rewritten in place, and an archive is never modified in
 place either: a kill or a full disk half-way through rewriting a central directory

@@ -202,6 +202,10 @@ def detect_layout(
         return "root", ""
     if not at_root:
         return "netcdf", single + "/"
-    if all(name in ZARR_METADATA for name in at_root) and names[0].startswith(single + "/"):
+    # Both levels hold members: the archive root is a store whose one child is the
+    # folder (as zarr's ZipStore writes it, in any member order), unless netcdf-c
+    # wrote the archive -- its first entry is the folder's own directory entry -- and
+    # the root holds nothing but a stray copy of metadata.
+    if names[0] == single + "/" and all(name in ZARR_METADATA for name in at_root):
         return "netcdf", single + "/"
     return "root", ""

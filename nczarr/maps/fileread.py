@@ -1,0 +1,161 @@
+"""How a directory map's files are read: one key, many keys, a cap or a byte range.
+
+The read half of :class:`~nczarr.maps.file.FileMap`, over the map's
+:class:`~nczarr.maps.confined.ConfinedTree` (every path checked to stay inside the
+root). Reading many keys (:func:`read_many`) opens and verifies each directory once
+for a run of keys in it, the chunks of an array as zarr asks for them: a plain
+regular file is then one ``openat``, ``fstat``, ``read`` and ``close``, and anything
+else (a link, a FIFO, a missing file) takes the checked path of a single read. A
+missing key is a ``KeyError`` (or left out of a many-key result); OS errors become
+the errors of :mod:`nczarr.errors`, naming the key and the root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Iterable
+from typing import Any
+
+from ..errors import raise_os_error
+from ..keys import normalize_key
+from .confined import ConfinedTree
+from .localfs import flag, read_fd
+
+__all__ = ["load_key", "read_capped", "read_many", "read_range"]
+
+
+def load_key(tree: ConfinedTree, key: str) -> bytes:
+    """The content of normalized ``key``; ``KeyError(key)`` if it is not a file."""
+    try:
+        fd, st = tree.open_key(key)
+        try:
+            return read_fd(fd, st.st_size)
+        finally:
+            os.close(fd)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        raise KeyError(key) from None
+    except OSError as exc:
+        raise_os_error(exc, f"{key!r} in {tree.root!r}")
+
+
+def read_many(tree: ConfinedTree, keys: Iterable[str]) -> dict[str, bytes]:
+    """``{key: content}`` of the ``keys`` that are files, consecutive keys in one
+    directory sharing one opened, verified parent directory (same checks as
+    :func:`load_key` for each)."""
+    out: dict[str, bytes] = {}
+    parent: Any = None
+    parent_prefix: str | None = None
+    # The plain case inline (a regular file opened without following a link,
+    # relative to its verified directory): open_leaf's checks, without its calls.
+    plain = _plain_read_flags()
+    hidden = tree.hidden_prefix
+    try:
+        for key in keys:
+            nkey = normalize_key(key)
+            cut = nkey.rfind("/")
+            prefix = nkey[:cut] if cut >= 0 else ""
+            if prefix != parent_prefix:
+                if parent is not None:
+                    parent.close()
+                parent, parent_prefix = None, prefix
+                with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+                    parent = tree.parent(nkey)[0]
+            if parent is None:
+                continue  # no such directory: no such key
+            name = nkey[cut + 1 :]
+            if plain and parent.fd is not None and hidden not in nkey:
+                data = _read_plain(parent.fd, name, plain)
+                if data is not None:
+                    out[key] = data
+                    continue
+            with contextlib.suppress(KeyError):  # anything else: the checked path
+                out[key] = _load_in(tree, parent, nkey, name)
+    except OSError as exc:
+        raise_os_error(exc, f"reading keys in {tree.root!r}")
+    finally:
+        if parent is not None:
+            parent.close()
+    return out
+
+
+def read_capped(tree: ConfinedTree, keys: Iterable[str], cap: int) -> dict[str, bytes]:
+    """At most ``cap`` bytes of each file of ``keys``, never reading more."""
+    if cap < 0:
+        raise ValueError(f"cap must be >= 0, got {cap}")
+    out: dict[str, bytes] = {}
+    for key in keys:
+        nkey = normalize_key(key)
+        try:
+            with open(tree.open_key(nkey)[0], "rb") as f:
+                out[key] = f.read(cap)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            continue
+        except OSError as exc:
+            raise_os_error(exc, f"{nkey!r} in {tree.root!r}")
+    return out
+
+
+def read_range(tree: ConfinedTree, key: str, start: int, length: int | None) -> bytes:
+    """Bytes ``start:start+length`` of ``key``, read without loading the whole file."""
+    nkey = normalize_key(key)
+    try:
+        with open(tree.open_key(nkey)[0], "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            stop = None if length is None else start + length
+            first, last, _ = slice(start, stop).indices(size)
+            if last <= first:
+                return b""
+            f.seek(first)
+            return f.read(last - first)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        raise KeyError(nkey) from None
+    except OSError as exc:
+        raise_os_error(exc, f"{nkey!r} in {tree.root!r}")
+
+
+def _load_in(tree: ConfinedTree, parent: Any, key: str, name: str) -> bytes:
+    """:func:`load_key` of ``key`` whose parent directory ``parent`` is already open."""
+    tree.check_reserved(key)
+    try:
+        fd, st = tree.open_leaf(parent, name, key)
+        try:
+            return read_fd(fd, st.st_size)
+        finally:
+            os.close(fd)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        raise KeyError(key) from None
+    except OSError as exc:
+        raise_os_error(exc, f"{key!r} in {tree.root!r}")
+
+
+def _plain_read_flags() -> int:
+    """Flags of :func:`_read_plain`, or 0 where the platform lacks ``O_NOFOLLOW`` or
+    ``O_NONBLOCK`` (the checked path then reads every key)."""
+    if not (flag("O_NOFOLLOW") and flag("O_NONBLOCK")):
+        return 0
+    return (
+        os.O_RDONLY
+        | flag("O_BINARY")
+        | flag("O_CLOEXEC")
+        | flag("O_NONBLOCK")  # a FIFO's open returns; no effect on regular files
+        | flag("O_NOFOLLOW")  # a link is left to the checked path
+    )
+
+
+def _read_plain(dir_fd: int, name: str, flags: int) -> bytes | None:
+    """The bytes of the regular file ``name`` of the open directory ``dir_fd``, or
+    None when it is anything else (missing, a link, a directory, a FIFO, an error):
+    the caller then takes the checked path, which reads or refuses it properly."""
+    try:
+        fd = os.open(name, flags, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        return read_fd(fd, st.st_size) if stat.S_ISREG(st.st_mode) else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)

@@ -1,0 +1,153 @@
+"""File-to-file copies between directories held open by a session, with no lookups.
+
+The fast path of :meth:`~nczarr.maps.confined.ConfinedTree.copy_new` and
+:meth:`~nczarr.maps.confined.ConfinedTree.copy_new_many`: inside a ``session()`` of
+both directory maps every directory used is opened and verified once and held
+(:mod:`nczarr.maps.pins`), so a chunk copy costs what ``cp`` pays -- the source opened
+``O_NOFOLLOW | O_NONBLOCK`` relative to its held directory and checked regular by
+``fstat``, the target created ``O_EXCL`` relative to its own, the kernel copy between
+them. Anything that is not that plain case answers None, leaves nothing behind, and
+the caller takes the checked path (:class:`~nczarr.maps.confined.ConfinedTree`),
+which copies or refuses it properly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import sys
+from collections.abc import Callable, Iterable, Iterator
+
+from ..keys import FORBIDDEN_CHARACTERS
+from .localfs import DirHandle, flag
+from .pins import PinnedDirs
+
+__all__ = ["copy_between", "copy_runs", "session_flags"]
+
+#: ``copy(fd_in, fd_out, size)`` -> bytes copied (:func:`nczarr.maps.kernelcopy.copy_fd`).
+Copier = Callable[[int, int, int], int]
+
+
+def session_flags() -> tuple[int, int] | None:
+    """``(read flags, create flags)`` of the session fast path, or None where the
+    platform lacks ``O_NOFOLLOW`` or ``O_NONBLOCK`` (the checked path then runs)."""
+    if not (flag("O_NOFOLLOW") and flag("O_NONBLOCK")):
+        return None
+    common = flag("O_BINARY") | flag("O_CLOEXEC")
+    read = os.O_RDONLY | common | flag("O_NONBLOCK") | flag("O_NOFOLLOW")
+    return read, os.O_WRONLY | os.O_CREAT | os.O_EXCL | common
+
+
+def copy_between(
+    src_pins: PinnedDirs,
+    src_key: str,
+    dst_pins: PinnedDirs,
+    key: str,
+    flags: tuple[int, int],
+    copy: Copier,
+) -> int | None:
+    """Copy ``src_key`` to the new ``key`` when both parent directories are held;
+    the bytes copied, or None (a directory not held yet, or not the plain case)."""
+    s_cut, d_cut = src_key.rfind("/"), key.rfind("/")
+    s_dir = src_pins.get(src_key[:s_cut] if s_cut >= 0 else "")
+    if s_dir is None:
+        return None
+    try:
+        d_dir = dst_pins.get(key[:d_cut] if d_cut >= 0 else "")
+        if d_dir is None:
+            return None
+        try:
+            return _copy_at(s_dir, src_key[s_cut + 1 :], d_dir, key[d_cut + 1 :], flags, copy)
+        finally:
+            d_dir.close()
+    finally:
+        s_dir.close()
+
+
+def copy_runs(
+    src_pins: PinnedDirs,
+    dst_pins: PinnedDirs,
+    keys: Iterable[str],
+    hidden: tuple[str, str],
+    flags: tuple[int, int],
+    copy: Copier,
+) -> Iterator[tuple[str, int | None]]:
+    """:func:`copy_between` for many keys (the same key on both sides), yielding
+    ``(key, bytes copied or None)`` in order, the held directories looked up once per
+    run of keys in one directory. A key whose leaf name is not plainly valid (empty,
+    ``.``/``..``, a backslash, a control character, one of the ``hidden`` prefixes, a
+    long key) yields None, for the checked path to refuse it properly."""
+    odd = FORBIDDEN_CHARACTERS.search
+    current: str | None = None
+    s_dir: DirHandle | None = None
+    d_dir: DirHandle | None = None
+    try:
+        for key in keys:
+            cut = key.rfind("/")
+            prefix, name = (key[:cut], key[cut + 1 :]) if cut >= 0 else ("", key)
+            if prefix != current:
+                s_dir, d_dir = _give_back(s_dir, d_dir)
+                current = prefix
+                s_dir, d_dir = src_pins.get(prefix), dst_pins.get(prefix)
+            if (
+                s_dir is None
+                or d_dir is None
+                or len(key) > 250
+                or name in ("", ".", "..")
+                or name.startswith(hidden)
+                or "\\" in name
+                or odd(name)
+            ):
+                # not held yet (the checked path pins it) or not plain: ask again after
+                s_dir, d_dir = _give_back(s_dir, d_dir)
+                current = None
+                yield key, None
+                continue
+            yield key, _copy_at(s_dir, name, d_dir, name, flags, copy)
+    finally:
+        _give_back(s_dir, d_dir)
+
+
+def _give_back(*handles: DirHandle | None) -> tuple[None, None]:
+    """Close (give back to the session) the lent handles that are not None."""
+    for handle in handles:
+        if handle is not None:
+            handle.close()
+    return None, None
+
+
+def _copy_at(
+    s_dir: DirHandle,
+    s_name: str,
+    d_dir: DirHandle,
+    d_name: str,
+    flags: tuple[int, int],
+    copy: Copier,
+) -> int | None:
+    """The system calls of one copy between held directories (None: not the plain case)."""
+    try:
+        fd_in = os.open(s_name, flags[0], dir_fd=s_dir.fd)
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fd_in)
+        if not stat.S_ISREG(size.st_mode):
+            return None
+        try:
+            fd_out = os.open(d_name, flags[1], 0o666, dir_fd=d_dir.fd)
+        except OSError:
+            return None
+        try:
+            copied = copy(fd_in, fd_out, size.st_size)
+        except BaseException:
+            os.close(fd_out)
+            with contextlib.suppress(OSError):
+                os.unlink(d_name, dir_fd=d_dir.fd)
+            if isinstance(sys.exc_info()[1], OSError):
+                return None
+            raise
+        os.close(fd_out)
+        return copied
+    finally:
+        os.close(fd_in)
