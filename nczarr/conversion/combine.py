@@ -33,7 +33,6 @@ The parts are read by :mod:`nczarr.conversion.growparts`, the chunks written by
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -42,8 +41,9 @@ from typing import Any
 
 from ..errors import InvalidModeError, TargetExistsError, UnsupportedTypeError, warn_all
 from ..maps.base import ZMap
+from ..maps.pending import decode_append_journal, encode_append_journal
 from ..readthrough import TranslatedView
-from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR
+from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, ZARR_JSON, ZARRAY
 from ..translate.grow import GrowPlan, plan_growth
 from ..translate.order import order_metadata
 from ..translate.target import Target
@@ -298,10 +298,6 @@ def _target_options(dst_map: ZMap) -> PartOptions:
     return PartOptions("zarr", info.zarr_format, False, info.consolidated, False)
 
 
-#: ``kind`` of the journal an append writes before its metadata.
-_APPEND_KIND = "nczarr-append-journal"
-
-
 def _changed(dst: ZMap, key: str, value: bytes) -> bool:
     try:
         return dst[key] != value
@@ -309,18 +305,14 @@ def _changed(dst: ZMap, key: str, value: bytes) -> bool:
         return True
 
 
-def _append_journal(
-    metadata: Sequence[tuple[str, bytes]], sources: Sequence[str], dim: str
-) -> bytes:
-    """The journal of an append about to write ``metadata``: every chunk is written, so
-    a later append can finish an interrupted metadata write (:func:`_finish_interrupted`)."""
-    doc = {
-        "kind": _APPEND_KIND,
-        "sources": list(sources),
-        "dimension": dim,
-        "metadata": [[k, v.decode("utf-8")] for k, v in metadata],
-    }
-    return json.dumps(doc).encode("utf-8")
+def _grown_last(metadata: Sequence[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    """``metadata`` (in :func:`order_metadata` order) with the array objects holding a
+    shape moved just before the root objects: netcdf-c refuses a store whose array
+    shapes and dimension sizes disagree, so the window where they do is kept short."""
+    root = [(k, v) for k, v in metadata if "/" not in k]
+    nodes = [(k, v) for k, v in metadata if "/" in k]
+    shaped = [(k, v) for k, v in nodes if k.rpartition("/")[2] in (ZARRAY, ZARR_JSON)]
+    return [*(kv for kv in nodes if kv not in shaped), *shaped, *root]
 
 
 def _finish_interrupted(dst: ZMap, shown: str) -> None:
@@ -336,16 +328,13 @@ def _finish_interrupted(dst: ZMap, shown: str) -> None:
         raw = dst[JOURNAL_KEY]
     except KeyError:
         return
-    try:
-        doc = json.loads(raw)
-        pending = [(str(k), str(v).encode("utf-8")) for k, v in doc["metadata"]]
-        if doc.get("kind") != _APPEND_KIND:
-            raise ValueError(doc.get("kind"))
-    except (ValueError, KeyError, TypeError):
+    decoded = decode_append_journal(raw)
+    if decoded is None:
         raise TargetExistsError(
             f"cannot append to {shown!r}: it holds an interrupted convert ({JOURNAL_KEY}); "
             "finish it with resume=True first (nothing was changed)"
-        ) from None
+        )
+    pending, doc = decoded
     write_metadata(dst, pending)
     remove_journal(dst)
     dst.flush()
@@ -420,8 +409,9 @@ def append(
         )
         if client is not None:
             remove_temporaries(dst_map)  # of a worker killed mid-write
-        metadata = [(k, v) for k, v in metadata if _changed(dst_map, k, v)]
-        dst_map[JOURNAL_KEY] = _append_journal(metadata, names[1:], plan.dimension)
+        metadata = _grown_last([(k, v) for k, v in metadata if _changed(dst_map, k, v)])
+        # all chunks are written: from here on nczarr's readers see the grown store
+        dst_map[JOURNAL_KEY] = encode_append_journal(metadata, names[1:], plan.dimension)
         report.metadata_written = tuple(write_metadata(dst_map, metadata))
         remove_journal(dst_map)
         dst_map.flush()
