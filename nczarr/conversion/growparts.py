@@ -20,6 +20,7 @@ from ..translate.conventions import ZARRAY
 from ..translate.dtypes import nc_to_zarr_dtype
 from ..translate.grow import GrowPlan
 from ..translate.model import Dataset, Variable
+from ..translate.select import dropped_warning, select_dataset, selected_paths
 from ..translate.target import Target
 
 __all__ = ["Part", "PartOptions", "Reader", "assemble", "check_equal", "part_of_view", "read_part"]
@@ -27,13 +28,16 @@ __all__ = ["Part", "PartOptions", "Reader", "assemble", "check_equal", "part_of_
 
 @dataclass
 class PartOptions:
-    """What every part's view and the writer share."""
+    """What every part's view and the writer share; ``include``/``exclude`` select the
+    same variables in every source (:func:`~nczarr.translate.select.select_dataset`)."""
 
     fmt: str
     zarr_format: int
     noxarray: bool
     consolidated: bool
     netcdf_scalars: bool
+    include: Sequence[str] | None = None
+    exclude: Sequence[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -75,11 +79,12 @@ def read_part(zmap: ZMap, opts: PartOptions) -> Part:
     """``zmap`` as a part: read directly when nothing needs translating (the common
     case, and the cheap one: no metadata is written per source), else through a view."""
     if zmap.file_format() is None and not zmap.reencoded:
-        dataset, v3_keys = read_with_chunk_keys(zmap)
+        read, v3_keys = read_with_chunk_keys(zmap)
+        dataset = select_dataset(read, opts.include, opts.exclude)
         variables = list(dataset.root.all_variables())
         plain = (
             not v3_keys
-            and not dataset.skipped
+            and not selected_paths(read.skipped, opts.include, opts.exclude)
             and ZARRAY not in zmap  # a bare root array: shown under another prefix
             and not plan_reencoding(dataset, opts.fmt)[1]
             and not (opts.fmt == "nczarr" and any(v.logical == "bytes" for v in variables))
@@ -91,7 +96,7 @@ def read_part(zmap: ZMap, opts: PartOptions) -> Part:
                 chunks=zmap,
                 verbatim=zmap,
                 view=None,
-                warnings=dataset.warnings,
+                warnings=(*dataset.warnings, *dropped_warning(read, dataset)),
             )
     return part_of_view(_view(zmap, opts))
 
@@ -116,8 +121,8 @@ def _view(zmap: ZMap, opts: PartOptions) -> TranslatedView:
         consolidated=opts.consolidated,
         netcdf_scalars=opts.netcdf_scalars,
     )
-    view = TranslatedView.from_source(zmap, target)
-    missing = (*view.dataset.skipped, *view.left_out)
+    view = TranslatedView.from_source(zmap, target, include=opts.include, exclude=opts.exclude)
+    missing = selected_paths((*view.dataset.skipped, *view.left_out), opts.include, opts.exclude)
     if missing:
         raise UnsupportedTypeError(
             f"{zmap.url}: cannot combine: {', '.join(missing)} cannot be represented in "
