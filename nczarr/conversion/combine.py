@@ -51,7 +51,7 @@ from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, ZARR_JSON, ZARRAY
 from ..translate.target import Target
 from .apply import delete_keys, write_metadata
 from .growcopy import execute
-from .growparts import PartOptions, part_of_view, read_part
+from .growparts import PartOptions, part_of_view
 from .growplan import (
     dry_run_report,
     finish_report,
@@ -60,6 +60,7 @@ from .growplan import (
     plan_parts,
     report_of,
 )
+from .growsiblings import read_parts
 from .journal import (
     JOURNAL_KEY,
     Journal,
@@ -158,7 +159,7 @@ def combine(
     with ExitStack() as stack:
         on_chunk = progress_callback(progress, stack, unit="chunk")
         maps = [open_location(s, "r", source_options, stack) for s in sources]
-        parts = [read_part(m, opts) for m in maps]
+        parts = read_parts(maps, opts)
         plan, readers, metadata, warnings = plan_parts(
             parts, concat_dim, names, combine_attrs, opts, first_is_target=False
         )
@@ -312,7 +313,7 @@ def append(
         _check_appendable(target_view, url_of(dst))
         maps = [open_location(s, "r", source_options, stack) for s in sources]
         selected = dataclasses.replace(opts, include=include, exclude=exclude)
-        parts = [part_of_view(target_view), *(read_part(m, selected) for m in maps)]
+        parts = [part_of_view(target_view), *read_parts(maps, selected)]
         plan, readers, metadata, warnings = plan_parts(
             parts, append_dim, names, combine_attrs, opts, first_is_target=True
         )

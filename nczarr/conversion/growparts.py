@@ -23,7 +23,16 @@ from ..translate.model import Dataset, Variable
 from ..translate.select import dropped_warning, select_dataset, selected_paths
 from ..translate.target import Target
 
-__all__ = ["Part", "PartOptions", "Reader", "assemble", "check_equal", "part_of_view", "read_part"]
+__all__ = [
+    "Part",
+    "PartOptions",
+    "Reader",
+    "assemble",
+    "check_equal",
+    "listed",
+    "part_of_view",
+    "read_part",
+]
 
 
 @dataclass
@@ -75,11 +84,14 @@ def part_of_view(view: TranslatedView) -> Part:
     )
 
 
-def read_part(zmap: ZMap, opts: PartOptions) -> Part:
+def read_part(
+    zmap: ZMap, opts: PartOptions, metadata: tuple[dict[str, Any], list[str]] | None = None
+) -> Part:
     """``zmap`` as a part: read directly when nothing needs translating (the common
-    case, and the cheap one: no metadata is written per source), else through a view."""
+    case, and the cheap one: no metadata is written per source), else through a view.
+    ``metadata``: what :func:`nczarr.load.load_metadata` gave for ``zmap`` already."""
     if zmap.file_format() is None and not zmap.reencoded:
-        read, v3_keys = read_with_chunk_keys(zmap)
+        read, v3_keys = read_with_chunk_keys(zmap, metadata=metadata)
         dataset = select_dataset(read, opts.include, opts.exclude)
         variables = list(dataset.root.all_variables())
         plain = (
@@ -92,7 +104,7 @@ def read_part(zmap: ZMap, opts: PartOptions) -> Part:
         if plain:
             return Part(
                 dataset=dataset,
-                stored=frozenset(_listed(zmap, variables)),
+                stored=frozenset(listed(zmap, variables)),
                 chunks=zmap,
                 verbatim=zmap,
                 view=None,
@@ -101,7 +113,7 @@ def read_part(zmap: ZMap, opts: PartOptions) -> Part:
     return part_of_view(_view(zmap, opts))
 
 
-def _listed(zmap: ZMap, variables: Sequence[Variable]) -> Iterator[str]:
+def listed(zmap: ZMap, variables: Sequence[Variable]) -> Iterator[str]:
     """The chunk objects stored below each variable (no metadata objects)."""
     for var in variables:
         prefix = var.path.strip("/")
@@ -151,6 +163,15 @@ class Reader:
     def __init__(self, part: Part) -> None:
         self.part = part
         self._recoders: dict[str, ChunkRecoder] = {}
+        self._keys: dict[str, list[str]] = {}
+
+    def stored_keys(self, var: Variable) -> list[str]:
+        """The chunk keys of ``var`` this part stores, sorted."""
+        path = var.path.strip("/")
+        if path not in self._keys:
+            prefix = path + "/"
+            self._keys[path] = sorted(k for k in self.part.stored if k.startswith(prefix))
+        return self._keys[path]
 
     def recoder(self, var: Variable) -> ChunkRecoder:
         path = var.path.strip("/")
@@ -230,14 +251,29 @@ def check_equal(plan: GrowPlan, readers: Sequence[Reader], names: Sequence[str])
     for fqn in plan.compare:
         var = plan.dataset.find_variable(fqn)
         box = [(0, s) for s in var.shape] if not var.scalar else []
-        first = readers[0].region(var, box) if not var.scalar else _scalar(readers[0], var)
+        first = None
         for i, reader in enumerate(readers[1:], 1):
+            if _same_chunks(readers[0], reader, var):
+                continue
+            if first is None:
+                first = readers[0].region(var, box) if not var.scalar else _scalar(readers[0], var)
             other = reader.region(var, box) if not var.scalar else _scalar(reader, var)
             if first.shape != other.shape or not _equal(first, other):
                 raise InvalidModeError(
                     f"cannot combine {names[i]} and {names[0]}: variable {fqn!r} does not "
                     f"have the dimension {plan.dimension!r} and its values differ"
                 )
+
+
+def _same_chunks(a: Reader, b: Reader, var: Variable) -> bool:
+    """Whether two parts read as one model store the very same chunk objects of ``var``
+    (then its values are equal without decoding them)."""
+    if a.part.dataset is not b.part.dataset:
+        return False
+    keys = a.stored_keys(var)
+    if keys != b.stored_keys(var):
+        return False
+    return a.part.chunks.getitems(keys) == b.part.chunks.getitems(keys)
 
 
 def _scalar(reader: Reader, var: Variable) -> np.ndarray:
