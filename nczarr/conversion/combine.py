@@ -72,7 +72,7 @@ from .journal import (
     write_journal,
 )
 from .locations import open_location, parsed_url, url_of, zip_target_options
-from .overlap import check_distinct, location_of
+from .overlap import check_distinct_all, location_of
 from .progress import ProgressArg, progress_callback
 from .report import ConvertReport
 
@@ -154,8 +154,7 @@ def combine(
     )
     fmt = opts.fmt
     names = names_of(sources)
-    for src in sources:
-        check_distinct(src, dst, src_options=source_options, dst_options=target_options)
+    check_distinct_all(sources, dst, src_options=source_options, dst_options=target_options)
     with ExitStack() as stack:
         on_chunk = progress_callback(progress, stack, unit="chunk")
         maps = [open_location(s, "r", source_options, stack) for s in sources]
@@ -293,8 +292,7 @@ def append(
     start = time.perf_counter()
     sources = list(sources)
     names = [url_of(dst), *names_of(sources)]
-    for src in sources:
-        check_distinct(src, dst, src_options=source_options, dst_options=target_options)
+    check_distinct_all(sources, dst, src_options=source_options, dst_options=target_options)
     with ExitStack() as stack:
         on_chunk = progress_callback(progress, stack, unit="chunk")
         dst_map = open_location(dst, "r" if dry_run else "a", target_options, stack)
