@@ -76,25 +76,29 @@ def timed(run: Callable[[], object]) -> tuple[float, float]:
 _PEAK = """
 import resource, sys, time
 import nczarr
-srcs, dst = sys.argv[2:], sys.argv[1]
+srcs, dst = sys.argv[3:], sys.argv[1]
+nczarr.convert(srcs[:2], sys.argv[2], concat_dim="time")  # imports, caches
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 c0 = time.process_time()
 report = nczarr.convert(srcs, dst, concat_dim="time")
 assert report.chunks_reencoded == 0
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(f"{peak:.1f} {time.process_time() - c0:.3f}")
+print(f"{before:.1f} {peak:.1f} {time.process_time() - c0:.3f}")
 """
 
 
-def peak_rss(srcs: list[Path], dst: Path) -> tuple[float, float]:
-    """(peak RSS in MB, CPU seconds of the combine) of a fresh process combining
-    ``srcs`` (Linux: ``ru_maxrss`` in KiB)."""
+def peak_rss(srcs: list[Path], dst: Path) -> tuple[float, float, float]:
+    """(peak RSS in MB after a warm-up combine of 2 sources, peak RSS after combining
+    ``srcs``, CPU seconds of that combine) in a fresh process (Linux: ``ru_maxrss``
+    in KiB)."""
+    warm = dst.with_name(dst.name + "-warm")
     out = subprocess.run(
-        [sys.executable, "-c", _PEAK, str(dst), *map(str, srcs)],
+        [sys.executable, "-c", _PEAK, str(dst), str(warm), *map(str, srcs)],
         check=True,
         capture_output=True,
         text=True,
     ).stdout.split()
-    return float(out[0]), float(out[1])
+    return float(out[0]), float(out[1]), float(out[2])
 
 
 def main() -> None:
@@ -156,8 +160,11 @@ def main() -> None:
             xa = rows[-1][1]
             print(f"xarray / nczarr: wall {xa[0] / nc[0]:.1f}x, cpu {xa[1] / nc[1]:.1f}x")
         for n in [int(x) for x in args.memory.split(",") if x]:
-            peak, cpu = peak_rss(srcs[:n], base / f"peak{n}")
-            print(f"{n:4d} sources: peak RSS {peak:6.1f} MB, combine cpu {cpu:.2f} s")
+            before, peak, cpu = peak_rss(srcs[:n], base / f"peak{n}")
+            print(
+                f"{n:4d} sources: peak RSS {peak:6.1f} MB ({peak - before:+.1f} MB over the "
+                f"warmed-up process), combine cpu {cpu:.2f} s"
+            )
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

@@ -247,33 +247,48 @@ def _check_width(values: np.ndarray, dtype: np.dtype, fqn: str) -> None:
 
 
 def check_equal(plan: GrowPlan, readers: Sequence[Reader], names: Sequence[str]) -> None:
-    """Refuse parts whose variables without the dimension hold other values."""
-    for fqn in plan.compare:
-        var = plan.dataset.find_variable(fqn)
-        box = [(0, s) for s in var.shape] if not var.scalar else []
-        first = None
-        for i, reader in enumerate(readers[1:], 1):
-            if _same_chunks(readers[0], reader, var):
+    """Refuse parts whose variables without the dimension hold other values. A part
+    read as the first one's model whose chunk objects of a variable are the very same
+    bytes holds the same values (not decoded); the others are decoded and compared. One
+    part's chunks are held at a time (and the first's)."""
+    variables = [plan.dataset.find_variable(fqn) for fqn in plan.compare]
+    if not variables:
+        return
+    first = readers[0]
+    first_bytes: dict[str, Any] | None = None
+    first_values: dict[str, np.ndarray] = {}
+    for i, reader in enumerate(readers[1:], 1):
+        same: set[str] = set()
+        if reader.part.dataset is first.part.dataset:
+            if first_bytes is None:
+                first_bytes = _chunk_bytes(first, variables)
+            theirs = _chunk_bytes(reader, variables)
+            same = {path for path, stored in theirs.items() if stored == first_bytes[path]}
+        for var in variables:
+            if var.path in same:
                 continue
-            if first is None:
-                first = readers[0].region(var, box) if not var.scalar else _scalar(readers[0], var)
-            other = reader.region(var, box) if not var.scalar else _scalar(reader, var)
-            if first.shape != other.shape or not _equal(first, other):
+            if var.path not in first_values:
+                first_values[var.path] = _values(first, var)
+            mine, other = first_values[var.path], _values(reader, var)
+            if mine.shape != other.shape or not _equal(mine, other):
                 raise InvalidModeError(
-                    f"cannot combine {names[i]} and {names[0]}: variable {fqn!r} does not "
-                    f"have the dimension {plan.dimension!r} and its values differ"
+                    f"cannot combine {names[i]} and {names[0]}: variable {var.path!r} does "
+                    f"not have the dimension {plan.dimension!r} and its values differ"
                 )
 
 
-def _same_chunks(a: Reader, b: Reader, var: Variable) -> bool:
-    """Whether two parts read as one model store the very same chunk objects of ``var``
-    (then its values are equal without decoding them)."""
-    if a.part.dataset is not b.part.dataset:
-        return False
-    keys = a.stored_keys(var)
-    if keys != b.stored_keys(var):
-        return False
-    return a.part.chunks.getitems(keys) == b.part.chunks.getitems(keys)
+def _values(reader: Reader, var: Variable) -> np.ndarray:
+    if var.scalar:
+        return _scalar(reader, var)
+    return reader.region(var, [(0, s) for s in var.shape])
+
+
+def _chunk_bytes(reader: Reader, variables: Sequence[Variable]) -> dict[str, Any]:
+    """``path -> (chunk keys, their bytes)`` of ``variables`` in one part (one
+    ``getitems``)."""
+    keys = {var.path: reader.stored_keys(var) for var in variables}
+    got = reader.part.chunks.getitems([k for ks in keys.values() for k in ks])
+    return {path: (ks, [got.get(k) for k in ks]) for path, ks in keys.items()}
 
 
 def _scalar(reader: Reader, var: Variable) -> np.ndarray:
