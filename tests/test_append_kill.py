@@ -21,8 +21,9 @@ import xarray as xr
 
 import nczarr
 from nczarr.conversion.journal import JOURNAL_KEY
+from nczarr.maps.file import FileMap
 
-from .growing import daily, read_nc
+from .growing import daily, expected_temp, read_nc
 from .test_append import KILLER
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,3 +131,31 @@ def test_every_reader_sees_old_or_new_after_a_kill_among_the_metadata_writes(sto
             nczarr.convert(stores["src"], dst, append_dim="time")
         assert _netcdf(dst, stores["netcdf"]) == "new"
         assert _old_or_new(_engine(dst), expected, "the engine") == "new"
+
+
+def test_open_zarr_of_a_pure_zarr_store_at_every_metadata_write(tmp_path):
+    """zarr-python through ``open_zarr`` (the store read as it is, no translated view):
+    each state an append leaves after its journal and a prefix of its metadata writes
+    (as a kill leaves it) opens as the grown store."""
+    dst = tmp_path / "dst.zarr"
+    nczarr.convert(daily(tmp_path / "a", 0, 3), dst, mode="zarr")
+    old = {p.relative_to(dst).as_posix(): p.read_bytes() for p in dst.rglob("*") if p.is_file()}
+    writes = []
+
+    class Recording(FileMap):
+        def _store(self, key, value):
+            writes.append((key, value))
+            super()._store(key, value)
+
+    nczarr.convert(daily(tmp_path / "b", 3, 4), Recording(dst, mode="a"), append_dim="time")
+    at = [k for k, _ in writes].index(JOURNAL_KEY)
+    assert len(writes) - at - 1 >= 2  # some metadata objects after the journal
+    for n in range(at, len(writes) + 1):
+        state = tmp_path / f"state{n}"
+        for key, value in [*old.items(), *writes[:n]]:
+            (state / key).parent.mkdir(parents=True, exist_ok=True)
+            (state / key).write_bytes(value)
+        group = nczarr.open_zarr(str(state))
+        want = 3 if n == at else 7  # before the journal: old; from it on: grown
+        assert (group["time"].shape[0], group["temp"].shape[0]) == (want, want), n
+        np.testing.assert_array_equal(group["temp"][:], expected_temp(0, want))
