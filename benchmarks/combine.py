@@ -14,7 +14,8 @@ ratios nczarr/cp and xarray/nczarr. The issue's targets: <= 1.2x cp, >= 10x fast
 than xarray.
 
 With ``--memory 50,200,365`` it also combines the first N sources in a fresh process
-for each N and prints that process's peak RSS (flat in N is the issue's target).
+for each N and prints that combine's peak RSS, and its growth over the process warmed
+up by a combine of 2 sources (flat in N is the issue's target; Linux only).
 
 Usage::
 
@@ -74,23 +75,29 @@ def timed(run: Callable[[], object]) -> tuple[float, float]:
 
 
 _PEAK = """
-import resource, sys, time
+import sys, time
 import nczarr
+
+def status(field):
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith(field)) / 1024
+
 srcs, dst = sys.argv[3:], sys.argv[1]
 nczarr.convert(srcs[:2], sys.argv[2], concat_dim="time")  # imports, caches
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")  # reset the peak (VmHWM) to the current RSS
+before = status("VmRSS:")
 c0 = time.process_time()
 report = nczarr.convert(srcs, dst, concat_dim="time")
 assert report.chunks_reencoded == 0
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(f"{before:.1f} {peak:.1f} {time.process_time() - c0:.3f}")
+print(f"{before:.1f} {status('VmHWM:'):.1f} {time.process_time() - c0:.3f}")
 """
 
 
 def peak_rss(srcs: list[Path], dst: Path) -> tuple[float, float, float]:
-    """(peak RSS in MB after a warm-up combine of 2 sources, peak RSS after combining
-    ``srcs``, CPU seconds of that combine) in a fresh process (Linux: ``ru_maxrss``
-    in KiB)."""
+    """(RSS in MB after a warm-up combine of 2 sources, peak RSS during the combine of
+    ``srcs``, CPU seconds of that combine) in a fresh process. Linux only: the peak is
+    reset through ``/proc/self/clear_refs`` after the warm-up."""
     warm = dst.with_name(dst.name + "-warm")
     out = subprocess.run(
         [sys.executable, "-c", _PEAK, str(dst), str(warm), *map(str, srcs)],
@@ -163,7 +170,7 @@ def main() -> None:
             before, peak, cpu = peak_rss(srcs[:n], base / f"peak{n}")
             print(
                 f"{n:4d} sources: peak RSS {peak:6.1f} MB ({peak - before:+.1f} MB over the "
-                f"warmed-up process), combine cpu {cpu:.2f} s"
+                f"warmed-up process's RSS), combine cpu {cpu:.2f} s"
             )
     finally:
         shutil.rmtree(base, ignore_errors=True)
