@@ -50,26 +50,40 @@ def test_many_identical_sources_read_as_the_concatenation(tmp_path):
     )
 
 
-def test_a_source_with_an_interrupted_append_is_read_as_grown(tmp_path):
+def _interrupt(store, old, more):
+    """``store`` as an append of ``more`` killed after its journal leaves it: every chunk
+    written, the journal, the metadata objects still ``old``'s."""
+    nczarr.convert(more, store, append_dim="time")
+    keys = ("temp/.zarray", "time/.zarray", ".zattrs")
+    journal = encode_append_journal([(k, (store / k).read_bytes()) for k in keys], ["x"], "time")
+    (store / ".in-progress.nczarr").write_bytes(journal)
+    for key in keys:
+        (store / key).write_bytes((old / key).read_bytes())
+
+
+def test_sources_with_interrupted_appends_are_read_as_grown(tmp_path):
     srcs = _days(tmp_path, 3)
-    grown = srcs[1]
-    more = daily(tmp_path / "more", 4, 2)
-    nczarr.convert(more, grown, append_dim="time")
-    # as a kill among the metadata writes leaves it: the journal, metadata partly old
-    journal = encode_append_journal(
-        [(k, (grown / k).read_bytes()) for k in ("temp/.zarray", "time/.zarray", ".zattrs")],
-        ["more"],
-        "time",
-    )
-    (grown / ".in-progress.nczarr").write_bytes(journal)
-    for key in ("temp/.zarray", "time/.zarray", ".zattrs"):
-        (grown / key).write_bytes((srcs[0] / key).read_bytes())  # old shapes, size 2
+    # two sources with the same stored metadata, their journals growing them by 2 and 4
+    _interrupt(srcs[1], srcs[0], daily(tmp_path / "more1", 4, 2))
+    _interrupt(srcs[2], srcs[0], daily(tmp_path / "more2", 6, 4))
+    assert (srcs[1] / "temp" / ".zarray").read_bytes() == (
+        srcs[2] / "temp" / ".zarray"
+    ).read_bytes()
     out = tmp_path / "out"
-    nczarr.convert([srcs[0], grown, srcs[2]], out, concat_dim="time")
+    nczarr.convert(srcs, out, concat_dim="time")
     with netCDF4.Dataset(nc_url(out)) as ds:
-        assert ds.dimensions["time"].size == 8
+        assert ds.dimensions["time"].size == 2 + 4 + 6
         np.testing.assert_array_equal(
-            ds["temp"][:], np.concatenate([expected_temp(0, 6), expected_temp(4, 2)])
+            ds["temp"][:],
+            np.concatenate(
+                [
+                    expected_temp(0, 2),
+                    expected_temp(2, 2),
+                    expected_temp(4, 2),
+                    expected_temp(4, 2),
+                    expected_temp(6, 4),
+                ]
+            ),
         )
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..load import MAX_METADATA_SIZE, load_metadata
 from ..maps.base import ZMap
+from ..maps.pending import JOURNAL_KEY
 from ..translate.conventions import GROUP_KEYS, LAYOUT_V2, ZARRAY, ZATTRS, ZGROUP
 from ..translate.detect import nczarr_key
 from ..translate.model import Variable
@@ -60,8 +61,9 @@ def _looked_at(meta: dict[str, Any]) -> tuple[str, ...] | None:
 def _fingerprint(zmap: ZMap, keys: Sequence[str], listing: Sequence[str]) -> tuple[Any, ...]:
     """The names at the root of ``listing`` (which root objects and journal exist) and
     the bytes of ``keys``."""
-    raw = zmap.getitems_capped(keys, MAX_METADATA_SIZE + 1)
     root = sorted({key.split("/", 1)[0] for key in listing})
+    journal = (JOURNAL_KEY,) if JOURNAL_KEY in root else ()  # its metadata is read
+    raw = zmap.getitems_capped([*keys, *journal], MAX_METADATA_SIZE + 1)
     return (tuple(root), *sorted(raw.items()))
 
 
