@@ -13,11 +13,16 @@ Prints wall and CPU time of each (CPU: this process, or the ``cp`` child), and t
 ratios nczarr/cp and xarray/nczarr. The issue's targets: <= 1.2x cp, >= 10x faster
 than xarray.
 
+With ``--memory 50,200,365`` it also combines the first N sources in a fresh process
+for each N and prints that combine's peak RSS, and its growth over the process warmed
+up by a combine of 2 sources (flat in N is the issue's target; Linux only).
+
 Usage::
 
     python3 benchmarks/combine.py                  # 365 days of 90 x 180
     python3 benchmarks/combine.py --days 30 --no-xarray   # quick
     python3 benchmarks/combine.py --dir /dev/shm   # tmpfs: no disk in the numbers
+    python3 benchmarks/combine.py --no-xarray --memory 50,200,365
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import argparse
 import resource
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -68,6 +74,40 @@ def timed(run: Callable[[], object]) -> tuple[float, float]:
     return time.perf_counter() - t0, cpu() - c0
 
 
+_PEAK = """
+import sys, time
+import nczarr
+
+def status(field):
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith(field)) / 1024
+
+srcs, dst = sys.argv[3:], sys.argv[1]
+nczarr.convert(srcs[:2], sys.argv[2], concat_dim="time")  # imports, caches
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")  # reset the peak (VmHWM) to the current RSS
+before = status("VmRSS:")
+c0 = time.process_time()
+report = nczarr.convert(srcs, dst, concat_dim="time")
+assert report.chunks_reencoded == 0
+print(f"{before:.1f} {status('VmHWM:'):.1f} {time.process_time() - c0:.3f}")
+"""
+
+
+def peak_rss(srcs: list[Path], dst: Path) -> tuple[float, float, float]:
+    """(RSS in MB after a warm-up combine of 2 sources, peak RSS during the combine of
+    ``srcs``, CPU seconds of that combine) in a fresh process. Linux only: the peak is
+    reset through ``/proc/self/clear_refs`` after the warm-up."""
+    warm = dst.with_name(dst.name + "-warm")
+    out = subprocess.run(
+        [sys.executable, "-c", _PEAK, str(dst), str(warm), *map(str, srcs)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    return float(out[0]), float(out[1]), float(out[2])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--days", type=int, default=365)
@@ -75,6 +115,9 @@ def main() -> None:
     parser.add_argument("--nx", type=int, default=180)
     parser.add_argument("--dir", default=None, help="where to write (default: a temp dir)")
     parser.add_argument("--no-xarray", action="store_true", help="skip open_mfdataset")
+    parser.add_argument(
+        "--memory", default="", help="comma-separated source counts: peak RSS of each"
+    )
     args = parser.parse_args()
 
     import nczarr
@@ -123,6 +166,12 @@ def main() -> None:
         if not args.no_xarray:
             xa = rows[-1][1]
             print(f"xarray / nczarr: wall {xa[0] / nc[0]:.1f}x, cpu {xa[1] / nc[1]:.1f}x")
+        for n in [int(x) for x in args.memory.split(",") if x]:
+            before, peak, cpu = peak_rss(srcs[:n], base / f"peak{n}")
+            print(
+                f"{n:4d} sources: peak RSS {peak:6.1f} MB ({peak - before:+.1f} MB over the "
+                f"warmed-up process's RSS), combine cpu {cpu:.2f} s"
+            )
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import InvalidKeyError, MetadataError, warn_all
 from .keys import is_node_name, join_key, normalize_key
 from .maps.base import ZMap
+from .maps.pending import JOURNAL_KEY, with_pending
 from .maps.url import dataset_name
 from .translate.attrs import parse_json
 from .translate.conventions import (
@@ -282,7 +283,9 @@ def load_metadata(
     url = zmap.url
     meta: dict[str, Any] = {}
     limit = MAX_METADATA_SIZE if max_metadata_size is None else max_metadata_size
-    _parse_into(meta, _fetch(zmap, _ROOT_OBJECTS, limit), url, warnings)
+    # an append killed among its metadata writes: read the metadata it was writing
+    zmap, raw = with_pending(zmap, _fetch(zmap, (*_ROOT_OBJECTS, JOURNAL_KEY), limit))
+    _parse_into(meta, raw, url, warnings)
     if ZMETADATA in meta and ZARR_JSON not in meta:
         return _checked_consolidated(zmap, meta, url, warnings, limit)
     if ZARR_JSON in meta:

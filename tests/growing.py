@@ -25,11 +25,12 @@ def daily(
     kind: str = "nczarr",
     lat: tuple[float, ...] = (1.0, 2.0, 3.0),
     title: str = "daily",
+    extra: bool = False,
 ) -> Path:
     """A dataset of days ``t0 .. t0+n-1``: ``time(time)``, ``lat(lat)`` and
     ``temp(time, lat, lon)`` (chunks ``(chunk, 3, 2)``, zlib, fill -999), written by
     netCDF4 as an NCZarr directory store (``kind="nczarr"``) or a netCDF-4 file
-    (``kind="nc"``)."""
+    (``kind="nc"``); with ``extra``, ``extra(time)`` too (``10 * t``, int32)."""
     url = nc_url(path) if kind == "nczarr" else str(path)
     with netCDF4.Dataset(url, "w", format="NETCDF4") as ds:
         ds.createDimension("time", None if unlimited else n)
@@ -50,6 +51,8 @@ def daily(
         )
         v.units = "K"
         t[:] = np.arange(t0, t0 + n)
+        if extra:
+            ds.createVariable("extra", "i4", ("time",))[:] = np.arange(t0, t0 + n) * 10
         v[:] = expected_temp(t0, n)
         ds.title = title
     return path

@@ -20,37 +20,47 @@ existing store ``dst`` (the target is the first part of the same plan). The plan
 * the metadata is written last, arrays first and the root group last
   (:func:`nczarr.translate.order.order_metadata`), so a reader never sees a shape
   whose chunks are not all written. A combine carries convert's journal (``resume``);
-  an append writes its own journal holding the new metadata just before writing it, so
-  that an append killed in that window is completed by the next one.
+  an append writes its own journal holding the new metadata just before writing it:
+  nczarr's readers read the grown store from it (:mod:`nczarr.maps.pending`), and the
+  next append completes an append killed in that window.
 * with ``client=`` the verbatim copies run on a dask cluster
   (:func:`nczarr.conversion.cluster.copy_chunks_on_cluster` over
   :class:`~nczarr.conversion.growcopy.ShiftedMap`, a read-only map showing a source's
   chunks under their target keys).
 
-The parts are read by :mod:`nczarr.conversion.growparts`, the chunks written by
-:mod:`nczarr.conversion.growcopy`.
+The parts are read by :mod:`nczarr.conversion.growparts`, planned (and reported) by
+:mod:`nczarr.conversion.growplan`, the chunks written by
+:mod:`nczarr.conversion.growcopy`. ``include``/``exclude`` select the same variables in
+every source; ``dry_run`` plans, counts and writes nothing.
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import os
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any
 
-from ..errors import InvalidModeError, TargetExistsError, UnsupportedTypeError, warn_all
+from ..errors import InvalidModeError, TargetExistsError
 from ..maps.base import ZMap
+from ..maps.pending import decode_append_journal, encode_append_journal
 from ..readthrough import TranslatedView
-from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR
-from ..translate.grow import GrowPlan, plan_growth
-from ..translate.order import order_metadata
+from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, ZARR_JSON, ZARRAY
 from ..translate.target import Target
-from ..translate.writer import check_zarr_format, write_with_warnings
 from .apply import delete_keys, write_metadata
 from .growcopy import execute
-from .growparts import Part, PartOptions, Reader, check_equal, part_of_view, read_part
+from .growparts import PartOptions, part_of_view
+from .growplan import (
+    dry_run_report,
+    finish_report,
+    names_of,
+    part_options,
+    plan_parts,
+    report_of,
+)
+from .growsiblings import read_parts
 from .journal import (
     JOURNAL_KEY,
     Journal,
@@ -61,8 +71,8 @@ from .journal import (
     source_identity,
     write_journal,
 )
-from .locations import check_format, open_location, parsed_url, url_of, zip_target_options
-from .overlap import check_distinct, location_of
+from .locations import open_location, parsed_url, url_of, zip_target_options
+from .overlap import check_distinct_all, location_of
 from .progress import ProgressArg, progress_callback
 from .report import ConvertReport
 
@@ -75,101 +85,6 @@ Location = str | os.PathLike[str] | ZMap
 
 
 # ------------------------------------------------------------------ entry points
-def _names(locations: Sequence[Location]) -> list[str]:
-    return [url_of(loc) for loc in locations]
-
-
-def _report(
-    plan: GrowPlan,
-    names: Sequence[str],
-    target: str,
-    layout: str,
-    opts: PartOptions,
-    warnings: Sequence[str],
-) -> ConvertReport:
-    source = names[0] if len(names) == 1 else f"{names[0]} (+{len(names) - 1} more)"
-    return ConvertReport(
-        source=source,
-        target=target,
-        source_layout=layout,
-        target_format=opts.fmt,
-        arrays=sum(1 for _ in plan.dataset.root.all_variables()),
-        warnings=tuple(warnings),
-        zarr_format=opts.zarr_format,
-    )
-
-
-def _metadata(plan: GrowPlan, opts: PartOptions) -> tuple[list[tuple[str, bytes]], list[str]]:
-    written = write_with_warnings(
-        plan.dataset,
-        opts.fmt,  # type: ignore[arg-type]
-        noxarray=opts.noxarray,
-        consolidated=opts.consolidated,
-        netcdf_scalars=opts.netcdf_scalars,
-        zarr_format=opts.zarr_format,
-    )
-    if written.skipped:
-        raise UnsupportedTypeError(
-            f"cannot write {', '.join('/' + p for p in written.skipped)} in {opts.fmt} "
-            f"v{opts.zarr_format}: {'; '.join(written.warnings)}"
-        )
-    ordered = [(k, written.metadata[k]) for k in order_metadata(written.metadata)]
-    return ordered, list(written.warnings)
-
-
-def _plan_parts(
-    parts: Sequence[Part],
-    dim: str,
-    names: Sequence[str],
-    combine_attrs: str,
-    opts: PartOptions,
-    *,
-    first_is_target: bool,
-) -> tuple[GrowPlan, list[Reader], list[tuple[str, bytes]], list[str]]:
-    """Plan the grown store from ``parts`` (the first being the target itself when
-    appending), check that what is not grown agrees, write its metadata in memory and
-    announce the warnings (the sources'; a target's own were said when it was written).
-    Returns ``(plan, readers, metadata, warnings)``."""
-    readers = [Reader(p) for p in parts]
-    plan = plan_growth(
-        [p.dataset for p in parts],
-        dim,
-        [p.stored for p in parts],
-        names=names,
-        combine_attrs=combine_attrs,  # type: ignore[arg-type]
-        first_is_target=first_is_target,
-    )
-    check_equal(plan, readers, names)
-    metadata, written_warnings = _metadata(plan, opts)
-    warnings = [*plan.warnings, *written_warnings]
-    for p in parts[1:] if first_is_target else parts:
-        warnings += [w for w in p.warnings if w not in warnings]
-    warn_all(warnings)
-    return plan, readers, metadata, warnings
-
-
-def _options(
-    parsed: Any,
-    mode: str | None,
-    zarr_format: int | None,
-    noxarray: bool | None,
-    consolidated: bool | None,
-    netcdf_scalars: bool,
-) -> PartOptions:
-    """The target's format and options: the arguments, else the URL's mode words."""
-    fmt = check_format(
-        mode if mode is not None else (parsed.format if parsed is not None else None) or "nczarr",
-        "mode",
-    )
-    version = zarr_format or (parsed.zarr_version if parsed is not None else None) or 2
-    version = check_zarr_format(fmt, version, netcdf_scalars=netcdf_scalars)
-    if noxarray is None:
-        noxarray = parsed is not None and not parsed.xarray_dimensions
-    if consolidated is None:
-        consolidated = bool(parsed is not None and parsed.consolidated)
-    return PartOptions(fmt, version, noxarray, consolidated, netcdf_scalars)
-
-
 def _prepare_target(
     dst_map: ZMap,
     journal: Journal,
@@ -221,27 +136,35 @@ def combine(
     target_options: Mapping[str, Any] | None = None,
     client: Any = None,
     batch_size: int | None = None,
+    dry_run: bool = False,
+    include: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
 ) -> ConvertReport:
     """Write the ``sources`` concatenated along ``concat_dim`` into the new store ``dst``
-    (what ``nczarr.convert([...], dst, concat_dim=...)`` does; see the module doc)."""
+    (what ``nczarr.convert([...], dst, concat_dim=...)`` does; see the module doc).
+    ``include``/``exclude`` select the same variables in every source; ``dry_run``
+    reports the plan (:func:`_dry_run`) and writes nothing."""
     start = time.perf_counter()
     if overwrite and resume:
         raise InvalidModeError("overwrite=True and resume=True exclude each other")
     sources = list(sources)
     parsed = parsed_url(dst)
-    opts = _options(parsed, mode, zarr_format, noxarray, consolidated, netcdf_scalars)
+    opts = part_options(
+        parsed, mode, zarr_format, noxarray, consolidated, netcdf_scalars, (include, exclude)
+    )
     fmt = opts.fmt
-    names = _names(sources)
-    for src in sources:
-        check_distinct(src, dst, src_options=source_options, dst_options=target_options)
+    names = names_of(sources)
+    check_distinct_all(sources, dst, src_options=source_options, dst_options=target_options)
     with ExitStack() as stack:
         on_chunk = progress_callback(progress, stack, unit="chunk")
         maps = [open_location(s, "r", source_options, stack) for s in sources]
-        parts = [read_part(m, opts) for m in maps]
-        plan, readers, metadata, warnings = _plan_parts(
+        parts = read_parts(maps, opts)
+        plan, readers, metadata, warnings = plan_parts(
             parts, concat_dim, names, combine_attrs, opts, first_is_target=False
         )
-        report = _report(plan, names, url_of(dst), parts[0].dataset.layout, opts, warnings)
+        report = report_of(plan, names, url_of(dst), parts[0].dataset.layout, opts, warnings)
+        if dry_run:
+            return dry_run_report(report, plan, readers, metadata, start)
         dst_map = open_location(dst, "a", zip_target_options(dst, fmt, target_options), stack)
         keys = plan.target_chunk_keys
         journal = Journal(
@@ -265,21 +188,7 @@ def combine(
         report.metadata_written = tuple(write_metadata(dst_map, metadata))
         remove_journal(dst_map)
         dst_map.flush()
-    return _finish(report, copied, reencoded, start)
-
-
-def _finish(
-    report: ConvertReport,
-    copied: tuple[int, int, int],
-    reencoded: tuple[int, int, int],
-    start: float,
-) -> ConvertReport:
-    report.chunks_copied = copied[0]
-    report.chunks_reencoded = reencoded[0]
-    report.chunks_skipped = copied[1] + reencoded[1]
-    report.bytes_copied = copied[2] + reencoded[2]
-    report.seconds = time.perf_counter() - start
-    return report
+    return finish_report(report, copied, reencoded, start)
 
 
 def _target_options(dst_map: ZMap) -> PartOptions:
@@ -298,10 +207,6 @@ def _target_options(dst_map: ZMap) -> PartOptions:
     return PartOptions("zarr", info.zarr_format, False, info.consolidated, False)
 
 
-#: ``kind`` of the journal an append writes before its metadata.
-_APPEND_KIND = "nczarr-append-journal"
-
-
 def _changed(dst: ZMap, key: str, value: bytes) -> bool:
     try:
         return dst[key] != value
@@ -309,21 +214,17 @@ def _changed(dst: ZMap, key: str, value: bytes) -> bool:
         return True
 
 
-def _append_journal(
-    metadata: Sequence[tuple[str, bytes]], sources: Sequence[str], dim: str
-) -> bytes:
-    """The journal of an append about to write ``metadata``: every chunk is written, so
-    a later append can finish an interrupted metadata write (:func:`_finish_interrupted`)."""
-    doc = {
-        "kind": _APPEND_KIND,
-        "sources": list(sources),
-        "dimension": dim,
-        "metadata": [[k, v.decode("utf-8")] for k, v in metadata],
-    }
-    return json.dumps(doc).encode("utf-8")
+def _grown_last(metadata: Sequence[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    """``metadata`` (in :func:`order_metadata` order) with the array objects holding a
+    shape moved just before the root objects: netcdf-c refuses a store whose array
+    shapes and dimension sizes disagree, so the window where they do is kept short."""
+    root = [(k, v) for k, v in metadata if "/" not in k]
+    nodes = [(k, v) for k, v in metadata if "/" in k]
+    shaped = [(k, v) for k, v in nodes if k.rpartition("/")[2] in (ZARRAY, ZARR_JSON)]
+    return [*(kv for kv in nodes if kv not in shaped), *shaped, *root]
 
 
-def _finish_interrupted(dst: ZMap, shown: str) -> None:
+def _finish_interrupted(dst: ZMap, shown: str, dry_run: bool = False) -> None:
     """Complete the metadata of an append killed while writing it, then refuse the new
     append (it may be a rerun of the same one); nothing if ``dst`` holds no journal.
 
@@ -336,16 +237,18 @@ def _finish_interrupted(dst: ZMap, shown: str) -> None:
         raw = dst[JOURNAL_KEY]
     except KeyError:
         return
-    try:
-        doc = json.loads(raw)
-        pending = [(str(k), str(v).encode("utf-8")) for k, v in doc["metadata"]]
-        if doc.get("kind") != _APPEND_KIND:
-            raise ValueError(doc.get("kind"))
-    except (ValueError, KeyError, TypeError):
+    decoded = decode_append_journal(raw)
+    if decoded is None:
         raise TargetExistsError(
             f"cannot append to {shown!r}: it holds an interrupted convert ({JOURNAL_KEY}); "
             "finish it with resume=True first (nothing was changed)"
-        ) from None
+        )
+    pending, doc = decoded
+    if dry_run:
+        raise TargetExistsError(
+            f"{shown!r} holds an append interrupted while writing its metadata: the next "
+            "append completes it first (a dry run writes nothing)"
+        )
     write_metadata(dst, pending)
     remove_journal(dst)
     dst.flush()
@@ -378,20 +281,24 @@ def append(
     target_options: Mapping[str, Any] | None = None,
     client: Any = None,
     batch_size: int | None = None,
+    dry_run: bool = False,
+    include: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
 ) -> ConvertReport:
     """Append ``sources`` to the existing store ``dst`` along ``append_dim`` (what
-    ``nczarr.convert(src, dst, append_dim=...)`` does; see the module doc)."""
+    ``nczarr.convert(src, dst, append_dim=...)`` does; see the module doc).
+    ``include``/``exclude`` select the variables of every source (the store keeps all of
+    its own, so they must match them); ``dry_run`` reports the plan, writes nothing."""
     start = time.perf_counter()
     sources = list(sources)
-    names = [url_of(dst), *_names(sources)]
-    for src in sources:
-        check_distinct(src, dst, src_options=source_options, dst_options=target_options)
+    names = [url_of(dst), *names_of(sources)]
+    check_distinct_all(sources, dst, src_options=source_options, dst_options=target_options)
     with ExitStack() as stack:
         on_chunk = progress_callback(progress, stack, unit="chunk")
-        dst_map = open_location(dst, "a", target_options, stack)
+        dst_map = open_location(dst, "r" if dry_run else "a", target_options, stack)
         if not dst_map.search(""):
             raise InvalidModeError(f"cannot append to {url_of(dst)!r}: it is empty or missing")
-        _finish_interrupted(dst_map, url_of(dst))
+        _finish_interrupted(dst_map, url_of(dst), dry_run)
         opts = _target_options(dst_map)
         target_view = TranslatedView.from_source(
             dst_map,
@@ -403,11 +310,15 @@ def append(
         )
         _check_appendable(target_view, url_of(dst))
         maps = [open_location(s, "r", source_options, stack) for s in sources]
-        parts = [part_of_view(target_view), *(read_part(m, opts) for m in maps)]
-        plan, readers, metadata, warnings = _plan_parts(
+        selected = dataclasses.replace(opts, include=include, exclude=exclude)
+        parts = [part_of_view(target_view), *read_parts(maps, selected)]
+        plan, readers, metadata, warnings = plan_parts(
             parts, append_dim, names, combine_attrs, opts, first_is_target=True
         )
-        report = _report(plan, names[1:], url_of(dst), parts[1].dataset.layout, opts, warnings)
+        report = report_of(plan, names[1:], url_of(dst), parts[1].dataset.layout, opts, warnings)
+        if dry_run:
+            changed = [(k, v) for k, v in metadata if _changed(dst_map, k, v)]
+            return dry_run_report(report, plan, readers, changed, start)
         cluster = {"client": client, "batch_size": batch_size, "workers": workers}
         copied, reencoded = execute(
             plan,
@@ -420,20 +331,13 @@ def append(
         )
         if client is not None:
             remove_temporaries(dst_map)  # of a worker killed mid-write
-        metadata = [(k, v) for k, v in metadata if _changed(dst_map, k, v)]
-        dst_map[JOURNAL_KEY] = _append_journal(metadata, names[1:], plan.dimension)
+        metadata = _grown_last([(k, v) for k, v in metadata if _changed(dst_map, k, v)])
+        # all chunks are written: from here on nczarr's readers see the grown store
+        dst_map[JOURNAL_KEY] = encode_append_journal(metadata, names[1:], plan.dimension)
         report.metadata_written = tuple(write_metadata(dst_map, metadata))
         remove_journal(dst_map)
         dst_map.flush()
-    return _finish(report, copied, reencoded, start)
-
-
-#: ``convert`` arguments a grown store does not take yet, with their defaults.
-_NOT_YET = {
-    "dry_run": False,
-    "include": None,
-    "exclude": None,
-}
+    return finish_report(report, copied, reencoded, start)
 
 
 def grow(src: Any, dst: Location, mode: str | None, args: Mapping[str, Any]) -> ConvertReport:
@@ -448,11 +352,6 @@ def grow(src: Any, dst: Location, mode: str | None, args: Mapping[str, Any]) -> 
             f"convert got {len(sources)} sources: pass concat_dim= (--concat-dim) to combine "
             "them along a dimension"
         )
-    given = [name for name, default in _NOT_YET.items() if args.get(name) != default]
-    if given:
-        raise InvalidModeError(
-            f"{', '.join(given)} cannot be combined with concat_dim/append_dim (yet)"
-        )
     common = {
         "workers": args.get("workers", 8),
         "combine_attrs": args.get("combine_attrs", "identical"),
@@ -461,6 +360,9 @@ def grow(src: Any, dst: Location, mode: str | None, args: Mapping[str, Any]) -> 
         "target_options": args.get("target_options"),
         "client": args.get("client"),
         "batch_size": args.get("batch_size"),
+        "dry_run": bool(args.get("dry_run")),
+        "include": args.get("include"),
+        "exclude": args.get("exclude"),
     }
     if append_dim is not None:
         if mode is not None or args.get("zarr_format") is not None:

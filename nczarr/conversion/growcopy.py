@@ -4,6 +4,7 @@ copies under shifted keys (kernel, server-side or byte copies; on a dask cluster
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -194,14 +195,23 @@ def execute(
         src = readers[c.part].part.copy_source(c.source_key)
         return lambda: _copy_one(src, dst, c.source_key, c.target_key, skip)
 
-    jobs = [copier(c) for c in copies]
     local = all(dst.copy_support(s) == "local" for s in sources[1:] or sources)
+    copied = remote
     with ExitStack() as stack:
         stack.enter_context(dst.session())
-        for s in sources:
-            stack.enter_context(s.session())
-        copied = _run(jobs, workers, local, progress, sum(remote[:2]), total)
-        copied = (copied[0] + remote[0], copied[1] + remote[1], copied[2] + remote[2])
+        if local:  # serial kernel copies: one source's directories held at a time
+            for part, group in itertools.groupby(copies, key=lambda c: c.part):
+                batch = [copier(c) for c in group]
+                with sources[part].session():
+                    stats = _run(batch, workers, True, progress, sum(copied[:2]), total)
+                copied = (copied[0] + stats[0], copied[1] + stats[1], copied[2] + stats[2])
+        else:  # concurrent requests across sources
+            for s in sources:
+                stack.enter_context(s.session())
+            stats = _run(
+                [copier(c) for c in copies], workers, False, progress, sum(remote[:2]), total
+            )
+            copied = (copied[0] + stats[0], copied[1] + stats[1], copied[2] + stats[2])
 
     def assembler(path: str, coords: tuple[int, ...]) -> Callable[[], tuple[bool, int]]:
         def job() -> tuple[bool, int]:

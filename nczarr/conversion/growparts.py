@@ -20,20 +20,33 @@ from ..translate.conventions import ZARRAY
 from ..translate.dtypes import nc_to_zarr_dtype
 from ..translate.grow import GrowPlan
 from ..translate.model import Dataset, Variable
+from ..translate.select import dropped_warning, select_dataset, selected_paths
 from ..translate.target import Target
 
-__all__ = ["Part", "PartOptions", "Reader", "assemble", "check_equal", "part_of_view", "read_part"]
+__all__ = [
+    "Part",
+    "PartOptions",
+    "Reader",
+    "assemble",
+    "check_equal",
+    "listed",
+    "part_of_view",
+    "read_part",
+]
 
 
 @dataclass
 class PartOptions:
-    """What every part's view and the writer share."""
+    """What every part's view and the writer share; ``include``/``exclude`` select the
+    same variables in every source (:func:`~nczarr.translate.select.select_dataset`)."""
 
     fmt: str
     zarr_format: int
     noxarray: bool
     consolidated: bool
     netcdf_scalars: bool
+    include: Sequence[str] | None = None
+    exclude: Sequence[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -71,15 +84,19 @@ def part_of_view(view: TranslatedView) -> Part:
     )
 
 
-def read_part(zmap: ZMap, opts: PartOptions) -> Part:
+def read_part(
+    zmap: ZMap, opts: PartOptions, metadata: tuple[dict[str, Any], list[str]] | None = None
+) -> Part:
     """``zmap`` as a part: read directly when nothing needs translating (the common
-    case, and the cheap one: no metadata is written per source), else through a view."""
+    case, and the cheap one: no metadata is written per source), else through a view.
+    ``metadata``: what :func:`nczarr.load.load_metadata` gave for ``zmap`` already."""
     if zmap.file_format() is None and not zmap.reencoded:
-        dataset, v3_keys = read_with_chunk_keys(zmap)
+        read, v3_keys = read_with_chunk_keys(zmap, metadata=metadata)
+        dataset = select_dataset(read, opts.include, opts.exclude)
         variables = list(dataset.root.all_variables())
         plain = (
             not v3_keys
-            and not dataset.skipped
+            and not selected_paths(read.skipped, opts.include, opts.exclude)
             and ZARRAY not in zmap  # a bare root array: shown under another prefix
             and not plan_reencoding(dataset, opts.fmt)[1]
             and not (opts.fmt == "nczarr" and any(v.logical == "bytes" for v in variables))
@@ -87,16 +104,16 @@ def read_part(zmap: ZMap, opts: PartOptions) -> Part:
         if plain:
             return Part(
                 dataset=dataset,
-                stored=frozenset(_listed(zmap, variables)),
+                stored=frozenset(listed(zmap, variables)),
                 chunks=zmap,
                 verbatim=zmap,
                 view=None,
-                warnings=dataset.warnings,
+                warnings=(*dataset.warnings, *dropped_warning(read, dataset)),
             )
     return part_of_view(_view(zmap, opts))
 
 
-def _listed(zmap: ZMap, variables: Sequence[Variable]) -> Iterator[str]:
+def listed(zmap: ZMap, variables: Sequence[Variable]) -> Iterator[str]:
     """The chunk objects stored below each variable (no metadata objects)."""
     for var in variables:
         prefix = var.path.strip("/")
@@ -116,8 +133,8 @@ def _view(zmap: ZMap, opts: PartOptions) -> TranslatedView:
         consolidated=opts.consolidated,
         netcdf_scalars=opts.netcdf_scalars,
     )
-    view = TranslatedView.from_source(zmap, target)
-    missing = (*view.dataset.skipped, *view.left_out)
+    view = TranslatedView.from_source(zmap, target, include=opts.include, exclude=opts.exclude)
+    missing = selected_paths((*view.dataset.skipped, *view.left_out), opts.include, opts.exclude)
     if missing:
         raise UnsupportedTypeError(
             f"{zmap.url}: cannot combine: {', '.join(missing)} cannot be represented in "
@@ -146,6 +163,15 @@ class Reader:
     def __init__(self, part: Part) -> None:
         self.part = part
         self._recoders: dict[str, ChunkRecoder] = {}
+        self._keys: dict[str, list[str]] = {}
+
+    def stored_keys(self, var: Variable) -> list[str]:
+        """The chunk keys of ``var`` this part stores, sorted."""
+        path = var.path.strip("/")
+        if path not in self._keys:
+            prefix = path + "/"
+            self._keys[path] = sorted(k for k in self.part.stored if k.startswith(prefix))
+        return self._keys[path]
 
     def recoder(self, var: Variable) -> ChunkRecoder:
         path = var.path.strip("/")
@@ -221,18 +247,48 @@ def _check_width(values: np.ndarray, dtype: np.dtype, fqn: str) -> None:
 
 
 def check_equal(plan: GrowPlan, readers: Sequence[Reader], names: Sequence[str]) -> None:
-    """Refuse parts whose variables without the dimension hold other values."""
-    for fqn in plan.compare:
-        var = plan.dataset.find_variable(fqn)
-        box = [(0, s) for s in var.shape] if not var.scalar else []
-        first = readers[0].region(var, box) if not var.scalar else _scalar(readers[0], var)
-        for i, reader in enumerate(readers[1:], 1):
-            other = reader.region(var, box) if not var.scalar else _scalar(reader, var)
-            if first.shape != other.shape or not _equal(first, other):
+    """Refuse parts whose variables without the dimension hold other values. A part
+    read as the first one's model whose chunk objects of a variable are the very same
+    bytes holds the same values (not decoded); the others are decoded and compared. One
+    part's chunks are held at a time (and the first's)."""
+    variables = [plan.dataset.find_variable(fqn) for fqn in plan.compare]
+    if not variables:
+        return
+    first = readers[0]
+    first_bytes: dict[str, Any] | None = None
+    first_values: dict[str, np.ndarray] = {}
+    for i, reader in enumerate(readers[1:], 1):
+        same: set[str] = set()
+        if reader.part.dataset is first.part.dataset:
+            if first_bytes is None:
+                first_bytes = _chunk_bytes(first, variables)
+            theirs = _chunk_bytes(reader, variables)
+            same = {path for path, stored in theirs.items() if stored == first_bytes[path]}
+        for var in variables:
+            if var.path in same:
+                continue
+            if var.path not in first_values:
+                first_values[var.path] = _values(first, var)
+            mine, other = first_values[var.path], _values(reader, var)
+            if mine.shape != other.shape or not _equal(mine, other):
                 raise InvalidModeError(
-                    f"cannot combine {names[i]} and {names[0]}: variable {fqn!r} does not "
-                    f"have the dimension {plan.dimension!r} and its values differ"
+                    f"cannot combine {names[i]} and {names[0]}: variable {var.path!r} does "
+                    f"not have the dimension {plan.dimension!r} and its values differ"
                 )
+
+
+def _values(reader: Reader, var: Variable) -> np.ndarray:
+    if var.scalar:
+        return _scalar(reader, var)
+    return reader.region(var, [(0, s) for s in var.shape])
+
+
+def _chunk_bytes(reader: Reader, variables: Sequence[Variable]) -> dict[str, Any]:
+    """``path -> (chunk keys, their bytes)`` of ``variables`` in one part (one
+    ``getitems``)."""
+    keys = {var.path: reader.stored_keys(var) for var in variables}
+    got = reader.part.chunks.getitems([k for ks in keys.values() for k in ks])
+    return {path: (ks, [got.get(k) for k in ks]) for path, ks in keys.items()}
 
 
 def _scalar(reader: Reader, var: Variable) -> np.ndarray:

@@ -34,6 +34,7 @@ from typing import Any
 
 from ..errors import TargetExistsError
 from ..maps.base import ZMap
+from ..maps.pending import JOURNAL_KEY  # the key an append's journal has too
 
 __all__ = [
     "JOURNAL_KEY",
@@ -46,8 +47,6 @@ __all__ = [
     "source_identity",
 ]
 
-#: Key of the journal object, at the root of the target.
-JOURNAL_KEY = ".in-progress.nczarr"
 _KIND = "nczarr-convert-journal"
 
 

@@ -40,7 +40,9 @@ class ConvertReport:
         What the target cannot carry or netcdf-c cannot read, and arrays left out.
     dry_run, planned_keys, planned_bytes
         For a dry run: every key that would be written, in order, and the bytes that
-        would be written (chunks plus metadata). Nothing is written.
+        would be written (chunks plus metadata). Nothing is written. A dry run of a
+        combine or an append also counts, in ``chunks_copied`` and
+        ``chunks_reencoded``, the chunks that would be copied and re-encoded.
     operation
         ``"convert"`` or ``"migrate"``.
     """

@@ -88,6 +88,7 @@ def _translated_if_needed(zmap: ZMap, owned: bool = True) -> ZMap:
     netcdf-c metadata."""
     from ..errors import MetadataError, warn_all
     from ..load import STALE_CONSOLIDATED, load_metadata
+    from ..maps.pending import pending_view
     from ..translate.compat import needs_translation
     from ..translate.detect import detect_format
 
@@ -102,7 +103,8 @@ def _translated_if_needed(zmap: ZMap, owned: bool = True) -> ZMap:
     if not translate:
         # zarr-python reads it as stored; say what it will misread (a stale .zmetadata)
         warn_all([m for m in lenient if STALE_CONSOLIDATED in m])
-        return zmap
+        # an append killed among its metadata writes: the metadata it was writing
+        return pending_view(zmap, owns_source=owned)
     return _view(zmap, owned, metadata=(meta, lenient))  # every object is read once
 
 

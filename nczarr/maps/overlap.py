@@ -22,13 +22,13 @@ writing, so a refused convert has touched nothing.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InvalidModeError
 from .location import Location, norm_endpoint
 
-__all__ = ["Location", "location_of", "overlap", "check_distinct"]
+__all__ = ["Location", "location_of", "overlap", "check_distinct", "check_distinct_all"]
 
 
 def location_of(store: Any, options: Mapping[str, Any] | None = None) -> Location:
@@ -85,14 +85,22 @@ def _chain(path: str) -> list[tuple[int, int]]:
         current = parent
 
 
-def _local_overlap(a: str, b: str) -> bool:
-    real_a, real_b = os.path.realpath(a), os.path.realpath(b)
+def _resolved(path: str) -> tuple[str, str, tuple[int, int] | None, list[tuple[int, int]]]:
+    """``(path, real path, identity, chain)``: what comparing ``path`` needs, once."""
+    real = os.path.realpath(path)
+    ident = _identity(real)
+    return path, real, ident, _chain(real)
+
+
+def _local_overlap(a: str, b: str, resolved_b: Any = None) -> bool:
+    b, real_b, ident_b, chain_b = resolved_b or _resolved(b)
+    real_a = os.path.realpath(a)
     if _below(real_a, real_b, os.sep) or _below(real_b, real_a, os.sep):
         return True
     if _below(a, b, os.sep) or _below(b, a, os.sep):
         return True
-    ident_a, ident_b = _identity(real_a), _identity(real_b)
-    return (ident_a is not None and ident_a in _chain(real_b)) or (
+    ident_a = _identity(real_a)
+    return (ident_a is not None and ident_a in chain_b) or (
         ident_b is not None and ident_b in _chain(real_a)
     )
 
@@ -131,6 +139,29 @@ def check_distinct(
             "rewrite a store in place (they are the same store, or one lies inside the "
             "other, after resolving links and mounts; nothing was changed)"
         )
+
+
+def check_distinct_all(
+    sources: Sequence[Any],
+    dst: Any,
+    *,
+    src_options: Mapping[str, Any] | None = None,
+    dst_options: Mapping[str, Any] | None = None,
+) -> None:
+    """:func:`check_distinct` of every source and one target, the target's real
+    location resolved once (365 sources: 365 resolutions saved)."""
+    target = location_of(dst, dst_options)
+    if target.kind != "local":
+        for src in sources:
+            check_distinct(src, dst, src_options=src_options, dst_options=dst_options)
+        return
+    resolved = _resolved(target.path)
+    for src in sources:
+        where = location_of(src, src_options)
+        if src is dst or (
+            where.kind == "local" and _local_overlap(where.path, target.path, resolved)
+        ):
+            check_distinct(src, dst, src_options=src_options, dst_options=dst_options)
 
 
 def _shown(store: Any) -> str:

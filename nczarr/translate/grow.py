@@ -192,6 +192,8 @@ def _check_parts(
     for i, part in enumerate(parts[1:], 1):
         where = f"{names[i]} and {names[0]}"
         find_dimension(part, dim)
+        if part is parts[0]:  # one model read for both (identical metadata): they agree
+            continue
         groups = _groups(part)
         if set(groups) != set(first_groups):
             raise InvalidModeError(
@@ -398,16 +400,15 @@ def _chunk_plan(
     n = var.chunks[axis]
     total = var.shape[axis]
     grid = _grid(var.shape, var.chunks)
+    alike: dict[int, bool] = {}  # same_encoding per source variable (parts share models)
     for index in grid[axis]:
         start, stop = index * n, min((index + 1) * n, total)
         part = bisect.bisect_right(offsets, start) - 1
         src = sources[part]
         offset = offsets[part]
-        whole = (
-            same_encoding(src, var)
-            and (start - offset) % n == 0
-            and stop <= offset + src.shape[axis]
-        )
+        if id(src) not in alike:
+            alike[id(src)] = same_encoding(src, var)
+        whole = alike[id(src)] and (start - offset) % n == 0 and stop <= offset + src.shape[axis]
         for coords in itertools.product(*([*grid[:axis], [index], *grid[axis + 1 :]])):
             if not whole:
                 yield tuple(coords)

@@ -1,0 +1,167 @@
+"""Planning a grown store (:mod:`nczarr.conversion.combine`): the target's options, the
+parts' plan with its agreement checks and metadata, and the report (of a run or a dry
+run). Shared by ``combine`` and ``append``."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import UnsupportedTypeError, warn_all
+from ..maps.base import ZMap
+from ..translate.grow import GrowPlan, plan_growth
+from ..translate.order import order_metadata
+from ..translate.writer import check_zarr_format, write_with_warnings
+from .growparts import Part, PartOptions, Reader, assemble, check_equal
+from .locations import check_format, url_of
+from .report import ConvertReport
+
+__all__ = [
+    "dry_run_report",
+    "finish_report",
+    "names_of",
+    "part_options",
+    "plan_parts",
+    "report_of",
+    "write_plan_metadata",
+]
+
+Location = str | os.PathLike[str] | ZMap
+
+
+def names_of(locations: Sequence[Location]) -> list[str]:
+    return [url_of(loc) for loc in locations]
+
+
+def report_of(
+    plan: GrowPlan,
+    names: Sequence[str],
+    target: str,
+    layout: str,
+    opts: PartOptions,
+    warnings: Sequence[str],
+) -> ConvertReport:
+    source = names[0] if len(names) == 1 else f"{names[0]} (+{len(names) - 1} more)"
+    return ConvertReport(
+        source=source,
+        target=target,
+        source_layout=layout,
+        target_format=opts.fmt,
+        arrays=sum(1 for _ in plan.dataset.root.all_variables()),
+        warnings=tuple(warnings),
+        zarr_format=opts.zarr_format,
+    )
+
+
+def write_plan_metadata(
+    plan: GrowPlan, opts: PartOptions
+) -> tuple[list[tuple[str, bytes]], list[str]]:
+    written = write_with_warnings(
+        plan.dataset,
+        opts.fmt,  # type: ignore[arg-type]
+        noxarray=opts.noxarray,
+        consolidated=opts.consolidated,
+        netcdf_scalars=opts.netcdf_scalars,
+        zarr_format=opts.zarr_format,
+    )
+    if written.skipped:
+        raise UnsupportedTypeError(
+            f"cannot write {', '.join('/' + p for p in written.skipped)} in {opts.fmt} "
+            f"v{opts.zarr_format}: {'; '.join(written.warnings)}"
+        )
+    ordered = [(k, written.metadata[k]) for k in order_metadata(written.metadata)]
+    return ordered, list(written.warnings)
+
+
+def plan_parts(
+    parts: Sequence[Part],
+    dim: str,
+    names: Sequence[str],
+    combine_attrs: str,
+    opts: PartOptions,
+    *,
+    first_is_target: bool,
+) -> tuple[GrowPlan, list[Reader], list[tuple[str, bytes]], list[str]]:
+    """Plan the grown store from ``parts`` (the first being the target itself when
+    appending), check that what is not grown agrees, write its metadata in memory and
+    announce the warnings (the sources'; a target's own were said when it was written).
+    Returns ``(plan, readers, metadata, warnings)``."""
+    readers = [Reader(p) for p in parts]
+    plan = plan_growth(
+        [p.dataset for p in parts],
+        dim,
+        [p.stored for p in parts],
+        names=names,
+        combine_attrs=combine_attrs,  # type: ignore[arg-type]
+        first_is_target=first_is_target,
+    )
+    check_equal(plan, readers, names)
+    metadata, written_warnings = write_plan_metadata(plan, opts)
+    warnings = [*plan.warnings, *written_warnings]
+    for p in parts[1:] if first_is_target else parts:
+        warnings += [w for w in p.warnings if w not in warnings]
+    warn_all(warnings)
+    return plan, readers, metadata, warnings
+
+
+def part_options(
+    parsed: Any,
+    mode: str | None,
+    zarr_format: int | None,
+    noxarray: bool | None,
+    consolidated: bool | None,
+    netcdf_scalars: bool,
+    selection: tuple[Sequence[str] | None, Sequence[str] | None] = (None, None),
+) -> PartOptions:
+    """The target's format and options: the arguments, else the URL's mode words."""
+    fmt = check_format(
+        mode if mode is not None else (parsed.format if parsed is not None else None) or "nczarr",
+        "mode",
+    )
+    version = zarr_format or (parsed.zarr_version if parsed is not None else None) or 2
+    version = check_zarr_format(fmt, version, netcdf_scalars=netcdf_scalars)
+    if noxarray is None:
+        noxarray = parsed is not None and not parsed.xarray_dimensions
+    if consolidated is None:
+        consolidated = bool(parsed is not None and parsed.consolidated)
+    return PartOptions(fmt, version, noxarray, consolidated, netcdf_scalars, *selection)
+
+
+def finish_report(
+    report: ConvertReport,
+    copied: tuple[int, int, int],
+    reencoded: tuple[int, int, int],
+    start: float,
+) -> ConvertReport:
+    report.chunks_copied = copied[0]
+    report.chunks_reencoded = reencoded[0]
+    report.chunks_skipped = copied[1] + reencoded[1]
+    report.bytes_copied = copied[2] + reencoded[2]
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def dry_run_report(
+    report: ConvertReport,
+    plan: GrowPlan,
+    readers: Sequence[Reader],
+    metadata: Sequence[tuple[str, bytes]],
+    start: float,
+) -> ConvertReport:
+    """The report of a dry run: the keys that would be written (chunks, then metadata),
+    their bytes, and how many chunks would be copied verbatim and re-encoded. The
+    re-encoded chunks are assembled (read and encoded, one at a time) to count their
+    bytes; nothing is written."""
+    report.dry_run = True
+    report.planned_keys = (*plan.target_chunk_keys, *(k for k, _ in metadata))
+    copied = sum(
+        readers[c.part].part.copy_source(c.source_key).getsize(c.source_key) for c in plan.copies
+    )
+    assembled = sum(len(assemble(plan, readers, path, coords)) for path, coords in plan.assembled)
+    report.planned_bytes = copied + assembled + sum(len(v) for _, v in metadata)
+    report.chunks_copied = len(plan.copies)
+    report.chunks_reencoded = len(plan.assembled)
+    report.seconds = time.perf_counter() - start
+    return report

@@ -1,0 +1,119 @@
+"""Reading many sources that share one layout (:mod:`nczarr.conversion.combine`) once.
+
+365 daily files of one producer hold the same metadata objects, often byte for byte
+(one day each: the same shapes too). Reading each into the model costs far more than
+copying its chunks, so :func:`read_parts` reads the first source fully and remembers
+which metadata objects its reading looked at (every object of every node, and the
+names at its root: which root objects and append journal it holds); a later source
+whose objects at those keys hold the very same bytes is read as that model, without
+parsing anything again: only its chunk objects are listed (one listing of the source).
+Sound because reading an NCZarr store (current layout, every group with its
+``_nczarr_group`` list) looks at nothing else: identical bytes give an identical model.
+Any other source is read fully (and, when it is plain, remembered too: sources of
+another length share its model).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..load import MAX_METADATA_SIZE, load_metadata
+from ..maps.base import ZMap
+from ..maps.pending import JOURNAL_KEY
+from ..translate.conventions import GROUP_KEYS, LAYOUT_V2, ZARRAY, ZATTRS, ZGROUP
+from ..translate.detect import nczarr_key
+from ..translate.model import Variable
+from .growparts import Part, PartOptions, read_part
+
+__all__ = ["read_parts"]
+
+
+@dataclass
+class _Known:
+    """The keys a first full read looked at, and the parts read so far by their bytes."""
+
+    keys: tuple[str, ...]
+    parts: dict[tuple[Any, ...], Part]
+
+
+def _looked_at(meta: dict[str, Any]) -> tuple[str, ...] | None:
+    """The keys a full read of a store with these metadata objects fetches below its
+    root (each array's ``.zarray`` and ``.zattrs``, each group's ``.zgroup`` and
+    ``.zattrs``) and the root objects it holds (the root's listing stands for those it
+    does not hold); None when that read also depends on a listing (a group without
+    ``_nczarr_group``)."""
+    nodes = {key.rpartition("/")[0] for key in meta if "/" in key}
+    keys = {key for key in meta if "/" not in key}
+    for node in sorted(nodes):
+        if f"{node}/{ZARRAY}" in meta:
+            keys.update((f"{node}/{ZARRAY}", f"{node}/{ZATTRS}"))
+            continue
+        group, _ = nczarr_key(meta, node, GROUP_KEYS, ZGROUP)
+        if not isinstance(group, dict):
+            return None
+        keys.update((f"{node}/{ZGROUP}", f"{node}/{ZATTRS}"))
+    root, _ = nczarr_key(meta, "", GROUP_KEYS, ZGROUP)
+    return tuple(sorted(keys)) if isinstance(root, dict) else None
+
+
+def _fingerprint(zmap: ZMap, keys: Sequence[str], listing: Sequence[str]) -> tuple[Any, ...]:
+    """The names at the root of ``listing`` (which root objects and journal exist) and
+    the bytes of ``keys``."""
+    root = sorted({key.split("/", 1)[0] for key in listing})
+    journal = (JOURNAL_KEY,) if JOURNAL_KEY in root else ()  # its metadata is read
+    raw = zmap.getitems_capped([*keys, *journal], MAX_METADATA_SIZE + 1)
+    return (tuple(root), *sorted(raw.items()))
+
+
+def _chunks_in(listing: Sequence[str], variables: Sequence[Variable]) -> frozenset[str]:
+    """The chunk objects of ``variables`` in ``listing`` (what
+    :func:`~nczarr.conversion.growparts.listed` finds, from one listing)."""
+    arrays = {var.path.strip("/") for var in variables}
+    found = set()
+    for key in listing:
+        cut = key.find("/")
+        while cut > 0:
+            if key[:cut] in arrays:
+                if not any(s.startswith(".") for s in key[cut + 1 :].split("/")):
+                    found.add(key)
+                break
+            cut = key.find("/", cut + 1)
+    return frozenset(found)
+
+
+def _full(zmap: ZMap, opts: PartOptions, known: _Known | None) -> tuple[Part, _Known | None]:
+    """Read ``zmap`` fully; remember it when its model can stand for identical sources."""
+    lenient: list[str] = []
+    if zmap.file_format() is not None or zmap.reencoded:
+        return read_part(zmap, opts), known
+    meta = load_metadata(zmap, warnings=lenient)
+    part = read_part(zmap, opts, metadata=(meta, lenient))
+    keys = _looked_at(meta)
+    if part.view is not None or part.dataset.layout != LAYOUT_V2 or lenient or keys is None:
+        return part, known
+    if known is None:
+        known = _Known(keys, {})
+    if keys == known.keys:
+        known.parts[_fingerprint(zmap, keys, list(zmap.keys_below("")))] = part
+    return part, known
+
+
+def read_parts(maps: Sequence[ZMap], opts: PartOptions) -> list[Part]:
+    """Every map as a :class:`~nczarr.conversion.growparts.Part` (see the module doc)."""
+    parts: list[Part] = []
+    known: _Known | None = None
+    for zmap in maps:
+        twin = listing = None
+        if known is not None and zmap.file_format() is None and not zmap.reencoded:
+            listing = list(zmap.keys_below(""))
+            twin = known.parts.get(_fingerprint(zmap, known.keys, listing))
+        if twin is None or listing is None:
+            part, known = _full(zmap, opts, known)
+        else:
+            variables = list(twin.dataset.root.all_variables())
+            stored = _chunks_in(listing, variables)
+            part = replace(twin, stored=stored, chunks=zmap, verbatim=zmap)
+        parts.append(part)
+    return parts
