@@ -124,8 +124,9 @@ def native_arrays(view: TranslatedView, meta: Mapping[str, Any]) -> dict[str, Na
     layout = translation.layout
     shown = view.metadata
     out: dict[str, NativeArray] = {}
+    bare = _bare_root(meta, layout.arrays)
     for path in layout.arrays:
-        source_path = layout.source_prefix.get(path, path)
+        source_path = layout.source_prefix.get(path, "" if bare else path)
         doc = meta.get(join_key(source_path, ZARR_JSON))
         zarray = shown.get(join_key(path, ZARRAY))
         if not isinstance(doc, dict) or doc.get("zarr_format") != 3 or zarray is None:
@@ -137,6 +138,12 @@ def native_arrays(view: TranslatedView, meta: Mapping[str, Any]) -> dict[str, Na
         if metadata is not None:
             out[path] = NativeArray(source_path, metadata)
     return out
+
+
+def _bare_root(meta: Mapping[str, Any], arrays: tuple[str, ...]) -> bool:
+    """Whether the source's root is itself a Zarr v3 array (shown as the one variable)."""
+    root = meta.get(ZARR_JSON)
+    return len(arrays) == 1 and isinstance(root, dict) and root.get("node_type") == "array"
 
 
 def _v3_metadata(doc: dict[str, Any], zarray: bytes) -> Any:
