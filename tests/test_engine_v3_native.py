@@ -1,12 +1,12 @@
 """The xarray engine reads Zarr v3 sources as Zarr v3 (issue 17, "v3 read as v3").
 
 The model (dimensions, typed attributes) still comes from the translated view, but the
-values of a Zarr v3 source's arrays are read by zarr-python from the source's own
-``zarr.json`` and chunks: shards go to zarr-python's sharding codec, nothing is
-re-encoded (the view used to re-encode every inner chunk of a sharded array into a
-Zarr v2 chunk, decoded again). Values are zarr-python's own reading of the store;
-the fill value is the one the view shows (a ``_FillValue`` attribute replaces the
-Zarr ``fill_value``), so chunks never written read as before.
+values of a Zarr v3 source's sharded arrays are read by zarr-python from the source's
+own ``zarr.json`` and shards (zarr-python's sharding codec), nothing is re-encoded (the
+view used to re-encode every inner chunk into a Zarr v2 chunk, decoded again); the
+view passes the other arrays' chunks through verbatim. Values are zarr-python's own
+reading of the store; the fill value is the one the view shows (a ``_FillValue``
+attribute replaces the Zarr ``fill_value``), so chunks never written read as before.
 """
 
 from __future__ import annotations
@@ -104,16 +104,22 @@ def test_sharded_v3_is_read_without_reencoding(
     _no_reencoding_announced(said)
 
 
-def test_v3_arrays_are_zarr_v3_arrays_over_the_source(tmp_path: Path) -> None:
+def test_sharded_arrays_are_zarr_v3_arrays_over_the_source(tmp_path: Path) -> None:
+    """Sharded arrays are zarr-python's v3 arrays over the source map; the others are
+    read through the view, which passes their chunk objects verbatim."""
     _sharded_store(tmp_path / "s.zarr")
     store = NCZarrDataStore.open(tmp_path / "s.zarr")
     try:
-        for name in ("sh", "plain", "holes"):
-            array = store.source.array(store.source.dataset.find_variable(f"/{name}"))._array
-            assert array.metadata.zarr_format == 3
-            assert array.store.zmap is store.source.view.source  # the source, not the view
-        sh = store.source.array(store.source.dataset.find_variable("/sh"))._array
-        assert (sh.chunks, sh.shards) == ((2, 3), (4, 6))
+
+        def array(name: str):
+            return store.source.array(store.source.dataset.find_variable(f"/{name}"))._array
+
+        for name in ("sh", "holes"):
+            assert array(name).metadata.zarr_format == 3
+            assert array(name).store.zmap is store.source.view.source  # not the view
+        assert (array("sh").chunks, array("sh").shards) == ((2, 3), (4, 6))
+        assert array("plain").store.zmap is store.source.view
+        assert store.source.view.reencoded_array("plain/0") is None
     finally:
         store.close()
 

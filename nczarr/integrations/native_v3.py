@@ -1,22 +1,27 @@
-"""Zarr v3 arrays the xarray engine reads as Zarr v3: zarr-python over the source itself.
+"""Sharded Zarr v3 arrays the xarray engine reads as Zarr v3: zarr-python over the source.
 
 Why
 ---
 The engine's model (dimensions, typed attributes, what is left out) comes from the
-translated view (:mod:`nczarr.readthrough`), whose metadata is Zarr v2. Reading a Zarr
-v3 source's *values* through that v2 view costs work for nothing: its chunks are shown
-under v2 keys, and a sharded array has no v2 form, so the view re-encodes every inner
-chunk (zarr-python reads the shard on a private event loop, numcodecs encodes the chunk
-again, zarr-python decodes it once more). zarr-python reads Zarr v3 itself, shards
-included. So an array of a Zarr v3 source is opened by zarr-python from the source's
-own ``zarr.json`` over the source map: chunk keys, codecs and shards as stored (shards go
-to zarr-python's sharding codec, which reads only the inner chunks asked for).
+translated view (:mod:`nczarr.readthrough`), whose metadata is Zarr v2. A sharded Zarr
+v3 array has no Zarr v2 form, so through the view every inner chunk was re-encoded
+(zarr-python read the shard on a private event loop, numcodecs encoded the chunk again,
+zarr-python decoded it once more): 6x xarray's zarr engine's CPU time. zarr-python
+reads Zarr v3 shards itself, so such an array is opened by zarr-python from the
+source's own ``zarr.json`` over the source map: chunk keys, codecs and shards as stored
+(the shards go to zarr-python's sharding codec, which reads the shard index and the
+inner chunks asked for). Nothing is re-encoded.
+
+The other arrays of a Zarr v3 source need no re-encoding: the view passes their chunk
+objects through verbatim (only the key is mapped, ``c/0/1`` shown as ``0.1``; their
+codecs have a byte-identical Zarr v2 form), and the engine's batched reads
+(:mod:`.fastpipeline`) decode them at ~3x the throughput of zarr-python's own v3
+pipeline (``benchmarks/engine_pure_zarr.py``, docs/performance.md), so they stay there.
 
 What the translation changes for netCDF semantics is kept on the v3 metadata: the fill
 value is the one the view shows (a ``_FillValue`` attribute replacing the Zarr
-``fill_value``, a ``null`` fill value GDAL writes read as zarr-python's default), so chunks
-never written read as they did through the view. An array the view would change in any
-other way (re-encoded for another reason than its shards), or whose metadata zarr-python
+``fill_value``), so chunks never written read as they did through the view. An array the
+view would re-encode for another reason than its shards, or whose metadata zarr-python
 cannot take as stored, is read through the view as before.
 """
 
@@ -54,7 +59,7 @@ def engine_view(
     src: str | os.PathLike[str] | ZMap, storage_options: Mapping[str, Any] | None = None
 ) -> tuple[TranslatedView, dict[str, NativeArray]]:
     """The Zarr v2 translated view of ``src`` (as :func:`nczarr.view` builds it) and the
-    arrays (key prefixes as shown) zarr-python reads as Zarr v3 from the source.
+    sharded arrays (key prefixes as shown) zarr-python reads as Zarr v3 from the source.
 
     The view's warnings are announced, except that a sharded array read as Zarr v3 is
     not re-encoded, so the view's "chunks re-encoded" warning for it is not given.
@@ -113,12 +118,12 @@ def _metadata(zmap: ZMap) -> tuple[dict[str, Any] | None, list[str]]:
 
 
 def native_arrays(view: TranslatedView, meta: Mapping[str, Any]) -> dict[str, NativeArray]:
-    """The arrays of ``view`` that zarr-python reads as Zarr v3 from its source.
+    """The sharded arrays of ``view`` that zarr-python reads as Zarr v3 from its source.
 
     ``meta``: the source's parsed metadata objects (:func:`nczarr.load.load_metadata`).
-    An array qualifies when the source holds it as a Zarr v3 array, the view changes
-    nothing of it but its shards, and zarr-python takes its ``zarr.json`` (with the
-    view's fill value).
+    An array qualifies when the source holds it as a Zarr v3 array, the view would
+    re-encode it for its shards and for nothing else, and zarr-python takes its
+    ``zarr.json`` (with the view's fill value).
     """
     translation = view.translation
     layout = translation.layout
@@ -132,7 +137,9 @@ def native_arrays(view: TranslatedView, meta: Mapping[str, Any]) -> dict[str, Na
         if not isinstance(doc, dict) or doc.get("zarr_format") != 3 or zarray is None:
             continue
         item = translation.reencoded.get(path)
-        if item is not None and item.target != dataclasses.replace(item.source, shards=None):
+        if item is None:
+            continue  # its chunks pass the view verbatim, to the batched v2 reads
+        if item.target != dataclasses.replace(item.source, shards=None):
             continue  # re-encoded for more than its shards: the view's values
         metadata = _v3_metadata(doc, zarray)
         if metadata is not None:

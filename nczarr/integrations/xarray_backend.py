@@ -24,10 +24,10 @@ is, from xarray's own parts, and differs only in where the raw values come from:
   ``concat_characters=``, ... behave identically.
 * Values are read lazily by zarr-python through :class:`~nczarr.ZarrStore` over a
   read-through view (:func:`nczarr.view`, ``mode="zarr"``), which already corrects
-  netcdf-c's quirks (shuffle ``elementsize`` 0, ``>S1`` char, NCZarr scalars), or,
-  for the arrays of a Zarr v3 source, from the source itself as Zarr v3 (shards to
-  zarr-python's sharding codec, nothing re-encoded: :mod:`.native_v3`), wrapped in
-  xarray's ``ZarrArrayWrapper`` (basic, orthogonal and
+  netcdf-c's quirks (shuffle ``elementsize`` 0, ``>S1`` char, NCZarr scalars, Zarr v3
+  chunk keys), or, for the sharded arrays of a Zarr v3 source, from the source itself
+  as Zarr v3 (shards to zarr-python's sharding codec, nothing re-encoded:
+  :mod:`.native_v3`), wrapped in xarray's ``ZarrArrayWrapper`` (basic, orthogonal and
   vectorized indexing, async loading). With ``chunks=`` xarray makes dask arrays along
   the stored chunks (``preferred_chunks``).
 
@@ -195,7 +195,7 @@ class NCZarrSource:
         from .native_v3 import engine_view
 
         # warns (NCZarrWarning) about arrays it leaves out; closes a map it opened.
-        # Zarr v3 arrays are read as stored (shards included), not through the v2 view
+        # sharded Zarr v3 arrays are read as stored by zarr-python, not re-encoded by the view
         self.view, self._native = engine_view(src, storage_options)
         self.url = self.view.source.url
         self.dataset = self.view.dataset
@@ -227,7 +227,7 @@ class NCZarrSource:
         if native is not None and self._source_store is not None:
             from .native_v3 import open_native
 
-            array = open_native(self._source_store, native)  # Zarr v3 as stored
+            array = open_native(self._source_store, native)  # sharded Zarr v3 as stored
         elif zarray is None:  # not shown by the view: zarr's own lookup (and error)
             import zarr
 
