@@ -209,3 +209,22 @@ def test_open_zarr_reads_sharded_v3_as_stored(tmp_path: Path, recodes: list) -> 
     assert not isinstance(sh.store.zmap, TranslatedView)
     np.testing.assert_array_equal(sh[...], expected["sh"])
     assert recodes == []
+
+
+def test_sharded_v3_in_a_zip_and_pickled(tmp_path: Path, recodes: list) -> None:
+    """A zip archive (zarr-python's layout) reads the same; a lazily opened dataset
+    pickles (dask's processes) and reads the same values after."""
+    import pickle
+    import zipfile
+
+    expected = _sharded_store(tmp_path / "s.zarr")
+    archive = tmp_path / "s.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for path in sorted((tmp_path / "s.zarr").rglob("*")):
+            if path.is_file():
+                zf.write(path, path.relative_to(tmp_path / "s.zarr").as_posix())
+    with _open(archive, mask_and_scale=False) as ds:
+        again = pickle.loads(pickle.dumps(ds))
+        np.testing.assert_array_equal(again["sh"].values, expected["sh"])
+        np.testing.assert_array_equal(ds["holes"].values, expected["holes"])
+    assert recodes == []
