@@ -117,7 +117,7 @@ class TranslatedView(ZMap):
             read,
             chunk_keys,
             target.resolved(ZMETADATA in source),
-            bare_root=ZARRAY in source,
+            bare_root=ZARRAY in source or "" in chunk_keys,  # a v2 or v3 root array
             include=include,
             exclude=exclude,
         )

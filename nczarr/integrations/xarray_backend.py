@@ -25,7 +25,9 @@ is, from xarray's own parts, and differs only in where the raw values come from:
 * Values are read lazily by zarr-python through :class:`~nczarr.ZarrStore` over a
   read-through view (:func:`nczarr.view`, ``mode="zarr"``), which already corrects
   netcdf-c's quirks (shuffle ``elementsize`` 0, ``>S1`` char, NCZarr scalars, Zarr v3
-  chunk keys), wrapped in xarray's ``ZarrArrayWrapper`` (basic, orthogonal and
+  chunk keys), or, for the sharded arrays of a Zarr v3 source, from the source itself
+  as Zarr v3 (shards to zarr-python's sharding codec, nothing re-encoded:
+  :mod:`.native_v3`), wrapped in xarray's ``ZarrArrayWrapper`` (basic, orthogonal and
   vectorized indexing, async loading). With ``chunks=`` xarray makes dask arrays along
   the stored chunks (``preferred_chunks``).
 
@@ -190,13 +192,16 @@ class NCZarrSource:
     def __init__(
         self, src: str | os.PathLike[str] | ZMap, storage_options: Mapping[str, Any] | None = None
     ) -> None:
-        from ..readthrough import view
+        from .native_v3 import engine_view
 
-        # warns (NCZarrWarning) about arrays it leaves out; closes a map it opened
-        self.view = view(src, "zarr", storage_options=storage_options)
+        # warns (NCZarrWarning) about arrays it leaves out; closes a map it opened.
+        # sharded Zarr v3 arrays are read as stored by zarr-python, not re-encoded by the view
+        self.view, self._native = engine_view(src, storage_options)
         self.url = self.view.source.url
         self.dataset = self.view.dataset
         self._store = ZarrStore(self.view, read_only=True)
+        # the source itself, for the Zarr v3 arrays (closed with the view, not here)
+        self._source_store = ZarrStore(self.view.source, read_only=True) if self._native else None
         self._closed = False
 
     def group(self, path: str | None) -> Group:
@@ -216,9 +221,14 @@ class NCZarrSource:
         from .fastpipeline import open_v2_array
 
         path = var.path.strip("/")
+        native = self._native.get(path)
         metadata = self.view.metadata  # the translated Zarr v2 metadata, in memory
         zarray = metadata.get(f"{path}/.zarray")
-        if zarray is None:  # not shown by the view: zarr's own lookup (and error)
+        if native is not None and self._source_store is not None:
+            from .native_v3 import open_native
+
+            array = open_native(self._source_store, native)  # sharded Zarr v3 as stored
+        elif zarray is None:  # not shown by the view: zarr's own lookup (and error)
             import zarr
 
             from .fastpipeline import fast_pipeline

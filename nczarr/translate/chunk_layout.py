@@ -250,10 +250,11 @@ class ChunkLayout:
         keys_below: Callable[[str], Iterable[str]],
     ) -> Iterator[str]:
         """:meth:`shown_below` for an array whose chunks are shown under other keys."""
-        cut = len(array) + 1
+        source = self.source_prefix.get(array, array)  # "": a v3 array at the root
+        below = source + "/" if source else ""
         sharded = array in self.shards
-        for key in keys_below(array):
-            coords = encoding.source_coords(key[cut:]) if key.startswith(array + "/") else None
+        for key in keys_below(source):
+            coords = encoding.source_coords(key[len(below) :]) if key.startswith(below) else None
             if coords is None:
                 continue
             for inner in self.inner(array, coords) if sharded else (coords,):
@@ -276,8 +277,9 @@ def chunk_layout(
 ) -> ChunkLayout:
     """The :class:`ChunkLayout` of the arrays of ``shown`` (``read`` after selection).
 
-    ``bare_root``: the source has a ``.zarray`` at its root (then its one array is
-    shown as a variable, its chunks read from the root).
+    ``bare_root``: the source's root is an array (a ``.zarray``, or a Zarr v3 array
+    ``zarr.json``; then its one array is shown as a variable, its chunks read from the
+    root, a v3 one's key encoding given under the prefix ``""``).
     """
     every = sorted(v.path.strip("/") for v in read.root.all_variables())
     variables = list(shown.root.all_variables())
@@ -286,7 +288,7 @@ def chunk_layout(
     return ChunkLayout(
         arrays=arrays,
         ndims={v.path.strip("/"): len(v.shape) for v in variables},
-        keys={a: chunk_keys[a] for a in arrays if a in chunk_keys},
+        keys={a: chunk_keys[k] for a in arrays if (k := prefix.get(a, a)) in chunk_keys},
         source_prefix=prefix,
         shards={
             v.path.strip("/"): (v.shards, v.chunks, v.shape)
