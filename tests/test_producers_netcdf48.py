@@ -17,7 +17,9 @@ values and the ``_`` mask. That reading is the oracle:
 * ``convert`` to NCZarr and ``migrate`` in place, read by netcdf-c 4.10 (netCDF4):
   4.8.0's dimensions, typed attributes, values and mask;
 * ``convert`` to Zarr v2 read by netcdf-c 4.10, to Zarr v2 and v3 read by
-  zarr-python and xarray: the same values and mask;
+  zarr-python and xarray: the same values and mask (a char without ``_FillValue``
+  gets ``fill_value`` null in v2, so xarray shows its empty strings; a byte without
+  ``_FillValue`` keeps -127, which xarray masks as netCDF4 does, and a warning says so);
 * ``check``: in ``tests/test_producers_check.py`` (every store's findings), and here:
   it does not claim 4.8 fails on what 4.8.0 read.
 """
