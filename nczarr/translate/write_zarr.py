@@ -5,7 +5,10 @@ sections 2.3-2.6 and ``zarr-xarray-vs-netcdf-c.md``):
 
 * no ``_nczarr_*`` key anywhere; ``_NCProperties`` stays in the root ``.zattrs``;
 * char is ``"|S1"`` (zarr-python rejects ``">S1"``), 1-byte numbers ``"|u1"``/``"|i1"``;
-* text fill values are base64 of the UTF-8 bytes, as the Zarr v2 spec says;
+* text fill values are base64 of the UTF-8 bytes, as the Zarr v2 spec says; netCDF
+  text without ``_FillValue`` and an empty fill is written with ``fill_value`` null,
+  which xarray does not mask (:mod:`~nczarr.translate.zarr2_fills`; a kept fill that
+  xarray masks where netcdf-c's readers do not is warned about);
 * scalars are 0-d arrays (shape ``[]``, chunks ``[]``, ``_ARRAY_DIMENSIONS: []``),
   what zarr-python and xarray write and expect; netcdf-c 4.10 silently leaves such
   arrays out. With ``netcdf_scalars`` they are written as netcdf-c writes them
@@ -44,6 +47,7 @@ from .dtypes import encode_fill_value
 from .model import Dataset, Variable
 from .target import Target
 from .write_common import WriteResult, dumps, group_key, ncproperties, zarray_document
+from .zarr2_fills import masked_fill_warnings, zarr2_fill
 from .zarr_names import dimension_names, plain_attributes, utf8_json
 
 __all__ = ["write_zarr", "zarray_zarr", "dimension_names"]
@@ -66,13 +70,14 @@ def write_zarr(dataset: Dataset, target: Target | None = None) -> WriteResult:
     Returns
     -------
     WriteResult
-        The objects (parents before children) and one warning per renamed
-        dimension.
+        The objects (parents before children), one warning per renamed
+        dimension and one per kept ``fill_value`` xarray masks where netcdf-c's
+        readers show data.
     """
     target = target or Target("zarr")
     noxarray, netcdf_scalars = target.noxarray, target.netcdf_scalars
     out: dict[str, bytes] = {}
-    warnings: list[str] = []
+    warnings: list[str] = masked_fill_warnings(dataset)
 
     def utf8(key: str, doc: dict[str, Any]) -> bytes:
         return utf8_json(key, doc, warnings)
@@ -105,5 +110,6 @@ def zarray_zarr(var: Variable, *, netcdf_scalars: bool = False) -> dict[str, Any
     """The pure-Zarr ``.zarray`` document of one variable (scalars are 0-d, or shape
     ``[1]`` with ``netcdf_scalars``)."""
     # zarr-python keeps the fill value of "<U" and "|O" arrays as text (base64 is for "|S").
-    fill = encode_fill_value(var.fill_value, var.type, nczarr=var.text_storage is not None)
+    # netCDF text without _FillValue gets null, which xarray does not mask (zarr2_fills).
+    fill = encode_fill_value(zarr2_fill(var), var.type, nczarr=var.text_storage is not None)
     return zarray_document(var, nczarr=False, fill_value=fill, netcdf_scalars=netcdf_scalars)
