@@ -31,6 +31,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import replace
 from functools import partial
+from itertools import islice
 from typing import Any, Literal
 
 from .errors import InvalidModeError, NCZarrWarning, ReadOnlyError, warn_all
@@ -263,6 +264,33 @@ class TranslatedView(ZMap):
         (the source key itself unless :attr:`keys_mapped`; see :meth:`source_key`)."""
         for array in self._arrays:
             yield from self._chunks_below(array, array)
+
+    @property
+    def shown_arrays(self) -> tuple[str, ...]:
+        """Key prefixes (``"g/v"``) of the arrays whose chunks the view shows, sorted."""
+        return self._arrays
+
+    def chunk_locations(
+        self, array: str, batch: int = 4096
+    ) -> Iterator[tuple[str, tuple[str] | tuple[str, int, int] | None]]:
+        """Every chunk of ``array`` that passes through, as ``(key as shown, location)``:
+        where a reader without nczarr finds its bytes in the source
+        (:meth:`ZMap.chunk_location`), or None (re-encoded by the view or the source).
+
+        The source is asked a batch of keys at a time (:meth:`ZMap.chunk_locations`),
+        not key by key, and only this array's keys are listed: reference sets are made
+        from this, array by array, with memory bounded by ``batch``.
+        """
+        keys = self._chunks_below(array, array)
+        if array in self._reencoded:
+            yield from ((key, None) for key in keys)
+            return
+        layout = self._layout
+        same = array not in layout.keys and array not in layout.source_prefix
+        locate = self._source.chunk_locations
+        while chunk := list(islice(keys, batch)):
+            asked = chunk if same else [layout.source_key(key) for key in chunk]
+            yield from zip(chunk, locate(asked), strict=True)
 
     def source_key(self, key: str) -> str:
         """The source key of the chunk the view shows as ``key``.

@@ -241,6 +241,13 @@ class FileMap(ZMap):
         """``(absolute path,)`` of ``key``'s file (see :meth:`ZMap.chunk_location`)."""
         return (os.path.join(self.root, *normalize_key(key).split("/")),)
 
+    def chunk_locations(self, keys: Iterable[str]) -> list[tuple[str] | None]:
+        """:meth:`chunk_location` of listed (normalized) keys, without per-key checks."""
+        root = os.path.join(self.root, "")
+        if os.sep == "/":
+            return [(root + key,) for key in keys]
+        return [(root + key.replace("/", os.sep),) for key in keys]  # pragma: no cover
+
     def copy_file(self, src: FileMap, key: str, *, atomic: bool = True) -> int:
         """Copy ``key`` of ``src`` to the same key here, kernel-side; return its size.
 

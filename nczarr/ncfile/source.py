@@ -347,6 +347,30 @@ class NetCDFFileMap(ZMap):
         local = _local_path(self._location)
         return (local if local is not None else self._location), ref.offset, ref.length
 
+    def chunk_locations(self, keys: Iterable[str]) -> list[tuple[str, int, int] | None]:
+        """:meth:`chunk_location` of many listed (normalized) keys: one lookup of each
+        key's array per run of keys of the same array, none of the per-key checks.
+
+        Raises KeyError naming the first key that is not a chunk.
+        """
+        local = _local_path(self._location)
+        url = local if local is not None else self._location
+        out: list[tuple[str, int, int] | None] = []
+        append = out.append
+        chunks: Mapping[str, Any] = {}
+        current = None
+        for key in keys:
+            prefix, _, rest = key.rpartition("/")
+            if prefix != current:
+                array = self._arrays.get(prefix)
+                chunks = array.chunks if array is not None else {}
+                current = prefix
+            ref = chunks.get(rest)
+            if ref is None:
+                raise KeyError(key)
+            append(None if ref.reencode or ref.pad else (url, ref.offset, ref.length))
+        return out
+
     def copy_chunk_to(self, dst: ZMap, key: str) -> int | NotSupportedType:
         """Write chunk ``key`` into ``dst`` and return its size: a kernel-side copy of
         its byte range of a local file (no Python ``bytes``) where ``dst`` can make one
