@@ -270,27 +270,40 @@ class TranslatedView(ZMap):
         """Key prefixes (``"g/v"``) of the arrays whose chunks the view shows, sorted."""
         return self._arrays
 
+    def array_chunk_keys(self, array: str) -> Iterator[str]:
+        """The key, as the view shows it, of every chunk of ``array`` that passes
+        through (its part of :meth:`chunk_keys`), listed from the source as it is
+        consumed (:meth:`ZMap.keys_below_streamed`): memory flat in the number of
+        chunks."""
+        note = partial(_note_stray, self._source.url, self._stray)
+        keys_below = self._source.keys_below_streamed
+        return self._layout.shown_below(array, array, keys_below, note)
+
+    def locate(
+        self, array: str, keys: Sequence[str]
+    ) -> list[tuple[str] | tuple[str, int, int] | None]:
+        """Where a reader without nczarr finds the bytes of chunks ``keys`` (as shown,
+        all of ``array``, as :meth:`array_chunk_keys` lists them) in the source
+        (:meth:`ZMap.chunk_location`), in one call to the source
+        (:meth:`ZMap.chunk_locations`); None for a chunk the view or the source
+        re-encodes."""
+        if array in self._reencoded:
+            return [None] * len(keys)
+        layout = self._layout
+        if array in layout.keys or array in layout.source_prefix:
+            keys = [layout.source_key(key) for key in keys]
+        return self._source.chunk_locations(keys)
+
     def chunk_locations(
         self, array: str, batch: int = 4096
     ) -> Iterator[tuple[str, tuple[str] | tuple[str, int, int] | None]]:
-        """Every chunk of ``array`` that passes through, as ``(key as shown, location)``:
-        where a reader without nczarr finds its bytes in the source
-        (:meth:`ZMap.chunk_location`), or None (re-encoded by the view or the source).
-
-        The source is asked a batch of keys at a time (:meth:`ZMap.chunk_locations`),
-        not key by key, and only this array's keys are listed: reference sets are made
-        from this, array by array, with memory bounded by ``batch``.
-        """
-        keys = self._chunks_below(array, array)
-        if array in self._reencoded:
-            yield from ((key, None) for key in keys)
-            return
-        layout = self._layout
-        same = array not in layout.keys and array not in layout.source_prefix
-        locate = self._source.chunk_locations
+        """Every chunk of ``array`` that passes through, as ``(key as shown, location)``
+        (see :meth:`locate`), the source asked a batch of keys at a time, not key by
+        key: reference sets are made from this, array by array, holding ``batch``
+        keys at a time."""
+        keys = self.array_chunk_keys(array)
         while chunk := list(islice(keys, batch)):
-            asked = chunk if same else [layout.source_key(key) for key in chunk]
-            yield from zip(chunk, locate(asked), strict=True)
+            yield from zip(chunk, self.locate(array, chunk), strict=True)
 
     def source_key(self, key: str) -> str:
         """The source key of the chunk the view shows as ``key``.

@@ -120,9 +120,8 @@ def _shown(translated: TranslatedView, exclude: Sequence[str] | None) -> Transla
 
 class Entries:
     """A reference set as a stream: ``metadata`` (key, text) first, then ``chunks()``
-    yielding (key, entry) array by array (with ``grid_order``, each array's chunks in
-    chunk-grid order, so a paged writer fills each page before the next), then
-    ``warnings()`` to announce.
+    yielding (key, entry) array by array (or ``entries_for`` the keys a writer walking
+    the chunk grid asks, array by array), then ``warnings()`` to announce.
 
     Chunk entries are made array by array from the view's listing of that array,
     their locations asked of the source a batch at a time
@@ -136,11 +135,9 @@ class Entries:
         inline_threshold: int,
         exclude: Sequence[str] | None,
         max_inlined: int,
-        grid_order: bool = False,
         into: str = "the reference set",
     ) -> None:
         _refuse_unrepresentable(translated, exclude)
-        self.grid_order = grid_order
         self.translated = translated
         self.inline_threshold = inline_threshold
         shown = _shown(translated, exclude)
@@ -171,10 +168,13 @@ class Entries:
         """Each chunk key and its entry: ``[url]``, ``[url, offset, length]`` or
         ``"base64:..."`` (raises :class:`UnsupportedError` past ``max_inlined``)."""
         for array in self.arrays:
-            located = self.translated.chunk_locations(array)
-            if self.grid_order:
-                located = iter(sorted(located, key=_located_order))
-            yield from self._array_entries(array, located)
+            yield from self._array_entries(array, self.translated.chunk_locations(array))
+
+    def entries_for(self, array: str, keys: Sequence[str]) -> Iterator[tuple[str, str | list[Any]]]:
+        """The entries of chunks ``keys`` of ``array`` (keys the view lists), in that
+        order: for a writer that walks an array's chunk grid itself."""
+        located = zip(keys, self.translated.locate(array, keys), strict=True)
+        return self._array_entries(array, located)
 
     def _array_entries(
         self, array: str, located: Iterator[tuple[str, Location | None]]
@@ -214,20 +214,6 @@ class Entries:
             *self.budget.warnings(),
             *self.notes,
         ]
-
-
-def _located_order(item: tuple[str, Any]) -> tuple[str, tuple[int, ...]]:
-    return _grid_order(item[0])
-
-
-def _grid_order(key: str) -> tuple[str, tuple[int, ...]]:
-    """Sort key of a chunk key: its array, then its grid index in row-major order
-    (``t/10.0`` after ``t/2.0``)."""
-    array, _, index = key.rpartition("/")
-    try:
-        return array, tuple(map(int, index.split(".")))
-    except ValueError:
-        return key, ()
 
 
 def _build(

@@ -47,7 +47,7 @@ from ..errors import (
     ObjectExistsError,
     raise_os_error,
 )
-from ..keys import normalize_key, parent_keys
+from ..keys import normalize_key, normalize_prefix, parent_keys
 from .base import NOT_SUPPORTED, CopySupport, NotSupportedType, ZMap, as_bytes
 from .confined import ConfinedTree
 from .fileleaf import check_leaf_rule
@@ -428,7 +428,12 @@ class FileMap(ZMap):
             except (OSError, NCZarrError):
                 return
 
-    def _list(self, prefix: str) -> Iterator[str]:
+    def keys_below_streamed(self, prefix: str = "") -> Iterator[str]:
+        """:meth:`keys_below`, each directory read as it is consumed (memory flat in the
+        number of files; keys written or deleted meanwhile may or may not be listed)."""
+        return self._list(normalize_prefix(prefix), stream=True)
+
+    def _list(self, prefix: str, stream: bool = False) -> Iterator[str]:
         if prefix:
             try:
                 st = self._tree.lstat_key(prefix)
@@ -447,7 +452,7 @@ class FileMap(ZMap):
             return
         except OSError as exc:
             raise_os_error(exc, f"{prefix!r} in {self._root!r}")
-        yield from self._tree.files_below(start, prefix)
+        yield from self._tree.files_below(start, prefix, stream=stream)
 
     def _search(self, prefix: str) -> Iterable[str]:
         try:
