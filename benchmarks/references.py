@@ -163,7 +163,7 @@ def report(name: str, wall: float, cpu: float, base: tuple[float, float] | None)
     print(f"  {name:<44} wall {wall:8.3f} s   cpu {cpu:8.3f} s{ratio}")
 
 
-def bench_nc(work_dir: Path, chunks: int, repeat: int) -> None:
+def bench_nc(work_dir: Path, chunks: int, repeat: int, read: bool = True) -> None:
     path = work_dir / "src.nc"
     build_nc(path, chunks)
     with netCDF4.Dataset(path) as ds:
@@ -203,7 +203,8 @@ def bench_nc(work_dir: Path, chunks: int, repeat: int) -> None:
         wall, cpu, _ = best(repeat, virtualizarr, warm=True)
         report("VirtualiZarr open_virtual_dataset", wall, cpu, base)
         faster("VirtualiZarr", cpu, base[1])
-    read_all(work_dir, "nc", str(path), repeat)
+    if read:
+        read_all(work_dir, "nc", str(path), repeat)
 
 
 def read_all(
@@ -239,13 +240,8 @@ def read_all(
     print(f"    (netCDF4 reads through libnetcdf: {c_direct['opens']} Python opens)")
 
 
-def bench_nczarr(work_dir: Path, chunks: int, repeat: int) -> None:
-    nc = work_dir / "for_nczarr.nc"
-    build_nc(nc, chunks)
-    store = work_dir / "src.file"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        nczarr.convert(str(nc), f"file://{store}#mode=nczarr,file", mode="nczarr")
+def bench_nczarr(work_dir: Path, chunks: int, repeat: int, read: bool = True) -> None:
+    store = nczarr_store(work_dir, chunks)
     n = sum(1 for p in store.rglob("*") if p.is_file() and not p.name.startswith(".z"))
     print(f"\nNCZarr directory store, {n} chunk files")
     print(" build")
@@ -260,7 +256,8 @@ def bench_nczarr(work_dir: Path, chunks: int, repeat: int) -> None:
     report("nczarr.write_references (Parquet)", wall, cpu, base)
     assert no_inlined_parquet(work_dir / "nczarr.parq") == n
     print("  kerchunk, VirtualiZarr: do not read NCZarr")
-    read_all(work_dir, "nczarr", f"file://{store}#mode=nczarr,file", repeat, str(store))
+    if read:
+        read_all(work_dir, "nczarr", f"file://{store}#mode=nczarr,file", repeat, str(store))
 
 
 MEMORY_SCRIPT = """
@@ -331,6 +328,7 @@ def main() -> None:
         "memory is measured (e.g. 100000,1000000; stores are kept in --dir)",
     )
     parser.add_argument("--only-memory", action="store_true")
+    parser.add_argument("--no-read", action="store_true", help="time reference generation only")
     parser.add_argument("--dir", default=None, help="work directory (default: a temporary one)")
     args = parser.parse_args()
     work_dir = Path(args.dir or tempfile.mkdtemp(prefix="nczarr-refs-bench-"))
@@ -338,8 +336,8 @@ def main() -> None:
     print(f"cpus: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f}")
     try:
         if not args.only_memory:
-            bench_nc(work_dir, args.nc_chunks, args.repeat)
-            bench_nczarr(work_dir, args.nczarr_chunks, args.repeat)
+            bench_nc(work_dir, args.nc_chunks, args.repeat, not args.no_read)
+            bench_nczarr(work_dir, args.nczarr_chunks, args.repeat, not args.no_read)
         if args.memory:
             bench_memory(work_dir, [int(n) for n in args.memory.split(",")])
     finally:
