@@ -24,7 +24,9 @@ the bytes copied, while its copied bytes stay within ``max_inlined``; above that
 
 Where a chunk lives is asked of the map (``ZMap.chunk_location(key)``: ``(url,)``,
 ``(url, offset, length)`` or ``None``): directories, zips, fsspec filesystems, zips on
-S3 and netCDF files' byte ranges each answer for themselves.
+S3 and netCDF files' byte ranges each answer for themselves, a batch of keys at a time
+(``ZMap.chunk_locations``), array by array from the view's listing of that array
+(:meth:`TranslatedView.chunk_locations`): no per-key translation, no list of every key.
 """
 
 from __future__ import annotations
