@@ -288,32 +288,40 @@ def nczarr_store(work_dir: Path, chunks: int) -> Path:
     return store
 
 
-def bench_memory(work_dir: Path, counts: list[int]) -> None:
+def bench_memory(work_dir: Path, counts: list[int], repeat: int) -> None:
     """Peak RSS of ``write_references`` to Parquet, each in a fresh process, over
-    the same process after writing a one-chunk set (imports and caches counted out)."""
+    the same process after writing a one-chunk set (imports and caches counted out);
+    ``repeat`` processes per count, interleaved, least and most printed (the first
+    process of a run has been seen to grow ~18 MB more whatever the count)."""
     import subprocess
     import sys
 
     print("\nParquet memory (fresh process, ru_maxrss over the warmed-up baseline)")
     warm = work_dir / "warm.nc"
     build_nc(warm, 1)
-    for chunks in counts:
-        store = nczarr_store(work_dir, chunks)
-        out = work_dir / f"memory-{chunks}.parq"
-        run = subprocess.run(
-            [sys.executable, "-c", MEMORY_SCRIPT, str(warm), str(store), str(out)],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        got = json.loads(run.stdout.strip().splitlines()[-1])
-        assert no_inlined_parquet(out) == got["pointers"]
-        grown = (got["peak_kib"] - got["base_kib"]) / 1024
+    grown: dict[int, list[float]] = {}
+    chunks_of: dict[int, int] = {}
+    for _ in range(repeat):
+        for chunks in counts:
+            store = nczarr_store(work_dir, chunks)
+            out = work_dir / f"memory-{chunks}.parq"
+            run = subprocess.run(
+                [sys.executable, "-c", MEMORY_SCRIPT, str(warm), str(store), str(out)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            got = json.loads(run.stdout.strip().splitlines()[-1])
+            assert no_inlined_parquet(out) == got["pointers"]
+            grown.setdefault(chunks, []).append((got["peak_kib"] - got["base_kib"]) / 1024)
+            chunks_of[chunks] = got["pointers"]
+            shutil.rmtree(out)
+    for chunks, mbs in grown.items():
         print(
-            f"  {got['pointers']:>9} chunks: +{grown:6.1f} MB "
-            f"({grown * 1024 * 1024 / got['pointers']:.1f} bytes per chunk)"
+            f"  {chunks_of[chunks]:>9} chunks: +{min(mbs):6.1f} MB least, +{max(mbs):6.1f} MB "
+            f"most of {len(mbs)} ({min(mbs) * 1024 * 1024 / chunks_of[chunks]:.1f} bytes "
+            "per chunk at least)"
         )
-        shutil.rmtree(out)
 
 
 def main() -> None:
@@ -339,7 +347,7 @@ def main() -> None:
             bench_nc(work_dir, args.nc_chunks, args.repeat, not args.no_read)
             bench_nczarr(work_dir, args.nczarr_chunks, args.repeat, not args.no_read)
         if args.memory:
-            bench_memory(work_dir, [int(n) for n in args.memory.split(",")])
+            bench_memory(work_dir, [int(n) for n in args.memory.split(",")], args.repeat)
     finally:
         if args.dir is None:
             shutil.rmtree(work_dir, ignore_errors=True)
