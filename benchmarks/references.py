@@ -20,13 +20,17 @@ Timed, best of ``--repeat`` (wall and CPU time of this process, user + system):
   byte-range reads (``cat_file``/``_cat_file`` calls on the local filesystem) and
   file opens each makes.
 
-It asserts that nczarr's sets copy no chunk byte (no inlined entry) and that the values
-read through them equal netCDF4's.
+It prints the CPU ratios against kerchunk and VirtualiZarr and the read speed through
+the sets against the source's, and asserts that nczarr's sets copy no chunk byte (no
+inlined entry in the JSON set, an empty ``raw`` column in every Parquet record) and
+that the values read through them equal netCDF4's. ``--memory`` measures the peak
+memory of writing Parquet sets of NCZarr stores of the given chunk counts.
 
 Usage::
 
     python3 benchmarks/references.py                      # 10,000 and 100,000 chunks
     python3 benchmarks/references.py --nczarr-chunks 20000 --repeat 1   # quicker
+    python3 benchmarks/references.py --only-memory --memory 100000,1000000 --dir /tmp/x
 """
 
 from __future__ import annotations
@@ -99,9 +103,12 @@ def counted() -> Iterator[dict[str, int]]:
         builtins.open = original_open
 
 
-def best(repeat: int, work: Callable[[], Any]) -> tuple[float, float, Any]:
-    """Best wall and CPU seconds of ``repeat`` runs, and the last result."""
+def best(repeat: int, work: Callable[[], Any], warm: bool = False) -> tuple[float, float, Any]:
+    """Best wall and CPU seconds of ``repeat`` runs, and the last result; ``warm``:
+    after one untimed run (imports and first-call caches of every contender alike)."""
     walls, cpus, result = [], [], None
+    if warm:
+        work()
     for _ in range(repeat):
         wall, cpu = time.perf_counter(), time.process_time()
         result = work()
@@ -132,34 +139,54 @@ def no_inlined(refs: dict) -> None:
             assert isinstance(value, list), f"{key} was inlined"
 
 
+def no_inlined_parquet(out: Path) -> int:
+    """nczarr copied no chunk byte into a Parquet set: every record's ``raw`` column
+    is empty. Returns the number of rows with a path (chunk pointers; the last
+    record of an array is padded with empty rows)."""
+    import pandas as pd
+
+    rows = 0
+    for record in sorted(out.rglob("refs.*.parq")):
+        df = pd.read_parquet(record)
+        assert df["raw"].isna().all(), f"{record} holds inlined bytes"
+        rows += int(df["path"].notna().sum())
+    return rows
+
+
+def faster(name: str, theirs: float, ours: float) -> None:
+    """The CPU ratio, read as "nczarr is N times faster" (target >= 1.3)."""
+    print(f"    {name} / nczarr CPU: {theirs / ours:.2f}x (above 1: nczarr faster)")
+
+
 def report(name: str, wall: float, cpu: float, base: tuple[float, float] | None) -> None:
     ratio = f"  (CPU {cpu / base[1]:6.2f}x the first's)" if base and base[1] else ""
     print(f"  {name:<44} wall {wall:8.3f} s   cpu {cpu:8.3f} s{ratio}")
 
 
-def bench_nc(work_dir: Path, chunks: int, repeat: int) -> None:
+def bench_nc(work_dir: Path, chunks: int, repeat: int, read: bool = True) -> None:
     path = work_dir / "src.nc"
     build_nc(path, chunks)
     with netCDF4.Dataset(path) as ds:
         n = math.prod(math.ceil(s / CHUNK) for s in ds["v"].shape)
     print(f"\nnetCDF-4 file, {n} chunks, {path.stat().st_size / 1e6:.1f} MB")
     print(" build")
-    wall, cpu, refs = best(repeat, lambda: nczarr.references(str(path)))
+    wall, cpu, refs = best(repeat, lambda: nczarr.references(str(path)), warm=True)
     no_inlined(refs)
     base = (wall, cpu)
     report("nczarr.references", wall, cpu, None)
     (work_dir / "nc.json").write_text(json.dumps(refs))
     parq = work_dir / "nc.parq"
-    wall, cpu, _ = best(repeat, lambda: nczarr.write_references(str(path), parq))
+    wall, cpu, _ = best(repeat, lambda: nczarr.write_references(str(path), parq), warm=True)
     report("nczarr.write_references (Parquet)", wall, cpu, base)
+    assert no_inlined_parquet(parq) == n
     try:
         from kerchunk.hdf import SingleHdf5ToZarr
     except ImportError:
         print("  kerchunk: not installed")
     else:
-        wall, cpu, _ = best(repeat, lambda: SingleHdf5ToZarr(str(path)).translate())
+        wall, cpu, _ = best(repeat, lambda: SingleHdf5ToZarr(str(path)).translate(), warm=True)
         report("kerchunk SingleHdf5ToZarr.translate", wall, cpu, base)
-        print(f"    nczarr / kerchunk CPU: {base[1] / cpu:.2f} (below 1: nczarr faster)")
+        faster("kerchunk", cpu, base[1])
     try:
         from obspec_utils.registry import ObjectStoreRegistry
         from obstore.store import LocalStore
@@ -173,10 +200,11 @@ def bench_nc(work_dir: Path, chunks: int, repeat: int) -> None:
         def virtualizarr() -> Any:
             return open_virtual_dataset(path.as_uri(), registry=registry, parser=HDFParser())
 
-        wall, cpu, _ = best(repeat, virtualizarr)
+        wall, cpu, _ = best(repeat, virtualizarr, warm=True)
         report("VirtualiZarr open_virtual_dataset", wall, cpu, base)
-        print(f"    nczarr / VirtualiZarr CPU: {base[1] / cpu:.2f} (below 1: nczarr faster)")
-    read_all(work_dir, "nc", str(path), repeat)
+        faster("VirtualiZarr", cpu, base[1])
+    if read:
+        read_all(work_dir, "nc", str(path), repeat)
 
 
 def read_all(
@@ -187,6 +215,7 @@ def read_all(
         wall, cpu, direct = best(repeat, lambda: read_netcdf(url))
     report("netCDF4 on the source", wall, cpu, None)
     base = (wall, cpu)
+    direct_zarr = None
     if zarr_store is not None:  # zarr-python's own cost per chunk, without references
         with counted() as counts:
             wall, cpu, values = best(
@@ -194,6 +223,7 @@ def read_all(
             )
         np.testing.assert_array_equal(values, direct)
         report("zarr on the source directly", wall, cpu, base)
+        direct_zarr = cpu
     for label, fo in (("JSON", work_dir / f"{name}.json"), ("Parquet", work_dir / f"{name}.parq")):
         with counted() as counts:
             wall, cpu, values = best(repeat, lambda fo=fo: read_refs(str(fo)))
@@ -203,16 +233,15 @@ def read_all(
             f"    {counts['reads'] // repeat} byte-range reads, "
             f"{counts['opens'] // repeat} Python file opens per read"
         )
+        # "reading through the references >= 0.9x reading the source directly"
+        print(f"    speed vs netCDF4 on the source: {base[1] / cpu:.2f}x (target >= 0.9)")
+        if direct_zarr is not None:
+            print(f"    speed vs zarr on the source: {direct_zarr / cpu:.2f}x (target >= 0.9)")
     print(f"    (netCDF4 reads through libnetcdf: {c_direct['opens']} Python opens)")
 
 
-def bench_nczarr(work_dir: Path, chunks: int, repeat: int) -> None:
-    nc = work_dir / "for_nczarr.nc"
-    build_nc(nc, chunks)
-    store = work_dir / "src.file"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        nczarr.convert(str(nc), f"file://{store}#mode=nczarr,file", mode="nczarr")
+def bench_nczarr(work_dir: Path, chunks: int, repeat: int, read: bool = True) -> None:
+    store = nczarr_store(work_dir, chunks)
     n = sum(1 for p in store.rglob("*") if p.is_file() and not p.name.startswith(".z"))
     print(f"\nNCZarr directory store, {n} chunk files")
     print(" build")
@@ -225,8 +254,74 @@ def bench_nczarr(work_dir: Path, chunks: int, repeat: int) -> None:
         repeat, lambda: nczarr.write_references(str(store), work_dir / "nczarr.parq")
     )
     report("nczarr.write_references (Parquet)", wall, cpu, base)
+    assert no_inlined_parquet(work_dir / "nczarr.parq") == n
     print("  kerchunk, VirtualiZarr: do not read NCZarr")
-    read_all(work_dir, "nczarr", f"file://{store}#mode=nczarr,file", repeat, str(store))
+    if read:
+        read_all(work_dir, "nczarr", f"file://{store}#mode=nczarr,file", repeat, str(store))
+
+
+MEMORY_SCRIPT = """
+import json, resource, sys, tempfile, warnings
+import nczarr
+warm, store, out = sys.argv[1:]
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    nczarr.write_references(warm, tempfile.mkdtemp() + "/warm.parq")  # imports, caches
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+counts = nczarr.write_references(store, out)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"base_kib": base, "peak_kib": peak, "pointers": counts["pointers"]}))
+"""
+
+
+def nczarr_store(work_dir: Path, chunks: int) -> Path:
+    """An NCZarr directory store of about ``chunks`` chunk files (made once per
+    ``--dir``: the file system, not nczarr, decides how long making it takes)."""
+    store = work_dir / f"nczarr-{chunks}.file"
+    if not (store / ".zgroup").exists():
+        nc = work_dir / f"nczarr-{chunks}.nc"
+        build_nc(nc, chunks)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            nczarr.convert(str(nc), f"file://{store}#mode=nczarr,file", mode="nczarr")
+        nc.unlink()
+    return store
+
+
+def bench_memory(work_dir: Path, counts: list[int], repeat: int) -> None:
+    """Peak RSS of ``write_references`` to Parquet, each in a fresh process, over
+    the same process after writing a one-chunk set (imports and caches counted out);
+    ``repeat`` processes per count, interleaved, least and most printed (the first
+    process of a run has been seen to grow ~18 MB more whatever the count)."""
+    import subprocess
+    import sys
+
+    print("\nParquet memory (fresh process, ru_maxrss over the warmed-up baseline)")
+    warm = work_dir / "warm.nc"
+    build_nc(warm, 1)
+    grown: dict[int, list[float]] = {}
+    chunks_of: dict[int, int] = {}
+    for _ in range(repeat):
+        for chunks in counts:
+            store = nczarr_store(work_dir, chunks)
+            out = work_dir / f"memory-{chunks}.parq"
+            run = subprocess.run(
+                [sys.executable, "-c", MEMORY_SCRIPT, str(warm), str(store), str(out)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            got = json.loads(run.stdout.strip().splitlines()[-1])
+            assert no_inlined_parquet(out) == got["pointers"]
+            grown.setdefault(chunks, []).append((got["peak_kib"] - got["base_kib"]) / 1024)
+            chunks_of[chunks] = got["pointers"]
+            shutil.rmtree(out)
+    for chunks, mbs in grown.items():
+        print(
+            f"  {chunks_of[chunks]:>9} chunks: +{min(mbs):6.1f} MB least, +{max(mbs):6.1f} MB "
+            f"most of {len(mbs)} ({min(mbs) * 1024 * 1024 / chunks_of[chunks]:.1f} bytes "
+            "per chunk at least)"
+        )
 
 
 def main() -> None:
@@ -234,14 +329,25 @@ def main() -> None:
     parser.add_argument("--nc-chunks", type=int, default=10_000)
     parser.add_argument("--nczarr-chunks", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--memory",
+        default="",
+        help="comma-separated chunk counts of NCZarr stores whose Parquet sets' peak "
+        "memory is measured (e.g. 100000,1000000; stores are kept in --dir)",
+    )
+    parser.add_argument("--only-memory", action="store_true")
+    parser.add_argument("--no-read", action="store_true", help="time reference generation only")
     parser.add_argument("--dir", default=None, help="work directory (default: a temporary one)")
     args = parser.parse_args()
     work_dir = Path(args.dir or tempfile.mkdtemp(prefix="nczarr-refs-bench-"))
     work_dir.mkdir(parents=True, exist_ok=True)
     print(f"cpus: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f}")
     try:
-        bench_nc(work_dir, args.nc_chunks, args.repeat)
-        bench_nczarr(work_dir, args.nczarr_chunks, args.repeat)
+        if not args.only_memory:
+            bench_nc(work_dir, args.nc_chunks, args.repeat, not args.no_read)
+            bench_nczarr(work_dir, args.nczarr_chunks, args.repeat, not args.no_read)
+        if args.memory:
+            bench_memory(work_dir, [int(n) for n in args.memory.split(",")], args.repeat)
     finally:
         if args.dir is None:
             shutil.rmtree(work_dir, ignore_errors=True)

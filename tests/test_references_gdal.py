@@ -43,3 +43,30 @@ def test_gdal_reads_netcdf_file_references(tmp_path: Path) -> None:
     url = make_nc(path, "NETCDF4")
     refs = nczarr.references(str(path))
     assert gdal_values(refs, tmp_path) == netcdf_values(url, False)
+
+
+def test_gdal_parquet_sets_need_its_parquet_driver(tmp_path: Path) -> None:
+    """GDAL reads a Parquet set (``/vsikerchunk_parquet_ref/``) only with its Parquet
+    driver: with it, the values netCDF4 reads; without it (the libgdal of every PyPI
+    wheel checked: pyogrio 0.13, rasterio 1.5.2, gdal-wheel 3.13.3), the metadata in
+    ``.zmetadata`` opens and every chunk read fails naming the record file."""
+    import ctypes
+
+    store = tmp_path / "src.zarr"
+    url = make_nczarr(store)
+    out = tmp_path / "refs.parq"
+    nczarr.write_references(str(store), out, record_size=3)
+    read = gdalreader.read_zarr(f"/vsikerchunk_parquet_ref/{{{out}}}")
+    assert read.error is None, read.error
+    lib = gdalreader.libgdal()
+    lib.GDALGetDriverByName.restype = ctypes.c_void_p
+    lib.GDALGetDriverByName.argtypes = [ctypes.c_char_p]
+    if lib.GDALGetDriverByName(b"Parquet"):
+        got = {
+            path.strip("/"): floats(np.asarray(array.values)) for path, array in read.arrays.items()
+        }
+        assert got == netcdf_values(url, False)
+        return
+    assert sorted(read.arrays) == ["/g/c", "/s", "/t"]
+    for path, array in read.arrays.items():
+        assert array.error is not None and "refs.0.parq' not recognized" in array.error, path

@@ -98,7 +98,7 @@ def _plan(entries: Entries, translated: TranslatedView, virtual: bool) -> list[t
     """Every chunk as ``(key, url, offset, length)`` or ``(key, bytes)``, checked (the
     budget of chunks that cannot be pointed at) before anything is written."""
     if not virtual:
-        return [(key, translated[key]) for key in entries.plan.chunk_keys]
+        return [(key, translated[key]) for key in entries.chunk_keys()]
     chunks: list[tuple] = []
     sizes: dict[str, int] | None = None
     for key, entry in entries.chunks():

@@ -7,8 +7,9 @@ JSON when ``out`` ends in ``.json``, or in the Parquet layout fsspec's
 ``record_size`` chunk entries each) when it ends in ``.parq`` or ``.parquet``.
 
 The Parquet set is written by fsspec's own writer (``LazyReferenceMapper.create``),
-fed entry by entry in chunk-grid order, so each record file is written as soon as it
-is full: the output side holds one record per array, not the whole set. fsspec's
+fed array by array, one record's worth of the chunk grid at a time, so each record
+file is written as soon as it is full: memory holds one flag per grid cell of the
+array being written and one record of entries, not the keys of every chunk. fsspec's
 writer needs pandas, fastparquet and kerchunk (the ``refs`` extra); readers need
 fsspec, pandas and fastparquet.
 
@@ -19,12 +20,13 @@ is written.
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
+
+import numpy as np
 
 from ..errors import TargetExistsError, UnsupportedError, warn_all
 from ..maps.base import ZMap
@@ -107,37 +109,88 @@ def _write_parquet(entries: Entries, out: str, record_size: int, options: Mappin
             mapper[key] = text
             if key.endswith(".zarray"):
                 zarrays[key[: -len(".zarray")].rstrip("/")] = text
-        written: dict[str, set[str]] = {array: set() for array in zarrays}
-        for key, entry in entries.chunks():
-            mapper[key] = entry
-            array, _, index = key.rpartition("/")
-            written[array].add(index)
-        for array, text in zarrays.items():
-            _fill_gaps(mapper, array, text, written[array], entries)
+        for array in entries.arrays:
+            _write_array(mapper, entries, array, zarrays[array], record_size)
         mapper.flush()
     except BaseException:
         mapper.fs.rm(mapper.root, recursive=True)  # no half-written set is left behind
         raise
 
 
-def _fill_gaps(mapper: Any, array: str, zarray: str, written: set[str], entries: Entries) -> None:
-    """Give every chunk the source never wrote the encoded fill-value chunk (fsspec's
-    Parquet reader cannot leave one out), announced."""
+def _write_array(mapper: Any, entries: Entries, array: str, zarray: str, step: int) -> None:
+    """Every chunk of ``array``'s grid, one record file's worth at a time in grid
+    order, so fsspec's writer writes each record as it fills: the chunks the source
+    holds as their entries, the others as the encoded fill-value chunk (fsspec's
+    Parquet reader cannot leave a chunk out), announced.
+
+    Memory: one flag per grid cell (which chunks the view lists) and one record of
+    keys, not the keys of every chunk."""
     meta = json.loads(zarray)
-    grid = [math.ceil(s / c) for s, c in zip(meta["shape"], meta["chunks"], strict=True)]
-    every = (".".join(map(str, i)) or "0" for i in itertools.product(*map(range, grid)))
-    missing = [index for index in every if index not in written]
-    if not missing:
-        return
-    chunk = encoded_fill_chunk(zarray.encode(), "/" + array)
-    entry = inline_bytes(chunk)
-    for index in missing:
-        mapper[f"{array}/{index}"] = entry
-    entries.notes.append(
-        f"array /{array}: {len(missing)} chunk(s) missing from the source (fill value) "
-        f"written into the Parquet set as an encoded fill-value chunk of {len(chunk)} "
-        "bytes (fsspec's Parquet reader cannot leave a chunk out)"
-    )
+    grid = tuple(math.ceil(s / c) for s, c in zip(meta["shape"], meta["chunks"], strict=True))
+    total = math.prod(grid)
+    present = np.zeros(total, dtype=bool)
+    strays = []  # listed keys that are no cell of the grid: written as listed
+    for key in entries.translated.array_chunk_keys(array):
+        index = _grid_index(key[len(array) + 1 :], grid)
+        if index is None:
+            strays.append(key)
+        else:
+            present[index] = True
+    fill: str | None = None
+    missing = size = 0
+    for start in range(0, total, step):
+        stop = min(start + step, total)
+        keys = _grid_keys(array, grid, start, stop)
+        flags = present[start:stop].tolist()
+        found = [key for key, here in zip(keys, flags, strict=True) if here]
+        for key, entry in entries.entries_for(array, found):
+            mapper[key] = entry
+        if len(found) < len(keys):
+            if fill is None:
+                chunk = encoded_fill_chunk(zarray.encode(), "/" + array)
+                fill, size = inline_bytes(chunk), len(chunk)
+            for key, here in zip(keys, flags, strict=True):
+                if not here:
+                    mapper[key] = fill
+                    missing += 1
+    for key, entry in entries.entries_for(array, strays):
+        mapper[key] = entry
+    if missing:
+        entries.notes.append(
+            f"array /{array}: {missing} chunk(s) missing from the source (fill value) "
+            f"written into the Parquet set as an encoded fill-value chunk of {size} "
+            "bytes (fsspec's Parquet reader cannot leave a chunk out)"
+        )
+
+
+def _grid_index(rest: str, grid: tuple[int, ...]) -> int | None:
+    """The row-major index in ``grid`` of chunk key ``rest`` (``"3.1"``, ``"0"`` for a
+    0-d array), or None when it is no cell of the grid."""
+    if not grid:
+        return 0 if rest == "0" else None
+    parts = rest.split(".")
+    if len(parts) != len(grid) or not all(p.isascii() and p.isdigit() for p in parts):
+        return None
+    index = 0
+    for part, n in zip(parts, grid, strict=True):
+        c = int(part)
+        if c >= n:
+            return None
+        index = index * n + c
+    return index
+
+
+def _grid_keys(array: str, grid: tuple[int, ...], start: int, stop: int) -> list[str]:
+    """The chunk keys of cells ``start`` to ``stop`` (row-major) of ``grid``."""
+    if not grid:
+        return [f"{array}/0"] if start == 0 and stop > 0 else []
+    cells = np.unravel_index(np.arange(start, stop), grid)
+    columns = [c.tolist() for c in cells]
+    if len(columns) == 1:
+        return [f"{array}/{i}" for i in columns[0]]
+    if len(columns) == 2:
+        return [f"{array}/{i}.{j}" for i, j in zip(*columns, strict=True)]
+    return [f"{array}/" + ".".join(map(str, c)) for c in zip(*columns, strict=True)]
 
 
 def _write_json(entries: Entries, out: str, options: Mapping) -> None:
@@ -215,7 +268,6 @@ def write_references(
             inline_threshold=inline_threshold,
             exclude=exclude,
             max_inlined=max_inlined,
-            grid_order=fmt == "parquet",
         )
         if fmt == "parquet":
             _write_parquet(entries, out, record_size, options)

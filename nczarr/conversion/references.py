@@ -24,7 +24,9 @@ the bytes copied, while its copied bytes stay within ``max_inlined``; above that
 
 Where a chunk lives is asked of the map (``ZMap.chunk_location(key)``: ``(url,)``,
 ``(url, offset, length)`` or ``None``): directories, zips, fsspec filesystems, zips on
-S3 and netCDF files' byte ranges each answer for themselves.
+S3 and netCDF files' byte ranges each answer for themselves, a batch of keys at a time
+(``ZMap.chunk_locations``), array by array from the view's listing of that array
+(:meth:`TranslatedView.chunk_locations`): no per-key translation, no list of every key.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from typing import Any, Literal
 from ..errors import UnsupportedError, warn_all
 from ..maps.base import ZMap
 from ..readthrough import TranslatedView, view
-from .plan import Plan, array_of_key, build_plan, selected_paths
+from .plan import order_metadata, selected_paths
 
 __all__ = ["DEFAULT_MAX_INLINED", "chunk_location", "references"]
 
@@ -113,18 +115,20 @@ def _refuse_unrepresentable(translated: TranslatedView, exclude: Sequence[str] |
         )
 
 
-def _plan(translated: TranslatedView, exclude: Sequence[str] | None) -> Plan:
-    """The plan of ``translated`` without the arrays ``exclude`` names."""
-    if not exclude:
-        return build_plan(translated)
-    with translated.selected(exclude=exclude) as kept:
-        return build_plan(kept)
+def _shown(translated: TranslatedView, exclude: Sequence[str] | None) -> TranslatedView:
+    """The view of ``translated`` without the arrays ``exclude`` names (caller closes)."""
+    return translated.selected(exclude=exclude) if exclude else translated
 
 
 class Entries:
     """A reference set as a stream: ``metadata`` (key, text) first, then ``chunks()``
-    yielding (key, entry) (with ``grid_order``, array by array in chunk-grid order, so
-    a paged writer fills each page before the next), then ``warnings()`` to announce."""
+    yielding (key, entry) array by array (or ``entries_for`` the keys a writer walking
+    the chunk grid asks, array by array), then ``warnings()`` to announce.
+
+    Chunk entries are made array by array from the view's listing of that array,
+    their locations asked of the source a batch at a time
+    (:meth:`TranslatedView.chunk_locations`): no list of every chunk key is held.
+    """
 
     def __init__(
         self,
@@ -133,70 +137,85 @@ class Entries:
         inline_threshold: int,
         exclude: Sequence[str] | None,
         max_inlined: int,
-        grid_order: bool = False,
         into: str = "the reference set",
     ) -> None:
         _refuse_unrepresentable(translated, exclude)
-        self.grid_order = grid_order
         self.translated = translated
         self.inline_threshold = inline_threshold
-        self.plan = _plan(translated, exclude)
-        self.metadata: list[tuple[str, str]] = [
-            (key, _text(value)) for key, value in self.plan.metadata
-        ]
+        shown = _shown(translated, exclude)
+        try:
+            metadata = shown.metadata
+            self.metadata: list[tuple[str, str]] = [
+                (key, _text(bytes(metadata[key]))) for key in order_metadata(metadata)
+            ]
+            #: Key prefixes of the arrays whose chunks the set holds.
+            self.arrays: tuple[str, ...] = shown.shown_arrays
+            self._view_warnings = tuple(shown.warnings)
+        finally:
+            if shown is not translated:
+                shown.close()
         self.budget = _Budget(max_inlined, into)
         self.pointed = 0
         self.inlined = 0
         #: What a writer of the set adds to announce (after the chunks).
         self.notes: list[str] = []
 
+    def chunk_keys(self) -> Iterator[str]:
+        """Every chunk key (as shown) the set holds, array by array."""
+        for array in self.arrays:
+            for key, _ in self.translated.chunk_locations(array):
+                yield key
+
     def chunks(self) -> Iterator[tuple[str, str | list[Any]]]:
         """Each chunk key and its entry: ``[url]``, ``[url, offset, length]`` or
         ``"base64:..."`` (raises :class:`UnsupportedError` past ``max_inlined``)."""
+        for array in self.arrays:
+            yield from self._array_entries(array, self.translated.chunk_locations(array))
+
+    def entries_for(self, array: str, keys: Sequence[str]) -> Iterator[tuple[str, str | list[Any]]]:
+        """The entries of chunks ``keys`` of ``array`` (keys the view lists), in that
+        order: for a writer that walks an array's chunk grid itself."""
+        located = zip(keys, self.translated.locate(array, keys), strict=True)
+        return self._array_entries(array, located)
+
+    def _array_entries(
+        self, array: str, located: Iterator[tuple[str, Location | None]]
+    ) -> Iterator[tuple[str, str | list[Any]]]:
+        """The entries of one array's chunks, from their locations."""
         translated = self.translated
-        source = translated.source
-        arrays = frozenset(v.path.strip("/") for v in translated.dataset.root.all_variables())
-        keys = self.plan.chunk_keys
-        for key in sorted(keys, key=_grid_order) if self.grid_order else keys:
-            array = translated.reencoded_array(key)
-            location = None
-            why = "re-encoded by the view"
-            if array is None:
-                location = chunk_location(source, translated.source_key(key))
-                why = _why_not(source)
-            if location is not None:
-                if self.inline_threshold > 0:
-                    size = location[2] if len(location) == 3 else translated.getsize(key)
-                    if size < self.inline_threshold:
-                        self.inlined += 1
-                        yield key, inline_bytes(translated[key])
-                        continue
-                self.pointed += 1
-                yield key, list(location)
+        threshold = self.inline_threshold
+        for key, location in located:
+            if location is None:
+                yield key, self._inlined(array, key)
                 continue
-            value = translated[key]
-            owner = array if array is not None else array_of_key(key, arrays) or key
-            self.budget.add(owner, len(value), why)
-            self.inlined += 1
-            yield key, inline_bytes(value)
+            if threshold > 0:
+                size = location[2] if len(location) == 3 else translated.getsize(key)
+                if size < threshold:
+                    self.inlined += 1
+                    yield key, inline_bytes(translated[key])
+                    continue
+            self.pointed += 1
+            yield key, list(location)
+
+    def _inlined(self, array: str, key: str) -> str:
+        """Chunk ``key``, which cannot be pointed at, copied in (within the budget)."""
+        translated = self.translated
+        if translated.reencoded_array(key) is not None:
+            why = "re-encoded by the view"
+        else:
+            why = _why_not(translated.source)
+        value = translated[key]
+        self.budget.add(array, len(value), why)
+        self.inlined += 1
+        return inline_bytes(value)
 
     def warnings(self) -> list[str]:
         """What to announce once every chunk was yielded."""
         return [
-            *(w for w in self.plan.warnings if w not in self.translated.warnings),
+            *(w for w in self._view_warnings if w not in self.translated.warnings),
             *self.budget.warnings(),
             *self.notes,
         ]
-
-
-def _grid_order(key: str) -> tuple[str, tuple[int, ...]]:
-    """Sort key of a chunk key: its array, then its grid index in row-major order
-    (``t/10.0`` after ``t/2.0``)."""
-    array, _, index = key.rpartition("/")
-    try:
-        return array, tuple(map(int, index.split(".")))
-    except ValueError:
-        return key, ()
 
 
 def _build(

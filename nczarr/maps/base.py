@@ -155,6 +155,14 @@ class ZMap(MapCore):
         (the default), nowhere it can range into (reference sets inline or refuse)."""
         return None
 
+    def chunk_locations(
+        self, keys: Iterable[str]
+    ) -> list[tuple[str] | tuple[str, int, int] | None]:
+        """:meth:`chunk_location` of many keys, in order. ``keys`` are normalized keys
+        as this map lists them (not normalized again). Maps override it to answer a
+        batch without per-key work: a reference set asks it of every chunk."""
+        return [self.chunk_location(key) for key in keys]
+
     def unreferenceable_reason(self) -> str:
         """Why an object :meth:`chunk_location` gives no place for cannot be pointed at."""
         return "not a verbatim byte range of the source (re-encoded or padded by it)"

@@ -372,12 +372,25 @@ class ConfinedTree:
             return False
         return True
 
-    def entries(self, directory: DirHandle, key: str) -> Iterator[tuple[str, bool]]:
+    def entries(
+        self, directory: DirHandle, key: str, *, stream: bool = False
+    ) -> Iterator[tuple[str, bool]]:
         """``(name, is_dir)`` of the visible files and directories in ``directory``;
-        symlinks are followed only when they resolve inside the root."""
+        symlinks are followed only when they resolve inside the root. ``stream``: read
+        the directory as it is consumed instead of all at once (memory flat in its
+        size; entries made or removed meanwhile may or may not be listed)."""
         target = directory.fd if directory.fd is not None else directory.path
         with os.scandir(target) as it:
+            if stream:
+                yield from self._visible(it, directory)
+                return
             entries = list(it)
+        yield from self._visible(entries, directory)
+
+    def _visible(
+        self, entries: Iterable[os.DirEntry[str]], directory: DirHandle
+    ) -> Iterator[tuple[str, bool]]:
+        """:meth:`entries` of the directory entries ``entries``."""
         hidden, odd = self.hidden_prefix, FORBIDDEN_CHARACTERS.search
         for entry in entries:
             name = entry.name
@@ -398,11 +411,12 @@ class ConfinedTree:
             except OSError:
                 continue
 
-    def files_below(self, directory: DirHandle, key: str) -> Iterator[str]:
+    def files_below(self, directory: DirHandle, key: str, *, stream: bool = False) -> Iterator[str]:
         """Keys of the files anywhere below ``directory`` (key ``key``), depth first.
 
         ``directory`` is consumed (closed); a directory reached twice (through a link)
-        is listed once; an entry that vanishes meanwhile is skipped.
+        is listed once; an entry that vanishes meanwhile is skipped. ``stream``: each
+        directory read as it is consumed (see :meth:`entries`).
         """
         seen: set[tuple[int, int]] = set()
         stack = [(directory, key)]
@@ -412,7 +426,8 @@ class ConfinedTree:
                 try:
                     if not first_visit(current, seen):
                         continue
-                    for name, is_dir in list(self.entries(current, ckey)):
+                    listed = self.entries(current, ckey, stream=stream)
+                    for name, is_dir in listed if stream else list(listed):
                         child = f"{ckey}/{name}" if ckey else name
                         if not is_dir:
                             yield child

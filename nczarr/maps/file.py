@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NCZarrError, raise_os_error
-from ..keys import normalize_key, parent_keys
+from ..keys import normalize_key, normalize_prefix, parent_keys
 from .base import NOT_SUPPORTED, CopySupport, NotSupportedType, ZMap, as_bytes
 from .confined import ConfinedTree
 from .fileleaf import check_leaf_rule
@@ -201,6 +201,13 @@ class FileMap(ZMap):
         """``(absolute path,)`` of ``key``'s file (see :meth:`ZMap.chunk_location`)."""
         return (os.path.join(self.root, *normalize_key(key).split("/")),)
 
+    def chunk_locations(self, keys: Iterable[str]) -> list[tuple[str] | None]:
+        """:meth:`chunk_location` of listed (normalized) keys, without per-key checks."""
+        root = os.path.join(self.root, "")
+        if os.sep == "/":
+            return [(root + key,) for key in keys]
+        return [(root + key.replace("/", os.sep),) for key in keys]  # pragma: no cover
+
     def copy_file(self, src: FileMap, key: str, *, atomic: bool = True) -> int:
         """Copy ``key`` of ``src`` to the same key here, kernel-side; return its size.
 
@@ -319,7 +326,12 @@ class FileMap(ZMap):
             except (OSError, NCZarrError):
                 return
 
-    def _list(self, prefix: str) -> Iterator[str]:
+    def keys_below_streamed(self, prefix: str = "") -> Iterator[str]:
+        """:meth:`keys_below`, each directory read as it is consumed (memory flat in the
+        number of files; keys written or deleted meanwhile may or may not be listed)."""
+        return self._list(normalize_prefix(prefix), stream=True)
+
+    def _list(self, prefix: str, stream: bool = False) -> Iterator[str]:
         if prefix:
             try:
                 st = self._tree.lstat_key(prefix)
@@ -338,7 +350,7 @@ class FileMap(ZMap):
             return
         except OSError as exc:
             raise_os_error(exc, f"{prefix!r} in {self._root!r}")
-        yield from self._tree.files_below(start, prefix)
+        yield from self._tree.files_below(start, prefix, stream=stream)
 
     def _search(self, prefix: str) -> Iterable[str]:
         try:

@@ -234,6 +234,13 @@ class MapCore(MutableMapping[str, bytes], ABC):
         """Every stored key at or below ``prefix`` (whole segments), lazily."""
         return self._list(normalize_prefix(prefix))
 
+    def keys_below_streamed(self, prefix: str = "") -> Iterator[str]:
+        """:meth:`keys_below` for a caller that only reads while it lists: maps that
+        can list without holding a whole listing in memory do so (a directory read
+        as it is consumed); keys written or deleted meanwhile may or may not be
+        listed. The default is :meth:`keys_below`."""
+        return self.keys_below(prefix)
+
     def getitems(self, keys: Iterable[str]) -> dict[str, bytes]:
         """Read many keys at once; missing keys are omitted from the result.
 

@@ -11,6 +11,7 @@ re-encoded from their values.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -24,23 +25,28 @@ __all__ = ["encode_chunk", "index_chunked", "index_contiguous"]
 #: Why the chunks of a variable-length string variable are re-encoded.
 VLEN_REASON = "variable-length strings are stored as heap references"
 
-_Stored = tuple[tuple[int, ...], int, int | None, int]
 
-
-def _stored_chunks(ds: Any) -> list[_Stored]:
-    """``(element offset, filter mask, byte offset, size)`` of every stored chunk."""
-    found: list[_Stored] = []
+def _stored_chunks(ds: Any) -> list[Any]:
+    """HDF5's ``StoreInfo`` (``chunk_offset``, ``filter_mask``, ``byte_offset``,
+    ``size``) of every stored chunk, in one B-tree walk."""
+    found: list[Any] = []
     if hasattr(ds.id, "chunk_iter"):
-        ds.id.chunk_iter(
-            lambda info: found.append(
-                (info.chunk_offset, info.filter_mask, info.byte_offset, info.size)
-            )
-        )
+        ds.id.chunk_iter(found.append)
     else:  # pragma: no cover - HDF5 older than 1.12.3
-        for i in range(ds.id.get_num_chunks()):
-            info = ds.id.get_chunk_info(i)
-            found.append((info.chunk_offset, info.filter_mask, info.byte_offset, info.size))
+        found.extend(ds.id.get_chunk_info(i) for i in range(ds.id.get_num_chunks()))
     return found
+
+
+def _key_of(chunks: tuple[int, ...]) -> Callable[[tuple[int, ...]], str]:
+    """The Zarr chunk key of a chunk's element offset (as :func:`chunk_key` of its
+    coordinates), specialised for one and two dimensions: every chunk asks."""
+    if len(chunks) == 1:
+        (c0,) = chunks
+        return lambda offset: str(offset[0] // c0)
+    if len(chunks) == 2:
+        c0, c1 = chunks
+        return lambda offset: f"{offset[0] // c0}.{offset[1] // c1}"
+    return lambda offset: chunk_key(tuple(o // c for o, c in zip(offset, chunks, strict=True)))
 
 
 def index_chunked(
@@ -50,13 +56,18 @@ def index_chunked(
     are re-encoded (a filter skipped by the filter mask), or None. With
     ``reencode_all`` every chunk is marked re-encoded (the caller knows why)."""
     skipped = 0
-    for offset, mask, byte_offset, size in _stored_chunks(ds):
+    refs = source.chunks
+    key_of = _key_of(chunks)
+    for info in _stored_chunks(ds):
+        byte_offset = info.byte_offset
         if byte_offset is None:
             continue
-        coords = tuple(o // c for o, c in zip(offset, chunks, strict=True))
-        reencode = reencode_all or mask != 0
-        source.chunks[chunk_key(coords)] = ChunkRef(byte_offset, size, reencode=reencode)
-        skipped += mask != 0
+        mask = info.filter_mask
+        if mask or reencode_all:
+            refs[key_of(info.chunk_offset)] = ChunkRef(byte_offset, info.size, 0, True)
+            skipped += mask != 0
+        else:
+            refs[key_of(info.chunk_offset)] = ChunkRef(byte_offset, info.size)
     if skipped and not reencode_all:
         return f"{skipped} chunk(s) stored with a filter skipped (HDF5 filter mask)"
     return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 __all__ = [
     "DEFAULT_FILLS",
@@ -42,11 +43,11 @@ DEFAULT_FILLS: dict[str, object] = {
 }
 
 
-@dataclass(frozen=True)
-class ChunkRef:
+class ChunkRef(NamedTuple):
     """A chunk's bytes: ``length`` bytes at ``offset`` of the file, then ``pad``
     bytes of fill (the ragged end of cut contiguous data), or, with ``reencode``,
-    bytes the reader makes from the chunk's values."""
+    bytes the reader makes from the chunk's values. (A named tuple: a file's index
+    holds one per chunk, made at open.)"""
 
     offset: int
     length: int

@@ -18,8 +18,6 @@ whole. Pickling reopens the file (a worker or dask task opens its own handle).
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -30,6 +28,7 @@ from ..maps.open import probe_local
 from ..maps.url import NCZarrURL
 from ..translate.detect import FormatInfo
 from ..translate.model import Dataset
+from .handles import LocalFile, RemoteFile
 from .layout import SourceArray
 
 __all__ = [
@@ -44,8 +43,6 @@ HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 CDF_MAGICS = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
 #: Suffixes that make a remote URL a netCDF file rather than a store.
 NETCDF_SUFFIXES = (".nc", ".nc3", ".nc4", ".netcdf", ".h5", ".hdf5", ".he5", ".cdf")
-#: Block size of the cached reads of remote HDF5 metadata.
-METADATA_BLOCK = 32 * 1024
 #: First read of a netCDF-3 header (grown until the header fits).
 HEADER_GUESS = 32 * 1024
 
@@ -58,90 +55,6 @@ def is_netcdf_header(head: bytes) -> bool:
 def has_netcdf_suffix(path: str) -> bool:
     """Whether a path or URL ends with a netCDF file suffix (before any ``#``)."""
     return path.split("#", 1)[0].lower().rstrip("/").endswith(NETCDF_SUFFIXES)
-
-
-class _Local:
-    """A local file read by offset (thread-safe: ``os.pread`` where it exists)."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        try:
-            self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-        except FileNotFoundError:
-            raise StorageNotFoundError(f"no such netCDF file: {path!r}") from None
-        except OSError as exc:
-            raise StorageError(f"cannot open {path!r}: {exc}") from None
-        self.size = os.fstat(self.fd).st_size
-        self._lock = threading.Lock()
-
-    def read(self, offset: int, length: int) -> bytes:
-        if hasattr(os, "pread"):
-            return os.pread(self.fd, length, offset)
-        with self._lock:  # pragma: no cover - Windows
-            os.lseek(self.fd, offset, os.SEEK_SET)
-            return os.read(self.fd, length)
-
-    def read_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
-        return [self.read(o, n) for o, n in ranges]
-
-    def fileobj(self) -> Any:
-        return self.path
-
-    def head(self, n: int) -> bytes:
-        return self.read(0, n)
-
-    def close(self) -> None:
-        os.close(self.fd)
-
-
-class _Remote:
-    """A file on an fsspec filesystem, read by byte ranges."""
-
-    def __init__(self, url: str, options: Mapping[str, Any]) -> None:
-        from fsspec.core import url_to_fs
-
-        try:
-            self.fs, self.path = url_to_fs(url, **dict(options))
-            self.size = self.fs.size(self.path)
-        except FileNotFoundError:
-            raise StorageNotFoundError(f"no such netCDF file: {url!r}") from None
-        except ImportError as exc:
-            from ..errors import MissingDependencyError
-
-            raise MissingDependencyError(f"cannot open {url!r}: {exc}") from None
-        except OSError as exc:
-            raise StorageError(f"cannot open {url!r}: {exc}") from None
-        self._file: Any = None
-
-    def read(self, offset: int, length: int) -> bytes:
-        if length <= 0:
-            return b""
-        return self.fs.cat_file(self.path, start=offset, end=offset + length)
-
-    def read_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
-        if len(ranges) <= 1:
-            return [self.read(o, n) for o, n in ranges]
-        return self.fs.cat_ranges(
-            [self.path] * len(ranges), [o for o, _ in ranges], [o + n for o, n in ranges]
-        )
-
-    def fileobj(self) -> Any:
-        """A block-cached file object (HDF5 metadata, the magic bytes)."""
-        if self._file is None:
-            self._file = self.fs.open(
-                self.path, "rb", block_size=METADATA_BLOCK, cache_type="blockcache", size=self.size
-            )
-        return self._file
-
-    def head(self, n: int) -> bytes:
-        """The first ``n`` bytes, through the block cache the HDF5 reader then uses."""
-        f = self.fileobj()
-        f.seek(0)
-        return f.read(n)
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
 
 
 class NetCDFFileMap(ZMap):
@@ -170,8 +83,8 @@ class NetCDFFileMap(ZMap):
         self._location = str(location)
         self._options = dict(storage_options)
         local = _local_path(self._location)
-        self._io: _Local | _Remote = (
-            _Local(local) if local is not None else _Remote(self._location, self._options)
+        self._io: LocalFile | RemoteFile = (
+            LocalFile(local) if local is not None else RemoteFile(self._location, self._options)
         )
         self._hdf5: Any = None
         try:
@@ -347,6 +260,30 @@ class NetCDFFileMap(ZMap):
         local = _local_path(self._location)
         return (local if local is not None else self._location), ref.offset, ref.length
 
+    def chunk_locations(self, keys: Iterable[str]) -> list[tuple[str, int, int] | None]:
+        """:meth:`chunk_location` of many listed (normalized) keys: one lookup of each
+        key's array per run of keys of the same array, none of the per-key checks.
+
+        Raises KeyError naming the first key that is not a chunk.
+        """
+        local = _local_path(self._location)
+        url = local if local is not None else self._location
+        out: list[tuple[str, int, int] | None] = []
+        append = out.append
+        chunks: Mapping[str, Any] = {}
+        current = None
+        for key in keys:
+            prefix, _, rest = key.rpartition("/")
+            if prefix != current:
+                array = self._arrays.get(prefix)
+                chunks = array.chunks if array is not None else {}
+                current = prefix
+            ref = chunks.get(rest)
+            if ref is None:
+                raise KeyError(key)
+            append(None if ref.reencode or ref.pad else (url, ref.offset, ref.length))
+        return out
+
     def copy_chunk_to(self, dst: ZMap, key: str) -> int | NotSupportedType:
         """Write chunk ``key`` into ``dst`` and return its size: a kernel-side copy of
         its byte range of a local file (no Python ``bytes``) where ``dst`` can make one
@@ -364,7 +301,7 @@ class NetCDFFileMap(ZMap):
             raise KeyError(key)
         array, rest = found
         ref = array.chunks[rest]
-        if ref.reencode or not isinstance(self._io, _Local):
+        if ref.reencode or not isinstance(self._io, LocalFile):
             return NOT_SUPPORTED  # bytes through Python: the caller copies
         tail = array.fill * (ref.pad // max(1, len(array.fill)))
         written = dst.copy_range(self._io.fd, ref.offset, ref.length, key, tail=tail, atomic=False)
@@ -457,7 +394,7 @@ def _hdf5_at_start(head: bytes, io: Any) -> bool:
 def _local_netcdf(path: str) -> bool:
     """Whether a local regular file has netCDF-3 magic, or HDF5 magic at its start or
     after a user block (as the HDF5 library looks for it)."""
-    io = _Local(path)
+    io = LocalFile(path)
     try:
         head = io.head(8)
         return is_netcdf_header(head) or _hdf5_at_start(head, io)

@@ -26,29 +26,28 @@ serves it (zarr-python reads it through ``ZarrStore``; ``convert`` copies its ke
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import replace
-from functools import partial
 from typing import Any, Literal
 
-from .errors import InvalidModeError, NCZarrWarning, ReadOnlyError, warn_all
-from .keys import normalize_key
-from .maps.base import ZMap
-from .reencode import ChunkRecoder
-from .translate.chunk_layout import TrailingAxis, chunk_coords
-from .translate.conventions import FORMATS, ZARRAY, ZMETADATA
-from .translate.model import Dataset
-from .translate.target import Target
-from .translate.translation import Translation
-from .translate.translation import draft as draft_translation
-from .translate.translation import finish as finish_translation
+from ..errors import InvalidModeError, ReadOnlyError, warn_all
+from ..keys import normalize_key
+from ..maps.base import ZMap
+from ..reencode import ChunkRecoder
+from ..translate.chunk_layout import TrailingAxis, chunk_coords
+from ..translate.conventions import FORMATS, ZARRAY, ZMETADATA
+from ..translate.model import Dataset
+from ..translate.target import Target
+from ..translate.translation import Translation
+from ..translate.translation import draft as draft_translation
+from ..translate.translation import finish as finish_translation
+from .chunks import ChunkListing, note_stray
 
 __all__ = ["TrailingAxis", "TranslatedView", "chunk_coords", "view"]
 
 
-class TranslatedView(ZMap):
+class TranslatedView(ChunkListing, ZMap):
     """Read-only zmap over a :class:`~nczarr.translate.translation.Translation`: its metadata from
     memory, chunk objects passed through (or re-encoded) from the source.
 
@@ -110,7 +109,7 @@ class TranslatedView(ZMap):
         chunks read here are those of variable-length strings shown as fixed-width
         NCZarr strings (to find the longest).
         """
-        from .load import read_with_chunk_keys
+        from ..load import read_with_chunk_keys
 
         read, chunk_keys = read_with_chunk_keys(source, metadata=metadata)
         draft = draft_translation(
@@ -128,7 +127,7 @@ class TranslatedView(ZMap):
         cls, source: ZMap, draft: Translation, *, owns_source: bool, requested: Target
     ) -> TranslatedView:
         """The view of ``draft`` completed: string widths measured, metadata written."""
-        from .reencode import longest_strings
+        from ..reencode import longest_strings
 
         stray: dict[str, str] = {}
         widths = longest_strings(
@@ -136,7 +135,7 @@ class TranslatedView(ZMap):
             draft.layout,
             draft.reencoded,
             draft.to_measure,
-            lambda key, array: _note_stray(source.url, stray, key, array),
+            lambda key, array: note_stray(source.url, stray, key, array),
         )
         translation = finish_translation(draft, widths)
         result = cls(source, translation, owns_source=owns_source, requested=requested)
@@ -258,25 +257,6 @@ class TranslatedView(ZMap):
         source with ``c/...`` keys): then copy from the view, not from :attr:`source`."""
         return self._mapped
 
-    def chunk_keys(self) -> Iterator[str]:
-        """The key, as the view shows it, of every chunk object that passes through
-        (the source key itself unless :attr:`keys_mapped`; see :meth:`source_key`)."""
-        for array in self._arrays:
-            yield from self._chunks_below(array, array)
-
-    def source_key(self, key: str) -> str:
-        """The source key of the chunk the view shows as ``key``.
-
-        Raises
-        ------
-        KeyError
-            ``key`` is not a chunk key of an array of the view.
-        """
-        try:
-            return self._layout.source_key(normalize_key(key))
-        except KeyError:
-            raise KeyError(key) from None
-
     def _reencode(self, key: str) -> bytes:
         """The re-encoded bytes of chunk ``key`` (normalized) of a re-encoded array."""
         array = self._owner(key)
@@ -285,18 +265,6 @@ class TranslatedView(ZMap):
         if data is None:
             raise KeyError(key)
         return data
-
-    # ------------------------------------------------------------------ internals
-    def _chunks_below(self, array: str, prefix: str) -> Iterator[str]:
-        """Chunk keys (as shown) of ``array`` whose shown key is at or below ``prefix``."""
-        note = partial(_note_stray, self._source.url, self._stray)
-        return self._layout.shown_below(array, prefix, self._source.keys_below, note)
-
-    @property
-    def stray_keys(self) -> dict[str, str]:
-        """Objects found among the chunks of re-encoded arrays that are not chunk keys
-        (``README``), skipped by the listing, and the warning given for each."""
-        return dict(self._stray)
 
     # ----------------------------------------------------------------- primitives
     def _load(self, key: str) -> bytes:
@@ -405,15 +373,6 @@ class TranslatedView(ZMap):
         return (_rebuild, (self._source, self._requested, include, exclude))
 
 
-def _note_stray(url: str, stray: dict[str, str], key: str, array: str) -> None:
-    """Warn (once per key) that ``key`` is skipped: not a chunk of its re-encoded array."""
-    if key in stray:
-        return
-    message = f"{url}: skipped {key!r}: not a chunk key of re-encoded array '/{array}'"
-    stray[key] = message
-    warnings.warn(message, NCZarrWarning, stacklevel=4)
-
-
 def _rebuild(
     source: ZMap, target: Target, include: Sequence[str], exclude: Sequence[str]
 ) -> TranslatedView:
@@ -485,7 +444,7 @@ def view(
             )
         result = TranslatedView.from_source(src, target)
     elif isinstance(src, str | os.PathLike):
-        from .maps.open import open_map
+        from ..maps.open import open_map
 
         zmap = open_map(os.fspath(src), mode="r", storage_options=storage_options)
         try:
