@@ -10,16 +10,18 @@ re-encoded from their values.
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from ..translate.model import Variable
 from .h5attrs import text
-from .layout import ChunkRef, SourceArray, chunk_key, cut_contiguous
+from .layout import DEFAULT_FILLS, ChunkRef, SourceArray, chunk_key, cut_contiguous
 
-__all__ = ["encode_chunk", "index_chunked", "index_contiguous"]
+__all__ = ["encode_chunk", "index_chunked", "index_contiguous", "index_past_extent", "past_fill"]
 
 #: Why the chunks of a variable-length string variable are re-encoded.
 VLEN_REASON = "variable-length strings are stored as heap references"
@@ -86,6 +88,60 @@ def index_contiguous(
     return None
 
 
+def past_fill(var: Variable) -> Any:
+    """What netcdf-c reads past a dataset's own extent (along a longer unlimited
+    dimension): the variable's fill value, else netCDF's default fill for its type,
+    even for a plain HDF5 dataset or a no-fill variable that reports no fill value."""
+    return var.fill_value if var.fill_value is not None else DEFAULT_FILLS[var.type]
+
+
+def index_past_extent(
+    source: SourceArray,
+    extent: tuple[int, ...],
+    shape: tuple[int, ...],
+    chunks: tuple[int, ...],
+    *,
+    padded: bool,
+    absent_reads_fill: bool,
+) -> int:
+    """Mark the chunks of ``source`` that reach past the dataset's stored ``extent``
+    (inside the variable's longer ``shape``) to be re-encoded with
+    :func:`past_fill` there; the number marked.
+
+    A stored chunk across the extent keeps its bytes only when HDF5 ``padded`` it
+    with that same fill. A chunk wholly past it (or never written) stays absent when
+    the target's readers read an absent chunk as that fill (``absent_reads_fill``:
+    the variable has a fill value); else it is written, all fill."""
+    if extent == shape or not shape:
+        return 0
+    counts = [math.ceil(s / c) for s, c in zip(shape, chunks, strict=True)]
+    # the first chunk along each axis holding a position past the extent
+    first_past = [
+        e // c if e < s else n for e, s, c, n in zip(extent, shape, chunks, counts, strict=True)
+    ]
+    marked = 0
+    for coords in _past_coords(counts, first_past):
+        key = chunk_key(coords)
+        ref = source.chunks.get(key)
+        if ref is not None:
+            if not (padded or ref.reencode):
+                source.chunks[key] = ChunkRef(ref.offset, ref.length, ref.pad, reencode=True)
+                marked += 1
+        elif not absent_reads_fill:
+            source.chunks[key] = ChunkRef(-1, 0, reencode=True)
+            marked += 1
+    return marked
+
+
+def _past_coords(counts: list[int], first_past: list[int]) -> Iterator[tuple[int, ...]]:
+    """Coordinates of every chunk at or after ``first_past`` along some axis, each
+    once: those past along ``axis`` and before it along every earlier axis."""
+    for axis in range(len(counts)):
+        before = [range(first_past[a]) for a in range(axis)]
+        after = [range(n) for n in counts[axis + 1 :]]
+        yield from itertools.product(*before, range(first_past[axis], counts[axis]), *after)
+
+
 def encode_chunk(ds: Any, var: Variable, coords: tuple[int, ...]) -> bytes:
     """The bytes of chunk ``coords`` of ``var`` in its declared codecs, from its
     values as HDF5 decodes them (padded with fill to a whole chunk)."""
@@ -100,7 +156,7 @@ def encode_chunk(ds: Any, var: Variable, coords: tuple[int, ...]) -> bytes:
         )
         values = ds[sel]
         dtype = object if var.type == "string" else ds.dtype
-        fill = var.fill_value if var.fill_value is not None else 0
+        fill = past_fill(var)  # what netcdf-c reads past the dataset's extent
         block = np.full(var.chunks, fill, dtype=dtype)
         block[tuple(slice(0, n) for n in values.shape)] = values
     if var.type == "string":

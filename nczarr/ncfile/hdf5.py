@@ -40,7 +40,14 @@ import numpy as np
 from ..errors import MetadataError
 from ..translate.model import Attribute, Dataset, Dimension, Group, Variable
 from .h5attrs import HIDDEN_ATTRIBUTES, attributes, import_h5py, nc_type, ordered_links, text
-from .h5chunks import VLEN_REASON, encode_chunk, index_chunked, index_contiguous
+from .h5chunks import (
+    VLEN_REASON,
+    encode_chunk,
+    index_chunked,
+    index_contiguous,
+    index_past_extent,
+    past_fill,
+)
 from .h5dims import DIM_ONLY, DimensionIndex, is_scale, join, variable_name
 from .h5filters import codecs, reencoded_chain, split_codecs
 from .layout import DEFAULT_FILLS, SourceArray, rows_per_chunk
@@ -151,10 +158,6 @@ class HDF5Reader:
         fill = self._fill(attrs, kind, ds)
         source = SourceArray(fqn.strip("/"), fill=_fill_bytes(fill, ds.dtype, kind))
         chunks, filters, compressor, reason = self._storage(ds, source, kind, shape)
-        if reason is not None:
-            source.reason = reason
-            self.reencoded[source.path] = reason
-        self.arrays[source.path] = source
         endian = "big" if ds.dtype.byteorder == ">" else "little"
         variable = Variable(
             name=name,
@@ -171,8 +174,48 @@ class HDF5Reader:
             endian=endian if kind not in ("char", "string", "byte", "ubyte") else "little",
             text_storage="vlen-utf8" if kind == "string" else None,
         )
+        past = self._past_extent(ds, source, variable)
+        if past is not None:
+            reason = past if reason is None else f"{reason}; {past}"
+        if reason is not None:
+            source.reason = reason
+            self.reencoded[source.path] = reason
+        self.arrays[source.path] = source
         self._datasets[source.path] = (ds.name, variable)
         return variable
+
+    def _past_extent(self, ds: Any, source: SourceArray, var: Variable) -> str | None:
+        """Chunks of a dataset shorter than its (unlimited) dimension: netcdf-c reads
+        past the dataset's own extent as :func:`past_fill`, so the chunks reaching
+        there are re-encoded unless HDF5 padded them with that value, and written
+        when absent would read otherwise (a plain dataset or a no-fill variable has
+        no fill value in the target). Returns why, or None."""
+        extent = tuple(ds.shape)
+        if not var.shape or extent == var.shape:
+            return None
+        dcpl = ds.id.get_create_plist()
+        h5d = self._h5py.h5d
+        padded = (
+            var.fill_value is not None
+            and dcpl.fill_value_defined() == h5d.FILL_VALUE_USER_DEFINED
+            and dcpl.get_fill_time() != h5d.FILL_TIME_NEVER
+            and _hdf5_fill(dcpl, ds.dtype) == source.fill
+        )
+        marked = index_past_extent(
+            source,
+            extent,
+            var.shape,
+            var.chunks,
+            padded=padded,
+            absent_reads_fill=var.fill_value is not None,
+        )
+        if not marked:
+            return None
+        return (
+            f"{marked} chunk(s) reach past the dataset's stored extent {extent} along a "
+            f"longer unlimited dimension, read there as netCDF's fill "
+            f"{past_fill(var)!r}"
+        )
 
     def _storage(
         self, ds: Any, source: SourceArray, kind: str, shape: tuple[int, ...]
@@ -232,6 +275,13 @@ class HDF5Reader:
         from its values as HDF5 decodes them (padded with fill to a whole chunk)."""
         h5name, var = self._datasets[path]
         return encode_chunk(self.file[h5name], var, coords)
+
+
+def _hdf5_fill(dcpl: Any, dtype: np.dtype) -> bytes:
+    """The bytes of the fill value HDF5 pads a dataset's chunks with."""
+    value = np.zeros((), dtype=dtype)
+    dcpl.get_fill_value(value)
+    return value.tobytes()
 
 
 def _fill_bytes(fill: Any, dtype: np.dtype, kind: str) -> bytes:
