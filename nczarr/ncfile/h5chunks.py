@@ -26,23 +26,18 @@ __all__ = ["encode_chunk", "index_chunked", "index_contiguous", "index_past_exte
 #: Why the chunks of a variable-length string variable are re-encoded.
 VLEN_REASON = "variable-length strings are stored as heap references"
 
-_Stored = tuple[tuple[int, ...], int, int | None, int]
 
-
-def _stored_chunks(ds: Any) -> list[_Stored]:
-    """``(element offset, filter mask, byte offset, size)`` of every stored chunk."""
-    found: list[_Stored] = []
+def _each_stored_chunk(ds: Any, visit: Any) -> None:
+    """Call ``visit(element offset, filter mask, byte offset, size)`` for every stored
+    chunk, in one B-tree walk (no list of them all: a file may have millions)."""
     if hasattr(ds.id, "chunk_iter"):
         ds.id.chunk_iter(
-            lambda info: found.append(
-                (info.chunk_offset, info.filter_mask, info.byte_offset, info.size)
-            )
+            lambda info: visit(info.chunk_offset, info.filter_mask, info.byte_offset, info.size)
         )
     else:  # pragma: no cover - HDF5 older than 1.12.3
         for i in range(ds.id.get_num_chunks()):
             info = ds.id.get_chunk_info(i)
-            found.append((info.chunk_offset, info.filter_mask, info.byte_offset, info.size))
-    return found
+            visit(info.chunk_offset, info.filter_mask, info.byte_offset, info.size)
 
 
 def index_chunked(
@@ -51,16 +46,19 @@ def index_chunked(
     """Fill ``source`` with the stored chunks of a chunked dataset; the reason some
     are re-encoded (a filter skipped by the filter mask), or None. With
     ``reencode_all`` every chunk is marked re-encoded (the caller knows why)."""
-    skipped = 0
-    for offset, mask, byte_offset, size in _stored_chunks(ds):
+    skipped = [0]
+    add = source.chunks.add
+
+    def visit(offset: tuple[int, ...], mask: int, byte_offset: int | None, size: int) -> None:
         if byte_offset is None:
-            continue
+            return
         coords = tuple(o // c for o, c in zip(offset, chunks, strict=True))
-        reencode = reencode_all or mask != 0
-        source.chunks[chunk_key(coords)] = ChunkRef(byte_offset, size, reencode=reencode)
-        skipped += mask != 0
-    if skipped and not reencode_all:
-        return f"{skipped} chunk(s) stored with a filter skipped (HDF5 filter mask)"
+        add(coords, byte_offset, size, reencode=reencode_all or mask != 0)
+        skipped[0] += mask != 0
+
+    _each_stored_chunk(ds, visit)
+    if skipped[0] and not reencode_all:
+        return f"{skipped[0]} chunk(s) stored with a filter skipped (HDF5 filter mask)"
     return None
 
 

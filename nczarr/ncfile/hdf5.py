@@ -50,7 +50,7 @@ from .h5chunks import (
 )
 from .h5dims import DIM_ONLY, DimensionIndex, is_scale, join, variable_name
 from .h5filters import codecs, reencoded_chain, split_codecs
-from .layout import DEFAULT_FILLS, SourceArray, rows_per_chunk
+from .layout import DEFAULT_FILLS, ChunkIndex, SourceArray, chunk_grid, rows_per_chunk
 
 __all__ = ["HIDDEN_ATTRIBUTES", "HDF5Reader", "import_h5py"]
 
@@ -228,6 +228,7 @@ class HDF5Reader:
         itemsize = ds.dtype.itemsize
         is_text = kind == "string"
         if layout == h5py.h5d.CHUNKED:
+            source.chunks = ChunkIndex(chunk_grid(shape, ds.chunks))
             configs, problem = codecs(dcpl, itemsize)
             if problem is None and not is_text:
                 filters, compressor = split_codecs(configs)
@@ -244,6 +245,7 @@ class HDF5Reader:
         # a 0-long axis gets chunks of 1 (Zarr readers refuse a 0 chunk length)
         chunks = (rows_per_chunk(shape, itemsize), *(max(1, n) for n in shape[1:])) if shape else ()
         contiguous = layout == h5py.h5d.CONTIGUOUS
+        source.chunks = ChunkIndex(chunk_grid(shape, chunks))
         return chunks, filters, None, index_contiguous(ds, source, chunks, contiguous, is_text)
 
     def _fill(self, attrs: dict[str, Attribute], kind: str, ds: Any) -> Any:
