@@ -197,6 +197,7 @@ class HDF5Reader:
         h5d = self._h5py.h5d
         padded = (
             var.fill_value is not None
+            and var.type != "string"  # heap references: every chunk is re-encoded
             and dcpl.fill_value_defined() == h5d.FILL_VALUE_USER_DEFINED
             and dcpl.get_fill_time() != h5d.FILL_TIME_NEVER
             and _hdf5_fill(dcpl, ds.dtype) == source.fill
