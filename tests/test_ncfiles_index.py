@@ -36,7 +36,9 @@ def test_a_key_set_twice_keeps_its_last_value() -> None:
     assert index["3"] == ChunkRef(4, 4) and len(index) == 2
 
 
-@pytest.mark.parametrize("key", ["01.0", "1", "1.0.0", "3.0", "0.4", "-1.0", "a.b", "", "1.+0"])
+@pytest.mark.parametrize(
+    "key", ["01.0", "1", "1.0.0", "3.0", "0.4", "-1.0", "a.b", "", "1.+0", "\u00b2.0"]
+)
 def test_keys_outside_the_grid_or_not_canonical_are_absent(key: str) -> None:
     index = ChunkIndex((3, 4))
     index["1.0"] = ChunkRef(0, 1)

@@ -10,6 +10,7 @@ datasets) is cut along the first dimension into chunks of about
 from __future__ import annotations
 
 import math
+import threading
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterator, Mapping
@@ -81,6 +82,8 @@ class ChunkIndex(Mapping[str, ChunkRef]):
         self._pad = array("q")
         self._reencode = bytearray()
         self._sorted = True
+        self._sorting = threading.Lock()  # readers in several threads sort it once
+        self._last: tuple[str | None, int] = (None, -1)  # the last key found: looked up twice
 
     # ------------------------------------------------------------- writing
     def add(
@@ -102,6 +105,7 @@ class ChunkIndex(Mapping[str, ChunkRef]):
     def _append(self, at: int, offset: int, length: int, pad: int, reencode: bool) -> None:
         if self._at and at <= self._at[-1]:
             self._sorted = False
+        self._last = (None, -1)
         self._at.append(at)
         self._offset.append(offset)
         self._length.append(length)
@@ -112,6 +116,11 @@ class ChunkIndex(Mapping[str, ChunkRef]):
         """Order by position; of a position set twice, the last setting stays."""
         if self._sorted:
             return
+        with self._sorting:
+            if not self._sorted:
+                self._sort_now()
+
+    def _sort_now(self) -> None:
         at = self._at
         order = sorted(range(len(at)), key=at.__getitem__)  # stable: later wins below
         keep = [i for n, i in enumerate(order) if n + 1 == len(order) or at[order[n + 1]] != at[i]]
@@ -124,12 +133,18 @@ class ChunkIndex(Mapping[str, ChunkRef]):
 
     # ------------------------------------------------------------- reading
     def _find(self, key: object) -> int | None:
+        last = self._last  # one read: threads may replace it
+        if last[0] == key:
+            return last[1]
         at = self._parse(key) if isinstance(key, str) else None
         if at is None:
             return None
         self._sort()
         i = bisect_left(self._at, at)
-        return i if i < len(self._at) and self._at[i] == at else None
+        if i < len(self._at) and self._at[i] == at:
+            self._last = (key, i)  # type: ignore[assignment]
+            return i
+        return None
 
     def __getitem__(self, key: str) -> ChunkRef:
         i = self._find(key)
@@ -157,14 +172,15 @@ class ChunkIndex(Mapping[str, ChunkRef]):
 
     # ------------------------------------------------------------- positions
     def _position(self, coords: tuple[int, ...]) -> int:
-        if len(coords) != len(self.grid) or any(
-            not 0 <= c < n for c, n in zip(coords, self.grid, strict=True)
-        ):
-            raise KeyError(f"chunk {coords} is not in a grid of {self.grid} chunks")
         at = 0
-        for c, n in zip(coords, self.grid, strict=True):
+        for c, n in zip(coords, self.grid, strict=False):  # lengths compared below
+            if not 0 <= c < n:
+                break
             at = at * n + c
-        return at
+        else:
+            if len(coords) == len(self.grid):
+                return at
+        raise KeyError(f"chunk {coords} is not in a grid of {self.grid} chunks")
 
     def _coords(self, at: int) -> tuple[int, ...]:
         coords = []
@@ -182,7 +198,7 @@ class ChunkIndex(Mapping[str, ChunkRef]):
             return None
         at = 0
         for part, n in zip(parts, self.grid, strict=True):
-            if not part.isdigit() or (len(part) > 1 and part[0] == "0"):
+            if not (part.isascii() and part.isdigit()) or (len(part) > 1 and part[0] == "0"):
                 return None
             c = int(part)
             if c >= n:
