@@ -161,6 +161,9 @@ class ChunkIndex(Mapping[str, ChunkRef]):
 
     def __iter__(self) -> Iterator[str]:
         self._sort()
+        if len(self.grid) == 1:
+            yield from map(str, self._at)
+            return
         for at in self._at:
             yield chunk_key(self._coords(at))
 
@@ -193,6 +196,11 @@ class ChunkIndex(Mapping[str, ChunkRef]):
         """The grid position of a canonical chunk key, or None."""
         if not self.grid:
             return 0 if key == "0" else None
+        if len(self.grid) == 1:  # the common case, without the split
+            if not (key.isascii() and key.isdigit()) or (len(key) > 1 and key[0] == "0"):
+                return None
+            c = int(key)
+            return c if c < self.grid[0] else None
         parts = key.split(".")
         if len(parts) != len(self.grid):
             return None
