@@ -18,9 +18,11 @@ same bytes (:mod:`nczarr.ncfile.h5filters`). Contiguous data is cut into byte ra
 along the first dimension; compact data (inside the object header) is re-encoded
 from its values (:mod:`nczarr.ncfile.h5chunks`). Re-encoded, and said so:
 variable-length strings, chunks whose filter mask says a filter was skipped,
-filters without a Zarr codec (szip, n-bit, scale-offset, unknown), and shuffle
+filters without a Zarr codec (szip, n-bit, scale-offset, unknown), shuffle
 after fletcher32 on an 8-byte type (numcodecs' shuffle refuses the 4 extra checksum
-bytes; the re-encoded chain drops fletcher32).
+bytes; the re-encoded chain drops fletcher32), and the chunks of a dataset shorter
+than its unlimited dimension that reach past its extent, where netcdf-c reads fill
+but HDF5 padded with something else (:func:`nczarr.ncfile.h5chunks.index_past_extent`).
 
 User-defined types (compound, variable-length, opaque, enum) are left out with a
 ``skipped array`` warning, so ``convert`` refuses them unless excluded. Enums are
