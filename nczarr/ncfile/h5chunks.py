@@ -3,10 +3,10 @@
 The chunk index is HDF5's own (``DatasetID.chunk_iter``: every stored chunk's
 offset, size and filter mask in one B-tree walk); chunks never written have no
 entry, so they stay absent in the target (except past the extent of a dataset
-shorter than its dimension, where an absent chunk would not read netCDF's fill). Contiguous data is cut into byte ranges
-along the first dimension; compact data (inside the object header) and
-variable-length strings (heap references) have no byte range of their own and are
-re-encoded from their values.
+shorter than its dimension, where an absent chunk would not read netCDF's fill).
+Contiguous data is cut into byte ranges along the first dimension; compact data
+(inside the object header) and variable-length strings (heap references) have no
+byte range of their own and are re-encoded from their values.
 """
 
 from __future__ import annotations
