@@ -1,37 +1,48 @@
 """Convert a netCDF file to NCZarr and Zarr v2: nczarr against cp, nccopy and xarray.
 
-Two sources, written once with netCDF4:
+Sources, written once with netCDF4:
 
-* a netCDF-4 file of ``--mb`` MB (float32, deflate level 4 + shuffle, 1 MB chunks of
-  smooth noise that compress to about half), and
-* a netCDF-3 (64-bit offset) file of about the same size with record variables.
+* a netCDF-4 file of ``--mb`` MB of raw values in four variables on ``(time, y, x)``
+  (deflate level ``--level`` + shuffle, chunks of 1 MB raw): ``temperature`` (float32,
+  a smooth field plus noise, two decimals, as measured data is stored),
+  ``precipitation`` (float32, mostly zero, one decimal), ``pressure`` (float64, one
+  decimal) and ``noise`` (float32 at full precision: the hard case for deflate); about
+  40 % of the raw size is stored,
+* a netCDF-3 (64-bit offset) file of about ``--mb`` / 3 MB with two record variables
+  (one record of 1 MB per chunk),
+* two small netCDF-4 files of 2,000 and 20,000 chunks (4 KB raw each) for the peak
+  memory of a convert, each in a fresh process (``VmHWM``).
 
-Each is converted on ``--dir`` (tmpfs by default: the copy floor, not the disk) by
+Each source is converted on ``--dir`` (tmpfs by default: the copy floor, not the disk) by
 
-* ``cp`` of the ``.nc`` (the floor: read and write every byte once),
+* ``cp`` of the ``.nc`` (``shutil.copyfile``; the floor: read and write every byte once),
 * ``nczarr.convert`` to NCZarr and to Zarr v2 (chunks copied as byte ranges),
-* ``nccopy`` to a ``#mode=nczarr,file`` URL (Debian's netcdf-bin; decodes and
-  re-encodes every chunk; netCDF-3 input gets no compression; ``-u``: netcdf-c 4.9.0
-  writes no unlimited dimension to NCZarr; ``-c``: one record per chunk, as nczarr does),
-* ``xr.open_dataset(...).to_zarr()`` (decodes everything, encodes with zarr's default).
+* ``nccopy -k nc4 -u SRC 'file://OUT#mode=nczarr,file'`` (Debian's netcdf-bin 4.9.0;
+  ``-u``: 4.9.0 writes no unlimited dimension to NCZarr; it keeps the chunk shapes but
+  writes the chunks *uncompressed* -- that build has no NCZarr filters -- so it only
+  decodes, and its target is the raw size),
+* ``xr.open_dataset(...).to_zarr()`` (decodes everything, encodes with zarr's default),
 
-and the best of ``--repeat`` wall times and CPU times (user + system, the child
-processes' included) are printed with their ratio to ``cp``; on a loaded machine the
-CPU time is the steadier number.
+and the best of ``--repeat`` wall times and CPU times (user + system, threads and
+waited-for child processes included) are printed with their ratio to ``cp``; on a
+loaded machine the CPU time is the steadier number.
 
 Usage::
 
-    python3 benchmarks/ncfiles.py                 # 300 MB, about two minutes
-    python3 benchmarks/ncfiles.py --mb 50 --repeat 1   # quick
+    python3 benchmarks/ncfiles.py                      # 1000 MB raw (~400 MB file), minutes
+    python3 benchmarks/ncfiles.py --mb 100 --repeat 1  # quick
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
+import textwrap
 import time
 import warnings
 from collections.abc import Callable
@@ -42,30 +53,58 @@ import numpy as np
 
 import nczarr
 
+#: The netCDF-4 grid: one float32 field per time step is 1 MB raw.
+NY, NX = 256, 1024
+
 
 def _smooth(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
     base = np.cumsum(rng.normal(size=(rows, cols)), axis=1) * 0.01
     return base.astype("f4")
 
 
-def build_netcdf4(path: Path, mb: int) -> None:
-    rows = mb  # 1 MB per row: 262144 float32
+def build_netcdf4(path: Path, mb: int, level: int = 4) -> None:
+    """Four variables of 1 MB raw chunks, 5 MB raw per time step (see the module)."""
+    steps = max(1, math.ceil(mb / 5))
     rng = np.random.default_rng(0)
+    yy, xx = np.meshgrid(np.linspace(0, np.pi, NY), np.linspace(0, 2 * np.pi, NX), indexing="ij")
+    codec = {"compression": "zlib", "complevel": level, "shuffle": True}
     with netCDF4.Dataset(path, "w") as ds:
         ds.createDimension("time", None)
-        ds.createDimension("x", 262144)
+        ds.createDimension("y", NY)
+        ds.createDimension("x", NX)
+        dims = ("time", "y", "x")
+        f4 = (1, NY, NX)
+        temperature = ds.createVariable("temperature", "f4", dims, chunksizes=f4, **codec)
+        precipitation = ds.createVariable("precipitation", "f4", dims, chunksizes=f4, **codec)
+        pressure = ds.createVariable("pressure", "f8", dims, chunksizes=(1, NY // 2, NX), **codec)
+        noise = ds.createVariable("noise", "f4", dims, chunksizes=f4, **codec)
+        for t in range(steps):
+            phase = t * 0.05
+            field = np.sin(yy + phase) * np.cos(xx - phase)
+            temperature[t] = np.round(273.15 + 20 * field + rng.normal(0, 0.3, field.shape), 2)
+            precipitation[t] = np.round(rng.gamma(0.5, 2.0, field.shape) * (field > 0.3), 1)
+            pressure[t] = np.round(101325 + 800 * field + rng.normal(0, 5, field.shape), 1)
+            noise[t] = _smooth(rng, NY, NX)
+
+
+def build_many_chunks(path: Path, chunks: int) -> None:
+    """One float32 variable of ``chunks`` deflate+shuffle chunks of 4 KB raw."""
+    rng = np.random.default_rng(2)
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.createDimension("n", chunks)
+        ds.createDimension("x", 1024)
         v = ds.createVariable(
             "v",
             "f4",
-            ("time", "x"),
+            ("n", "x"),
             compression="zlib",
             complevel=4,
             shuffle=True,
-            chunksizes=(1, 262144),
+            chunksizes=(1, 1024),
         )
-        for start in range(0, rows, 16):
-            n = min(16, rows - start)
-            v[start : start + n] = _smooth(rng, n, 262144)
+        for start in range(0, chunks, 1000):
+            n = min(1000, chunks - start)
+            v[start : start + n] = _smooth(rng, n, 1024)
 
 
 def build_netcdf3(path: Path, mb: int) -> None:
@@ -83,15 +122,31 @@ def build_netcdf3(path: Path, mb: int) -> None:
 
 
 def _cpu() -> float:
-    """CPU seconds (user + system) of this process and its finished children."""
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
+    """CPU seconds (user + system) of this process (all its threads) and its
+    finished children; ``getrusage`` where it exists (microseconds, where
+    ``os.times`` counts 10 ms ticks)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        t = os.times()
+        return t.user + t.system + t.children_user + t.children_system
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def best(fn: Callable[[Path], None], work: Path, repeat: int) -> tuple[float, float]:
+def _size(out: Path) -> int:
+    """Bytes under a target (a file or a directory tree)."""
+    if out.is_file():
+        return out.stat().st_size
+    return sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
+
+
+def best(fn: Callable[[Path], None], work: Path, repeat: int) -> tuple[float, float, int]:
     """Best wall time and best CPU time (user + system, children included) of
-    ``repeat`` runs: on a loaded machine the CPU time is the steadier of the two."""
-    times, cpus = [], []
+    ``repeat`` runs, and the target's size: on a loaded machine the CPU time is the
+    steadier of the two."""
+    times, cpus, size = [], [], 0
     for i in range(repeat):
         out = work / f"out{i}"
         shutil.rmtree(out, ignore_errors=True)
@@ -100,13 +155,14 @@ def best(fn: Callable[[Path], None], work: Path, repeat: int) -> tuple[float, fl
         fn(out)
         times.append(time.perf_counter() - start)
         cpus.append(_cpu() - cpu)
+        size = _size(out.with_suffix(".nc")) if out.with_suffix(".nc").exists() else _size(out)
         shutil.rmtree(out, ignore_errors=True)
         if out.with_suffix(".nc").exists():
             out.with_suffix(".nc").unlink()
-    return min(times), min(cpus)
+    return min(times), min(cpus), size
 
 
-def run(src: Path, work: Path, repeat: int) -> dict[str, tuple[float, float]]:
+def run(src: Path, work: Path, repeat: int) -> dict[str, tuple[float, float, int]]:
     import xarray as xr
 
     def cp(out: Path) -> None:
@@ -124,7 +180,7 @@ def run(src: Path, work: Path, repeat: int) -> dict[str, tuple[float, float]]:
 
     def nccopy(out: Path) -> None:
         subprocess.run(
-            ["nccopy", "-u", "-c", "time/1,x/262144", str(src), f"file://{out}#mode=nczarr,file"],
+            ["nccopy", "-k", "nc4", "-u", str(src), f"file://{out}#mode=nczarr,file"],
             check=True,
         )
 
@@ -144,31 +200,95 @@ def run(src: Path, work: Path, repeat: int) -> dict[str, tuple[float, float]]:
     return {name: best(fn, work, repeat) for name, fn in cases.items()}
 
 
+def report(label: str, src: Path, where: str, results: dict[str, tuple[float, float, int]]) -> None:
+    size = src.stat().st_size / 2**20
+    print(f"\n{label}: {size:.0f} MB on {where}")
+    floor, cpu_floor, _ = results["cp"]
+    print(f"  {'':20s} {'wall':>9s} {'':7s} {'CPU':>9s} {'':10s} {'target':>8s}")
+    for name, (seconds, cpu, out) in results.items():
+        print(
+            f"  {name:20s} {seconds:7.2f} s {seconds / floor:6.2f}x "
+            f"{cpu:7.2f} s {cpu / cpu_floor:6.2f}x cp {out / 2**20:6.0f} MB"
+        )
+    for peer in ("nccopy -> NCZarr", "xarray to_zarr"):
+        for ours in ("nczarr -> NCZarr", "nczarr -> Zarr v2"):
+            print(
+                f"  {peer} / {ours}: wall {results[peer][0] / results[ours][0]:5.1f}x, "
+                f"CPU {results[peer][1] / results[ours][1]:5.1f}x"
+            )
+
+
+MEMORY_SCRIPT = textwrap.dedent(
+    """
+    import sys, warnings
+    import nczarr
+    if sys.argv[3] == "convert":
+        warnings.simplefilter("ignore")
+        nczarr.convert(sys.argv[1], sys.argv[2], sys.argv[4])
+    # VmHWM: the peak RSS of this image (ru_maxrss would inherit the parent's peak)
+    with open("/proc/self/status") as f:
+        print(next(line.split()[1] for line in f if line.startswith("VmHWM:")))
+    """
+)
+
+
+def memory(work: Path, counts: tuple[int, ...] = (2_000, 20_000)) -> None:
+    """Peak RSS of a convert in a fresh process, for files of ``counts`` chunks."""
+    script = work / "mem.py"
+    script.write_text(MEMORY_SCRIPT)
+
+    def peak(src: Path, mode: str, fmt: str = "nczarr") -> float:
+        out = work / "mem_out"
+        shutil.rmtree(out, ignore_errors=True)
+        done = subprocess.run(
+            [sys.executable, str(script), str(src), str(out), mode, fmt],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        shutil.rmtree(out, ignore_errors=True)
+        return int(done.stdout.split()[-1]) / 1024  # kB
+
+    print("\npeak RSS of a convert in a fresh process (VmHWM):")
+    print(f"  python + nczarr imported      {peak(script, 'idle'):7.1f} MB")
+    for n in counts:
+        src = work / f"chunks{n}.nc"
+        build_many_chunks(src, n)
+        size = src.stat().st_size / 2**20
+        for fmt in ("nczarr", "zarr"):
+            print(
+                f"  {n:6,d} chunks ({size:5.1f} MB) -> {fmt:6s} {peak(src, 'convert', fmt):7.1f} MB"
+            )
+        src.unlink()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mb", type=int, default=300, help="source size in MB (raw values)")
+    parser.add_argument("--mb", type=int, default=1000, help="netCDF-4 raw size in MB")
+    parser.add_argument("--level", type=int, default=4, help="deflate level of the netCDF-4 file")
     parser.add_argument("--dir", default="/dev/shm", help="work directory (tmpfs by default)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--skip", default="", help="comma-separated: nc4, nc3, memory")
     args = parser.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
     work = Path(tempfile.mkdtemp(prefix="nczarr-ncfiles-", dir=args.dir))
+    print(f"nczarr {nczarr.__version__}, netCDF4 {netCDF4.__version__}, {os.cpu_count()} CPUs")
     try:
-        for label, build in (
-            ("netCDF-4 deflate+shuffle", build_netcdf4),
-            ("netCDF-3", build_netcdf3),
-        ):
-            src = work / f"{label.split()[0]}.nc"
-            build(src, args.mb)
-            size = src.stat().st_size / 2**20
-            print(f"\n{label}: {size:.0f} MB on {args.dir}")
-            results = run(src, work, args.repeat)
-            floor, cpu_floor = results["cp"]
-            print(f"  {'':20s} {'wall':>9s} {'':8s} {'CPU':>9s}")
-            for name, (seconds, cpu) in results.items():
-                print(
-                    f"  {name:20s} {seconds:7.2f} s {seconds / floor:6.2f}x "
-                    f"{cpu:7.2f} s {cpu / cpu_floor:6.2f}x cp"
-                )
+        cases = (
+            ("nc4", f"netCDF-4 deflate {args.level}+shuffle", build_netcdf4, args.mb),
+            ("nc3", "netCDF-3 64-bit offset, records", build_netcdf3, args.mb // 3),
+        )
+        for key, label, build, mb in cases:
+            if key in skip:
+                continue
+            src = work / f"{key}.nc"
+            start = time.perf_counter()
+            build(src, mb, args.level) if key == "nc4" else build(src, mb)
+            print(f"\n(built {src.name} in {time.perf_counter() - start:.0f} s)")
+            report(label, src, args.dir, run(src, work, args.repeat))
             src.unlink()
+        if "memory" not in skip:
+            memory(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

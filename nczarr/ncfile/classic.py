@@ -16,7 +16,16 @@ import numpy as np
 from ..errors import MetadataError
 from ..translate.model import Attribute, Dataset, Dimension, Group, Variable
 from .cdf import CDF_TYPES, CDFAttribute, CDFHeader, CDFVariable, type_size
-from .layout import DEFAULT_FILLS, ChunkRef, SourceArray, chunk_key, cut_contiguous, rows_per_chunk
+from .layout import (
+    DEFAULT_FILLS,
+    ChunkIndex,
+    ChunkRef,
+    SourceArray,
+    chunk_grid,
+    chunk_key,
+    cut_contiguous,
+    rows_per_chunk,
+)
 
 __all__ = ["LAYOUTS", "read_classic"]
 
@@ -107,6 +116,7 @@ def read_classic(header: CDFHeader, file_size: int, what: str) -> tuple[Dataset,
         if record:
             per = rows_per_chunk(shape, itemsize) if len(record_vars) == 1 else 1
             chunks = (per, *shape[1:])
+            source.chunks = ChunkIndex(chunk_grid(shape, chunks))
             tail = (0,) * (len(shape) - 1)
             for i, start in enumerate(range(0, numrecs, per)):
                 n = min(per, numrecs - start)
@@ -116,6 +126,7 @@ def read_classic(header: CDFHeader, file_size: int, what: str) -> tuple[Dataset,
             end = var.begin + (numrecs - 1) * recsize + inner if numrecs else 0
         else:
             chunks = (rows_per_chunk(shape, itemsize), *shape[1:]) if shape else ()
+            source.chunks = ChunkIndex(chunk_grid(shape, chunks))
             source.chunks.update(
                 cut_contiguous(var.begin, shape, itemsize, chunks[0] if shape else 1)
             )

@@ -2,51 +2,43 @@
 
 The chunk index is HDF5's own (``DatasetID.chunk_iter``: every stored chunk's
 offset, size and filter mask in one B-tree walk); chunks never written have no
-entry, so they stay absent in the target. Contiguous data is cut into byte ranges
-along the first dimension; compact data (inside the object header) and
-variable-length strings (heap references) have no byte range of their own and are
-re-encoded from their values.
+entry, so they stay absent in the target (except past the extent of a dataset
+shorter than its dimension, where an absent chunk would not read netCDF's fill).
+Contiguous data is cut into byte ranges along the first dimension; compact data
+(inside the object header) and variable-length strings (heap references) have no
+byte range of their own and are re-encoded from their values.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from ..translate.model import Variable
 from .h5attrs import text
-from .layout import ChunkRef, SourceArray, chunk_key, cut_contiguous
+from .layout import DEFAULT_FILLS, ChunkRef, SourceArray, chunk_key, cut_contiguous
 
-__all__ = ["encode_chunk", "index_chunked", "index_contiguous"]
+__all__ = ["encode_chunk", "index_chunked", "index_contiguous", "index_past_extent", "past_fill"]
 
 #: Why the chunks of a variable-length string variable are re-encoded.
 VLEN_REASON = "variable-length strings are stored as heap references"
 
 
-def _stored_chunks(ds: Any) -> list[Any]:
-    """HDF5's ``StoreInfo`` (``chunk_offset``, ``filter_mask``, ``byte_offset``,
-    ``size``) of every stored chunk, in one B-tree walk."""
-    found: list[Any] = []
+def _each_stored_chunk(ds: Any, visit: Any) -> None:
+    """Call ``visit(element offset, filter mask, byte offset, size)`` for every stored
+    chunk, in one B-tree walk (no list of them all: a file may have millions)."""
     if hasattr(ds.id, "chunk_iter"):
-        ds.id.chunk_iter(found.append)
+        ds.id.chunk_iter(
+            lambda info: visit(info.chunk_offset, info.filter_mask, info.byte_offset, info.size)
+        )
     else:  # pragma: no cover - HDF5 older than 1.12.3
-        found.extend(ds.id.get_chunk_info(i) for i in range(ds.id.get_num_chunks()))
-    return found
-
-
-def _key_of(chunks: tuple[int, ...]) -> Callable[[tuple[int, ...]], str]:
-    """The Zarr chunk key of a chunk's element offset (as :func:`chunk_key` of its
-    coordinates), specialised for one and two dimensions: every chunk asks."""
-    if len(chunks) == 1:
-        (c0,) = chunks
-        return lambda offset: str(offset[0] // c0)
-    if len(chunks) == 2:
-        c0, c1 = chunks
-        return lambda offset: f"{offset[0] // c0}.{offset[1] // c1}"
-    return lambda offset: chunk_key(tuple(o // c for o, c in zip(offset, chunks, strict=True)))
+        for i in range(ds.id.get_num_chunks()):
+            info = ds.id.get_chunk_info(i)
+            visit(info.chunk_offset, info.filter_mask, info.byte_offset, info.size)
 
 
 def index_chunked(
@@ -55,21 +47,19 @@ def index_chunked(
     """Fill ``source`` with the stored chunks of a chunked dataset; the reason some
     are re-encoded (a filter skipped by the filter mask), or None. With
     ``reencode_all`` every chunk is marked re-encoded (the caller knows why)."""
-    skipped = 0
-    refs = source.chunks
-    key_of = _key_of(chunks)
-    for info in _stored_chunks(ds):
-        byte_offset = info.byte_offset
+    skipped = [0]
+    add = source.chunks.add
+
+    def visit(offset: tuple[int, ...], mask: int, byte_offset: int | None, size: int) -> None:
         if byte_offset is None:
-            continue
-        mask = info.filter_mask
-        if mask or reencode_all:
-            refs[key_of(info.chunk_offset)] = ChunkRef(byte_offset, info.size, 0, True)
-            skipped += mask != 0
-        else:
-            refs[key_of(info.chunk_offset)] = ChunkRef(byte_offset, info.size)
-    if skipped and not reencode_all:
-        return f"{skipped} chunk(s) stored with a filter skipped (HDF5 filter mask)"
+            return
+        coords = tuple(o // c for o, c in zip(offset, chunks, strict=True))
+        add(coords, byte_offset, size, reencode=reencode_all or mask != 0)
+        skipped[0] += mask != 0
+
+    _each_stored_chunk(ds, visit)
+    if skipped[0] and not reencode_all:
+        return f"{skipped[0]} chunk(s) stored with a filter skipped (HDF5 filter mask)"
     return None
 
 
@@ -97,6 +87,60 @@ def index_contiguous(
     return None
 
 
+def past_fill(var: Variable) -> Any:
+    """What netcdf-c reads past a dataset's own extent (along a longer unlimited
+    dimension): the variable's fill value, else netCDF's default fill for its type,
+    even for a plain HDF5 dataset or a no-fill variable that reports no fill value."""
+    return var.fill_value if var.fill_value is not None else DEFAULT_FILLS[var.type]
+
+
+def index_past_extent(
+    source: SourceArray,
+    extent: tuple[int, ...],
+    shape: tuple[int, ...],
+    chunks: tuple[int, ...],
+    *,
+    padded: bool,
+    absent_reads_fill: bool,
+) -> int:
+    """Mark the chunks of ``source`` that reach past the dataset's stored ``extent``
+    (inside the variable's longer ``shape``) to be re-encoded with
+    :func:`past_fill` there; the number marked.
+
+    A stored chunk across the extent keeps its bytes only when HDF5 ``padded`` it
+    with that same fill. A chunk wholly past it (or never written) stays absent when
+    the target's readers read an absent chunk as that fill (``absent_reads_fill``:
+    the variable has a fill value); else it is written, all fill."""
+    if extent == shape or not shape:
+        return 0
+    counts = [math.ceil(s / c) for s, c in zip(shape, chunks, strict=True)]
+    # the first chunk along each axis holding a position past the extent
+    first_past = [
+        e // c if e < s else n for e, s, c, n in zip(extent, shape, chunks, counts, strict=True)
+    ]
+    marked = 0
+    for coords in _past_coords(counts, first_past):
+        key = chunk_key(coords)
+        ref = source.chunks.get(key)
+        if ref is not None:
+            if not (padded or ref.reencode):
+                source.chunks[key] = ChunkRef(ref.offset, ref.length, ref.pad, reencode=True)
+                marked += 1
+        elif not absent_reads_fill:
+            source.chunks[key] = ChunkRef(-1, 0, reencode=True)
+            marked += 1
+    return marked
+
+
+def _past_coords(counts: list[int], first_past: list[int]) -> Iterator[tuple[int, ...]]:
+    """Coordinates of every chunk at or after ``first_past`` along some axis, each
+    once: those past along ``axis`` and before it along every earlier axis."""
+    for axis in range(len(counts)):
+        before = [range(first_past[a]) for a in range(axis)]
+        after = [range(n) for n in counts[axis + 1 :]]
+        yield from itertools.product(*before, range(first_past[axis], counts[axis]), *after)
+
+
 def encode_chunk(ds: Any, var: Variable, coords: tuple[int, ...]) -> bytes:
     """The bytes of chunk ``coords`` of ``var`` in its declared codecs, from its
     values as HDF5 decodes them (padded with fill to a whole chunk)."""
@@ -111,7 +155,7 @@ def encode_chunk(ds: Any, var: Variable, coords: tuple[int, ...]) -> bytes:
         )
         values = ds[sel]
         dtype = object if var.type == "string" else ds.dtype
-        fill = var.fill_value if var.fill_value is not None else 0
+        fill = past_fill(var)  # what netcdf-c reads past the dataset's extent
         block = np.full(var.chunks, fill, dtype=dtype)
         block[tuple(slice(0, n) for n in values.shape)] = values
     if var.type == "string":

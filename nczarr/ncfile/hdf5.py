@@ -18,9 +18,11 @@ same bytes (:mod:`nczarr.ncfile.h5filters`). Contiguous data is cut into byte ra
 along the first dimension; compact data (inside the object header) is re-encoded
 from its values (:mod:`nczarr.ncfile.h5chunks`). Re-encoded, and said so:
 variable-length strings, chunks whose filter mask says a filter was skipped,
-filters without a Zarr codec (szip, n-bit, scale-offset, unknown), and shuffle
+filters without a Zarr codec (szip, n-bit, scale-offset, unknown), shuffle
 after fletcher32 on an 8-byte type (numcodecs' shuffle refuses the 4 extra checksum
-bytes; the re-encoded chain drops fletcher32).
+bytes; the re-encoded chain drops fletcher32), and the chunks of a dataset shorter
+than its unlimited dimension that reach past its extent, where netcdf-c reads fill
+but HDF5 padded with something else (:func:`nczarr.ncfile.h5chunks.index_past_extent`).
 
 User-defined types (compound, variable-length, opaque, enum) are left out with a
 ``skipped array`` warning, so ``convert`` refuses them unless excluded. Enums are
@@ -40,10 +42,17 @@ import numpy as np
 from ..errors import MetadataError
 from ..translate.model import Attribute, Dataset, Dimension, Group, Variable
 from .h5attrs import HIDDEN_ATTRIBUTES, attributes, import_h5py, nc_type, ordered_links, text
-from .h5chunks import VLEN_REASON, encode_chunk, index_chunked, index_contiguous
+from .h5chunks import (
+    VLEN_REASON,
+    encode_chunk,
+    index_chunked,
+    index_contiguous,
+    index_past_extent,
+    past_fill,
+)
 from .h5dims import DIM_ONLY, DimensionIndex, is_scale, join, variable_name
 from .h5filters import codecs, reencoded_chain, split_codecs
-from .layout import DEFAULT_FILLS, SourceArray, rows_per_chunk
+from .layout import DEFAULT_FILLS, ChunkIndex, SourceArray, chunk_grid, rows_per_chunk
 
 __all__ = ["HIDDEN_ATTRIBUTES", "HDF5Reader", "import_h5py"]
 
@@ -151,10 +160,6 @@ class HDF5Reader:
         fill = self._fill(attrs, kind, ds)
         source = SourceArray(fqn.strip("/"), fill=_fill_bytes(fill, ds.dtype, kind))
         chunks, filters, compressor, reason = self._storage(ds, source, kind, shape)
-        if reason is not None:
-            source.reason = reason
-            self.reencoded[source.path] = reason
-        self.arrays[source.path] = source
         endian = "big" if ds.dtype.byteorder == ">" else "little"
         variable = Variable(
             name=name,
@@ -171,8 +176,49 @@ class HDF5Reader:
             endian=endian if kind not in ("char", "string", "byte", "ubyte") else "little",
             text_storage="vlen-utf8" if kind == "string" else None,
         )
+        past = self._past_extent(ds, source, variable)
+        if past is not None:
+            reason = past if reason is None else f"{reason}; {past}"
+        if reason is not None:
+            source.reason = reason
+            self.reencoded[source.path] = reason
+        self.arrays[source.path] = source
         self._datasets[source.path] = (ds.name, variable)
         return variable
+
+    def _past_extent(self, ds: Any, source: SourceArray, var: Variable) -> str | None:
+        """Chunks of a dataset shorter than its (unlimited) dimension: netcdf-c reads
+        past the dataset's own extent as :func:`past_fill`, so the chunks reaching
+        there are re-encoded unless HDF5 padded them with that value, and written
+        when absent would read otherwise (a plain dataset or a no-fill variable has
+        no fill value in the target). Returns why, or None."""
+        extent = tuple(ds.shape)
+        if not var.shape or extent == var.shape:
+            return None
+        dcpl = ds.id.get_create_plist()
+        h5d = self._h5py.h5d
+        padded = (
+            var.fill_value is not None
+            and var.type != "string"  # heap references: every chunk is re-encoded
+            and dcpl.fill_value_defined() == h5d.FILL_VALUE_USER_DEFINED
+            and dcpl.get_fill_time() != h5d.FILL_TIME_NEVER
+            and _hdf5_fill(dcpl, ds.dtype) == source.fill
+        )
+        marked = index_past_extent(
+            source,
+            extent,
+            var.shape,
+            var.chunks,
+            padded=padded,
+            absent_reads_fill=var.fill_value is not None,
+        )
+        if not marked:
+            return None
+        return (
+            f"{marked} chunk(s) reach past the dataset's stored extent {extent} along a "
+            f"longer unlimited dimension, read there as netCDF's fill "
+            f"{past_fill(var)!r}"
+        )
 
     def _storage(
         self, ds: Any, source: SourceArray, kind: str, shape: tuple[int, ...]
@@ -185,6 +231,7 @@ class HDF5Reader:
         itemsize = ds.dtype.itemsize
         is_text = kind == "string"
         if layout == h5py.h5d.CHUNKED:
+            source.chunks = ChunkIndex(chunk_grid(shape, ds.chunks))
             configs, problem = codecs(dcpl, itemsize)
             if problem is None and not is_text:
                 filters, compressor = split_codecs(configs)
@@ -201,6 +248,7 @@ class HDF5Reader:
         # a 0-long axis gets chunks of 1 (Zarr readers refuse a 0 chunk length)
         chunks = (rows_per_chunk(shape, itemsize), *(max(1, n) for n in shape[1:])) if shape else ()
         contiguous = layout == h5py.h5d.CONTIGUOUS
+        source.chunks = ChunkIndex(chunk_grid(shape, chunks))
         return chunks, filters, None, index_contiguous(ds, source, chunks, contiguous, is_text)
 
     def _fill(self, attrs: dict[str, Attribute], kind: str, ds: Any) -> Any:
@@ -232,6 +280,13 @@ class HDF5Reader:
         from its values as HDF5 decodes them (padded with fill to a whole chunk)."""
         h5name, var = self._datasets[path]
         return encode_chunk(self.file[h5name], var, coords)
+
+
+def _hdf5_fill(dcpl: Any, dtype: np.dtype) -> bytes:
+    """The bytes of the fill value HDF5 pads a dataset's chunks with."""
+    value = np.zeros((), dtype=dtype)
+    dcpl.get_fill_value(value)
+    return value.tobytes()
 
 
 def _fill_bytes(fill: Any, dtype: np.dtype, kind: str) -> bytes:

@@ -10,14 +10,20 @@ datasets) is cut along the first dimension into chunks of about
 from __future__ import annotations
 
 import math
+import threading
+from array import array
+from bisect import bisect_left
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 __all__ = [
     "DEFAULT_FILLS",
     "TARGET_CHUNK_BYTES",
+    "ChunkIndex",
     "ChunkRef",
     "SourceArray",
+    "chunk_grid",
     "chunk_key",
     "cut_contiguous",
 ]
@@ -59,16 +65,173 @@ class ChunkRef(NamedTuple):
         return self.length + self.pad
 
 
+class ChunkIndex(Mapping[str, ChunkRef]):
+    """Zarr chunk key -> :class:`ChunkRef` of one variable, held compactly.
+
+    A file of a million chunks must not cost a Python object, a key string and a
+    dict slot per chunk (~300 bytes each): the index keeps each chunk's position in
+    the chunk grid (``grid``: chunks per axis) and its ``ChunkRef`` fields in machine
+    arrays (~33 bytes a chunk), sorted by position on the first lookup, and makes
+    keys and ``ChunkRef`` objects when asked. A key set twice keeps its last value.
+    """
+
+    def __init__(self, grid: tuple[int, ...] = ()) -> None:
+        self.grid = tuple(grid)
+        self._at = array("q")  # position in the grid, C order
+        self._offset = array("q")
+        self._length = array("q")
+        self._pad = array("q")
+        self._reencode = bytearray()
+        self._sorted = True
+        self._sorting = threading.Lock()  # readers in several threads sort it once
+        self._last: tuple[str | None, int] = (None, -1)  # the last key found: looked up twice
+
+    # ------------------------------------------------------------- writing
+    def add(
+        self, coords: tuple[int, ...], offset: int, length: int, pad: int = 0, *, reencode: bool
+    ) -> None:
+        """Set chunk ``coords`` (a position in ``grid``)."""
+        self._append(self._position(coords), offset, length, pad, reencode)
+
+    def __setitem__(self, key: str, ref: ChunkRef) -> None:
+        at = self._parse(key)
+        if at is None:
+            raise KeyError(f"chunk key {key!r} is not in a grid of {self.grid} chunks")
+        self._append(at, ref.offset, ref.length, ref.pad, ref.reencode)
+
+    def update(self, refs: Mapping[str, ChunkRef]) -> None:  # type: ignore[override]
+        for key, ref in refs.items():
+            self[key] = ref
+
+    def _append(self, at: int, offset: int, length: int, pad: int, reencode: bool) -> None:
+        if self._at and at <= self._at[-1]:
+            self._sorted = False
+        self._last = (None, -1)
+        self._at.append(at)
+        self._offset.append(offset)
+        self._length.append(length)
+        self._pad.append(pad)
+        self._reencode.append(reencode)
+
+    def _sort(self) -> None:
+        """Order by position; of a position set twice, the last setting stays."""
+        if self._sorted:
+            return
+        with self._sorting:
+            if not self._sorted:
+                self._sort_now()
+
+    def _sort_now(self) -> None:
+        at = self._at
+        order = sorted(range(len(at)), key=at.__getitem__)  # stable: later wins below
+        keep = [i for n, i in enumerate(order) if n + 1 == len(order) or at[order[n + 1]] != at[i]]
+        self._at = array("q", (at[i] for i in keep))
+        self._offset = array("q", (self._offset[i] for i in keep))
+        self._length = array("q", (self._length[i] for i in keep))
+        self._pad = array("q", (self._pad[i] for i in keep))
+        self._reencode = bytearray(self._reencode[i] for i in keep)
+        self._sorted = True
+
+    # ------------------------------------------------------------- reading
+    def _find(self, key: object) -> int | None:
+        last = self._last  # one read: threads may replace it
+        if last[0] == key:
+            return last[1]
+        at = self._parse(key) if isinstance(key, str) else None
+        if at is None:
+            return None
+        self._sort()
+        i = bisect_left(self._at, at)
+        if i < len(self._at) and self._at[i] == at:
+            self._last = (key, i)  # type: ignore[assignment]
+            return i
+        return None
+
+    def __getitem__(self, key: str) -> ChunkRef:
+        i = self._find(key)
+        if i is None:
+            raise KeyError(key)
+        return ChunkRef(self._offset[i], self._length[i], self._pad[i], bool(self._reencode[i]))
+
+    def __contains__(self, key: object) -> bool:
+        return self._find(key) is not None
+
+    def __len__(self) -> int:
+        self._sort()
+        return len(self._at)
+
+    def __iter__(self) -> Iterator[str]:
+        self._sort()
+        if len(self.grid) == 1:
+            yield from map(str, self._at)
+            return
+        for at in self._at:
+            yield chunk_key(self._coords(at))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the index holds its chunks in."""
+        arrays = (self._at, self._offset, self._length, self._pad)
+        return sum(a.itemsize * len(a) for a in arrays) + len(self._reencode)
+
+    # ------------------------------------------------------------- positions
+    def _position(self, coords: tuple[int, ...]) -> int:
+        at = 0
+        for c, n in zip(coords, self.grid, strict=False):  # lengths compared below
+            if not 0 <= c < n:
+                break
+            at = at * n + c
+        else:
+            if len(coords) == len(self.grid):
+                return at
+        raise KeyError(f"chunk {coords} is not in a grid of {self.grid} chunks")
+
+    def _coords(self, at: int) -> tuple[int, ...]:
+        coords = []
+        for n in reversed(self.grid):
+            at, c = divmod(at, n)
+            coords.append(c)
+        return tuple(reversed(coords))
+
+    def _parse(self, key: str) -> int | None:
+        """The grid position of a canonical chunk key, or None."""
+        if not self.grid:
+            return 0 if key == "0" else None
+        if len(self.grid) == 1:  # the common case, without the split
+            if not (key.isascii() and key.isdigit()) or (len(key) > 1 and key[0] == "0"):
+                return None
+            c = int(key)
+            return c if c < self.grid[0] else None
+        parts = key.split(".")
+        if len(parts) != len(self.grid):
+            return None
+        at = 0
+        for part, n in zip(parts, self.grid, strict=True):
+            if not (part.isascii() and part.isdigit()) or (len(part) > 1 and part[0] == "0"):
+                return None
+            c = int(part)
+            if c >= n:
+                return None
+            at = at * n + c
+        return at
+
+
+def chunk_grid(shape: tuple[int, ...], chunks: tuple[int, ...]) -> tuple[int, ...]:
+    """Chunks per axis of an array of ``shape`` in chunks of ``chunks``."""
+    return tuple(math.ceil(s / max(1, c)) for s, c in zip(shape, chunks, strict=True))
+
+
 @dataclass
 class SourceArray:
-    """One variable's chunks: Zarr chunk key -> :class:`ChunkRef`.
+    """One variable's chunks: Zarr chunk key -> :class:`ChunkRef` (a
+    :class:`ChunkIndex` over the variable's chunk grid).
 
     ``fill`` is one value's bytes as stored (for padding); ``reason`` says why some
     or all chunks are re-encoded (None: all verbatim).
     """
 
     path: str  # key prefix, "g/v"
-    chunks: dict[str, ChunkRef] = field(default_factory=dict)
+    chunks: ChunkIndex = field(default_factory=ChunkIndex)
     fill: bytes = b""
     reason: str | None = None
 

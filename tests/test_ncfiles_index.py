@@ -1,0 +1,71 @@
+"""The compact chunk index of a netCDF file source (``nczarr.ncfile.layout.ChunkIndex``).
+
+It stands in for a ``{chunk key: ChunkRef}`` dict (a Python object, a key string and
+a dict slot per chunk) with machine arrays over the variable's chunk grid; it must
+answer exactly as that dict would.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from nczarr.ncfile.layout import ChunkIndex, ChunkRef, chunk_grid
+
+
+def test_answers_as_a_dict_of_its_keys() -> None:
+    index = ChunkIndex((3, 4))
+    index["2.1"] = ChunkRef(200, 10)
+    index.add((0, 3), 30, 11, reencode=False)
+    index.update({"1.0": ChunkRef(100, 12, pad=4), "0.0": ChunkRef(-1, 0, reencode=True)})
+    assert list(index) == ["0.0", "0.3", "1.0", "2.1"]  # C order of the grid
+    assert len(index) == 4
+    assert index["1.0"] == ChunkRef(100, 12, 4, False)
+    assert index["0.0"].reencode and not index["0.3"].reencode
+    assert dict(index.items())["2.1"] == ChunkRef(200, 10)
+    assert index.get("1.1") is None and "1.1" not in index
+
+
+def test_a_key_set_twice_keeps_its_last_value() -> None:
+    index = ChunkIndex((5,))
+    index["3"] = ChunkRef(1, 1)
+    index["0"] = ChunkRef(2, 2)
+    index["3"] = ChunkRef(3, 3, reencode=True)
+    assert index["3"] == ChunkRef(3, 3, reencode=True)
+    assert list(index) == ["0", "3"]
+    index["3"] = ChunkRef(4, 4)  # after a lookup sorted it
+    assert index["3"] == ChunkRef(4, 4) and len(index) == 2
+
+
+@pytest.mark.parametrize(
+    "key", ["01.0", "1", "1.0.0", "3.0", "0.4", "-1.0", "a.b", "", "1.+0", "\u00b2.0"]
+)
+def test_keys_outside_the_grid_or_not_canonical_are_absent(key: str) -> None:
+    index = ChunkIndex((3, 4))
+    index["1.0"] = ChunkRef(0, 1)
+    assert key not in index
+    with pytest.raises(KeyError):
+        index[key]
+
+
+def test_setting_a_chunk_outside_the_grid_is_refused() -> None:
+    index = ChunkIndex((2, 2))
+    with pytest.raises(KeyError, match="not in a grid"):
+        index["2.0"] = ChunkRef(0, 1)
+    with pytest.raises(KeyError, match="not in a grid"):
+        index.add((0, 0, 0), 0, 1, reencode=False)
+
+
+def test_scalar_and_empty_grids() -> None:
+    scalar = ChunkIndex(())
+    scalar["0"] = ChunkRef(8, 4)
+    assert list(scalar) == ["0"] and scalar["0"] == ChunkRef(8, 4)
+    assert chunk_grid((0, 5), (1, 5)) == (0, 1)
+    assert list(ChunkIndex(chunk_grid((0, 5), (1, 5)))) == []
+
+
+def test_a_chunk_costs_tens_of_bytes_not_an_object() -> None:
+    """What it is for: a million chunks in ~33 MB, not ~300 MB of objects."""
+    index = ChunkIndex((100_000,))
+    for i in range(100_000):
+        index.add((i,), i * 1000, 1000, reencode=False)
+    assert index.nbytes == 100_000 * 33
