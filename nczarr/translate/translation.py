@@ -129,13 +129,15 @@ def draft(
         An ``include``/``exclude`` pattern matches nothing.
     """
     selected = select_dataset(read, include, exclude)
-    planned, reencoded = plan_reencoding(selected, target.format)
+    planned, reencoded = plan_reencoding(selected, target.format, target.zarr_format)
+    layout = chunk_layout(read, selected, chunk_keys, bare_root=bare_root)
     return Translation(
         target=target,
         read=read,
         dataset=planned,
         layout=replace(
-            chunk_layout(read, selected, chunk_keys, bare_root=bare_root),
+            layout,  # shards kept as shards are shown (and copied) as whole objects
+            shards={a: s for a, s in layout.shards.items() if a in reencoded},
             recoded=frozenset(reencoded),
         ),
         reencoded=reencoded,
