@@ -14,8 +14,9 @@ chunk per source chunk; for a sharded array, per inner chunk):
   string labels), either target: no reader of the targets decodes ``categorize``
   (zarr-python 3 has no data type for it), so the codes become the strings they stand
   for, as variable-length UTF-8 (pure Zarr) or netCDF strings (NCZarr).
-* sharded Zarr v3 arrays (either target): Zarr v2 has no shards, so each inner chunk
-  becomes one chunk object, encoded with the inner codecs.
+* sharded Zarr v3 arrays (NCZarr and Zarr v2 targets): Zarr v2 has no shards, so each
+  inner chunk becomes one chunk object, encoded with the inner codecs. A Zarr v3 target
+  keeps the shards: their objects are copied verbatim.
 * codecs netcdf-c has no filter for (``gzip``, ``crc32c``, ``lz4`` ...), when the
   target is NCZarr: netcdf-c opens the dataset but cannot read the variable. Checksums
   are dropped and the data is compressed with ``zlib``, which every netcdf-c reads.
