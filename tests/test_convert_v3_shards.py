@@ -13,8 +13,10 @@ import warnings
 import zipfile
 from pathlib import Path
 
+import netCDF4
 import numpy as np
 import pytest
+import xarray as xr
 import zarr
 
 import nczarr
@@ -121,3 +123,52 @@ def test_targets_without_shards_still_reencode_inner_chunks(
     assert (tmp_path / "o" / "full" / "0.0").read_bytes() != shard  # one inner chunk
     out = zarr.open_group(tmp_path / "o", mode="r")
     np.testing.assert_array_equal(out["full"][...], values["full"])
+
+
+def _holes(path: Path) -> None:
+    """xarray's form (``_FillValue`` attribute -9999) over zarr's fill_value 0: shard 0
+    holds its first inner chunk only, shard 1 is never written."""
+    group = zarr.open_group(path, mode="w", zarr_format=3)
+    v = group.create_array(
+        "v",
+        shape=(8,),
+        chunks=(2,),
+        shards=(4,),
+        dtype="<i2",
+        fill_value=0,
+        dimension_names=["x"],
+        attributes={"_FillValue": -9999},
+    )
+    v[0:2] = [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("mode", "zarr_format"), [("zarr", 2), ("nczarr", None), ("zarr", 3)], ids=str
+)
+def test_inner_chunks_never_written_read_as_the_views_fill(
+    tmp_path: Path, mode: str, zarr_format: int | None
+) -> None:
+    """An inner chunk a written shard does not hold is a chunk never written: the
+    reader replaces the Zarr fill_value 0 by the _FillValue -9999 for those (and says
+    so), the engine shows them masked, and every copy reads them so, whether or not
+    the rest of their shard was written (it used to hold explicit zeros)."""
+    _holes(tmp_path / "s.zarr")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with xr.open_dataset(tmp_path / "s.zarr", engine="nczarr") as ds:
+            engine = ds["v"].values
+    np.testing.assert_array_equal(engine, [1, 2] + [np.nan] * 6)
+    kwargs = {"zarr_format": zarr_format} if zarr_format else {}
+    with pytest.warns(nczarr.NCZarrWarning, match="chunks never written read as -9999"):
+        nczarr.convert(tmp_path / "s.zarr", str(tmp_path / "o"), mode, **kwargs)
+    if mode == "nczarr":
+        with netCDF4.Dataset(f"file://{tmp_path / 'o'}#mode=nczarr,file") as nc:
+            got = nc["v"][:]
+        assert got.mask.tolist() == [False] * 2 + [True] * 6
+        assert got.data[:2].tolist() == [1, 2]
+        return
+    np.testing.assert_array_equal(
+        zarr.open_array(tmp_path / "o" / "v", mode="r")[...], [1, 2] + [-9999] * 6
+    )
+    with xr.open_dataset(tmp_path / "o", engine="zarr") as ds:
+        np.testing.assert_array_equal(ds["v"].values, engine)
