@@ -172,3 +172,35 @@ def test_inner_chunks_never_written_read_as_the_views_fill(
     )
     with xr.open_dataset(tmp_path / "o", engine="zarr") as ds:
         np.testing.assert_array_equal(ds["v"].values, engine)
+
+
+def _part(path: Path, offset: int) -> np.ndarray:
+    group = zarr.open_group(path, mode="w", zarr_format=3)
+    v = group.create_array(
+        "v", shape=(4, 6), chunks=(2, 3), shards=(4, 6), dtype="<f4", dimension_names=["t", "x"]
+    )
+    v[...] = np.arange(24, dtype="<f4").reshape(4, 6) + offset
+    t = group.create_array("t", shape=(4,), chunks=(4,), dtype="<i4", dimension_names=["t"])
+    t[...] = np.arange(4) + offset
+    return v[...]
+
+
+def test_combine_to_zarr_v3_assembles_inner_chunks(tmp_path: Path) -> None:
+    """Combining concatenates chunk by chunk: the sources' shards are not kept (they
+    were, for a moment, and the output read the first source's shard everywhere)."""
+    parts = [_part(tmp_path / f"p{i}.zarr", 100 * i) for i in range(2)]
+    srcs = [tmp_path / "p0.zarr", tmp_path / "p1.zarr"]
+    _convert(srcs, tmp_path / "o.zarr", "zarr", zarr_format=3, concat_dim="t")
+    out = zarr.open_group(tmp_path / "o.zarr", mode="r")
+    np.testing.assert_array_equal(out["v"][...], np.concatenate(parts))
+
+
+def test_append_to_a_sharded_target_is_refused(tmp_path: Path) -> None:
+    _part(tmp_path / "p0.zarr", 0)
+    _part(tmp_path / "p1.zarr", 100)
+    _convert(tmp_path / "p0.zarr", tmp_path / "o.zarr", "zarr", zarr_format=3)
+    before = {p: p.read_bytes() for p in (tmp_path / "o.zarr").rglob("*") if p.is_file()}
+    with pytest.raises(nczarr.InvalidModeError, match="v stored in Zarr v3 shards"):
+        _convert(tmp_path / "p1.zarr", tmp_path / "o.zarr", append_dim="t")
+    after = {p: p.read_bytes() for p in (tmp_path / "o.zarr").rglob("*") if p.is_file()}
+    assert after == before
