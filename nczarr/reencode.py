@@ -14,8 +14,9 @@ chunk per source chunk; for a sharded array, per inner chunk):
   string labels), either target: no reader of the targets decodes ``categorize``
   (zarr-python 3 has no data type for it), so the codes become the strings they stand
   for, as variable-length UTF-8 (pure Zarr) or netCDF strings (NCZarr).
-* sharded Zarr v3 arrays (either target): Zarr v2 has no shards, so each inner chunk
-  becomes one chunk object, encoded with the inner codecs.
+* sharded Zarr v3 arrays (NCZarr and Zarr v2 targets): Zarr v2 has no shards, so each
+  inner chunk becomes one chunk object, encoded with the inner codecs. A Zarr v3 target
+  keeps the shards: their objects are copied verbatim.
 * codecs netcdf-c has no filter for (``gzip``, ``crc32c``, ``lz4`` ...), when the
   target is NCZarr: netcdf-c opens the dataset but cannot read the variable. Checksums
   are dropped and the data is compressed with ``zlib``, which every netcdf-c reads.
@@ -127,7 +128,9 @@ class ChunkRecoder:
         except (ValueError, KeyError, TypeError) as exc:
             raise UnsupportedError(f"array {src.path!r}: cannot re-encode: {exc}") from None
         self._lock = threading.Lock()
-        self._checked: set[str] = set()  # shards whose index was found sound
+        #: Shards whose index was found sound: the inner chunks they do not hold (flat
+        #: indices within the shard; None: the shard itself was never written).
+        self._checked: dict[str, frozenset[int] | None] = {}
         self._index: ShardIndex | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._array: Any = None
@@ -195,7 +198,8 @@ class ChunkRecoder:
                 slice(c * n, min((c + 1) * n, size))
                 for c, n, size in zip(coords, src.chunks, src.shape, strict=True)
             )
-            self._check_shard(coords)
+            if self._never_written(coords):  # read as the view's fill, as whole chunks are
+                return self._filled() if self._shard_written(coords) else None
             try:
                 values = self._read_sharded(region)
             except NCZarrError:
@@ -261,23 +265,58 @@ class ChunkRecoder:
             f"corrupt shard: {what}"
         )
 
-    def _check_shard(self, coords: tuple[int, ...]) -> None:
-        """Refuse a shard whose index is damaged (bad checksum, an entry past its end)
-        before zarr-python reads inner chunk ``coords`` from it: zarr-python would raise
-        a bare error, or read such a chunk as missing (fill values) without a word."""
+    def _filled(self) -> np.ndarray:
+        """One chunk of the view's fill value: an inner chunk a written shard does not
+        hold. zarr-python would show the source's Zarr ``fill_value``, but the view (and
+        the engine's Zarr v3 reads) show every chunk never written as its fill value
+        (the reader's warning says when the two differ), and so must the copy."""
+        full = np.empty(self._chunk_shape, dtype=self._src_dtype)
+        full[...] = _fill_of(self._re.source, self._src_dtype)
+        return full
+
+    def _shard_key(self, coords: tuple[int, ...]) -> str:
+        """The source key of the shard holding inner chunk ``coords``."""
         src = self._re.source
         assert src.shards is not None and self._keys is not None
         shard = tuple(c * n // s for c, n, s in zip(coords, src.chunks, src.shards, strict=True))
-        key = join_key(self._prefix, self._keys.source(shard))
+        return join_key(self._prefix, self._keys.source(shard))
+
+    def _shard_written(self, coords: tuple[int, ...]) -> bool:
+        return self._checked[self._shard_key(coords)] is not None
+
+    def _never_written(self, coords: tuple[int, ...]) -> bool:
+        """Whether inner chunk ``coords`` was never written (its shard's index, checked
+        first, has no entry for it, or the shard itself is missing)."""
+        empty = self._check_shard(coords)
+        if empty is None:
+            return True
+        src = self._re.source
+        assert src.shards is not None
+        per = tuple(s // n for s, n in zip(src.shards, src.chunks, strict=True))
+        inner = tuple(c % p for c, p in zip(coords, per, strict=True))
+        return int(np.ravel_multi_index(inner, per)) in empty
+
+    def _check_shard(self, coords: tuple[int, ...]) -> frozenset[int] | None:
+        """Refuse a shard whose index is damaged (bad checksum, an entry past its end)
+        before zarr-python reads inner chunk ``coords`` from it: zarr-python would raise
+        a bare error, or read such a chunk as missing (fill values) without a word.
+        Returns the inner chunks (flat indices) the shard does not hold, None if the
+        shard is not written."""
+        src = self._re.source
+        assert src.shards is not None and self._keys is not None
+        shard = tuple(c * n // s for c, n, s in zip(coords, src.chunks, src.shards, strict=True))
+        key = self._shard_key(coords)
         with self._lock:
             if key in self._checked:
-                return
+                return self._checked[key]
         index = self._shard_index()
         count = int(np.prod([s // n for s, n in zip(src.shards, src.chunks, strict=True)]))
         try:
             size = self._source.getsize(key)
         except KeyError:
-            return  # not written: fill values
+            with self._lock:
+                self._checked[key] = None
+            return None  # not written: fill values
         need = index.size(count)
         where = f"shard {key!r}"
         if size < need:
@@ -291,8 +330,10 @@ class ChunkRecoder:
         pairs = np.frombuffer(raw[: 16 * count], dtype="<u8" if index.endian == "little" else ">u8")
         body = (need, size) if index.location == "start" else (0, size - need)
         per = tuple(s // n for s, n in zip(src.shards, src.chunks, strict=True))
+        empty = set()
         for i, (offset, nbytes) in enumerate(pairs.reshape(-1, 2).tolist()):
             if offset == nbytes == 2**64 - 1:
+                empty.add(i)
                 continue  # an empty inner chunk
             if offset < body[0] or offset + nbytes > body[1]:
                 inner = np.unravel_index(i, per)
@@ -302,7 +343,8 @@ class ChunkRecoder:
                     f"outside the {body[1] - body[0]} bytes of chunk data",
                 )
         with self._lock:
-            self._checked.add(key)
+            self._checked[key] = frozenset(empty)
+        return self._checked[key]
 
     def _shard_index(self) -> ShardIndex:
         """The shard index layout, from the array's ``zarr.json`` (read once)."""

@@ -51,7 +51,9 @@ def test_convert_to_zarr_copies_the_data(bare, tmp_path, zarr_format):
     path, values = bare
     out = tmp_path / "out.zarr"
     report = _quiet(nczarr.convert, str(path), str(out), mode="zarr", zarr_format=zarr_format)
-    assert report.chunks_copied + report.chunks_reencoded == 9
+    # 9 chunks; a Zarr v3 target keeps the 4 shards as they are (issue 17)
+    sharded_v3 = zarr_format == 3 and zarr.open_array(path, mode="r").shards is not None
+    assert report.chunks_copied + report.chunks_reencoded == (4 if sharded_v3 else 9)
     np.testing.assert_array_equal(zarr.open_group(out, mode="r")["bare"][:], values)
 
 

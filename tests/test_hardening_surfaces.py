@@ -107,11 +107,14 @@ def test_defect_14_report_lists_reencoded_arrays_for_zarr_v3_output(tmp_path: Pa
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NCZarrWarning)
         report = nczarr.convert(
-            tmp_path / "sh.zarr", tmp_path / "o.zarr", mode="zarr", zarr_format=3
+            tmp_path / "sh.zarr", tmp_path / "o.zarr", mode="zarr", zarr_format=2
         )
+        v3 = nczarr.convert(tmp_path / "sh.zarr", tmp_path / "o3.zarr", mode="zarr", zarr_format=3)
     assert report.chunks_reencoded == 4
     assert [p for p, _ in report.reencoded] == ["/sh"]
     assert "shards" in report.reencoded[0][1]
+    # Zarr v3 output keeps the shard (issue 17): nothing re-encoded, nothing listed
+    assert (v3.chunks_reencoded, v3.chunks_copied, v3.reencoded) == (0, 1, ())
 
 
 # ------------------------------------------------------------------ defect 6

@@ -261,6 +261,14 @@ def _finish_interrupted(dst: ZMap, shown: str, dry_run: bool = False) -> None:
 
 def _check_appendable(view: TranslatedView, shown: str) -> None:
     """Refuse a target whose chunks nczarr would not show under their own keys."""
+    sharded = sorted(
+        v.path.strip("/") for v in view.dataset.root.all_variables() if v.shards is not None
+    )
+    if sharded and not view.reencoded:
+        raise InvalidModeError(
+            f"cannot append to {shown!r}: {', '.join(sharded)} stored in Zarr v3 shards, and "
+            "an append writes chunks, not shards (nothing was changed)"
+        )
     if view.keys_mapped or view.reencoded:
         arrays = sorted(view.reencoded) or ["(Zarr v3 chunk keys)"]
         raise InvalidModeError(

@@ -133,7 +133,9 @@ def _view(zmap: ZMap, opts: PartOptions) -> TranslatedView:
         consolidated=opts.consolidated,
         netcdf_scalars=opts.netcdf_scalars,
     )
-    view = TranslatedView.from_source(zmap, target, include=opts.include, exclude=opts.exclude)
+    view = TranslatedView.from_source(  # chunks are assembled per inner chunk: no shards
+        zmap, target, include=opts.include, exclude=opts.exclude, keep_shards=False
+    )
     missing = selected_paths((*view.dataset.skipped, *view.left_out), opts.include, opts.exclude)
     if missing:
         raise UnsupportedTypeError(

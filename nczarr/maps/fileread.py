@@ -98,21 +98,76 @@ def read_capped(tree: ConfinedTree, keys: Iterable[str], cap: int) -> dict[str, 
 
 
 def read_range(tree: ConfinedTree, key: str, start: int, length: int | None) -> bytes:
-    """Bytes ``start:start+length`` of ``key``, read without loading the whole file."""
+    """Bytes ``start:start+length`` of ``key``, read without loading the whole file.
+
+    A sharded read makes two of these per chunk (the shard index, then the chunk), so
+    the plain case costs what :func:`read_many`'s does: the parent directory opened and
+    verified (:meth:`ConfinedTree.parent`), the file opened ``O_NOFOLLOW`` relative to
+    it, one ``fstat`` (a regular file), one ``pread``; no buffered file object, no
+    second ``fstat`` or ``seek``. Anything else (a link, a FIFO, a missing file, a
+    platform without those flags) takes the checked path (:meth:`ConfinedTree.open_leaf`).
+    """
     nkey = normalize_key(key)
     try:
-        with open(tree.open_key(nkey)[0], "rb") as f:
-            size = os.fstat(f.fileno()).st_size
+        parent, name = tree.parent(nkey)
+        try:
+            opened = _open_plain(parent.fd, name) if parent.fd is not None else None
+            fd, size = opened if opened is not None else _open_checked(tree, parent, name, nkey)
+        finally:
+            parent.close()
+        try:
             stop = None if length is None else start + length
             first, last, _ = slice(start, stop).indices(size)
-            if last <= first:
-                return b""
-            f.seek(first)
-            return f.read(last - first)
+            return _read_at(fd, first, last - first) if last > first else b""
+        finally:
+            os.close(fd)
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         raise KeyError(nkey) from None
     except OSError as exc:
         raise_os_error(exc, f"{nkey!r} in {tree.root!r}")
+
+
+def _open_checked(tree: ConfinedTree, parent: Any, name: str, key: str) -> tuple[int, int]:
+    fd, st = tree.open_leaf(parent, name, key)
+    return fd, st.st_size
+
+
+def _open_plain(dir_fd: int, name: str) -> tuple[int, int] | None:
+    """``(descriptor, size)`` of the regular file ``name`` of the open directory
+    ``dir_fd``, or None when it is anything else (see :func:`_read_plain`)."""
+    flags = _PLAIN_FLAGS
+    if not flags:
+        return None
+    try:
+        fd = os.open(name, flags, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        return None
+    return fd, st.st_size
+
+
+def _read_at(fd: int, offset: int, size: int) -> bytes:
+    """``size`` bytes of ``fd`` from ``offset`` (fewer if it ends sooner)."""
+    pread = getattr(os, "pread", None)
+    if pread is None:  # Windows: no pread
+        os.lseek(fd, offset, os.SEEK_SET)
+        return read_fd(fd, size)
+    data = pread(fd, size, offset)
+    if len(data) < size:
+        parts = [data]
+        done = len(data)
+        while done < size and (more := pread(fd, size - done, offset + done)):
+            parts.append(more)
+            done += len(more)
+        data = b"".join(parts)
+    return data
 
 
 def _load_in(tree: ConfinedTree, parent: Any, key: str, name: str) -> bytes:
@@ -142,6 +197,10 @@ def _plain_read_flags() -> int:
         | flag("O_NONBLOCK")  # a FIFO's open returns; no effect on regular files
         | flag("O_NOFOLLOW")  # a link is left to the checked path
     )
+
+
+#: The flags of the plain-case opens, computed once (0: no plain case here).
+_PLAIN_FLAGS = _plain_read_flags()
 
 
 def _read_plain(dir_fd: int, name: str, flags: int) -> bytes | None:

@@ -35,6 +35,7 @@ class ArraySpec:
     dimension_separator: str
     warnings: tuple[str, ...] = ()
     shards: tuple[int, ...] | None = None
+    shard_index: dict[str, Any] | None = None
 
 
 def _int_list(value: Any, what: str, key: str, *, positive: bool) -> tuple[int, ...]:

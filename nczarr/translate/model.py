@@ -142,6 +142,10 @@ class Variable(_NaNEq):
     text_storage: Literal["unicode", "vlen-utf8"] | None = None
     shards: tuple[int, ...] | None = None
     logical: Literal["bool", "bytes"] | None = None
+    #: A sharded array's index as the source wrote it (``index_location`` and
+    #: ``index_codecs`` of its ``sharding_indexed`` codec): a Zarr v3 target keeps the
+    #: shards verbatim only with the same index. A detail of ``shards``: not compared.
+    shard_index: dict[str, Any] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, eq=False)

@@ -21,8 +21,9 @@ v3 spellings:
 * the codec chain must have a byte-identical Zarr v2 form
   (:func:`~nczarr.translate.codecs_v3.v2_pipeline`), else the array is skipped with
   a warning naming the codec; a ``sharding_indexed`` array is described by its inner
-  chunks and codecs, with ``shards`` set (its chunks are re-encoded, see
-  :mod:`nczarr.reencode`);
+  chunks and codecs, with ``shards`` and ``shard_index`` set (its chunks are
+  re-encoded for Zarr v2 and NCZarr, see :mod:`nczarr.reencode`; a Zarr v3 target
+  keeps the shards);
 * xarray writes ``_FillValue`` as an attribute (base64 of the little-endian bytes
   for floats). It is xarray's missing value: netCDF has one fill value per
   variable, so it becomes the variable's fill value, and it is kept as the

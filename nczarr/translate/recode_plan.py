@@ -95,19 +95,27 @@ def _for_netcdf_c(var: Variable) -> tuple[Variable, list[str]]:
     )
 
 
-def _target(var: Variable, format: str) -> tuple[Variable, list[str]]:
-    """The variable as ``format`` stores it, and the reasons it is not a verbatim copy."""
+def _target(var: Variable, format: str, zarr_format: int = 2) -> tuple[Variable, list[str]]:
+    """The variable as ``format`` stores it, and the reasons it is not a verbatim copy.
+
+    Shards stay shards (their objects copied verbatim) when the target is Zarr v3 and
+    nothing else is re-encoded: the v3 writer describes them with the source's index
+    and the inner codecs (whose chunks the v3 reader found a byte-identical form for).
+    """
     reasons: list[str] = []
     new = var
     if var.filters and var.filters[0].get("id") == "categorize":
         reasons.append("numcodecs 'categorize' codes become the strings they stand for")
         new = dataclasses.replace(new, filters=({"id": "vlen-utf8"}, *new.filters[1:]))
-    if var.shards is not None:
+    keep_shards = format == "zarr" and zarr_format == 3 and var.shard_index is not None
+    if var.shards is not None and (reasons or not keep_shards):
+        no_shards = "Zarr v2 has no shards"
+        if keep_shards:  # re-encoded for another reason: the chunks are written unsharded
+            no_shards = "each inner chunk is re-encoded"
         reasons.append(
-            f"Zarr v3 shards {list(var.shards)} become chunks {list(var.chunks)}: "
-            "Zarr v2 has no shards"
+            f"Zarr v3 shards {list(var.shards)} become chunks {list(var.chunks)}: {no_shards}"
         )
-        new = dataclasses.replace(new, shards=None)
+        new = dataclasses.replace(new, shards=None, shard_index=None)
     if format == "nczarr" and var.text_storage is not None:
         width = 4 * (var.maxstrlen or 1) if var.text_storage == "unicode" else var.maxstrlen
         width = width or DEFAULT_MAXSTRLEN
@@ -130,8 +138,11 @@ def _target(var: Variable, format: str) -> tuple[Variable, list[str]]:
     return new, reasons
 
 
-def plan_reencoding(dataset: Dataset, format: str) -> tuple[Dataset, dict[str, Reencoding]]:
-    """Which arrays of ``dataset`` are re-encoded for ``format``, and the target dataset.
+def plan_reencoding(
+    dataset: Dataset, format: str, zarr_format: int = 2
+) -> tuple[Dataset, dict[str, Reencoding]]:
+    """Which arrays of ``dataset`` are re-encoded for ``format`` (``zarr_format``: 2 or
+    3 for pure Zarr), and the target dataset.
 
     Pure. Returns the dataset as the target describes it (unchanged variables are
     the same objects) and, keyed by array key prefix, a :class:`Reencoding` per
@@ -142,7 +153,7 @@ def plan_reencoding(dataset: Dataset, format: str) -> tuple[Dataset, dict[str, R
     def visit(group: Group) -> Group:
         variables = {}
         for name, var in group.variables.items():
-            target, reasons = _target(var, format)
+            target, reasons = _target(var, format, zarr_format)
             if reasons:
                 found[var.path.strip("/")] = Reencoding(var, target, "; ".join(reasons))
             variables[name] = target

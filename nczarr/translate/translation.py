@@ -77,6 +77,9 @@ class Translation:
         Measured longest strings of variable-length string arrays shown fixed-width.
     selection
         ``(include, exclude)`` as given.
+    keep_shards
+        Whether a Zarr v3 target keeps a sharded array's shards (copied verbatim);
+        False where chunks are assembled one inner chunk at a time (append, combine).
     source_keys, bare_root
         What :func:`draft` was given (the reader's Zarr v3 key encodings, whether the
         source's root is a bare array), so that another selection needs no new read.
@@ -97,6 +100,7 @@ class Translation:
     source_keys: Mapping[str, ChunkKeys] = field(default_factory=dict)
     bare_root: bool = False
     complete: bool = False
+    keep_shards: bool = True
 
     @property
     def to_measure(self) -> tuple[str, ...]:
@@ -119,9 +123,11 @@ def draft(
     bare_root: bool = False,
     include: Sequence[str] | None = None,
     exclude: Sequence[str] | None = None,
+    keep_shards: bool = True,
 ) -> Translation:
     """The translation of ``read`` before its metadata is written: the selection, the
-    chunk layout and the re-encoding plan (see :func:`finish`).
+    chunk layout and the re-encoding plan (see :func:`finish`; ``keep_shards``: see
+    :class:`Translation`).
 
     Raises
     ------
@@ -129,19 +135,23 @@ def draft(
         An ``include``/``exclude`` pattern matches nothing.
     """
     selected = select_dataset(read, include, exclude)
-    planned, reencoded = plan_reencoding(selected, target.format)
+    zarr_format = target.zarr_format if keep_shards else 2  # 2: no shards kept
+    planned, reencoded = plan_reencoding(selected, target.format, zarr_format)
+    layout = chunk_layout(read, selected, chunk_keys, bare_root=bare_root)
     return Translation(
         target=target,
         read=read,
         dataset=planned,
         layout=replace(
-            chunk_layout(read, selected, chunk_keys, bare_root=bare_root),
+            layout,  # shards kept as shards are shown (and copied) as whole objects
+            shards={a: s for a, s in layout.shards.items() if a in reencoded},
             recoded=frozenset(reencoded),
         ),
         reencoded=reencoded,
         selection=(tuple(include or ()), tuple(exclude or ())),
         source_keys=chunk_keys,
         bare_root=bare_root,
+        keep_shards=keep_shards,
     )
 
 

@@ -293,6 +293,7 @@ class TreeBuilder:
             endian=spec.dtype.endian,
             text_storage=spec.dtype.text_storage,
             shards=spec.shards,
+            shard_index=spec.shard_index,
             logical=spec.dtype.logical,
         )
 

@@ -17,6 +17,10 @@ copies every chunk verbatim. Per array:
   wrappers for netcdf-c's ``zlib``, ``shuffle``, ``fletcher32`` ...). An array
   whose codecs have no byte-identical v3 form is left out, with a warning (and
   ``convert`` refuses it unless ``exclude=`` names it);
+* shards (a sharded Zarr v3 source, nothing else re-encoded): ``chunk_grid`` is the
+  shard shape and the one codec ``sharding_indexed``, with the inner codecs as above
+  and the source's ``index_codecs`` and ``index_location``, so that the shard objects
+  are copied verbatim;
 * ``chunk_key_encoding``: ``{"name": "v2", "configuration": {"separator": "."}}``
   (``"/"`` when the source used it). That is what zarr-python's own v2->v3
   migration (``zarr.metadata.migrate_v3``) writes: chunk keys stay ``0.1`` (``0``
@@ -171,6 +175,9 @@ def array_document(
     )
     if vlen:  # zarr-python's vlen-utf8 writes the bytes numcodecs' VLenUTF8 writes
         codecs = [{"name": "vlen-utf8"} if c["name"] == "bytes" else c for c in codecs]
+    if var.shards is not None and var.shard_index is not None and not var.scalar:
+        codecs = [_sharding(chunks, codecs, var.shard_index)]
+        chunks = list(var.shards)
     attributes = plain_attributes(var.attributes.values())
     attributes.pop(FILLVALUE, None)
     if (
@@ -198,6 +205,22 @@ def array_document(
     if dims is not None:
         doc["dimension_names"] = dims
     return doc
+
+
+def _sharding(
+    inner: list[int], codecs: list[dict[str, Any]], index: dict[str, Any]
+) -> dict[str, Any]:
+    """The ``sharding_indexed`` codec of shards copied verbatim: inner chunks of shape
+    ``inner`` encoded with ``codecs``, and the source's own index (location, codecs)."""
+    return {
+        "name": "sharding_indexed",
+        "configuration": {
+            "chunk_shape": inner,
+            "codecs": codecs,
+            "index_codecs": index["index_codecs"],
+            "index_location": index["index_location"],
+        },
+    }
 
 
 def _group_document(dataset: Dataset, group: Group) -> dict[str, Any]:

@@ -182,9 +182,10 @@ def _data_type(value: Any) -> ZarrDtype:
     return ZarrDtype(found[0], "little", found[1], logical="bool" if value == "bool" else None)
 
 
-def _sharding(codecs: Any, key: str) -> tuple[tuple[int, ...], Any] | None:
-    """``(inner chunk shape, inner codecs)`` of an array sharded with ``sharding_indexed``
-    (its only array->bytes codec), or None when the array is not sharded."""
+def _sharding(codecs: Any, key: str) -> tuple[tuple[int, ...], Any, dict[str, Any]] | None:
+    """``(inner chunk shape, inner codecs, index)`` of an array sharded with
+    ``sharding_indexed`` (its only array->bytes codec), or None when the array is not
+    sharded. ``index``: its ``index_location`` and ``index_codecs``, defaults filled in."""
     if not isinstance(codecs, list) or not codecs:
         return None
     name, config = codec_name(codecs[0])
@@ -197,7 +198,11 @@ def _sharding(codecs: Any, key: str) -> tuple[tuple[int, ...], Any] | None:
     codecs = config.get("codecs", [{"name": "bytes"}])
     if not isinstance(codecs, list) or not codecs:
         raise MetadataError(f"sharding 'codecs' must be a non-empty list, got {codecs!r}")
-    return inner, codecs
+    index = {
+        "index_location": config.get("index_location", "end"),
+        "index_codecs": config.get("index_codecs", [{"name": "bytes"}, {"name": "crc32c"}]),
+    }
+    return inner, codecs, index
 
 
 @dataclass(frozen=True)
@@ -306,12 +311,13 @@ def parse_array_v3(doc: Any, key: str) -> tuple[ArraySpec, ChunkKeys]:
     if doc.get("storage_transformers"):
         raise UnsupportedError("storage_transformers are not supported")
     shards: tuple[int, ...] | None = None
+    index: dict[str, Any] | None = None
     try:
         dtype = _data_type(doc["data_type"])
         codecs = doc["codecs"]
         sharded = _sharding(codecs, key)
         if sharded is not None:
-            shards, (chunks, codecs) = chunks, sharded
+            shards, (chunks, codecs, index) = chunks, sharded
             if len(chunks) != len(shape) or any(s % c for s, c in zip(shards, chunks, strict=True)):
                 raise MetadataError(
                     f"sharding chunk_shape {list(chunks)} does not divide the shard shape "
@@ -349,6 +355,7 @@ def parse_array_v3(doc: Any, key: str) -> tuple[ArraySpec, ChunkKeys]:
         order=pipeline.order,
         dimension_separator=keys.target_separator,
         shards=shards,
+        shard_index=index,
         warnings=() if note is None else (f"{key!r}: {note}",),
     )
     return spec, keys

@@ -1,0 +1,206 @@
+"""Converting a sharded Zarr v3 source (issue 17).
+
+To Zarr v3 the shards stay shards: each shard object is copied byte for byte (only its
+key is renamed, ``c/0/1`` to ``0.1``), the output's ``sharding_indexed`` codec has the
+source's inner codecs and index, and nothing is re-encoded. NCZarr and Zarr v2 have no
+shards: there every inner chunk is still re-encoded into a chunk object.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+import zipfile
+from pathlib import Path
+
+import netCDF4
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+
+import nczarr
+
+PRODUCERS = Path(__file__).parent / "data" / "producers"
+
+
+def _sharded(path: Path) -> dict[str, np.ndarray]:
+    """A zarr-python 3 group: full and partly written shards (``index_location``
+    "start" on one array), and a shard never written; zarr-python's values."""
+    group = zarr.open_group(path, mode="w", zarr_format=3)
+    full = group.create_array(
+        "full", shape=(8, 12), chunks=(2, 3), shards=(4, 6), dtype="<f4", fill_value=-1.0
+    )
+    full[...] = np.arange(96, dtype="<f4").reshape(8, 12)
+    part = group.create_array(
+        "part", shape=(10, 12), chunks=(2, 3), shards=(4, 6), dtype="<i2", fill_value=7
+    )
+    part[4:6, 6:9] = 3  # one inner chunk of shard (1, 1); the shards around it: never
+    start = zarr.create(
+        store=group.store,
+        path="start",
+        shape=(9,),
+        chunk_shape=(4,),
+        codecs=[zarr.codecs.ShardingCodec(chunk_shape=(2,), index_location="start")],
+        dtype="<u2",
+        zarr_format=3,
+    )
+    start[:5] = [1, 2, 3, 4, 5]  # the last shard is never written, the second half full
+    theirs = zarr.open_group(path, mode="r")
+    return {name: np.asarray(theirs[name][...]) for name in ("full", "part", "start")}
+
+
+def _objects(root: Path, array: str) -> dict[str, bytes]:
+    """Chunk objects of ``array`` under ``root``: relative key (``/``) -> bytes."""
+    base = root / array
+    return {
+        p.relative_to(base).as_posix(): p.read_bytes()
+        for p in base.rglob("*")
+        if p.is_file() and p.name != "zarr.json"
+    }
+
+
+def _convert(src, dst: Path, *args, **kwargs) -> nczarr.ConvertReport:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # fill value notes; re-encoding asserted below
+        return nczarr.convert(src, str(dst), *args, **kwargs)
+
+
+def test_to_zarr_v3_copies_every_shard_verbatim(tmp_path: Path) -> None:
+    values = _sharded(tmp_path / "s.zarr")
+    report = _convert(tmp_path / "s.zarr", tmp_path / "o.zarr", "zarr", zarr_format=3)
+    assert report.chunks_reencoded == 0 and report.reencoded == ()
+    for name in values:
+        source = _objects(tmp_path / "s.zarr", name)
+        copied = _objects(tmp_path / "o.zarr", name)
+        # only the key changes: c/1/1 -> 1.1
+        assert copied == {k.removeprefix("c/").replace("/", "."): v for k, v in source.items()}
+    assert report.chunks_copied == sum(len(_objects(tmp_path / "s.zarr", n)) for n in values)
+    out = zarr.open_group(tmp_path / "o.zarr", mode="r")
+    for name, expected in values.items():
+        np.testing.assert_array_equal(out[name][...], expected)
+        assert out[name].shards == zarr.open_group(tmp_path / "s.zarr")[name].shards
+    doc = json.loads((tmp_path / "o.zarr" / "start" / "zarr.json").read_text())
+    (codec,) = doc["codecs"]
+    src_doc = json.loads((tmp_path / "s.zarr" / "start" / "zarr.json").read_text())
+    assert (
+        codec["configuration"]["index_location"]
+        == (src_doc["codecs"][0]["configuration"]["index_location"])
+    )
+    assert (
+        codec["configuration"]["index_codecs"]
+        == (src_doc["codecs"][0]["configuration"]["index_codecs"])
+    )
+
+
+def test_producer_v3_store_to_zarr_v3_keeps_its_shard(tmp_path: Path) -> None:
+    """zarr-python's own store (a sharded array with a crc32c index): its shard object
+    is copied as is, and zarr-python reads the copy as it reads the source."""
+    path = PRODUCERS / "z3_defaults.zip"
+    report = _convert(path, tmp_path / "o.zarr", "zarr", zarr_format=3)
+    assert report.reencoded == () and report.chunks_reencoded == 0
+    with zipfile.ZipFile(path) as zf:
+        shard = zf.read("sharded/c/0/0")
+    assert (tmp_path / "o.zarr" / "sharded" / "0.0").read_bytes() == shard
+    theirs = zarr.open_group(zarr.storage.ZipStore(path, mode="r"), mode="r")
+    ours = zarr.open_group(tmp_path / "o.zarr", mode="r")
+    np.testing.assert_array_equal(ours["sharded"][...], theirs["sharded"][...])
+
+
+@pytest.mark.parametrize(
+    ("mode", "zarr_format"), [("zarr", 2), ("nczarr", None)], ids=["zarr2", "nczarr"]
+)
+def test_targets_without_shards_still_reencode_inner_chunks(
+    tmp_path: Path, mode: str, zarr_format: int | None
+) -> None:
+    values = _sharded(tmp_path / "s.zarr")
+    kwargs = {"zarr_format": zarr_format} if zarr_format else {}
+    with pytest.warns(nczarr.NCZarrWarning, match="Zarr v2 has no shards"):
+        report = nczarr.convert(tmp_path / "s.zarr", str(tmp_path / "o"), mode, **kwargs)
+    assert {path for path, _ in report.reencoded} == {"/full", "/part", "/start"}
+    assert report.chunks_reencoded > 0
+    shard = (tmp_path / "s.zarr" / "full" / "c" / "0" / "0").read_bytes()
+    assert (tmp_path / "o" / "full" / "0.0").read_bytes() != shard  # one inner chunk
+    out = zarr.open_group(tmp_path / "o", mode="r")
+    np.testing.assert_array_equal(out["full"][...], values["full"])
+
+
+def _holes(path: Path) -> None:
+    """xarray's form (``_FillValue`` attribute -9999) over zarr's fill_value 0: shard 0
+    holds its first inner chunk only, shard 1 is never written."""
+    group = zarr.open_group(path, mode="w", zarr_format=3)
+    v = group.create_array(
+        "v",
+        shape=(8,),
+        chunks=(2,),
+        shards=(4,),
+        dtype="<i2",
+        fill_value=0,
+        dimension_names=["x"],
+        attributes={"_FillValue": -9999},
+    )
+    v[0:2] = [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("mode", "zarr_format"), [("zarr", 2), ("nczarr", None), ("zarr", 3)], ids=str
+)
+def test_inner_chunks_never_written_read_as_the_views_fill(
+    tmp_path: Path, mode: str, zarr_format: int | None
+) -> None:
+    """An inner chunk a written shard does not hold is a chunk never written: the
+    reader replaces the Zarr fill_value 0 by the _FillValue -9999 for those (and says
+    so), the engine shows them masked, and every copy reads them so, whether or not
+    the rest of their shard was written (it used to hold explicit zeros)."""
+    _holes(tmp_path / "s.zarr")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with xr.open_dataset(tmp_path / "s.zarr", engine="nczarr") as ds:
+            engine = ds["v"].values
+    np.testing.assert_array_equal(engine, [1, 2] + [np.nan] * 6)
+    kwargs = {"zarr_format": zarr_format} if zarr_format else {}
+    with pytest.warns(nczarr.NCZarrWarning, match="chunks never written read as -9999"):
+        nczarr.convert(tmp_path / "s.zarr", str(tmp_path / "o"), mode, **kwargs)
+    if mode == "nczarr":
+        with netCDF4.Dataset(f"file://{tmp_path / 'o'}#mode=nczarr,file") as nc:
+            got = nc["v"][:]
+        assert got.mask.tolist() == [False] * 2 + [True] * 6
+        assert got.data[:2].tolist() == [1, 2]
+        return
+    np.testing.assert_array_equal(
+        zarr.open_array(tmp_path / "o" / "v", mode="r")[...], [1, 2] + [-9999] * 6
+    )
+    with xr.open_dataset(tmp_path / "o", engine="zarr") as ds:
+        np.testing.assert_array_equal(ds["v"].values, engine)
+
+
+def _part(path: Path, offset: int) -> np.ndarray:
+    group = zarr.open_group(path, mode="w", zarr_format=3)
+    v = group.create_array(
+        "v", shape=(4, 6), chunks=(2, 3), shards=(4, 6), dtype="<f4", dimension_names=["t", "x"]
+    )
+    v[...] = np.arange(24, dtype="<f4").reshape(4, 6) + offset
+    t = group.create_array("t", shape=(4,), chunks=(4,), dtype="<i4", dimension_names=["t"])
+    t[...] = np.arange(4) + offset
+    return v[...]
+
+
+def test_combine_to_zarr_v3_assembles_inner_chunks(tmp_path: Path) -> None:
+    """Combining concatenates chunk by chunk: the sources' shards are not kept (they
+    were, for a moment, and the output read the first source's shard everywhere)."""
+    parts = [_part(tmp_path / f"p{i}.zarr", 100 * i) for i in range(2)]
+    srcs = [tmp_path / "p0.zarr", tmp_path / "p1.zarr"]
+    _convert(srcs, tmp_path / "o.zarr", "zarr", zarr_format=3, concat_dim="t")
+    out = zarr.open_group(tmp_path / "o.zarr", mode="r")
+    np.testing.assert_array_equal(out["v"][...], np.concatenate(parts))
+
+
+def test_append_to_a_sharded_target_is_refused(tmp_path: Path) -> None:
+    _part(tmp_path / "p0.zarr", 0)
+    _part(tmp_path / "p1.zarr", 100)
+    _convert(tmp_path / "p0.zarr", tmp_path / "o.zarr", "zarr", zarr_format=3)
+    before = {p: p.read_bytes() for p in (tmp_path / "o.zarr").rglob("*") if p.is_file()}
+    with pytest.raises(nczarr.InvalidModeError, match="v stored in Zarr v3 shards"):
+        _convert(tmp_path / "p1.zarr", tmp_path / "o.zarr", append_dim="t")
+    after = {p: p.read_bytes() for p in (tmp_path / "o.zarr").rglob("*") if p.is_file()}
+    assert after == before
