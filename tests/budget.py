@@ -18,3 +18,11 @@ BUDGET = float(os.environ.get("NCZARR_GENERATED_BUDGET", "") or 1)
 def examples(full: int) -> int:
     """The example count for a run whose full count is ``full`` (at least 1)."""
     return max(1, round(full * BUDGET))
+
+
+def long_or(count: int, long: int = 200) -> int:
+    """``long`` examples when ``NCZARR_LONG_TESTS`` is set (not "" or "0"), else ``count``.
+
+    For the local long searches: ``NCZARR_LONG_TESTS=1 pytest ...``.
+    """
+    return long if os.environ.get("NCZARR_LONG_TESTS", "") not in ("", "0") else count

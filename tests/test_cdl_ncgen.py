@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from nczarr.cli import main
 
-from .budget import examples
+from .budget import examples, long_or
 
 if shutil.which("ncgen") is None or shutil.which("ncdump") is None:
     if os.environ.get("CI"):
@@ -142,7 +142,7 @@ _NAME = st.text(
 
 @pytest.mark.generated
 @settings(
-    max_examples=int(os.environ.get("NCZARR_LONG_TESTS", "0") and 200) or examples(15),
+    max_examples=long_or(examples(15)),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )

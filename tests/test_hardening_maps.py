@@ -689,7 +689,9 @@ def _bomb(path: Path, name: str, size: int, declared: int | None, method: int) -
 @pytest.mark.parametrize("method", ["deflated", "bzip2", "lzma"])
 def test_zip_bomb_member_stops_at_its_declared_size(tmp_path, method):
     path = tmp_path / "bomb.zip"
-    _bomb(path, "v/0", 200 << 20, declared=100, method=METHODS[method])
+    # 64 MiB inflated: 4x the peak allowed below, so inflating it whole still fails the
+    # test; 200 MiB showed the same and cost seconds of compression per method
+    _bomb(path, "v/0", 64 << 20, declared=100, method=METHODS[method])
     assert path.stat().st_size < 2 << 20
     with ZipMap(path, mode="r") as m:
         tracemalloc.start()

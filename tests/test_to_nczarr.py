@@ -8,7 +8,6 @@ groups, unlimited) and the CF encoding xarray's netcdf4 engine would have writte
 
 from __future__ import annotations
 
-import os
 import shutil
 import uuid
 import zipfile
@@ -27,6 +26,7 @@ from hypothesis.extra import numpy as hnp
 
 import nczarr
 
+from .budget import long_or
 from .ncoracle import NC_TYPE_IDS, describe, nc_url
 from .test_xarray_backend import (
     ENGINE,
@@ -283,7 +283,7 @@ def xarray_datasets(draw: st.DrawFn) -> xr.Dataset:
 
 
 @settings(
-    max_examples=int(os.environ.get("NCZARR_LONG_TESTS", "0") and 200) or 12,
+    max_examples=long_or(12),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

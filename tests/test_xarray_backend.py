@@ -37,7 +37,7 @@ from nczarr.integrations.xarray_backend import (
 )
 from nczarr.translate.model import Attribute
 
-from .budget import examples
+from .budget import examples, long_or
 from .ncoracle import extract_fixture, fixture_path, nc_url
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -747,7 +747,7 @@ def netcdf_datasets(draw: st.DrawFn) -> Callable[[netCDF4.Dataset], None]:
 
 @pytest.mark.generated
 @settings(
-    max_examples=int(os.environ.get("NCZARR_LONG_TESTS", "0") and 200) or examples(12),
+    max_examples=long_or(examples(12)),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

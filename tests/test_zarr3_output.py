@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-import os
 import shutil
 import warnings
 from pathlib import Path
@@ -26,6 +25,7 @@ from hypothesis import strategies as st
 import nczarr
 from nczarr.errors import InvalidModeError
 
+from .budget import long_or
 from .ncoracle import build, diff, file_tree, nc_url
 
 NUMERIC = ["i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f4", "f8"]
@@ -504,7 +504,7 @@ def arrays(draw):
 
 
 @settings(
-    max_examples=int(os.environ.get("NCZARR_LONG_TESTS", "0") and 200) or 15,
+    max_examples=long_or(15),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
