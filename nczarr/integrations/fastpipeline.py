@@ -118,9 +118,13 @@ def decode_v2(codec: V2Codec, data: bytes, spec: Any, dtype: np.dtype | None = N
     chunk: Any = codec.compressor.decode(data) if codec.compressor else data
     for f in reversed(codec.filters or ()):
         chunk = f.decode(chunk)
-    chunk = ensure_ndarray_like(chunk)
     if dtype is None:
         dtype = spec.dtype.to_native_dtype()
+    if type(chunk) is bytes and len(chunk) % dtype.itemsize == 0:
+        # what numcodecs' compressors return: the same read-only view as below, in
+        # one call (this runs once per chunk)
+        return np.frombuffer(chunk, dtype).reshape(spec.shape, order=spec.order)
+    chunk = ensure_ndarray_like(chunk)
     try:
         chunk = chunk.view(dtype)
     except TypeError:
@@ -181,6 +185,9 @@ class _ReadJob:
     info: list[tuple[Any, Any, Any, Any, bool]]
     out: NDBuffer
     drop_axes: tuple[int, ...]
+    #: where the chunks are read from (same keys): the store's map, or the map a
+    #: translated view passes this array's chunks through from (``chunk_map``)
+    source: Any = None
 
     def run(self) -> None:
         """Fetch and decode in a few parts, in parallel: each part is one ``getitems``
@@ -190,16 +197,17 @@ class _ReadJob:
     def _part(self, indices: range) -> None:
         keys, info = self.keys, self.info
         dtype = info[indices[0]][1].dtype.to_native_dtype() if len(indices) else None
-        found = self.store.zmap.getitems([keys[i] for i in indices])
+        source = self.source if self.source is not None else self.store.zmap
+        found = source.getitems([keys[i] for i in indices])
         out = self.out.as_ndarray_like()  # a CPU buffer: plain numpy assignment
-        drop_axes = self.drop_axes
+        drop_axes, codec = self.drop_axes, self.codec
         for i in indices:
             _, spec, chunk_selection, out_selection, _ = info[i]
             data = found.get(keys[i])
             if data is None:
                 out[out_selection] = fill_value_or_default(spec)
                 continue
-            tmp = decode_v2(self.codec, data, spec, dtype)[chunk_selection]
+            tmp = decode_v2(codec, data, spec, dtype)[chunk_selection]
             if drop_axes:
                 tmp = tmp.squeeze(axis=drop_axes)
             out[out_selection] = tmp
@@ -415,7 +423,10 @@ def get_basic_selection(array: Any, selection: Any) -> Any:
         for coords, chunk_selection, out_selection, complete in indexer:
             keys.append(prefix + encode(coords))
             info.append((None, spec, chunk_selection, out_selection, complete))
-        _ReadJob(codec, store, keys, info, out, indexer.drop_axes).run()
+        zmap = store.zmap
+        chunk_map = getattr(zmap, "chunk_map", None)  # a translated view's shortcut
+        source = chunk_map(base) if chunk_map is not None and base else zmap
+        _ReadJob(codec, store, keys, info, out, indexer.drop_axes, source).run()
     if indexer.shape == ():
         return out.as_scalar()
     return out.as_ndarray_like()
