@@ -362,21 +362,26 @@ register_pipeline(NCZarrCodecPipeline)
 def open_v2_array(store: ZarrStore, path: str, zarray: bytes, zattrs: bytes | None) -> Any:
     """``zarr.open_array(store=store, path=path, mode="r", zarr_format=2)`` with this
     pipeline, built from metadata the caller already holds (``.zarray``/``.zattrs``
-    bytes, e.g. a translated view's): the same ``zarr.Array`` (metadata parsed and
-    validated by zarr-python's own ``AsyncArray``), without the two metadata reads
-    through zarr's event loop thread (a hop each way per array, ~4x the CPU of
-    libnetcdf's whole open for a few arrays)."""
+    bytes, e.g. a translated view's): the same ``zarr.Array``, without the two metadata
+    reads through zarr's event loop thread (a hop each way per array, ~4x the CPU of
+    libnetcdf's whole open for a few arrays).
+
+    It uses zarr-python's public ``zarr.Array.from_dict`` (metadata parsed and
+    validated by zarr itself); a zarr without it gets ``zarr.open_array``, which
+    reads the same metadata through the store (slower, same array)."""
     import json
 
-    from zarr import Array
-    from zarr.core.array import AsyncArray
+    import zarr
     from zarr.storage import StorePath
 
-    metadata = json.loads(zarray)
-    metadata["attributes"] = json.loads(zattrs) if zattrs is not None else {}
-    store._open_sync()
+    from_dict = getattr(zarr.Array, "from_dict", None)
     with fast_pipeline():
-        return Array(AsyncArray(metadata=metadata, store_path=StorePath(store, path)))
+        if from_dict is None:
+            return zarr.open_array(store=store, path=path, mode="r", zarr_format=2)
+        metadata = json.loads(zarray)
+        metadata["attributes"] = json.loads(zattrs) if zattrs is not None else {}
+        store._open_sync()
+        return from_dict(StorePath(store, path), metadata)
 
 
 def get_basic_selection(array: Any, selection: Any) -> Any:
