@@ -76,3 +76,56 @@ def test_chunk_map_is_the_view_when_keys_are_shown_otherwise(tmp_path) -> None:
         np.testing.assert_array_equal(
             zarr.open_array(nczarr.ZarrStore(shown), path="a", mode="r")[...], [1, 2, 3, 4]
         )
+
+
+def _selections(rng: np.random.Generator, shape: tuple[int, ...]) -> list[tuple]:
+    out: list[tuple] = [tuple(slice(None) for _ in shape)]
+    for _ in range(12):
+        sel: list[object] = []
+        for n in shape:
+            kind = rng.integers(3)
+            if kind == 0:
+                sel.append(int(rng.integers(-n, n)))
+            else:
+                a, b = sorted(int(x) for x in rng.integers(-n - 1, n + 2, size=2))
+                step = int(rng.integers(1, 4)) if kind == 2 else None
+                sel.append(slice(a, b, step))
+        out.append(tuple(sel))
+    return out
+
+
+def test_chunk_plan_is_the_indexers_own_iteration() -> None:
+    from zarr.core.indexing import BasicIndexer
+    from zarr.core.metadata.v2 import ArrayV2Metadata
+
+    from nczarr.integrations.fastpipeline import _chunk_grid, _chunk_plan
+
+    rng = np.random.default_rng(7)
+    for shape, chunks, separator in [
+        ((7, 5), (3, 2), "."),
+        ((10,), (4,), "."),
+        ((4, 6, 5), (2, 4, 5), "/"),
+        ((3, 1, 8), (1, 1, 3), "."),
+    ]:
+        meta = ArrayV2Metadata.from_dict(
+            {
+                "zarr_format": 2,
+                "shape": list(shape),
+                "chunks": list(chunks),
+                "dtype": "<f4",
+                "compressor": None,
+                "filters": None,
+                "fill_value": 0,
+                "order": "C",
+                "dimension_separator": separator,
+            }
+        )
+        for sel in _selections(rng, shape):
+            indexer = BasicIndexer(sel, shape=meta.shape, chunk_grid=_chunk_grid(meta))
+            expected = [
+                ("p/" + meta.encode_chunk_key(c), ("spec", cs, os_, whole))
+                for c, cs, os_, whole in indexer
+            ]
+            keys, info = _chunk_plan(indexer, meta, "p/", "spec")
+            got = [(k, i[1:]) for k, i in zip(keys, info, strict=True)]
+            assert got == expected, (shape, chunks, sel)
