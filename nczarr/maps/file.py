@@ -535,22 +535,56 @@ class FileMap(ZMap):
             raise_os_error(exc, f"{key!r} in {self._root!r}")
 
     def getitems_capped(self, keys: Iterable[str], cap: int) -> dict[str, bytes]:
-        """At most ``cap`` bytes of each file, never reading more."""
+        """At most ``cap`` bytes of each file, never reading more.
+
+        As :meth:`getitems`, keys in one directory (the metadata objects a crawl probes)
+        share one opened, verified parent directory; a plain regular file is then read
+        with ``openat``, ``fstat``, ``read`` and ``close``, anything else the checked way.
+        """
         if type(self)._load is not FileMap._load:  # a subclass reads its own way
             return super().getitems_capped(keys, cap)
         if cap < 0:
             raise ValueError(f"cap must be >= 0, got {cap}")
         out: dict[str, bytes] = {}
-        for key in keys:
-            nkey = normalize_key(key)
-            try:
-                with open(self._tree.open_key(nkey)[0], "rb") as f:
-                    out[key] = f.read(cap)
-            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-                continue
-            except OSError as exc:
-                raise_os_error(exc, f"{nkey!r} in {self._root!r}")
+        parent: Any = None
+        parent_prefix: str | None = None
+        plain = _plain_read_flags()
+        hidden = self._tree.hidden_prefix
+        try:
+            for key in keys:
+                nkey = normalize_key(key)
+                cut = nkey.rfind("/")
+                prefix = nkey[:cut] if cut >= 0 else ""
+                if prefix != parent_prefix:
+                    if parent is not None:
+                        parent.close()
+                    parent, parent_prefix = None, prefix
+                    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+                        parent = self._tree.parent(nkey)[0]
+                if parent is None:
+                    continue  # no such directory: no such key
+                if plain and parent.fd is not None and hidden not in nkey:
+                    data = _read_plain(parent.fd, nkey[cut + 1 :], plain, cap)
+                    if data is not None:
+                        out[key] = data
+                        continue
+                self._read_capped(key, nkey, cap, out)
+        except OSError as exc:
+            raise_os_error(exc, f"reading keys in {self._root!r}")
+        finally:
+            if parent is not None:
+                parent.close()
         return out
+
+    def _read_capped(self, key: str, nkey: str, cap: int, out: dict[str, bytes]) -> None:
+        """The checked read of at most ``cap`` bytes of ``nkey`` into ``out[key]``."""
+        try:
+            with open(self._tree.open_key(nkey)[0], "rb") as f:
+                out[key] = f.read(cap)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return
+        except OSError as exc:
+            raise_os_error(exc, f"{nkey!r} in {self._root!r}")
 
     def getrange(self, key: str, start: int, length: int | None = None) -> bytes:
         """Bytes ``start:start+length`` of ``key``, read without loading the whole file."""
@@ -620,17 +654,19 @@ def _plain_read_flags() -> int:
     )
 
 
-def _read_plain(dir_fd: int, name: str, flags: int) -> bytes | None:
-    """The bytes of the regular file ``name`` of the open directory ``dir_fd``, or
-    None when it is anything else (missing, a link, a directory, a FIFO, an error):
-    the caller then takes the checked path, which reads or refuses it properly."""
+def _read_plain(dir_fd: int, name: str, flags: int, cap: int | None = None) -> bytes | None:
+    """The bytes (at most ``cap``) of the regular file ``name`` of the open directory
+    ``dir_fd``, or None when it is anything else (missing, a link, a directory, a FIFO,
+    an error): the caller then takes the checked path, which reads or refuses it."""
     try:
         fd = os.open(name, flags, dir_fd=dir_fd)
     except OSError:
         return None
     try:
         st = os.fstat(fd)
-        return read_fd(fd, st.st_size) if stat.S_ISREG(st.st_mode) else None
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        return read_fd(fd, st.st_size if cap is None else min(st.st_size, cap))
     except OSError:
         return None
     finally:
