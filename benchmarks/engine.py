@@ -6,6 +6,10 @@ Run (a few minutes on an idle 2-core machine)::
     python3 benchmarks/engine.py                    # everything
     python3 benchmarks/engine.py --quick            # 40 KB chunks, dir only, fewer repeats
     python3 benchmarks/engine.py --dir /dev/shm     # tmpfs (the default is a temp dir)
+    python3 benchmarks/engine.py --cases 40KB --codecs blosc --where dir --callgrind
+
+Every run ends with the issue's table in markdown (one row per case and place).
+``--callgrind`` counts instructions instead of timing: see :func:`instructions`.
 
 Data (stated, not tuned): 4 ``float32`` variables written by netcdf-c itself (netCDF4,
 ``file://...#mode=nczarr,file``), values ``round(N(0,1) * 10, 2)``, compressed with
