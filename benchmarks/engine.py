@@ -6,6 +6,10 @@ Run (a few minutes on an idle 2-core machine)::
     python3 benchmarks/engine.py                    # everything
     python3 benchmarks/engine.py --quick            # 40 KB chunks, dir only, fewer repeats
     python3 benchmarks/engine.py --dir /dev/shm     # tmpfs (the default is a temp dir)
+    python3 benchmarks/engine.py --cases 40KB --codecs blosc --where dir --callgrind
+
+Every run ends with the issue's table in markdown (one row per case and place).
+``--callgrind`` counts instructions instead of timing: see :func:`instructions`.
 
 Data (stated, not tuned): 4 ``float32`` variables written by netcdf-c itself (netCDF4,
 ``file://...#mode=nczarr,file``), values ``round(N(0,1) * 10, 2)``, compressed with
@@ -269,33 +273,143 @@ def write_contenders(tmp: Path, ds: Any) -> dict[str, Callable[[], object]]:
     return {"to_netcdf": netcdf, "to_nczarr": ours}
 
 
+# ------------------------------------------------------------------ instruction counts
+#: callgrind zeroes its counters when this libc function is entered and dumps them when
+#: the other one is: the child calls ``os.getppid()`` / ``os.getpgrp()`` around each
+#: measured call (nothing else in these runs calls them), so each dump holds exactly
+#: one contender's instructions, every thread of the process included.
+_CG_ZERO, _CG_DUMP = "getppid", "getpgrp"
+
+
+def _measure_child(spec: dict[str, Any]) -> None:
+    """In the process valgrind runs: each contender once untimed (imports, caches), then
+    once between the two markers; prints the contenders' names in dump order."""
+    import json
+
+    warnings.simplefilter("ignore")
+    if spec["kind"] == "write":
+        contenders = write_contenders(Path(spec["tmp"]), make_dataset(spec["side"]))
+    else:
+        s3 = None
+        if spec["endpoint"]:
+            import s3fs
+
+            fs = s3fs.S3FileSystem(endpoint_url=spec["endpoint"], skip_instance_cache=True)
+            s3 = (fs, spec["endpoint"], spec["prefix"])
+        contenders = read_contenders(
+            spec["where"], Path(spec["root"]), Path(spec["zpath"]), s3, spec["dask"]
+        )
+    for func in contenders.values():
+        func()
+        os.getppid()
+        func()
+        os.getpgrp()
+    print("CONTENDERS " + json.dumps(list(contenders)))
+
+
+def instructions(spec: dict[str, Any], scratch: Path) -> dict[str, float]:
+    """Instructions (user space, all threads; kernel work is not counted) of one call of
+    each contender described by ``spec``, from ``valgrind --tool=callgrind``."""
+    import json
+    import subprocess
+
+    out = scratch / f"cg-{os.getpid()}-{time.monotonic_ns()}"
+    out.mkdir()
+    try:
+        (out / "spec.json").write_text(json.dumps(spec))
+        cmd = [
+            "valgrind",
+            "--tool=callgrind",
+            f"--zero-before={_CG_ZERO}",
+            f"--dump-before={_CG_DUMP}",
+            "--dump-instr=no",
+            f"--callgrind-out-file={out / 'cg.out'}",
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--cg-child",
+            str(out / "spec.json"),
+        ]
+        run = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        lines = [x for x in run.stdout.splitlines() if x.startswith("CONTENDERS ")]
+        if run.returncode or not lines:
+            raise RuntimeError(f"callgrind run failed ({run.returncode}):\n{run.stderr[-3000:]}")
+        names = json.loads(lines[-1].partition(" ")[2])
+        counts = []
+        for i in range(1, len(names) + 1):
+            text = (out / f"cg.out.{i}").read_text()
+            summary = next(x for x in text.splitlines() if x.startswith("summary:"))
+            counts.append(float(summary.split()[1]))
+        return dict(zip(names, counts, strict=True))
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ report
 def ratio(a: float, b: float) -> str:
     return f"{a / b:5.2f}x" if b else "  n/a"
 
 
-def report(title: str, times: tuple[dict[str, float], dict[str, float]]) -> None:
-    """Print minima and ratios, wall time then CPU time."""
-    for clock, best in zip(("wall", "cpu"), times, strict=True):
-        floor = best.get("floor")
-        base = best.get("netcdf4")
-        parts = [f"{name} {t * 1e3:7.1f}" for name, t in best.items()]
-        print(f"{title:24s} {clock:4s} ms: " + " | ".join(parts))
-        for name, t in best.items():
-            if name in ("floor", "netcdf4"):
-                continue
-            line = f"{'':29s} {name:12s}"
-            if floor:
-                line += f" /floor {ratio(t, floor)}"
-            if base:
-                line += f"  /netcdf4 {ratio(t, base)}"
-            if name == "nczarr+dask" and "netcdf4+dask" in best:
-                line += f"  /netcdf4+dask {ratio(t, best['netcdf4+dask'])}"
-            if name == "nczarr" and "zarr" in best:
-                line += f"  throughput vs zarr engine {ratio(best['zarr'], t)}"
-            print(line)
-        if base and floor:
-            print(f"{'':29s} {'netcdf4':12s} /floor {ratio(base, floor)}")
+def report(title: str, best: dict[str, float], unit: str, scale: float) -> None:
+    """Print one measurement (``best``: contender -> value) and its ratios."""
+    floor = best.get("floor")
+    base = best.get("netcdf4")
+    parts = [f"{name} {t * scale:8.1f}" for name, t in best.items()]
+    print(f"{title:26s} {unit:7s}: " + " | ".join(parts))
+    for name, t in best.items():
+        if name in ("floor", "netcdf4", "to_netcdf"):
+            continue
+        line = f"{'':35s} {name:12s}"
+        if floor:
+            line += f" /floor {ratio(t, floor)}"
+        if base:
+            line += f"  /netcdf4 {ratio(t, base)}"
+        if name == "nczarr+dask" and "netcdf4+dask" in best:
+            line += f"  /netcdf4+dask {ratio(t, best['netcdf4+dask'])}"
+        if name == "nczarr" and "zarr" in best:
+            line += f"  throughput vs zarr engine {ratio(best['zarr'], t)}"
+        if name == "to_nczarr":
+            line += f"  /to_netcdf {ratio(t, best['to_netcdf'])}"
+        print(line)
     sys.stdout.flush()
+
+
+def _cell(best: dict[str, float], name: str, scale: float) -> str:
+    return f"{best[name] * scale:.1f}" if name in best else "cannot"
+
+
+def summary_table(rows: list[tuple[str, dict[str, float]]], unit: str, scale: float) -> str:
+    """The issue's table (markdown): one row per case, values in ``unit``, ratios of
+    nczarr to the netcdf4 engine and to the floor, and nczarr's throughput over xarray's
+    zarr engine."""
+    head = (
+        f"| case | floor | netcdf4 engine | xarray zarr engine | nczarr engine | "
+        f"nczarr / netcdf4 | nczarr / floor | zarr engine / nczarr |\n"
+        f"|---|---:|---:|---:|---:|---:|---:|---:|  ({unit})"
+    )
+    out = [head]
+    for title, best in rows:
+        if "to_nczarr" in best:
+            us, nc = best["to_nczarr"], best["to_netcdf"]
+            out.append(
+                f"| {title} | | to_netcdf {nc * scale:.1f} | | to_nczarr {us * scale:.1f} | "
+                f"**{ratio(us, nc).strip()}** | | |"
+            )
+            continue
+        if "nczarr+dask" in best:
+            us, nc = best["nczarr+dask"], best.get("netcdf4+dask")
+            out.append(
+                f"| {title}, chunks={{}} | | {_cell(best, 'netcdf4+dask', scale)} | | "
+                f"{us * scale:.1f} | **{ratio(us, nc).strip() if nc else '-'}** | | |"
+            )
+        us = best["nczarr"]
+        nc = best.get("netcdf4")
+        out.append(
+            f"| {title} | {_cell(best, 'floor', scale)} | {_cell(best, 'netcdf4', scale)} | "
+            f"{_cell(best, 'zarr', scale)} | {us * scale:.1f} | "
+            f"{'**' + ratio(us, nc).strip() + '**' if nc else '-'} | "
+            f"{ratio(us, best['floor']).strip()} | **{ratio(best['zarr'], us).strip()}** |"
+        )
+    return "\n".join(out)
 
 
 def main() -> None:
@@ -303,6 +417,13 @@ def main() -> None:
     parser.add_argument("--dir", default=None, help="scratch directory (default: a temp dir)")
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="40 KB chunks, dir only")
+    parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="count instructions with valgrind --tool=callgrind instead of timing (stable "
+        "under load; slow: each (case, place) runs in its own valgrind process)",
+    )
+    parser.add_argument("--cg-child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--no-s3", action="store_true")
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--no-dask", action="store_true", help="leave out the chunks={} runs")
@@ -310,6 +431,11 @@ def main() -> None:
     parser.add_argument("--codecs", default=",".join(CODECS), help="e.g. blosc or zlib")
     parser.add_argument("--where", default="dir,zip,s3", help="e.g. dir,zip")
     args = parser.parse_args()
+    if args.cg_child:
+        import json
+
+        _measure_child(json.loads(Path(args.cg_child).read_text()))
+        return
     warnings.simplefilter("ignore")
 
     import netCDF4
@@ -325,13 +451,15 @@ def main() -> None:
         wheres.remove("s3")
     cases = {"40KB": CASES["40KB"]} if args.quick else {c: CASES[c] for c in args.cases.split(",")}
     codecs = args.codecs.split(",")
+    how = "instructions (callgrind), one call each" if args.callgrind else f"best of {repeat}"
     print(
         f"nczarr {nczarr.__file__}\nzarr {zarr.__version__}, xarray {xr.__version__}, "
         f"numcodecs {numcodecs.__version__}, libnetcdf {netCDF4.__netcdf4libversion__}, "
-        f"nproc {os.cpu_count()}, load {os.getloadavg()[0]:.1f}; best of {repeat}"
+        f"nproc {os.cpu_count()}, load {os.getloadavg()[0]:.1f}; {how}"
     )
     proc = None
     s3fs_fs = None
+    endpoint = ""
     if "s3" in wheres:
         import s3fs
         from bench_s3_search import start_moto
@@ -340,6 +468,19 @@ def main() -> None:
         s3fs_fs = s3fs.S3FileSystem(endpoint_url=endpoint, skip_instance_cache=True)
         s3fs_fs.mkdir("bench")
     tmp = Path(tempfile.mkdtemp(prefix="nczarr-engine-", dir=args.dir))
+    rows: list[tuple[str, dict[str, float]]] = []  # (case, contender -> CPU s or instructions)
+
+    def measure(title: str, spec: dict[str, Any], contenders: Callable[[], dict]) -> None:
+        if args.callgrind:
+            best = instructions(spec, tmp)
+            report(title, best, "M instr", 1e-6)
+        else:
+            wall, cpu = best_of(contenders(), repeat)
+            report(title, wall, "wall ms", 1e3)
+            report(title, cpu, "cpu ms", 1e3)
+            best = cpu
+        rows.append((title, best))
+
     try:
         for case, (side, edge) in cases.items():
             ds = make_dataset(side)
@@ -350,31 +491,43 @@ def main() -> None:
                 if "zip" in wheres:
                     make_zip(root, zpath)
                 s3 = None
+                prefix = f"bench/{case}-{codec}"
                 if s3fs_fs is not None:
-                    prefix = f"bench/{case}-{codec}"
                     upload(root, s3fs_fs, prefix)
                     s3 = (s3fs_fs, endpoint, prefix)
                 for where in wheres:
-                    best = best_of(
-                        read_contenders(
-                            where, root, zpath, s3, dask=where == "dir" and not args.no_dask
+                    dask = where == "dir" and not args.no_dask
+                    spec = {
+                        "kind": "read",
+                        "where": where,
+                        "root": str(root),
+                        "zpath": str(zpath),
+                        "endpoint": endpoint if where == "s3" else "",
+                        "prefix": prefix,
+                        "dask": dask,
+                    }
+                    measure(
+                        f"{case} {codec} {where}",
+                        spec,
+                        lambda w=where, r=root, z=zpath, s=s3, d=dask: read_contenders(
+                            w, r, z, s, d
                         ),
-                        repeat,
                     )
-                    report(f"read {case} {codec} {where}", best)
             if not args.no_write and case == "40KB":
-                times = best_of(write_contenders(tmp, ds), max(3, repeat // 2))
-                for clock, best in zip(("wall", "cpu"), times, strict=True):
-                    t_nc, t_us = best["to_netcdf"], best["to_nczarr"]
-                    print(
-                        f"{'write 40KB zlib dir':24s} {clock:4s} ms: to_netcdf {t_nc * 1e3:7.1f}"
-                        f" | to_nczarr {t_us * 1e3:7.1f}   to_nczarr/to_netcdf {ratio(t_us, t_nc)}"
-                    )
+                spec = {"kind": "write", "tmp": str(tmp), "side": side}
+                measure(
+                    "write 40KB zlib dir",
+                    spec,
+                    lambda ds=ds: write_contenders(tmp, ds),
+                )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if proc is not None:
             proc.terminate()
             proc.wait()
+    unit = "M instructions" if args.callgrind else "CPU ms, minimum"
+    print()
+    print(summary_table(rows, unit, 1e-6 if args.callgrind else 1e3))
     print(f"load after: {os.getloadavg()[0]:.1f}")
 
 

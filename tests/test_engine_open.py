@@ -64,3 +64,33 @@ def test_arrays_are_those_zarr_open_array_gives(tmp_path) -> None:
             np.testing.assert_array_equal(ours[...], theirs[...])
     finally:
         source.close()
+
+
+def test_arrays_are_built_with_zarrs_public_from_dict(tmp_path, monkeypatch) -> None:
+    built: list[str] = []
+    real = zarr.Array.from_dict.__func__
+
+    def from_dict(cls, store_path, data):
+        built.append(store_path.path)
+        return real(cls, store_path, data)
+
+    monkeypatch.setattr(zarr.Array, "from_dict", classmethod(from_dict))
+    url = _store(tmp_path / "s")
+    with xr.open_dataset(url, engine="nczarr") as ds, xr.open_dataset(url, engine="netcdf4") as ref:
+        assert sorted(built) == ["a", "b"]
+        xr.testing.assert_identical(ds.load(), ref.load())
+
+
+def test_a_zarr_without_from_dict_gets_open_array(tmp_path, monkeypatch) -> None:
+    monkeypatch.delattr(zarr.Array, "from_dict")
+    source = NCZarrSource(_store(tmp_path / "s"))
+    try:
+        for var in source.dataset.root.variables.values():
+            ours = source.array(var).get_array()
+            path = var.path.strip("/")
+            theirs = zarr.open_array(store=source._store, path=path, mode="r", zarr_format=2)
+            assert ours.metadata == theirs.metadata
+            assert isinstance(ours._async_array.codec_pipeline, fastpipeline.NCZarrCodecPipeline)
+            np.testing.assert_array_equal(ours[...], theirs[...])
+    finally:
+        source.close()

@@ -45,3 +45,27 @@ def test_a_run_mixing_files_links_and_fifos_answers_as_single_reads(tmp_path) ->
         assert m.getitems(keys) == single
         with pytest.raises(StoragePermissionError):
             m.getitems(["v/1", "v/6"])
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_capped_reads_of_a_run_answer_as_single_reads_cut_to_the_cap(tmp_path) -> None:
+    root = tmp_path / "t.file"
+    m = FileMap(root, mode="w")
+    m[".zgroup"] = b'{"zarr_format": 2}'
+    for i in range(3):
+        m[f"v/{i}"] = f"chunk number {i}".encode()
+    (root / "v" / "4").symlink_to(root / "v" / "0")  # inside: followed
+    (root / "v" / "sub").mkdir()  # a directory: not a key
+    keys = [".zgroup", ".zattrs", "v/0", "v/4", "v/sub", "v/9", "v/2", "w/0"]
+    for cap in (0, 5, 1000):
+        want = {k: m[k][:cap] for k in (".zgroup", "v/0", "v/4", "v/2")}
+        assert m.getitems_capped(keys, cap) == want
+        with m.session():
+            assert m.getitems_capped(keys, cap) == want
+    os.mkfifo(root / "v" / "5")
+    with pytest.raises(StorageError, match="FIFO"):
+        m.getitems_capped(["v/0", "v/5"], 10)
+    (tmp_path / "secret").write_bytes(b"no")
+    (root / "v" / "6").symlink_to(tmp_path / "secret")
+    with pytest.raises(StoragePermissionError):
+        m.getitems_capped(["v/1", "v/6"], 10)

@@ -118,9 +118,13 @@ def decode_v2(codec: V2Codec, data: bytes, spec: Any, dtype: np.dtype | None = N
     chunk: Any = codec.compressor.decode(data) if codec.compressor else data
     for f in reversed(codec.filters or ()):
         chunk = f.decode(chunk)
-    chunk = ensure_ndarray_like(chunk)
     if dtype is None:
         dtype = spec.dtype.to_native_dtype()
+    if type(chunk) is bytes and len(chunk) % dtype.itemsize == 0:
+        # what numcodecs' compressors return: the same read-only view as below, in
+        # one call (this runs once per chunk)
+        return np.frombuffer(chunk, dtype).reshape(spec.shape, order=spec.order)
+    chunk = ensure_ndarray_like(chunk)
     try:
         chunk = chunk.view(dtype)
     except TypeError:
@@ -181,6 +185,9 @@ class _ReadJob:
     info: list[tuple[Any, Any, Any, Any, bool]]
     out: NDBuffer
     drop_axes: tuple[int, ...]
+    #: where the chunks are read from (same keys): the store's map, or the map a
+    #: translated view passes this array's chunks through from (``chunk_map``)
+    source: Any = None
 
     def run(self) -> None:
         """Fetch and decode in a few parts, in parallel: each part is one ``getitems``
@@ -190,16 +197,17 @@ class _ReadJob:
     def _part(self, indices: range) -> None:
         keys, info = self.keys, self.info
         dtype = info[indices[0]][1].dtype.to_native_dtype() if len(indices) else None
-        found = self.store.zmap.getitems([keys[i] for i in indices])
+        source = self.source if self.source is not None else self.store.zmap
+        found = source.getitems([keys[i] for i in indices])
         out = self.out.as_ndarray_like()  # a CPU buffer: plain numpy assignment
-        drop_axes = self.drop_axes
+        drop_axes, codec = self.drop_axes, self.codec
         for i in indices:
             _, spec, chunk_selection, out_selection, _ = info[i]
             data = found.get(keys[i])
             if data is None:
                 out[out_selection] = fill_value_or_default(spec)
                 continue
-            tmp = decode_v2(self.codec, data, spec, dtype)[chunk_selection]
+            tmp = decode_v2(codec, data, spec, dtype)[chunk_selection]
             if drop_axes:
                 tmp = tmp.squeeze(axis=drop_axes)
             out[out_selection] = tmp
@@ -354,21 +362,65 @@ register_pipeline(NCZarrCodecPipeline)
 def open_v2_array(store: ZarrStore, path: str, zarray: bytes, zattrs: bytes | None) -> Any:
     """``zarr.open_array(store=store, path=path, mode="r", zarr_format=2)`` with this
     pipeline, built from metadata the caller already holds (``.zarray``/``.zattrs``
-    bytes, e.g. a translated view's): the same ``zarr.Array`` (metadata parsed and
-    validated by zarr-python's own ``AsyncArray``), without the two metadata reads
-    through zarr's event loop thread (a hop each way per array, ~4x the CPU of
-    libnetcdf's whole open for a few arrays)."""
+    bytes, e.g. a translated view's): the same ``zarr.Array``, without the two metadata
+    reads through zarr's event loop thread (a hop each way per array, ~4x the CPU of
+    libnetcdf's whole open for a few arrays).
+
+    It uses zarr-python's public ``zarr.Array.from_dict`` (metadata parsed and
+    validated by zarr itself); a zarr without it gets ``zarr.open_array``, which
+    reads the same metadata through the store (slower, same array)."""
     import json
 
-    from zarr import Array
-    from zarr.core.array import AsyncArray
+    import zarr
     from zarr.storage import StorePath
 
-    metadata = json.loads(zarray)
-    metadata["attributes"] = json.loads(zattrs) if zattrs is not None else {}
-    store._open_sync()
+    from_dict = getattr(zarr.Array, "from_dict", None)
     with fast_pipeline():
-        return Array(AsyncArray(metadata=metadata, store_path=StorePath(store, path)))
+        if from_dict is None:
+            return zarr.open_array(store=store, path=path, mode="r", zarr_format=2)
+        metadata = json.loads(zarray)
+        metadata["attributes"] = json.loads(zattrs) if zattrs is not None else {}
+        store._open_sync()
+        return from_dict(StorePath(store, path), metadata)
+
+
+def _chunk_plan(
+    indexer: Any, metadata: Any, prefix: str, spec: Any
+) -> tuple[list[str], list[tuple[Any, Any, Any, Any, bool]]]:
+    """The chunk keys and ``(None, spec, chunk selection, output selection, complete)``
+    of a ``BasicIndexer``'s chunks, in its order.
+
+    The same projections as iterating the indexer (zarr's own per-dimension
+    indexers, combined in the same ``itertools.product`` order, integer dimensions
+    left out of the output selection) and the same keys as the metadata's
+    ``encode_chunk_key`` (Zarr v2: the chunk indexes joined by the dimension
+    separator), built with a few C calls per chunk instead of four generators
+    (this is every chunk read's path)."""
+    import itertools
+
+    from zarr.core.indexing import IntDimIndexer
+
+    separator = getattr(metadata, "dimension_separator", None)
+    if not indexer.dim_indexers or separator not in (".", "/"):  # 0-d, or not plain v2
+        keys, info = [], []
+        for coords, chunk_selection, out_selection, complete in indexer:
+            keys.append(prefix + metadata.encode_chunk_key(coords))
+            info.append((None, spec, chunk_selection, out_selection, complete))
+        return keys, info
+    dims = [
+        [(str(p.dim_chunk_ix), p.dim_chunk_sel, p.dim_out_sel, p.is_complete_chunk) for p in d]
+        for d in indexer.dim_indexers
+    ]
+    kept = [not isinstance(d, IntDimIndexer) for d in indexer.dim_indexers]
+    all_kept = all(kept)
+    keys, info = [], []
+    for combo in itertools.product(*dims):
+        names, chunk_selection, out_selection, complete = zip(*combo, strict=True)
+        if not all_kept:
+            out_selection = tuple(itertools.compress(out_selection, kept))
+        keys.append(prefix + separator.join(names))
+        info.append((None, spec, chunk_selection, out_selection, all(complete)))
+    return keys, info
 
 
 def get_basic_selection(array: Any, selection: Any) -> Any:
@@ -410,12 +462,11 @@ def get_basic_selection(array: Any, selection: Any) -> Any:
         spec = metadata.get_chunk_spec((0,) * len(metadata.shape), config, prototype=prototype)
         base = async_array.store_path.path
         prefix = f"{base}/" if base else ""
-        encode = metadata.encode_chunk_key
-        keys, info = [], []
-        for coords, chunk_selection, out_selection, complete in indexer:
-            keys.append(prefix + encode(coords))
-            info.append((None, spec, chunk_selection, out_selection, complete))
-        _ReadJob(codec, store, keys, info, out, indexer.drop_axes).run()
+        keys, info = _chunk_plan(indexer, metadata, prefix, spec)
+        zmap = store.zmap
+        chunk_map = getattr(zmap, "chunk_map", None)  # a translated view's shortcut
+        source = chunk_map(base) if chunk_map is not None and base else zmap
+        _ReadJob(codec, store, keys, info, out, indexer.drop_axes, source).run()
     if indexer.shape == ():
         return out.as_scalar()
     return out.as_ndarray_like()

@@ -40,10 +40,10 @@ def load_key(tree: ConfinedTree, key: str) -> bytes:
         raise_os_error(exc, f"{key!r} in {tree.root!r}")
 
 
-def read_many(tree: ConfinedTree, keys: Iterable[str]) -> dict[str, bytes]:
-    """``{key: content}`` of the ``keys`` that are files, consecutive keys in one
-    directory sharing one opened, verified parent directory (same checks as
-    :func:`load_key` for each)."""
+def read_many(tree: ConfinedTree, keys: Iterable[str], cap: int | None = None) -> dict[str, bytes]:
+    """``{key: content}`` of the ``keys`` that are files (at most ``cap`` bytes of
+    each), consecutive keys in one directory sharing one opened, verified parent
+    directory (same checks as :func:`load_key` for each)."""
     out: dict[str, bytes] = {}
     parent: Any = None
     parent_prefix: str | None = None
@@ -66,11 +66,14 @@ def read_many(tree: ConfinedTree, keys: Iterable[str]) -> dict[str, bytes]:
                 continue  # no such directory: no such key
             name = nkey[cut + 1 :]
             if plain and parent.fd is not None and hidden not in nkey:
-                data = _read_plain(parent.fd, name, plain)
+                data = _read_plain(parent.fd, name, plain, cap)
                 if data is not None:
                     out[key] = data
                     continue
-            with contextlib.suppress(KeyError):  # anything else: the checked path
+            if cap is not None:  # anything else: the checked path
+                _read_capped(tree, key, nkey, cap, out)
+                continue
+            with contextlib.suppress(KeyError):
                 out[key] = _load_in(tree, parent, nkey, name)
     except OSError as exc:
         raise_os_error(exc, f"reading keys in {tree.root!r}")
@@ -81,20 +84,23 @@ def read_many(tree: ConfinedTree, keys: Iterable[str]) -> dict[str, bytes]:
 
 
 def read_capped(tree: ConfinedTree, keys: Iterable[str], cap: int) -> dict[str, bytes]:
-    """At most ``cap`` bytes of each file of ``keys``, never reading more."""
+    """At most ``cap`` bytes of each file of ``keys``, never reading more (keys in
+    one directory, the metadata objects a crawl probes, share one opened, verified
+    parent directory, as in :func:`read_many`)."""
     if cap < 0:
         raise ValueError(f"cap must be >= 0, got {cap}")
-    out: dict[str, bytes] = {}
-    for key in keys:
-        nkey = normalize_key(key)
-        try:
-            with open(tree.open_key(nkey)[0], "rb") as f:
-                out[key] = f.read(cap)
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            continue
-        except OSError as exc:
-            raise_os_error(exc, f"{nkey!r} in {tree.root!r}")
-    return out
+    return read_many(tree, keys, cap)
+
+
+def _read_capped(tree: ConfinedTree, key: str, nkey: str, cap: int, out: dict[str, bytes]) -> None:
+    """The checked read of at most ``cap`` bytes of ``nkey`` into ``out[key]``."""
+    try:
+        with open(tree.open_key(nkey)[0], "rb") as f:
+            out[key] = f.read(cap)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return
+    except OSError as exc:
+        raise_os_error(exc, f"{nkey!r} in {tree.root!r}")
 
 
 def read_range(tree: ConfinedTree, key: str, start: int, length: int | None) -> bytes:
@@ -203,17 +209,19 @@ def _plain_read_flags() -> int:
 _PLAIN_FLAGS = _plain_read_flags()
 
 
-def _read_plain(dir_fd: int, name: str, flags: int) -> bytes | None:
-    """The bytes of the regular file ``name`` of the open directory ``dir_fd``, or
-    None when it is anything else (missing, a link, a directory, a FIFO, an error):
-    the caller then takes the checked path, which reads or refuses it properly."""
+def _read_plain(dir_fd: int, name: str, flags: int, cap: int | None = None) -> bytes | None:
+    """The bytes (at most ``cap``) of the regular file ``name`` of the open directory
+    ``dir_fd``, or None when it is anything else (missing, a link, a directory, a FIFO,
+    an error): the caller then takes the checked path, which reads or refuses it."""
     try:
         fd = os.open(name, flags, dir_fd=dir_fd)
     except OSError:
         return None
     try:
         st = os.fstat(fd)
-        return read_fd(fd, st.st_size) if stat.S_ISREG(st.st_mode) else None
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        return read_fd(fd, st.st_size if cap is None else min(st.st_size, cap))
     except OSError:
         return None
     finally:

@@ -337,6 +337,15 @@ class TranslatedView(ChunkListing, ZMap):
                 out[passthrough[nkey]] = value
         return {k: out[k] for k in wanted if k in out}
 
+    def chunk_map(self, array: str) -> ZMap:
+        """The map to read chunks of ``array`` (its path as shown) from, under the keys
+        the view shows: the source itself when the view passes that array's chunks
+        through unchanged (same keys, not re-encoded), so a reader of many chunks
+        skips the view's per-key lookups; the view otherwise."""
+        if self._mapped or self._shards or array in self._reencoded or array not in self._array_set:
+            return self
+        return self._source
+
     def getrange(self, key: str, start: int, length: int | None = None) -> bytes:
         """A byte range; chunk ranges are read from the source without the whole object."""
         nkey = normalize_key(key)
