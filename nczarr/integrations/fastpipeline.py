@@ -235,7 +235,7 @@ class _WriteJob:
                 chunk = _merge_chunk_array(
                     self.pipeline, self.value, out_selection, spec, chunk_selection, complete
                 )
-            if not spec.config.write_empty_chunks and chunk.all_equal(fill_value_or_default(spec)):
+            if not spec.config.write_empty_chunks and _all_fill(chunk, fill_value_or_default(spec)):
                 empty.append(self.keys[i])  # not stored: reads back as the fill value
             else:
                 writes[self.keys[i]] = encode_v2(self.codec, chunk.as_ndarray_like(), spec)
@@ -245,6 +245,22 @@ class _WriteJob:
         for key in empty:  # as zarr does: an empty chunk deletes a stored one
             with suppress(KeyError):
                 del zmap[key]
+
+
+def _all_fill(chunk: NDBuffer, fill: Any) -> bool:
+    """``chunk.all_equal(fill)`` (zarr's test for an empty chunk, NaN equal to NaN,
+    zeros by bit pattern), answered from the first element when that one already
+    differs: zarr's test broadcasts the fill value to the chunk's shape and compares
+    every element, ~0.6 ms of CPU per 40 KB chunk, which a chunk of data never needs.
+    Numbers only; a NaN equals only a NaN (and two NaNs leave it to the full test)."""
+    values = chunk.as_ndarray_like()
+    if fill is not None and values.size and values.dtype.kind in "biuf":
+        first = values.flat[0]
+        with suppress(TypeError, ValueError):
+            first_nan, fill_nan = bool(np.isnan(first)), bool(np.isnan(fill))
+            if first_nan != fill_nan or (not first_nan and first != fill):
+                return False
+    return chunk.all_equal(fill)
 
 
 def _merge_chunk_array(pipeline: Any, value: NDBuffer, *selection: Any) -> NDBuffer:
