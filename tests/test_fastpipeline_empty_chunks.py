@@ -106,3 +106,29 @@ def test_all_fill_agrees_with_zarrs_test(
         typed_fill = None if fill is None else np.array(fill).astype(np_dtype)[()]
     chunk = cpu.NDBuffer.from_ndarray_like(values)
     assert fastpipeline._all_fill(chunk, typed_fill) == chunk.all_equal(typed_fill)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    dtype=st.sampled_from(["<f4", ">f8", "<i2", "|u1", "<c8"]),
+    elementsize=st.sampled_from([1, 2, 4, 8]),
+    shape=st.tuples(st.integers(0, 9), st.integers(1, 7)),
+    seed=st.integers(0, 2**16),
+)
+def test_shuffle_gives_numcodecs_bytes(
+    dtype: str, elementsize: int, shape: tuple[int, int], seed: int
+) -> None:
+    """The write path's shuffle is numcodecs' Shuffle, byte for byte (or its error)."""
+    import numcodecs
+
+    raw = np.random.default_rng(seed).integers(0, 256, size=shape[0] * shape[1] * 16)
+    values = raw.astype("u1").view(dtype)[: shape[0] * shape[1]].reshape(shape)
+    try:
+        want = numcodecs.Shuffle(elementsize).encode(values)
+    except ValueError:
+        with pytest.raises(ValueError):
+            fastpipeline._shuffle(values, elementsize)
+        return
+    got = fastpipeline._shuffle(values, elementsize)
+    assert bytes(got) == bytes(want)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
