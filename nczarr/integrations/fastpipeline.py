@@ -42,7 +42,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numcodecs.compat import ensure_bytes, ensure_ndarray_like
+from numcodecs import Shuffle
+from numcodecs.compat import ensure_bytes, ensure_contiguous_ndarray, ensure_ndarray_like
 from zarr.codecs._v2 import V2Codec
 from zarr.core.buffer import NDBuffer, cpu
 from zarr.core.codec_pipeline import BatchedCodecPipeline, fill_value_or_default
@@ -137,10 +138,20 @@ def encode_v2(codec: V2Codec, chunk: np.ndarray, spec: Any) -> bytes:
     """Chunk values encoded as zarr-python's ``V2Codec`` encodes them."""
     data: Any = chunk.astype(spec.dtype.to_native_dtype(), order=spec.order, copy=False)
     for f in codec.filters or ():
-        data = f.encode(data)
+        data = _shuffle(data, f.elementsize) if type(f) is Shuffle else f.encode(data)
     if codec.compressor:
         data = codec.compressor.encode(data)
     return ensure_bytes(data)
+
+
+def _shuffle(data: Any, elementsize: int) -> Any:
+    """``numcodecs.Shuffle(elementsize).encode(data)``, the same bytes (byte ``k`` of
+    every element, for each ``k`` in turn) as one numpy transpose: 2.5x less CPU
+    than numcodecs' byte loop, which was the largest cost of a write after zlib."""
+    buf = ensure_contiguous_ndarray(data)
+    if elementsize <= 1 or buf.nbytes % elementsize:
+        return Shuffle(elementsize).encode(data)  # numcodecs' own result or error
+    return np.ascontiguousarray(buf.view(np.uint8).reshape(-1, elementsize).T).reshape(-1)
 
 
 # ------------------------------------------------------------------ batches
@@ -243,7 +254,7 @@ class _WriteJob:
                 chunk = _merge_chunk_array(
                     self.pipeline, self.value, out_selection, spec, chunk_selection, complete
                 )
-            if not spec.config.write_empty_chunks and chunk.all_equal(fill_value_or_default(spec)):
+            if not spec.config.write_empty_chunks and _all_fill(chunk, fill_value_or_default(spec)):
                 empty.append(self.keys[i])  # not stored: reads back as the fill value
             else:
                 writes[self.keys[i]] = encode_v2(self.codec, chunk.as_ndarray_like(), spec)
@@ -253,6 +264,22 @@ class _WriteJob:
         for key in empty:  # as zarr does: an empty chunk deletes a stored one
             with suppress(KeyError):
                 del zmap[key]
+
+
+def _all_fill(chunk: NDBuffer, fill: Any) -> bool:
+    """``chunk.all_equal(fill)`` (zarr's test for an empty chunk, NaN equal to NaN,
+    zeros by bit pattern), answered from the first element when that one already
+    differs: zarr's test broadcasts the fill value to the chunk's shape and compares
+    every element, ~0.6 ms of CPU per 40 KB chunk, which a chunk of data never needs.
+    Numbers only; a NaN equals only a NaN (and two NaNs leave it to the full test)."""
+    values = chunk.as_ndarray_like()
+    if fill is not None and values.size and values.dtype.kind in "biuf":
+        first = values.flat[0]
+        with suppress(TypeError, ValueError):
+            first_nan, fill_nan = bool(np.isnan(first)), bool(np.isnan(fill))
+            if first_nan != fill_nan or (not first_nan and first != fill):
+                return False
+    return chunk.all_equal(fill)
 
 
 def _merge_chunk_array(pipeline: Any, value: NDBuffer, *selection: Any) -> NDBuffer:
