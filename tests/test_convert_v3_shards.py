@@ -170,7 +170,7 @@ def test_inner_chunks_never_written_read_as_the_views_fill(
     np.testing.assert_array_equal(
         zarr.open_array(tmp_path / "o" / "v", mode="r")[...], [1, 2] + [-9999] * 6
     )
-    with xr.open_dataset(tmp_path / "o", engine="zarr") as ds:
+    with xr.open_dataset(tmp_path / "o", engine="zarr", consolidated=False) as ds:
         np.testing.assert_array_equal(ds["v"].values, engine)
 
 

@@ -4,10 +4,12 @@ process without nczarr, compared with netCDF4's reading of the source."""
 
 from __future__ import annotations
 
+import re
 import zipfile
 from pathlib import Path
 
 import icechunk
+import netCDF4
 import numpy as np
 import pytest
 import xarray as xr
@@ -137,24 +139,50 @@ def test_copied_repository(tmp_path: Path) -> None:
 
 
 def test_reencoded_array_copied_within_budget_or_refused(tmp_path: Path) -> None:
-    """A sharded array is re-encoded by the view: it cannot be referenced. Within
-    max_inlined its chunks are copied (announced); above, refused naming it, before
-    any repository is created."""
+    """Variable-length strings of a ``.nc`` file are re-encoded by its map: they cannot
+    be referenced. Within max_inlined their chunks are copied (announced); above,
+    refused naming the array, before any repository is created. The numbers beside
+    them stay virtual."""
+    source = tmp_path / "s.nc"
+    with netCDF4.Dataset(source, "w") as ds:
+        ds.createDimension("x", 4)
+        ds.createVariable("n", "f4", ("x",), chunksizes=(2,))[:] = [1.5, 2.5, 3.5, 4.5]
+        words = ds.createVariable("s", str, ("x",), chunksizes=(2,))
+        words[:] = np.array(["a", "bb", "ccc", "dddd"], dtype=object)
+    with (
+        pytest.warns(nczarr.NCZarrWarning, match="re-encoded array '/s'"),
+        pytest.raises(UnsupportedError, match=r"/s cannot be referenced .*exclude=\['/s'\]"),
+    ):
+        nczarr.to_icechunk(str(source), tmp_path / "refused", max_inlined=1)
+    assert not (tmp_path / "refused").exists()
+    with pytest.warns(nczarr.NCZarrWarning) as said:
+        result = nczarr.to_icechunk(str(source), tmp_path / "repo")
+    messages = [str(w.message) for w in said]
+    assert any("re-encoded array '/s'" in m for m in messages)
+    assert any(
+        re.search(r"/s cannot be referenced \(not a verbatim.*copied into the repository", m)
+        for m in messages
+    )
+    assert result["virtual"] == 2 and result["copied"] == 2
+    (got,) = read_saved(icechunk_job(tmp_path / "repo", "zarr", ("",), result))
+    assert got == {"n": [1.5, 2.5, 3.5, 4.5]}
+
+
+def test_sharded_v3_source_is_referenced_shard_by_shard(tmp_path: Path) -> None:
+    """A Zarr v3 repository keeps a sharded source's sharding codec, so each shard
+    object is one virtual chunk of the repository: nothing is re-encoded or copied."""
     store = tmp_path / "sharded.zarr"
     root = zarr.open_group(store, mode="w", zarr_format=3)
     arr = root.create_array("a", shape=(8,), chunks=(2,), shards=(4,), dtype="i4")
     arr[:] = np.arange(8)
-    with pytest.raises(UnsupportedError, match=r"/a cannot be referenced .*exclude=\['/a'\]"):
-        nczarr.to_icechunk(str(store), tmp_path / "refused", max_inlined=4)
-    assert not (tmp_path / "refused").exists()
-    with pytest.warns(
-        nczarr.NCZarrWarning,
-        match=r"/a cannot be referenced \(re-encoded.*copied into the repository",
-    ):
-        result = nczarr.to_icechunk(str(store), tmp_path / "repo")
-    assert result["virtual"] == 0 and result["copied"] == 4
+    before = tree_hash(store)
+    result = nczarr.to_icechunk(str(store), tmp_path / "repo", max_inlined=0)
+    assert result["virtual"] == 2 and result["copied"] == 0
+    shards = [(store / "a" / "c" / str(i)).as_uri() for i in (0, 1)]
+    assert virtual_locations(tmp_path / "repo", result["container"]) == shards
     (got,) = read_saved(icechunk_job(tmp_path / "repo", "zarr", ("",), result))
     assert got == {"a": floats(np.arange(8))}
+    assert tree_hash(store) == before
 
 
 def test_existing_target_refused(tmp_path: Path) -> None:

@@ -90,6 +90,7 @@ def test_streamed_listing_lists_what_keys_below_lists(tmp_path: Path) -> None:
     assert list(memory.keys_below_streamed("a")) == ["a/0"]
 
 
+@pytest.mark.filterwarnings("ignore::zarr.errors.UnstableSpecificationWarning")  # its <U3 array
 def test_view_locates_v3_keys_and_reencoded_arrays(tmp_path: Path) -> None:
     """A Zarr v3 source's chunks are shown under v2 keys and located at their v3
     keys; an array the view re-encodes has no location."""
