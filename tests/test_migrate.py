@@ -17,7 +17,7 @@ import pytest
 
 import nczarr
 from nczarr.errors import InvalidModeError
-from nczarr.maps.file import FileMap
+from nczarr.maps.file import TEMP_PREFIX, FileMap
 
 from .ncoracle import extract_fixture, file_tree, load_attributes, open_append
 
@@ -152,6 +152,21 @@ def test_current_store_is_left_byte_for_byte(tmp_path):
     assert report.source_layout == "nczarr-v2"
     assert file_tree(store) == before
     _netcdf_writes(store)
+
+
+@pytest.mark.parametrize("fixture", ["ref_oldformat_v1.zip", "current_netcdf4101.zip"])
+def test_rerun_removes_the_temporaries_of_a_killed_write(fixture, tmp_path):
+    """A migrate SIGKILLed in an atomic write leaves its temporary file beside the
+    object (test_kill's random kill found one in ``g1/``): the rerun, whether it still
+    has metadata to write or finds the store migrated, removes it and nothing else."""
+    store = extract_fixture(fixture, tmp_path)
+    nczarr.migrate(str(store))
+    expected = file_tree(store)
+    stray = next(p for p in store.rglob(".zarray")).parent / f"{TEMP_PREFIX}72f2bdc7f6a7a092"
+    stray.write_bytes(b'{"zarr_format": 2')  # half a metadata object
+    nczarr.migrate(str(store))
+    assert not stray.exists()
+    assert file_tree(store) == expected
 
 
 def test_dry_run_changes_nothing_and_predicts_the_run(tmp_path):

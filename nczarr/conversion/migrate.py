@@ -26,6 +26,7 @@ from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, V1_OBJECT_NAMES, ZAR
 from ..translate.detect import detect_format
 from ..translate.target import Target
 from .apply import delete_keys, write_metadata
+from .journal import remove_temporaries
 from .locations import check_format, open_location, url_of
 from .plan import legacy_candidates, order_metadata
 from .progress import Progress, ProgressArg, progress_callback
@@ -215,7 +216,8 @@ def _rewrite(
     report: ConvertReport,
     on_object: Progress | None,
 ) -> None:
-    """Write the new metadata (root last), then delete the legacy objects."""
+    """Write the new metadata (root last), then delete the legacy objects and the
+    temporary files of a run killed mid-write (its rerun lands here)."""
     total = len(changed) + len(legacy)
     done = 0
 
@@ -230,4 +232,5 @@ def _rewrite(
     )
     report.deleted_keys = tuple(delete_keys(zmap, legacy, progress=step))
     report.metadata_written = tuple(written)
+    remove_temporaries(zmap)
     zmap.flush()
