@@ -176,20 +176,25 @@ KILLER = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("n", [1, 4, 9, 10, 11, 13, 16, 18, 100])
-def test_a_killed_append_leaves_the_old_or_the_new_store(tmp_path, n):
-    dst = daily(tmp_path / "dst", 0, 3)
-    src = daily(tmp_path / "src", 3, 4)
-    old = read_nc(dst)
-    script = tmp_path / "killer.py"
+def run_killer(src: Path, dst: Path, n: int, script: Path) -> subprocess.CompletedProcess[str]:
+    """Append ``src`` to ``dst`` in a fresh interpreter SIGKILLed at its write ``n``
+    (:data:`KILLER`, written to ``script``)."""
     script.write_text(KILLER)
-    proc = subprocess.run(
+    return subprocess.run(
         [sys.executable, str(script), str(src), str(dst), str(n)],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         timeout=180,
     )
+
+
+@pytest.mark.parametrize("n", [1, 4, 9, 10, 11, 13, 16, 18, 100])
+def test_a_killed_append_leaves_the_old_or_the_new_store(tmp_path, n):
+    dst = daily(tmp_path / "dst", 0, 3)
+    src = daily(tmp_path / "src", 3, 4)
+    old = read_nc(dst)
+    proc = run_killer(src, dst, n, tmp_path / "killer.py")
     killed = proc.returncode == -signal.SIGKILL
     assert killed or (proc.returncode == 0 and "finished" in proc.stdout), proc.stderr
     new_temp = expected_temp(0, 7)

@@ -8,10 +8,7 @@ size", while array shapes and dimension sizes disagree), never a mix of values.
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -24,7 +21,7 @@ from nczarr.conversion.journal import JOURNAL_KEY
 from nczarr.maps.file import FileMap
 
 from .growing import daily, expected_temp, read_nc
-from .test_append import KILLER
+from .test_append import run_killer
 
 ROOT = Path(__file__).resolve().parents[1]
 #: 9 chunk writes come first; then the journal (write 10) and 8 metadata objects.
@@ -81,14 +78,7 @@ def _netcdf(path: Path, expected: dict[str, dict]) -> str:
 
 
 def _kill_at(n: int, src: Path, dst: Path, script: Path) -> None:
-    script.write_text(KILLER)
-    proc = subprocess.run(
-        [sys.executable, str(script), str(src), str(dst), str(n)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        timeout=180,
-    )
+    proc = run_killer(src, dst, n, script)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
 
 
