@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..errors import raise_os_error
@@ -28,16 +28,7 @@ __all__ = ["load_key", "read_capped", "read_many", "read_range"]
 
 def load_key(tree: ConfinedTree, key: str) -> bytes:
     """The content of normalized ``key``; ``KeyError(key)`` if it is not a file."""
-    try:
-        fd, st = tree.open_key(key)
-        try:
-            return read_fd(fd, st.st_size)
-        finally:
-            os.close(fd)
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-        raise KeyError(key) from None
-    except OSError as exc:
-        raise_os_error(exc, f"{key!r} in {tree.root!r}")
+    return _read_opened(tree, key, lambda: tree.open_key(key))
 
 
 def read_many(tree: ConfinedTree, keys: Iterable[str], cap: int | None = None) -> dict[str, bytes]:
@@ -179,8 +170,14 @@ def _read_at(fd: int, offset: int, size: int) -> bytes:
 def _load_in(tree: ConfinedTree, parent: Any, key: str, name: str) -> bytes:
     """:func:`load_key` of ``key`` whose parent directory ``parent`` is already open."""
     tree.check_reserved(key)
+    return _read_opened(tree, key, lambda: tree.open_leaf(parent, name, key))
+
+
+def _read_opened(tree: ConfinedTree, key: str, opener: Callable[[], tuple[int, Any]]) -> bytes:
+    """The whole file ``opener`` opens (and this closes); ``KeyError(key)`` if it is
+    not a file, any other OSError as nczarr's error naming ``key``."""
     try:
-        fd, st = tree.open_leaf(parent, name, key)
+        fd, st = opener()
         try:
             return read_fd(fd, st.st_size)
         finally:
