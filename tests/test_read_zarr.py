@@ -452,3 +452,33 @@ def test_fuzzed_metadata_only_raises_metadata_errors(data: st.DataObject) -> Non
     meta = corrupt_metadata(data, data.draw(st.sampled_from(_BASES)))
     with contextlib.suppress(MetadataError):
         read_zarr2(meta)
+
+
+def test_a_structured_dtype_in_a_netcdf_c_48_store_is_no_char_question() -> None:
+    import warnings
+
+    import nczarr
+
+    """The 4.8/4.9.0 char rule asks a .zarray's dtype; a structured dtype is a list
+    (the metadata fuzz found a TypeError there): it is read or skipped as elsewhere."""
+    import json
+
+    meta = nczarr.MemoryMap(mode="w")
+    meta[".zgroup"] = b'{"zarr_format": 2}'
+    meta[".zattrs"] = json.dumps({"_NCProperties": "version=2,netcdf=4.8.0,nczarr=1.0.0"}).encode()
+    meta["s/.zarray"] = json.dumps(
+        {
+            "zarr_format": 2,
+            "shape": [2],
+            "chunks": [2],
+            "dtype": [["a", "<i4"]],
+            "compressor": None,
+            "filters": None,
+            "fill_value": None,
+            "order": "C",
+        }
+    ).encode()
+    meta["s/.zattrs"] = b'{"_ARRAY_DIMENSIONS": ["x"]}'
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nczarr.read(meta)

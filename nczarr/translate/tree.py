@@ -303,7 +303,8 @@ class TreeBuilder:
         zarray = self.meta.get(key)
         nczarr = self.nczarr
         if self.legacy_char and isinstance(zarray, dict):
-            nczarr = nczarr or zarray.get("dtype") in LEGACY_CHAR_DTYPES
+            dtype = zarray.get("dtype")  # a list for a structured dtype: not char
+            nczarr = nczarr or (isinstance(dtype, str) and dtype in LEGACY_CHAR_DTYPES)
             if nczarr and not self.nczarr:
                 self.warnings.append(
                     f"{key!r}: dtype {zarray['dtype']!r} read as char, one byte per "
