@@ -132,10 +132,9 @@ def _view(zmap: ZMap, opts: PartOptions) -> TranslatedView:
         noxarray=opts.noxarray,
         consolidated=opts.consolidated,
         netcdf_scalars=opts.netcdf_scalars,
+        keep_shards=False,  # chunks are assembled per inner chunk: no shards
     )
-    view = TranslatedView.from_source(  # chunks are assembled per inner chunk: no shards
-        zmap, target, include=opts.include, exclude=opts.exclude, keep_shards=False
-    )
+    view = TranslatedView.from_source(zmap, target, include=opts.include, exclude=opts.exclude)
     missing = selected_paths((*view.dataset.skipped, *view.left_out), opts.include, opts.exclude)
     if missing:
         raise UnsupportedTypeError(

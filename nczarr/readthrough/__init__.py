@@ -100,11 +100,10 @@ class TranslatedView(ChunkListing, ZMap):
         metadata: tuple[dict[str, Any], Sequence[str]] | None = None,
         include: Sequence[str] | None = None,
         exclude: Sequence[str] | None = None,
-        keep_shards: bool = True,
     ) -> TranslatedView:
         """Read ``source``'s metadata once, translate it to ``target`` (the arrays
-        ``include``/``exclude`` keep) and show it. ``keep_shards=False``: a Zarr v3
-        target shows a sharded array's inner chunks, re-encoded, not its shards.
+        ``include``/``exclude`` keep) and show it. ``target.keep_shards`` false: a Zarr
+        v3 target shows a sharded array's inner chunks, re-encoded, not its shards.
 
         ``metadata``: ``(objects, warnings)`` already loaded
         (:func:`nczarr.load.load_metadata`), so they are not read twice. The only
@@ -121,7 +120,6 @@ class TranslatedView(ChunkListing, ZMap):
             bare_root=ZARRAY in source or "" in chunk_keys,  # a v2 or v3 root array
             include=include,
             exclude=exclude,
-            keep_shards=keep_shards,
         )
         return cls._finished(source, draft, owns_source=owns_source, requested=target)
 
@@ -159,7 +157,6 @@ class TranslatedView(ChunkListing, ZMap):
             bare_root=t.bare_root,
             include=include,
             exclude=exclude,
-            keep_shards=t.keep_shards,
         )
         draft = replace(draft, widths=t.widths)
         return type(self)._finished(
@@ -381,7 +378,6 @@ class TranslatedView(ChunkListing, ZMap):
             self._source == other._source
             and self.target == other.target
             and self._translation.selection == other._translation.selection
-            and self._translation.keep_shards == other._translation.keep_shards
         )
 
     def __hash__(self) -> int:
@@ -389,20 +385,13 @@ class TranslatedView(ChunkListing, ZMap):
 
     def __reduce__(self) -> tuple[Any, ...]:
         include, exclude = self._translation.selection
-        keep = self._translation.keep_shards
-        return (_rebuild, (self._source, self._requested, include, exclude, keep))
+        return (_rebuild, (self._source, self._requested, include, exclude))
 
 
 def _rebuild(
-    source: ZMap,
-    target: Target,
-    include: Sequence[str],
-    exclude: Sequence[str],
-    keep_shards: bool = True,
+    source: ZMap, target: Target, include: Sequence[str], exclude: Sequence[str]
 ) -> TranslatedView:
-    return TranslatedView.from_source(
-        source, target, include=include, exclude=exclude, keep_shards=keep_shards
-    )
+    return TranslatedView.from_source(source, target, include=include, exclude=exclude)
 
 
 def view(
