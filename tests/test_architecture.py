@@ -413,3 +413,54 @@ def test_every_module_says_what_is_public() -> None:
         unknown += [f"{module}.{n}" for n in names if n not in defined and not lazy]
     assert missing == []
     assert unknown == []
+
+
+def imports_past_all(alls: dict[str, list[str] | None]) -> list[str]:
+    """``"module:line name from target"`` for each name imported from another nczarr
+    module that the target's ``__all__`` does not list (an internal name)."""
+    found = []
+    for module in MODULES:
+        for target, name, line in _imports(module):
+            if name is None or target == module or target not in MODULES:
+                continue
+            declared = alls.get(target)
+            if declared is not None and name not in declared:
+                found.append(f"{module}:{line} {name} from {target}")
+    return sorted(found)
+
+
+def test_modules_import_only_what_another_declares_public() -> None:
+    """What a module's ``__all__`` leaves out is internal to it: no other module of
+    the package imports it (a shared helper is listed, so its module says it is shared)."""
+    alls = {m: declared_all(p.read_text(encoding="utf-8")) for m, p in MODULES.items()}
+    assert imports_past_all(alls) == []
+
+
+def test_the_internal_import_check_finds_an_unlisted_name() -> None:
+    alls = {m: declared_all(p.read_text(encoding="utf-8")) for m, p in MODULES.items()}
+    assert "nczarr.translate.target" in alls
+    alls["nczarr.translate.target"] = ["check_zarr_format"]  # Target made internal
+    offenders = imports_past_all(alls)
+    assert any(o.endswith("Target from nczarr.translate.target") for o in offenders)
+
+
+# ------------------------------------------------------------------ writers
+def test_every_writer_module_returns_a_write_result() -> None:
+    """Each output format's writer (``translate/write_<name>.py``, named in the
+    dispatcher's ``WRITERS``) is ``(dataset, target) -> WriteResult``: one result type
+    for every writer (``tests/test_target.py`` calls each one)."""
+    writers = {
+        module: path
+        for module, path in MODULES.items()
+        if module.startswith("nczarr.translate.write_")
+        and module != "nczarr.translate.write_common"
+    }
+    assert {"nczarr.translate.write_nczarr", "nczarr.translate.write_zarr3"} <= set(writers)
+    shapes = {}
+    for module, path in writers.items():
+        name = module.rsplit(".", 1)[1]
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef) and node.name == name:
+                params = [a.arg for a in node.args.args]
+                shapes[module] = (params[:2], ast.unparse(node.returns) if node.returns else None)
+    assert shapes == {m: (["dataset", "target"], "WriteResult") for m in writers}

@@ -43,7 +43,8 @@ from ..errors import (
     StoragePermissionError,
 )
 from ..keys import normalize_key
-from .fsspec import FsspecMap, public_options
+from .credentials import public_options
+from .fsspec import FsspecMap
 from .zip import detect_layout
 
 __all__ = [

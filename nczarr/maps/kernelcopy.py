@@ -8,7 +8,7 @@ from __future__ import annotations
 import errno
 import os
 
-__all__ = ["copy_fd", "write_all"]
+__all__ = ["copy_fd", "write_all", "copy_range"]
 
 
 def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:

@@ -26,6 +26,7 @@ __all__ = [
     "chunk_grid",
     "chunk_key",
     "cut_contiguous",
+    "rows_per_chunk",
 ]
 
 #: Size aimed at when cutting contiguous data into chunks (raw bytes).
