@@ -464,3 +464,96 @@ def test_every_writer_module_returns_a_write_result() -> None:
                 params = [a.arg for a in node.args.args]
                 shapes[module] = (params[:2], ast.unparse(node.returns) if node.returns else None)
     assert shapes == {m: (["dataset", "target"], "WriteResult") for m in writers}
+
+
+# ------------------------------------------------------------------ the map of the house
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+
+
+def _section(text: str, heading: str) -> str:
+    """The body of the ``## heading`` section of a Markdown text ("" if absent)."""
+    start = text.find(f"\n## {heading}\n")
+    if start < 0:
+        return ""
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end > 0 else len(text)]
+
+
+def named_files(text: str) -> set[str]:
+    """The ``.py`` files and package paths a Markdown text names in backquotes."""
+    import re
+
+    spans = re.findall(r"`([^`\n]+)`", text)
+    return {
+        word.rstrip(".,:;")
+        for span in spans
+        for word in re.split(r"[\s(),]+", span)
+        if word.endswith(".py") or word.startswith(("nczarr/", "tests/"))
+    }
+
+
+def missing_files(names: set[str]) -> list[str]:
+    """The names of :func:`named_files` no file of the tree answers (a bare module
+    name, ``read_zarr3.py``, may live in any package folder; ``<name>`` is a pattern)."""
+    root = PACKAGE.parent
+    missing = []
+    for name in sorted(names):
+        if "<" in name or "*" in name:
+            continue
+        path = name.split("::")[0].split(":")[0]
+        found = (root / path).exists() or (PACKAGE / path).exists()
+        found = found or ("/" not in path and any(PACKAGE.rglob(path)))
+        found = found or any(PACKAGE.glob(f"*/{path}"))  # ``maps/open.py``
+        if not found:
+            missing.append(name)
+    return missing
+
+
+def test_the_architecture_doc_names_only_files_that_exist() -> None:
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    names = named_files(text)
+    assert {"nczarr/maps/open.py", "translate/target.py", "conversion/references.py"} <= names
+    assert missing_files(names) == []
+    assert missing_files({"nczarr/maps/url.py", "maps/gone.py", "nothere.py"}) == [
+        "maps/gone.py",
+        "nothere.py",
+    ]
+
+
+def test_the_architecture_doc_places_every_module() -> None:
+    """A newcomer finds each module's job in docs/architecture.md: its file name
+    (``fastgroup.py``) or, in a list of siblings, its name in backquotes (`` `s3` ``)."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    unnamed = [
+        path.relative_to(PACKAGE).as_posix()
+        for path in MODULES.values()
+        if path.name not in ("__init__.py", "__main__.py")
+        and not any(form in text for form in (path.name, f"`{path.stem}`", f"`{path.stem}."))
+    ]
+    assert unnamed == []
+
+
+def test_the_architecture_doc_has_the_three_recipes() -> None:
+    """'A new backend', 'a new source format', 'a new output format': each a recipe
+    naming the files to add or edit on today's tree."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    wanted = {
+        "A new backend": {"nczarr/maps/<name>.py", "nczarr/maps/open.py"},
+        "A new source format": {
+            "nczarr/translate/read_<name>.py",
+            "nczarr/<name>/source.py",
+            "nczarr/hooks.py",
+        },
+        "A new output format": {
+            "nczarr/translate/write_<name>.py",
+            "nczarr/translate/writer.py",
+            "conversion/references.py",
+            "conversion/icechunk_repo.py",
+        },
+    }
+    for heading, files in wanted.items():
+        section = _section(text, heading)
+        assert section, heading
+        names = named_files(section)
+        assert files <= names, (heading, files - names)
+        assert missing_files(names) == [], heading
