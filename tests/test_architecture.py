@@ -102,8 +102,10 @@ def test_no_import_cycles() -> None:
 
 
 # ------------------------------------------------- backends declare, callers ask
-def _concrete_maps() -> dict[str, type]:
-    """Every concrete map class of ``nczarr.maps`` (any ``ZMap`` subclass), by name."""
+def _concrete_maps(everywhere: bool = False) -> dict[str, type]:
+    """Every concrete map class of ``nczarr.maps`` (any ``ZMap`` subclass), by name;
+    ``everywhere``: of the whole package (the translated view, the netCDF file source,
+    the maps ``conversion/`` and ``integrations/`` define for themselves)."""
     import importlib
     import inspect
 
@@ -111,7 +113,7 @@ def _concrete_maps() -> dict[str, type]:
 
     found: dict[str, type] = {}
     for module in MODULES:
-        if not module.startswith("nczarr.maps."):
+        if not everywhere and not module.startswith("nczarr.maps."):
             continue
         try:
             loaded = importlib.import_module(module)
@@ -212,6 +214,25 @@ def test_no_backend_type_test_outside_maps() -> None:
         if not module.startswith("nczarr.maps")
         for line, what in backend_type_tests(path.read_text(encoding="utf-8"), classes)
     ]
+    assert offenders == []
+
+
+def test_no_module_tests_the_class_of_another_modules_map() -> None:
+    """The same for the maps defined outside ``maps/`` (``TranslatedView``,
+    ``NetCDFFileMap`` ...): a module asks a map what it is (``ZMap.source``,
+    ``ZMap.chunk_map``, ``ZMap.file_format``), never ``isinstance`` or ``getattr`` a
+    class another module defines (its own, as ``TranslatedView.__eq__``, it may)."""
+    classes = _concrete_maps(everywhere=True)
+    assert {"TranslatedView", "NetCDFFileMap", "FileMap"} <= set(classes)
+    offenders = []
+    for module, path in MODULES.items():
+        if module.startswith("nczarr.maps"):
+            continue
+        others = {n: c for n, c in classes.items() if c.__module__ != module}
+        offenders += [
+            f"{module}:{line}: {what}"
+            for line, what in backend_type_tests(path.read_text(encoding="utf-8"), others)
+        ]
     assert offenders == []
 
 

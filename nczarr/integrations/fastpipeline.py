@@ -491,8 +491,7 @@ def get_basic_selection(array: Any, selection: Any) -> Any:
         prefix = f"{base}/" if base else ""
         keys, info = _chunk_plan(indexer, metadata, prefix, spec)
         zmap = store.zmap
-        chunk_map = getattr(zmap, "chunk_map", None)  # a translated view's shortcut
-        source = chunk_map(base) if chunk_map is not None and base else zmap
+        source = zmap.chunk_map(base) if base else zmap  # a translated view's shortcut
         _ReadJob(codec, store, keys, info, out, indexer.drop_axes, source).run()
     if indexer.shape == ():
         return out.as_scalar()

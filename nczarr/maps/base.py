@@ -21,8 +21,9 @@ What callers need to know about a backend is asked of the map, never decided by 
 class (as zarr's ``Store.supports_*``): :attr:`ZMap.kind`, :meth:`ZMap.location`,
 :attr:`ZMap.supports_shared_writes`, :attr:`ZMap.blocking_io`,
 :meth:`ZMap.copy_support` / :meth:`ZMap.copy_from`, :meth:`ZMap.remove_temporaries`,
-:meth:`ZMap.describe`, :meth:`ZMap.same_storage` and :meth:`ZMap.reopen`. Each has a
-safe default here; a backend overrides what it can do better.
+:meth:`ZMap.describe`, :meth:`ZMap.same_storage`, :meth:`ZMap.reopen`,
+:attr:`ZMap.source` and :meth:`ZMap.chunk_map`. Each has a safe default here; a
+backend overrides what it can do better.
 """
 
 from __future__ import annotations
@@ -166,6 +167,18 @@ class ZMap(MapCore):
     def unreferenceable_reason(self) -> str:
         """Why an object :meth:`chunk_location` gives no place for cannot be pointed at."""
         return "not a verbatim byte range of the source (re-encoded or padded by it)"
+
+    @property
+    def source(self) -> ZMap | None:
+        """The map this one shows translated (a view's source: the storage a reader
+        really reads), or ``None`` (the default): the map is its own storage."""
+        return None
+
+    def chunk_map(self, array: str) -> ZMap:
+        """The map to read the chunks of ``array`` (its path as shown) from, under the
+        keys this map shows: the map itself by default; a view passing that array's
+        chunks through unchanged answers its source, so a reader skips the view."""
+        return self
 
     def session(self) -> AbstractContextManager[object]:
         """A block (one convert's copy) during which the map may keep resources across
