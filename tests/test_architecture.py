@@ -263,6 +263,63 @@ def f(m):
     assert backend_type_tests(good, classes) == []
 
 
+def zmap_members() -> set[str]:
+    """The names every map answers (``ZMap``'s and ``MapCore``'s own members), less
+    the names any mapping or file has (``keys``, ``close``, ``mode`` ...): probing an
+    object for one of these is probing it for a map's ability."""
+    import io
+    from collections.abc import MutableMapping
+
+    from nczarr.maps.base import ZMap
+
+    own = {n for cls in ZMap.__mro__ if cls.__module__.startswith("nczarr.") for n in vars(cls)}
+    generic = set(dir(MutableMapping)) | set(dir(io.FileIO))
+    return {n for n in own if not n.startswith("__")} - generic
+
+
+def member_probes(source: str, members: set[str]) -> list[tuple[int, str]]:
+    """``(line, what)`` for each ``getattr``/``hasattr`` in ``source`` that asks for one
+    of ``members`` by its literal name."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            continue
+        if node.func.id in ("getattr", "hasattr") and len(node.args) >= 2:
+            name = node.args[1]
+            if isinstance(name, ast.Constant) and name.value in members:
+                found.append((node.lineno, f"{node.func.id}(..., {name.value!r})"))
+    return found
+
+
+def test_no_module_probes_a_map_for_what_every_map_has() -> None:
+    """Every map has each capability (``copy_from``, ``discard``, ``source`` ...), with
+    a default saying "not supported" or doing the generic thing: a caller calls it
+    (``m.copy_from(...) is NOT_SUPPORTED``), never ``getattr(m, "copy_from", None)``."""
+    members = zmap_members()
+    assert {"copy_from", "discard", "source", "chunk_map", "location"} <= members
+    assert not {"keys", "get", "close", "flush", "mode", "closed"} & members
+    offenders = [
+        f"{module}:{line}: {what}"
+        for module, path in MODULES.items()
+        if not module.startswith("nczarr.maps")
+        for line, what in member_probes(path.read_text(encoding="utf-8"), members)
+    ]
+    assert offenders == []
+
+
+def test_the_member_probe_check_finds_a_probe() -> None:
+    bad = """
+def abort(self, target, stage):
+    discard = getattr(self.map, "discard", None)
+    copy = getattr(target, "copy_from", None)
+    if hasattr(stage, "_load") or hasattr(stage, "supports_shared_writes"):
+        pass
+    return getattr(stage, "get", None), getattr(stage, "close", None), hasattr(os, "pread")
+"""
+    lines = sorted(line for line, _ in member_probes(bad, zmap_members()))
+    assert lines == [3, 4, 5, 5]
+
+
 # ------------------------------------------------------------------ floors
 #: The floors of docs/architecture.md, bottom first: a module imports only from lower
 #: floors or from its own part (``maps.file`` from ``maps.base``); parts on one floor

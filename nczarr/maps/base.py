@@ -21,7 +21,7 @@ What callers need to know about a backend is asked of the map, never decided by 
 class (as zarr's ``Store.supports_*``): :attr:`ZMap.kind`, :meth:`ZMap.location`,
 :attr:`ZMap.supports_shared_writes`, :attr:`ZMap.blocking_io`,
 :meth:`ZMap.copy_support` / :meth:`ZMap.copy_from`, :meth:`ZMap.remove_temporaries`,
-:meth:`ZMap.describe`, :meth:`ZMap.same_storage`, :meth:`ZMap.reopen`,
+:meth:`ZMap.discard`, :meth:`ZMap.describe`, :meth:`ZMap.same_storage`, :meth:`ZMap.reopen`,
 :attr:`ZMap.source` and :meth:`ZMap.chunk_map`. Each has a safe default here; a
 backend overrides what it can do better.
 """
@@ -189,6 +189,17 @@ class ZMap(MapCore):
         """Delete what killed writes of this map left behind (temporary files);
         return how many were removed. Maps whose writes leave nothing return 0."""
         return 0
+
+    def discard(self) -> None:
+        """Abandon the writes made through the map and close it (a failed replacement
+        in ``to_nczarr`` leaves the old store as it was). A map that stages its writes
+        drops them (a zip archive: the archive on disk stays as last committed); the
+        default, for maps that write through, closes the map; a failure to flush is
+        ignored (what it would flush is abandoned) and the map is closed all the same."""
+        try:
+            self.close()
+        except Exception:
+            self._closed = True
 
     def describe(self) -> tuple[str, dict[str, Any]]:
         """``(location, options)``: a credential-free URL and the options to reopen with."""
