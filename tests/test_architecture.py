@@ -391,8 +391,8 @@ def test_the_floor_check_finds_upward_and_sideways_imports() -> None:
 
 
 # ------------------------------------------------------------------ sizes
-#: A function of ``conversion/`` longer than this (code lines, its docstring left out)
-#: does several jobs: ``convert`` is a few named steps, not one long function.
+#: A function longer than this (code lines, its docstring left out) does several jobs:
+#: ``convert`` is a few named steps, the CLI's parser one function per subcommand.
 MAX_FUNCTION_LINES = 80
 #: A module longer than this holds two jobs and becomes two modules.
 MAX_MODULE_LINES = 500
@@ -414,11 +414,11 @@ def function_lengths(source: str) -> list[tuple[str, int]]:
     return found
 
 
-def test_no_long_function_in_conversion() -> None:
+def test_no_long_function() -> None:
+    """In every module of the package (``conversion/`` first had the limit)."""
     offenders = [
         f"{module}.{name}: {lines} lines"
         for module, path in MODULES.items()
-        if module.startswith("nczarr.conversion")
         for name, lines in function_lengths(path.read_text(encoding="utf-8"))
         if lines > MAX_FUNCTION_LINES
     ]

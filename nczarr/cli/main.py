@@ -34,7 +34,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"nczarr {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in _SUBCOMMANDS:
+        add(sub)
+    return parser
 
+
+def _add_convert(sub: Any) -> None:
+    """The ``convert`` subcommand: copy SRC (or combine several) into DST."""
     p = sub.add_parser("convert", help="copy a dataset into NCZarr or pure Zarr")
     p.add_argument(
         "src",
@@ -98,22 +104,34 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_storage_arguments(p)
 
+
+def _add_migrate(sub: Any) -> None:
+    """The ``migrate`` subcommand: rewrite a store's metadata in place."""
     p = sub.add_parser("migrate", help="rewrite a store's metadata in place")
     p.add_argument("url", metavar="URL")
     p.add_argument("--to", choices=("nczarr", "zarr"), default="nczarr")
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     add_storage_arguments(p)
 
+
+def _add_ls(sub: Any) -> None:
+    """The ``ls`` subcommand: the names (or, with ``-R``, keys) below a prefix."""
     p = sub.add_parser("ls", help="list the names below a prefix (the zmap search)")
     p.add_argument("url", metavar="URL")
     p.add_argument("prefix", metavar="PREFIX", nargs="?", default="")
     p.add_argument("-R", dest="recursive", action="store_true", help="every key below PREFIX")
     add_storage_arguments(p)
 
+
+def _add_info(sub: Any) -> None:
+    """The ``info`` subcommand: detected layout and a summary."""
     p = sub.add_parser("info", help="detected layout and a summary of the dataset")
     p.add_argument("url", metavar="URL")
     add_storage_arguments(p)
 
+
+def _add_check(sub: Any) -> None:
+    """The ``check`` subcommand: what each judged reader would get wrong."""
     p = sub.add_parser(
         "check",
         help="what each reader (netcdf-c, zarr-python, xarray, GDAL) would get wrong",
@@ -132,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_storage_arguments(p)
 
+
+def _add_refs(sub: Any) -> None:
+    """The ``refs`` subcommand: a reference set of the translated dataset."""
     p = sub.add_parser(
         "refs",
         help="write a reference set (fsspec/kerchunk JSON or Parquet) of the translated dataset",
@@ -169,6 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_storage_arguments(p)
 
+
+def _add_dump(sub: Any) -> None:
+    """The ``dump`` subcommand: the dataset as CDL (``-h`` is ncdump's header-only flag)."""
     # -h is ncdump's header-only flag, so dump answers only the long --help.
     p = sub.add_parser("dump", help="print the dataset as CDL (like ncdump)", add_help=False)
     p.add_argument("--help", action="help", help="show this help message and exit")
@@ -182,7 +206,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("url", metavar="URL")
     add_storage_arguments(p)
-    return parser
+
+
+#: One function per subcommand, adding its parser; the order is ``--help``'s.
+_SUBCOMMANDS: tuple[Callable[[Any], None], ...] = (
+    _add_convert,
+    _add_migrate,
+    _add_ls,
+    _add_info,
+    _add_check,
+    _add_refs,
+    _add_dump,
+)
 
 
 def _positive(text: str) -> int:
