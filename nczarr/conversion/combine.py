@@ -60,7 +60,7 @@ from .growplan import (
     plan_parts,
     report_of,
 )
-from .growsiblings import read_parts
+from .growsiblings import read_parts, read_sources
 from .journal import (
     JOURNAL_KEY,
     Journal,
@@ -158,9 +158,15 @@ def combine(
     with ExitStack() as stack:
         on_chunk = progress_callback(progress, stack, unit="chunk")
         maps = [open_location(s, "r", source_options, stack) for s in sources]
-        parts = read_parts(maps, opts)
+        parts, known_equal = read_sources(maps, opts, concat_dim)
         plan, readers, metadata, warnings = plan_parts(
-            parts, concat_dim, names, combine_attrs, opts, first_is_target=False
+            parts,
+            concat_dim,
+            names,
+            combine_attrs,
+            opts,
+            first_is_target=False,
+            known_equal=known_equal,
         )
         report = report_of(plan, names, url_of(dst), parts[0].dataset.layout, opts, warnings)
         if dry_run:

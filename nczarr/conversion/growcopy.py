@@ -11,7 +11,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from ..maps.base import NOT_SUPPORTED, ZMap
-from ..translate.grow import GrowPlan, chunk_key
+from ..translate.grow import Copy, GrowPlan, chunk_key
 from .growparts import Reader, assemble
 
 __all__ = ["ShiftedMap", "execute"]
@@ -140,6 +140,33 @@ def _copy_one(src: ZMap, dst: ZMap, skey: str, dkey: str, skip: str) -> tuple[bo
     return True, len(data)
 
 
+def _copy_pairs(
+    src: ZMap,
+    dst: ZMap,
+    pairs: Sequence[tuple[str, str]],
+    progress: Callable[[int, int], object] | None,
+    done: int,
+    total: int,
+) -> tuple[int, int, int]:
+    """Copy one source's ``(source key, target key)`` pairs through
+    :meth:`~nczarr.maps.base.ZMap.copy_pairs` (each directory opened and verified
+    once, every copy ``cp``'s system calls); (written, 0, bytes)."""
+    nbytes = 0
+    for skey, dkey, result in dst.copy_pairs(src, pairs):
+        if isinstance(result, int):
+            nbytes += result
+        elif result is NOT_SUPPORTED:
+            data = src[skey]
+            dst[dkey] = data
+            nbytes += len(data)
+        else:
+            nbytes += src.getsize(skey)
+        done += 1
+        if progress is not None:
+            progress(done, total)
+    return len(pairs), 0, nbytes
+
+
 def _run(
     jobs: Sequence[Callable[[], tuple[bool, int]]],
     workers: int,
@@ -201,9 +228,16 @@ def execute(
         stack.enter_context(dst.session())
         if local:  # serial kernel copies: one source's directories held at a time
             for part, group in itertools.groupby(copies, key=lambda c: c.part):
-                batch = [copier(c) for c in group]
+                pairs = [(c.source_key, c.target_key) for c in group]
+                src = readers[part].part
                 with sources[part].session():
-                    stats = _run(batch, workers, True, progress, sum(copied[:2]), total)
+                    if skip == "none" and all(src.copy_source(k) is src.verbatim for k, _ in pairs):
+                        stats = _copy_pairs(
+                            src.verbatim, dst, pairs, progress, sum(copied[:2]), total
+                        )
+                    else:
+                        batch = [copier(Copy(part, k, t)) for k, t in pairs]
+                        stats = _run(batch, workers, True, progress, sum(copied[:2]), total)
                 copied = (copied[0] + stats[0], copied[1] + stats[1], copied[2] + stats[2])
         else:  # concurrent requests across sources
             for s in sources:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from ..errors import (
     InvalidKeyError,
+    NCZarrError,
     StorageError,
     StoragePermissionError,
     raise_os_error,
@@ -30,7 +31,7 @@ from ..errors import (
 from ..keys import FORBIDDEN_CHARACTERS
 from .localfs import DirHandle, fd_path, first_visit, flag, use_dir_fds
 from .pins import PinnedDirs
-from .sessioncopy import copy_between, copy_runs, session_flags
+from .sessioncopy import copy_between, copy_pairs, copy_runs, session_flags
 
 __all__ = ["ConfinedTree"]
 
@@ -122,6 +123,43 @@ class ConfinedTree:
             return
         hidden = (self.hidden_prefix, src.hidden_prefix)
         yield from copy_runs(src_pins, pins, keys, hidden, flags, copy)
+
+    def copy_new_pairs(
+        self,
+        src: ConfinedTree,
+        pairs: Iterable[tuple[str, str]],
+        copy: Callable[[int, int, int], int],
+    ) -> Iterator[tuple[str, str, int | None]]:
+        """:meth:`copy_new_many` for ``(src_key, key)`` pairs, yielding ``(src_key, key,
+        bytes copied or None)`` in order (None: take the checked path, as there). A
+        directory not held yet is opened, verified and held first (:meth:`lend_dir`), so
+        even the first pair of a directory is a plain copy
+        (:func:`~nczarr.maps.sessioncopy.copy_pairs`)."""
+        pins, src_pins, flags = self._pins, src._pins, self._session_flags
+        if pins is None or src_pins is None or flags is None or src._session_flags is None:
+            yield from ((s, d, None) for s, d in pairs)
+            return
+        hidden = (self.hidden_prefix, src.hidden_prefix)
+        yield from copy_pairs(src.lend_dir, self.lend_dir, pairs, hidden, flags, copy)
+
+    def lend_dir(self, prefix: str) -> DirHandle | None:
+        """In a session, the held directory ``prefix`` (lent: the caller closes it),
+        opened and verified first as :meth:`parent` does when it is not held yet; None
+        outside a session, where the directory is missing or the platform cannot verify
+        an open directory, or on any error (the checked path then creates, walks or
+        refuses it properly)."""
+        pins = self._pins
+        if pins is None:
+            return None
+        held = pins.get(prefix)
+        if held is not None:
+            return held
+        try:
+            self.check_reserved(prefix)
+            handle = self.open_verified(prefix, prefix) if prefix else self.root_dir()
+        except (OSError, NCZarrError):
+            return None
+        return None if handle is None else pins.add(prefix, handle)
 
     def unpin(self, prefix: str) -> None:
         """Forget held directories at and below ``prefix`` (removed or replaced)."""

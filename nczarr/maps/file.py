@@ -187,6 +187,27 @@ class FileMap(ZMap):
         for key, done in self._tree.copy_new_many(other._tree, keys, copy_fd):
             yield key, done if done is not None else self._copy(other, key, key, False)
 
+    def copy_pairs(
+        self, other: ZMap, pairs: Iterable[tuple[str, str]]
+    ) -> Iterator[tuple[str, str, int | NotSupportedType | None]]:
+        """:meth:`copy_many` for ``(src_key, dst_key)`` pairs (a combine's chunks land
+        under shifted keys, see :meth:`ZMap.copy_pairs`). Inside a :meth:`session` of
+        both maps each directory is opened and verified once, when its first pair comes,
+        and held (:meth:`ConfinedTree.copy_new_pairs`): a daily source holds one chunk
+        per directory, so waiting for the checked path to hold it, as
+        :meth:`copy_many` does, would take that path for every chunk. Every pair that
+        is not the plain case takes :meth:`copy_from`."""
+        if self._closed or self._mode == "r" or not isinstance(other, FileMap):
+            yield from super().copy_pairs(other, pairs)
+            return
+        if not self._local_pair(other):
+            yield from ((s, d, NOT_SUPPORTED) for s, d in pairs)
+            return
+        for src_key, dst_key, done in self._tree.copy_new_pairs(other._tree, pairs, copy_fd):
+            if done is None:
+                done = self._copy(other, src_key, dst_key, False)
+            yield src_key, dst_key, done
+
     def session(self) -> AbstractContextManager[object]:
         """Hold each directory open once verified, until the block ends: a key then
         costs one ``openat`` relative to its held directory (:mod:`nczarr.maps.pins`)."""
