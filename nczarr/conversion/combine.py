@@ -117,6 +117,39 @@ def _prepare_target(
     return skip
 
 
+def _open_sources(
+    sources: Sequence[Location], options: Mapping[str, Any] | None, stack: ExitStack
+) -> list[ZMap]:
+    """Every source opened read-only (:func:`open_location`), the maps opened here
+    closed by ``stack`` in one callback (not one each: memory flat in the sources)."""
+    opened: list[ZMap] = []
+    stack.callback(_close_all, opened)
+    maps = []
+    for source in sources:
+        if isinstance(source, ZMap):
+            maps.append(open_location(source, "r", options, stack))  # the caller's
+            continue
+        from ..maps.open import open_map
+
+        zmap = open_map(source, mode="r", storage_options=options)
+        opened.append(zmap)
+        maps.append(zmap)
+    return maps
+
+
+def _close_all(maps: Sequence[ZMap]) -> None:
+    """Close ``maps`` last first, each even if another's close raised (the first error
+    is raised at the end), as one ``ExitStack`` callback per map would."""
+    error: BaseException | None = None
+    for zmap in reversed(maps):
+        try:
+            zmap.close()
+        except BaseException as exc:  # re-raised below
+            error = error or exc
+    if error is not None:
+        raise error
+
+
 def combine(
     sources: Sequence[Location],
     dst: Location,
@@ -157,7 +190,7 @@ def combine(
     check_distinct_all(sources, dst, src_options=source_options, dst_options=target_options)
     with ExitStack() as stack:
         on_chunk = progress_callback(progress, stack, unit="chunk")
-        maps = [open_location(s, "r", source_options, stack) for s in sources]
+        maps = _open_sources(sources, source_options, stack)
         parts, known_equal = read_sources(maps, opts, concat_dim)
         plan, readers, metadata, warnings = plan_parts(
             parts,
@@ -323,7 +356,7 @@ def append(
             ),
         )
         _check_appendable(target_view, url_of(dst))
-        maps = [open_location(s, "r", source_options, stack) for s in sources]
+        maps = _open_sources(sources, source_options, stack)
         selected = dataclasses.replace(opts, include=include, exclude=exclude)
         parts = [part_of_view(target_view), *read_parts(maps, selected)]
         plan, readers, metadata, warnings = plan_parts(

@@ -135,7 +135,10 @@ def read_sources(
                 parts.append(part)
                 continue
             variables = list(twin.dataset.root.all_variables())
-            part = replace(twin, stored=_chunks_in(listing, variables), chunks=zmap, verbatim=zmap)
+            stored = _chunks_in(listing, variables)
+            if stored == twin.stored:  # the usual case: one set (and its keys) for all
+                stored = twin.stored
+            part = replace(twin, stored=stored, chunks=zmap, verbatim=zmap)
             if dimension is not None and twin.dataset is parts[0].dataset:
                 if first is None:
                     first = _compared_chunks(parts[0], dimension)
