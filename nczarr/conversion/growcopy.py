@@ -18,30 +18,33 @@ __all__ = ["ShiftedMap", "execute"]
 
 
 class ShiftedMap(ZMap):
-    """Read-only: chunks of one source under their target keys (``moves``: target key ->
-    source key), so that the cluster's copier, which copies a key to the same key,
-    copies them. Pickles as the source map and the moves."""
+    """Read-only: chunks of several sources under their target keys (``moves``: target
+    key -> (index in ``sources``, source key)), so that the cluster's copier, which
+    copies a key to the same key, copies them. One map for every source of a combine:
+    the cluster copies them all in one run of batches (one run per source waited for
+    each source's few chunks in turn). Pickles as the sources and the moves."""
 
-    kind = "a source's chunks under their target keys"
+    kind = "sources' chunks under their target keys"
 
-    def __init__(self, source: ZMap, moves: Mapping[str, str]) -> None:
+    def __init__(self, sources: Sequence[ZMap], moves: Mapping[str, tuple[int, str]]) -> None:
         super().__init__("r")
-        self._source = source
+        self._sources = list(sources)
         self._moves = dict(moves)
 
-    def _load(self, key: str) -> bytes:
+    def _where(self, key: str) -> tuple[ZMap, str]:
         try:
-            skey = self._moves[key]
+            index, skey = self._moves[key]
         except KeyError:
             raise KeyError(key) from None
-        return self._source[skey]
+        return self._sources[index], skey
+
+    def _load(self, key: str) -> bytes:
+        source, skey = self._where(key)
+        return source[skey]
 
     def getsize(self, key: str) -> int:
-        try:
-            skey = self._moves[key]
-        except KeyError:
-            raise KeyError(key) from None
-        return self._source.getsize(skey)
+        source, skey = self._where(key)
+        return source.getsize(skey)
 
     def _store(self, key: str, value: bytes) -> None:  # pragma: no cover - mode "r"
         raise KeyError(key)
@@ -55,13 +58,19 @@ class ShiftedMap(ZMap):
                 yield key
 
     def _describe(self) -> tuple[str, dict[str, Any]]:
-        return (f"shifted:{self._source.url}", {})
+        first = self._sources[0].url if self._sources else ""
+        return (f"shifted:{first} (+{max(len(self._sources) - 1, 0)} more)", {})
 
     def location(self) -> Any:
-        return self._source.location()
+        return self._sources[0].location() if self._sources else super().location()
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (ShiftedMap, (self._source, self._moves))
+        return (ShiftedMap, (self._sources, self._moves))
+
+
+#: Cluster tasks per worker thread when ``batch_size`` is not given: a combine's few
+#: chunks per source would otherwise fit one batch, one worker.
+_TASKS_PER_THREAD = 4
 
 
 def _on_cluster(
@@ -73,45 +82,43 @@ def _on_cluster(
     progress: Callable[[int, int], object] | None,
     total: int,
 ) -> tuple[tuple[int, int, int], list[Any]]:
-    """Copy the plan's verbatim chunks of plain sources on a dask cluster (one batch of
-    keys per task, :mod:`nczarr.conversion.cluster`); return the stats and the copies
-    left for this process (chunks a translated view serves)."""
+    """Copy the plan's verbatim chunks of plain sources on a dask cluster, all sources
+    in one run of batches (:mod:`nczarr.conversion.cluster`); return the stats and the
+    copies left for this process (chunks a translated view serves)."""
     from .cluster import DEFAULT_BATCH, copy_chunks_on_cluster
 
-    by_part: dict[int, dict[str, str]] = {}
+    sources: list[ZMap] = []
+    index_of: dict[int, int] = {}
+    moves: dict[str, tuple[int, str]] = {}
     local = []
     for c in plan.copies:
         part = readers[c.part].part
         if part.copy_source(c.source_key) is part.verbatim and part.verbatim is not part.view:
-            by_part.setdefault(c.part, {})[c.target_key] = c.source_key
+            if c.part not in index_of:
+                index_of[c.part] = len(sources)
+                sources.append(part.verbatim)
+            moves[c.target_key] = (index_of[c.part], c.source_key)
         else:
             local.append(c)
-    written = skipped = nbytes = done = 0
-    for index, moves in by_part.items():
-        base = done
-
-        def step(n: int, _: int, base: int = base) -> None:
-            if progress is not None:
-                progress(base + n, total)
-
-        stats = copy_chunks_on_cluster(
-            cluster["client"],
-            ShiftedMap(readers[index].part.verbatim, moves),
-            dst,
-            list(moves),
-            batch_size=cluster.get("batch_size") or DEFAULT_BATCH,
-            workers=cluster.get("workers", 8),
-            resume=skip != "none",
-            verify=skip == "content",
-            progress=step,
-        )
-        written, skipped, nbytes = (
-            written + stats.copied,
-            skipped + stats.skipped,
-            nbytes + stats.bytes,
-        )
-        done += len(moves)
-    return (written, skipped, nbytes), local
+    if not moves:
+        return (0, 0, 0), local
+    client = cluster["client"]
+    batch = cluster.get("batch_size")
+    if not batch:
+        threads = sum(client.nthreads().values()) or 1
+        batch = min(DEFAULT_BATCH, max(1, -(-len(moves) // (threads * _TASKS_PER_THREAD))))
+    stats = copy_chunks_on_cluster(
+        client,
+        ShiftedMap(sources, moves),
+        dst,
+        list(moves),
+        batch_size=batch,
+        workers=cluster.get("workers", 8),
+        resume=skip != "none",
+        verify=skip == "content",
+        progress=None if progress is None else lambda done, _: progress(done, total),
+    )
+    return (stats.copied, stats.skipped, stats.bytes), local
 
 
 def _copy_one(src: ZMap, dst: ZMap, skey: str, dkey: str, skip: str) -> tuple[bool, int]:
