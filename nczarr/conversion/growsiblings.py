@@ -15,7 +15,7 @@ another length share its model).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -69,6 +69,18 @@ def _fingerprint(zmap: ZMap, keys: Sequence[str], listing: Sequence[str]) -> tup
     return (tuple(root), *sorted(raw.items()))
 
 
+def _fingerprint_of(
+    keys: Sequence[str], listing: Sequence[str], got: Mapping[str, bytes]
+) -> tuple[Any, ...]:
+    """:func:`_fingerprint` from a listing and the objects read with it
+    (:meth:`~nczarr.maps.mapcore.MapCore.list_reading` of ``keys`` and the journal,
+    capped as there)."""
+    root = sorted({key.split("/", 1)[0] for key in listing})
+    journal = (JOURNAL_KEY,) if JOURNAL_KEY in root else ()
+    raw = {key: got[key] for key in (*keys, *journal) if key in got}
+    return (tuple(root), *sorted(raw.items()))
+
+
 def _chunks_in(listing: Sequence[str], variables: Sequence[Variable]) -> frozenset[str]:
     """The chunk objects of ``variables`` in ``listing`` (what
     :func:`~nczarr.conversion.growparts.listed` finds, from one listing)."""
@@ -113,39 +125,44 @@ def read_sources(
     """:func:`read_parts`, and the indices of the parts already known to agree with the
     first one on every variable without ``dimension`` (None: none checked here).
 
-    Each source is read in one ``session()`` of its map (its directories opened and
-    verified once for its listing, its metadata objects and the chunks compared). A
-    part read as the first part's model whose chunk objects of the variables without
-    the dimension are the first part's very keys and bytes holds the same values:
-    :func:`~nczarr.conversion.growparts.check_equal` need not look at it again, and
-    its bytes are compared here, in the same session, rather than in a second pass
-    that would open its directories again."""
+    A later source is listed and read in one pass
+    (:meth:`~nczarr.maps.mapcore.MapCore.list_reading`: a directory map opens each of
+    its directories once for its listing, its metadata objects and the chunks
+    compared). A part read as the first part's model whose chunk objects of the
+    variables without the dimension are the first part's very keys and bytes holds the
+    same values: :func:`~nczarr.conversion.growparts.check_equal` need not look at it
+    again, and its bytes are compared here, in the same pass, rather than in a second
+    one that would open its directories again."""
     parts: list[Part] = []
     known: _Known | None = None
     same: set[int] = set()
     first: tuple[tuple[str, ...], list[str], dict[str, bytes]] | None = None
     for index, zmap in enumerate(maps):
-        with zmap.session():
-            twin = listing = None
-            if known is not None and zmap.file_format() is None and not zmap.reencoded:
-                listing = list(zmap.keys_below(""))
-                twin = known.parts.get(_fingerprint(zmap, known.keys, listing))
-            if twin is None or listing is None:
-                part, known = _full(zmap, opts, known)
-                parts.append(part)
-                continue
-            variables = list(twin.dataset.root.all_variables())
-            stored = _chunks_in(listing, variables)
-            if stored == twin.stored:  # the usual case: one set (and its keys) for all
-                stored = twin.stored
-            part = replace(twin, stored=stored, chunks=zmap, verbatim=zmap)
-            if dimension is not None and twin.dataset is parts[0].dataset:
-                if first is None:
-                    first = _compared_chunks(parts[0], dimension)
-                prefixes, keys, first_bytes = first
-                mine = sorted(k for k in part.stored if k.startswith(prefixes))
-                if prefixes and mine == keys and zmap.getitems(keys) == first_bytes:
-                    same.add(index)
+        twin = listing = None
+        got: dict[str, bytes] = {}
+        if known is not None and zmap.file_format() is None and not zmap.reencoded:
+            if dimension is not None and first is None:
+                first = _compared_chunks(parts[0], dimension)
+            wanted: dict[str, int | None] = dict.fromkeys(
+                (*known.keys, JOURNAL_KEY), MAX_METADATA_SIZE + 1
+            )
+            wanted.update(dict.fromkeys(first[1] if first else (), None))
+            listing, got = zmap.list_reading(wanted)  # one pass: listing and objects
+            twin = known.parts.get(_fingerprint_of(known.keys, listing, got))
+        if twin is None or listing is None:
+            part, known = _full(zmap, opts, known)
+            parts.append(part)
+            continue
+        variables = list(twin.dataset.root.all_variables())
+        stored = _chunks_in(listing, variables)
+        if stored == twin.stored:  # the usual case: one set (and its keys) for all
+            stored = twin.stored
+        part = replace(twin, stored=stored, chunks=zmap, verbatim=zmap)
+        if first is not None and twin.dataset is parts[0].dataset:
+            prefixes, keys, first_bytes = first
+            mine = sorted(k for k in part.stored if k.startswith(prefixes))
+            if prefixes and mine == keys and {k: got.get(k) for k in keys} == first_bytes:
+                same.add(index)
         parts.append(part)
     return parts, frozenset(same)
 

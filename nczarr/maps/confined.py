@@ -449,12 +449,22 @@ class ConfinedTree:
             except OSError:
                 continue
 
-    def files_below(self, directory: DirHandle, key: str, *, stream: bool = False) -> Iterator[str]:
+    def files_below(
+        self,
+        directory: DirHandle,
+        key: str,
+        *,
+        stream: bool = False,
+        on_file: Callable[[DirHandle, str, str], object] | None = None,
+    ) -> Iterator[str]:
         """Keys of the files anywhere below ``directory`` (key ``key``), depth first.
 
         ``directory`` is consumed (closed); a directory reached twice (through a link)
         is listed once; an entry that vanishes meanwhile is skipped. ``stream``: each
-        directory read as it is consumed (see :meth:`entries`).
+        directory read as it is consumed (see :meth:`entries`). ``on_file(directory,
+        name, key)`` is called for each file before its key is yielded, with the
+        directory it was listed in, reached and checked as every listed directory is
+        (a listing that reads some files as it goes opens no directory twice).
         """
         seen: set[tuple[int, int]] = set()
         stack = [(directory, key)]
@@ -468,6 +478,8 @@ class ConfinedTree:
                     for name, is_dir in listed if stream else list(listed):
                         child = f"{ckey}/{name}" if ckey else name
                         if not is_dir:
+                            if on_file is not None:
+                                on_file(current, name, child)
                             yield child
                             continue
                         with contextlib.suppress(FileNotFoundError, NotADirectoryError):

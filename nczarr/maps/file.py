@@ -37,7 +37,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,7 @@ from ..keys import normalize_key, normalize_prefix, parent_keys
 from .base import NOT_SUPPORTED, CopySupport, NotSupportedType, ZMap, as_bytes
 from .confined import ConfinedTree
 from .fileleaf import check_leaf_rule
-from .fileread import load_key, read_capped, read_many, read_range
+from .fileread import list_reading, load_key, read_capped, read_many, read_range
 from .filewrite import (
     TEMP_PREFIX,
     remove_temporaries,
@@ -423,6 +423,14 @@ class FileMap(ZMap):
         if type(self)._load is not FileMap._load:  # a subclass reads its own way
             return super().getitems_capped(keys, cap)
         return read_capped(self._tree, keys, cap)
+
+    def list_reading(self, wanted: Mapping[str, int | None]) -> tuple[list[str], dict[str, bytes]]:
+        """Every key and the ``wanted`` files' contents, each read as the listing passes
+        its directory (:func:`~nczarr.maps.fileread.list_reading`): no directory opened
+        twice."""
+        if type(self)._load is not FileMap._load or type(self)._list is not FileMap._list:
+            return super().list_reading(wanted)
+        return list_reading(self._tree, wanted)
 
     def getrange(self, key: str, start: int, length: int | None = None) -> bytes:
         """Bytes ``start:start+length`` of ``key``, read without loading the whole file."""
