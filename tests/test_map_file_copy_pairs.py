@@ -132,3 +132,19 @@ def test_a_source_directory_linked_out_of_its_root_is_not_followed(tmp_path, str
     with src.session(), dst.session(), pytest.raises((StoragePermissionError, KeyError)):
         list(dst.copy_pairs(src, [("escape/0", "time/9")]))
     assert "time/9" not in dst
+
+
+def test_pairs_at_the_root_copy_into_the_roots_with_every_strategy(tmp_path, strategy) -> None:
+    src = FileMap(tmp_path / "s", mode="w")
+    src["a"] = b"root object"
+    dst = FileMap(tmp_path / "d", mode="w")
+    dst[".zgroup"] = b"{}"  # the target exists
+    cwd = os.getcwd()
+    (tmp_path / "a").write_bytes(b"decoy")  # what a copy relative to it would read
+    os.chdir(tmp_path)  # a copy relative to the working directory would land here
+    try:
+        with src.session(), dst.session():
+            assert list(dst.copy_pairs(src, [("a", "b")])) == [("a", "b", 11)]
+    finally:
+        os.chdir(cwd)
+    assert dst["b"] == b"root object" and not (tmp_path / "b").exists()

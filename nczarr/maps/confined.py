@@ -144,10 +144,13 @@ class ConfinedTree:
 
     def lend_dir(self, prefix: str) -> DirHandle | None:
         """In a session, the held directory ``prefix`` (lent: the caller closes it),
-        opened and verified first as :meth:`parent` does when it is not held yet; None
-        outside a session, where the directory is missing or the platform cannot verify
-        an open directory, or on any error (the checked path then creates, walks or
-        refuses it properly)."""
+        reached first by :meth:`walk` (every component opened ``O_NOFOLLOW`` relative
+        to the last, links followed only inside the root) when it is not held yet;
+        None outside a session, where the directory is missing, where the platform
+        holds no directory descriptors (path mode), or on any error (the checked path
+        then creates, walks or refuses it properly). A walk, not :meth:`open_verified`:
+        as many system calls, and nothing remembered per directory (a combine's
+        thousand sources would each keep theirs)."""
         pins = self._pins
         if pins is None:
             return None
@@ -156,10 +159,13 @@ class ConfinedTree:
             return held
         try:
             self.check_reserved(prefix)
-            handle = self.open_verified(prefix, prefix) if prefix else self.root_dir()
+            handle = self.walk(prefix.split("/") if prefix else [], prefix)
         except (OSError, NCZarrError):
             return None
-        return None if handle is None else pins.add(prefix, handle)
+        if handle.fd is None:  # path mode: nothing to hold, every use is checked
+            handle.close()
+            return None
+        return pins.add(prefix, handle)
 
     def unpin(self, prefix: str) -> None:
         """Forget held directories at and below ``prefix`` (removed or replaced)."""
