@@ -5,6 +5,7 @@ copies under shifted keys (kernel, server-side or byte copies; on a dask cluster
 from __future__ import annotations
 
 import itertools
+import pickle
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -22,21 +23,39 @@ class ShiftedMap(ZMap):
     key -> (index in ``sources``, source key)), so that the cluster's copier, which
     copies a key to the same key, copies them. One map for every source of a combine:
     the cluster copies them all in one run of batches (one run per source waited for
-    each source's few chunks in turn). Pickles as the sources and the moves."""
+    each source's few chunks in turn).
+
+    Pickles as each source's own pickle, made once, and the moves; a source is
+    unpickled (opened) when a chunk of it is first read. Every cluster task carries
+    the map: reopening a thousand sources per task, most of them another task's, cost
+    more than the copies."""
 
     kind = "sources' chunks under their target keys"
 
-    def __init__(self, sources: Sequence[ZMap], moves: Mapping[str, tuple[int, str]]) -> None:
+    def __init__(
+        self,
+        sources: Sequence[ZMap | None],
+        moves: Mapping[str, tuple[int, str]],
+        pickled: Sequence[bytes] | None = None,
+    ) -> None:
         super().__init__("r")
         self._sources = list(sources)
         self._moves = dict(moves)
+        self._pickled = list(pickled) if pickled is not None else None
 
     def _where(self, key: str) -> tuple[ZMap, str]:
         try:
             index, skey = self._moves[key]
         except KeyError:
             raise KeyError(key) from None
-        return self._sources[index], skey
+        return self._source(index), skey
+
+    def _source(self, index: int) -> ZMap:
+        source = self._sources[index]
+        if source is None:  # a benign race between threads: both open the same source
+            assert self._pickled is not None
+            source = self._sources[index] = pickle.loads(self._pickled[index])
+        return source
 
     def _load(self, key: str) -> bytes:
         source, skey = self._where(key)
@@ -58,14 +77,15 @@ class ShiftedMap(ZMap):
                 yield key
 
     def _describe(self) -> tuple[str, dict[str, Any]]:
-        first = self._sources[0].url if self._sources else ""
-        return (f"shifted:{first} (+{max(len(self._sources) - 1, 0)} more)", {})
+        return (f"shifted:{len(self._sources)} sources", {})
 
     def location(self) -> Any:
-        return self._sources[0].location() if self._sources else super().location()
+        return self._source(0).location() if self._sources else super().location()
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (ShiftedMap, (self._sources, self._moves))
+        if self._pickled is None:
+            self._pickled = [pickle.dumps(s) for s in self._sources]
+        return (ShiftedMap, ([None] * len(self._sources), self._moves, self._pickled))
 
 
 #: Cluster tasks per worker thread when ``batch_size`` is not given: a combine's few
