@@ -247,11 +247,17 @@ def _check_width(values: np.ndarray, dtype: np.dtype, fqn: str) -> None:
         )
 
 
-def check_equal(plan: GrowPlan, readers: Sequence[Reader], names: Sequence[str]) -> None:
+def check_equal(
+    plan: GrowPlan,
+    readers: Sequence[Reader],
+    names: Sequence[str],
+    known: frozenset[int] = frozenset(),
+) -> None:
     """Refuse parts whose variables without the dimension hold other values. A part
     read as the first one's model whose chunk objects of a variable are the very same
     bytes holds the same values (not decoded); the others are decoded and compared. One
-    part's chunks are held at a time (and the first's)."""
+    part's chunks are held at a time (and the first's). ``known``: indices of parts
+    found so already (:func:`~nczarr.conversion.growsiblings.read_sources`), skipped."""
     variables = [plan.dataset.find_variable(fqn) for fqn in plan.compare]
     if not variables:
         return
@@ -259,6 +265,8 @@ def check_equal(plan: GrowPlan, readers: Sequence[Reader], names: Sequence[str])
     first_bytes: dict[str, Any] | None = None
     first_values: dict[str, np.ndarray] = {}
     for i, reader in enumerate(readers[1:], 1):
+        if i in known:
+            continue
         same: set[str] = set()
         if reader.part.dataset is first.part.dataset:
             if first_bytes is None:

@@ -110,6 +110,18 @@ class ZMap(MapCore):
         for key in keys:
             yield key, self.copy_from(other, key, key, None, atomic=False)
 
+    def copy_pairs(
+        self, other: ZMap, pairs: Iterable[tuple[str, str]]
+    ) -> Iterator[tuple[str, str, int | NotSupportedType | None]]:
+        """``(src_key, dst_key, copy_from(other, src_key, dst_key, atomic=False))`` for
+        each ``(src_key, dst_key)`` of ``pairs``, in order, lazily.
+
+        :meth:`copy_many` copies a key to the same key; a combine copies each source's
+        chunks under other keys (shifted along the concatenated dimension), so it needs
+        the pairs. A map may override it as it overrides :meth:`copy_many`."""
+        for src_key, dst_key in pairs:
+            yield src_key, dst_key, self.copy_from(other, src_key, dst_key, None, atomic=False)
+
     def copy_chunk_to(self, dst: ZMap, key: str) -> int | NotSupportedType:
         """Write ``self[key]`` into ``dst`` the source's own way (a netCDF file source
         copies a byte range of its file kernel-side, :meth:`copy_range`); return the

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from ..errors import (
     InvalidKeyError,
+    NCZarrError,
     StorageError,
     StoragePermissionError,
     raise_os_error,
@@ -30,7 +31,7 @@ from ..errors import (
 from ..keys import FORBIDDEN_CHARACTERS
 from .localfs import DirHandle, fd_path, first_visit, flag, use_dir_fds
 from .pins import PinnedDirs
-from .sessioncopy import copy_between, copy_runs, session_flags
+from .sessioncopy import copy_between, copy_pairs, copy_runs, session_flags
 
 __all__ = ["ConfinedTree"]
 
@@ -122,6 +123,49 @@ class ConfinedTree:
             return
         hidden = (self.hidden_prefix, src.hidden_prefix)
         yield from copy_runs(src_pins, pins, keys, hidden, flags, copy)
+
+    def copy_new_pairs(
+        self,
+        src: ConfinedTree,
+        pairs: Iterable[tuple[str, str]],
+        copy: Callable[[int, int, int], int],
+    ) -> Iterator[tuple[str, str, int | None]]:
+        """:meth:`copy_new_many` for ``(src_key, key)`` pairs, yielding ``(src_key, key,
+        bytes copied or None)`` in order (None: take the checked path, as there). A
+        directory not held yet is opened, verified and held first (:meth:`lend_dir`), so
+        even the first pair of a directory is a plain copy
+        (:func:`~nczarr.maps.sessioncopy.copy_pairs`)."""
+        pins, src_pins, flags = self._pins, src._pins, self._session_flags
+        if pins is None or src_pins is None or flags is None or src._session_flags is None:
+            yield from ((s, d, None) for s, d in pairs)
+            return
+        hidden = (self.hidden_prefix, src.hidden_prefix)
+        yield from copy_pairs(src.lend_dir, self.lend_dir, pairs, hidden, flags, copy)
+
+    def lend_dir(self, prefix: str) -> DirHandle | None:
+        """In a session, the held directory ``prefix`` (lent: the caller closes it),
+        reached first by :meth:`walk` (every component opened ``O_NOFOLLOW`` relative
+        to the last, links followed only inside the root) when it is not held yet;
+        None outside a session, where the directory is missing, where the platform
+        holds no directory descriptors (path mode), or on any error (the checked path
+        then creates, walks or refuses it properly). A walk, not :meth:`open_verified`:
+        as many system calls, and nothing remembered per directory (a combine's
+        thousand sources would each keep theirs)."""
+        pins = self._pins
+        if pins is None:
+            return None
+        held = pins.get(prefix)
+        if held is not None:
+            return held
+        try:
+            self.check_reserved(prefix)
+            handle = self.walk(prefix.split("/") if prefix else [], prefix)
+        except (OSError, NCZarrError):
+            return None
+        if handle.fd is None:  # path mode: nothing to hold, every use is checked
+            handle.close()
+            return None
+        return pins.add(prefix, handle)
 
     def unpin(self, prefix: str) -> None:
         """Forget held directories at and below ``prefix`` (removed or replaced)."""
@@ -411,12 +455,22 @@ class ConfinedTree:
             except OSError:
                 continue
 
-    def files_below(self, directory: DirHandle, key: str, *, stream: bool = False) -> Iterator[str]:
+    def files_below(
+        self,
+        directory: DirHandle,
+        key: str,
+        *,
+        stream: bool = False,
+        on_file: Callable[[DirHandle, str, str], object] | None = None,
+    ) -> Iterator[str]:
         """Keys of the files anywhere below ``directory`` (key ``key``), depth first.
 
         ``directory`` is consumed (closed); a directory reached twice (through a link)
         is listed once; an entry that vanishes meanwhile is skipped. ``stream``: each
-        directory read as it is consumed (see :meth:`entries`).
+        directory read as it is consumed (see :meth:`entries`). ``on_file(directory,
+        name, key)`` is called for each file before its key is yielded, with the
+        directory it was listed in, reached and checked as every listed directory is
+        (a listing that reads some files as it goes opens no directory twice).
         """
         seen: set[tuple[int, int]] = set()
         stack = [(directory, key)]
@@ -430,6 +484,8 @@ class ConfinedTree:
                     for name, is_dir in listed if stream else list(listed):
                         child = f"{ckey}/{name}" if ckey else name
                         if not is_dir:
+                            if on_file is not None:
+                                on_file(current, name, child)
                             yield child
                             continue
                         with contextlib.suppress(FileNotFoundError, NotADirectoryError):

@@ -23,7 +23,7 @@ from ..keys import FORBIDDEN_CHARACTERS
 from .localfs import DirHandle, flag
 from .pins import PinnedDirs
 
-__all__ = ["copy_between", "copy_runs", "session_flags"]
+__all__ = ["copy_between", "copy_pairs", "copy_runs", "session_flags"]
 
 #: ``copy(fd_in, fd_out, size)`` -> bytes copied (:func:`nczarr.maps.kernelcopy.copy_fd`).
 Copier = Callable[[int, int, int], int]
@@ -151,3 +151,58 @@ def _copy_at(
         return copied
     finally:
         os.close(fd_in)
+
+
+def copy_pairs(
+    src_dir: Callable[[str], DirHandle | None],
+    dst_dir: Callable[[str], DirHandle | None],
+    pairs: Iterable[tuple[str, str]],
+    hidden: tuple[str, str],
+    flags: tuple[int, int],
+    copy: Copier,
+) -> Iterator[tuple[str, str, int | None]]:
+    """:func:`copy_runs` for ``(src_key, key)`` pairs (a combine copies each source's
+    chunks under shifted keys), yielding ``(src_key, key, bytes copied or None)`` in
+    order. ``src_dir(prefix)`` and ``dst_dir(prefix)`` lend a held directory (opening
+    and verifying it first if need be) or answer None; the two are looked up once per
+    run of pairs with the same two directories. A pair whose directory is not lent, or
+    whose leaf names are not plainly valid (as in :func:`copy_runs`), yields None, for
+    the checked path to copy or refuse it properly."""
+    current: tuple[str, str] | None = None
+    s_dir: DirHandle | None = None
+    d_dir: DirHandle | None = None
+    try:
+        for src_key, key in pairs:
+            s_cut, d_cut = src_key.rfind("/"), key.rfind("/")
+            s_prefix, s_name = (
+                (src_key[:s_cut], src_key[s_cut + 1 :]) if s_cut >= 0 else ("", src_key)
+            )
+            d_prefix, d_name = (key[:d_cut], key[d_cut + 1 :]) if d_cut >= 0 else ("", key)
+            if (s_prefix, d_prefix) != current:
+                s_dir, d_dir = _give_back(s_dir, d_dir)
+                current = (s_prefix, d_prefix)
+                s_dir, d_dir = src_dir(s_prefix), dst_dir(d_prefix)
+            if (
+                s_dir is None
+                or d_dir is None
+                or max(len(src_key), len(key)) > 250
+                or not _plain_name(s_name, hidden)
+                or not _plain_name(d_name, hidden)
+            ):
+                s_dir, d_dir = _give_back(s_dir, d_dir)
+                current = None
+                yield src_key, key, None
+                continue
+            yield src_key, key, _copy_at(s_dir, s_name, d_dir, d_name, flags, copy)
+    finally:
+        _give_back(s_dir, d_dir)
+
+
+def _plain_name(name: str, hidden: tuple[str, str]) -> bool:
+    """Whether a leaf name is plainly valid (what :func:`copy_runs` asks inline)."""
+    return not (
+        name in ("", ".", "..")
+        or name.startswith(hidden)
+        or "\\" in name
+        or FORBIDDEN_CHARACTERS.search(name)
+    )
