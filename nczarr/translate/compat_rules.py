@@ -137,9 +137,52 @@ def _xarray_list_fill(facts: ArrayFacts) -> str | None:
     )
 
 
+def _u1(facts: ArrayFacts) -> str | None:
+    """A ``"<U1"`` (``">U1"``, ``"|U1"``) dtype: netcdf-c 4.8.0-4.9.0 read it as char
+    (``libnczarr/zutil.c``: ``case 'U': nctype = NC_CHAR`` for one-byte types); 4.9.1
+    dropped that case, so 4.9.1, 4.9.2, 4.9.3 and 4.10 refuse the dataset (NCZarr error
+    -137, measured with 4.10.1; Debian's ncdump 4.9.0 reads it)."""
+    found = [d for d in facts.dtypes if d in LEGACY_CHAR_DTYPES]
+    return found[0] if found else None
+
+
+def _u1_as_bytes(dtype: str) -> str:
+    return (
+        f"reads {dtype!r} as char, one byte per character, but this array holds UTF-32 "
+        "(four bytes per character): it reads the first quarter of each chunk's bytes "
+        "(text 'abcd' as 'a' and NULs)"
+    )
+
+
 def _netcdf_48_dtype(facts: ArrayFacts) -> str | None:
-    """As :func:`_netcdf_c_dtype`, but ``"<U1"`` is 4.8's own char: 4.8.0 reads it."""
-    return None if _legacy_char(facts) else _netcdf_c_dtype(facts)
+    """As :func:`_netcdf_c_dtype`, but 4.8 reads ``"<U1"`` (see :func:`_u1`)."""
+    return None if _u1(facts) else _netcdf_c_dtype(facts)
+
+
+def _netcdf_48_u1(facts: ArrayFacts) -> str | None:
+    """4.8 misreads a ``"<U1"`` that is not its own one-byte char (zarr-python's UTF-32)."""
+    dtype = _u1(facts)
+    return None if dtype is None or _legacy_char(facts) else _u1_as_bytes(dtype)
+
+
+def _netcdf_49_dtype(facts: ArrayFacts) -> str | None:
+    """As :func:`_netcdf_c_dtype`, naming the 4.9 releases that refuse ``"<U1"``."""
+    dtype = _u1(facts)
+    if dtype is None or _netcdf_c_dtype(facts) is None:
+        return _netcdf_c_dtype(facts)
+    then = "right for netcdf-c 4.8/4.9.0's own char" if _legacy_char(facts) else None
+    read = f"reads it as char (one byte per character, {then})" if then else _u1_as_bytes(dtype)
+    return (
+        f"4.9.1, 4.9.2 and 4.9.3 fail to open the whole dataset on data type {dtype!r} "
+        f"(NCZarr error -137); 4.9.0 (Debian's ncdump) {read}"
+    )
+
+
+def _netcdf_410_dtype(facts: ArrayFacts) -> str | None:
+    found = _netcdf_c_dtype(facts)
+    if found and _u1(facts):
+        return f"{found} (NCZarr error -137; only netcdf-c 4.8.0-4.9.0 read '<U1', as char)"
+    return found
 
 
 def _netcdf_c_dtype(facts: ArrayFacts) -> str | None:
@@ -447,8 +490,10 @@ def _bool_as_uint8(facts: ArrayFacts) -> str | None:
 RULES: tuple[Rule, ...] = (
     Rule((ZARR_PYTHON,), "fails", _zarr_python_no_dtype, TO_ZARR, translates=True),
     Rule((XARRAY,), "refuses", _xarray_no_dtype, TO_ZARR),
-    Rule((NC49, NC410), "refuses", _netcdf_c_dtype, TO_NCZARR),
+    Rule((NC410,), "refuses", _netcdf_410_dtype, TO_NCZARR),
+    Rule((NC49,), "refuses", _netcdf_49_dtype, TO_NCZARR),
     Rule((NC48,), "refuses", _netcdf_48_dtype, TO_NCZARR),
+    Rule((NC48,), "misreads", _netcdf_48_u1, TO_NCZARR),
     Rule((ZARR_PYTHON,), "fails", _zarr_python_list_fill, TO_ZARR, translates=True),
     Rule((XARRAY,), "refuses", _xarray_list_fill, TO_ZARR),
     Rule((ZARR_PYTHON,), "fails", _zarr_python_legacy_char, TO_ZARR, translates=True),
