@@ -6,7 +6,8 @@ xarray takes a v2 ``fill_value`` for ``_FillValue``. The v2 copy writes text wit
 ``_FillValue`` with ``fill_value`` null (xarray then shows the empty strings, as
 netCDF4 does), keeps the numeric default fills (netCDF4 masks them too), and warns
 about a byte's -127 and a ubyte's 255 (ncdump shows them as data). The stores are
-written here by the real netcdf-c 4.10 (the netCDF4 wheel); ``nc_pure_zarr`` is the recorded fixture.
+written here by the real netcdf-c 4.10 (the netCDF4 wheel); ``nc_pure_zarr`` is the
+recorded fixture.
 """
 
 from __future__ import annotations
