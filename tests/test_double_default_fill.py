@@ -100,3 +100,38 @@ def test_zarr3_copy_fill_value_is_the_exact_default_gdal_nodata(tmp_path):
     assert seen.error is None and seen.nodata == NC_FILL_DOUBLE
     gdal_mask = (seen.values == seen.nodata).tolist()
     assert gdal_mask == _netcdf4_mask(nc_url(src), "d")
+
+
+def test_check_reports_xarray_and_gdal_masking_the_rounded_fill(tmp_path):
+    """On netcdf-c's own pure Zarr store: xarray and GDAL mask 9.96921e+36 (the
+    never-written chunk), netCDF4 the default fill values; ``check`` says so, and the
+    Zarr copy it names as the fix passes."""
+    from nczarr.translate.compat import GDAL, XARRAY
+
+    src = _source_pure(tmp_path / "pure")
+    report = nczarr.check(src)
+    for reader in (XARRAY, GDAL):
+        (found,) = [f for f in report.for_reader(reader) if f.where == "/d"]
+        assert found.severity == "misreads" and "9.96921e+36" in found.problem
+        assert found.fix.startswith("nczarr convert URL OUT --mode zarr")
+    assert not [f for f in report.findings if f.where == "/f"]
+    netcdf4 = _netcdf4_mask(nc_url(src, "zarr"), "d")
+    assert netcdf4 == [False, True, False, True, False, False]
+    assert _xarray_mask(src, "d") == [False, False, False, False, True, True]
+    gdal = read_zarr(src).arrays["/d"]
+    assert (gdal.values == gdal.nodata).tolist() == [False, False, False, False, True, True]
+    out = tmp_path / "fixed.zarr"
+    with pytest.warns(nczarr.NCZarrWarning, match="'/d'"):
+        nczarr.convert(src, out, mode="zarr")
+    assert not [f for f in nczarr.check(out).findings if f.where == "/d"]
+
+
+def _source_pure(path: Path) -> Path:
+    """As :func:`_source` (the never-written chunk included), in netcdf-c's pure Zarr."""
+    with netCDF4.Dataset(nc_url(path, "zarr"), "w") as ds:
+        ds.createDimension("x", 6)
+        for name, kind in (("d", "f8"), ("f", "f4")):
+            var = ds.createVariable(name, kind, ("x",), chunksizes=(2,))
+            var[0:2] = [1.0, netCDF4.default_fillvals[kind]]
+            var[2:3] = [3.0]
+    return path

@@ -415,6 +415,29 @@ def _v3_gdal_nodata_unmasked(facts: ArrayFacts) -> str | None:
     return None
 
 
+#: The double netcdf-c's ``.zarray`` text for NC_FILL_DOUBLE (``"%g"``: ``9.96921e+36``)
+#: reads as; its chunks hold NC_FILL_DOUBLE itself (9.969209968386869e+36).
+_NETCDF_C_FILL_DOUBLE = 9.96921e36
+
+
+def _rounded_double_fill(facts: ArrayFacts) -> str | None:
+    """A netcdf-c double without ``_FillValue``: the v2 ``fill_value`` xarray and GDAL
+    mask is netcdf-c's rounding of the default fill, not the default fill netCDF4 masks
+    (tests/test_double_default_fill.py)."""
+    if facts.zarr_format != 2 or facts.netcdf_version is None or "_FillValue" in facts.attrs:
+        return None
+    if not any(d.lstrip("<>|=") == "f8" for d in facts.dtypes):
+        return None
+    fill = facts.fill
+    if isinstance(fill, float) and fill == _NETCDF_C_FILL_DOUBLE:
+        return (
+            "masks the fill_value 9.96921e+36 (netcdf-c's text of the default double fill; "
+            "no _FillValue): the chunks netcdf-c never wrote, not the default fill values "
+            "9.969209968386869e+36 of the written chunks, which netCDF4 masks"
+        )
+    return None
+
+
 # ------------------------------------------------------------ GDAL 3.12 quirks
 #: The v3 codecs GDAL 3.12's Zarr driver decodes (it refuses ``crc32c``,
 #: ``sharding_indexed`` and zarr-python's ``numcodecs.*`` wrappers).
@@ -522,6 +545,7 @@ RULES: tuple[Rule, ...] = (
     Rule((XARRAY,), "refuses", _v3_no_dimension_names, formats=(3,)),
     Rule((ZARR_PYTHON, XARRAY), "fails", _v3_null_fill, formats=(3,)),
     Rule((XARRAY,), "ignores", _v3_gdal_nodata_unmasked, TO_ZARR, formats=(3,)),
+    Rule((XARRAY, GDAL), "misreads", _rounded_double_fill, TO_ZARR),
     Rule((GDAL,), "fails", _gdal_shuffle_zero, TO_ZARR),
     Rule((GDAL,), "fails", _gdal_v3_codec, TO_ZARR2, formats=(3,)),
     Rule((GDAL,), "fails", _gdal_v3_type, TO_ZARR2, formats=(3,)),
