@@ -174,3 +174,19 @@ def test_a_convert_journal_is_no_pending_append(tmp_path):
     (dst / JOURNAL_KEY).write_text('{"kind": "nczarr-convert-journal"}')
     report = nczarr.check(dst)
     assert report.pending is None and _pending_only(report) == []
+
+
+def test_pending_append_compares_documents_not_spellings():
+    """A NaN fill_value written already is written (NaN != NaN in Python, not in JSON);
+    odd journal contents are read as far as they go, never raised on."""
+    from nczarr.translate.compat_pending import pending_append
+
+    zarray = b'{"zarr_format": 2, "shape": [7], "dtype": "<f8", "fill_value": NaN}'
+    attrs = b'{"_ARRAY_DIMENSIONS": ["time"], "_nczarr_array": [1, 2]}'
+    doc = {"sources": ["s.nc"], "dimension": "/time"}
+    metadata = [("t/.zattrs", attrs), ("t/.zarray", zarray)]
+    done = pending_append(JOURNAL_KEY, metadata, doc, dict(metadata))
+    assert done.unwritten == () and done.grown == ("/t",) and done.old == ()
+    old = {"t/.zattrs": attrs, "t/.zarray": zarray.replace(b"[7]", b"[3]")}
+    half = pending_append(JOURNAL_KEY, metadata, doc, old)
+    assert half.unwritten == ("t/.zarray",) and half.old == ("/t",)

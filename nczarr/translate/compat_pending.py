@@ -106,6 +106,11 @@ def _parse(raw: bytes | None) -> Any:
         return None
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Equal JSON documents (a NaN fill equals a NaN here: both are the token ``NaN``)."""
+    return a == b or json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
 def _shape(doc: Any) -> list[Any] | None:
     shape = doc.get("shape") if isinstance(doc, dict) else None
     return shape if isinstance(shape, list) else None
@@ -130,7 +135,8 @@ def _dims(key: str, journal: Mapping[str, Any], stored: Mapping[str, Any]) -> li
     attrs = journal.get(_attrs_key(key)) or stored.get(_attrs_key(key)) or {}
     if not isinstance(attrs, dict):
         return []
-    refs = (attrs.get("_nczarr_array") or {}).get("dimension_references")
+    nczarr_array = attrs.get("_nczarr_array")
+    refs = nczarr_array.get("dimension_references") if isinstance(nczarr_array, dict) else None
     if isinstance(refs, list):
         return [str(d) for d in refs]
     names = attrs.get("_ARRAY_DIMENSIONS")
@@ -166,7 +172,9 @@ def _sizes_old(journal: Mapping[str, Any], stored: Mapping[str, Any], dimension:
 
 def _consolidated_old(journal: Mapping[str, Any], stored: Mapping[str, Any]) -> bool:
     if ZMETADATA in journal:
-        return stored.get(ZMETADATA) is not None and stored[ZMETADATA] != journal[ZMETADATA]
+        return stored.get(ZMETADATA) is not None and not _same(
+            stored[ZMETADATA], journal[ZMETADATA]
+        )
     root = journal.get(ZARR_JSON)
     old = stored.get(ZARR_JSON)
     return (
@@ -202,7 +210,7 @@ def pending_append(
         journal=journal_key,
         sources=tuple(str(s) for s in sources) if isinstance(sources, list) else (),
         dimension=dimension,
-        unwritten=tuple(k for k in journal if found[k] != journal[k]),
+        unwritten=tuple(k for k in journal if not _same(found[k], journal[k])),
         grown=tuple(grown),
         old=tuple(old),
         sizes_old=_sizes_old(journal, found, dimension),
