@@ -19,11 +19,18 @@ from dataclasses import dataclass
 
 from .compat_base import GDAL, NC48, NC49, NC410, NETCDF_C, XARRAY, ZARR_PYTHON
 from .compat_facts import ArrayFacts
+from .compat_types import (
+    legacy_char,
+    netcdf_48_dtype,
+    netcdf_48_u1,
+    netcdf_49_dtype,
+    netcdf_410_dtype,
+    rounded_double_fill,
+)
 from .conventions import (
     LAYOUT_V2,
     LAYOUT_V2_KEYS,
     LAYOUT_ZARR,
-    LEGACY_CHAR_DTYPES,
     NETCDF_C_CODECS,
     SCALAR_DIM,
 )
@@ -94,18 +101,8 @@ def _xarray_no_dtype(facts: ArrayFacts) -> str | None:
     return f"cannot open the group holding this array (zarr-python rejects {dtype!r})"
 
 
-def _legacy_char(facts: ArrayFacts) -> str | None:
-    """The ``"<U1"`` char of netcdf-c 4.8/4.9.0 (NCZarr, or pure Zarr its
-    ``_NCProperties`` names): one byte per character, not UTF-32."""
-    version = facts.netcdf_version or ""
-    if not (facts.nczarr_layout or version.startswith("4.8.") or version == "4.9.0"):
-        return None
-    found = [d for d in facts.dtypes if d in LEGACY_CHAR_DTYPES]
-    return found[0] if found else None
-
-
 def _zarr_python_legacy_char(facts: ArrayFacts) -> str | None:
-    dtype = _legacy_char(facts)
+    dtype = legacy_char(facts)
     if dtype is None:
         return None
     return (
@@ -135,64 +132,6 @@ def _xarray_list_fill(facts: ArrayFacts) -> str | None:
         f"cannot open the group holding this array (zarr-python rejects its one-element "
         f"list fill_value {facts.fill!r}, netcdf-c 4.8.0)"
     )
-
-
-def _u1(facts: ArrayFacts) -> str | None:
-    """A ``"<U1"`` (``">U1"``, ``"|U1"``) dtype: netcdf-c 4.8.0-4.9.0 read it as char
-    (``libnczarr/zutil.c``: ``case 'U': nctype = NC_CHAR`` for one-byte types); 4.9.1
-    dropped that case, so 4.9.1, 4.9.2, 4.9.3 and 4.10 refuse the dataset (NCZarr error
-    -137, measured with 4.10.1; Debian's ncdump 4.9.0 reads it)."""
-    found = [d for d in facts.dtypes if d in LEGACY_CHAR_DTYPES]
-    return found[0] if found else None
-
-
-def _u1_as_bytes(dtype: str) -> str:
-    return (
-        f"reads {dtype!r} as char, one byte per character, but this array holds UTF-32 "
-        "(four bytes per character): it reads the first quarter of each chunk's bytes "
-        "(text 'abcd' as 'a' and NULs)"
-    )
-
-
-def _netcdf_48_dtype(facts: ArrayFacts) -> str | None:
-    """As :func:`_netcdf_c_dtype`, but 4.8 reads ``"<U1"`` (see :func:`_u1`)."""
-    return None if _u1(facts) else _netcdf_c_dtype(facts)
-
-
-def _netcdf_48_u1(facts: ArrayFacts) -> str | None:
-    """4.8 misreads a ``"<U1"`` that is not its own one-byte char (zarr-python's UTF-32)."""
-    dtype = _u1(facts)
-    return None if dtype is None or _legacy_char(facts) else _u1_as_bytes(dtype)
-
-
-def _netcdf_49_dtype(facts: ArrayFacts) -> str | None:
-    """As :func:`_netcdf_c_dtype`, naming the 4.9 releases that refuse ``"<U1"``."""
-    dtype = _u1(facts)
-    if dtype is None or _netcdf_c_dtype(facts) is None:
-        return _netcdf_c_dtype(facts)
-    then = "right for netcdf-c 4.8/4.9.0's own char" if _legacy_char(facts) else None
-    read = f"reads it as char (one byte per character, {then})" if then else _u1_as_bytes(dtype)
-    return (
-        f"4.9.1, 4.9.2 and 4.9.3 fail to open the whole dataset on data type {dtype!r} "
-        f"(NCZarr error -137); 4.9.0 (Debian's ncdump) {read}"
-    )
-
-
-def _netcdf_410_dtype(facts: ArrayFacts) -> str | None:
-    found = _netcdf_c_dtype(facts)
-    if found and _u1(facts):
-        return f"{found} (NCZarr error -137; only netcdf-c 4.8.0-4.9.0 read '<U1', as char)"
-    return found
-
-
-def _netcdf_c_dtype(facts: ArrayFacts) -> str | None:
-    if facts.nczarr_layout and facts.layout == LAYOUT_V2_KEYS and facts.uppercase_keys:
-        return None
-    for dtype in facts.dtypes:
-        kind = dtype[1:2] if dtype[:1] in "<>|=" else dtype[:1]
-        if kind in ("U", "O", "M", "m", "c", "b", "V") or dtype[1:] == "f2":
-            return f"fails to open the whole dataset on data type {dtype!r}"
-    return None
 
 
 def _shuffle_sizes(facts: ArrayFacts) -> list[object]:
@@ -415,29 +354,6 @@ def _v3_gdal_nodata_unmasked(facts: ArrayFacts) -> str | None:
     return None
 
 
-#: The double netcdf-c's ``.zarray`` text for NC_FILL_DOUBLE (``"%g"``: ``9.96921e+36``)
-#: reads as; its chunks hold NC_FILL_DOUBLE itself (9.969209968386869e+36).
-_NETCDF_C_FILL_DOUBLE = 9.96921e36
-
-
-def _rounded_double_fill(facts: ArrayFacts) -> str | None:
-    """A netcdf-c double without ``_FillValue``: the v2 ``fill_value`` xarray and GDAL
-    mask is netcdf-c's rounding of the default fill, not the default fill netCDF4 masks
-    (tests/test_double_default_fill.py)."""
-    if facts.zarr_format != 2 or facts.netcdf_version is None or "_FillValue" in facts.attrs:
-        return None
-    if not any(d.lstrip("<>|=") == "f8" for d in facts.dtypes):
-        return None
-    fill = facts.fill
-    if isinstance(fill, float) and fill == _NETCDF_C_FILL_DOUBLE:
-        return (
-            "masks the fill_value 9.96921e+36 (netcdf-c's text of the default double fill; "
-            "no _FillValue): the chunks netcdf-c never wrote, not the default fill values "
-            "9.969209968386869e+36 of the written chunks, which netCDF4 masks"
-        )
-    return None
-
-
 # ------------------------------------------------------------ GDAL 3.12 quirks
 #: The v3 codecs GDAL 3.12's Zarr driver decodes (it refuses ``crc32c``,
 #: ``sharding_indexed`` and zarr-python's ``numcodecs.*`` wrappers).
@@ -513,10 +429,10 @@ def _bool_as_uint8(facts: ArrayFacts) -> str | None:
 RULES: tuple[Rule, ...] = (
     Rule((ZARR_PYTHON,), "fails", _zarr_python_no_dtype, TO_ZARR, translates=True),
     Rule((XARRAY,), "refuses", _xarray_no_dtype, TO_ZARR),
-    Rule((NC410,), "refuses", _netcdf_410_dtype, TO_NCZARR),
-    Rule((NC49,), "refuses", _netcdf_49_dtype, TO_NCZARR),
-    Rule((NC48,), "refuses", _netcdf_48_dtype, TO_NCZARR),
-    Rule((NC48,), "misreads", _netcdf_48_u1, TO_NCZARR),
+    Rule((NC410,), "refuses", netcdf_410_dtype, TO_NCZARR),
+    Rule((NC49,), "refuses", netcdf_49_dtype, TO_NCZARR),
+    Rule((NC48,), "refuses", netcdf_48_dtype, TO_NCZARR),
+    Rule((NC48,), "misreads", netcdf_48_u1, TO_NCZARR),
     Rule((ZARR_PYTHON,), "fails", _zarr_python_list_fill, TO_ZARR, translates=True),
     Rule((XARRAY,), "refuses", _xarray_list_fill, TO_ZARR),
     Rule((ZARR_PYTHON,), "fails", _zarr_python_legacy_char, TO_ZARR, translates=True),
@@ -545,7 +461,7 @@ RULES: tuple[Rule, ...] = (
     Rule((XARRAY,), "refuses", _v3_no_dimension_names, formats=(3,)),
     Rule((ZARR_PYTHON, XARRAY), "fails", _v3_null_fill, formats=(3,)),
     Rule((XARRAY,), "ignores", _v3_gdal_nodata_unmasked, TO_ZARR, formats=(3,)),
-    Rule((XARRAY, GDAL), "misreads", _rounded_double_fill, TO_ZARR),
+    Rule((XARRAY, GDAL), "misreads", rounded_double_fill, TO_ZARR),
     Rule((GDAL,), "fails", _gdal_shuffle_zero, TO_ZARR),
     Rule((GDAL,), "fails", _gdal_v3_codec, TO_ZARR2, formats=(3,)),
     Rule((GDAL,), "fails", _gdal_v3_type, TO_ZARR2, formats=(3,)),
