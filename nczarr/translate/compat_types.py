@@ -116,6 +116,7 @@ def rounded_double_fill(facts: ArrayFacts) -> str | None:
         return (
             "masks the fill_value 9.96921e+36 (netcdf-c's text of the default double fill; "
             "no _FillValue): the chunks netcdf-c never wrote, not the default fill values "
-            "9.969209968386869e+36 of the written chunks, which netCDF4 masks"
+            "9.969209968386869e+36 of the written chunks, which netCDF4 masks (nczarr's "
+            "Zarr copies keep that fill_value)"
         )
     return None

@@ -74,7 +74,7 @@ from .dtypes import encode_fill_value, json_number
 from .model import Dataset, Group, Variable
 from .target import Target
 from .write_common import WriteResult, group_key, ncproperties
-from .zarr2_fills import gdal_nodata_warnings, netcdf_c_fill, rounded_fill_warnings
+from .zarr2_fills import gdal_nodata_warnings
 from .zarr_names import dimension_names, plain_attributes, utf8_json
 
 __all__ = ["write_zarr3", "array_document", "data_type", "CHUNK_KEY_ENCODING"]
@@ -132,7 +132,7 @@ def _fill_value(var: Variable) -> Any:
         return base64.b64encode(text.encode("utf-8")).decode("ascii")
     if var.fill_value is None:
         return 0.0 if var.type in ("float", "double") else 0
-    return encode_fill_value(netcdf_c_fill(var), var.type, nczarr=False)
+    return encode_fill_value(var.fill_value, var.type, nczarr=False)
 
 
 def _xarray_fill(var: Variable) -> Any:
@@ -253,7 +253,7 @@ def write_zarr3(dataset: Dataset, target: Target | None = None) -> WriteResult:
     target = target or Target("zarr", zarr_format=3)
     noxarray, consolidated = target.noxarray, target.write_consolidated
     docs: dict[str, dict[str, Any]] = {}
-    warnings = [*rounded_fill_warnings(dataset, zarr_format=3), *gdal_nodata_warnings(dataset)]
+    warnings = gdal_nodata_warnings(dataset)
     skipped: list[str] = []
     for group in dataset.root.walk():
         prefix = group_key(group)
