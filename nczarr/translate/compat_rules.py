@@ -381,7 +381,7 @@ def _gdal_v3_codec(facts: ArrayFacts) -> str | None:
 def _gdal_v3_type(facts: ArrayFacts) -> str | None:
     dtype = facts.data_type
     name = dtype.get("name") if isinstance(dtype, dict) else dtype
-    if name in _GDAL_V3_REFUSED_TYPES:
+    if isinstance(name, str) and name in _GDAL_V3_REFUSED_TYPES:
         return f"has no data type {name!r}: the array cannot be opened"
     return None
 
