@@ -419,6 +419,42 @@ class FsspecMap(BulkRequests, ZMap):
             data = data[start:end]
         return data
 
+    @property
+    def async_reads(self) -> bool:  # type: ignore[override]
+        """True on an fsspec async filesystem (S3, GCS, HTTP ...): :meth:`aread` awaits
+        its ``_cat_file`` on the filesystem's event loop, no worker thread blocks on it."""
+        return bool(getattr(self._fs, "async_impl", False))
+
+    async def aread(self, key: str, start: int | None = None, length: int | None = None) -> bytes:
+        """``self[key]`` or ``self.getrange(key, start, length)``, awaitable: on an async
+        filesystem one ``_cat_file`` awaited on the filesystem's event loop (from
+        another loop, such as zarr-python's, handed over with
+        ``asyncio.run_coroutine_threadsafe``: no worker thread). What the synchronous
+        path settles with the object's size (a window counted from the end, a range
+        the service refuses) goes to it in a worker thread."""
+        nkey = normalize_key(key)
+        plain = start is None or (start < 0 and length is None) or (start >= 0 and length != 0)
+        if not self.async_reads or not plain or (length is not None and length < 0):
+            return await super().aread(nkey, start, length)
+        end = None if start is None or length is None else start + length
+        read = self._acall("read", nkey, self._fs._cat_file(self._full(nkey), start=start, end=end))
+        try:
+            data = await self._on_fs_loop(read)
+        except StorageError:
+            if start is not None and start >= 0:  # past the end? the sync path tells
+                return await super().aread(nkey, start, length)
+            raise
+        if length is not None and len(data) > length:  # a server that ignores Range
+            data = data[start:end]
+        return data
+
+    async def _on_fs_loop(self, coro: Awaitable[T]) -> T:
+        """Await ``coro`` on the filesystem's event loop, from whichever loop runs."""
+        loop = self._fs.loop
+        if asyncio.get_running_loop() is loop:
+            return await coro
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))  # type: ignore[arg-type]
+
     def getsize(self, key: str) -> int:
         """Size of ``key`` in bytes, from one ``info`` call."""
         nkey = normalize_key(key)
