@@ -132,15 +132,15 @@ def test_the_shard_objects_read_are_the_stored_ones(tmp_path: Path, monkeypatch)
     expected = _sharded_store(tmp_path / "s.zarr")
     asked: list[str] = []
     through_zarr: list[str] = []
-    real_get, real_load, real_range = ZarrStore.get, FileMap._load, FileMap.getrange
+    real_get, real_items, real_range = ZarrStore.get, FileMap.getitems, FileMap.getrange
 
     async def get(self, key, prototype, byte_range=None):
         through_zarr.append(key)
         return await real_get(self, key, prototype, byte_range)
 
-    def load(self, key):
-        asked.append(key)
-        return real_load(self, key)
+    def getitems(self, keys):
+        asked.extend(keys)
+        return real_items(self, keys)
 
     def getrange(self, key, start, length=None):
         asked.append(key)
@@ -148,7 +148,7 @@ def test_the_shard_objects_read_are_the_stored_ones(tmp_path: Path, monkeypatch)
 
     monkeypatch.setattr(ZarrStore, "get", get)
     with _open(tmp_path / "s.zarr", mask_and_scale=False) as ds:
-        monkeypatch.setattr(FileMap, "_load", load)
+        monkeypatch.setattr(FileMap, "getitems", getitems)
         monkeypatch.setattr(FileMap, "getrange", getrange)
         np.testing.assert_array_equal(ds["sh"].values, expected["sh"])
     shards = {k for k in asked if k.startswith("sh/")}

@@ -32,7 +32,10 @@ from zarr import Array
 
 from ..maps.base import ZMap
 
-__all__ = ["ShardPlan", "ShardedArray", "read_basic", "shard_plan"]
+__all__ = ["BATCH", "ShardPlan", "ShardedArray", "read_basic", "shard_plan"]
+
+#: Whole shards read with one ``getitems`` (bounds the compressed bytes held at once).
+BATCH = 16
 
 #: An inner chunk the shard does not hold (its index entry is this offset and length).
 _MISSING = np.uint64(2**64 - 1)
@@ -150,38 +153,59 @@ def shard_plan(array: Any, zmap: ZMap, path: str) -> ShardPlan | None:
 
 def read_basic(plan: ShardPlan, selection: Any) -> Any:
     """``array[selection]`` for a basic ``selection`` (ints, slices, ellipsis): a
-    numpy array (0-d when every dimension is an integer, as zarr-python returns it)."""
+    numpy array (0-d when every dimension is an integer, as zarr-python returns it).
+
+    Shards of which every inner chunk is asked for are read whole, :data:`BATCH` at a
+    time with one ``getitems`` (concurrent requests on S3); the others by their index
+    and the byte ranges of the inner chunks asked for."""
+    from zarr.core.chunk_grids import RegularChunkGrid
     from zarr.core.indexing import BasicIndexer
 
     metadata = plan.metadata
     indexer = BasicIndexer(selection, shape=metadata.shape, chunk_grid=metadata.chunk_grid)
     out = np.empty(indexer.shape, dtype=metadata.dtype.to_native_dtype(), order=plan.order)
+    grid = RegularChunkGrid(chunk_shape=plan.inner_shape)
+    shards = []
     for shard_coords, shard_selection, out_selection, _ in indexer:
         key = plan.prefix + metadata.encode_chunk_key(shard_coords)
+        parts = list(BasicIndexer(shard_selection, shape=plan.shard_shape, chunk_grid=grid))
         # a view of the result (``out[()]`` of a 0-d array would be a copy, a scalar)
-        _read_shard(plan, key, shard_selection, out[out_selection] if out_selection else out[...])
+        shards.append((key, parts, out[out_selection] if out_selection else out[...]))
+    for first in range(0, len(shards), BATCH):
+        batch = shards[first : first + BATCH]
+        whole = [key for key, parts, _ in batch if len(parts) == plan.inner_count]
+        fetched = plan.zmap.getitems(whole) if whole else {}
+        for key, parts, view in batch:
+            if len(parts) == plan.inner_count:
+                _read_whole(plan, fetched.get(key), parts, view)
+            else:
+                _read_parts(plan, key, parts, view)
     return out
 
 
-def _read_shard(plan: ShardPlan, key: str, selection: Any, out: np.ndarray) -> None:
-    """Write ``selection`` of the shard at ``key`` into ``out`` (a view of the result)."""
-    from zarr.core.chunk_grids import RegularChunkGrid
-    from zarr.core.indexing import BasicIndexer
-
-    grid = RegularChunkGrid(chunk_shape=plan.inner_shape)
-    parts = list(BasicIndexer(selection, shape=plan.shard_shape, chunk_grid=grid))
-    fill = plan.metadata.fill_value
-    try:
-        if len(parts) == plan.inner_count:  # every inner chunk: the shard in one read
-            whole = plan.zmap[key]
-            index = _index(plan, _index_bytes(plan, whole))
-            fetch = _slicer(whole)
-        else:
-            index = _index(plan, _read_index(plan, key))
-            fetch = _ranger(plan.zmap, key)
-    except KeyError:  # a shard never written: the fill value
-        out[...] = fill
+def _read_whole(plan: ShardPlan, shard: bytes | None, parts: list[Any], out: np.ndarray) -> None:
+    """Write the inner chunks ``parts`` of ``shard`` (None: never written) into ``out``."""
+    if shard is None:
+        out[...] = plan.metadata.fill_value
         return
+    _decode_into(plan, _index(plan, _index_bytes(plan, shard)), _slicer(shard), parts, out)
+
+
+def _read_parts(plan: ShardPlan, key: str, parts: list[Any], out: np.ndarray) -> None:
+    """Write the inner chunks ``parts`` of the shard at ``key`` into ``out``, reading
+    its index and then those chunks' byte ranges."""
+    try:
+        index = _index(plan, _read_index(plan, key))
+    except KeyError:  # a shard never written: the fill value
+        out[...] = plan.metadata.fill_value
+        return
+    _decode_into(plan, index, _ranger(plan.zmap, key), parts, out)
+
+
+def _decode_into(
+    plan: ShardPlan, index: np.ndarray, fetch: Any, parts: list[Any], out: Any
+) -> None:
+    fill = plan.metadata.fill_value
     for coords, chunk_selection, out_selection, _ in parts:
         offset, length = index[coords]
         if offset == _MISSING and length == _MISSING:
