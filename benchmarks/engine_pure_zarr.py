@@ -22,8 +22,10 @@ Read contenders, each ``xr.open_dataset(path, ...).load()`` on the same director
 with ``--dask`` also both with ``chunks={}``. With ``--s3`` each store is also copied
 into a bucket of a moto server (its own process, so its CPU is not counted) and read by
 both engines from ``s3://bench/<store>.zarr`` with the same ``storage_options``
-(``--s3-repeat`` rounds; with dask only with ``--s3-dask``: two dask threads make two
-requests at a time, over a minute a round).
+(``--s3-stores``, default the sharded one; ``--s3-repeat`` rounds; with dask only with ``--s3-dask``: two dask threads make two
+requests at a time, over a minute a round). Then zarr-python itself reads every
+array there through its own ``FsspecStore`` ("zarr") and through nczarr's ``ZarrStore``
+over an ``S3Map`` ("nczarr"): the store adapter alone, without either engine.
 
 Timing: the machine is shared, so every contender runs ``--repeat`` times, interleaved
 round-robin after one untimed warm-up, and the minimum is kept of wall time and of CPU
@@ -83,6 +85,30 @@ def contenders(
     return out
 
 
+def store_contenders(url: str, endpoint: str) -> dict[str, Callable[[], object]]:
+    """zarr-python itself reading every array of ``url``, through its own ``FsspecStore``
+    (s3fs, asynchronous) and through nczarr's ``ZarrStore`` over an ``S3Map``."""
+    import zarr
+
+    from nczarr.integrations.zarr_store import ZarrStore
+    from nczarr.maps.s3 import S3Map
+
+    def read(group: Any) -> None:
+        for _, array in group.arrays():
+            array[...]
+
+    def ours() -> None:
+        zmap = S3Map(url, mode="r", endpoint_url=endpoint)
+        read(zarr.open_group(ZarrStore(zmap), mode="r"))
+        zmap.close()
+
+    opts = {"endpoint_url": endpoint}
+    return {
+        "zarr": lambda: read(zarr.open_group(url, mode="r", storage_options=opts)),
+        "nczarr": ours,
+    }
+
+
 def start_s3() -> tuple[Any, str, Any]:
     """A moto S3 server in its own process (its CPU is not counted) and an s3fs
     filesystem on it; fake credentials for the local server only."""
@@ -120,6 +146,7 @@ def main() -> None:
         "--s3", action="store_true", help="also each store in a bucket of a moto server"
     )
     parser.add_argument("--s3-repeat", type=int, default=3, help="rounds on S3")
+    parser.add_argument("--s3-stores", default="v3-sharded", help="stores read from S3")
     parser.add_argument("--s3-dask", action="store_true", help="also chunks={} on S3 (slow)")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
@@ -143,11 +170,13 @@ def main() -> None:
             path = tmp / f"{kind}.zarr"
             write_store(path, ds, kind)
             report(f"read {kind}", best_of(contenders(path, args.dask), args.repeat))
-            if fs is not None:
+            if fs is not None and kind in args.s3_stores.split(","):
                 fs.put(str(path), f"bench/{kind}.zarr", recursive=True)
                 url, options = f"s3://bench/{kind}.zarr", {"endpoint_url": endpoint}
                 times = best_of(contenders(url, args.s3_dask, options), args.s3_repeat)
                 report(f"read {kind} S3", times)
+                times = best_of(store_contenders(url, endpoint), args.s3_repeat)
+                report(f"zarr-python {kind} S3", times)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if proc is not None:

@@ -98,6 +98,7 @@ def _write(path: Path, arrays: dict[str, dict[str, Any]] = ARRAYS) -> dict[str, 
         )
         array[:8, :12, :] = values[:8, :12, :]  # shards (2, *, *) and (*, 2, *) never written
         array[0:2, 0:3, 0:2] = -7  # an inner chunk of fill only: not written
+        array[4:8, 0:6, 0:4] = -7  # a whole shard of fill only: not written
     theirs = zarr.open_group(path, mode="r")
     return {name: theirs[name] for name in arrays}
 
@@ -215,3 +216,37 @@ def test_the_view_is_unchanged(store) -> None:
     """nczarr.view still shows the sharded arrays as Zarr v2 (re-encoded there)."""
     with nczarr.view(store[0]) as view:
         assert "default/.zarray" in view.metadata
+
+
+def test_a_pickled_array_reads_the_same(store, ours) -> None:
+    """dask's distributed workers get the array pickled: the plan travels with it."""
+    import pickle
+
+    copy = pickle.loads(pickle.dumps(ours["default"]))
+    assert isinstance(copy, ShardedArray)
+    np.testing.assert_array_equal(copy[1:9, 2:13, 3], store[1]["default"][1:9, 2:13, 3])
+
+
+@pytest.mark.parametrize("batch", [1, 2, 5])
+def test_whole_shards_are_read_in_batches(store, ours, monkeypatch, batch: int) -> None:
+    """Whole shards come from one ``getitems`` per batch; a shard never written
+    (``default/c/1/0/0``) is left out of its answer and reads as the fill value."""
+    import nczarr.integrations.shardread as shardread
+
+    zmap = ours["default"]._plan.zmap
+    asked: list[list[str]] = []
+    real = type(zmap).getitems
+
+    def getitems(self, keys):
+        asked.append(list(keys))
+        return real(self, keys)
+
+    monkeypatch.setattr(shardread, "BATCH", batch)
+    monkeypatch.setattr(type(zmap), "getitems", getitems)
+    np.testing.assert_array_equal(ours["default"][:8, :12, :], store[1]["default"][:8, :12, :])
+    assert not (store[0] / "default" / "c" / "1" / "0" / "0").exists()
+    whole = [key for keys in asked for key in keys]
+    assert sorted(whole) == sorted(
+        f"default/c/{i}/{j}/{k}" for i in (0, 1) for j in (0, 1) for k in (0, 1)
+    )
+    assert all(len(keys) <= batch for keys in asked)
