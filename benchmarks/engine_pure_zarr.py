@@ -22,10 +22,11 @@ Read contenders, each ``xr.open_dataset(path, ...).load()`` on the same director
 with ``--dask`` also both with ``chunks={}``. With ``--s3`` each store is also copied
 into a bucket of a moto server (its own process, so its CPU is not counted) and read by
 both engines from ``s3://bench/<store>.zarr`` with the same ``storage_options``
-(``--s3-stores``, default the sharded one; ``--s3-repeat`` rounds; with dask only with ``--s3-dask``: two dask threads make two
-requests at a time, over a minute a round). Then zarr-python itself reads every
-array there through its own ``FsspecStore`` ("zarr") and through nczarr's ``ZarrStore``
-over an ``S3Map`` ("nczarr"): the store adapter alone, without either engine.
+(``--s3-stores``, default the sharded one; ``--s3-repeat`` rounds; with dask only
+with ``--s3-dask``: two dask threads make two requests at a time, a minute a round).
+Then zarr-python itself reads every array there through its own ``FsspecStore``
+("zarr") and through nczarr's ``ZarrStore`` over an ``S3Map`` ("nczarr"): the store
+adapter alone, without either engine.
 
 Timing: the machine is shared, so every contender runs ``--repeat`` times, interleaved
 round-robin after one untimed warm-up, and the minimum is kept of wall time and of CPU
