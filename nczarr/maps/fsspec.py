@@ -11,7 +11,8 @@ error naming it (fsspec would block opening a FIFO).
 
 Remote filesystems are fsspec ``AsyncFileSystem``\\ s: ``getitems`` and ``setitems``
 then run their requests concurrently on the filesystem's event loop (at most
-:data:`MAX_CONCURRENCY` at once) instead of one after another.
+:data:`MAX_CONCURRENCY` at once) instead of one after another, and reads can be awaited
+(:mod:`nczarr.maps.fsspecasync`).
 
 The leaf rule costs no request per key where the map knows its tree (see
 :mod:`nczarr.maps.leafcache`), and none at all inside
@@ -42,6 +43,7 @@ from ..errors import (
 from ..keys import normalize_key, normalize_prefix, parent_keys
 from .base import ZMap
 from .credentials import public_options
+from .fsspecasync import AsyncReads
 from .fsspecbulk import MAX_CONCURRENCY, BulkRequests
 from .leafcache import KnownTree
 from .location import Location
@@ -91,7 +93,7 @@ def _url_to_fs(url_to_fs: Any, url: str, options: dict[str, Any]) -> tuple[Any, 
 _NESTED_PROTOCOLS = frozenset({"zip", "tar", "libarchive", "reference", "blockcache"})
 
 
-class FsspecMap(BulkRequests, ZMap):
+class FsspecMap(AsyncReads, BulkRequests, ZMap):
     """A zmap whose keys are files below ``root`` of an fsspec filesystem.
 
     Parameters
@@ -418,42 +420,6 @@ class FsspecMap(BulkRequests, ZMap):
             # An HTTP server that ignores Range sends the whole object: cut it here.
             data = data[start:end]
         return data
-
-    @property
-    def async_reads(self) -> bool:  # type: ignore[override]
-        """True on an fsspec async filesystem (S3, GCS, HTTP ...): :meth:`aread` awaits
-        its ``_cat_file`` on the filesystem's event loop, no worker thread blocks on it."""
-        return bool(getattr(self._fs, "async_impl", False))
-
-    async def aread(self, key: str, start: int | None = None, length: int | None = None) -> bytes:
-        """``self[key]`` or ``self.getrange(key, start, length)``, awaitable: on an async
-        filesystem one ``_cat_file`` awaited on the filesystem's event loop (from
-        another loop, such as zarr-python's, handed over with
-        ``asyncio.run_coroutine_threadsafe``: no worker thread). What the synchronous
-        path settles with the object's size (a window counted from the end, a range
-        the service refuses) goes to it in a worker thread."""
-        nkey = normalize_key(key)
-        plain = start is None or (start < 0 and length is None) or (start >= 0 and length != 0)
-        if not self.async_reads or not plain or (length is not None and length < 0):
-            return await super().aread(nkey, start, length)
-        end = None if start is None or length is None else start + length
-        read = self._acall("read", nkey, self._fs._cat_file(self._full(nkey), start=start, end=end))
-        try:
-            data = await self._on_fs_loop(read)
-        except StorageError:
-            if start is not None and start >= 0:  # past the end? the sync path tells
-                return await super().aread(nkey, start, length)
-            raise
-        if length is not None and len(data) > length:  # a server that ignores Range
-            data = data[start:end]
-        return data
-
-    async def _on_fs_loop(self, coro: Awaitable[T]) -> T:
-        """Await ``coro`` on the filesystem's event loop, from whichever loop runs."""
-        loop = self._fs.loop
-        if asyncio.get_running_loop() is loop:
-            return await coro
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))  # type: ignore[arg-type]
 
     def getsize(self, key: str) -> int:
         """Size of ``key`` in bytes, from one ``info`` call."""
