@@ -176,10 +176,17 @@ def _v3_metadata(doc: dict[str, Any], zarray: bytes) -> Any:
 
 def open_native(store: ZarrStore, array: NativeArray) -> Any:
     """The ``zarr.Array`` of ``array`` over ``store`` (the source map's store), built from
-    the metadata already parsed (no read through zarr's event loop)."""
+    the metadata already parsed (no read through zarr's event loop); its basic
+    selections are read in the calling thread (:mod:`.shardread`) when zarr-python's
+    codecs for it decode synchronously."""
     from zarr import Array
     from zarr.core.array import AsyncArray
     from zarr.storage import StorePath
 
+    from .shardread import ShardedArray, shard_plan
+
     store._open_sync()
-    return Array(AsyncArray(metadata=array.metadata, store_path=StorePath(store, array.path)))
+    opened = Array(AsyncArray(metadata=array.metadata, store_path=StorePath(store, array.path)))
+    plan = shard_plan(opened, store.zmap, array.path)
+    # basic selections (all of ``.load()``, every dask chunk) read in the calling thread
+    return opened if plan is None else ShardedArray.over(opened, plan)

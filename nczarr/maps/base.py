@@ -19,7 +19,7 @@ and its identity (``repr``, ``==``, pickling).
 
 What callers need to know about a backend is asked of the map, never decided by its
 class (as zarr's ``Store.supports_*``): :attr:`ZMap.kind`, :meth:`ZMap.location`,
-:attr:`ZMap.supports_shared_writes`, :attr:`ZMap.blocking_io`,
+:attr:`ZMap.supports_shared_writes`, :attr:`ZMap.blocking_io`, :attr:`ZMap.async_reads`,
 :meth:`ZMap.copy_support` / :meth:`ZMap.copy_from`, :meth:`ZMap.remove_temporaries`,
 :meth:`ZMap.discard`, :meth:`ZMap.describe`, :meth:`ZMap.same_storage`, :meth:`ZMap.reopen`,
 :attr:`ZMap.source` and :meth:`ZMap.chunk_map`. Each has a safe default here; a
@@ -67,6 +67,9 @@ class ZMap(MapCore):
     #: Whether calls block on I/O (files, network), so an event loop should run them in
     #: a worker thread; ``False`` for maps whose calls are cheap or serialized on one lock.
     blocking_io: bool = True
+    #: Whether :meth:`aread` awaits the storage itself (an fsspec async filesystem's
+    #: ``_cat_file``), so an event loop reads through it without a worker thread.
+    async_reads: bool = False
 
     # ------------------------------------------------------------- capabilities
     def location(self) -> Location:
@@ -142,6 +145,16 @@ class ZMap(MapCore):
         then ``tail``, without the caller reading them; return the bytes written, or
         :data:`NOT_SUPPORTED` (the default): the caller writes the bytes itself."""
         return NOT_SUPPORTED
+
+    async def aread(self, key: str, start: int | None = None, length: int | None = None) -> bytes:
+        """``self[key]`` (``start=None``) or ``self.getrange(key, start, length)``,
+        awaitable. The default calls the map in a worker thread; a map with
+        :attr:`async_reads` awaits its storage instead."""
+        import asyncio
+
+        if start is None:
+            return await asyncio.to_thread(self.__getitem__, key)
+        return await asyncio.to_thread(self.getrange, key, start, length)
 
     def file_format(self) -> Any | None:
         """What a map serving a whole dataset file is (a netCDF file,
