@@ -211,3 +211,20 @@ def test_cli_prints_the_warning(copied, tmp_path, capsys) -> None:
     assert code == 0
     err = capsys.readouterr().err
     assert "nczarr: warning: '/b': the Zarr v2 fill_value -127" in err
+
+
+def test_the_engine_does_not_warn_about_xarrays_zarr_masking(copied) -> None:
+    """The copy's "xarray masks -127" warning is about xarray's zarr engine on a Zarr v2
+    copy; the nczarr engine masks by the netCDF attributes, as engine="netcdf4" does, so
+    it shows -127 and 255 as data and says nothing of a kept fill_value."""
+    source, mode, _, _ = copied
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds = xr.open_dataset(str(source), engine="nczarr").load()
+    told = [str(w.message) for w in caught]
+    assert not [w for w in told if "xarray masks" in w], told
+    with xr.open_dataset(f"file://{source}#mode={mode},file", engine="netcdf4") as nc:
+        for name in ("b", "ub"):
+            assert (
+                ds[name].values.tolist() == nc[name].values.tolist() == [1, NUMBERS[name][1], 2, 3]
+            )
