@@ -27,6 +27,13 @@ and the best of ``--repeat`` wall times and CPU times (user + system, threads an
 waited-for child processes included) are printed with their ratio to ``cp``; on a
 loaded machine the CPU time is the steadier number.
 
+``--cli`` runs each case as a fresh process instead (``cp SRC DST`` against
+``python -m nczarr convert --mode M SRC DST``): what a user pays, interpreter start
+and imports included. Run it with byte-compiled modules (``PYTHONDONTWRITEBYTECODE``
+unset, or ``PYTHONPYCACHEPREFIX`` set to a writable directory): without ``.pyc`` files
+every nczarr module is compiled at each start, which costs more than the copy.
+``--chunks 10000,100000`` sets the chunk counts of the peak-memory runs.
+
 Usage::
 
     python3 benchmarks/ncfiles.py                      # 1000 MB raw (~400 MB file), minutes
@@ -200,6 +207,25 @@ def run(src: Path, work: Path, repeat: int) -> dict[str, tuple[float, float, int
     return {name: best(fn, work, repeat) for name, fn in cases.items()}
 
 
+def run_cli(src: Path, work: Path, repeat: int) -> dict[str, tuple[float, float, int]]:
+    """:func:`run` with ``cp`` and ``nczarr convert`` as fresh processes."""
+
+    def proc(*argv: str, suffix: str = "") -> Callable[[Path], None]:
+        def go(out: Path) -> None:
+            target = out.with_suffix(suffix) if suffix else out
+            subprocess.run([*argv, str(src), str(target)], check=True, stdout=subprocess.DEVNULL)
+
+        return go
+
+    nczarr_cli = (sys.executable, "-m", "nczarr", "convert", "--mode")
+    cases = {
+        "cp": proc("cp", suffix=".nc"),
+        "nczarr -> NCZarr": proc(*nczarr_cli, "nczarr"),
+        "nczarr -> Zarr v2": proc(*nczarr_cli, "zarr"),
+    }
+    return {name: best(fn, work, repeat) for name, fn in cases.items()}
+
+
 def report(label: str, src: Path, where: str, results: dict[str, tuple[float, float, int]]) -> None:
     size = src.stat().st_size / 2**20
     print(f"\n{label}: {size:.0f} MB on {where}")
@@ -210,7 +236,7 @@ def report(label: str, src: Path, where: str, results: dict[str, tuple[float, fl
             f"  {name:20s} {seconds:7.2f} s {seconds / floor:6.2f}x "
             f"{cpu:7.2f} s {cpu / cpu_floor:6.2f}x cp {out / 2**20:6.0f} MB"
         )
-    for peer in ("nccopy -> NCZarr", "xarray to_zarr"):
+    for peer in ("nccopy -> NCZarr", "xarray to_zarr") if "nccopy -> NCZarr" in results else ():
         for ours in ("nczarr -> NCZarr", "nczarr -> Zarr v2"):
             print(
                 f"  {peer} / {ours}: wall {results[peer][0] / results[ours][0]:5.1f}x, "
@@ -269,6 +295,8 @@ def main() -> None:
     parser.add_argument("--dir", default="/dev/shm", help="work directory (tmpfs by default)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip", default="", help="comma-separated: nc4, nc3, memory")
+    parser.add_argument("--cli", action="store_true", help="fresh processes: cp vs the CLI")
+    parser.add_argument("--chunks", default="2000,20000", help="chunk counts of the memory runs")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     work = Path(tempfile.mkdtemp(prefix="nczarr-ncfiles-", dir=args.dir))
@@ -285,10 +313,11 @@ def main() -> None:
             start = time.perf_counter()
             build(src, mb, args.level) if key == "nc4" else build(src, mb)
             print(f"\n(built {src.name} in {time.perf_counter() - start:.0f} s)")
-            report(label, src, args.dir, run(src, work, args.repeat))
+            runner = run_cli if args.cli else run
+            report(label, src, args.dir, runner(src, work, args.repeat))
             src.unlink()
         if "memory" not in skip:
-            memory(work)
+            memory(work, tuple(int(n) for n in args.chunks.split(",")))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
