@@ -94,12 +94,13 @@ def build_netcdf4(path: Path, mb: int, level: int = 4) -> None:
             noise[t] = _smooth(rng, NY, NX)
 
 
-def build_many_chunks(path: Path, chunks: int) -> None:
-    """One float32 variable of ``chunks`` deflate+shuffle chunks of 4 KB raw."""
+def build_many_chunks(path: Path, chunks: int, values: int = 1024) -> None:
+    """One float32 variable of ``chunks`` deflate+shuffle chunks of ``values`` values
+    (4 KB raw by default)."""
     rng = np.random.default_rng(2)
     with netCDF4.Dataset(path, "w") as ds:
         ds.createDimension("n", chunks)
-        ds.createDimension("x", 1024)
+        ds.createDimension("x", values)
         v = ds.createVariable(
             "v",
             "f4",
@@ -107,11 +108,11 @@ def build_many_chunks(path: Path, chunks: int) -> None:
             compression="zlib",
             complevel=4,
             shuffle=True,
-            chunksizes=(1, 1024),
+            chunksizes=(1, values),
         )
         for start in range(0, chunks, 1000):
             n = min(1000, chunks - start)
-            v[start : start + n] = _smooth(rng, n, 1024)
+            v[start : start + n] = _smooth(rng, n, values)
 
 
 def build_netcdf3(path: Path, mb: int) -> None:
@@ -258,7 +259,7 @@ MEMORY_SCRIPT = textwrap.dedent(
 )
 
 
-def memory(work: Path, counts: tuple[int, ...] = (2_000, 20_000)) -> None:
+def memory(work: Path, counts: tuple[int, ...] = (2_000, 20_000), values: int = 1024) -> None:
     """Peak RSS of a convert in a fresh process, for files of ``counts`` chunks."""
     script = work / "mem.py"
     script.write_text(MEMORY_SCRIPT)
@@ -279,7 +280,7 @@ def memory(work: Path, counts: tuple[int, ...] = (2_000, 20_000)) -> None:
     print(f"  python + nczarr imported      {peak(script, 'idle'):7.1f} MB")
     for n in counts:
         src = work / f"chunks{n}.nc"
-        build_many_chunks(src, n)
+        build_many_chunks(src, n, values)
         size = src.stat().st_size / 2**20
         for fmt in ("nczarr", "zarr"):
             print(
@@ -297,6 +298,7 @@ def main() -> None:
     parser.add_argument("--skip", default="", help="comma-separated: nc4, nc3, memory")
     parser.add_argument("--cli", action="store_true", help="fresh processes: cp vs the CLI")
     parser.add_argument("--chunks", default="2000,20000", help="chunk counts of the memory runs")
+    parser.add_argument("--chunk-values", type=int, default=1024, help="float32s a memory chunk")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     work = Path(tempfile.mkdtemp(prefix="nczarr-ncfiles-", dir=args.dir))
@@ -317,7 +319,7 @@ def main() -> None:
             report(label, src, args.dir, runner(src, work, args.repeat))
             src.unlink()
         if "memory" not in skip:
-            memory(work, tuple(int(n) for n in args.chunks.split(",")))
+            memory(work, tuple(int(n) for n in args.chunks.split(",")), args.chunk_values)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
