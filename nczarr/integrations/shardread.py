@@ -114,7 +114,7 @@ def shard_plan(array: Any, zmap: ZMap, path: str) -> ShardPlan | None:
     pipeline = async_array.codec_pipeline
     sharding = getattr(pipeline, "array_bytes_codec", None)
     if (
-        getattr(metadata, "zarr_format", None) != 3
+        metadata.zarr_format != 3
         or not isinstance(metadata.chunk_grid, RegularChunkGrid)
         or not isinstance(sharding, ShardingCodec)
         or tuple(pipeline.array_array_codecs) + tuple(pipeline.bytes_bytes_codecs)
