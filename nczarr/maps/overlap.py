@@ -37,7 +37,7 @@ def location_of(store: Any, options: Mapping[str, Any] | None = None) -> Locatio
 
     if isinstance(store, ZMap):
         return store.location()
-    from .chained import is_chained
+    from .chainurl import is_chained
     from .url import parse_url
 
     if is_chained(store):  # zip::<URL of an archive>: the archive is the location

@@ -29,12 +29,11 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import InvalidModeError, ReadOnlyError, warn_all
 from ..keys import normalize_key
 from ..maps.base import ZMap
-from ..reencode import ChunkRecoder
 from ..translate.chunk_layout import TrailingAxis, chunk_coords
 from ..translate.conventions import FORMATS, ZARRAY, ZMETADATA
 from ..translate.model import Dataset
@@ -43,6 +42,9 @@ from ..translate.translation import Translation
 from ..translate.translation import draft as draft_translation
 from ..translate.translation import finish as finish_translation
 from .chunks import ChunkListing, note_stray
+
+if TYPE_CHECKING:
+    from ..reencode import ChunkRecoder
 
 __all__ = ["TrailingAxis", "TranslatedView", "chunk_coords", "view"]
 
@@ -83,12 +85,16 @@ class TranslatedView(ChunkListing, ZMap):
         self._reencoded = translation.reencoded
         self._metadata = translation.metadata
         self._stray: dict[str, str] = {}
-        self._recoders: dict[str, ChunkRecoder] = {
-            path: ChunkRecoder(
-                source, item, layout.source_prefix.get(path, path), layout.keys.get(path)
-            )
-            for path, item in self._reencoded.items()
-        }
+        self._recoders: dict[str, ChunkRecoder] = {}
+        if self._reencoded:  # numpy and the codecs only when a chunk is re-encoded
+            from ..reencode import ChunkRecoder
+
+            self._recoders = {
+                path: ChunkRecoder(
+                    source, item, layout.source_prefix.get(path, path), layout.keys.get(path)
+                )
+                for path, item in self._reencoded.items()
+            }
 
     @classmethod
     def from_source(
@@ -130,16 +136,18 @@ class TranslatedView(ChunkListing, ZMap):
         cls, source: ZMap, draft: Translation, *, owns_source: bool, requested: Target
     ) -> TranslatedView:
         """The view of ``draft`` completed: string widths measured, metadata written."""
-        from ..reencode import longest_strings
-
         stray: dict[str, str] = {}
-        widths = longest_strings(
-            source,
-            draft.layout,
-            draft.reencoded,
-            draft.to_measure,
-            lambda key, array: note_stray(source.url, stray, key, array),
-        )
+        widths: dict[str, int] = {}
+        if draft.to_measure:  # numpy and the codecs only when strings are measured
+            from ..reencode import longest_strings
+
+            widths = longest_strings(
+                source,
+                draft.layout,
+                draft.reencoded,
+                draft.to_measure,
+                lambda key, array: note_stray(source.url, stray, key, array),
+            )
         translation = finish_translation(draft, widths)
         result = cls(source, translation, owns_source=owns_source, requested=requested)
         result._stray.update(stray)  # already warned
