@@ -86,7 +86,7 @@ def test_cli_convert_to_nczarr_imports_no_heavy_module(tmp_path: Path) -> None:
 def test_always_registered_codecs_are_registered_by_numcodecs() -> None:
     from numcodecs.registry import codec_registry
 
-    assert ALWAYS_REGISTERED <= set(codec_registry)
+    assert set(codec_registry) >= ALWAYS_REGISTERED
 
 
 @pytest.mark.parametrize("codec_id", ["zlib", "crc32c", "no-such-codec-anywhere"])
