@@ -179,13 +179,14 @@ class FileMap(ZMap):
         once per directory of keys (:meth:`ConfinedTree.copy_new_many`), with the same
         checks per file; every key that is not the plain case takes :meth:`copy_from`."""
         if self._closed or self._mode == "r" or not isinstance(other, FileMap):
-            yield from super().copy_many(other, keys)
-            return
+            return super().copy_many(other, keys)
         if not self._local_pair(other):
-            yield from ((key, NOT_SUPPORTED) for key in keys)
-            return
-        for key, done in self._tree.copy_new_many(other._tree, keys, copy_fd):
-            yield key, done if done is not None else self._copy(other, key, key, False)
+            return ((key, NOT_SUPPORTED) for key in keys)
+
+        def checked(key: str) -> int | NotSupportedType | None:
+            return self._copy(other, key, key, False)
+
+        return self._tree.copy_new_many(other._tree, keys, copy_fd, checked)  # type: ignore[return-value]
 
     def session(self) -> AbstractContextManager[object]:
         """Hold each directory open once verified, until the block ends: a key then
