@@ -39,8 +39,8 @@ import os
 import stat
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
-from pathlib import Path
 from typing import Any
+from urllib.parse import quote_from_bytes
 
 from ..errors import NCZarrError, raise_os_error
 from ..keys import normalize_key, normalize_prefix, parent_keys
@@ -380,7 +380,13 @@ class FileMap(ZMap):
         return names
 
     def _describe(self) -> tuple[str, dict[str, Any]]:
-        return Path(self._root).as_uri(), {}
+        root = self._root  # absolute and normalised (local_path)
+        if os.name != "nt" and root.startswith("/") and not root.startswith("//"):
+            # Path(root).as_uri() on POSIX, without importing pathlib in every convert
+            return "file://" + quote_from_bytes(os.fsencode(root)), {}
+        from pathlib import Path
+
+        return Path(root).as_uri(), {}
 
     # ----------------------------------------------------------- fast paths
     def getitems(self, keys: Iterable[str]) -> dict[str, bytes]:
