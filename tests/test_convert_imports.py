@@ -34,6 +34,9 @@ HEAVY = (
     "zipfile",
     "concurrent.futures",
     "logging",
+    "shutil",
+    "lzma",
+    "random",
 )
 
 RUN = """
