@@ -18,7 +18,13 @@ from pathlib import Path
 import pytest
 
 from nczarr.conversion.apply import copy_chunks
-from nczarr.errors import InvalidKeyError, ReadOnlyError, StorageError, StoragePermissionError
+from nczarr.errors import (
+    InvalidKeyError,
+    NCZarrWarning,
+    ReadOnlyError,
+    StorageError,
+    StoragePermissionError,
+)
 from nczarr.maps import localfs
 from nczarr.maps.base import NOT_SUPPORTED
 from nczarr.maps.file import TEMP_PREFIX, FileMap
@@ -211,3 +217,17 @@ def test_copy_many_names_outside_ascii_and_control_characters(tmp_path, strategy
         assert _results(dst, src, "g/v0/a\x7f") is InvalidKeyError
         assert _results(dst, src, "g/v0/a\ud800") is InvalidKeyError
     assert dst["g/v0/\u00e9t\u00e9"] == b"summer"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="control characters in Windows names")
+def test_listing_skips_control_character_names_and_keeps_non_ascii(tmp_path) -> None:
+    """The listing skips its regex for printable ASCII names only: a control character
+    or DEL in a file's name is still skipped with a warning, a non-ASCII name listed."""
+    root = tmp_path / "s"
+    (root / "g").mkdir(parents=True)
+    for name in ("plain", "\u00e9t\u00e9", "bad\x01", "del\x7f"):
+        (root / "g" / name).write_bytes(b"x")
+    m = FileMap(root, mode="r")
+    with pytest.warns(NCZarrWarning, match="control characters") as caught:
+        assert sorted(m.keys_below("g")) == ["g/plain", "g/\u00e9t\u00e9"]
+    assert len(caught) == 2

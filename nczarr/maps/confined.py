@@ -402,10 +402,13 @@ class ConfinedTree:
         hidden, odd = self.hidden_prefix, FORBIDDEN_CHARACTERS.search
         for entry in entries:
             name = entry.name
-            # visible() is asked only of the rare name that may fail it
-            if (name.startswith(hidden) or "\\" in name or odd(name)) and not self.visible(
-                name, directory.path
-            ):
+            # visible() is asked only of the rare name that may fail it; a printable
+            # ASCII name has no control character (no regex search per entry)
+            if (
+                name.startswith(hidden)
+                or "\\" in name
+                or (not (name.isascii() and name.isprintable()) and odd(name))
+            ) and not self.visible(name, directory.path):
                 continue
             if entry.is_symlink():
                 real = os.path.realpath(directory.join(name))
