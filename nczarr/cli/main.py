@@ -26,9 +26,46 @@ from .options import add_storage_arguments, storage_options
 __all__ = ["main", "build_parser"]
 
 
+def _columns() -> int:
+    """The terminal's width as :func:`shutil.get_terminal_size` finds it (``COLUMNS``,
+    then the terminal of stdout, else 80), without importing :mod:`shutil` (which
+    imports ``bz2`` and ``lzma``: milliseconds of every command, see docs/performance.md)."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help layout at the width argparse would pick (:func:`_columns`)."""
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        super().__init__(prog, indent_increment, max_help_position, width or _columns() - 2)
+
+
+class _Parser(argparse.ArgumentParser):
+    """:class:`argparse.ArgumentParser` (and its subcommands' parsers) with :class:`_Formatter`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``nczarr`` command."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="nczarr",
         description="Make netCDF's Zarr dialect (NCZarr) and pure Zarr interchangeable.",
     )

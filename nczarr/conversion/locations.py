@@ -64,13 +64,10 @@ def open_location(
 def parsed_url(location: str | os.PathLike[str] | ZMap) -> Any:
     """The :class:`~nczarr.maps.url.NCZarrURL` of ``location``; ``None`` for an open map or
     a chained URL (whose words are the inner URL's)."""
-    if isinstance(location, ZMap):
-        return None
-    if isinstance(location, str) and "::" in location:  # (fsspec and zip not imported else)
-        from ..maps.chained import is_chained
+    from ..maps.chainurl import is_chained
 
-        if is_chained(location):
-            return None
+    if isinstance(location, ZMap) or is_chained(location):
+        return None
     from ..maps.url import parse_url
 
     return parse_url(location)

@@ -104,8 +104,12 @@ class ConfinedTree:
         return copy_between(src_pins, src_key, pins, key, flags, copy)
 
     def copy_new_many(
-        self, src: ConfinedTree, keys: Iterable[str], copy: Callable[[int, int, int], int]
-    ) -> Iterator[tuple[str, int | None]]:
+        self,
+        src: ConfinedTree,
+        keys: Iterable[str],
+        copy: Callable[[int, int, int], int],
+        fallback: Callable[[str], object] | None = None,
+    ) -> Iterator[tuple[str, object]]:
         """:meth:`copy_new` for many keys (the same key on both sides), yielding
         ``(key, bytes copied or None)`` in order; None means "take the checked path"
         exactly as :meth:`copy_new`'s None does, and the caller does so before asking
@@ -116,13 +120,17 @@ class ConfinedTree:
         (:func:`~nczarr.maps.sessioncopy.copy_runs`): what a convert of a directory of
         chunks pays is then the kernel's work. A key whose leaf name is not plainly
         valid (empty, ``.``/``..``, a backslash, a control character, the hidden
-        prefix, a long key) is left to the checked path, which refuses it properly."""
+        prefix, a long key) is left to the checked path, which refuses it properly.
+
+        ``fallback(key)``: the checked path, called for such a key before the next one
+        is copied; its result is yielded instead of None."""
         pins, src_pins, flags = self._pins, src._pins, self._session_flags
         if pins is None or src_pins is None or flags is None or src._session_flags is None:
-            yield from ((key, None) for key in keys)
-            return
+            if fallback is None:
+                return ((key, None) for key in keys)
+            return ((key, fallback(key)) for key in keys)
         hidden = (self.hidden_prefix, src.hidden_prefix)
-        yield from copy_runs(src_pins, pins, keys, hidden, flags, copy)
+        return copy_runs(src_pins, pins, keys, hidden, flags, copy, fallback)
 
     def copy_new_pairs(
         self,
@@ -438,10 +446,13 @@ class ConfinedTree:
         hidden, odd = self.hidden_prefix, FORBIDDEN_CHARACTERS.search
         for entry in entries:
             name = entry.name
-            # visible() is asked only of the rare name that may fail it
-            if (name.startswith(hidden) or "\\" in name or odd(name)) and not self.visible(
-                name, directory.path
-            ):
+            # visible() is asked only of the rare name that may fail it; a printable
+            # ASCII name has no control character (no regex search per entry)
+            if (
+                name.startswith(hidden)
+                or "\\" in name
+                or (not (name.isascii() and name.isprintable()) and odd(name))
+            ) and not self.visible(name, directory.path):
                 continue
             if entry.is_symlink():
                 real = os.path.realpath(directory.join(name))

@@ -39,8 +39,8 @@ import os
 import stat
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
-from pathlib import Path
 from typing import Any
+from urllib.parse import quote_from_bytes
 
 from ..errors import NCZarrError, raise_os_error
 from ..keys import normalize_key, normalize_prefix, parent_keys
@@ -179,13 +179,14 @@ class FileMap(ZMap):
         once per directory of keys (:meth:`ConfinedTree.copy_new_many`), with the same
         checks per file; every key that is not the plain case takes :meth:`copy_from`."""
         if self._closed or self._mode == "r" or not isinstance(other, FileMap):
-            yield from super().copy_many(other, keys)
-            return
+            return super().copy_many(other, keys)
         if not self._local_pair(other):
-            yield from ((key, NOT_SUPPORTED) for key in keys)
-            return
-        for key, done in self._tree.copy_new_many(other._tree, keys, copy_fd):
-            yield key, done if done is not None else self._copy(other, key, key, False)
+            return ((key, NOT_SUPPORTED) for key in keys)
+
+        def checked(key: str) -> int | NotSupportedType | None:
+            return self._copy(other, key, key, False)
+
+        return self._tree.copy_new_many(other._tree, keys, copy_fd, checked)  # type: ignore[return-value]
 
     def copy_pairs(
         self, other: ZMap, pairs: Iterable[tuple[str, str]]
@@ -400,7 +401,13 @@ class FileMap(ZMap):
         return names
 
     def _describe(self) -> tuple[str, dict[str, Any]]:
-        return Path(self._root).as_uri(), {}
+        root = self._root  # absolute and normalised (local_path)
+        if os.name != "nt" and root.startswith("/") and not root.startswith("//"):
+            # Path(root).as_uri() on POSIX, without importing pathlib in every convert
+            return "file://" + quote_from_bytes(os.fsencode(root)), {}
+        from pathlib import Path
+
+        return Path(root).as_uri(), {}
 
     # ----------------------------------------------------------- fast paths
     def getitems(self, keys: Iterable[str]) -> dict[str, bytes]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Self
 
@@ -255,6 +254,8 @@ class MapCore(MutableMapping[str, bytes], ABC):
                 return self._load(nkey)
             except KeyError:
                 return None
+
+        from concurrent.futures import ThreadPoolExecutor  # imports logging: only when used
 
         with ThreadPoolExecutor(max_workers=min(16, max(1, len(normalized)))) as pool:
             values = list(pool.map(one, normalized))

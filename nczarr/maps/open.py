@@ -129,16 +129,6 @@ def merge_options(
     return {**storage_options, **extra}
 
 
-def _maybe_chained(url_or_path: Any) -> bool:
-    """:func:`~nczarr.maps.chained.is_chained`, without importing fsspec and zipfile
-    for a URL that has no ``::`` (a local convert need not load them)."""
-    if not (isinstance(url_or_path, str) and "::" in url_or_path):
-        return False
-    from .chained import is_chained
-
-    return is_chained(url_or_path)
-
-
 def is_remote(url_or_path: Any) -> bool:
     """Whether a URL names storage other than the local disk (S3, fsspec, chained).
 
@@ -147,7 +137,9 @@ def is_remote(url_or_path: Any) -> bool:
     """
     if isinstance(url_or_path, ZMap):
         return False
-    if _maybe_chained(url_or_path):
+    from .chainurl import is_chained
+
+    if is_chained(url_or_path):
         return True
     url = url_or_path if isinstance(url_or_path, NCZarrURL) else parse_url(url_or_path)
     return not backend_for(url.storage).local
@@ -216,7 +208,9 @@ def open_map(
             )
         return url_or_path
     check_mode(mode)
-    if _maybe_chained(url_or_path):
+    from .chainurl import is_chained
+
+    if is_chained(url_or_path):
         from .chained import open_chained
 
         return open_chained(url_or_path, mode, storage_options)  # type: ignore[arg-type]

@@ -37,13 +37,11 @@ def location_of(store: Any, options: Mapping[str, Any] | None = None) -> Locatio
 
     if isinstance(store, ZMap):
         return store.location()
+    from .chainurl import is_chained
     from .url import parse_url
 
-    if isinstance(store, str) and "::" in store:  # (fsspec and zip not imported else)
-        from .chained import is_chained
-
-        if is_chained(store):  # zip::<URL of an archive>: the archive is the location
-            return location_of(os.fspath(store).split("::", 1)[1], options)
+    if is_chained(store):  # zip::<URL of an archive>: the archive is the location
+        return location_of(os.fspath(store).split("::", 1)[1], options)
     url = parse_url(store)
     if url.storage in ("file", "zip"):
         return Location("local", url.path)

@@ -86,7 +86,7 @@ class TranslatedView(ChunkListing, ZMap):
         self._metadata = translation.metadata
         self._stray: dict[str, str] = {}
         self._recoders: dict[str, ChunkRecoder] = {}
-        if self._reencoded:  # numpy and the codecs only when some array needs them
+        if self._reencoded:  # numpy and the codecs only when a chunk is re-encoded
             from ..reencode import ChunkRecoder
 
             self._recoders = {
@@ -136,7 +136,7 @@ class TranslatedView(ChunkListing, ZMap):
         """The view of ``draft`` completed: string widths measured, metadata written."""
         stray: dict[str, str] = {}
         widths: dict[str, int] = {}
-        if draft.to_measure:  # (numpy and the codecs not imported else)
+        if draft.to_measure:  # numpy and the codecs only when strings are measured
             from ..reencode import longest_strings
 
             widths = longest_strings(

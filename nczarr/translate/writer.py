@@ -34,7 +34,6 @@ from .target import Target, check_zarr_format
 from .write_common import WriteResult, consolidate, text_shuffle_warnings
 from .write_nczarr import integer_float_attribute_warnings, write_nczarr
 from .write_zarr import write_zarr
-from .write_zarr3 import write_zarr3
 
 __all__ = [
     "FORMATS",
@@ -66,6 +65,8 @@ def _write_zarr(dataset: Dataset, target: Target) -> WriteResult:
 
 
 def _write_zarr3(dataset: Dataset, target: Target) -> WriteResult:
+    from .write_zarr3 import write_zarr3  # and the v3 codec tables: only for a v3 target
+
     written = write_zarr3(dataset, target)  # consolidates itself (inside the root's zarr.json)
     shuffle = text_shuffle_warnings(dataset)
     return WriteResult(written.metadata, (*written.warnings, *shuffle), written.skipped)
