@@ -35,7 +35,7 @@ import asyncio
 import math
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -386,18 +386,19 @@ register_pipeline(NCZarrCodecPipeline)
 
 
 # ------------------------------------------------------------------ no event loop
-def open_v2_array(store: ZarrStore, path: str, zarray: bytes, zattrs: bytes | None) -> Any:
+def open_v2_array(
+    store: ZarrStore, path: str, zarray: Mapping[str, Any], zattrs: Mapping[str, Any] | None
+) -> Any:
     """``zarr.open_array(store=store, path=path, mode="r", zarr_format=2)`` with this
-    pipeline, built from metadata the caller already holds (``.zarray``/``.zattrs``
-    bytes, e.g. a translated view's): the same ``zarr.Array``, without the two metadata
-    reads through zarr's event loop thread (a hop each way per array, ~4x the CPU of
-    libnetcdf's whole open for a few arrays).
+    pipeline, built from metadata the caller already holds (the ``.zarray`` and
+    ``.zattrs`` documents, e.g. a translated view's): the same ``zarr.Array``, without
+    the two metadata reads through zarr's event loop thread (a hop each way per array,
+    ~4x the CPU of libnetcdf's whole open for a few arrays) and without parsing JSON.
 
     It uses zarr-python's public ``zarr.Array.from_dict`` (metadata parsed and
-    validated by zarr itself); a zarr without it gets ``zarr.open_array``, which
-    reads the same metadata through the store (slower, same array)."""
-    import json
-
+    validated by zarr itself, which copies what it keeps); a zarr without it gets
+    ``zarr.open_array``, which reads the same metadata through the store (slower,
+    same array)."""
     import zarr
     from zarr.storage import StorePath
 
@@ -405,8 +406,7 @@ def open_v2_array(store: ZarrStore, path: str, zarray: bytes, zattrs: bytes | No
     with fast_pipeline():
         if from_dict is None:
             return zarr.open_array(store=store, path=path, mode="r", zarr_format=2)
-        metadata = json.loads(zarray)
-        metadata["attributes"] = json.loads(zattrs) if zattrs is not None else {}
+        metadata = {**zarray, "attributes": dict(zattrs) if zattrs is not None else {}}
         store._open_sync()
         return from_dict(StorePath(store, path), metadata)
 

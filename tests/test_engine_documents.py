@@ -1,0 +1,124 @@
+"""The engine gets the view's translated metadata as documents, not as JSON it parses again.
+
+The view's pure-Zarr writer used to serialise every metadata object to JSON bytes on
+open (in Python), and the engine parsed each array's ``.zarray``/``.zattrs`` back, copying
+the view's whole metadata once per variable. Now the writer keeps documents and
+serialises each object when first asked for (:mod:`nczarr.translate.lazymeta`), and the
+engine takes the documents: these tests show the bytes are unchanged for whoever reads
+them, the documents equal the parsed bytes, warnings are not deferred, and the engine's
+open serialises no ``.zattrs`` and reads the view's metadata once, not per variable.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import netCDF4
+import numpy as np
+import pytest
+import xarray as xr
+
+import nczarr
+from nczarr.readthrough import TranslatedView
+from nczarr.translate import lazymeta, write_common
+from nczarr.translate.lazymeta import LazyMetadata
+from nczarr.translate.writer import write, write_with_warnings
+
+
+def _store(path: Path, nvars: int = 3) -> str:
+    url = f"file://{path}#mode=nczarr,file"
+    with netCDF4.Dataset(url, "w") as ds:
+        ds.createDimension("y", 4)
+        ds.createDimension("x", 3)
+        ds.title = "t\u00e9st"
+        for i in range(nvars):
+            v = ds.createVariable(f"v{i}", "f4", ("y", "x"), chunksizes=(2, 2), zlib=True)
+            v[:] = np.arange(12, dtype="f4").reshape(4, 3) + i
+            v.units = "K"
+            v.scale_factor = np.float32(0.5)
+            v.valid_range = np.array([0.1, 1e30], "f4")
+        g = ds.createGroup("g")
+        w = g.createVariable("w", "i2", ("x",), fill_value=-9)
+        w[:2] = [1, 2]
+    return url
+
+
+def test_documents_equal_the_parsed_bytes(tmp_path) -> None:
+    with nczarr.view(_store(tmp_path / "s")) as shown:
+        keys = list(shown.metadata)
+        assert any(k.endswith(".zarray") for k in keys)
+        for key in keys:
+            assert shown.document(key) == json.loads(shown[key]), key
+        assert shown.document("nothing/.zarray") is None
+
+
+def test_bytes_are_those_the_eager_writer_wrote(tmp_path) -> None:
+    url = _store(tmp_path / "s")
+    dataset = nczarr.read(url)
+    lazy = write_with_warnings(dataset, "zarr").metadata
+    assert isinstance(lazy, LazyMetadata)
+    for key in lazy:  # each document serialised as netcdf-c spaces JSON
+        assert lazy[key] == write_common.dumps(lazy.document(key)), key
+    plain = write(dataset, "zarr")
+    assert type(plain) is dict and plain == dict(lazy)
+    assert list(plain) == list(lazy)  # writing order kept
+
+
+def test_a_document_is_serialised_once_when_first_read(tmp_path, monkeypatch) -> None:
+    calls: list[object] = []
+    meta = LazyMetadata()
+    meta.add("a/.zattrs", {"x": 1.5}, lambda doc: calls.append(doc) or b"X")
+    assert calls == [] and "a/.zattrs" in meta and len(meta) == 1
+    assert meta["a/.zattrs"] == b"X" and meta["a/.zattrs"] == b"X"
+    assert calls == [{"x": 1.5}]
+    copy = meta.copy()
+    meta["a/.zattrs"] = b'{"y": 2}'
+    assert meta.document("a/.zattrs") == {"y": 2}  # bytes stored: parsed
+    assert copy.document("a/.zattrs") == {"x": 1.5}
+    del meta["a/.zattrs"]
+    with pytest.raises(KeyError):
+        meta.document("a/.zattrs")
+
+
+def test_undecoded_bytes_are_written_and_warned_about_at_once(tmp_path) -> None:
+    # a char attribute netcdf-c 4.9 kept as raw bytes (read back as lone surrogates)
+    dataset = nczarr.read(_store(tmp_path / "s"))
+    root = dataset.root
+    attr = root.attributes["title"]
+    root.attributes["title"] = type(attr)(attr.name, attr.type, "a\udc80b")
+    written = write_with_warnings(dataset, "zarr")
+    assert any("Latin-1" in w for w in written.warnings)
+    assert json.loads(written.metadata[".zattrs"])["title"] == "a\u0080b"
+    assert written.metadata.document(".zattrs")["title"] == "a\u0080b"
+
+
+def test_engine_open_serialises_no_attributes(tmp_path, monkeypatch) -> None:
+    url = _store(tmp_path / "s")
+    serialised: list[object] = []
+    real = lazymeta._Pending.__init__
+
+    def pending(self, doc, serialise):
+        real(self, doc, lambda d: serialised.append(d) or serialise(d))
+
+    monkeypatch.setattr(lazymeta._Pending, "__init__", pending)
+    with xr.open_dataset(url, engine="nczarr") as ds, xr.open_dataset(url, engine="netcdf4") as ref:
+        xr.testing.assert_identical(ds.load(), ref.load())
+    # only the arrays' .zarray (the sharded-v3 check asks for them): no .zattrs, no .zgroup
+    assert serialised and all("zarr_format" in d and "shape" in d for d in serialised)
+
+
+@pytest.mark.parametrize("nvars", [2, 12])
+def test_engine_reads_the_views_metadata_once_per_open(tmp_path, monkeypatch, nvars) -> None:
+    url = _store(tmp_path / "s", nvars)
+    copies = [0]
+    real = TranslatedView.metadata.fget
+
+    def metadata(self):
+        copies[0] += 1
+        return real(self)
+
+    monkeypatch.setattr(TranslatedView, "metadata", property(metadata))
+    with xr.open_dataset(url, engine="nczarr") as ds:
+        assert len(ds.data_vars) == nvars
+    assert copies[0] <= 1
