@@ -122,3 +122,80 @@ def test_engine_reads_the_views_metadata_once_per_open(tmp_path, monkeypatch, nv
     with xr.open_dataset(url, engine="nczarr") as ds:
         assert len(ds.data_vars) == nvars
     assert copies[0] <= 1
+
+
+_DOCS = [
+    {"dtype": "<f4", "fill_value": "NaN", "compressor": {"id": "zlib", "level": 1}},
+    {"dtype": ">i2", "fill_value": -9, "filters": [{"id": "shuffle", "elementsize": 2}]},
+    {"dtype": "|S1", "fill_value": "AA==", "dimension_separator": "/"},
+    {"dtype": "<U3", "fill_value": "abc", "order": "F"},
+    {"dtype": "|b1", "fill_value": True, "unknown_key": 1},
+    {"dtype": "<f8", "fill_value": None, "filters": None},
+    {"dtype": "|O", "fill_value": "", "filters": [{"id": "vlen-utf8"}]},
+    {"dtype": [["a", "<i4"], ["b", "<f8"]], "fill_value": None},
+    {"dtype": "<i4", "fill_value": 0, "filters": []},
+]
+
+
+@pytest.mark.parametrize("extra", _DOCS)
+def test_v2_metadata_is_zarrs_from_dict(extra) -> None:
+    import warnings
+
+    from zarr.core.metadata.v2 import ArrayV2Metadata
+
+    from nczarr.integrations.fastpipeline import v2_metadata
+
+    zarray = {"zarr_format": 2, "shape": [4, 3], "chunks": [2, 2], "order": "C"}
+    zarray.update({"compressor": None, "filters": None, **extra})
+    attrs = {"units": "K", "_ARRAY_DIMENSIONS": ["y", "x"]}
+    with warnings.catch_warnings(record=True) as theirs_warned:
+        warnings.simplefilter("always")
+        theirs = ArrayV2Metadata.from_dict({**zarray, "attributes": attrs})
+    with warnings.catch_warnings(record=True) as ours_warned:
+        warnings.simplefilter("always")
+        ours = v2_metadata(zarray, attrs)
+    assert ours.to_dict() == theirs.to_dict() and ours.dtype == theirs.dtype  # (NaN != NaN)
+    assert repr(ours) == repr(theirs)
+    assert [str(w.message) for w in ours_warned] == [str(w.message) for w in theirs_warned]
+
+
+def test_engine_resolves_each_data_type_once(tmp_path, monkeypatch) -> None:
+    from zarr.core.dtype.registry import DataTypeRegistry
+
+    from nczarr.integrations import fastpipeline
+
+    url = _store(tmp_path / "s", 12)
+    fastpipeline._v2_dtype.cache_clear()
+    matched: list[object] = []
+    real = DataTypeRegistry.match_json
+
+    def match_json(self, data, *args, **kwargs):
+        matched.append(data)
+        return real(self, data, *args, **kwargs)
+
+    monkeypatch.setattr(DataTypeRegistry, "match_json", match_json)
+    with xr.open_dataset(url, engine="nczarr") as ds, xr.open_dataset(url, engine="netcdf4") as ref:
+        xr.testing.assert_identical(ds.load(), ref.load())
+    assert len(matched) == 1  # 12 float32 variables: one data type
+
+
+def test_nested_fast_pipeline_blocks_set_zarrs_configuration_once(monkeypatch) -> None:
+    from zarr.core.config import config
+
+    from nczarr.integrations.fastpipeline import PIPELINE_PATH, fast_pipeline
+
+    sets = []
+    real = type(config).set
+
+    def set_(self, *args, **kwargs):
+        sets.append(args)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(config), "set", set_)
+    before = config.get("codec_pipeline.path")
+    with fast_pipeline():
+        with fast_pipeline():
+            assert config.get("codec_pipeline.path") == PIPELINE_PATH
+        assert config.get("codec_pipeline.path") == PIPELINE_PATH
+    assert config.get("codec_pipeline.path") == before
+    assert len(sets) == 1

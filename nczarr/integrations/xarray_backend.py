@@ -298,9 +298,12 @@ class NCZarrDataStore(AbstractDataStore):
         return XVariable(dims, data, attributes, encoding)
 
     def get_variables(self) -> FrozenDict[str, XVariable]:
-        return FrozenDict(
-            (name, self.open_store_variable(var)) for name, var in self._group.variables.items()
-        )
+        from .fastpipeline import fast_pipeline
+
+        with fast_pipeline():  # once for every array of the group, not once per array
+            return FrozenDict(
+                (name, self.open_store_variable(var)) for name, var in self._group.variables.items()
+            )
 
     def get_attrs(self) -> FrozenDict[str, Any]:
         return FrozenDict(_attributes(self._group.attributes))
