@@ -149,6 +149,12 @@ def decode_v2(codec: V2Codec, data: bytes, spec: Any, dtype: np.dtype | None = N
     return chunk.reshape(spec.shape, order=spec.order)
 
 
+#: Chunks from this size on are decoded into a :class:`_Scratch` buffer. Below it the
+#: allocator reuses memory anyway, and numcodecs' ``out=`` path costs more
+#: instructions than the allocation it saves (~29 k per 40 KB Blosc chunk, callgrind).
+_SCRATCH_BYTES = 1 << 18
+
+
 class _Scratch:
     """One chunk's worth of bytes that a part of a read decodes Blosc chunks into, one
     after another (each is copied into the output before the next is decoded).
@@ -261,7 +267,8 @@ class _ReadJob:
         found = source.getitems([keys[i] for i in indices])
         out = self.out.as_ndarray_like()  # a CPU buffer: plain numpy assignment
         drop_axes, codec = self.drop_axes, self.codec
-        scratch = _Scratch(_chunk_nbytes(info[indices[0]][1])) if len(indices) else None
+        nbytes = _chunk_nbytes(info[indices[0]][1]) if len(indices) else 0
+        scratch = _Scratch(nbytes) if nbytes >= _SCRATCH_BYTES else None
         for i in indices:
             _, spec, chunk_selection, out_selection, _ = info[i]
             data = found.get(keys[i])
