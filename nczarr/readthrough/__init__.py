@@ -25,8 +25,9 @@ serves it (zarr-python reads it through ``ZarrStore``; ``convert`` copies its ke
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from contextlib import suppress
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -226,9 +227,20 @@ class TranslatedView(ChunkListing, ZMap):
         return self._translation.dataset
 
     @property
-    def metadata(self) -> dict[str, bytes]:
-        """The metadata objects the writer produced (a copy)."""
-        return dict(self._metadata)
+    def metadata(self) -> MutableMapping[str, bytes]:
+        """The metadata objects the writer produced (a copy; objects not yet asked for
+        are serialised when first read, see :mod:`nczarr.translate.lazymeta`)."""
+        copy = getattr(self._metadata, "copy", None)
+        return copy() if copy is not None else dict(self._metadata)
+
+    def document(self, key: str) -> Any:
+        """Metadata object ``key`` (``v/.zarray``, as shown) as Python objects, without
+        a JSON round trip when the writer kept the document; None when not shown."""
+        metadata = self._metadata
+        if key not in metadata:
+            return None
+        document = getattr(metadata, "document", None)
+        return document(key) if document is not None else json.loads(metadata[key])
 
     @property
     def warnings(self) -> tuple[str, ...]:

@@ -133,14 +133,15 @@ def write(
         ``format`` is not one of :data:`FORMATS`, ``zarr_format`` is not 2 or 3, or
         Zarr v3 is asked for with NCZarr or ``netcdf_scalars``.
     """
-    return write_with_warnings(
+    written = write_with_warnings(
         dataset,
         format,
         noxarray=noxarray,
         consolidated=consolidated,
         netcdf_scalars=netcdf_scalars,
         zarr_format=zarr_format,
-    ).metadata
+    )
+    return dict(written.metadata)
 
 
 def write_with_warnings(
