@@ -143,7 +143,7 @@ def test_v2_metadata_is_zarrs_from_dict(extra) -> None:
 
     from zarr.core.metadata.v2 import ArrayV2Metadata
 
-    from nczarr.integrations.fastpipeline import v2_metadata
+    from nczarr.integrations.v2arrays import v2_metadata
 
     zarray = {"zarr_format": 2, "shape": [4, 3], "chunks": [2, 2], "order": "C"}
     zarray.update({"compressor": None, "filters": None, **extra})
@@ -162,10 +162,10 @@ def test_v2_metadata_is_zarrs_from_dict(extra) -> None:
 def test_engine_resolves_each_data_type_once(tmp_path, monkeypatch) -> None:
     from zarr.core.dtype.registry import DataTypeRegistry
 
-    from nczarr.integrations import fastpipeline
+    from nczarr.integrations import v2arrays
 
     url = _store(tmp_path / "s", 12)
-    fastpipeline._v2_dtype.cache_clear()
+    v2arrays._v2_dtype.cache_clear()
     matched: list[object] = []
     real = DataTypeRegistry.match_json
 

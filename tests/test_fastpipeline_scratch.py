@@ -2,7 +2,7 @@
 
 numcodecs allocates a new output for every chunk it decodes; with 4 MB chunks the
 allocator returns fresh pages each time and the page faults were most of a read's
-system time. :class:`~nczarr.integrations.fastpipeline._Scratch` decodes a Blosc
+system time. :class:`~nczarr.integrations.chunkcodec.Scratch` decodes a Blosc
 chunk (no filters, header declaring one chunk's bytes) into one buffer per part
 of 256 KiB or more instead; everything else decodes as before (below that size the
 allocator reuses memory, and numcodecs' ``out=`` path costs more than it saves).

@@ -35,22 +35,20 @@ import asyncio
 import math
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
-from dataclasses import dataclass, fields
-from functools import lru_cache
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numcodecs import Blosc, Shuffle
-from numcodecs.compat import ensure_bytes, ensure_contiguous_ndarray, ensure_ndarray_like
 from zarr.codecs._v2 import V2Codec
 from zarr.core.buffer import NDBuffer, cpu
 from zarr.core.codec_pipeline import BatchedCodecPipeline, fill_value_or_default
 from zarr.registry import register_pipeline
 
+from .chunkcodec import SCRATCH_BYTES, Scratch, decode_v2, encode_v2
 from .zarr_store import ZarrStore
 
 __all__ = [
@@ -59,7 +57,6 @@ __all__ = [
     "decode_workers",
     "fast_pipeline",
     "get_basic_selection",
-    "open_v2_array",
 ]
 
 #: zarr's ``codec_pipeline.path`` value that selects :class:`NCZarrCodecPipeline`.
@@ -126,89 +123,6 @@ def fast_pipeline() -> Iterator[None]:
         _fast_active.reset(token)
 
 
-# ------------------------------------------------------------------ one chunk
-def decode_v2(codec: V2Codec, data: bytes, spec: Any, dtype: np.dtype | None = None) -> np.ndarray:
-    """Chunk ``data`` decoded as zarr-python's ``V2Codec`` decodes it: compressor,
-    filters in reverse, viewed as the array's dtype (``dtype``: the spec's native
-    dtype, passed in by callers decoding many chunks), reshaped in the array's order."""
-    chunk: Any = codec.compressor.decode(data) if codec.compressor else data
-    for f in reversed(codec.filters or ()):
-        chunk = f.decode(chunk)
-    if dtype is None:
-        dtype = spec.dtype.to_native_dtype()
-    if type(chunk) is bytes and len(chunk) % dtype.itemsize == 0:
-        # what numcodecs' compressors return: the same read-only view as below, in
-        # one call (this runs once per chunk)
-        return np.frombuffer(chunk, dtype).reshape(spec.shape, order=spec.order)
-    chunk = ensure_ndarray_like(chunk)
-    try:
-        chunk = chunk.view(dtype)
-    except TypeError:
-        chunk = np.array(chunk).astype(dtype)
-    chunk = chunk.reshape(-1, order="A")
-    return chunk.reshape(spec.shape, order=spec.order)
-
-
-#: Chunks from this size on are decoded into a :class:`_Scratch` buffer. Below it the
-#: allocator reuses memory anyway, and numcodecs' ``out=`` path costs more
-#: instructions than the allocation it saves (~29 k per 40 KB Blosc chunk, callgrind).
-_SCRATCH_BYTES = 1 << 18
-
-
-class _Scratch:
-    """One chunk's worth of bytes that a part of a read decodes Blosc chunks into, one
-    after another (each is copied into the output before the next is decoded).
-
-    Why: numcodecs allocates a new output per chunk, and for large chunks the
-    allocator hands back fresh pages each time (4 MB chunks: ~1000 page faults per
-    chunk, most of the read's system time). Used only where the result is the very
-    bytes :func:`decode_v2` gives: a Blosc compressor, no filters, and a chunk whose
-    header declares exactly one chunk's bytes; anything else decodes as before."""
-
-    __slots__ = ("_buffer", "nbytes")
-
-    def __init__(self, nbytes: int) -> None:
-        self.nbytes = nbytes
-        self._buffer: np.ndarray | None = None
-
-    def decode(self, codec: V2Codec, data: Any, spec: Any, dtype: np.dtype) -> np.ndarray | None:
-        """``decode_v2(codec, data, spec, dtype)`` decoded into this buffer, or None
-        when this chunk cannot be (the caller then decodes it the usual way)."""
-        compressor = codec.compressor
-        if codec.filters or type(compressor) is not Blosc or type(data) is not bytes:
-            return None
-        # Blosc's 16-byte header: version, versionlz, flags, typesize, then the
-        # decompressed size as a little-endian uint32 (anything else: the usual path)
-        if len(data) < 16 or int.from_bytes(data[4:8], "little") != self.nbytes:
-            return None
-        if self.nbytes % dtype.itemsize:
-            return None
-        if self._buffer is None:
-            self._buffer = np.empty(self.nbytes, dtype=np.uint8)
-        compressor.decode(data, out=self._buffer)
-        return self._buffer.view(dtype).reshape(spec.shape, order=spec.order)
-
-
-def encode_v2(codec: V2Codec, chunk: np.ndarray, spec: Any) -> bytes:
-    """Chunk values encoded as zarr-python's ``V2Codec`` encodes them."""
-    data: Any = chunk.astype(spec.dtype.to_native_dtype(), order=spec.order, copy=False)
-    for f in codec.filters or ():
-        data = _shuffle(data, f.elementsize) if type(f) is Shuffle else f.encode(data)
-    if codec.compressor:
-        data = codec.compressor.encode(data)
-    return ensure_bytes(data)
-
-
-def _shuffle(data: Any, elementsize: int) -> Any:
-    """``numcodecs.Shuffle(elementsize).encode(data)``, the same bytes (byte ``k`` of
-    every element, for each ``k`` in turn) as one numpy transpose: 2.5x less CPU
-    than numcodecs' byte loop, which was the largest cost of a write after zlib."""
-    buf = ensure_contiguous_ndarray(data)
-    if elementsize <= 1 or buf.nbytes % elementsize:
-        return Shuffle(elementsize).encode(data)  # numcodecs' own result or error
-    return np.ascontiguousarray(buf.view(np.uint8).reshape(-1, elementsize).T).reshape(-1)
-
-
 # ------------------------------------------------------------------ batches
 def _batches(sizes: Sequence[int], parts: int) -> list[range]:
     """Split indices ``0..len(sizes)`` into at most ``parts`` runs of similar total size."""
@@ -268,7 +182,7 @@ class _ReadJob:
         out = self.out.as_ndarray_like()  # a CPU buffer: plain numpy assignment
         drop_axes, codec = self.drop_axes, self.codec
         nbytes = _chunk_nbytes(info[indices[0]][1]) if len(indices) else 0
-        scratch = _Scratch(nbytes) if nbytes >= _SCRATCH_BYTES else None
+        scratch = Scratch(nbytes) if nbytes >= SCRATCH_BYTES else None
         for i in indices:
             _, spec, chunk_selection, out_selection, _ = info[i]
             data = found.get(keys[i])
@@ -449,70 +363,6 @@ register_pipeline(NCZarrCodecPipeline)
 
 
 # ------------------------------------------------------------------ no event loop
-def open_v2_array(
-    store: ZarrStore, path: str, zarray: Mapping[str, Any], zattrs: Mapping[str, Any] | None
-) -> Any:
-    """``zarr.open_array(store=store, path=path, mode="r", zarr_format=2)`` with this
-    pipeline, built from metadata the caller already holds (the ``.zarray`` and
-    ``.zattrs`` documents, e.g. a translated view's): the same ``zarr.Array``, without
-    the two metadata reads through zarr's event loop thread (a hop each way per array,
-    ~4x the CPU of libnetcdf's whole open for a few arrays) and without parsing JSON.
-
-    It uses zarr-python's public ``zarr.Array.from_dict`` with the metadata of
-    :func:`v2_metadata`; a zarr without it gets ``zarr.open_array``, which reads the
-    same metadata through the store (slower, same array)."""
-    import zarr
-    from zarr.storage import StorePath
-
-    from_dict = getattr(zarr.Array, "from_dict", None)
-    with fast_pipeline():
-        if from_dict is None:
-            return zarr.open_array(store=store, path=path, mode="r", zarr_format=2)
-        store._open_sync()
-        return from_dict(StorePath(store, path), v2_metadata(zarray, zattrs))
-
-
-def v2_metadata(zarray: Mapping[str, Any], zattrs: Mapping[str, Any] | None) -> Any:
-    """zarr-python's ``ArrayV2Metadata.from_dict`` of ``.zarray`` and ``.zattrs``
-    documents, with the data type resolved once per distinct ``dtype`` (and object
-    codec): zarr's registry tries every data type it knows in turn, which was the
-    largest part of opening an array. The rest is ``from_dict``'s own steps (fill
-    value decoded by the data type, unknown keys left out, the constructor's checks);
-    anything unusual (a structured dtype, an empty filter list, no ``zarr_format`` 2)
-    goes to ``from_dict`` itself."""
-    from zarr.core.metadata.v2 import ArrayV2Metadata, get_object_codec_id
-
-    data = {**zarray, "attributes": dict(zattrs) if zattrs is not None else {}}
-    name, filters = data.get("dtype"), data.get("filters")
-    if not isinstance(name, str) or data.get("zarr_format") != 2 or filters == []:
-        return ArrayV2Metadata.from_dict(data)
-    compressor = data.get("compressor")
-    codecs = (*filters, compressor) if filters is not None else (compressor,)
-    dtype = _v2_dtype(name, get_object_codec_id(codecs))
-    kwargs = {k: v for k, v in data.items() if k in _v2_fields()}
-    kwargs["dtype"] = dtype
-    if kwargs.get("fill_value") is not None:
-        kwargs["fill_value"] = dtype.from_json_scalar(kwargs["fill_value"], zarr_format=2)
-    return ArrayV2Metadata(**kwargs)
-
-
-@lru_cache(maxsize=256)
-def _v2_dtype(name: str, object_codec_id: str | None) -> Any:
-    """zarr's data type (an immutable ``ZDType``) for a Zarr v2 ``dtype`` string."""
-    from zarr.core.dtype import get_data_type_from_json
-
-    spec = {"name": name, "object_codec_id": object_codec_id}
-    return get_data_type_from_json(spec, zarr_format=2)
-
-
-@lru_cache(maxsize=1)
-def _v2_fields() -> frozenset[str]:
-    """The keys ``ArrayV2Metadata.from_dict`` keeps (the constructor's arguments)."""
-    from zarr.core.metadata.v2 import ArrayV2Metadata
-
-    return frozenset({f.name for f in fields(ArrayV2Metadata)} - {"zarr_format"})
-
-
 def _chunk_plan(
     indexer: Any, metadata: Any, prefix: str, spec: Any
 ) -> tuple[list[str], list[tuple[Any, Any, Any, Any, bool]]]:

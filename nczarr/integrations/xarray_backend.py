@@ -218,7 +218,7 @@ class NCZarrSource:
 
     def array(self, var: Variable) -> NCZarrArrayWrapper:
         """A lazy, indexable wrapper of ``var``'s values."""
-        from .fastpipeline import open_v2_array
+        from .v2arrays import open_v2_array
 
         path = var.path.strip("/")
         native = self._native.get(path)
