@@ -21,6 +21,7 @@ import zarr
 
 import nczarr
 from nczarr.errors import CorruptChunkError, NCZarrWarning
+from nczarr.integrations import shardread
 from nczarr.integrations.xarray_backend import NCZarrDataStore
 from nczarr.integrations.zarr_store import ZarrStore
 from nczarr.readthrough import TranslatedView
@@ -124,6 +125,9 @@ def test_sharded_arrays_are_zarr_v3_arrays_over_the_source(tmp_path: Path) -> No
         store.close()
 
 
+ALL_SHARDS = {f"sh/c/{i}/{j}" for i in range(3) for j in range(3)}
+
+
 def test_the_shard_objects_read_are_the_stored_ones(tmp_path: Path, monkeypatch) -> None:
     """The stored shards (c/ keys) are read, whole or by byte ranges, and no chunk of
     the view's Zarr v2 keys; nothing goes through zarr's event loop (``ZarrStore.get``)."""
@@ -152,8 +156,11 @@ def test_the_shard_objects_read_are_the_stored_ones(tmp_path: Path, monkeypatch)
         monkeypatch.setattr(FileMap, "getrange", getrange)
         np.testing.assert_array_equal(ds["sh"].values, expected["sh"])
     shards = {k for k in asked if k.startswith("sh/")}
-    assert shards == {f"sh/c/{i}/{j}" for i in range(3) for j in range(3)}
     assert set(asked) == shards
+    if not shardread.supported():  # zarr-python 3.4: zarr reads the stored shards itself
+        assert {k for k in through_zarr if k.startswith("sh/c/")} == ALL_SHARDS
+        return
+    assert shards == ALL_SHARDS
     assert through_zarr == []
 
 

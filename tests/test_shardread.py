@@ -29,6 +29,7 @@ from zarr.codecs import (
 
 import nczarr
 from nczarr.errors import CorruptChunkError
+from nczarr.integrations import shardread
 from nczarr.integrations.native_v3 import engine_view, open_native
 from nczarr.integrations.shardread import ShardedArray, shard_plan
 from nczarr.integrations.zarr_store import ZarrStore
@@ -103,6 +104,13 @@ def _write(path: Path, arrays: dict[str, dict[str, Any]] = ARRAYS) -> dict[str, 
     return {name: theirs[name] for name in arrays}
 
 
+def _fast_path_or_xfail() -> None:
+    """The reads here need zarr-python 3.1-3.3's chunk grids; on 3.4 every sharded
+    array is read by zarr-python itself (shown by test_engine_v3_native)."""
+    if not shardread.supported():
+        pytest.xfail("zarr-python 3.4 rewrote its chunk grids: zarr reads sharded arrays")
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     path = tmp_path_factory.mktemp("shardread") / "s.zarr"
@@ -128,11 +136,13 @@ def test_values_are_zarr_pythons(store, ours, name: str, selection: Any) -> None
 
 
 def test_every_array_of_the_engine_is_read_here(ours) -> None:
+    _fast_path_or_xfail()
     assert {name for name, array in ours.items() if isinstance(array, ShardedArray)} == set(ARRAYS)
 
 
 def test_a_codec_without_synchronous_decode_is_read_by_zarr(tmp_path: Path) -> None:
     """A nested sharding has no synchronous decode: no plan, zarr-python reads it."""
+    _fast_path_or_xfail()
     theirs = _write(tmp_path / "n.zarr", {"nested": NESTED})["nested"]
     zmap = nczarr.open_map(str(tmp_path / "n.zarr"), mode="r")
     array = zarr.open_array(store=ZarrStore(zmap), path="nested", mode="r")
@@ -147,6 +157,7 @@ def test_a_codec_without_synchronous_decode_is_read_by_zarr(tmp_path: Path) -> N
 def test_no_read_goes_through_zarrs_event_loop(store, ours, monkeypatch) -> None:
     """Basic selections are read by the calling thread: no ``ZarrStore.get`` call, no
     thread started, and the map is called from this thread only."""
+    _fast_path_or_xfail()
     calls: list[str] = []
     threads: set[int] = set()
     real_get = ZarrStore.get
@@ -220,6 +231,7 @@ def test_the_view_is_unchanged(store) -> None:
 
 def test_a_pickled_array_reads_the_same(store, ours) -> None:
     """dask's distributed workers get the array pickled: the plan travels with it."""
+    _fast_path_or_xfail()
     import pickle
 
     copy = pickle.loads(pickle.dumps(ours["default"]))
@@ -231,6 +243,7 @@ def test_a_pickled_array_reads_the_same(store, ours) -> None:
 def test_whole_shards_are_read_in_batches(store, ours, monkeypatch, batch: int) -> None:
     """Whole shards come from one ``getitems`` per batch; a shard never written
     (``default/c/1/0/0``) is left out of its answer and reads as the fill value."""
+    _fast_path_or_xfail()
     import nczarr.integrations.shardread as shardread
 
     zmap = ours["default"]._plan.zmap

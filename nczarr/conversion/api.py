@@ -319,6 +319,7 @@ def convert(
             return _dry_run(report, translated, plan, start)
         copier = _prepare_target(request, translated, plan, stack)
         _copy(copier, translated, plan, report, on_chunk)
+        _note_strays(report, translated)
         _finish(copier, plan, report)
     report.seconds = time.perf_counter() - start
     return report
@@ -367,8 +368,16 @@ def _dry_run(
         + sum(translated.getsize(k) for k in reencoded)
         + plan.metadata_bytes
     )
+    _note_strays(report, translated)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _note_strays(report: ConvertReport, translated: TranslatedView) -> None:
+    """Add to the report the stray objects among re-encoded chunks that the view warned
+    about as the plan's keys were listed (lazily, during the copy or the dry run)."""
+    found = [w for w in translated.stray_keys.values() if w not in report.warnings]
+    report.warnings = (*report.warnings, *found)
 
 
 def _prepare_target(

@@ -32,7 +32,7 @@ from zarr import Array
 
 from ..maps.base import ZMap
 
-__all__ = ["BATCH", "ShardPlan", "ShardedArray", "read_basic", "shard_plan"]
+__all__ = ["BATCH", "ShardPlan", "ShardedArray", "read_basic", "shard_plan", "supported"]
 
 #: Whole shards read with one ``getitems`` (bounds the compressed bytes held at once).
 BATCH = 16
@@ -102,11 +102,24 @@ class ShardPlan:
         return math.prod(self.chunks_per_shard)
 
 
+def supported() -> bool:
+    """Whether this zarr-python has the chunk grid API the reads here are built on
+    (zarr-python 3.1-3.3; 3.4 rewrote its chunk grids, and zarr reads every array)."""
+    try:
+        from zarr.core.chunk_grids import RegularChunkGrid  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def shard_plan(array: Any, zmap: ZMap, path: str) -> ShardPlan | None:
     """The plan for reading ``array`` (a ``zarr.Array`` of a sharded Zarr v3 array at
     ``path`` of ``zmap``) in the calling thread, or None when zarr-python reads it."""
     from zarr.codecs import ShardingCodec
     from zarr.core.buffer import default_buffer_prototype
+
+    if not supported():
+        return None
     from zarr.core.chunk_grids import RegularChunkGrid
 
     async_array = array._async_array
