@@ -402,8 +402,14 @@ def _local_netcdf(path: str) -> bool:
         io.close()
 
 
-def open_file_source(url: NCZarrURL, mode: str, storage_options: dict[str, Any]) -> ZMap | None:
+def open_file_source(
+    url: NCZarrURL,
+    mode: str,
+    storage_options: dict[str, Any],
+    map_class: type[NetCDFFileMap] | None = None,
+) -> ZMap | None:
     """A netCDF file source when the URL names one, else None (:data:`nczarr.hooks.file_source`).
+    ``map_class``: the map to open it as (:class:`NetCDFFileMap` by default).
 
     Local: a regular file with netCDF-3 or HDF5 magic. Remote: a key with a netCDF
     suffix (``.nc``, ``.nc4``, ``.h5`` ...), no NCZarr/Zarr mode words in the fragment,
@@ -414,7 +420,7 @@ def open_file_source(url: NCZarrURL, mode: str, storage_options: dict[str, Any])
             return None
         if not _local_netcdf(url.path):
             return None
-        return NetCDFFileMap(url.path, mode, **storage_options)
+        return (map_class or NetCDFFileMap)(url.path, mode, **storage_options)
     if mode != "r" or not has_netcdf_suffix(url.path) or url.mode & {"nczarr", "zarr"}:
         return None
     options = dict(storage_options)
@@ -429,6 +435,6 @@ def open_file_source(url: NCZarrURL, mode: str, storage_options: dict[str, Any])
     else:
         location = url.fsspec_url
     try:
-        return NetCDFFileMap(location, mode, **options)
+        return (map_class or NetCDFFileMap)(location, mode, **options)
     except StorageNotFoundError:
         return None
