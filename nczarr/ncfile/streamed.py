@@ -24,6 +24,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
+from ..errors import MetadataError
 from ..maps.base import ZMap
 from .h5chunks import _each_stored_chunk, index_chunked
 from .h5filters import codecs, split_codecs
@@ -126,11 +127,18 @@ class StreamedNetCDFFileMap(NetCDFFileMap):
         if ds is None or self._arrays[prefix].chunks.loaded:  # type: ignore[attr-defined]
             return False
         chunks = ds.chunks
+        grid = self._arrays[prefix].chunks.grid
 
         def each(offset: tuple[int, ...], mask: int, byte_offset: int | None, size: int) -> None:
-            if byte_offset is not None:
-                coords = tuple(o // c for o, c in zip(offset, chunks, strict=True))
-                visit(coords, byte_offset, size, mask)
+            if byte_offset is None:
+                return
+            coords = tuple(o // c for o, c in zip(offset, chunks, strict=True))
+            if not all(0 <= c < n for c, n in zip(coords, grid, strict=True)):
+                raise MetadataError(  # as the eager index refuses it
+                    f"{self.url}: variable {'/' + prefix!r}: corrupt netCDF-4/HDF5 chunk "
+                    f"index: chunk {coords} is not in a grid of {grid} chunks"
+                )
+            visit(coords, byte_offset, size, mask)
 
         _each_stored_chunk(ds, each)
         return True
