@@ -538,7 +538,7 @@ def main() -> None:
     parser.add_argument("--no-read", action="store_true", help="time reference generation only")
     parser.add_argument("--dir", default=None, help="work directory (default: a temporary one)")
     args = parser.parse_args()
-    work_dir = Path(args.dir or tempfile.mkdtemp(prefix="nczarr-refs-bench-"))
+    work_dir = Path(args.dir or tempfile.mkdtemp(prefix="nczarr-refs-bench-")).resolve()
     work_dir.mkdir(parents=True, exist_ok=True)
     print(f"cpus: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f}")
     try:
