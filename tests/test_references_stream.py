@@ -134,9 +134,9 @@ def test_open_streamed_only_netcdf_files(tmp_path: Path) -> None:
 
 
 def test_grid_order_not_assumed(tmp_path: Path) -> None:
-    """Chunks arriving after their cell was passed (a B-tree not in grid order)
-    replace the fill written there: checked on a many-record set with a small
-    record size, values as netCDF4 reads them."""
+    """Records written out of order along an unlimited dimension, two never: a
+    many-record set with a small record size reads as netCDF4 reads the file (the
+    chunk walk comes in grid order here; a late chunk would replace its fill)."""
     path = tmp_path / "src.nc"
     with netCDF4.Dataset(path, "w") as ds:
         ds.createDimension("t", None)
