@@ -273,6 +273,14 @@ def write_contenders(tmp: Path, ds: Any) -> dict[str, Callable[[], object]]:
     return {"to_netcdf": netcdf, "to_nczarr": ours}
 
 
+def _only(contenders: dict[str, Callable[[], object]], only: str | None) -> dict[str, Any]:
+    """The contenders ``--only`` names (comma-separated; all when None)."""
+    if not only:
+        return contenders
+    names = set(only.split(","))
+    return {k: v for k, v in contenders.items() if k in names}
+
+
 # ------------------------------------------------------------------ instruction counts
 #: callgrind zeroes its counters when this libc function is entered and dumps them when
 #: the other one is: the child calls ``os.getppid()`` / ``os.getpgrp()`` around each
@@ -299,6 +307,7 @@ def _measure_child(spec: dict[str, Any]) -> None:
         contenders = read_contenders(
             spec["where"], Path(spec["root"]), Path(spec["zpath"]), s3, spec["dask"]
         )
+    contenders = _only(contenders, spec.get("only"))
     for func in contenders.values():
         func()
         os.getppid()
@@ -388,7 +397,7 @@ def summary_table(rows: list[tuple[str, dict[str, float]]], unit: str, scale: fl
     )
     out = [head]
     for title, best in rows:
-        if "to_nczarr" in best:
+        if "to_nczarr" in best and "to_netcdf" in best:
             us, nc = best["to_nczarr"], best["to_netcdf"]
             out.append(
                 f"| {title} | | to_netcdf {nc * scale:.1f} | | to_nczarr {us * scale:.1f} | "
@@ -401,13 +410,16 @@ def summary_table(rows: list[tuple[str, dict[str, float]]], unit: str, scale: fl
                 f"| {title}, chunks={{}} | | {_cell(best, 'netcdf4+dask', scale)} | | "
                 f"{us * scale:.1f} | **{ratio(us, nc).strip() if nc else '-'}** | | |"
             )
+        if "nczarr" not in best:
+            continue
         us = best["nczarr"]
         nc = best.get("netcdf4")
         out.append(
             f"| {title} | {_cell(best, 'floor', scale)} | {_cell(best, 'netcdf4', scale)} | "
             f"{_cell(best, 'zarr', scale)} | {us * scale:.1f} | "
             f"{'**' + ratio(us, nc).strip() + '**' if nc else '-'} | "
-            f"{ratio(us, best['floor']).strip()} | **{ratio(best['zarr'], us).strip()}** |"
+            f"{ratio(us, best['floor']).strip() if 'floor' in best else '-'} | "
+            f"**{ratio(best['zarr'], us).strip() if 'zarr' in best else '-'}** |"
         )
     return "\n".join(out)
 
@@ -430,6 +442,9 @@ def main() -> None:
     parser.add_argument("--cases", default=",".join(CASES), help="e.g. 40KB or 4MB")
     parser.add_argument("--codecs", default=",".join(CODECS), help="e.g. blosc or zlib")
     parser.add_argument("--where", default="dir,zip,s3", help="e.g. dir,zip")
+    parser.add_argument(
+        "--only", default=None, help="contenders to run, e.g. netcdf4,nczarr (default: all)"
+    )
     args = parser.parse_args()
     if args.cg_child:
         import json
@@ -475,7 +490,7 @@ def main() -> None:
             best = instructions(spec, tmp)
             report(title, best, "M instr", 1e-6)
         else:
-            wall, cpu = best_of(contenders(), repeat)
+            wall, cpu = best_of(_only(contenders(), args.only), repeat)
             report(title, wall, "wall ms", 1e3)
             report(title, cpu, "cpu ms", 1e3)
             best = cpu
@@ -498,6 +513,7 @@ def main() -> None:
                 for where in wheres:
                     dask = where == "dir" and not args.no_dask
                     spec = {
+                        "only": args.only,
                         "kind": "read",
                         "where": where,
                         "root": str(root),
@@ -514,7 +530,7 @@ def main() -> None:
                         ),
                     )
             if not args.no_write and case == "40KB":
-                spec = {"kind": "write", "tmp": str(tmp), "side": side}
+                spec = {"kind": "write", "tmp": str(tmp), "side": side, "only": args.only}
                 measure(
                     "write 40KB zlib dir",
                     spec,

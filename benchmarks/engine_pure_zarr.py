@@ -6,6 +6,7 @@ Run (about a minute on an idle 2-core machine)::
     python3 benchmarks/engine_pure_zarr.py                 # everything
     python3 benchmarks/engine_pure_zarr.py --repeat 15     # more rounds on a loaded machine
     python3 benchmarks/engine_pure_zarr.py --dir /dev/shm  # tmpfs (default: a temp dir)
+    python3 benchmarks/engine_pure_zarr.py --s3            # also from a moto S3 bucket
 
 Data (stated, not tuned): 4 ``float32`` variables of 1500 x 1500, values
 ``round(N(0,1) * 10, 2)``, in 100 x 100 chunks (40 KB, 225 per variable), written by
@@ -18,7 +19,14 @@ zarr-python 3 itself (``xr.Dataset.to_zarr``) as
 
 Read contenders, each ``xr.open_dataset(path, ...).load()`` on the same directory:
 ``zarr`` (``engine="zarr"``, ``consolidated=False``) and ``nczarr`` (``engine="nczarr"``);
-with ``--dask`` also both with ``chunks={}``.
+with ``--dask`` also both with ``chunks={}``. With ``--s3`` each store is also copied
+into a bucket of a moto server (its own process, so its CPU is not counted) and read by
+both engines from ``s3://bench/<store>.zarr`` with the same ``storage_options``
+(``--s3-stores``, default the sharded one; ``--s3-repeat`` rounds; with dask only
+with ``--s3-dask``: two dask threads make two requests at a time, a minute a round).
+Then zarr-python itself reads every array there through its own ``FsspecStore``
+("zarr") and through nczarr's ``ZarrStore`` over an ``S3Map`` ("nczarr"): the store
+adapter alone, without either engine.
 
 Timing: the machine is shared, so every contender runs ``--repeat`` times, interleaved
 round-robin after one untimed warm-up, and the minimum is kept of wall time and of CPU
@@ -58,19 +66,63 @@ def write_store(path: Path, ds: Any, kind: str) -> None:
     ds.to_zarr(path, mode="w", zarr_format=fmt, consolidated=False, encoding=encoding)
 
 
-def contenders(path: Path, dask: bool) -> dict[str, Callable[[], object]]:
+def contenders(
+    path: Path | str, dask: bool, storage_options: dict[str, Any] | None = None
+) -> dict[str, Callable[[], object]]:
+    """Both engines on ``path`` (a directory, or an ``s3://`` URL with ``storage_options``)."""
     import xarray as xr
 
+    zkw: dict[str, Any] = {"consolidated": False}
+    nkw: dict[str, Any] = {}
+    if storage_options is not None:
+        zkw["storage_options"] = nkw["storage_options"] = storage_options
     out: dict[str, Callable[[], object]] = {
-        "zarr": lambda: load(xr.open_dataset(path, engine="zarr", consolidated=False)),
-        "nczarr": lambda: load(xr.open_dataset(path, engine="nczarr")),
+        "zarr": lambda: load(xr.open_dataset(path, engine="zarr", **zkw)),
+        "nczarr": lambda: load(xr.open_dataset(path, engine="nczarr", **nkw)),
     }
     if dask:
-        out["zarr+dask"] = lambda: load(
-            xr.open_dataset(path, engine="zarr", consolidated=False, chunks={})
-        )
-        out["nczarr+dask"] = lambda: load(xr.open_dataset(path, engine="nczarr", chunks={}))
+        out["zarr+dask"] = lambda: load(xr.open_dataset(path, engine="zarr", chunks={}, **zkw))
+        out["nczarr+dask"] = lambda: load(xr.open_dataset(path, engine="nczarr", chunks={}, **nkw))
     return out
+
+
+def store_contenders(url: str, endpoint: str) -> dict[str, Callable[[], object]]:
+    """zarr-python itself reading every array of ``url``, through its own ``FsspecStore``
+    (s3fs, asynchronous) and through nczarr's ``ZarrStore`` over an ``S3Map``."""
+    import zarr
+
+    from nczarr.integrations.zarr_store import ZarrStore
+    from nczarr.maps.s3 import S3Map
+
+    def read(group: Any) -> None:
+        for _, array in group.arrays():
+            array[...]
+
+    def ours() -> None:
+        zmap = S3Map(url, mode="r", endpoint_url=endpoint)
+        read(zarr.open_group(ZarrStore(zmap), mode="r"))
+        zmap.close()
+
+    opts = {"endpoint_url": endpoint}
+    return {
+        "zarr": lambda: read(zarr.open_group(url, mode="r", storage_options=opts)),
+        "nczarr": ours,
+    }
+
+
+def start_s3() -> tuple[Any, str, Any]:
+    """A moto S3 server in its own process (its CPU is not counted) and an s3fs
+    filesystem on it; fake credentials for the local server only."""
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    import s3fs
+    from bench_s3_search import start_moto
+
+    proc, endpoint = start_moto()
+    fs = s3fs.S3FileSystem(endpoint_url=endpoint, skip_instance_cache=True)
+    fs.mkdir("bench")
+    return proc, endpoint, fs
 
 
 def report(title: str, times: tuple[dict[str, float], dict[str, float]]) -> None:
@@ -91,6 +143,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--dask", action="store_true", help="also chunks={} (dask) reads")
     parser.add_argument("--stores", default=",".join(STORES), help="e.g. v3-sharded")
+    parser.add_argument(
+        "--s3", action="store_true", help="also each store in a bucket of a moto server"
+    )
+    parser.add_argument("--s3-repeat", type=int, default=3, help="rounds on S3")
+    parser.add_argument("--s3-stores", default="v3-sharded", help="stores read from S3")
+    parser.add_argument("--s3-dask", action="store_true", help="also chunks={} on S3 (slow)")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
 
@@ -106,14 +164,25 @@ def main() -> None:
         f"load {os.getloadavg()[0]:.1f}; best of {args.repeat}"
     )
     tmp = Path(tempfile.mkdtemp(prefix="nczarr-pure-", dir=args.dir))
+    proc, endpoint, fs = start_s3() if args.s3 else (None, "", None)
     try:
         ds = make_dataset(SIDE)
         for kind in args.stores.split(","):
             path = tmp / f"{kind}.zarr"
             write_store(path, ds, kind)
             report(f"read {kind}", best_of(contenders(path, args.dask), args.repeat))
+            if fs is not None and kind in args.s3_stores.split(","):
+                fs.put(str(path), f"bench/{kind}.zarr", recursive=True)
+                url, options = f"s3://bench/{kind}.zarr", {"endpoint_url": endpoint}
+                times = best_of(contenders(url, args.s3_dask, options), args.s3_repeat)
+                report(f"read {kind} S3", times)
+                times = best_of(store_contenders(url, endpoint), args.s3_repeat)
+                report(f"zarr-python {kind} S3", times)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        if proc is not None:
+            proc.terminate()
+            proc.wait()
     print(f"load after: {os.getloadavg()[0]:.1f}")
 
 

@@ -27,6 +27,13 @@ and the best of ``--repeat`` wall times and CPU times (user + system, threads an
 waited-for child processes included) are printed with their ratio to ``cp``; on a
 loaded machine the CPU time is the steadier number.
 
+``--cli`` runs each case as a fresh process instead (``cp SRC DST`` against
+``python -m nczarr convert --mode M SRC DST``): what a user pays, interpreter start
+and imports included. Run it with byte-compiled modules (``PYTHONDONTWRITEBYTECODE``
+unset, or ``PYTHONPYCACHEPREFIX`` set to a writable directory): without ``.pyc`` files
+every nczarr module is compiled at each start, which costs more than the copy.
+``--chunks 10000,100000`` sets the chunk counts of the peak-memory runs.
+
 Usage::
 
     python3 benchmarks/ncfiles.py                      # 1000 MB raw (~400 MB file), minutes
@@ -87,12 +94,13 @@ def build_netcdf4(path: Path, mb: int, level: int = 4) -> None:
             noise[t] = _smooth(rng, NY, NX)
 
 
-def build_many_chunks(path: Path, chunks: int) -> None:
-    """One float32 variable of ``chunks`` deflate+shuffle chunks of 4 KB raw."""
+def build_many_chunks(path: Path, chunks: int, values: int = 1024) -> None:
+    """One float32 variable of ``chunks`` deflate+shuffle chunks of ``values`` values
+    (4 KB raw by default)."""
     rng = np.random.default_rng(2)
     with netCDF4.Dataset(path, "w") as ds:
         ds.createDimension("n", chunks)
-        ds.createDimension("x", 1024)
+        ds.createDimension("x", values)
         v = ds.createVariable(
             "v",
             "f4",
@@ -100,11 +108,11 @@ def build_many_chunks(path: Path, chunks: int) -> None:
             compression="zlib",
             complevel=4,
             shuffle=True,
-            chunksizes=(1, 1024),
+            chunksizes=(1, values),
         )
         for start in range(0, chunks, 1000):
             n = min(1000, chunks - start)
-            v[start : start + n] = _smooth(rng, n, 1024)
+            v[start : start + n] = _smooth(rng, n, values)
 
 
 def build_netcdf3(path: Path, mb: int) -> None:
@@ -200,6 +208,25 @@ def run(src: Path, work: Path, repeat: int) -> dict[str, tuple[float, float, int
     return {name: best(fn, work, repeat) for name, fn in cases.items()}
 
 
+def run_cli(src: Path, work: Path, repeat: int) -> dict[str, tuple[float, float, int]]:
+    """:func:`run` with ``cp`` and ``nczarr convert`` as fresh processes."""
+
+    def proc(*argv: str, suffix: str = "") -> Callable[[Path], None]:
+        def go(out: Path) -> None:
+            target = out.with_suffix(suffix) if suffix else out
+            subprocess.run([*argv, str(src), str(target)], check=True, stdout=subprocess.DEVNULL)
+
+        return go
+
+    nczarr_cli = (sys.executable, "-m", "nczarr", "convert", "--mode")
+    cases = {
+        "cp": proc("cp", suffix=".nc"),
+        "nczarr -> NCZarr": proc(*nczarr_cli, "nczarr"),
+        "nczarr -> Zarr v2": proc(*nczarr_cli, "zarr"),
+    }
+    return {name: best(fn, work, repeat) for name, fn in cases.items()}
+
+
 def report(label: str, src: Path, where: str, results: dict[str, tuple[float, float, int]]) -> None:
     size = src.stat().st_size / 2**20
     print(f"\n{label}: {size:.0f} MB on {where}")
@@ -210,7 +237,7 @@ def report(label: str, src: Path, where: str, results: dict[str, tuple[float, fl
             f"  {name:20s} {seconds:7.2f} s {seconds / floor:6.2f}x "
             f"{cpu:7.2f} s {cpu / cpu_floor:6.2f}x cp {out / 2**20:6.0f} MB"
         )
-    for peer in ("nccopy -> NCZarr", "xarray to_zarr"):
+    for peer in ("nccopy -> NCZarr", "xarray to_zarr") if "nccopy -> NCZarr" in results else ():
         for ours in ("nczarr -> NCZarr", "nczarr -> Zarr v2"):
             print(
                 f"  {peer} / {ours}: wall {results[peer][0] / results[ours][0]:5.1f}x, "
@@ -232,7 +259,7 @@ MEMORY_SCRIPT = textwrap.dedent(
 )
 
 
-def memory(work: Path, counts: tuple[int, ...] = (2_000, 20_000)) -> None:
+def memory(work: Path, counts: tuple[int, ...] = (2_000, 20_000), values: int = 1024) -> None:
     """Peak RSS of a convert in a fresh process, for files of ``counts`` chunks."""
     script = work / "mem.py"
     script.write_text(MEMORY_SCRIPT)
@@ -253,7 +280,7 @@ def memory(work: Path, counts: tuple[int, ...] = (2_000, 20_000)) -> None:
     print(f"  python + nczarr imported      {peak(script, 'idle'):7.1f} MB")
     for n in counts:
         src = work / f"chunks{n}.nc"
-        build_many_chunks(src, n)
+        build_many_chunks(src, n, values)
         size = src.stat().st_size / 2**20
         for fmt in ("nczarr", "zarr"):
             print(
@@ -269,6 +296,9 @@ def main() -> None:
     parser.add_argument("--dir", default="/dev/shm", help="work directory (tmpfs by default)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip", default="", help="comma-separated: nc4, nc3, memory")
+    parser.add_argument("--cli", action="store_true", help="fresh processes: cp vs the CLI")
+    parser.add_argument("--chunks", default="2000,20000", help="chunk counts of the memory runs")
+    parser.add_argument("--chunk-values", type=int, default=1024, help="float32s a memory chunk")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     work = Path(tempfile.mkdtemp(prefix="nczarr-ncfiles-", dir=args.dir))
@@ -285,10 +315,11 @@ def main() -> None:
             start = time.perf_counter()
             build(src, mb, args.level) if key == "nc4" else build(src, mb)
             print(f"\n(built {src.name} in {time.perf_counter() - start:.0f} s)")
-            report(label, src, args.dir, run(src, work, args.repeat))
+            runner = run_cli if args.cli else run
+            report(label, src, args.dir, runner(src, work, args.repeat))
             src.unlink()
         if "memory" not in skip:
-            memory(work)
+            memory(work, tuple(int(n) for n in args.chunks.split(",")), args.chunk_values)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

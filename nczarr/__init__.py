@@ -46,6 +46,7 @@ Names are imported lazily so that ``import nczarr`` stays cheap.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from . import hooks as _hooks
@@ -79,6 +80,10 @@ async def _open_sharded(zmap: Any, path: str) -> Any:
 def _open_file_source(url: Any, mode: str, storage_options: dict[str, Any]) -> Any:
     """The file-source opener lent to :func:`nczarr.maps.open.open_map`
     (:mod:`nczarr.hooks`): netCDF files (:mod:`nczarr.ncfile`)."""
+    if url.storage in ("file", "zip") and (
+        url.storage == "zip" or mode != "r" or os.path.isdir(url.path)
+    ):
+        return None  # a store, or a target: not a netCDF file (and nczarr.ncfile not imported)
     from .ncfile.source import open_file_source
 
     return open_file_source(url, mode, storage_options)

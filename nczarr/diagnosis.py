@@ -25,8 +25,16 @@ from typing import Any
 from .errors import InvalidModeError, MetadataError, ReadOnlyError
 from .load import MAX_METADATA_SIZE, load_metadata
 from .maps.base import ZMap
+from .maps.pending import JOURNAL_KEY, decode_append_journal
 from .translate.attrs import parse_json
 from .translate.compat import CURRENT_READERS, NETCDF_C, READERS, Finding, findings
+from .translate.compat_pending import (
+    PendingAppend,
+    attrs_keys,
+    pending_append,
+    pending_findings,
+    superseded,
+)
 from .translate.conventions import ZARR_JSON, ZARR_METADATA_NAMES, ZMETADATA
 from .translate.detect import FormatInfo, detect_format
 
@@ -50,12 +58,16 @@ class CheckReport:
     readers : tuple[str, ...]
         The readers the verdict follows (default: the ones people run today); the
         findings of the others are :attr:`notes`.
+    pending : PendingAppend or None
+        The append the store's journal says was interrupted while writing its
+        metadata (what each reader sees of it is among the findings), or None.
     """
 
     url: str
     info: FormatInfo
     findings: tuple[Finding, ...] = field(default=())
     readers: tuple[str, ...] = CURRENT_READERS
+    pending: PendingAppend | None = None
 
     @property
     def ok(self) -> bool:
@@ -75,6 +87,9 @@ class CheckReport:
         """The report as text: one block per reader, each finding with its fix."""
         shown = "netCDF file" if self.info.format == "netcdf" else f"Zarr v{self.info.zarr_format}"
         lines = [f"{self.url}: {self.info.layout} ({shown})"]
+        if self.pending is not None:
+            lines.append(f"  pending append: {self.pending.describe()}")
+            lines.append(f"    fix: {self.pending.fix.replace('URL', self.url)}")
         for reader in READERS:
             found = self.for_reader(reader)
             note = "" if reader in self.readers else " (note: not judged)"
@@ -89,10 +104,15 @@ class CheckReport:
         return "\n".join(lines)
 
 
+#: Hidden from the crawl: consolidated metadata (every object is read as stored) and an
+#: append journal (nczarr's readers would read its metadata instead of the stored).
+_HIDDEN = frozenset({ZMETADATA, JOURNAL_KEY})
+
+
 class _AsStored(ZMap):
     """A read-only view of a map for checking: metadata objects with stray bytes after
-    their JSON document are served without them (and counted), and ``.zmetadata`` is
-    hidden so that the crawl reads every object as stored."""
+    their JSON document are served without them (and counted), and ``.zmetadata`` and
+    an append journal are hidden so that the crawl reads every object as stored."""
 
     def __init__(self, source: ZMap) -> None:
         super().__init__("r")
@@ -102,17 +122,17 @@ class _AsStored(ZMap):
         self.not_utf8: set[str] = set()
 
     def _load(self, key: str) -> bytes:
-        if key == ZMETADATA:
+        if key in _HIDDEN:
             raise KeyError(key)
         return self._trimmed(key, self._source[key])
 
     def declared_size(self, key: str) -> int | None:
-        """The source's declared size (hidden ``.zmetadata``: None)."""
-        return None if key == ZMETADATA else self._source.declared_size(key)
+        """The source's declared size (hidden ``.zmetadata`` and journal: None)."""
+        return None if key in _HIDDEN else self._source.declared_size(key)
 
     def getitems_capped(self, keys: Iterable[str], cap: int) -> dict[str, bytes]:
         """The source's capped reads (the metadata size limit holds here too), trimmed."""
-        raw = self._source.getitems_capped([k for k in keys if k != ZMETADATA], cap)
+        raw = self._source.getitems_capped([k for k in keys if k not in _HIDDEN], cap)
         return {key: self._trimmed(key, data) for key, data in raw.items()}
 
     def _trimmed(self, key: str, data: bytes) -> bytes:
@@ -134,10 +154,10 @@ class _AsStored(ZMap):
         raise ReadOnlyError(f"{self.url}: checking never writes")
 
     def _list(self, prefix: str) -> Iterator[str]:
-        return (k for k in self._source.keys_below(prefix) if k != ZMETADATA)
+        return (k for k in self._source.keys_below(prefix) if k not in _HIDDEN)
 
     def _search(self, prefix: str) -> Iterable[str]:
-        return [n for n in self._source.search(prefix) if prefix or n != ZMETADATA]
+        return [n for n in self._source.search(prefix) if prefix or n not in _HIDDEN]
 
     def _describe(self) -> tuple[str, dict[str, Any]]:
         return self._source.url, {}
@@ -217,6 +237,19 @@ def _netcdf_file_findings() -> tuple[Finding, ...]:
     )
 
 
+def _pending(zmap: ZMap) -> PendingAppend | None:
+    """The append ``zmap``'s journal says was interrupted, compared with the objects
+    stored (None without an append journal: a convert's journal names no metadata)."""
+    raw = zmap.getitems_capped([JOURNAL_KEY], MAX_METADATA_SIZE + 1).get(JOURNAL_KEY)
+    decoded = None if raw is None else decode_append_journal(raw)
+    if decoded is None:
+        return None
+    metadata, doc = decoded
+    keys = {*(k for k, _ in metadata), *attrs_keys(metadata)}
+    stored = zmap.getitems_capped(sorted(keys), MAX_METADATA_SIZE + 1)
+    return pending_append(JOURNAL_KEY, metadata, doc, stored)
+
+
 def check(
     src: str | os.PathLike[str] | ZMap,
     *,
@@ -286,7 +319,11 @@ def check(
             trailing=stored.trailing,
             not_utf8=stored.not_utf8,
         )
-        return CheckReport(zmap.url, info, tuple(found), judged or default_readers(info))
+        pending = _pending(zmap)
+        if pending is not None:
+            found = [*superseded(found, pending), *pending_findings(pending)]
+        readers = judged or default_readers(info)
+        return CheckReport(zmap.url, info, tuple(found), readers, pending)
     finally:
         if owned:
             zmap.close()

@@ -45,6 +45,7 @@ __all__ = [
     "detect",
     "read",
     "read_with_chunk_keys",
+    "STALE_CONSOLIDATED",
 ]
 
 #: Largest metadata object (bytes) :func:`load_metadata` reads unless told otherwise;

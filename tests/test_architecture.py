@@ -102,8 +102,10 @@ def test_no_import_cycles() -> None:
 
 
 # ------------------------------------------------- backends declare, callers ask
-def _concrete_maps() -> dict[str, type]:
-    """Every concrete map class of ``nczarr.maps`` (any ``ZMap`` subclass), by name."""
+def _concrete_maps(everywhere: bool = False) -> dict[str, type]:
+    """Every concrete map class of ``nczarr.maps`` (any ``ZMap`` subclass), by name;
+    ``everywhere``: of the whole package (the translated view, the netCDF file source,
+    the maps ``conversion/`` and ``integrations/`` define for themselves)."""
     import importlib
     import inspect
 
@@ -111,7 +113,7 @@ def _concrete_maps() -> dict[str, type]:
 
     found: dict[str, type] = {}
     for module in MODULES:
-        if not module.startswith("nczarr.maps."):
+        if not everywhere and not module.startswith("nczarr.maps."):
             continue
         try:
             loaded = importlib.import_module(module)
@@ -215,6 +217,25 @@ def test_no_backend_type_test_outside_maps() -> None:
     assert offenders == []
 
 
+def test_no_module_tests_the_class_of_another_modules_map() -> None:
+    """The same for the maps defined outside ``maps/`` (``TranslatedView``,
+    ``NetCDFFileMap`` ...): a module asks a map what it is (``ZMap.source``,
+    ``ZMap.chunk_map``, ``ZMap.file_format``), never ``isinstance`` or ``getattr`` a
+    class another module defines (its own, as ``TranslatedView.__eq__``, it may)."""
+    classes = _concrete_maps(everywhere=True)
+    assert {"TranslatedView", "NetCDFFileMap", "FileMap"} <= set(classes)
+    offenders = []
+    for module, path in MODULES.items():
+        if module.startswith("nczarr.maps"):
+            continue
+        others = {n: c for n, c in classes.items() if c.__module__ != module}
+        offenders += [
+            f"{module}:{line}: {what}"
+            for line, what in backend_type_tests(path.read_text(encoding="utf-8"), others)
+        ]
+    assert offenders == []
+
+
 def test_the_backend_type_test_check_finds_each_form() -> None:
     classes = _concrete_maps()
     bad = """
@@ -240,6 +261,63 @@ def f(m):
     return getattr(m, "close", None)
 '''
     assert backend_type_tests(good, classes) == []
+
+
+def zmap_members() -> set[str]:
+    """The names every map answers (``ZMap``'s and ``MapCore``'s own members), less
+    the names any mapping or file has (``keys``, ``close``, ``mode`` ...): probing an
+    object for one of these is probing it for a map's ability."""
+    import io
+    from collections.abc import MutableMapping
+
+    from nczarr.maps.base import ZMap
+
+    own = {n for cls in ZMap.__mro__ if cls.__module__.startswith("nczarr.") for n in vars(cls)}
+    generic = set(dir(MutableMapping)) | set(dir(io.FileIO))
+    return {n for n in own if not n.startswith("__")} - generic
+
+
+def member_probes(source: str, members: set[str]) -> list[tuple[int, str]]:
+    """``(line, what)`` for each ``getattr``/``hasattr`` in ``source`` that asks for one
+    of ``members`` by its literal name."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            continue
+        if node.func.id in ("getattr", "hasattr") and len(node.args) >= 2:
+            name = node.args[1]
+            if isinstance(name, ast.Constant) and name.value in members:
+                found.append((node.lineno, f"{node.func.id}(..., {name.value!r})"))
+    return found
+
+
+def test_no_module_probes_a_map_for_what_every_map_has() -> None:
+    """Every map has each capability (``copy_from``, ``discard``, ``source`` ...), with
+    a default saying "not supported" or doing the generic thing: a caller calls it
+    (``m.copy_from(...) is NOT_SUPPORTED``), never ``getattr(m, "copy_from", None)``."""
+    members = zmap_members()
+    assert {"copy_from", "discard", "source", "chunk_map", "location"} <= members
+    assert not {"keys", "get", "close", "flush", "mode", "closed"} & members
+    offenders = [
+        f"{module}:{line}: {what}"
+        for module, path in MODULES.items()
+        if not module.startswith("nczarr.maps")
+        for line, what in member_probes(path.read_text(encoding="utf-8"), members)
+    ]
+    assert offenders == []
+
+
+def test_the_member_probe_check_finds_a_probe() -> None:
+    bad = """
+def abort(self, target, stage):
+    discard = getattr(self.map, "discard", None)
+    copy = getattr(target, "copy_from", None)
+    if hasattr(stage, "_load") or hasattr(stage, "supports_shared_writes"):
+        pass
+    return getattr(stage, "get", None), getattr(stage, "close", None), hasattr(os, "pread")
+"""
+    lines = sorted(line for line, _ in member_probes(bad, zmap_members()))
+    assert lines == [3, 4, 5, 5]
 
 
 # ------------------------------------------------------------------ floors
@@ -313,8 +391,8 @@ def test_the_floor_check_finds_upward_and_sideways_imports() -> None:
 
 
 # ------------------------------------------------------------------ sizes
-#: A function of ``conversion/`` longer than this (code lines, its docstring left out)
-#: does several jobs: ``convert`` is a few named steps, not one long function.
+#: A function longer than this (code lines, its docstring left out) does several jobs:
+#: ``convert`` is a few named steps, the CLI's parser one function per subcommand.
 MAX_FUNCTION_LINES = 80
 #: A module longer than this holds two jobs and becomes two modules.
 MAX_MODULE_LINES = 500
@@ -336,11 +414,11 @@ def function_lengths(source: str) -> list[tuple[str, int]]:
     return found
 
 
-def test_no_long_function_in_conversion() -> None:
+def test_no_long_function() -> None:
+    """In every module of the package (``conversion/`` first had the limit)."""
     offenders = [
         f"{module}.{name}: {lines} lines"
         for module, path in MODULES.items()
-        if module.startswith("nczarr.conversion")
         for name, lines in function_lengths(path.read_text(encoding="utf-8"))
         if lines > MAX_FUNCTION_LINES
     ]
@@ -413,3 +491,147 @@ def test_every_module_says_what_is_public() -> None:
         unknown += [f"{module}.{n}" for n in names if n not in defined and not lazy]
     assert missing == []
     assert unknown == []
+
+
+def imports_past_all(alls: dict[str, list[str] | None]) -> list[str]:
+    """``"module:line name from target"`` for each name imported from another nczarr
+    module that the target's ``__all__`` does not list (an internal name)."""
+    found = []
+    for module in MODULES:
+        for target, name, line in _imports(module):
+            if name is None or target == module or target not in MODULES:
+                continue
+            declared = alls.get(target)
+            if declared is not None and name not in declared:
+                found.append(f"{module}:{line} {name} from {target}")
+    return sorted(found)
+
+
+def test_modules_import_only_what_another_declares_public() -> None:
+    """What a module's ``__all__`` leaves out is internal to it: no other module of
+    the package imports it (a shared helper is listed, so its module says it is shared)."""
+    alls = {m: declared_all(p.read_text(encoding="utf-8")) for m, p in MODULES.items()}
+    assert imports_past_all(alls) == []
+
+
+def test_the_internal_import_check_finds_an_unlisted_name() -> None:
+    alls = {m: declared_all(p.read_text(encoding="utf-8")) for m, p in MODULES.items()}
+    assert "nczarr.translate.target" in alls
+    alls["nczarr.translate.target"] = ["check_zarr_format"]  # Target made internal
+    offenders = imports_past_all(alls)
+    assert any(o.endswith("Target from nczarr.translate.target") for o in offenders)
+
+
+# ------------------------------------------------------------------ writers
+def test_every_writer_module_returns_a_write_result() -> None:
+    """Each output format's writer (``translate/write_<name>.py``, named in the
+    dispatcher's ``WRITERS``) is ``(dataset, target) -> WriteResult``: one result type
+    for every writer (``tests/test_target.py`` calls each one)."""
+    writers = {
+        module: path
+        for module, path in MODULES.items()
+        if module.startswith("nczarr.translate.write_")
+        and module != "nczarr.translate.write_common"
+    }
+    assert {"nczarr.translate.write_nczarr", "nczarr.translate.write_zarr3"} <= set(writers)
+    shapes = {}
+    for module, path in writers.items():
+        name = module.rsplit(".", 1)[1]
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef) and node.name == name:
+                params = [a.arg for a in node.args.args]
+                shapes[module] = (params[:2], ast.unparse(node.returns) if node.returns else None)
+    assert shapes == {m: (["dataset", "target"], "WriteResult") for m in writers}
+
+
+# ------------------------------------------------------------------ the map of the house
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+
+
+def _section(text: str, heading: str) -> str:
+    """The body of the ``## heading`` section of a Markdown text ("" if absent)."""
+    start = text.find(f"\n## {heading}\n")
+    if start < 0:
+        return ""
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end > 0 else len(text)]
+
+
+def named_files(text: str) -> set[str]:
+    """The ``.py`` files and package paths a Markdown text names in backquotes."""
+    import re
+
+    spans = re.findall(r"`([^`\n]+)`", text)
+    return {
+        word.rstrip(".,:;")
+        for span in spans
+        for word in re.split(r"[\s(),]+", span)
+        if word.endswith(".py") or word.startswith(("nczarr/", "tests/"))
+    }
+
+
+def missing_files(names: set[str]) -> list[str]:
+    """The names of :func:`named_files` no file of the tree answers (a bare module
+    name, ``read_zarr3.py``, may live in any package folder; ``<name>`` is a pattern)."""
+    root = PACKAGE.parent
+    missing = []
+    for name in sorted(names):
+        if "<" in name or "*" in name:
+            continue
+        path = name.split("::")[0].split(":")[0]
+        found = (root / path).exists() or (PACKAGE / path).exists()
+        found = found or ("/" not in path and any(PACKAGE.rglob(path)))
+        found = found or any(PACKAGE.glob(f"*/{path}"))  # ``maps/open.py``
+        if not found:
+            missing.append(name)
+    return missing
+
+
+def test_the_architecture_doc_names_only_files_that_exist() -> None:
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    names = named_files(text)
+    assert {"nczarr/maps/open.py", "translate/target.py", "conversion/references.py"} <= names
+    assert missing_files(names) == []
+    assert missing_files({"nczarr/maps/url.py", "maps/gone.py", "nothere.py"}) == [
+        "maps/gone.py",
+        "nothere.py",
+    ]
+
+
+def test_the_architecture_doc_places_every_module() -> None:
+    """A newcomer finds each module's job in docs/architecture.md: its file name
+    (``fastgroup.py``) or, in a list of siblings, its name in backquotes (`` `s3` ``)."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    unnamed = [
+        path.relative_to(PACKAGE).as_posix()
+        for path in MODULES.values()
+        if path.name not in ("__init__.py", "__main__.py")
+        and not any(form in text for form in (path.name, f"`{path.stem}`", f"`{path.stem}."))
+    ]
+    assert unnamed == []
+
+
+def test_the_architecture_doc_has_the_three_recipes() -> None:
+    """'A new backend', 'a new source format', 'a new output format': each a recipe
+    naming the files to add or edit on today's tree."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    wanted = {
+        "A new backend": {"nczarr/maps/<name>.py", "nczarr/maps/open.py"},
+        "A new source format": {
+            "nczarr/translate/read_<name>.py",
+            "nczarr/<name>/source.py",
+            "nczarr/hooks.py",
+        },
+        "A new output format": {
+            "nczarr/translate/write_<name>.py",
+            "nczarr/translate/writer.py",
+            "conversion/references.py",
+            "conversion/icechunk_repo.py",
+        },
+    }
+    for heading, files in wanted.items():
+        section = _section(text, heading)
+        assert section, heading
+        names = named_files(section)
+        assert files <= names, (heading, files - names)
+        assert missing_files(names) == [], heading

@@ -75,3 +75,23 @@ def test_append_on_a_cluster(tmp_path, client):
     report = nczarr.convert(daily(tmp_path / "src", 4, 4), dst, append_dim="time", client=client)
     assert (report.chunks_copied, report.chunks_reencoded) == (6, 0)
     np.testing.assert_array_equal(read_nc(dst)["temp"], expected_temp(0, 8))
+
+
+def test_every_source_is_copied_in_one_run_of_batches(tmp_path, client, monkeypatch):
+    from nczarr.conversion import cluster
+
+    runs = []
+    real = cluster.copy_chunks_on_cluster
+
+    def spy(client, src, dst, keys, **kwargs):
+        runs.append((len(keys), kwargs["batch_size"]))
+        return real(client, src, dst, keys, **kwargs)
+
+    monkeypatch.setattr(cluster, "copy_chunks_on_cluster", spy)
+    srcs = [daily(tmp_path / f"d{i}", 2 * i, 2) for i in range(6)]
+    local = nczarr.convert(srcs, tmp_path / "local", concat_dim="time")
+    report = nczarr.convert(srcs, tmp_path / "remote", concat_dim="time", client=client)
+    assert (report.chunks_copied, report.chunks_reencoded) == (local.chunks_copied, 0)
+    # one run for all sources (not one per source), cut so that both workers get work
+    assert runs == [(report.chunks_copied, 3)]  # 19 chunks / (2 threads * 4 tasks each)
+    assert _tree(tmp_path / "remote") == _tree(tmp_path / "local")

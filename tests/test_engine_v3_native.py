@@ -125,22 +125,36 @@ def test_sharded_arrays_are_zarr_v3_arrays_over_the_source(tmp_path: Path) -> No
 
 
 def test_the_shard_objects_read_are_the_stored_ones(tmp_path: Path, monkeypatch) -> None:
-    """zarr-python reads byte ranges of the stored shards (c/ keys), and no chunk of
-    the view's Zarr v2 keys."""
+    """The stored shards (c/ keys) are read, whole or by byte ranges, and no chunk of
+    the view's Zarr v2 keys; nothing goes through zarr's event loop (``ZarrStore.get``)."""
+    from nczarr.maps.file import FileMap
+
     expected = _sharded_store(tmp_path / "s.zarr")
     asked: list[str] = []
-    real_get = ZarrStore.get
+    through_zarr: list[str] = []
+    real_get, real_items, real_range = ZarrStore.get, FileMap.getitems, FileMap.getrange
 
     async def get(self, key, prototype, byte_range=None):
-        asked.append(key)
+        through_zarr.append(key)
         return await real_get(self, key, prototype, byte_range)
+
+    def getitems(self, keys):
+        asked.extend(keys)
+        return real_items(self, keys)
+
+    def getrange(self, key, start, length=None):
+        asked.append(key)
+        return real_range(self, key, start, length)
 
     monkeypatch.setattr(ZarrStore, "get", get)
     with _open(tmp_path / "s.zarr", mask_and_scale=False) as ds:
-        assert asked == []  # opening reads no metadata through zarr
+        monkeypatch.setattr(FileMap, "getitems", getitems)
+        monkeypatch.setattr(FileMap, "getrange", getrange)
         np.testing.assert_array_equal(ds["sh"].values, expected["sh"])
     shards = {k for k in asked if k.startswith("sh/")}
     assert shards == {f"sh/c/{i}/{j}" for i in range(3) for j in range(3)}
+    assert set(asked) == shards
+    assert through_zarr == []
 
 
 def test_view_fill_value_is_kept_on_the_v3_metadata(tmp_path: Path) -> None:

@@ -198,3 +198,46 @@ def test_a_missing_backend_dependency_names_the_extra(monkeypatch: pytest.Monkey
 def _open_test_memory(url, mode: str, options: dict) -> MemoryMap:
     assert url == parse_url("memory://bucket/x")
     return MemoryMap({key: str(value).encode() for key, value in options.items()}, mode=mode)
+
+
+class _FailingFlush(MemoryMap):
+    """A map that writes through and whose flush fails (a full disk, a lost network)."""
+
+    def flush(self) -> None:
+        raise OSError("flush failed")
+
+
+def test_discard_closes_a_map_that_writes_through_even_if_flushing_fails() -> None:
+    zmap = _FailingFlush(mode="w")
+    zmap["a"] = b"1"
+    with pytest.raises(OSError, match="flush failed"):
+        zmap.flush()
+    zmap.discard()
+    assert zmap.closed
+    with pytest.raises(ValueError, match="closed"):
+        zmap["b"] = b"2"
+
+
+def test_discard_drops_a_zip_archives_pending_writes(tmp_path: Path) -> None:
+    from nczarr.maps.zip import ZipMap
+
+    path = tmp_path / "s.zip"
+    with ZipMap(str(path), mode="w") as zmap:
+        zmap["old"] = b"1"
+    before = path.read_bytes()
+    zmap = ZipMap(str(path), mode="a")
+    zmap["new"] = b"2"
+    zmap.discard()
+    assert zmap.closed and path.read_bytes() == before
+
+
+def test_a_replacement_is_promoted_into_a_map_that_cannot_copy_server_side() -> None:
+    """``to_nczarr``'s promotion of a staged store asks the target's ``copy_from`` and
+    copies the bytes itself where the answer is NOT_SUPPORTED."""
+    from nczarr.integrations.staging import WriteTarget
+
+    stage = MemoryMap({".zgroup": b"{}", "v/.zarray": b"{}", "v/0": b"12"}, mode="a")
+    target = MemoryMap({".zgroup": b"old", "w/0": b"gone"}, mode="a")
+    assert target.copy_from(stage, "v/0", "v/0") is NOT_SUPPORTED
+    WriteTarget(stage, owned=True, promote_into=target).commit()
+    assert dict(target.items()) == {".zgroup": b"{}", "v/.zarray": b"{}", "v/0": b"12"}

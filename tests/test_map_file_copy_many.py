@@ -9,6 +9,7 @@ verified directory with the same checks, and anything that is not the plain case
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import sys
@@ -17,7 +18,13 @@ from pathlib import Path
 import pytest
 
 from nczarr.conversion.apply import copy_chunks
-from nczarr.errors import InvalidKeyError, ReadOnlyError, StorageError, StoragePermissionError
+from nczarr.errors import (
+    InvalidKeyError,
+    NCZarrWarning,
+    ReadOnlyError,
+    StorageError,
+    StoragePermissionError,
+)
 from nczarr.maps import localfs
 from nczarr.maps.base import NOT_SUPPORTED
 from nczarr.maps.file import TEMP_PREFIX, FileMap
@@ -141,3 +148,86 @@ def test_copy_chunks_looks_up_held_directories_once_per_directory(tmp_path, monk
     # a few per directory (the batch's and the first key's checked path), not two per
     # key as a copy_from per key makes
     assert lookups[0] < len(keys) / 2, lookups[0]
+
+
+def _results(dst: FileMap, src: FileMap, key: str) -> object:
+    """What copy_many yields for ``key`` after a good key held its directory, or the
+    class of the error it raises."""
+    try:
+        return list(dst.copy_many(src, ["g/v0/0", key]))[1][1]
+    except Exception as exc:  # compared below
+        return type(exc)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_copy_many_not_a_regular_file_is_what_copy_from_says(tmp_path, strategy) -> None:
+    """The kernel path asks no ``fstat`` before copying (``copy_file_range`` refuses
+    anything but regular files): a FIFO, a directory or a link as a chunk still gets
+    copy_from's answer, and leaves no file behind."""
+    src = _source(tmp_path / "s", arrays=1, chunks=3)
+    os.mkfifo(tmp_path / "s" / "g" / "v0" / "fifo")
+    (tmp_path / "s" / "g" / "v0" / "subdir").mkdir()
+    (tmp_path / "outside").write_bytes(b"secret")
+    (tmp_path / "s" / "g" / "v0" / "out").symlink_to(tmp_path / "outside")
+    (tmp_path / "s" / "g" / "v0" / "in").symlink_to(tmp_path / "s" / "g" / "v0" / "1")
+    for key in ("g/v0/fifo", "g/v0/subdir", "g/v0/out", "g/v0/in"):
+        expected_dst = FileMap(tmp_path / f"expected-{key[5:]}", mode="w")
+        try:
+            expected: object = expected_dst.copy_from(src, key, key, atomic=False)
+        except Exception as exc:  # the oracle's answer, compared below
+            expected = type(exc)
+        dst = FileMap(tmp_path / f"d-{key[5:]}", mode="w")
+        with src.session(), dst.session():
+            assert _results(dst, src, key) == expected, key
+        made = sorted(os.listdir(tmp_path / f"d-{key[5:]}" / "g" / "v0"))
+        oracle = tmp_path / f"expected-{key[5:]}" / "g" / "v0"
+        assert made == sorted({"0", *(os.listdir(oracle) if oracle.exists() else [])}), key
+    assert (tmp_path / "outside").read_bytes() == b"secret"
+
+
+@pytest.mark.parametrize("kernel", ["exdev", "absent"])
+def test_copy_many_without_a_kernel_copy_copies_every_byte(tmp_path, monkeypatch, kernel) -> None:
+    """copy_file_range failing (EXDEV: another file system on old kernels) or absent
+    (macOS): the batch copies by the fallbacks, the same bytes."""
+    src = _source(tmp_path / "s", arrays=1, chunks=5)
+    if kernel == "absent":
+        monkeypatch.delattr(os, "copy_file_range", raising=False)
+    else:
+
+        def refuse(*args: object) -> int:
+            raise OSError(errno.EXDEV, "cross-device")
+
+        monkeypatch.setattr(os, "copy_file_range", refuse)
+    dst = FileMap(tmp_path / "d", mode="w")
+    keys = [f"g/v0/{i}" for i in range(5)]
+    with src.session(), dst.session():
+        assert list(dst.copy_many(src, keys)) == [(k, len(src[k])) for k in keys]
+    assert {k: dst[k] for k in keys} == {k: src[k] for k in keys}
+
+
+def test_copy_many_names_outside_ascii_and_control_characters(tmp_path, strategy) -> None:
+    """The batch skips its regex for printable ASCII names only: a non-ASCII name is
+    copied, a control character or a lone surrogate is refused as copy_from refuses it."""
+    src = _source(tmp_path / "s", arrays=1, chunks=2)
+    src["g/v0/\u00e9t\u00e9"] = b"summer"
+    dst = FileMap(tmp_path / "d", mode="w")
+    with src.session(), dst.session():
+        assert _results(dst, src, "g/v0/\u00e9t\u00e9") == 6
+        assert _results(dst, src, "g/v0/a\x01b") is InvalidKeyError
+        assert _results(dst, src, "g/v0/a\x7f") is InvalidKeyError
+        assert _results(dst, src, "g/v0/a\ud800") is InvalidKeyError
+    assert dst["g/v0/\u00e9t\u00e9"] == b"summer"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="control characters in Windows names")
+def test_listing_skips_control_character_names_and_keeps_non_ascii(tmp_path) -> None:
+    """The listing skips its regex for printable ASCII names only: a control character
+    or DEL in a file's name is still skipped with a warning, a non-ASCII name listed."""
+    root = tmp_path / "s"
+    (root / "g").mkdir(parents=True)
+    for name in ("plain", "\u00e9t\u00e9", "bad\x01", "del\x7f"):
+        (root / "g" / name).write_bytes(b"x")
+    m = FileMap(root, mode="r")
+    with pytest.warns(NCZarrWarning, match="control characters") as caught:
+        assert sorted(m.keys_below("g")) == ["g/plain", "g/\u00e9t\u00e9"]
+    assert len(caught) == 2

@@ -64,8 +64,13 @@ def test_scalar_and_empty_grids() -> None:
 
 
 def test_a_chunk_costs_tens_of_bytes_not_an_object() -> None:
-    """What it is for: a million chunks in ~33 MB, not ~300 MB of objects."""
+    """What it is for: a million chunks in ~20 MB, not ~300 MB of objects."""
     index = ChunkIndex((100_000,))
     for i in range(100_000):
         index.add((i,), i * 1000, 1000, reencode=False)
-    assert index.nbytes == 100_000 * 33
+    assert index.nbytes == 100_000 * 20
+    index.add((7,), 5, 1 << 32, 3, reencode=True)  # past 4 GiB: lengths widen
+    assert index["7"] == ChunkRef(5, 1 << 32, 3, True) and index["8"] == ChunkRef(8000, 1000)
+    assert index.nbytes == 100_000 * 24  # (the lookup sorted it: one entry a position)
+    index.add((7,), 6, 10, reencode=False)  # set again: the last setting stays
+    assert index["7"] == ChunkRef(6, 10) and len(index) == 100_000

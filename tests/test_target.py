@@ -109,3 +109,34 @@ def test_a_selected_view_pickles_with_its_target_and_selection(tmp_path):
         assert back == kept and back != whole
         assert back.target == Target("zarr", 3, consolidated=True)
         assert build_plan(back) == build_plan(kept)
+
+
+def _sharded_source(path: Path) -> Path:
+    root = zarr.open_group(str(path), mode="w", zarr_format=3)
+    v = root.create_array("v", shape=(4, 6), chunks=(2, 3), shards=(4, 6), dtype="<f4")
+    v[...] = np.arange(24, dtype="<f4").reshape(4, 6)
+    return path
+
+
+def test_keeping_shards_is_an_option_of_the_target(tmp_path):
+    """One value carries it from the edge: the view keeps or unshards a Zarr v3 source's
+    shards as its ``Target`` says, compares and pickles with it; no keyword elsewhere."""
+    import inspect
+
+    from nczarr.translate import translation
+
+    assert Target("zarr", 3).keep_shards is True
+    assert Target("zarr", 3, keep_shards=0).keep_shards is False  # type: ignore[arg-type]
+    assert "keep_shards" not in Target("zarr", 3, keep_shards=False).options()
+    for fn in (TranslatedView.from_source, TranslatedView.selected, translation.draft):
+        assert "keep_shards" not in inspect.signature(fn).parameters, fn
+    src = FileMap(str(_sharded_source(tmp_path / "s.zarr")), mode="r")
+    kept = TranslatedView.from_source(src, Target("zarr", 3))
+    split = TranslatedView.from_source(src, Target("zarr", 3, keep_shards=False))
+    with kept, split:
+        assert sorted(kept.chunk_keys()) == ["v/0.0"]  # the shard, as one object
+        assert sorted(split.chunk_keys()) == ["v/0.0", "v/0.1", "v/1.0", "v/1.1"]
+        assert kept != split and not split.translation.target.keep_shards
+        back = pickle.loads(pickle.dumps(split.selected(include=["v"])))
+        assert back == split.selected(include=["v"]) and back != kept
+        assert sorted(back.chunk_keys()) == sorted(split.chunk_keys())

@@ -5,8 +5,9 @@ netcdf-c writes a ``fill_value`` for every variable, ``_FillValue`` attribute or
 xarray takes a v2 ``fill_value`` for ``_FillValue``. The v2 copy writes text without
 ``_FillValue`` with ``fill_value`` null (xarray then shows the empty strings, as
 netCDF4 does), keeps the numeric default fills (netCDF4 masks them too), and warns
-about a byte's -127 (ncdump shows it as data). The stores are written here by the
-real netcdf-c 4.10 (the netCDF4 wheel); ``nc_pure_zarr`` is the recorded fixture.
+about a byte's -127 and a ubyte's 255 (ncdump shows them as data). The stores are
+written here by the real netcdf-c 4.10 (the netCDF4 wheel); ``nc_pure_zarr`` is the
+recorded fixture.
 """
 
 from __future__ import annotations
@@ -87,14 +88,16 @@ def copied(request, tmp_path_factory) -> tuple[Path, str, Path, list[str]]:
     return source, request.param, out, list(report.warnings)
 
 
-def test_only_the_byte_default_fill_is_warned_about(copied, tmp_path) -> None:
-    """The warning names the array and what xarray masks; the report carries it."""
+def test_only_the_byte_and_ubyte_default_fills_are_warned_about(copied, tmp_path) -> None:
+    """The warning names the array and what xarray masks; the report carries it. ncdump
+    masks no default fill of byte nor ubyte ("too risky", ncdump.c), netCDF4 both."""
     with pytest.warns(nczarr.NCZarrWarning, match=r"'/b': the Zarr v2 fill_value -127") as caught:
         nczarr.convert(str(copied[0]), str(tmp_path / "again"), "zarr")
     for told in ([str(w.message) for w in caught], copied[3]):
-        kept = [w for w in told if "is kept, so xarray masks" in w]
-        assert len(kept) == 1 and kept[0].startswith("'/b':"), told
+        kept = sorted(w for w in told if "is kept, so xarray masks" in w)
+        assert [w[:5] for w in kept] == ["'/b':", "'/ub'"], told
         assert "xarray masks the values -127" in kept[0] and "ncdump" in kept[0]
+        assert "xarray masks the values 255" in kept[1] and "ncdump" in kept[1]
 
 
 @pytest.mark.parametrize("name", ["c", "s", "half"])
@@ -179,7 +182,7 @@ def _one(var: Variable) -> Dataset:
         ("char", "", {"_FillValue": ("char", "")}, "", False),  # the attribute says so
         ("byte", -127, {}, -127, True),
         ("byte", 5, {"_FillValue": ("byte", (5,))}, 5, False),
-        ("ubyte", 255, {}, 255, False),  # ncdump and netCDF4 mask 255 too
+        ("ubyte", 255, {}, 255, True),  # netCDF4 masks 255, ncdump does not (as -127)
         ("int", -2147483647, {}, -2147483647, False),
     ],
 )
@@ -208,3 +211,20 @@ def test_cli_prints_the_warning(copied, tmp_path, capsys) -> None:
     assert code == 0
     err = capsys.readouterr().err
     assert "nczarr: warning: '/b': the Zarr v2 fill_value -127" in err
+
+
+def test_the_engine_does_not_warn_about_xarrays_zarr_masking(copied) -> None:
+    """The copy's "xarray masks -127" warning is about xarray's zarr engine on a Zarr v2
+    copy; the nczarr engine masks by the netCDF attributes, as engine="netcdf4" does, so
+    it shows -127 and 255 as data and says nothing of a kept fill_value."""
+    source, mode, _, _ = copied
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds = xr.open_dataset(str(source), engine="nczarr").load()
+    told = [str(w.message) for w in caught]
+    assert not [w for w in told if "xarray masks" in w], told
+    with xr.open_dataset(f"file://{source}#mode={mode},file", engine="netcdf4") as nc:
+        for name in ("b", "ub"):
+            assert (
+                ds[name].values.tolist() == nc[name].values.tolist() == [1, NUMBERS[name][1], 2, 3]
+            )

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..translate.conventions import LAYOUT_V1, LAYOUT_V2, LAYOUT_V2_KEYS, LAYOUT_ZARR
+from ..translate.detect import FormatInfo
 from ..translate.model import Dataset, Variable
 
 __all__ = ["format_info", "describe_layout", "format_codec"]
@@ -71,7 +72,7 @@ def _table(rows: list[tuple[str, ...]], indent: str = "  ") -> list[str]:
     ]
 
 
-def format_info(info: Any, dataset: Dataset) -> str:
+def format_info(info: FormatInfo, dataset: Dataset) -> str:
     """The ``nczarr info`` text for one store.
 
     Parameters
@@ -90,24 +91,24 @@ def format_info(info: Any, dataset: Dataset) -> str:
     groups = list(dataset.root.walk())
     dims = [(g.path.rstrip("/") + "/" + d.name, d) for g in groups for d in g.dimensions.values()]
     variables = list(dataset.root.all_variables())
-    fmt = "NCZarr" if getattr(info, "format", "") == "nczarr" else "Zarr"
-    v3 = getattr(info, "zarr_format", 2) == 3
+    fmt = "NCZarr" if info.format == "nczarr" else "Zarr"
+    v3 = info.zarr_format == 3
     consolidated_in = "zarr.json consolidated_metadata" if v3 else ".zmetadata"
     dims_in = "dimension_names" if v3 else "_ARRAY_DIMENSIONS"
     summary = [
         (
             "format",
             "netCDF file (a source, read by nczarr.ncfile)"
-            if getattr(info, "format", "") == "netcdf"
-            else f"{fmt} (Zarr v{getattr(info, 'zarr_format', 2)})",
+            if info.format == "netcdf"
+            else f"{fmt} (Zarr v{info.zarr_format})",
         ),
         ("layout", f"{info.layout}: {describe_layout(info.layout)}"),
         ("written by", info.written_by or "unknown"),
         (
             "consolidated",
-            f"yes ({consolidated_in})" if getattr(info, "consolidated", False) else "no",
+            f"yes ({consolidated_in})" if info.consolidated else "no",
         ),
-        ("xarray dims", f"yes ({dims_in})" if getattr(info, "xarray", False) else "no"),
+        ("xarray dims", f"yes ({dims_in})" if info.xarray else "no"),
         ("groups", str(len(groups))),
         ("dimensions", str(len(dims))),
         ("arrays", str(len(variables))),

@@ -42,7 +42,7 @@ from .journal import (
 )
 from .locations import open_location, target_of, url_of, zip_target_options
 from .overlap import check_distinct, location_of
-from .plan import Plan, build_plan, selected_paths
+from .plan import Plan, build_plan, selected_paths, split_chunks
 from .progress import Progress, ProgressArg, progress_callback
 from .report import ConvertReport
 
@@ -359,7 +359,7 @@ def _dry_run(
     report: ConvertReport, translated: TranslatedView, plan: Plan, start: float
 ) -> ConvertReport:
     """The report of a dry run: every key that would be written and their bytes."""
-    source, verbatim, reencoded = translated.partition(plan.chunk_keys)
+    source, verbatim, reencoded = split_chunks(translated, plan.chunk_keys)
     report.dry_run = True
     report.planned_keys = plan.keys
     report.planned_bytes = (
@@ -431,7 +431,7 @@ def _copy(
     the maps offer them), then those of re-encoded arrays through the view, which
     decodes and encodes them again in the same worker pool (at most ``workers``
     chunks in memory)."""
-    source, verbatim, reencoded = translated.partition(plan.chunk_keys)
+    source, verbatim, reencoded = split_chunks(translated, plan.chunk_keys)
     total = len(plan.chunk_keys)
     stats = copier(source, verbatim, _offset(on_chunk, 0, total))
     restats = copier(translated, reencoded, _offset(on_chunk, len(verbatim), total))

@@ -23,10 +23,13 @@ existing store ``dst`` (the target is the first part of the same plan). The plan
   an append writes its own journal holding the new metadata just before writing it:
   nczarr's readers read the grown store from it (:mod:`nczarr.maps.pending`), and the
   next append completes an append killed in that window.
-* with ``client=`` the verbatim copies run on a dask cluster
-  (:func:`nczarr.conversion.cluster.copy_chunks_on_cluster` over
-  :class:`~nczarr.conversion.growcopy.ShiftedMap`, a read-only map showing a source's
-  chunks under their target keys).
+* with ``client=`` the verbatim copies run on a dask cluster, every source's in one
+  run of batches (:func:`nczarr.conversion.cluster.copy_chunks_on_cluster` over
+  :class:`~nczarr.conversion.growcopy.ShiftedMap`, a read-only map showing the
+  sources' chunks under their target keys).
+* locally, each source's verbatim copies are one batch
+  (:meth:`~nczarr.maps.base.ZMap.copy_pairs`): between directories, each directory is
+  opened and verified once and every chunk costs ``cp``'s system calls.
 
 The parts are read by :mod:`nczarr.conversion.growparts`, planned (and reported) by
 :mod:`nczarr.conversion.growplan`, the chunks written by
@@ -60,7 +63,7 @@ from .growplan import (
     plan_parts,
     report_of,
 )
-from .growsiblings import read_parts
+from .growsiblings import read_parts, read_sources
 from .journal import (
     JOURNAL_KEY,
     Journal,
@@ -117,6 +120,39 @@ def _prepare_target(
     return skip
 
 
+def _open_sources(
+    sources: Sequence[Location], options: Mapping[str, Any] | None, stack: ExitStack
+) -> list[ZMap]:
+    """Every source opened read-only (:func:`open_location`), the maps opened here
+    closed by ``stack`` in one callback (not one each: memory flat in the sources)."""
+    opened: list[ZMap] = []
+    stack.callback(_close_all, opened)
+    maps = []
+    for source in sources:
+        if isinstance(source, ZMap):
+            maps.append(open_location(source, "r", options, stack))  # the caller's
+            continue
+        from ..maps.open import open_map
+
+        zmap = open_map(source, mode="r", storage_options=options)
+        opened.append(zmap)
+        maps.append(zmap)
+    return maps
+
+
+def _close_all(maps: Sequence[ZMap]) -> None:
+    """Close ``maps`` last first, each even if another's close raised (the first error
+    is raised at the end), as one ``ExitStack`` callback per map would."""
+    error: BaseException | None = None
+    for zmap in reversed(maps):
+        try:
+            zmap.close()
+        except BaseException as exc:  # re-raised below
+            error = error or exc
+    if error is not None:
+        raise error
+
+
 def combine(
     sources: Sequence[Location],
     dst: Location,
@@ -157,10 +193,16 @@ def combine(
     check_distinct_all(sources, dst, src_options=source_options, dst_options=target_options)
     with ExitStack() as stack:
         on_chunk = progress_callback(progress, stack, unit="chunk")
-        maps = [open_location(s, "r", source_options, stack) for s in sources]
-        parts = read_parts(maps, opts)
+        maps = _open_sources(sources, source_options, stack)
+        parts, known_equal = read_sources(maps, opts, concat_dim)
         plan, readers, metadata, warnings = plan_parts(
-            parts, concat_dim, names, combine_attrs, opts, first_is_target=False
+            parts,
+            concat_dim,
+            names,
+            combine_attrs,
+            opts,
+            first_is_target=False,
+            known_equal=known_equal,
         )
         report = report_of(plan, names, url_of(dst), parts[0].dataset.layout, opts, warnings)
         if dry_run:
@@ -317,7 +359,7 @@ def append(
             ),
         )
         _check_appendable(target_view, url_of(dst))
-        maps = [open_location(s, "r", source_options, stack) for s in sources]
+        maps = _open_sources(sources, source_options, stack)
         selected = dataclasses.replace(opts, include=include, exclude=exclude)
         parts = [part_of_view(target_view), *read_parts(maps, selected)]
         plan, readers, metadata, warnings = plan_parts(

@@ -5,43 +5,65 @@ copies under shifted keys (kernel, server-side or byte copies; on a dask cluster
 from __future__ import annotations
 
 import itertools
+import pickle
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from typing import Any
 
 from ..maps.base import NOT_SUPPORTED, ZMap
-from ..translate.grow import GrowPlan, chunk_key
+from ..translate.grow import Copy, GrowPlan, chunk_key
 from .growparts import Reader, assemble
 
 __all__ = ["ShiftedMap", "execute"]
 
 
 class ShiftedMap(ZMap):
-    """Read-only: chunks of one source under their target keys (``moves``: target key ->
-    source key), so that the cluster's copier, which copies a key to the same key,
-    copies them. Pickles as the source map and the moves."""
+    """Read-only: chunks of several sources under their target keys (``moves``: target
+    key -> (index in ``sources``, source key)), so that the cluster's copier, which
+    copies a key to the same key, copies them. One map for every source of a combine:
+    the cluster copies them all in one run of batches (one run per source waited for
+    each source's few chunks in turn).
 
-    kind = "a source's chunks under their target keys"
+    Pickles as each source's own pickle, made once, and the moves; a source is
+    unpickled (opened) when a chunk of it is first read. Every cluster task carries
+    the map: reopening a thousand sources per task, most of them another task's, cost
+    more than the copies."""
 
-    def __init__(self, source: ZMap, moves: Mapping[str, str]) -> None:
+    kind = "sources' chunks under their target keys"
+
+    def __init__(
+        self,
+        sources: Sequence[ZMap | None],
+        moves: Mapping[str, tuple[int, str]],
+        pickled: Sequence[bytes] | None = None,
+    ) -> None:
         super().__init__("r")
-        self._source = source
+        self._sources = list(sources)
         self._moves = dict(moves)
+        self._pickled = list(pickled) if pickled is not None else None
+
+    def _where(self, key: str) -> tuple[ZMap, str]:
+        try:
+            index, skey = self._moves[key]
+        except KeyError:
+            raise KeyError(key) from None
+        return self._source(index), skey
+
+    def _source(self, index: int) -> ZMap:
+        source = self._sources[index]
+        if source is None:  # a benign race between threads: both open the same source
+            assert self._pickled is not None
+            source = self._sources[index] = pickle.loads(self._pickled[index])
+        return source
 
     def _load(self, key: str) -> bytes:
-        try:
-            skey = self._moves[key]
-        except KeyError:
-            raise KeyError(key) from None
-        return self._source[skey]
+        source, skey = self._where(key)
+        return source[skey]
 
     def getsize(self, key: str) -> int:
-        try:
-            skey = self._moves[key]
-        except KeyError:
-            raise KeyError(key) from None
-        return self._source.getsize(skey)
+        source, skey = self._where(key)
+        return source.getsize(skey)
 
     def _store(self, key: str, value: bytes) -> None:  # pragma: no cover - mode "r"
         raise KeyError(key)
@@ -55,13 +77,20 @@ class ShiftedMap(ZMap):
                 yield key
 
     def _describe(self) -> tuple[str, dict[str, Any]]:
-        return (f"shifted:{self._source.url}", {})
+        return (f"shifted:{len(self._sources)} sources", {})
 
     def location(self) -> Any:
-        return self._source.location()
+        return self._source(0).location() if self._sources else super().location()
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (ShiftedMap, (self._source, self._moves))
+        if self._pickled is None:
+            self._pickled = [pickle.dumps(s) for s in self._sources]
+        return (ShiftedMap, ([None] * len(self._sources), self._moves, self._pickled))
+
+
+#: Cluster tasks per worker thread when ``batch_size`` is not given: a combine's few
+#: chunks per source would otherwise fit one batch, one worker.
+_TASKS_PER_THREAD = 4
 
 
 def _on_cluster(
@@ -73,45 +102,43 @@ def _on_cluster(
     progress: Callable[[int, int], object] | None,
     total: int,
 ) -> tuple[tuple[int, int, int], list[Any]]:
-    """Copy the plan's verbatim chunks of plain sources on a dask cluster (one batch of
-    keys per task, :mod:`nczarr.conversion.cluster`); return the stats and the copies
-    left for this process (chunks a translated view serves)."""
+    """Copy the plan's verbatim chunks of plain sources on a dask cluster, all sources
+    in one run of batches (:mod:`nczarr.conversion.cluster`); return the stats and the
+    copies left for this process (chunks a translated view serves)."""
     from .cluster import DEFAULT_BATCH, copy_chunks_on_cluster
 
-    by_part: dict[int, dict[str, str]] = {}
+    sources: list[ZMap] = []
+    index_of: dict[int, int] = {}
+    moves: dict[str, tuple[int, str]] = {}
     local = []
     for c in plan.copies:
         part = readers[c.part].part
         if part.copy_source(c.source_key) is part.verbatim and part.verbatim is not part.view:
-            by_part.setdefault(c.part, {})[c.target_key] = c.source_key
+            if c.part not in index_of:
+                index_of[c.part] = len(sources)
+                sources.append(part.verbatim)
+            moves[c.target_key] = (index_of[c.part], c.source_key)
         else:
             local.append(c)
-    written = skipped = nbytes = done = 0
-    for index, moves in by_part.items():
-        base = done
-
-        def step(n: int, _: int, base: int = base) -> None:
-            if progress is not None:
-                progress(base + n, total)
-
-        stats = copy_chunks_on_cluster(
-            cluster["client"],
-            ShiftedMap(readers[index].part.verbatim, moves),
-            dst,
-            list(moves),
-            batch_size=cluster.get("batch_size") or DEFAULT_BATCH,
-            workers=cluster.get("workers", 8),
-            resume=skip != "none",
-            verify=skip == "content",
-            progress=step,
-        )
-        written, skipped, nbytes = (
-            written + stats.copied,
-            skipped + stats.skipped,
-            nbytes + stats.bytes,
-        )
-        done += len(moves)
-    return (written, skipped, nbytes), local
+    if not moves:
+        return (0, 0, 0), local
+    client = cluster["client"]
+    batch = cluster.get("batch_size")
+    if not batch:
+        threads = sum(client.nthreads().values()) or 1
+        batch = min(DEFAULT_BATCH, max(1, -(-len(moves) // (threads * _TASKS_PER_THREAD))))
+    stats = copy_chunks_on_cluster(
+        client,
+        ShiftedMap(sources, moves),
+        dst,
+        list(moves),
+        batch_size=batch,
+        workers=cluster.get("workers", 8),
+        resume=skip != "none",
+        verify=skip == "content",
+        progress=None if progress is None else lambda done, _: progress(done, total),
+    )
+    return (stats.copied, stats.skipped, stats.bytes), local
 
 
 def _copy_one(src: ZMap, dst: ZMap, skey: str, dkey: str, skip: str) -> tuple[bool, int]:
@@ -138,6 +165,33 @@ def _copy_one(src: ZMap, dst: ZMap, skey: str, dkey: str, skip: str) -> tuple[bo
     data = src[skey]
     dst[dkey] = data
     return True, len(data)
+
+
+def _copy_pairs(
+    src: ZMap,
+    dst: ZMap,
+    pairs: Sequence[tuple[str, str]],
+    progress: Callable[[int, int], object] | None,
+    done: int,
+    total: int,
+) -> tuple[int, int, int]:
+    """Copy one source's ``(source key, target key)`` pairs through
+    :meth:`~nczarr.maps.base.ZMap.copy_pairs` (each directory opened and verified
+    once, every copy ``cp``'s system calls); (written, 0, bytes)."""
+    nbytes = 0
+    for skey, dkey, result in dst.copy_pairs(src, pairs):
+        if isinstance(result, int):
+            nbytes += result
+        elif result is NOT_SUPPORTED:
+            data = src[skey]
+            dst[dkey] = data
+            nbytes += len(data)
+        else:
+            nbytes += src.getsize(skey)
+        done += 1
+        if progress is not None:
+            progress(done, total)
+    return len(pairs), 0, nbytes
 
 
 def _run(
@@ -201,9 +255,16 @@ def execute(
         stack.enter_context(dst.session())
         if local:  # serial kernel copies: one source's directories held at a time
             for part, group in itertools.groupby(copies, key=lambda c: c.part):
-                batch = [copier(c) for c in group]
+                pairs = [(c.source_key, c.target_key) for c in group]
+                src = readers[part].part
                 with sources[part].session():
-                    stats = _run(batch, workers, True, progress, sum(copied[:2]), total)
+                    if skip == "none" and all(src.copy_source(k) is src.verbatim for k, _ in pairs):
+                        stats = _copy_pairs(
+                            src.verbatim, dst, pairs, progress, sum(copied[:2]), total
+                        )
+                    else:
+                        batch = [copier(Copy(part, k, t)) for k, t in pairs]
+                        stats = _run(batch, workers, True, progress, sum(copied[:2]), total)
                 copied = (copied[0] + stats[0], copied[1] + stats[1], copied[2] + stats[2])
         else:  # concurrent requests across sources
             for s in sources:

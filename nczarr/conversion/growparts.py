@@ -7,21 +7,24 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidModeError, UnsupportedTypeError
 from ..load import read_with_chunk_keys
 from ..maps.base import ZMap
 from ..readthrough import TranslatedView
-from ..reencode import ChunkRecoder, Reencoding, plan_reencoding
 from ..translate.conventions import ZARRAY
 from ..translate.dtypes import nc_to_zarr_dtype
 from ..translate.grow import GrowPlan
 from ..translate.model import Dataset, Variable
+from ..translate.recode_plan import Reencoding, plan_reencoding
 from ..translate.select import dropped_warning, select_dataset, selected_paths
 from ..translate.target import Target
+
+if TYPE_CHECKING:  # numpy and the re-encoder only when a chunk is assembled or compared
+    import numpy as np
+
+    from ..reencode import ChunkRecoder
 
 __all__ = [
     "Part",
@@ -132,10 +135,9 @@ def _view(zmap: ZMap, opts: PartOptions) -> TranslatedView:
         noxarray=opts.noxarray,
         consolidated=opts.consolidated,
         netcdf_scalars=opts.netcdf_scalars,
+        keep_shards=False,  # chunks are assembled per inner chunk: no shards
     )
-    view = TranslatedView.from_source(  # chunks are assembled per inner chunk: no shards
-        zmap, target, include=opts.include, exclude=opts.exclude, keep_shards=False
-    )
+    view = TranslatedView.from_source(zmap, target, include=opts.include, exclude=opts.exclude)
     missing = selected_paths((*view.dataset.skipped, *view.left_out), opts.include, opts.exclude)
     if missing:
         raise UnsupportedTypeError(
@@ -152,6 +154,8 @@ def _fill(var: Variable, dtype: np.dtype) -> Any:
 
 
 def _dtype(var: Variable) -> np.dtype:
+    import numpy as np
+
     return np.dtype(
         nc_to_zarr_dtype(
             var.type, var.endian, var.maxstrlen, nczarr=False, text_storage=var.text_storage
@@ -176,6 +180,8 @@ class Reader:
         return self._keys[path]
 
     def recoder(self, var: Variable) -> ChunkRecoder:
+        from ..reencode import ChunkRecoder
+
         path = var.path.strip("/")
         if path not in self._recoders:
             own = self.part.dataset.find_variable(var.path)
@@ -186,6 +192,8 @@ class Reader:
 
     def region(self, var: Variable, box: Sequence[tuple[int, int]]) -> np.ndarray:
         """The values of ``box`` (``(start, stop)`` per axis) of ``var`` in this part."""
+        import numpy as np
+
         own = self.part.dataset.find_variable(var.path)
         dtype = _dtype(own)
         out = np.full(tuple(b - a for a, b in box), _fill(own, dtype), dtype=dtype)
@@ -212,6 +220,10 @@ def assemble(
     plan: GrowPlan, readers: Sequence[Reader], path: str, coords: tuple[int, ...]
 ) -> bytes:
     """The target bytes of chunk ``coords`` of ``path``, from the parts' values."""
+    import numpy as np
+
+    from ..reencode import ChunkRecoder
+
     var = plan.dataset.find_variable("/" + path)
     axis = var.dimensions.index(plan.dimension)
     dtype = _dtype(var)
@@ -248,11 +260,17 @@ def _check_width(values: np.ndarray, dtype: np.dtype, fqn: str) -> None:
         )
 
 
-def check_equal(plan: GrowPlan, readers: Sequence[Reader], names: Sequence[str]) -> None:
+def check_equal(
+    plan: GrowPlan,
+    readers: Sequence[Reader],
+    names: Sequence[str],
+    known: frozenset[int] = frozenset(),
+) -> None:
     """Refuse parts whose variables without the dimension hold other values. A part
     read as the first one's model whose chunk objects of a variable are the very same
     bytes holds the same values (not decoded); the others are decoded and compared. One
-    part's chunks are held at a time (and the first's)."""
+    part's chunks are held at a time (and the first's). ``known``: indices of parts
+    found so already (:func:`~nczarr.conversion.growsiblings.read_sources`), skipped."""
     variables = [plan.dataset.find_variable(fqn) for fqn in plan.compare]
     if not variables:
         return
@@ -260,6 +278,8 @@ def check_equal(plan: GrowPlan, readers: Sequence[Reader], names: Sequence[str])
     first_bytes: dict[str, Any] | None = None
     first_values: dict[str, np.ndarray] = {}
     for i, reader in enumerate(readers[1:], 1):
+        if i in known:
+            continue
         same: set[str] = set()
         if reader.part.dataset is first.part.dataset:
             if first_bytes is None:
@@ -294,6 +314,8 @@ def _chunk_bytes(reader: Reader, variables: Sequence[Variable]) -> dict[str, Any
 
 
 def _scalar(reader: Reader, var: Variable) -> np.ndarray:
+    import numpy as np
+
     values = reader.recoder(var).decode(())
     own = reader.part.dataset.find_variable(var.path)
     if values is None:
@@ -302,6 +324,8 @@ def _scalar(reader: Reader, var: Variable) -> np.ndarray:
 
 
 def _equal(a: np.ndarray, b: np.ndarray) -> bool:
+    import numpy as np
+
     if a.dtype.kind in "fc" and b.dtype.kind in "fc":
         return bool(np.array_equal(a, b, equal_nan=True))
     return bool(np.array_equal(a, b))

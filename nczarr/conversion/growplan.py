@@ -83,11 +83,13 @@ def plan_parts(
     opts: PartOptions,
     *,
     first_is_target: bool,
+    known_equal: frozenset[int] = frozenset(),
 ) -> tuple[GrowPlan, list[Reader], list[tuple[str, bytes]], list[str]]:
     """Plan the grown store from ``parts`` (the first being the target itself when
-    appending), check that what is not grown agrees, write its metadata in memory and
-    announce the warnings (the sources'; a target's own were said when it was written).
-    Returns ``(plan, readers, metadata, warnings)``."""
+    appending), check that what is not grown agrees (but in the parts ``known_equal``
+    already, see :func:`~nczarr.conversion.growparts.check_equal`), write its metadata
+    in memory and announce the warnings (the sources'; a target's own were said when it
+    was written). Returns ``(plan, readers, metadata, warnings)``."""
     readers = [Reader(p) for p in parts]
     plan = plan_growth(
         [p.dataset for p in parts],
@@ -97,7 +99,7 @@ def plan_parts(
         combine_attrs=combine_attrs,  # type: ignore[arg-type]
         first_is_target=first_is_target,
     )
-    check_equal(plan, readers, names)
+    check_equal(plan, readers, names, known_equal)
     metadata, written_warnings = write_plan_metadata(plan, opts)
     warnings = [*plan.warnings, *written_warnings]
     for p in parts[1:] if first_is_target else parts:

@@ -15,19 +15,21 @@ another length share its model).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..errors import InvalidModeError
 from ..load import MAX_METADATA_SIZE, load_metadata
 from ..maps.base import ZMap
 from ..maps.pending import JOURNAL_KEY
 from ..translate.conventions import GROUP_KEYS, LAYOUT_V2, ZARRAY, ZATTRS, ZGROUP
 from ..translate.detect import nczarr_key
+from ..translate.grow import find_dimension
 from ..translate.model import Variable
 from .growparts import Part, PartOptions, read_part
 
-__all__ = ["read_parts"]
+__all__ = ["read_parts", "read_sources"]
 
 
 @dataclass
@@ -67,6 +69,18 @@ def _fingerprint(zmap: ZMap, keys: Sequence[str], listing: Sequence[str]) -> tup
     return (tuple(root), *sorted(raw.items()))
 
 
+def _fingerprint_of(
+    keys: Sequence[str], listing: Sequence[str], got: Mapping[str, bytes]
+) -> tuple[Any, ...]:
+    """:func:`_fingerprint` from a listing and the objects read with it
+    (:meth:`~nczarr.maps.mapcore.MapCore.list_reading` of ``keys`` and the journal,
+    capped as there)."""
+    root = sorted({key.split("/", 1)[0] for key in listing})
+    journal = (JOURNAL_KEY,) if JOURNAL_KEY in root else ()
+    raw = {key: got[key] for key in (*keys, *journal) if key in got}
+    return (tuple(root), *sorted(raw.items()))
+
+
 def _chunks_in(listing: Sequence[str], variables: Sequence[Variable]) -> frozenset[str]:
     """The chunk objects of ``variables`` in ``listing`` (what
     :func:`~nczarr.conversion.growparts.listed` finds, from one listing)."""
@@ -102,18 +116,72 @@ def _full(zmap: ZMap, opts: PartOptions, known: _Known | None) -> tuple[Part, _K
 
 def read_parts(maps: Sequence[ZMap], opts: PartOptions) -> list[Part]:
     """Every map as a :class:`~nczarr.conversion.growparts.Part` (see the module doc)."""
+    return read_sources(maps, opts)[0]
+
+
+def read_sources(
+    maps: Sequence[ZMap], opts: PartOptions, dimension: str | None = None
+) -> tuple[list[Part], frozenset[int]]:
+    """:func:`read_parts`, and the indices of the parts already known to agree with the
+    first one on every variable without ``dimension`` (None: none checked here).
+
+    A later source is listed and read in one pass
+    (:meth:`~nczarr.maps.mapcore.MapCore.list_reading`: a directory map opens each of
+    its directories once for its listing, its metadata objects and the chunks
+    compared). A part read as the first part's model whose chunk objects of the
+    variables without the dimension are the first part's very keys and bytes holds the
+    same values: :func:`~nczarr.conversion.growparts.check_equal` need not look at it
+    again, and its bytes are compared here, in the same pass, rather than in a second
+    one that would open its directories again."""
     parts: list[Part] = []
     known: _Known | None = None
-    for zmap in maps:
+    same: set[int] = set()
+    first: tuple[tuple[str, ...], list[str], dict[str, bytes]] | None = None
+    for index, zmap in enumerate(maps):
         twin = listing = None
+        got: dict[str, bytes] = {}
         if known is not None and zmap.file_format() is None and not zmap.reencoded:
-            listing = list(zmap.keys_below(""))
-            twin = known.parts.get(_fingerprint(zmap, known.keys, listing))
+            if dimension is not None and first is None:
+                first = _compared_chunks(parts[0], dimension)
+            wanted: dict[str, int | None] = dict.fromkeys(
+                (*known.keys, JOURNAL_KEY), MAX_METADATA_SIZE + 1
+            )
+            wanted.update(dict.fromkeys(first[1] if first else (), None))
+            listing, got = zmap.list_reading(wanted)  # one pass: listing and objects
+            twin = known.parts.get(_fingerprint_of(known.keys, listing, got))
         if twin is None or listing is None:
             part, known = _full(zmap, opts, known)
-        else:
-            variables = list(twin.dataset.root.all_variables())
-            stored = _chunks_in(listing, variables)
-            part = replace(twin, stored=stored, chunks=zmap, verbatim=zmap)
+            parts.append(part)
+            continue
+        variables = list(twin.dataset.root.all_variables())
+        stored = _chunks_in(listing, variables)
+        if stored == twin.stored:  # the usual case: one set (and its keys) for all
+            stored = twin.stored
+        part = replace(twin, stored=stored, chunks=zmap, verbatim=zmap)
+        if first is not None and twin.dataset is parts[0].dataset:
+            prefixes, keys, first_bytes = first
+            mine = sorted(k for k in part.stored if k.startswith(prefixes))
+            if prefixes and mine == keys and {k: got.get(k) for k in keys} == first_bytes:
+                same.add(index)
         parts.append(part)
-    return parts
+    return parts, frozenset(same)
+
+
+def _compared_chunks(
+    part: Part, dimension: str
+) -> tuple[tuple[str, ...], list[str], dict[str, bytes]]:
+    """The key prefixes of ``part``'s variables without ``dimension`` (a bare name: the
+    root group's, as :func:`~nczarr.translate.grow.find_dimension` says), their chunk
+    keys (sorted) and bytes; no prefixes when there is no such dimension (the plan
+    refuses it) or no such variable."""
+    try:
+        dim = find_dimension(part.dataset, dimension)
+    except InvalidModeError:
+        return (), [], {}
+    prefixes = tuple(
+        v.path.strip("/") + "/"
+        for v in part.dataset.root.all_variables()
+        if dim not in v.dimensions
+    )
+    keys = sorted(k for k in part.stored if k.startswith(prefixes)) if prefixes else []
+    return prefixes, keys, part.chunks.getitems(keys) if keys else {}

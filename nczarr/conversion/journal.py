@@ -28,7 +28,7 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,7 +87,7 @@ class Journal:
 
 
 def plan_digest(
-    target_format: str, metadata: Iterable[tuple[str, bytes]], chunk_keys: Sequence[str]
+    target_format: str, metadata: Iterable[tuple[str, bytes]], chunk_keys: Iterable[str]
 ) -> str:
     """SHA-256 over the target format, every metadata object and every chunk key."""
     h = hashlib.sha256(f"format={target_format}\n".encode())

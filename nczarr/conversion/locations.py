@@ -64,7 +64,7 @@ def open_location(
 def parsed_url(location: str | os.PathLike[str] | ZMap) -> Any:
     """The :class:`~nczarr.maps.url.NCZarrURL` of ``location``; ``None`` for an open map or
     a chained URL (whose words are the inner URL's)."""
-    from ..maps.chained import is_chained
+    from ..maps.chainurl import is_chained
 
     if isinstance(location, ZMap) or is_chained(location):
         return None

@@ -21,7 +21,6 @@ from ..errors import UnsupportedError, warn_all
 from ..load import load_metadata
 from ..maps.base import ZMap
 from ..readthrough import TranslatedView
-from ..translate.compat import needs_translation
 from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, V1_OBJECT_NAMES, ZARR_JSON
 from ..translate.detect import detect_format
 from ..translate.target import Target
@@ -95,6 +94,8 @@ def _misread_as_stored(meta: dict[str, Any], fmt: str) -> bool:
     what zarr-python refuses or misreads, so ``migrate(to="zarr")`` rewrites it."""
     if fmt != "zarr":
         return False
+    from ..translate.compat import needs_translation  # the reader rules: migrate only
+
     return needs_translation(meta, detect_format(meta))
 
 

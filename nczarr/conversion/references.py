@@ -41,7 +41,14 @@ from ..maps.base import ZMap
 from ..readthrough import TranslatedView, view
 from .plan import order_metadata, selected_paths
 
-__all__ = ["DEFAULT_MAX_INLINED", "chunk_location", "references"]
+__all__ = [
+    "DEFAULT_MAX_INLINED",
+    "chunk_location",
+    "references",
+    "Entries",
+    "check_limits",
+    "inline_bytes",
+]
 
 #: Bytes per array that cannot be pointed at and may be copied into a reference set.
 DEFAULT_MAX_INLINED = 1 << 20

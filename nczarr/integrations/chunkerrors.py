@@ -57,7 +57,7 @@ def store_url(array: Any) -> str:
     zmap = getattr(array.store, "zmap", None)
     if zmap is None:
         return str(array.store)
-    source = getattr(zmap, "source", None)
+    source = zmap.source
     return str((source if source is not None else zmap).url)
 
 

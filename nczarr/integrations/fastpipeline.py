@@ -38,17 +38,17 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numcodecs import Shuffle
-from numcodecs.compat import ensure_bytes, ensure_contiguous_ndarray, ensure_ndarray_like
 from zarr.codecs._v2 import V2Codec
 from zarr.core.buffer import NDBuffer, cpu
 from zarr.core.codec_pipeline import BatchedCodecPipeline, fill_value_or_default
 from zarr.registry import register_pipeline
 
+from .chunkcodec import SCRATCH_BYTES, Scratch, decode_v2, encode_v2
 from .zarr_store import ZarrStore
 
 __all__ = [
@@ -57,7 +57,6 @@ __all__ = [
     "decode_workers",
     "fast_pipeline",
     "get_basic_selection",
-    "open_v2_array",
 ]
 
 #: zarr's ``codec_pipeline.path`` value that selects :class:`NCZarrCodecPipeline`.
@@ -98,60 +97,30 @@ if hasattr(os, "register_at_fork"):  # POSIX
     os.register_at_fork(after_in_child=_forget_pool)
 
 
+#: Set while a :func:`fast_pipeline` block is active in this context: nested blocks
+#: (one per array of an open) then cost nothing.
+_fast_active: ContextVar[bool] = ContextVar("nczarr_fast_pipeline", default=False)
+
+
 @contextmanager
 def fast_pipeline() -> Iterator[None]:
     """Within this block, zarr arrays opened or created get :class:`NCZarrCodecPipeline`.
 
     An array keeps the pipeline it was opened with, so the arrays opened here stay
-    fast afterwards; nothing changes for arrays opened elsewhere.
+    fast afterwards; nothing changes for arrays opened elsewhere. A block nested in
+    another (same thread or task) leaves zarr's configuration as the outer one set it.
     """
     from zarr.core.config import config
 
-    with config.set({"codec_pipeline.path": PIPELINE_PATH}):
+    if _fast_active.get():
         yield
-
-
-# ------------------------------------------------------------------ one chunk
-def decode_v2(codec: V2Codec, data: bytes, spec: Any, dtype: np.dtype | None = None) -> np.ndarray:
-    """Chunk ``data`` decoded as zarr-python's ``V2Codec`` decodes it: compressor,
-    filters in reverse, viewed as the array's dtype (``dtype``: the spec's native
-    dtype, passed in by callers decoding many chunks), reshaped in the array's order."""
-    chunk: Any = codec.compressor.decode(data) if codec.compressor else data
-    for f in reversed(codec.filters or ()):
-        chunk = f.decode(chunk)
-    if dtype is None:
-        dtype = spec.dtype.to_native_dtype()
-    if type(chunk) is bytes and len(chunk) % dtype.itemsize == 0:
-        # what numcodecs' compressors return: the same read-only view as below, in
-        # one call (this runs once per chunk)
-        return np.frombuffer(chunk, dtype).reshape(spec.shape, order=spec.order)
-    chunk = ensure_ndarray_like(chunk)
+        return
+    token = _fast_active.set(True)
     try:
-        chunk = chunk.view(dtype)
-    except TypeError:
-        chunk = np.array(chunk).astype(dtype)
-    chunk = chunk.reshape(-1, order="A")
-    return chunk.reshape(spec.shape, order=spec.order)
-
-
-def encode_v2(codec: V2Codec, chunk: np.ndarray, spec: Any) -> bytes:
-    """Chunk values encoded as zarr-python's ``V2Codec`` encodes them."""
-    data: Any = chunk.astype(spec.dtype.to_native_dtype(), order=spec.order, copy=False)
-    for f in codec.filters or ():
-        data = _shuffle(data, f.elementsize) if type(f) is Shuffle else f.encode(data)
-    if codec.compressor:
-        data = codec.compressor.encode(data)
-    return ensure_bytes(data)
-
-
-def _shuffle(data: Any, elementsize: int) -> Any:
-    """``numcodecs.Shuffle(elementsize).encode(data)``, the same bytes (byte ``k`` of
-    every element, for each ``k`` in turn) as one numpy transpose: 2.5x less CPU
-    than numcodecs' byte loop, which was the largest cost of a write after zlib."""
-    buf = ensure_contiguous_ndarray(data)
-    if elementsize <= 1 or buf.nbytes % elementsize:
-        return Shuffle(elementsize).encode(data)  # numcodecs' own result or error
-    return np.ascontiguousarray(buf.view(np.uint8).reshape(-1, elementsize).T).reshape(-1)
+        with config.set({"codec_pipeline.path": PIPELINE_PATH}):
+            yield
+    finally:
+        _fast_active.reset(token)
 
 
 # ------------------------------------------------------------------ batches
@@ -212,13 +181,18 @@ class _ReadJob:
         found = source.getitems([keys[i] for i in indices])
         out = self.out.as_ndarray_like()  # a CPU buffer: plain numpy assignment
         drop_axes, codec = self.drop_axes, self.codec
+        nbytes = _chunk_nbytes(info[indices[0]][1]) if len(indices) else 0
+        scratch = Scratch(nbytes) if nbytes >= SCRATCH_BYTES else None
         for i in indices:
             _, spec, chunk_selection, out_selection, _ = info[i]
             data = found.get(keys[i])
             if data is None:
                 out[out_selection] = fill_value_or_default(spec)
                 continue
-            tmp = decode_v2(codec, data, spec, dtype)[chunk_selection]
+            decoded = scratch.decode(codec, data, spec, dtype) if scratch is not None else None
+            if decoded is None:
+                decoded = decode_v2(codec, data, spec, dtype)
+            tmp = decoded[chunk_selection]
             if drop_axes:
                 tmp = tmp.squeeze(axis=drop_axes)
             out[out_selection] = tmp
@@ -302,13 +276,16 @@ def _chunk_grid(metadata: Any) -> Any:
     return metadata.chunk_grid if from_metadata is None else from_metadata(metadata)
 
 
+def _chunk_nbytes(spec: Any) -> int:
+    """Bytes of one decoded chunk of ``spec`` (Zarr v2: every chunk has the same)."""
+    return math.prod(spec.shape) * spec.dtype.to_native_dtype().itemsize
+
+
 def _split(info: Sequence[tuple[Any, ...]]) -> list[range]:
     """Parts of a selection's chunks (Zarr v2: all of one size) for :func:`_batches`."""
     if not info:
         return [range(0)]
-    spec = info[0][1]
-    size = math.prod(spec.shape) * spec.dtype.to_native_dtype().itemsize
-    return _batches([size] * len(info), decode_workers())
+    return _batches([_chunk_nbytes(info[0][1])] * len(info), decode_workers())
 
 
 # ------------------------------------------------------------------ the pipeline
@@ -386,31 +363,6 @@ register_pipeline(NCZarrCodecPipeline)
 
 
 # ------------------------------------------------------------------ no event loop
-def open_v2_array(store: ZarrStore, path: str, zarray: bytes, zattrs: bytes | None) -> Any:
-    """``zarr.open_array(store=store, path=path, mode="r", zarr_format=2)`` with this
-    pipeline, built from metadata the caller already holds (``.zarray``/``.zattrs``
-    bytes, e.g. a translated view's): the same ``zarr.Array``, without the two metadata
-    reads through zarr's event loop thread (a hop each way per array, ~4x the CPU of
-    libnetcdf's whole open for a few arrays).
-
-    It uses zarr-python's public ``zarr.Array.from_dict`` (metadata parsed and
-    validated by zarr itself); a zarr without it gets ``zarr.open_array``, which
-    reads the same metadata through the store (slower, same array)."""
-    import json
-
-    import zarr
-    from zarr.storage import StorePath
-
-    from_dict = getattr(zarr.Array, "from_dict", None)
-    with fast_pipeline():
-        if from_dict is None:
-            return zarr.open_array(store=store, path=path, mode="r", zarr_format=2)
-        metadata = json.loads(zarray)
-        metadata["attributes"] = json.loads(zattrs) if zattrs is not None else {}
-        store._open_sync()
-        return from_dict(StorePath(store, path), metadata)
-
-
 def _chunk_plan(
     indexer: Any, metadata: Any, prefix: str, spec: Any
 ) -> tuple[list[str], list[tuple[Any, Any, Any, Any, bool]]]:
@@ -491,8 +443,7 @@ def get_basic_selection(array: Any, selection: Any) -> Any:
         prefix = f"{base}/" if base else ""
         keys, info = _chunk_plan(indexer, metadata, prefix, spec)
         zmap = store.zmap
-        chunk_map = getattr(zmap, "chunk_map", None)  # a translated view's shortcut
-        source = chunk_map(base) if chunk_map is not None and base else zmap
+        source = zmap.chunk_map(base) if base else zmap  # a translated view's shortcut
         _ReadJob(codec, store, keys, info, out, indexer.drop_axes, source).run()
     if indexer.shape == ():
         return out.as_scalar()

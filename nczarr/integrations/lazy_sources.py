@@ -156,8 +156,8 @@ def _fsspec_location(fs: Any, path: str) -> tuple[str, Location] | None:
 def _map_location(zmap: ZMap) -> tuple[str, Location]:
     """The store a map reads from: a translated view's source, else the map itself."""
     seen = 0
-    while isinstance(getattr(zmap, "source", None), ZMap) and seen < _MAX_DEPTH:
-        zmap = zmap.source  # type: ignore[attr-defined]
+    while zmap.source is not None and seen < _MAX_DEPTH:
+        zmap = zmap.source
         seen += 1
     return zmap.url, location_of(zmap)
 

@@ -41,6 +41,7 @@ from ..maps.base import ZMap
 from ..readthrough import TranslatedView
 from ..translate.conventions import ZARR_JSON, ZARRAY
 from ..translate.target import Target
+from ..translate.zarr2_fills import masked_fill_warnings
 from .zarr_store import ZarrStore
 
 __all__ = ["NativeArray", "engine_view", "native_arrays", "open_native"]
@@ -61,8 +62,11 @@ def engine_view(
     """The Zarr v2 translated view of ``src`` (as :func:`nczarr.view` builds it) and the
     sharded arrays (key prefixes as shown) zarr-python reads as Zarr v3 from the source.
 
-    The view's warnings are announced, except that a sharded array read as Zarr v3 is
-    not re-encoded, so the view's "chunks re-encoded" warning for it is not given.
+    The view's warnings are announced, except two kinds that do not hold for the
+    engine: a sharded array read as Zarr v3 is not re-encoded (no "chunks re-encoded"
+    warning for it), and the engine masks by the netCDF attributes, not by a kept Zarr
+    v2 ``fill_value`` (no "xarray masks ..." warning, which is about xarray's zarr
+    engine on the view).
     The map is closed with the view when opened here from a URL.
     """
     zmap, owned = _open(src, storage_options)
@@ -81,6 +85,7 @@ def engine_view(
     native = native_arrays(view, meta or {})
     recoded = view.translation.reencoded
     skip = {recoded[path].message for path in native if path in recoded}
+    skip.update(masked_fill_warnings(view.dataset))
     warn_all([w for w in view.warnings if w not in skip], stacklevel=4)
     return view, native
 
@@ -176,10 +181,17 @@ def _v3_metadata(doc: dict[str, Any], zarray: bytes) -> Any:
 
 def open_native(store: ZarrStore, array: NativeArray) -> Any:
     """The ``zarr.Array`` of ``array`` over ``store`` (the source map's store), built from
-    the metadata already parsed (no read through zarr's event loop)."""
+    the metadata already parsed (no read through zarr's event loop); its basic
+    selections are read in the calling thread (:mod:`.shardread`) when zarr-python's
+    codecs for it decode synchronously."""
     from zarr import Array
     from zarr.core.array import AsyncArray
     from zarr.storage import StorePath
 
+    from .shardread import ShardedArray, shard_plan
+
     store._open_sync()
-    return Array(AsyncArray(metadata=array.metadata, store_path=StorePath(store, array.path)))
+    opened = Array(AsyncArray(metadata=array.metadata, store_path=StorePath(store, array.path)))
+    plan = shard_plan(opened, store.zmap, array.path)
+    # basic selections (all of ``.load()``, every dask chunk) read in the calling thread
+    return opened if plan is None else ShardedArray.over(opened, plan)

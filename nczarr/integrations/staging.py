@@ -43,7 +43,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import TargetExistsError, raise_os_error, warn_all
-from ..maps.base import ZMap
+from ..maps.base import NOT_SUPPORTED, ZMap
 from ..maps.file import FileMap
 from ..maps.lockfile import HOST, pid_alive
 
@@ -109,12 +109,7 @@ class WriteTarget:
                 self.map.close()
                 self._promote_into.close()
             return
-        discard = getattr(self.map, "discard", None)
-        if callable(discard):
-            discard()
-        else:
-            with contextlib.suppress(Exception):
-                self.map.close()
+        self.map.discard()
         if self._replace is not None:
             _remove_tree(self.map.root)  # type: ignore[attr-defined]
 
@@ -200,13 +195,10 @@ def _promote(stage: ZMap, target: ZMap) -> None:
         if root_object in target:
             del target[root_object]
     target.clear()
-    copy = getattr(target, "copy_from", None)
     for key in keys:
         if key in metadata:
             continue
-        if callable(copy):
-            copy(stage, key, key)
-        else:
+        if target.copy_from(stage, key, key) is NOT_SUPPORTED:
             target[key] = stage[key]
     for key in order_metadata(metadata):
         target[key] = metadata[key]

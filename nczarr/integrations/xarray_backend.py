@@ -218,12 +218,12 @@ class NCZarrSource:
 
     def array(self, var: Variable) -> NCZarrArrayWrapper:
         """A lazy, indexable wrapper of ``var``'s values."""
-        from .fastpipeline import open_v2_array
+        from .v2arrays import open_v2_array
 
         path = var.path.strip("/")
         native = self._native.get(path)
-        metadata = self.view.metadata  # the translated Zarr v2 metadata, in memory
-        zarray = metadata.get(f"{path}/.zarray")
+        # the translated Zarr v2 metadata, as the documents the view's writer made
+        zarray = self.view.document(f"{path}/.zarray")
         if native is not None and self._source_store is not None:
             from .native_v3 import open_native
 
@@ -236,7 +236,7 @@ class NCZarrSource:
             with fast_pipeline():
                 array = zarr.open_array(store=self._store, path=path, mode="r", zarr_format=2)
         else:  # batched chunk reads, decoded in a pool; no round trip through zarr's loop
-            array = open_v2_array(self._store, path, zarray, metadata.get(f"{path}/.zattrs"))
+            array = open_v2_array(self._store, path, zarray, self.view.document(f"{path}/.zattrs"))
         # fixed-width bytes a pure-Zarr producer wrote stay numpy bytes (xarray's zarr engine)
         return NCZarrArrayWrapper(array, text=var.type == "string" and var.logical != "bytes")
 
@@ -298,9 +298,12 @@ class NCZarrDataStore(AbstractDataStore):
         return XVariable(dims, data, attributes, encoding)
 
     def get_variables(self) -> FrozenDict[str, XVariable]:
-        return FrozenDict(
-            (name, self.open_store_variable(var)) for name, var in self._group.variables.items()
-        )
+        from .fastpipeline import fast_pipeline
+
+        with fast_pipeline():  # once for every array of the group, not once per array
+            return FrozenDict(
+                (name, self.open_store_variable(var)) for name, var in self._group.variables.items()
+            )
 
     def get_attrs(self) -> FrozenDict[str, Any]:
         return FrozenDict(_attributes(self._group.attributes))

@@ -258,10 +258,11 @@ def to_nczarr(
         raise InvalidModeError(f"invalid mode {mode!r} for to_nczarr: expected 'w-' or 'w'")
     obj = _with_encoding(obj, encoding)
     plan = ModelPlan(obj, unlimited_dims)  # every type error before anything is written
-    from ..translate.writer import write, write_with_warnings
+    from ..translate.writer import write_with_warnings
 
     result = write_with_warnings(plan.dataset, "nczarr")
-    zarr_metadata = {k: v for k, v in write(plan.dataset, "zarr").items() if k.endswith(ZARRAY)}
+    pure = write_with_warnings(plan.dataset, "zarr").metadata  # serialised when read
+    zarr_metadata = {k: pure[k] for k in pure if k.endswith(ZARRAY)}
     check_before_writing(plan.dataset, result.metadata, zarr_metadata)
     _check_sources(obj, url, storage_options)
     warn_all(result.warnings, stacklevel=3)

@@ -11,6 +11,9 @@ Map calls run in a worker thread (``asyncio.to_thread``) when the map does block
 (files, S3), so concurrent chunk requests overlap and the event loop stays free; maps
 whose calls are cheap or serialized anyway (memory, zip) are called inline, which is
 several times cheaper than a thread hop. The choice is per map (see :func:`blocking_io`).
+Reads from a map over an fsspec async filesystem (S3, GCS, HTTP: the map's
+``async_reads``) are awaited instead: the map hands its ``_cat_file`` to the
+filesystem's event loop, so no worker thread blocks on the request.
 """
 
 from __future__ import annotations
@@ -98,6 +101,7 @@ class ZarrStore(Store):
         super().__init__(read_only=read_only)
         self._zmap = zmap
         self._blocking = blocking_io(zmap)
+        self._async_reads = bool(zmap.async_reads)
         # set_if_not_exists is check-then-write; serialize it within this process.
         self._create_lock = threading.Lock()
 
@@ -111,6 +115,12 @@ class ZarrStore(Store):
     def blocking(self) -> bool:
         """Whether map calls run in a worker thread (see :func:`blocking_io`)."""
         return self._blocking
+
+    @property
+    def async_reads(self) -> bool:
+        """Whether reads await the map (:attr:`~nczarr.maps.base.ZMap.async_reads`, an
+        fsspec async filesystem) instead of calling it in a worker thread."""
+        return self._async_reads
 
     def __repr__(self) -> str:
         ro = ", read_only=True" if self._read_only and not self._zmap.read_only else ""
@@ -240,7 +250,19 @@ class ZarrStore(Store):
         ``await store.get(key)`` works.
         """
         await self._ensure_open()
-        return await self._call(self._get, key, prototype, byte_range)
+        return await self._get_async(key, prototype, byte_range)
+
+    async def _get_async(
+        self, key: str, prototype: BufferPrototype | None, byte_range: ByteRequest | None
+    ) -> Buffer | None:
+        if not self._async_reads:
+            return await self._call(self._get, key, prototype, byte_range)
+        start, length = _window(key, byte_range)
+        try:
+            data = await self._zmap.aread(key, start, length)
+        except KeyError:
+            return None
+        return (prototype or default_buffer_prototype()).buffer.from_bytes(data)
 
     async def get_partial_values(
         self,
@@ -250,9 +272,7 @@ class ZarrStore(Store):
         """Read many ``(key, byte_range)`` pairs concurrently, in order."""
         await self._ensure_open()
         return list(
-            await asyncio.gather(
-                *(self._call(self._get, key, prototype, rng) for key, rng in key_ranges)
-            )
+            await asyncio.gather(*(self._get_async(key, prototype, rng) for key, rng in key_ranges))
         )
 
     async def _get_many(
@@ -339,23 +359,32 @@ class ZarrStore(Store):
 # --------------------------------------------------------------------------- helpers
 def _read(zmap: ZMap, key: str, byte_range: ByteRequest | None) -> bytes:
     """Bytes of ``key`` for a zarr byte request, through ``zmap.getrange``."""
-    if byte_range is None:
+    start, length = _window(key, byte_range)
+    if start is None:
         return zmap[key]
+    return zmap.getrange(key, start, length)
+
+
+def _window(key: str, byte_range: ByteRequest | None) -> tuple[int | None, int | None]:
+    """``(start, length)`` of a zarr byte request as ``getrange`` takes them;
+    ``(None, None)``: the whole object."""
+    if byte_range is None:
+        return None, None
     if isinstance(byte_range, RangeByteRequest):
         start, end = byte_range.start, byte_range.end
         if start < 0 or end < start:
             raise ValueError(f"invalid byte range for {key!r}: {byte_range}")
-        return zmap.getrange(key, start, end - start)
+        return start, end - start
     if isinstance(byte_range, OffsetByteRequest):
         if byte_range.offset < 0:
             raise ValueError(f"invalid byte range for {key!r}: {byte_range}")
-        return zmap.getrange(key, byte_range.offset)
+        return byte_range.offset, None
     if isinstance(byte_range, SuffixByteRequest):
         if byte_range.suffix < 0:
             raise ValueError(f"invalid byte range for {key!r}: {byte_range}")
         if byte_range.suffix == 0:  # getrange(key, -0) would be the whole object
-            return zmap.getrange(key, 0, 0)
-        return zmap.getrange(key, -byte_range.suffix)
+            return 0, 0
+        return -byte_range.suffix, None
     raise TypeError(f"Unexpected byte_range, got {byte_range!r} for {key!r}")
 
 

@@ -19,10 +19,11 @@ and its identity (``repr``, ``==``, pickling).
 
 What callers need to know about a backend is asked of the map, never decided by its
 class (as zarr's ``Store.supports_*``): :attr:`ZMap.kind`, :meth:`ZMap.location`,
-:attr:`ZMap.supports_shared_writes`, :attr:`ZMap.blocking_io`,
+:attr:`ZMap.supports_shared_writes`, :attr:`ZMap.blocking_io`, :attr:`ZMap.async_reads`,
 :meth:`ZMap.copy_support` / :meth:`ZMap.copy_from`, :meth:`ZMap.remove_temporaries`,
-:meth:`ZMap.describe`, :meth:`ZMap.same_storage` and :meth:`ZMap.reopen`. Each has a
-safe default here; a backend overrides what it can do better.
+:meth:`ZMap.discard`, :meth:`ZMap.describe`, :meth:`ZMap.same_storage`, :meth:`ZMap.reopen`,
+:attr:`ZMap.source` and :meth:`ZMap.chunk_map`. Each has a safe default here; a
+backend overrides what it can do better.
 """
 
 from __future__ import annotations
@@ -66,6 +67,9 @@ class ZMap(MapCore):
     #: Whether calls block on I/O (files, network), so an event loop should run them in
     #: a worker thread; ``False`` for maps whose calls are cheap or serialized on one lock.
     blocking_io: bool = True
+    #: Whether :meth:`aread` awaits the storage itself (an fsspec async filesystem's
+    #: ``_cat_file``), so an event loop reads through it without a worker thread.
+    async_reads: bool = False
 
     # ------------------------------------------------------------- capabilities
     def location(self) -> Location:
@@ -109,6 +113,18 @@ class ZMap(MapCore):
         for key in keys:
             yield key, self.copy_from(other, key, key, None, atomic=False)
 
+    def copy_pairs(
+        self, other: ZMap, pairs: Iterable[tuple[str, str]]
+    ) -> Iterator[tuple[str, str, int | NotSupportedType | None]]:
+        """``(src_key, dst_key, copy_from(other, src_key, dst_key, atomic=False))`` for
+        each ``(src_key, dst_key)`` of ``pairs``, in order, lazily.
+
+        :meth:`copy_many` copies a key to the same key; a combine copies each source's
+        chunks under other keys (shifted along the concatenated dimension), so it needs
+        the pairs. A map may override it as it overrides :meth:`copy_many`."""
+        for src_key, dst_key in pairs:
+            yield src_key, dst_key, self.copy_from(other, src_key, dst_key, None, atomic=False)
+
     def copy_chunk_to(self, dst: ZMap, key: str) -> int | NotSupportedType:
         """Write ``self[key]`` into ``dst`` the source's own way (a netCDF file source
         copies a byte range of its file kernel-side, :meth:`copy_range`); return the
@@ -129,6 +145,16 @@ class ZMap(MapCore):
         then ``tail``, without the caller reading them; return the bytes written, or
         :data:`NOT_SUPPORTED` (the default): the caller writes the bytes itself."""
         return NOT_SUPPORTED
+
+    async def aread(self, key: str, start: int | None = None, length: int | None = None) -> bytes:
+        """``self[key]`` (``start=None``) or ``self.getrange(key, start, length)``,
+        awaitable. The default calls the map in a worker thread; a map with
+        :attr:`async_reads` awaits its storage instead."""
+        import asyncio
+
+        if start is None:
+            return await asyncio.to_thread(self.__getitem__, key)
+        return await asyncio.to_thread(self.getrange, key, start, length)
 
     def file_format(self) -> Any | None:
         """What a map serving a whole dataset file is (a netCDF file,
@@ -167,6 +193,18 @@ class ZMap(MapCore):
         """Why an object :meth:`chunk_location` gives no place for cannot be pointed at."""
         return "not a verbatim byte range of the source (re-encoded or padded by it)"
 
+    @property
+    def source(self) -> ZMap | None:
+        """The map this one shows translated (a view's source: the storage a reader
+        really reads), or ``None`` (the default): the map is its own storage."""
+        return None
+
+    def chunk_map(self, array: str) -> ZMap:
+        """The map to read the chunks of ``array`` (its path as shown) from, under the
+        keys this map shows: the map itself by default; a view passing that array's
+        chunks through unchanged answers its source, so a reader skips the view."""
+        return self
+
     def session(self) -> AbstractContextManager[object]:
         """A block (one convert's copy) during which the map may keep resources across
         calls, e.g. a directory map its verified directories open. Nothing by default."""
@@ -176,6 +214,17 @@ class ZMap(MapCore):
         """Delete what killed writes of this map left behind (temporary files);
         return how many were removed. Maps whose writes leave nothing return 0."""
         return 0
+
+    def discard(self) -> None:
+        """Abandon the writes made through the map and close it (a failed replacement
+        in ``to_nczarr`` leaves the old store as it was). A map that stages its writes
+        drops them (a zip archive: the archive on disk stays as last committed); the
+        default, for maps that write through, closes the map; a failure to flush is
+        ignored (what it would flush is abandoned) and the map is closed all the same."""
+        try:
+            self.close()
+        except Exception:
+            self._closed = True
 
     def describe(self) -> tuple[str, dict[str, Any]]:
         """``(location, options)``: a credential-free URL and the options to reopen with."""

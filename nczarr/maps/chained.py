@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import io
 import posixpath
-import re
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -43,7 +42,9 @@ from ..errors import (
     StoragePermissionError,
 )
 from ..keys import normalize_key
-from .fsspec import FsspecMap, public_options
+from .chainurl import CHAIN, is_chained
+from .credentials import public_options
+from .fsspec import FsspecMap
 from .zip import detect_layout
 
 __all__ = [
@@ -53,13 +54,6 @@ __all__ = [
     "open_chained",
     "s3fs_options",
 ]
-
-_CHAIN = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)::(.+)$", re.S)
-
-
-def is_chained(url: Any) -> bool:
-    """Whether ``url`` is a chained URL (``proto::inner``)."""
-    return isinstance(url, str) and _CHAIN.match(url) is not None
 
 
 def s3fs_options(url: Any, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -233,7 +227,7 @@ class ChainedZipMap(FsspecMap):
 
 def _inner(url: str, options: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
     """``(inner path, fsspec URL of the archive, options for fsspec.open)``."""
-    match = _CHAIN.match(url)
+    match = CHAIN.match(url)
     if match is None or match.group(1).lower() != "zip":
         raise InvalidURLError(
             f"unsupported chained URL {url!r}: only zip::<URL of a zip archive> is supported"

@@ -22,15 +22,14 @@ from collections.abc import Callable, Iterable, Iterator
 
 from ..errors import (
     InvalidKeyError,
+    NCZarrError,
     StorageError,
     StoragePermissionError,
-    raise_os_error,
-    warn_all,
 )
-from ..keys import FORBIDDEN_CHARACTERS
-from .localfs import DirHandle, fd_path, first_visit, flag, use_dir_fds
+from .confinedlist import ConfinedListing
+from .localfs import DirHandle, fd_path, flag, use_dir_fds
 from .pins import PinnedDirs
-from .sessioncopy import copy_between, copy_runs, session_flags
+from .sessioncopy import copy_between, copy_pairs, copy_runs, session_flags
 
 __all__ = ["ConfinedTree"]
 
@@ -44,7 +43,7 @@ _FILE_KINDS = {
 }
 
 
-class ConfinedTree:
+class ConfinedTree(ConfinedListing):
     """The directory tree at ``root``; names starting with ``hidden_prefix`` (a map's
     temporary files) are never listed, and keys using it are refused.
 
@@ -103,8 +102,12 @@ class ConfinedTree:
         return copy_between(src_pins, src_key, pins, key, flags, copy)
 
     def copy_new_many(
-        self, src: ConfinedTree, keys: Iterable[str], copy: Callable[[int, int, int], int]
-    ) -> Iterator[tuple[str, int | None]]:
+        self,
+        src: ConfinedTree,
+        keys: Iterable[str],
+        copy: Callable[[int, int, int], int],
+        fallback: Callable[[str], object] | None = None,
+    ) -> Iterator[tuple[str, object]]:
         """:meth:`copy_new` for many keys (the same key on both sides), yielding
         ``(key, bytes copied or None)`` in order; None means "take the checked path"
         exactly as :meth:`copy_new`'s None does, and the caller does so before asking
@@ -115,13 +118,60 @@ class ConfinedTree:
         (:func:`~nczarr.maps.sessioncopy.copy_runs`): what a convert of a directory of
         chunks pays is then the kernel's work. A key whose leaf name is not plainly
         valid (empty, ``.``/``..``, a backslash, a control character, the hidden
-        prefix, a long key) is left to the checked path, which refuses it properly."""
+        prefix, a long key) is left to the checked path, which refuses it properly.
+
+        ``fallback(key)``: the checked path, called for such a key before the next one
+        is copied; its result is yielded instead of None."""
         pins, src_pins, flags = self._pins, src._pins, self._session_flags
         if pins is None or src_pins is None or flags is None or src._session_flags is None:
-            yield from ((key, None) for key in keys)
+            if fallback is None:
+                return ((key, None) for key in keys)
+            return ((key, fallback(key)) for key in keys)
+        hidden = (self.hidden_prefix, src.hidden_prefix)
+        return copy_runs(src_pins, pins, keys, hidden, flags, copy, fallback)
+
+    def copy_new_pairs(
+        self,
+        src: ConfinedTree,
+        pairs: Iterable[tuple[str, str]],
+        copy: Callable[[int, int, int], int],
+    ) -> Iterator[tuple[str, str, int | None]]:
+        """:meth:`copy_new_many` for ``(src_key, key)`` pairs, yielding ``(src_key, key,
+        bytes copied or None)`` in order (None: take the checked path, as there). A
+        directory not held yet is opened, verified and held first (:meth:`lend_dir`), so
+        even the first pair of a directory is a plain copy
+        (:func:`~nczarr.maps.sessioncopy.copy_pairs`)."""
+        pins, src_pins, flags = self._pins, src._pins, self._session_flags
+        if pins is None or src_pins is None or flags is None or src._session_flags is None:
+            yield from ((s, d, None) for s, d in pairs)
             return
         hidden = (self.hidden_prefix, src.hidden_prefix)
-        yield from copy_runs(src_pins, pins, keys, hidden, flags, copy)
+        yield from copy_pairs(src.lend_dir, self.lend_dir, pairs, hidden, flags, copy)
+
+    def lend_dir(self, prefix: str) -> DirHandle | None:
+        """In a session, the held directory ``prefix`` (lent: the caller closes it),
+        reached first by :meth:`walk` (every component opened ``O_NOFOLLOW`` relative
+        to the last, links followed only inside the root) when it is not held yet;
+        None outside a session, where the directory is missing, where the platform
+        holds no directory descriptors (path mode), or on any error (the checked path
+        then creates, walks or refuses it properly). A walk, not :meth:`open_verified`:
+        as many system calls, and nothing remembered per directory (a combine's
+        thousand sources would each keep theirs)."""
+        pins = self._pins
+        if pins is None:
+            return None
+        held = pins.get(prefix)
+        if held is not None:
+            return held
+        try:
+            self.check_reserved(prefix)
+            handle = self.walk(prefix.split("/") if prefix else [], prefix)
+        except (OSError, NCZarrError):
+            return None
+        if handle.fd is None:  # path mode: nothing to hold, every use is checked
+            handle.close()
+            return None
+        return pins.add(prefix, handle)
 
     def unpin(self, prefix: str) -> None:
         """Forget held directories at and below ``prefix`` (removed or replaced)."""
@@ -356,95 +406,3 @@ class ConfinedTree:
             return None
         finally:
             parent.close()
-
-    def visible(self, name: str, directory: str) -> bool:
-        """Whether a directory entry's name can be (part of) a key."""
-        if name.startswith(self.hidden_prefix):
-            return False
-        if "\\" in name or FORBIDDEN_CHARACTERS.search(name):
-            warn_all(
-                [
-                    f"skipping {os.path.join(directory, name)!r} in {self.root!r}: its name "
-                    "is not valid UTF-8 or holds control characters, so it cannot be a key"
-                ],
-                stacklevel=4,
-            )
-            return False
-        return True
-
-    def entries(
-        self, directory: DirHandle, key: str, *, stream: bool = False
-    ) -> Iterator[tuple[str, bool]]:
-        """``(name, is_dir)`` of the visible files and directories in ``directory``;
-        symlinks are followed only when they resolve inside the root. ``stream``: read
-        the directory as it is consumed instead of all at once (memory flat in its
-        size; entries made or removed meanwhile may or may not be listed)."""
-        target = directory.fd if directory.fd is not None else directory.path
-        with os.scandir(target) as it:
-            if stream:
-                yield from self._visible(it, directory)
-                return
-            entries = list(it)
-        yield from self._visible(entries, directory)
-
-    def _visible(
-        self, entries: Iterable[os.DirEntry[str]], directory: DirHandle
-    ) -> Iterator[tuple[str, bool]]:
-        """:meth:`entries` of the directory entries ``entries``."""
-        hidden, odd = self.hidden_prefix, FORBIDDEN_CHARACTERS.search
-        for entry in entries:
-            name = entry.name
-            # visible() is asked only of the rare name that may fail it
-            if (name.startswith(hidden) or "\\" in name or odd(name)) and not self.visible(
-                name, directory.path
-            ):
-                continue
-            if entry.is_symlink():
-                real = os.path.realpath(directory.join(name))
-                if not (real == self.real_root or real.startswith(self.real_prefix)):
-                    continue
-            try:
-                if entry.is_file():
-                    yield name, False
-                elif entry.is_dir():
-                    yield name, True
-            except OSError:
-                continue
-
-    def files_below(self, directory: DirHandle, key: str, *, stream: bool = False) -> Iterator[str]:
-        """Keys of the files anywhere below ``directory`` (key ``key``), depth first.
-
-        ``directory`` is consumed (closed); a directory reached twice (through a link)
-        is listed once; an entry that vanishes meanwhile is skipped. ``stream``: each
-        directory read as it is consumed (see :meth:`entries`).
-        """
-        seen: set[tuple[int, int]] = set()
-        stack = [(directory, key)]
-        try:
-            while stack:
-                current, ckey = stack.pop()
-                try:
-                    if not first_visit(current, seen):
-                        continue
-                    listed = self.entries(current, ckey, stream=stream)
-                    for name, is_dir in listed if stream else list(listed):
-                        child = f"{ckey}/{name}" if ckey else name
-                        if not is_dir:
-                            yield child
-                            continue
-                        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-                            stack.append((self.child(current, name, child), child))
-                except (FileNotFoundError, NotADirectoryError):
-                    continue
-                except OSError as exc:
-                    raise_os_error(exc, f"{ckey!r} in {self.root!r}")
-                finally:
-                    current.close()
-        finally:
-            for d, _ in stack:
-                d.close()
-
-    def has_file(self, directory: DirHandle, key: str) -> bool:
-        """Whether some file (a key) lies anywhere below ``directory`` (consumed)."""
-        with contextlib.closing(self.files_below(directory, key)) as files:
-            return next(files, None) is not None

@@ -37,17 +37,17 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
-from pathlib import Path
 from typing import Any
+from urllib.parse import quote_from_bytes
 
 from ..errors import NCZarrError, raise_os_error
 from ..keys import normalize_key, normalize_prefix, parent_keys
 from .base import NOT_SUPPORTED, CopySupport, NotSupportedType, ZMap, as_bytes
 from .confined import ConfinedTree
 from .fileleaf import check_leaf_rule
-from .fileread import load_key, read_capped, read_many, read_range
+from .fileread import list_reading, load_key, read_capped, read_many, read_range
 from .filewrite import (
     TEMP_PREFIX,
     remove_temporaries,
@@ -179,13 +179,35 @@ class FileMap(ZMap):
         once per directory of keys (:meth:`ConfinedTree.copy_new_many`), with the same
         checks per file; every key that is not the plain case takes :meth:`copy_from`."""
         if self._closed or self._mode == "r" or not isinstance(other, FileMap):
-            yield from super().copy_many(other, keys)
+            return super().copy_many(other, keys)
+        if not self._local_pair(other):
+            return ((key, NOT_SUPPORTED) for key in keys)
+
+        def checked(key: str) -> int | NotSupportedType | None:
+            return self._copy(other, key, key, False)
+
+        return self._tree.copy_new_many(other._tree, keys, copy_fd, checked)  # type: ignore[return-value]
+
+    def copy_pairs(
+        self, other: ZMap, pairs: Iterable[tuple[str, str]]
+    ) -> Iterator[tuple[str, str, int | NotSupportedType | None]]:
+        """:meth:`copy_many` for ``(src_key, dst_key)`` pairs (a combine's chunks land
+        under shifted keys, see :meth:`ZMap.copy_pairs`). Inside a :meth:`session` of
+        both maps each directory is opened and verified once, when its first pair comes,
+        and held (:meth:`ConfinedTree.copy_new_pairs`): a daily source holds one chunk
+        per directory, so waiting for the checked path to hold it, as
+        :meth:`copy_many` does, would take that path for every chunk. Every pair that
+        is not the plain case takes :meth:`copy_from`."""
+        if self._closed or self._mode == "r" or not isinstance(other, FileMap):
+            yield from super().copy_pairs(other, pairs)
             return
         if not self._local_pair(other):
-            yield from ((key, NOT_SUPPORTED) for key in keys)
+            yield from ((s, d, NOT_SUPPORTED) for s, d in pairs)
             return
-        for key, done in self._tree.copy_new_many(other._tree, keys, copy_fd):
-            yield key, done if done is not None else self._copy(other, key, key, False)
+        for src_key, dst_key, done in self._tree.copy_new_pairs(other._tree, pairs, copy_fd):
+            if done is None:
+                done = self._copy(other, src_key, dst_key, False)
+            yield src_key, dst_key, done
 
     def session(self) -> AbstractContextManager[object]:
         """Hold each directory open once verified, until the block ends: a key then
@@ -379,7 +401,13 @@ class FileMap(ZMap):
         return names
 
     def _describe(self) -> tuple[str, dict[str, Any]]:
-        return Path(self._root).as_uri(), {}
+        root = self._root  # absolute and normalised (local_path)
+        if os.name != "nt" and root.startswith("/") and not root.startswith("//"):
+            # Path(root).as_uri() on POSIX, without importing pathlib in every convert
+            return "file://" + quote_from_bytes(os.fsencode(root)), {}
+        from pathlib import Path
+
+        return Path(root).as_uri(), {}
 
     # ----------------------------------------------------------- fast paths
     def getitems(self, keys: Iterable[str]) -> dict[str, bytes]:
@@ -402,6 +430,14 @@ class FileMap(ZMap):
         if type(self)._load is not FileMap._load:  # a subclass reads its own way
             return super().getitems_capped(keys, cap)
         return read_capped(self._tree, keys, cap)
+
+    def list_reading(self, wanted: Mapping[str, int | None]) -> tuple[list[str], dict[str, bytes]]:
+        """Every key and the ``wanted`` files' contents, each read as the listing passes
+        its directory (:func:`~nczarr.maps.fileread.list_reading`): no directory opened
+        twice."""
+        if type(self)._load is not FileMap._load or type(self)._list is not FileMap._list:
+            return super().list_reading(wanted)
+        return list_reading(self._tree, wanted)
 
     def getrange(self, key: str, start: int, length: int | None = None) -> bytes:
         """Bytes ``start:start+length`` of ``key``, read without loading the whole file."""

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from collections.abc import Callable
 
 from ..errors import NCZarrError, ObjectExistsError, raise_os_error
@@ -138,7 +137,7 @@ def remove_temporaries(root: str) -> int:
 
 def _write_temp(parent: DirHandle, name: str, fill: Fill) -> None:
     """Write a temporary file in ``parent`` with ``fill``, then move it to ``name``."""
-    temp = TEMP_PREFIX + secrets.token_hex(8)
+    temp = TEMP_PREFIX + os.urandom(8).hex()  # secrets.token_hex, without importing random
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | flag("O_BINARY") | flag("O_CLOEXEC")
     fd = parent.open(temp, flags, 0o666)
     try:

@@ -11,7 +11,8 @@ error naming it (fsspec would block opening a FIFO).
 
 Remote filesystems are fsspec ``AsyncFileSystem``\\ s: ``getitems`` and ``setitems``
 then run their requests concurrently on the filesystem's event loop (at most
-:data:`MAX_CONCURRENCY` at once) instead of one after another.
+:data:`MAX_CONCURRENCY` at once) instead of one after another, and reads can be awaited
+(:mod:`nczarr.maps.fsspecasync`).
 
 The leaf rule costs no request per key where the map knows its tree (see
 :mod:`nczarr.maps.leafcache`), and none at all inside
@@ -42,6 +43,7 @@ from ..errors import (
 from ..keys import normalize_key, normalize_prefix, parent_keys
 from .base import ZMap
 from .credentials import public_options
+from .fsspecasync import AsyncReads
 from .fsspecbulk import MAX_CONCURRENCY, BulkRequests
 from .leafcache import KnownTree
 from .location import Location
@@ -91,7 +93,7 @@ def _url_to_fs(url_to_fs: Any, url: str, options: dict[str, Any]) -> tuple[Any, 
 _NESTED_PROTOCOLS = frozenset({"zip", "tar", "libarchive", "reference", "blockcache"})
 
 
-class FsspecMap(BulkRequests, ZMap):
+class FsspecMap(AsyncReads, BulkRequests, ZMap):
     """A zmap whose keys are files below ``root`` of an fsspec filesystem.
 
     Parameters

@@ -8,7 +8,11 @@ from __future__ import annotations
 import errno
 import os
 
-__all__ = ["copy_fd", "write_all"]
+__all__ = ["FALLBACK_ERRNOS", "copy_fd", "copy_range", "write_all"]
+
+#: A kernel copy failing with one of these copies another way (EXDEV on older kernels,
+#: ENOSYS, EINVAL, EOPNOTSUPP: the pair of files or the platform does not support it).
+FALLBACK_ERRNOS = (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP)
 
 
 def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
@@ -36,7 +40,7 @@ def copy_fd(fd_in: int, fd_out: int, size: int) -> int:
                 total += n
             return total
         except OSError as exc:  # EXDEV on older kernels, ENOSYS, EINVAL: next method
-            if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+            if exc.errno not in FALLBACK_ERRNOS:
                 raise
     while total < size and (block := os.read(fd_in, min(size - total, 1 << 20))):
         write_all(fd_out, block)

@@ -11,7 +11,6 @@ platforms that lack it (macOS, Windows, the BSDs).
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import sys
 from urllib.parse import unquote, urlsplit
@@ -78,6 +77,8 @@ class DirHandle:
         os.replace(self._at(src), self._at(dst), src_dir_fd=self.fd, dst_dir_fd=self.fd)
 
     def rmtree(self, name: str) -> None:
+        import shutil  # imports bz2 and lzma: only when a tree is removed
+
         if self.fd is not None and shutil.rmtree.avoids_symlink_attacks:
             shutil.rmtree(name, dir_fd=self.fd)
         else:
@@ -212,6 +213,8 @@ def prepare_root(root: str, mode: str) -> None:
 
 def empty_tree(root: str) -> None:
     """Delete everything below the directory ``root`` (links are removed, not followed)."""
+    import shutil  # imports bz2 and lzma: only when a tree is removed
+
     try:
         with os.scandir(root) as it:
             entries = list(it)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Self
 
@@ -256,6 +255,8 @@ class MapCore(MutableMapping[str, bytes], ABC):
             except KeyError:
                 return None
 
+        from concurrent.futures import ThreadPoolExecutor  # imports logging: only when used
+
         with ThreadPoolExecutor(max_workers=min(16, max(1, len(normalized)))) as pool:
             values = list(pool.map(one, normalized))
         return {k: v for k, v in zip(wanted, values, strict=True) if v is not None}
@@ -266,6 +267,21 @@ class MapCore(MutableMapping[str, bytes], ABC):
         there is no such object). A reader with a size limit refuses a bigger object
         before asking for any of its bytes."""
         return None
+
+    def list_reading(self, wanted: Mapping[str, int | None]) -> tuple[list[str], dict[str, bytes]]:
+        """Every key (``list(keys_below(""))``) and ``{key: content}`` of the ``wanted``
+        keys that exist (key -> at most that many bytes, None: all). One pass where the
+        map can (a directory map reads them as its listing passes their directory: a
+        combine reads each source's listing and metadata objects so); the default lists,
+        then reads."""
+        keys = list(self.keys_below(""))
+        by_cap: dict[int | None, list[str]] = {}
+        for key, cap in wanted.items():
+            by_cap.setdefault(cap, []).append(key)
+        out: dict[str, bytes] = {}
+        for cap, some in by_cap.items():
+            out.update(self.getitems(some) if cap is None else self.getitems_capped(some, cap))
+        return keys, out
 
     def getitems_capped(self, keys: Iterable[str], cap: int) -> dict[str, bytes]:
         """Like :meth:`getitems`, but read at most ``cap`` bytes of each value.

@@ -137,7 +137,7 @@ def is_remote(url_or_path: Any) -> bool:
     """
     if isinstance(url_or_path, ZMap):
         return False
-    from .chained import is_chained
+    from .chainurl import is_chained
 
     if is_chained(url_or_path):
         return True
@@ -208,7 +208,7 @@ def open_map(
             )
         return url_or_path
     check_mode(mode)
-    from .chained import is_chained
+    from .chainurl import is_chained
 
     if is_chained(url_or_path):
         from .chained import open_chained

@@ -37,7 +37,7 @@ def location_of(store: Any, options: Mapping[str, Any] | None = None) -> Locatio
 
     if isinstance(store, ZMap):
         return store.location()
-    from .chained import is_chained
+    from .chainurl import is_chained
     from .url import parse_url
 
     if is_chained(store):  # zip::<URL of an archive>: the archive is the location
@@ -92,7 +92,12 @@ def _resolved(path: str) -> tuple[str, str, tuple[int, int] | None, list[tuple[i
     return path, real, ident, _chain(real)
 
 
-def _local_overlap(a: str, b: str, resolved_b: Any = None) -> bool:
+def _local_overlap(
+    a: str, b: str, resolved_b: Any = None, chains: dict[str, list[Any]] | None = None
+) -> bool:
+    """``chains``: the chains of parent directories found so far in one check of many
+    sources (sources side by side share theirs: one ``stat`` per source, not one per
+    ancestor)."""
     b, real_b, ident_b, chain_b = resolved_b or _resolved(b)
     real_a = os.path.realpath(a)
     if _below(real_a, real_b, os.sep) or _below(real_b, real_a, os.sep):
@@ -100,9 +105,16 @@ def _local_overlap(a: str, b: str, resolved_b: Any = None) -> bool:
     if _below(a, b, os.sep) or _below(b, a, os.sep):
         return True
     ident_a = _identity(real_a)
-    return (ident_a is not None and ident_a in chain_b) or (
-        ident_b is not None and ident_b in _chain(real_a)
-    )
+    if ident_a is not None and ident_a in chain_b:
+        return True
+    if ident_b is None:
+        return False
+    if chains is None:
+        return ident_b in _chain(real_a)
+    parent = os.path.dirname(real_a)
+    if parent not in chains:
+        chains[parent] = _chain(parent) if parent != real_a else []
+    return ident_b == ident_a or ident_b in chains[parent]
 
 
 def overlap(a: Location, b: Location) -> bool:
@@ -156,10 +168,11 @@ def check_distinct_all(
             check_distinct(src, dst, src_options=src_options, dst_options=dst_options)
         return
     resolved = _resolved(target.path)
+    chains: dict[str, list[Any]] = {}
     for src in sources:
         where = location_of(src, src_options)
         if src is dst or (
-            where.kind == "local" and _local_overlap(where.path, target.path, resolved)
+            where.kind == "local" and _local_overlap(where.path, target.path, resolved, chains)
         ):
             check_distinct(src, dst, src_options=src_options, dst_options=dst_options)
 

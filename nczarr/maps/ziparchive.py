@@ -38,6 +38,8 @@ __all__ = [
     "new_member_info",
     "open_regular",
     "replace_atomically",
+    "READ_BLOCK",
+    "copy_mode",
 ]
 
 #: Accepted values of ``layout=``.

@@ -28,6 +28,7 @@ __all__ = [
     "CDFVariable",
     "HeaderTruncated",
     "parse_header",
+    "type_size",
 ]
 
 #: netCDF-3 type codes -> (netCDF type name, big-endian numpy dtype string).

@@ -10,8 +10,7 @@ record variable (then its records are back to back in the file).
 from __future__ import annotations
 
 import math
-
-import numpy as np
+import struct
 
 from ..errors import MetadataError
 from ..translate.model import Attribute, Dataset, Dimension, Group, Variable
@@ -33,12 +32,29 @@ __all__ = ["LAYOUTS", "read_classic"]
 LAYOUTS = {1: "netcdf3-classic", 2: "netcdf3-64bit-offset", 5: "netcdf3-cdf5"}
 
 
+#: Big-endian numpy dtype strings of :data:`~nczarr.ncfile.cdf.CDF_TYPES` -> ``struct``
+#: codes: a netCDF-3 header is decoded without numpy (a convert need not import it).
+_STRUCT = {
+    ">i1": "b",
+    ">u1": "B",
+    ">i2": "h",
+    ">u2": "H",
+    ">i4": "i",
+    ">u4": "I",
+    ">i8": "q",
+    ">u8": "Q",
+    ">f4": "f",
+    ">f8": "d",
+}
+
+
 def _attribute(attr: CDFAttribute) -> Attribute:
     kind, dtype = CDF_TYPES[attr.type_code]
     if kind == "char":
         return Attribute(attr.name, "char", attr.raw.decode("utf-8", "surrogateescape"))
-    values = np.frombuffer(attr.raw, dtype=dtype)
-    return Attribute(attr.name, kind, tuple(v.item() for v in values))
+    code = _STRUCT[dtype]
+    count = len(attr.raw) // struct.calcsize(code)
+    return Attribute(attr.name, kind, struct.unpack(f">{count}{code}", attr.raw))
 
 
 def _fill(attrs: dict[str, Attribute], kind: str) -> object:
@@ -162,4 +178,9 @@ def read_classic(header: CDFHeader, file_size: int, what: str) -> tuple[Dataset,
 def _fill_bytes(fill: object, dtype: str, kind: str) -> bytes:
     if kind == "char":
         return str(fill).encode("latin-1", "replace")[:1].ljust(1, b"\x00")
-    return np.array(fill, dtype=dtype).tobytes()
+    try:
+        return struct.pack(">" + _STRUCT[dtype], fill)
+    except (struct.error, OverflowError, TypeError):  # e.g. a float fill of an int
+        import numpy as np  # variable: numpy's cast, as before
+
+        return np.array(fill, dtype=dtype).tobytes()

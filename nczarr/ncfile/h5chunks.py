@@ -22,7 +22,14 @@ from ..translate.model import Variable
 from .h5attrs import text
 from .layout import DEFAULT_FILLS, ChunkRef, SourceArray, chunk_key, cut_contiguous
 
-__all__ = ["encode_chunk", "index_chunked", "index_contiguous", "index_past_extent", "past_fill"]
+__all__ = [
+    "encode_chunk",
+    "index_chunked",
+    "index_contiguous",
+    "index_past_extent",
+    "past_fill",
+    "VLEN_REASON",
+]
 
 #: Why the chunks of a variable-length string variable are re-encoded.
 VLEN_REASON = "variable-length strings are stored as heap references"

@@ -25,7 +25,7 @@ import numpy as np
 from ..translate.model import Dimension
 from .h5attrs import ordered_links, text
 
-__all__ = ["DIM_ONLY", "DimensionIndex", "join", "variable_name"]
+__all__ = ["DIM_ONLY", "DimensionIndex", "join", "variable_name", "is_scale"]
 
 #: Start of the ``NAME`` of a scale that is a dimension but not a netCDF variable.
 DIM_ONLY = "This is a netCDF dimension but not a netCDF variable"

@@ -26,6 +26,7 @@ __all__ = [
     "chunk_grid",
     "chunk_key",
     "cut_contiguous",
+    "rows_per_chunk",
 ]
 
 #: Size aimed at when cutting contiguous data into chunks (raw bytes).
@@ -70,18 +71,20 @@ class ChunkIndex(Mapping[str, ChunkRef]):
 
     A file of a million chunks must not cost a Python object, a key string and a
     dict slot per chunk (~300 bytes each): the index keeps each chunk's position in
-    the chunk grid (``grid``: chunks per axis) and its ``ChunkRef`` fields in machine
-    arrays (~33 bytes a chunk), sorted by position on the first lookup, and makes
-    keys and ``ChunkRef`` objects when asked. A key set twice keeps its last value.
+    the chunk grid (``grid``: chunks per axis), offset and length in machine arrays
+    (20 bytes a chunk: the length in 4 bytes while every length fits, as an HDF5
+    chunk's always does), sorted by position on the first lookup; the rare ``pad``
+    and ``reencode`` fields are kept by position only where set. Keys and
+    ``ChunkRef`` objects are made when asked. A key set twice keeps its last value.
     """
 
     def __init__(self, grid: tuple[int, ...] = ()) -> None:
         self.grid = tuple(grid)
         self._at = array("q")  # position in the grid, C order
         self._offset = array("q")
-        self._length = array("q")
-        self._pad = array("q")
-        self._reencode = bytearray()
+        self._length = array("I")  # widened to "q" by a length of 4 GiB or more
+        self._pad: dict[int, int] = {}  # position -> pad, where not 0
+        self._reencode: set[int] = set()  # positions of re-encoded chunks
         self._sorted = True
         self._sorting = threading.Lock()  # readers in several threads sort it once
         self._last: tuple[str | None, int] = (None, -1)  # the last key found: looked up twice
@@ -107,11 +110,19 @@ class ChunkIndex(Mapping[str, ChunkRef]):
         if self._at and at <= self._at[-1]:
             self._sorted = False
         self._last = (None, -1)
+        if length >= 1 << 32 and self._length.typecode == "I":
+            self._length = array("q", self._length)
         self._at.append(at)
         self._offset.append(offset)
         self._length.append(length)
-        self._pad.append(pad)
-        self._reencode.append(reencode)
+        if pad:
+            self._pad[at] = pad
+        else:
+            self._pad.pop(at, None)
+        if reencode:
+            self._reencode.add(at)
+        else:
+            self._reencode.discard(at)
 
     def _sort(self) -> None:
         """Order by position; of a position set twice, the last setting stays."""
@@ -127,9 +138,7 @@ class ChunkIndex(Mapping[str, ChunkRef]):
         keep = [i for n, i in enumerate(order) if n + 1 == len(order) or at[order[n + 1]] != at[i]]
         self._at = array("q", (at[i] for i in keep))
         self._offset = array("q", (self._offset[i] for i in keep))
-        self._length = array("q", (self._length[i] for i in keep))
-        self._pad = array("q", (self._pad[i] for i in keep))
-        self._reencode = bytearray(self._reencode[i] for i in keep)
+        self._length = array(self._length.typecode, (self._length[i] for i in keep))
         self._sorted = True
 
     # ------------------------------------------------------------- reading
@@ -151,7 +160,9 @@ class ChunkIndex(Mapping[str, ChunkRef]):
         i = self._find(key)
         if i is None:
             raise KeyError(key)
-        return ChunkRef(self._offset[i], self._length[i], self._pad[i], bool(self._reencode[i]))
+        at = self._at[i]
+        pad, reencode = self._pad.get(at, 0), at in self._reencode
+        return ChunkRef(self._offset[i], self._length[i], pad, reencode)
 
     def __contains__(self, key: object) -> bool:
         return self._find(key) is not None
@@ -170,9 +181,10 @@ class ChunkIndex(Mapping[str, ChunkRef]):
 
     @property
     def nbytes(self) -> int:
-        """Bytes the index holds its chunks in."""
-        arrays = (self._at, self._offset, self._length, self._pad)
-        return sum(a.itemsize * len(a) for a in arrays) + len(self._reencode)
+        """Bytes the index holds its chunks in (the machine arrays; the few padded or
+        re-encoded chunks' entries not counted)."""
+        arrays = (self._at, self._offset, self._length)
+        return sum(a.itemsize * len(a) for a in arrays)
 
     # ------------------------------------------------------------- positions
     def _position(self, coords: tuple[int, ...]) -> int:

@@ -37,6 +37,7 @@ __all__ = [
     "NetCDFFileMap",
     "is_netcdf_header",
     "has_netcdf_suffix",
+    "open_file_source",
 ]
 
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"

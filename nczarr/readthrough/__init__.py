@@ -25,16 +25,16 @@ serves it (zarr-python reads it through ``ZarrStore``; ``convert`` copies its ke
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from contextlib import suppress
 from dataclasses import replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import InvalidModeError, ReadOnlyError, warn_all
 from ..keys import normalize_key
 from ..maps.base import ZMap
-from ..reencode import ChunkRecoder
 from ..translate.chunk_layout import TrailingAxis, chunk_coords
 from ..translate.conventions import FORMATS, ZARRAY, ZMETADATA
 from ..translate.model import Dataset
@@ -43,6 +43,9 @@ from ..translate.translation import Translation
 from ..translate.translation import draft as draft_translation
 from ..translate.translation import finish as finish_translation
 from .chunks import ChunkListing, note_stray
+
+if TYPE_CHECKING:
+    from ..reencode import ChunkRecoder
 
 __all__ = ["TrailingAxis", "TranslatedView", "chunk_coords", "view"]
 
@@ -83,12 +86,16 @@ class TranslatedView(ChunkListing, ZMap):
         self._reencoded = translation.reencoded
         self._metadata = translation.metadata
         self._stray: dict[str, str] = {}
-        self._recoders: dict[str, ChunkRecoder] = {
-            path: ChunkRecoder(
-                source, item, layout.source_prefix.get(path, path), layout.keys.get(path)
-            )
-            for path, item in self._reencoded.items()
-        }
+        self._recoders: dict[str, ChunkRecoder] = {}
+        if self._reencoded:  # numpy and the codecs only when a chunk is re-encoded
+            from ..reencode import ChunkRecoder
+
+            self._recoders = {
+                path: ChunkRecoder(
+                    source, item, layout.source_prefix.get(path, path), layout.keys.get(path)
+                )
+                for path, item in self._reencoded.items()
+            }
 
     @classmethod
     def from_source(
@@ -100,11 +107,10 @@ class TranslatedView(ChunkListing, ZMap):
         metadata: tuple[dict[str, Any], Sequence[str]] | None = None,
         include: Sequence[str] | None = None,
         exclude: Sequence[str] | None = None,
-        keep_shards: bool = True,
     ) -> TranslatedView:
         """Read ``source``'s metadata once, translate it to ``target`` (the arrays
-        ``include``/``exclude`` keep) and show it. ``keep_shards=False``: a Zarr v3
-        target shows a sharded array's inner chunks, re-encoded, not its shards.
+        ``include``/``exclude`` keep) and show it. ``target.keep_shards`` false: a Zarr
+        v3 target shows a sharded array's inner chunks, re-encoded, not its shards.
 
         ``metadata``: ``(objects, warnings)`` already loaded
         (:func:`nczarr.load.load_metadata`), so they are not read twice. The only
@@ -121,7 +127,6 @@ class TranslatedView(ChunkListing, ZMap):
             bare_root=ZARRAY in source or "" in chunk_keys,  # a v2 or v3 root array
             include=include,
             exclude=exclude,
-            keep_shards=keep_shards,
         )
         return cls._finished(source, draft, owns_source=owns_source, requested=target)
 
@@ -130,16 +135,18 @@ class TranslatedView(ChunkListing, ZMap):
         cls, source: ZMap, draft: Translation, *, owns_source: bool, requested: Target
     ) -> TranslatedView:
         """The view of ``draft`` completed: string widths measured, metadata written."""
-        from ..reencode import longest_strings
-
         stray: dict[str, str] = {}
-        widths = longest_strings(
-            source,
-            draft.layout,
-            draft.reencoded,
-            draft.to_measure,
-            lambda key, array: note_stray(source.url, stray, key, array),
-        )
+        widths: dict[str, int] = {}
+        if draft.to_measure:  # numpy and the codecs only when strings are measured
+            from ..reencode import longest_strings
+
+            widths = longest_strings(
+                source,
+                draft.layout,
+                draft.reencoded,
+                draft.to_measure,
+                lambda key, array: note_stray(source.url, stray, key, array),
+            )
         translation = finish_translation(draft, widths)
         result = cls(source, translation, owns_source=owns_source, requested=requested)
         result._stray.update(stray)  # already warned
@@ -159,7 +166,6 @@ class TranslatedView(ChunkListing, ZMap):
             bare_root=t.bare_root,
             include=include,
             exclude=exclude,
-            keep_shards=t.keep_shards,
         )
         draft = replace(draft, widths=t.widths)
         return type(self)._finished(
@@ -221,9 +227,20 @@ class TranslatedView(ChunkListing, ZMap):
         return self._translation.dataset
 
     @property
-    def metadata(self) -> dict[str, bytes]:
-        """The metadata objects the writer produced (a copy)."""
-        return dict(self._metadata)
+    def metadata(self) -> MutableMapping[str, bytes]:
+        """The metadata objects the writer produced (a copy; objects not yet asked for
+        are serialised when first read, see :mod:`nczarr.translate.lazymeta`)."""
+        copy = getattr(self._metadata, "copy", None)
+        return copy() if copy is not None else dict(self._metadata)
+
+    def document(self, key: str) -> Any:
+        """Metadata object ``key`` (``v/.zarray``, as shown) as Python objects, without
+        a JSON round trip when the writer kept the document; None when not shown."""
+        metadata = self._metadata
+        if key not in metadata:
+            return None
+        document = getattr(metadata, "document", None)
+        return document(key) if document is not None else json.loads(metadata[key])
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -381,7 +398,6 @@ class TranslatedView(ChunkListing, ZMap):
             self._source == other._source
             and self.target == other.target
             and self._translation.selection == other._translation.selection
-            and self._translation.keep_shards == other._translation.keep_shards
         )
 
     def __hash__(self) -> int:
@@ -389,20 +405,13 @@ class TranslatedView(ChunkListing, ZMap):
 
     def __reduce__(self) -> tuple[Any, ...]:
         include, exclude = self._translation.selection
-        keep = self._translation.keep_shards
-        return (_rebuild, (self._source, self._requested, include, exclude, keep))
+        return (_rebuild, (self._source, self._requested, include, exclude))
 
 
 def _rebuild(
-    source: ZMap,
-    target: Target,
-    include: Sequence[str],
-    exclude: Sequence[str],
-    keep_shards: bool = True,
+    source: ZMap, target: Target, include: Sequence[str], exclude: Sequence[str]
 ) -> TranslatedView:
-    return TranslatedView.from_source(
-        source, target, include=include, exclude=exclude, keep_shards=keep_shards
-    )
+    return TranslatedView.from_source(source, target, include=include, exclude=exclude)
 
 
 def view(

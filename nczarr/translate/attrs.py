@@ -44,6 +44,7 @@ __all__ = [
     "infer_type",
     "decode_attribute",
     "encode_attribute",
+    "json_text_safe",
 ]
 
 #: Pseudo type of ``"|J0"``: an arbitrary JSON value, shown in netCDF as char text.

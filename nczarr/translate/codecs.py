@@ -37,8 +37,45 @@ def _number(text: str) -> Any:
     return text
 
 
+#: Codec ids numcodecs (>= 0.16, the floor in pyproject.toml) registers whatever is
+#: installed next to it: answered without importing numcodecs, which imports numpy,
+#: multiprocessing and every codec (~0.1 s, more than a verbatim convert of a
+#: thousand chunks). ``tests/test_convert_imports.py`` checks each is registered.
+ALWAYS_REGISTERED = frozenset(
+    {
+        "zlib",
+        "gzip",
+        "bz2",
+        "lzma",
+        "blosc",
+        "zstd",
+        "lz4",
+        "astype",
+        "delta",
+        "quantize",
+        "fixedscaleoffset",
+        "packbits",
+        "categorize",
+        "pickle",
+        "base64",
+        "shuffle",
+        "bitround",
+        "crc32",
+        "adler32",
+        "jenkins_lookup3",
+        "json2",
+        "vlen-utf8",
+        "vlen-bytes",
+        "vlen-array",
+        "fletcher32",
+    }
+)
+
+
 def is_known_codec(codec_id: str) -> bool:
     """Whether numcodecs (as installed) has a codec registered under ``codec_id``."""
+    if codec_id in ALWAYS_REGISTERED:
+        return True
     try:
         from numcodecs.registry import codec_registry
     except ImportError:  # pragma: no cover - numcodecs is a hard dependency

@@ -37,7 +37,14 @@ from typing import Any
 
 from ..errors import UnsupportedError
 
-__all__ = ["ARRAY_FILTERS", "FilterType", "v3_filter_codecs", "v2_filter_endian", "parse_type"]
+__all__ = [
+    "ARRAY_FILTERS",
+    "FilterType",
+    "v3_filter_codecs",
+    "v2_filter_endian",
+    "parse_type",
+    "V3_NUMPY",
+]
 
 #: numcodecs array->array filters with a zarr-python ``numcodecs.<id>`` v3 codec.
 ARRAY_FILTERS = frozenset({"delta", "fixedscaleoffset", "quantize", "astype", "packbits"})

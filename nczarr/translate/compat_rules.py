@@ -19,11 +19,18 @@ from dataclasses import dataclass
 
 from .compat_base import GDAL, NC48, NC49, NC410, NETCDF_C, XARRAY, ZARR_PYTHON
 from .compat_facts import ArrayFacts
+from .compat_types import (
+    legacy_char,
+    netcdf_48_dtype,
+    netcdf_48_u1,
+    netcdf_49_dtype,
+    netcdf_410_dtype,
+    rounded_double_fill,
+)
 from .conventions import (
     LAYOUT_V2,
     LAYOUT_V2_KEYS,
     LAYOUT_ZARR,
-    LEGACY_CHAR_DTYPES,
     NETCDF_C_CODECS,
     SCALAR_DIM,
 )
@@ -94,18 +101,8 @@ def _xarray_no_dtype(facts: ArrayFacts) -> str | None:
     return f"cannot open the group holding this array (zarr-python rejects {dtype!r})"
 
 
-def _legacy_char(facts: ArrayFacts) -> str | None:
-    """The ``"<U1"`` char of netcdf-c 4.8/4.9.0 (NCZarr, or pure Zarr its
-    ``_NCProperties`` names): one byte per character, not UTF-32."""
-    version = facts.netcdf_version or ""
-    if not (facts.nczarr_layout or version.startswith("4.8.") or version == "4.9.0"):
-        return None
-    found = [d for d in facts.dtypes if d in LEGACY_CHAR_DTYPES]
-    return found[0] if found else None
-
-
 def _zarr_python_legacy_char(facts: ArrayFacts) -> str | None:
-    dtype = _legacy_char(facts)
+    dtype = legacy_char(facts)
     if dtype is None:
         return None
     return (
@@ -135,21 +132,6 @@ def _xarray_list_fill(facts: ArrayFacts) -> str | None:
         f"cannot open the group holding this array (zarr-python rejects its one-element "
         f"list fill_value {facts.fill!r}, netcdf-c 4.8.0)"
     )
-
-
-def _netcdf_48_dtype(facts: ArrayFacts) -> str | None:
-    """As :func:`_netcdf_c_dtype`, but ``"<U1"`` is 4.8's own char: 4.8.0 reads it."""
-    return None if _legacy_char(facts) else _netcdf_c_dtype(facts)
-
-
-def _netcdf_c_dtype(facts: ArrayFacts) -> str | None:
-    if facts.nczarr_layout and facts.layout == LAYOUT_V2_KEYS and facts.uppercase_keys:
-        return None
-    for dtype in facts.dtypes:
-        kind = dtype[1:2] if dtype[:1] in "<>|=" else dtype[:1]
-        if kind in ("U", "O", "M", "m", "c", "b", "V") or dtype[1:] == "f2":
-            return f"fails to open the whole dataset on data type {dtype!r}"
-    return None
 
 
 def _shuffle_sizes(facts: ArrayFacts) -> list[object]:
@@ -399,7 +381,7 @@ def _gdal_v3_codec(facts: ArrayFacts) -> str | None:
 def _gdal_v3_type(facts: ArrayFacts) -> str | None:
     dtype = facts.data_type
     name = dtype.get("name") if isinstance(dtype, dict) else dtype
-    if name in _GDAL_V3_REFUSED_TYPES:
+    if isinstance(name, str) and name in _GDAL_V3_REFUSED_TYPES:
         return f"has no data type {name!r}: the array cannot be opened"
     return None
 
@@ -447,8 +429,10 @@ def _bool_as_uint8(facts: ArrayFacts) -> str | None:
 RULES: tuple[Rule, ...] = (
     Rule((ZARR_PYTHON,), "fails", _zarr_python_no_dtype, TO_ZARR, translates=True),
     Rule((XARRAY,), "refuses", _xarray_no_dtype, TO_ZARR),
-    Rule((NC49, NC410), "refuses", _netcdf_c_dtype, TO_NCZARR),
-    Rule((NC48,), "refuses", _netcdf_48_dtype, TO_NCZARR),
+    Rule((NC410,), "refuses", netcdf_410_dtype, TO_NCZARR),
+    Rule((NC49,), "refuses", netcdf_49_dtype, TO_NCZARR),
+    Rule((NC48,), "refuses", netcdf_48_dtype, TO_NCZARR),
+    Rule((NC48,), "misreads", netcdf_48_u1, TO_NCZARR),
     Rule((ZARR_PYTHON,), "fails", _zarr_python_list_fill, TO_ZARR, translates=True),
     Rule((XARRAY,), "refuses", _xarray_list_fill, TO_ZARR),
     Rule((ZARR_PYTHON,), "fails", _zarr_python_legacy_char, TO_ZARR, translates=True),
@@ -477,6 +461,7 @@ RULES: tuple[Rule, ...] = (
     Rule((XARRAY,), "refuses", _v3_no_dimension_names, formats=(3,)),
     Rule((ZARR_PYTHON, XARRAY), "fails", _v3_null_fill, formats=(3,)),
     Rule((XARRAY,), "ignores", _v3_gdal_nodata_unmasked, TO_ZARR, formats=(3,)),
+    Rule((XARRAY, GDAL), "misreads", rounded_double_fill),
     Rule((GDAL,), "fails", _gdal_shuffle_zero, TO_ZARR),
     Rule((GDAL,), "fails", _gdal_v3_codec, TO_ZARR2, formats=(3,)),
     Rule((GDAL,), "fails", _gdal_v3_type, TO_ZARR2, formats=(3,)),

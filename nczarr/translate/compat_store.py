@@ -9,7 +9,7 @@ Pure functions over the metadata objects as stored; each yields
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..keys import join_key
@@ -49,87 +49,120 @@ __all__ = [
 ]
 
 
+_MIGRATE = "nczarr migrate URL"
+
+
 def layout_findings(meta: Mapping[str, Any], info: FormatInfo) -> Iterable[Finding]:
-    migrate = "nczarr migrate URL"
-    if info.zarr_format == 3:
-        for reader in NETCDF_C:
-            yield Finding(
-                reader,
-                "refuses",
-                "/",
-                "no released netcdf-c reads Zarr v3",
-                "nczarr convert URL OUT --mode nczarr",
-            )
-        return
-    if info.layout == LAYOUT_V1:
+    """What each netCDF-C release does with the store's NCZarr generation: the rule of
+    the first entry of :data:`_LAYOUT_RULES` whose test holds (none: no finding)."""
+    for applies, rule in _LAYOUT_RULES:
+        if applies(meta, info):
+            yield from rule(meta)
+            return
+
+
+def _zarr_v3(meta: Mapping[str, Any]) -> Iterable[Finding]:
+    """Zarr v3: no released netcdf-c reads it."""
+    for reader in NETCDF_C:
         yield Finding(
-            NC48,
-            "fails",
+            reader,
+            "refuses",
             "/",
-            "4.8.0 reads this oldest NCZarr layout, 4.8.1 fails on its arrays",
-            migrate,
+            "no released netcdf-c reads Zarr v3",
+            "nczarr convert URL OUT --mode nczarr",
         )
-        yield Finding(NC49, "refuses", "/", "4.9.1/4.9.2 cannot read NCZarr V1 metadata", migrate)
+
+
+def _nczarr_v1(meta: Mapping[str, Any]) -> Iterable[Finding]:
+    """The oldest NCZarr layout (4.8.0)."""
+    yield Finding(
+        NC48,
+        "fails",
+        "/",
+        "4.8.0 reads this oldest NCZarr layout, 4.8.1 fails on its arrays",
+        _MIGRATE,
+    )
+    yield Finding(NC49, "refuses", "/", "4.9.1/4.9.2 cannot read NCZarr V1 metadata", _MIGRATE)
+    yield Finding(
+        NC410,
+        "misreads",
+        "/",
+        "reads it as pure Zarr: NCZarr dimensions and attribute types are ignored",
+        _MIGRATE,
+    )
+
+
+def _nczarr_4_9_0(meta: Mapping[str, Any]) -> Iterable[Finding]:
+    """4.8.1/4.9.0 metadata objects (``_NCZARR_*`` keys in upper case)."""
+    chars = [p for p in array_prefixes(meta) if "<U1" in dtype_list(meta[join_key(p, ZARRAY)])]
+    if chars:
+        problem = (
+            f"refuses the whole dataset (NCZarr error -137): 4.9.3+ no longer read "
+            f"4.8.1/4.9.0 metadata and its char dtype '<U1' (e.g. {node_path(chars[0])})"
+        )
+        yield Finding(NC410, "refuses", "/", problem, _MIGRATE)
+    else:
         yield Finding(
             NC410,
             "misreads",
             "/",
-            "reads it as pure Zarr: NCZarr dimensions and attribute types are ignored",
-            migrate,
+            "reads 4.8.1/4.9.0 (_NCZARR_*) metadata as pure Zarr: dimensions, attribute "
+            "types and _NCZARR_ATTR are not understood",
+            _MIGRATE,
         )
-    elif info.layout == LAYOUT_V2_KEYS and uppercase_keys(meta):
-        chars = [p for p in array_prefixes(meta) if "<U1" in dtype_list(meta[join_key(p, ZARRAY)])]
-        if chars:
-            problem = (
-                f"refuses the whole dataset (NCZarr error -137): 4.9.3+ no longer read "
-                f"4.8.1/4.9.0 metadata and its char dtype '<U1' (e.g. {node_path(chars[0])})"
-            )
-            yield Finding(NC410, "refuses", "/", problem, migrate)
-        else:
+
+
+def _nczarr_4_9_2(meta: Mapping[str, Any]) -> Iterable[Finding]:
+    """4.9.1/4.9.2 metadata (``_nczarr_*`` keys in ``.zgroup``/``.zarray``)."""
+    yield Finding(
+        NC48,
+        "misreads",
+        "/",
+        "reads 4.9.1/4.9.2 (_nczarr_* in .zgroup/.zarray) metadata as pure Zarr",
+        None,
+    )
+    yield Finding(
+        NC410,
+        "read-only",
+        "/",
+        "opens 4.9.1/4.9.2 metadata read-only (writes fail with NC_EPERM)",
+        _MIGRATE,
+    )
+    for prefix in array_prefixes(meta):
+        content, _ = nczarr_key(meta, prefix, ARRAY_KEYS, ZARRAY)
+        if isinstance(content, dict) and content.get("storage") == "scalar":
             yield Finding(
                 NC410,
-                "misreads",
-                "/",
-                "reads 4.8.1/4.9.0 (_NCZARR_*) metadata as pure Zarr: dimensions, attribute "
-                "types and _NCZARR_ATTR are not understood",
-                migrate,
+                "refuses",
+                node_path(prefix),
+                "crashes (segfault in libnetcdf 4.10.1) on a 4.9.2-style scalar "
+                "('storage': 'scalar')",
+                _MIGRATE,
             )
-    elif info.layout == LAYOUT_V2_KEYS:
+
+
+def _nczarr_current(meta: Mapping[str, Any]) -> Iterable[Finding]:
+    """The current NCZarr layout (metadata in ``.zattrs``), 4.9.3 on."""
+    for reader, versions in ((NC48, "4.8"), (NC49, "4.9.0-4.9.2")):
         yield Finding(
-            NC48,
+            reader,
             "misreads",
             "/",
-            "reads 4.9.1/4.9.2 (_nczarr_* in .zgroup/.zarray) metadata as pure Zarr",
+            f"{versions} read the current NCZarr layout (metadata in .zattrs) as pure "
+            "Zarr: 4.9.3 and later read it as NCZarr",
             None,
         )
-        yield Finding(
-            NC410,
-            "read-only",
-            "/",
-            "opens 4.9.1/4.9.2 metadata read-only (writes fail with NC_EPERM)",
-            migrate,
-        )
-        for prefix in array_prefixes(meta):
-            content, _ = nczarr_key(meta, prefix, ARRAY_KEYS, ZARRAY)
-            if isinstance(content, dict) and content.get("storage") == "scalar":
-                yield Finding(
-                    NC410,
-                    "refuses",
-                    node_path(prefix),
-                    "crashes (segfault in libnetcdf 4.10.1) on a 4.9.2-style scalar "
-                    "('storage': 'scalar')",
-                    migrate,
-                )
-    elif info.layout == LAYOUT_V2:
-        for reader, versions in ((NC48, "4.8"), (NC49, "4.9.0-4.9.2")):
-            yield Finding(
-                reader,
-                "misreads",
-                "/",
-                f"{versions} read the current NCZarr layout (metadata in .zattrs) as pure "
-                "Zarr: 4.9.3 and later read it as NCZarr",
-                None,
-            )
+
+
+_LayoutTest = Callable[[Mapping[str, Any], FormatInfo], bool]
+#: ``(test, rule)`` per NCZarr generation, tried in order; the first that holds applies.
+_LAYOUT_RULES: tuple[tuple[_LayoutTest, Callable[[Mapping[str, Any]], Iterable[Finding]]], ...] = (
+    (lambda meta, info: info.zarr_format == 3, _zarr_v3),
+    (lambda meta, info: info.layout == LAYOUT_V1, _nczarr_v1),
+    (lambda meta, info: info.layout == LAYOUT_V2_KEYS and uppercase_keys(meta), _nczarr_4_9_0),
+    (lambda meta, info: info.layout == LAYOUT_V2_KEYS, _nczarr_4_9_2),
+    (lambda meta, info: info.layout == LAYOUT_V2, _nczarr_current),
+)
 
 
 def dimension_conflicts(meta: Mapping[str, Any]) -> Iterable[Finding]:

@@ -1,8 +1,8 @@
 """``Target``: what a convert, a view or a writer produces, as one validated value.
 
 The output format (current NCZarr, pure Zarr v2, pure Zarr v3) and its options
-(``noxarray``, ``consolidated``, ``netcdf_scalars``) used to be threaded by hand
-through every layer as four keyword arguments, and the impossible pairs (NCZarr over
+(``noxarray``, ``consolidated``, ``netcdf_scalars``, ``keep_shards``) used to be
+threaded by hand through every layer as keyword arguments, and the impossible pairs (NCZarr over
 Zarr v3; netcdf-c scalars in Zarr v3, which netcdf-c does not read) were refused at
 three call sites. A :class:`Target` is checked once, when it is built at the edge
 (``convert``, ``view``, ``migrate``, ``write``), and then passed whole: a writer, the
@@ -74,6 +74,11 @@ class Target:
     netcdf_scalars : bool
         Pure Zarr v2 only: scalars as netcdf-c writes them (shape ``[1]``,
         ``_ARRAY_DIMENSIONS: ["_scalar_"]``) instead of 0-d arrays.
+    keep_shards : bool
+        Zarr v3 only: a sharded source array keeps its shards (copied verbatim, the
+        writer describes them). False where chunks are assembled one inner chunk at a
+        time (combine, append): every sharded array is shown unsharded, its inner
+        chunks re-encoded. Not a writer keyword (:meth:`options` leaves it out).
 
     Raises
     ------
@@ -96,6 +101,7 @@ class Target:
     noxarray: bool = False
     consolidated: bool | None = None
     netcdf_scalars: bool = False
+    keep_shards: bool = True
 
     def __post_init__(self) -> None:
         version = check_zarr_format(
@@ -105,6 +111,7 @@ class Target:
         object.__setattr__(self, "zarr_format", version)
         object.__setattr__(self, "noxarray", bool(self.noxarray))
         object.__setattr__(self, "netcdf_scalars", bool(self.netcdf_scalars))
+        object.__setattr__(self, "keep_shards", bool(self.keep_shards))
         if self.consolidated is not None:
             object.__setattr__(self, "consolidated", bool(self.consolidated))
 
@@ -121,7 +128,8 @@ class Target:
         return replace(self, consolidated=bool(source_consolidated))
 
     def options(self) -> dict[str, Any]:
-        """The options (all but the format), as the keywords of ``view``/``write``."""
+        """The options (all but the format and ``keep_shards``), as the keywords of
+        ``view``/``write``."""
         return {
             "noxarray": self.noxarray,
             "consolidated": self.consolidated,

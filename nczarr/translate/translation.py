@@ -77,9 +77,6 @@ class Translation:
         Measured longest strings of variable-length string arrays shown fixed-width.
     selection
         ``(include, exclude)`` as given.
-    keep_shards
-        Whether a Zarr v3 target keeps a sharded array's shards (copied verbatim);
-        False where chunks are assembled one inner chunk at a time (append, combine).
     source_keys, bare_root
         What :func:`draft` was given (the reader's Zarr v3 key encodings, whether the
         source's root is a bare array), so that another selection needs no new read.
@@ -100,7 +97,6 @@ class Translation:
     source_keys: Mapping[str, ChunkKeys] = field(default_factory=dict)
     bare_root: bool = False
     complete: bool = False
-    keep_shards: bool = True
 
     @property
     def to_measure(self) -> tuple[str, ...]:
@@ -123,11 +119,10 @@ def draft(
     bare_root: bool = False,
     include: Sequence[str] | None = None,
     exclude: Sequence[str] | None = None,
-    keep_shards: bool = True,
 ) -> Translation:
     """The translation of ``read`` before its metadata is written: the selection, the
-    chunk layout and the re-encoding plan (see :func:`finish`; ``keep_shards``: see
-    :class:`Translation`).
+    chunk layout and the re-encoding plan (see :func:`finish`; whether shards are kept:
+    :attr:`Target.keep_shards <nczarr.translate.target.Target>`).
 
     Raises
     ------
@@ -135,7 +130,7 @@ def draft(
         An ``include``/``exclude`` pattern matches nothing.
     """
     selected = select_dataset(read, include, exclude)
-    zarr_format = target.zarr_format if keep_shards else 2  # 2: no shards kept
+    zarr_format = target.zarr_format if target.keep_shards else 2  # 2: no shards kept
     planned, reencoded = plan_reencoding(selected, target.format, zarr_format)
     layout = chunk_layout(read, selected, chunk_keys, bare_root=bare_root)
     return Translation(
@@ -151,7 +146,6 @@ def draft(
         selection=(tuple(include or ()), tuple(exclude or ())),
         source_keys=chunk_keys,
         bare_root=bare_root,
-        keep_shards=keep_shards,
     )
 
 

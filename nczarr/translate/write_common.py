@@ -15,7 +15,7 @@ exact limits. Pure Zarr keeps netcdf-c's spacing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,8 +43,9 @@ class WriteResult:
 
     Attributes
     ----------
-    metadata : dict[str, bytes]
-        Metadata objects by key, in writing order (parents before children).
+    metadata : MutableMapping[str, bytes]
+        Metadata objects by key, in writing order (parents before children); a
+        :class:`~nczarr.translate.lazymeta.LazyMetadata` from the pure-Zarr v2 writer.
     warnings : tuple[str, ...]
         Changes the target format forced (each names the object and what changed).
     skipped : tuple[str, ...]
@@ -52,7 +53,7 @@ class WriteResult:
         have no metadata, and their chunks must not be copied.
     """
 
-    metadata: dict[str, bytes] = field(default_factory=dict)
+    metadata: MutableMapping[str, bytes] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()
 
@@ -112,7 +113,7 @@ def walk(group: Group) -> Iterator[Group]:
     return group.walk()
 
 
-def consolidate(metadata: dict[str, bytes]) -> bytes:
+def consolidate(metadata: Mapping[str, bytes]) -> bytes:
     """The ``.zmetadata`` document for a set of metadata objects.
 
     Every ``.zgroup``/``.zarray``/``.zattrs`` object is included (parsed), in the

@@ -86,7 +86,13 @@ from .model import Attribute, Dataset, Group, Variable
 from .target import Target
 from .write_common import WriteResult, dumps, group_key, ncproperties, zarray_document
 
-__all__ = ["write_nczarr", "encode_char_attribute", "zarray_nczarr", "float_text"]
+__all__ = [
+    "write_nczarr",
+    "encode_char_attribute",
+    "zarray_nczarr",
+    "float_text",
+    "integer_float_attribute_warnings",
+]
 
 
 def unreadable_codec_warnings(dataset: Dataset) -> list[str]:

@@ -44,11 +44,12 @@ from typing import Any
 from ..keys import join_key
 from .conventions import ARRAY_DIMENSIONS, NCPROPERTIES, SCALAR_DIM, ZARRAY, ZATTRS, ZGROUP
 from .dtypes import encode_fill_value
+from .lazymeta import LazyMetadata
 from .model import Dataset, Variable
 from .target import Target
 from .write_common import WriteResult, dumps, group_key, ncproperties, zarray_document
 from .zarr2_fills import masked_fill_warnings, zarr2_fill
-from .zarr_names import dimension_names, plain_attributes, utf8_json
+from .zarr_names import add_utf8_json, dimension_names, plain_attributes
 
 __all__ = ["write_zarr", "zarray_zarr", "dimension_names"]
 
@@ -76,11 +77,11 @@ def write_zarr(dataset: Dataset, target: Target | None = None) -> WriteResult:
     """
     target = target or Target("zarr")
     noxarray, netcdf_scalars = target.noxarray, target.netcdf_scalars
-    out: dict[str, bytes] = {}
+    out = LazyMetadata()  # serialised when asked for (the engine wants documents)
     warnings: list[str] = masked_fill_warnings(dataset)
 
-    def utf8(key: str, doc: dict[str, Any]) -> bytes:
-        return utf8_json(key, doc, warnings)
+    def utf8(key: str, doc: dict[str, Any]) -> None:
+        add_utf8_json(out, key, doc, warnings)
 
     for group in dataset.root.walk():
         prefix = group_key(group)
@@ -88,13 +89,13 @@ def write_zarr(dataset: Dataset, target: Target | None = None) -> WriteResult:
         attrs = plain_attributes(group.attributes.values())
         if group.path in ("", "/"):
             attrs[NCPROPERTIES] = ncproperties(dataset)
-        out[join_key(prefix, ZATTRS)] = utf8(join_key(prefix, ZATTRS), attrs)
+        utf8(join_key(prefix, ZATTRS), attrs)
         names, group_warnings = dimension_names(dataset, group)
         warnings.extend(group_warnings)
         for var in group.variables.values():
             vprefix = join_key(prefix, var.name)
             zarray = zarray_zarr(var, netcdf_scalars=netcdf_scalars)
-            out[join_key(vprefix, ZARRAY)] = utf8(join_key(vprefix, ZARRAY), zarray)
+            utf8(join_key(vprefix, ZARRAY), zarray)
             vattrs = plain_attributes(var.attributes.values())
             if not noxarray:
                 vattrs[ARRAY_DIMENSIONS] = (
@@ -102,7 +103,7 @@ def write_zarr(dataset: Dataset, target: Target | None = None) -> WriteResult:
                     if var.scalar and netcdf_scalars
                     else [names[d] for d in var.dimensions]
                 )
-            out[join_key(vprefix, ZATTRS)] = utf8(join_key(vprefix, ZATTRS), vattrs)
+            utf8(join_key(vprefix, ZATTRS), vattrs)
     return WriteResult(out, tuple(warnings))
 
 

@@ -74,6 +74,7 @@ from .dtypes import encode_fill_value, json_number
 from .model import Dataset, Group, Variable
 from .target import Target
 from .write_common import WriteResult, group_key, ncproperties
+from .zarr2_fills import gdal_nodata_warnings
 from .zarr_names import dimension_names, plain_attributes, utf8_json
 
 __all__ = ["write_zarr3", "array_document", "data_type", "CHUNK_KEY_ENCODING"]
@@ -252,7 +253,7 @@ def write_zarr3(dataset: Dataset, target: Target | None = None) -> WriteResult:
     target = target or Target("zarr", zarr_format=3)
     noxarray, consolidated = target.noxarray, target.write_consolidated
     docs: dict[str, dict[str, Any]] = {}
-    warnings: list[str] = []
+    warnings = gdal_nodata_warnings(dataset)
     skipped: list[str] = []
     for group in dataset.root.walk():
         prefix = group_key(group)

@@ -34,7 +34,6 @@ from .target import Target, check_zarr_format
 from .write_common import WriteResult, consolidate, text_shuffle_warnings
 from .write_nczarr import integer_float_attribute_warnings, write_nczarr
 from .write_zarr import write_zarr
-from .write_zarr3 import write_zarr3
 
 __all__ = [
     "FORMATS",
@@ -66,6 +65,8 @@ def _write_zarr(dataset: Dataset, target: Target) -> WriteResult:
 
 
 def _write_zarr3(dataset: Dataset, target: Target) -> WriteResult:
+    from .write_zarr3 import write_zarr3  # and the v3 codec tables: only for a v3 target
+
     written = write_zarr3(dataset, target)  # consolidates itself (inside the root's zarr.json)
     shuffle = text_shuffle_warnings(dataset)
     return WriteResult(written.metadata, (*written.warnings, *shuffle), written.skipped)
@@ -132,14 +133,15 @@ def write(
         ``format`` is not one of :data:`FORMATS`, ``zarr_format`` is not 2 or 3, or
         Zarr v3 is asked for with NCZarr or ``netcdf_scalars``.
     """
-    return write_with_warnings(
+    written = write_with_warnings(
         dataset,
         format,
         noxarray=noxarray,
         consolidated=consolidated,
         netcdf_scalars=netcdf_scalars,
         zarr_format=zarr_format,
-    ).metadata
+    )
+    return dict(written.metadata)
 
 
 def write_with_warnings(

@@ -3,8 +3,8 @@
 xarray's zarr engine takes a v2 ``fill_value`` for the array's ``_FillValue`` and
 masks it. netcdf-c writes a ``fill_value`` for every variable, ``_FillValue``
 attribute or not (netCDF's default fill: ``""`` for text, ``-127`` for a byte), and
-its readers mask the default fill of a variable without ``_FillValue`` for every
-numeric type except ``byte`` (ncdump: "too risky"), never for text. So a Zarr v2
+netCDF4 masks the default fill of a variable without ``_FillValue`` for every numeric
+type, ncdump for every one except ``byte`` and ``ubyte`` ("too risky"), never for text. So a Zarr v2
 copy that kept such a ``fill_value`` would show NaN in xarray where netcdf-c's
 readers show data. Per variable without a ``_FillValue`` attribute:
 
@@ -12,10 +12,17 @@ readers show data. Per variable without a ``_FillValue`` attribute:
   written with ``fill_value`` null, as xarray writes its own text: xarray then masks
   nothing, and zarr-python and netcdf-c read the same values (an unwritten chunk is
   empty text with either fill);
-* a ``byte`` variable keeps netCDF's default fill ``-127`` (with null netcdf-c would
-  read the variable as unfilled, and zarr-python an unwritten chunk as 0), and a
+* a ``byte`` (``ubyte``) variable keeps netCDF's default fill ``-127`` (``255``; with
+  null netcdf-c would read the variable as unfilled, and zarr-python an unwritten
+  chunk as 0), also as the Zarr v3 ``fill_value`` (GDAL's nodata), and a
   text variable a non-empty fill: the readers disagree, and a warning names the
-  array and what xarray masks (``docs/conversion.md``, "Producers' conventions").
+  array and what xarray masks (``docs/conversion.md``, "Producers' conventions");
+* a ``double`` variable whose fill is ``9.96921e+36`` (netcdf-c's ``"%g"`` text of
+  NC_FILL_DOUBLE, another double than the default fill its chunks hold and netCDF4
+  masks) keeps it: xarray then masks the chunks netcdf-c never wrote, not the default
+  fill values. Writing the exact default here would change the translated view the
+  nczarr engine reads (and an append's metadata) too; ``nczarr check`` reports it on
+  netcdf-c's stores (``compat_types.rounded_double_fill``).
 """
 
 from __future__ import annotations
@@ -25,10 +32,13 @@ from typing import Any
 from .conventions import FILLVALUE
 from .model import Dataset, Variable
 
-__all__ = ["zarr2_fill", "masked_fill_warnings"]
+__all__ = ["gdal_nodata_warnings", "masked_fill_warnings", "zarr2_fill"]
 
 #: netCDF's default fill of ``byte`` (NC_FILL_BYTE), which ncdump never masks
 NC_FILL_BYTE = -127
+#: netCDF's default fills of the one-byte types (NC_FILL_BYTE, NC_FILL_UBYTE), which
+#: ncdump never masks ("too risky"; measured with ncdump 4.9.0) and netCDF4 masks
+BYTE_DEFAULT_FILLS = {"byte": NC_FILL_BYTE, "ubyte": 255}
 
 
 def _netcdf_text(var: Variable) -> bool:
@@ -56,11 +66,11 @@ def _masked_fill_warning(var: Variable) -> str | None:
     fill = zarr2_fill(var)
     if fill is None:
         return None
-    if var.type == "byte" and fill == NC_FILL_BYTE:
+    if _unmasked_byte_default(var):
         return (
-            f"{var.path!r}: the Zarr v2 fill_value {NC_FILL_BYTE} (netCDF's default byte "
+            f"{var.path!r}: the Zarr v2 fill_value {fill} (netCDF's default {var.type} "
             f"fill; there is no _FillValue attribute) is kept, so xarray masks the values "
-            f"{NC_FILL_BYTE} as missing (NaN), as netCDF4 does, where ncdump and xarray's "
+            f"{fill} as missing (NaN), as netCDF4 does, where ncdump and xarray's "
             f"netcdf4 engine show them as data"
         )
     if _netcdf_text(var):
@@ -70,6 +80,32 @@ def _masked_fill_warning(var: Variable) -> str | None:
             f"where netcdf-c's readers show it as text"
         )
     return None
+
+
+def _unmasked_byte_default(var: Variable) -> bool:
+    """A byte/ubyte without ``_FillValue`` whose fill is netCDF's default for its type:
+    netCDF4 masks it, ncdump and xarray's netcdf4 engine do not."""
+    if FILLVALUE in var.attributes or var.logical is not None:
+        return False
+    default = BYTE_DEFAULT_FILLS.get(var.type)
+    return (
+        default is not None and var.fill_value == default and not isinstance(var.fill_value, bool)
+    )
+
+
+def gdal_nodata_warnings(dataset: Dataset) -> list[str]:
+    """Zarr v3: one warning per byte/ubyte whose default fill (no ``_FillValue``) is the
+    v3 ``fill_value``, which GDAL takes as nodata: GDAL masks it, as netCDF4 does, where
+    ncdump and xarray (which masks a v3 array by ``_FillValue`` only) show data. No v3
+    ``fill_value`` agrees with every reader (another value would be GDAL's nodata)."""
+    return [
+        f"{v.path!r}: the Zarr v3 fill_value {v.fill_value} (netCDF's default {v.type} "
+        f"fill; there is no _FillValue attribute) is GDAL's nodata, so GDAL masks the "
+        f"values {v.fill_value}, as netCDF4 does, where ncdump, xarray and xarray's "
+        f"netcdf4 engine show them as data"
+        for v in dataset.root.all_variables()
+        if _unmasked_byte_default(v)
+    ]
 
 
 def masked_fill_warnings(dataset: Dataset) -> list[str]:

@@ -20,20 +20,26 @@ group's own ``x``), the one that netCDF scoping would *not* pick is renamed
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from typing import Any
 
 from .attrs import encode_attribute
 from .conventions import HIDDEN_ATTRIBUTES
+from .lazymeta import LazyMetadata
 from .model import Attribute, Dataset, Group
 from .write_common import dumps
 
-__all__ = ["plain_attributes", "dimension_names", "utf8_json"]
+__all__ = ["plain_attributes", "dimension_names", "utf8_json", "add_utf8_json"]
 
 
 #: A byte a reader kept undecoded (``surrogateescape``: 0x80-0xFF -> U+DC80-U+DCFF).
 _LONE_SURROGATE = re.compile("[\udc80-\udcff]")
+
+
+#: Any surrogate (undecoded bytes, or text no UTF-8 can hold): serialised at once.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _latin1(match: re.Match[str]) -> str:
@@ -55,6 +61,25 @@ def utf8_json(key: str, doc: dict[str, Any], warnings: list[str]) -> bytes:
             "else); the NCZarr form keeps the bytes"
         )
     return data
+
+
+def add_utf8_json(out: LazyMetadata, key: str, doc: dict[str, Any], warnings: list[str]) -> None:
+    """Store ``doc`` in ``out`` as :func:`utf8_json` would write it: serialised when
+    first asked for, or at once (with its warning) when it holds undecoded bytes."""
+    if _plain_text(doc):
+        out.add(key, doc, dumps)
+    else:
+        out[key] = utf8_json(key, doc, warnings)
+
+
+def _plain_text(doc: Any) -> bool:
+    """Whether ``doc`` is JSON holding no undecoded byte (lone surrogate): found with
+    the standard library's C encoder, not a walk in Python (this runs at every open)."""
+    try:
+        text = json.dumps(doc, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return False  # utf8_json says what is wrong
+    return text.isascii() or _SURROGATE.search(text) is None
 
 
 def plain_attributes(attributes: Iterable[Attribute]) -> dict[str, Any]:

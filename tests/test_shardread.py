@@ -1,0 +1,252 @@
+"""Sharded Zarr v3 arrays read in the calling thread (``nczarr.integrations.shardread``).
+
+The engine reads a basic selection of a sharded array through the source map and
+zarr-python's own codecs, without zarr's event loop. zarr-python reading the same store
+is the oracle: every selection (integers, slices with steps, ellipsis, partial edge
+shards, shards and inner chunks never written, the index at the start, inner codecs
+that transpose, swap bytes or compress) gives zarr-python's values; an array whose
+codecs cannot decode synchronously is read by zarr-python itself.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+from zarr.codecs import (
+    BytesCodec,
+    Crc32cCodec,
+    GzipCodec,
+    ShardingCodec,
+    TransposeCodec,
+    ZstdCodec,
+)
+
+import nczarr
+from nczarr.errors import CorruptChunkError
+from nczarr.integrations.native_v3 import engine_view, open_native
+from nczarr.integrations.shardread import ShardedArray, shard_plan
+from nczarr.integrations.zarr_store import ZarrStore
+
+SELECTIONS: list[Any] = [
+    (slice(None), slice(None), slice(None)),
+    Ellipsis,
+    (0, 0, 0),
+    (-1, -1, -1),
+    (4, slice(2, 11), 3),
+    (slice(1, 9, 3), slice(None, None, 4), slice(0, 7, 2)),
+    (slice(5, 9), Ellipsis),
+    (slice(8, 9), slice(12, 13), slice(6, 7)),
+    (slice(3, 3), slice(None), 0),
+]
+
+# name: (create_array keywords beyond shape/dtype, how the array is written)
+ARRAYS: dict[str, dict[str, Any]] = {
+    "default": {"chunks": (2, 3, 2), "shards": (4, 6, 4)},
+    "index_at_start": {
+        "serializer": ShardingCodec(
+            chunk_shape=(2, 3, 2),
+            codecs=[BytesCodec(), ZstdCodec()],
+            index_codecs=[BytesCodec(), Crc32cCodec()],
+            index_location="start",
+        ),
+        "chunks": (4, 6, 4),
+        "compressors": None,
+    },
+    "transpose_big_endian_gzip": {
+        "serializer": ShardingCodec(
+            chunk_shape=(2, 3, 2),
+            codecs=[TransposeCodec(order=(2, 1, 0)), BytesCodec(endian="big"), GzipCodec()],
+            index_codecs=[BytesCodec()],
+        ),
+        "chunks": (4, 6, 4),
+        "compressors": None,
+    },
+}
+
+
+#: zarr-python decodes a nested sharding only asynchronously (and the view skips it)
+NESTED: dict[str, Any] = {
+    "serializer": ShardingCodec(
+        chunk_shape=(2, 6, 4),
+        codecs=[ShardingCodec(chunk_shape=(2, 3, 2), codecs=[BytesCodec(), ZstdCodec()])],
+    ),
+    "chunks": (4, 6, 4),
+    "compressors": None,
+}
+
+
+def _write(path: Path, arrays: dict[str, dict[str, Any]] = ARRAYS) -> dict[str, Any]:
+    """The arrays of ``arrays`` (shape 10 x 14 x 7: partial edge shards; a shard and
+    inner chunks never written) in a Zarr v3 group; zarr-python's reading of them."""
+    group = zarr.open_group(path, mode="w", zarr_format=3)
+    values = np.arange(10 * 14 * 7, dtype="<i4").reshape(10, 14, 7) - 300
+    for name, kw in arrays.items():
+        array = group.create_array(
+            name,
+            shape=values.shape,
+            dtype="<i4",
+            fill_value=-7,
+            dimension_names=("z", "y", "x"),
+            config={"write_empty_chunks": False},
+            **kw,
+        )
+        array[:8, :12, :] = values[:8, :12, :]  # shards (2, *, *) and (*, 2, *) never written
+        array[0:2, 0:3, 0:2] = -7  # an inner chunk of fill only: not written
+        array[4:8, 0:6, 0:4] = -7  # a whole shard of fill only: not written
+    theirs = zarr.open_group(path, mode="r")
+    return {name: theirs[name] for name in arrays}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    path = tmp_path_factory.mktemp("shardread") / "s.zarr"
+    return path, _write(path)
+
+
+@pytest.fixture(scope="module")
+def ours(store: tuple[Path, dict[str, Any]]) -> Any:
+    view, native = engine_view(store[0])
+    source = ZarrStore(view.source, read_only=True)
+    yield {name: open_native(source, array) for name, array in native.items()}
+    view.close()
+
+
+@pytest.mark.parametrize("name", list(ARRAYS))
+@pytest.mark.parametrize("selection", SELECTIONS, ids=repr)
+def test_values_are_zarr_pythons(store, ours, name: str, selection: Any) -> None:
+    expected = store[1][name][selection]
+    got = ours[name][selection]
+    assert type(got) is type(expected)
+    np.testing.assert_array_equal(got, expected)
+    assert np.asarray(got).dtype == np.asarray(expected).dtype
+
+
+def test_every_array_of_the_engine_is_read_here(ours) -> None:
+    assert {name for name, array in ours.items() if isinstance(array, ShardedArray)} == set(ARRAYS)
+
+
+def test_a_codec_without_synchronous_decode_is_read_by_zarr(tmp_path: Path) -> None:
+    """A nested sharding has no synchronous decode: no plan, zarr-python reads it."""
+    theirs = _write(tmp_path / "n.zarr", {"nested": NESTED})["nested"]
+    zmap = nczarr.open_map(str(tmp_path / "n.zarr"), mode="r")
+    array = zarr.open_array(store=ZarrStore(zmap), path="nested", mode="r")
+    assert shard_plan(array, zmap, "nested") is None
+    default = _write(tmp_path / "d.zarr", {"default": ARRAYS["default"]})["default"]
+    dmap = nczarr.open_map(str(tmp_path / "d.zarr"), mode="r")
+    plan = shard_plan(zarr.open_array(store=ZarrStore(dmap), path="default"), dmap, "default")
+    assert plan is not None
+    np.testing.assert_array_equal(theirs[...], default[...])
+
+
+def test_no_read_goes_through_zarrs_event_loop(store, ours, monkeypatch) -> None:
+    """Basic selections are read by the calling thread: no ``ZarrStore.get`` call, no
+    thread started, and the map is called from this thread only."""
+    calls: list[str] = []
+    threads: set[int] = set()
+    real_get = ZarrStore.get
+
+    async def get(self, key, prototype=None, byte_range=None):
+        calls.append(key)
+        return await real_get(self, key, prototype, byte_range)
+
+    zmap = ours["default"]._plan.zmap
+    real_range = type(zmap).getrange
+
+    def getrange(self, key, start, length=None):
+        threads.add(threading.get_ident())
+        return real_range(self, key, start, length)
+
+    monkeypatch.setattr(ZarrStore, "get", get)
+    monkeypatch.setattr(type(zmap), "getrange", getrange)
+    before = threading.active_count()
+    np.testing.assert_array_equal(ours["default"][1:3, 4:5, 2], store[1]["default"][1:3, 4:5, 2])
+    assert calls == []
+    assert threads == {threading.get_ident()}
+    assert threading.active_count() == before
+    # the counters' check: a selection that is not basic is zarr-python's, through the store
+    got = ours["default"].oindex[[1, 2], 4:5, 2]
+    np.testing.assert_array_equal(got, store[1]["default"].oindex[[1, 2], 4:5, 2])
+    assert calls
+
+
+@pytest.mark.parametrize("chunks", [None, {}])
+def test_engine_values_with_and_without_dask(store, chunks) -> None:
+    path, theirs = store
+    with xr.open_dataset(path, engine="nczarr", mask_and_scale=False, chunks=chunks) as ds:
+        for name in ARRAYS:
+            np.testing.assert_array_equal(ds[name].values, theirs[name][...])
+
+
+def test_a_damaged_shard_index_is_an_error_naming_the_chunk(tmp_path: Path) -> None:
+    """The index checksum (crc32c) is checked: a flipped byte is a CorruptChunkError
+    naming the shard, as zarr-python's own read raises."""
+    path = tmp_path / "d.zarr"
+    _write(path)
+    shard = path / "default" / "c" / "0" / "0" / "0"
+    data = bytearray(shard.read_bytes())
+    data[-10] ^= 0xFF  # inside the index, before its checksum
+    shard.write_bytes(bytes(data))
+    with pytest.raises(ValueError):  # the oracle
+        zarr.open_group(path, mode="r")["default"][0, 0, 0]
+    with (
+        xr.open_dataset(path, engine="nczarr") as ds,
+        pytest.raises(CorruptChunkError, match="default/c/0/0/0"),
+    ):
+        ds["default"][0, 0, 0].load()
+
+
+def test_a_truncated_shard_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "t.zarr"
+    _write(path)
+    (path / "default" / "c" / "0" / "0" / "0").write_bytes(b"\0" * 5)
+    with xr.open_dataset(path, engine="nczarr") as ds:
+        with pytest.raises(CorruptChunkError, match="default/c/0/0/0"):
+            ds["default"].load()
+        with pytest.raises(CorruptChunkError, match="default/c/0/0/0"):
+            ds["default"][0, 0, 0].load()
+
+
+def test_the_view_is_unchanged(store) -> None:
+    """nczarr.view still shows the sharded arrays as Zarr v2 (re-encoded there)."""
+    with nczarr.view(store[0]) as view:
+        assert "default/.zarray" in view.metadata
+
+
+def test_a_pickled_array_reads_the_same(store, ours) -> None:
+    """dask's distributed workers get the array pickled: the plan travels with it."""
+    import pickle
+
+    copy = pickle.loads(pickle.dumps(ours["default"]))
+    assert isinstance(copy, ShardedArray)
+    np.testing.assert_array_equal(copy[1:9, 2:13, 3], store[1]["default"][1:9, 2:13, 3])
+
+
+@pytest.mark.parametrize("batch", [1, 2, 5])
+def test_whole_shards_are_read_in_batches(store, ours, monkeypatch, batch: int) -> None:
+    """Whole shards come from one ``getitems`` per batch; a shard never written
+    (``default/c/1/0/0``) is left out of its answer and reads as the fill value."""
+    import nczarr.integrations.shardread as shardread
+
+    zmap = ours["default"]._plan.zmap
+    asked: list[list[str]] = []
+    real = type(zmap).getitems
+
+    def getitems(self, keys):
+        asked.append(list(keys))
+        return real(self, keys)
+
+    monkeypatch.setattr(shardread, "BATCH", batch)
+    monkeypatch.setattr(type(zmap), "getitems", getitems)
+    np.testing.assert_array_equal(ours["default"][:8, :12, :], store[1]["default"][:8, :12, :])
+    assert not (store[0] / "default" / "c" / "1" / "0" / "0").exists()
+    whole = [key for keys in asked for key in keys]
+    assert sorted(whole) == sorted(
+        f"default/c/{i}/{j}/{k}" for i in (0, 1) for j in (0, 1) for k in (0, 1)
+    )
+    assert all(len(keys) <= batch for keys in asked)
