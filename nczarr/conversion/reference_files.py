@@ -172,7 +172,7 @@ def _stream_array(
 ) -> bool:
     """Write ``array``'s entries as its source walks its stored chunks, when the source
     can (a netCDF-4 variable whose chunks are all verbatim: one walk of its HDF5 chunk
-    B-tree, :meth:`~nczarr.ncfile.streamed.StreamedNetCDFFileMap.each_stored_chunk`),
+    B-tree, :meth:`~nczarr.maps.base.ZMap.each_stored_chunk`),
     with no chunk index held; False (nothing written) otherwise.
 
     The walk comes in grid order in practice: cells it passes over are written as the
@@ -181,16 +181,13 @@ def _stream_array(
     record written twice). Memory: one flag per grid cell."""
     translated = entries.translated
     source = translated.source
-    each = getattr(source, "each_stored_chunk", None)
     if (
-        each is None
-        or entries.inline_threshold
+        entries.inline_threshold
         or translated.keys_mapped
         or array in translated.reencoded
         or not grid
     ):
         return False
-    url = source.chunk_url
     present = bytearray(math.prod(grid))
     strides = [math.prod(grid[i + 1 :]) for i in range(len(grid))]
     state = {"next": 0, "missing": 0}
@@ -212,7 +209,7 @@ def _stream_array(
                     state["missing"] += 1
         state["next"] = stop
 
-    def visit(coords: tuple[int, ...], offset: int, size: int, mask: int) -> None:
+    def visit(coords: tuple[int, ...], url: str, offset: int, size: int, mask: int) -> None:
         at = sum(c * s for c, s in zip(coords, strides, strict=True))
         if at >= state["next"]:
             holes(at)
@@ -227,7 +224,7 @@ def _stream_array(
         entries.pointed += 1
         mapper[key] = [url, offset, size]
 
-    if not each(array, visit):
+    if not source.each_stored_chunk(array, visit):
         return False
     holes(len(present))
     for key, entry in entries.entries_for(array, later):

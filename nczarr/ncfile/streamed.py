@@ -26,16 +26,16 @@ from typing import Any
 
 from ..errors import MetadataError
 from ..maps.base import ZMap
-from .h5chunks import _each_stored_chunk, index_chunked
+from .h5chunks import each_stored_chunk, index_chunked
 from .h5filters import codecs, split_codecs
 from .hdf5 import HDF5Reader
 from .layout import ChunkIndex, SourceArray, chunk_grid
-from .source import CDF_MAGICS, NetCDFFileMap, _hdf5_at_start, _local_path
+from .source import CDF_MAGICS, NetCDFFileMap, hdf5_at_start, local_path
 
 __all__ = ["DeferredChunkIndex", "StreamedNetCDFFileMap", "open_streamed"]
 
-#: ``visit(coords, byte offset, size, filter mask)`` of one stored chunk.
-Visit = Callable[[tuple[int, ...], int, int, int], None]
+#: ``visit(coords, url, byte offset, size, filter mask)`` of one stored chunk.
+Visit = Callable[[tuple[int, ...], str, int, int, int], None]
 
 
 class DeferredChunkIndex(ChunkIndex):
@@ -98,7 +98,7 @@ class StreamedNetCDFFileMap(NetCDFFileMap):
 
     def _read_model(self) -> None:
         head = self._io.head(8) if self._io.size else b""
-        if head[:4] in CDF_MAGICS or not _hdf5_at_start(head, self._io):
+        if head[:4] in CDF_MAGICS or not hdf5_at_start(head, self._io):
             super()._read_model()
             return
         self._hdf5 = _StreamedHDF5Reader(self._io.fileobj(), self.url)
@@ -114,20 +114,20 @@ class StreamedNetCDFFileMap(NetCDFFileMap):
     @property
     def chunk_url(self) -> str:
         """The URL chunk locations name (a local path, or the file's URL)."""
-        local = _local_path(self._location)
+        local = local_path(self._location)
         return local if local is not None else self._location
 
     def each_stored_chunk(self, prefix: str, visit: Visit) -> bool:
-        """Call ``visit(coords, offset, size, filter mask)`` for every stored chunk of
-        array ``prefix`` in one walk of its HDF5 chunk B-tree (usually in grid order,
-        not promised), reading no index; False (nothing visited) when ``prefix`` is
-        not a deferred variable whose index is still unread (then list its keys).
-        A chunk with a non-zero filter mask must be re-encoded (not pointed at)."""
+        """:meth:`~nczarr.maps.base.ZMap.each_stored_chunk`: one walk of the variable's
+        HDF5 chunk B-tree (usually in grid order, not promised), ``url`` always
+        :attr:`chunk_url`; False when ``prefix`` is not a deferred variable whose
+        index is still unread."""
         ds = None if self._hdf5 is None else self._hdf5.deferred.get(prefix)
         if ds is None or self._arrays[prefix].chunks.loaded:  # type: ignore[attr-defined]
             return False
         chunks = ds.chunks
         grid = self._arrays[prefix].chunks.grid
+        url = self.chunk_url
 
         def each(offset: tuple[int, ...], mask: int, byte_offset: int | None, size: int) -> None:
             if byte_offset is None:
@@ -138,9 +138,9 @@ class StreamedNetCDFFileMap(NetCDFFileMap):
                     f"{self.url}: variable {'/' + prefix!r}: corrupt netCDF-4/HDF5 chunk "
                     f"index: chunk {coords} is not in a grid of {grid} chunks"
                 )
-            visit(coords, byte_offset, size, mask)
+            visit(coords, url, byte_offset, size, mask)
 
-        _each_stored_chunk(ds, each)
+        each_stored_chunk(ds, each)
         return True
 
 
