@@ -26,11 +26,24 @@ inlined entry in the JSON set, an empty ``raw`` column in every Parquet record) 
 that the values read through them equal netCDF4's. ``--memory`` measures the peak
 memory of writing Parquet sets of NCZarr stores of the given chunk counts.
 
+``--read-nc`` times reading every value of a netCDF-4 file of realistic chunks
+(``--read-chunks`` chunks of ``--read-edge`` squared float32, deflate + shuffle:
+128 x 128 = 64 KB raw, ~50 KB stored) through its reference sets against reading the
+file directly (netCDF4, and xarray's ``netcdf4`` engine), with, to say where the time
+goes, zarr-python reading a Zarr copy of the same chunks (zarr's own cost, no
+references) and the codecs alone (numcodecs' zlib and shuffle on every chunk, in one
+loop: what zarr-python cannot go below); each contender best of ``--repeat`` CPU
+times, in interleaved rounds. ``--nc-memory`` measures the peak memory (``VmHWM``)
+of writing Parquet sets of ``.nc`` files of the given chunk counts, each in a fresh
+process.
+
 Usage::
 
     python3 benchmarks/references.py                      # 10,000 and 100,000 chunks
     python3 benchmarks/references.py --nczarr-chunks 20000 --repeat 1   # quicker
     python3 benchmarks/references.py --only-memory --memory 100000,1000000 --dir /tmp/x
+    python3 benchmarks/references.py --read-nc --dir /tmp/x --repeat 3
+    python3 benchmarks/references.py --nc-memory 10000,100000,1000000 --dir /tmp/x
 """
 
 from __future__ import annotations
@@ -120,7 +133,11 @@ def best(repeat: int, work: Callable[[], Any], warm: bool = False) -> tuple[floa
 def read_refs(fo: str, remote_protocol: str | None = None) -> np.ndarray:
     """Every value of ``v`` through a reference set (zarr 3 over fsspec)."""
     fs = fsspec.filesystem(
-        "reference", fo=fo, asynchronous=True, remote_protocol=remote_protocol or "file"
+        "reference",
+        fo=fo,
+        asynchronous=True,
+        remote_protocol=remote_protocol or "file",
+        skip_instance_cache=True,
     )
     group = zarr.open_group(zarr.storage.FsspecStore(fs, read_only=True, path=""), mode="r")
     return group["v"][...]
@@ -324,6 +341,180 @@ def bench_memory(work_dir: Path, counts: list[int], repeat: int) -> None:
         )
 
 
+def build_realistic_nc(path: Path, chunks: int, edge: int) -> None:
+    """A netCDF-4 file of about ``chunks`` chunks of ``edge`` x ``edge`` float32,
+    deflate level 4 + shuffle (netCDF4's defaults), smooth noise."""
+    side = math.ceil(math.sqrt(chunks)) * edge
+    rows = math.ceil(chunks / (side // edge)) * edge
+    rng = np.random.default_rng(0)
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.createDimension("y", rows)
+        ds.createDimension("x", side)
+        v = ds.createVariable(
+            "v", "f4", ("y", "x"), chunksizes=(edge, edge), zlib=True, shuffle=True
+        )
+        v.units = "K"
+        for start in range(0, rows, edge):
+            stop = min(start + edge, rows)
+            noise = np.cumsum(rng.normal(size=(stop - start, side)), axis=1) * 0.01
+            v[start:stop] = noise.astype("f4")
+
+
+def read_xarray_refs(fo: str) -> np.ndarray:
+    """Every value of ``v`` through xarray's ``reference://`` zarr engine, as the
+    README shows (xarray's default ``consolidated``)."""
+    import xarray as xr
+
+    options = {"fo": fo, "remote_protocol": "file"}
+    with xr.open_dataset(
+        "reference://", engine="zarr", backend_kwargs={"storage_options": options}
+    ) as ds:
+        return ds["v"].values
+
+
+def read_xarray_netcdf4(path: str) -> np.ndarray:
+    import xarray as xr
+
+    with xr.open_dataset(path, engine="netcdf4") as ds:
+        return ds["v"].values
+
+
+def codec_floor(path: str) -> Callable[[], int]:
+    """numcodecs' zlib and shuffle on every stored chunk (bytes read beforehand): the
+    decoding zarr-python does per chunk, without zarr."""
+    import h5py
+    import numcodecs
+
+    with h5py.File(path, "r") as f:
+        ds = f["v"]
+        stored: list[bytes] = []
+        ds.id.chunk_iter(lambda info: stored.append(ds.id.read_direct_chunk(info.chunk_offset)[1]))
+    zlib, shuffle = numcodecs.Zlib(), numcodecs.Shuffle(elementsize=4)
+
+    def decode() -> int:
+        return sum(len(shuffle.decode(zlib.decode(b))) for b in stored)
+
+    return decode
+
+
+def bench_read_nc(work_dir: Path, chunks: int, edge: int, repeat: int) -> None:
+    """Reading every value of a realistic netCDF-4 file: directly and through its
+    reference sets (see the module doc)."""
+    import gc
+
+    path = work_dir / f"read-{chunks}-{edge}.nc"
+    if not path.exists():
+        build_realistic_nc(path, chunks, edge)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        refs = nczarr.references(str(path))
+        no_inlined(refs)
+        (work_dir / "read.json").write_text(json.dumps(refs))
+        nczarr.write_references(str(path), work_dir / "read.parq")
+        copy = work_dir / f"read-{chunks}-{edge}.zarr"
+        if not copy.exists():
+            nczarr.convert(str(path), f"file://{copy}#mode=zarr,file")
+    with netCDF4.Dataset(path) as ds:
+        n = math.prod(math.ceil(s / edge) for s in ds["v"].shape)
+    print(
+        f"\nread every value: netCDF-4 file, {n} chunks of {edge}x{edge} float32 "
+        f"({edge * edge * 4 // 1024} KB raw, {path.stat().st_size / n / 1024:.0f} KB stored)"
+    )
+    fo, parq = str(work_dir / "read.json"), str(work_dir / "read.parq")
+    contenders: dict[str, Callable[[], Any]] = {
+        "netCDF4 on the file": lambda: read_netcdf(str(path)),
+        "xarray engine=netcdf4 on the file": lambda: read_xarray_netcdf4(str(path)),
+        "zarr on a Zarr copy (no references)": lambda: zarr.open_group(str(copy), mode="r")["v"][
+            ...
+        ],
+        "zarr through the JSON set": lambda: read_refs(fo),
+        "zarr through the Parquet set": lambda: read_refs(parq),
+        "xarray reference:// (JSON set)": lambda: read_xarray_refs(fo),
+        "xarray reference:// (Parquet set)": lambda: read_xarray_refs(parq),
+        "codecs alone (numcodecs zlib + shuffle)": codec_floor(str(path)),
+    }
+    expected = read_netcdf(str(path))
+    cpus: dict[str, list[float]] = {name: [] for name in contenders}
+    for round_ in range(repeat):
+        for name, work in contenders.items():
+            gc.collect()
+            cpu = time.process_time()
+            values = work()
+            cpus[name].append(time.process_time() - cpu)
+            if round_ == 0 and not isinstance(values, int):
+                np.testing.assert_array_equal(values, expected)
+            del values
+    base = min(cpus["netCDF4 on the file"])
+    zarr_copy = min(cpus["zarr on a Zarr copy (no references)"])
+    for name, times in cpus.items():
+        best_cpu = min(times)
+        print(
+            f"  {name:<42} cpu {best_cpu:7.3f} s  ({best_cpu / n * 1e6:5.0f} us/chunk)  "
+            f"speed vs netCDF4 {base / best_cpu:5.2f}x  vs zarr on the copy "
+            f"{zarr_copy / best_cpu:5.2f}x"
+        )
+
+
+NC_MEMORY_SCRIPT = """
+import json, resource, shutil, sys, tempfile, warnings
+warnings.simplefilter("ignore")
+import nczarr
+def hwm():
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+warm, src = sys.argv[1:]
+d = tempfile.mkdtemp()
+nczarr.write_references(warm, d + "/warm.parq")  # imports, caches, one record written
+base = hwm()
+counts = nczarr.write_references(src, d + "/out.parq")
+print(json.dumps({"base_kib": base, "peak_kib": hwm(), "pointers": counts["pointers"]}))
+shutil.rmtree(d)
+"""
+
+
+def bench_nc_memory(work_dir: Path, counts: list[int], repeat: int) -> None:
+    """Peak memory (``VmHWM``) of writing the Parquet set of a ``.nc`` file of 8x8
+    float32 chunks, in a fresh process, over the same process after writing the set
+    of a 10-chunk file (imports and caches counted out); least of ``repeat``."""
+    import subprocess
+    import sys
+
+    def nc_file(chunks: int) -> Path:
+        path = work_dir / f"mem-{chunks}.nc"
+        if not path.exists():
+            side = math.ceil(math.sqrt(chunks)) * 8
+            rows = math.ceil(chunks / (side // 8)) * 8
+            with netCDF4.Dataset(path, "w") as ds:
+                ds.createDimension("y", rows)
+                ds.createDimension("x", side)
+                v = ds.createVariable("v", "f4", ("y", "x"), chunksizes=(8, 8))
+                for start in range(0, rows, 512):
+                    v[start : start + 512] = np.ones((min(512, rows - start), side), "f4")
+        return path
+
+    warm = nc_file(10)
+    print("\nParquet sets of .nc files: peak memory (fresh process, VmHWM over the warm baseline)")
+    for chunks in counts:
+        src = nc_file(chunks)
+        grown, pointers = [], 0
+        for _ in range(repeat):
+            run = subprocess.run(
+                [sys.executable, "-c", NC_MEMORY_SCRIPT, str(warm), str(src)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            got = json.loads(run.stdout.strip().splitlines()[-1])
+            grown.append((got["peak_kib"] - got["base_kib"]) / 1024)
+            pointers = got["pointers"]
+        print(f"  {pointers:>9} chunks: +{min(grown):6.1f} MB least, +{max(grown):6.1f} MB most")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nc-chunks", type=int, default=10_000)
@@ -336,13 +527,27 @@ def main() -> None:
         "memory is measured (e.g. 100000,1000000; stores are kept in --dir)",
     )
     parser.add_argument("--only-memory", action="store_true")
+    parser.add_argument(
+        "--read-nc", action="store_true", help="only the realistic-chunk read of a .nc"
+    )
+    parser.add_argument("--read-chunks", type=int, default=10_000)
+    parser.add_argument("--read-edge", type=int, default=128)
+    parser.add_argument(
+        "--nc-memory", default="", help="comma-separated chunk counts of .nc files (Parquet)"
+    )
     parser.add_argument("--no-read", action="store_true", help="time reference generation only")
     parser.add_argument("--dir", default=None, help="work directory (default: a temporary one)")
     args = parser.parse_args()
-    work_dir = Path(args.dir or tempfile.mkdtemp(prefix="nczarr-refs-bench-"))
+    work_dir = Path(args.dir or tempfile.mkdtemp(prefix="nczarr-refs-bench-")).resolve()
     work_dir.mkdir(parents=True, exist_ok=True)
     print(f"cpus: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f}")
     try:
+        if args.read_nc or args.nc_memory:
+            if args.read_nc:
+                bench_read_nc(work_dir, args.read_chunks, args.read_edge, args.repeat)
+            if args.nc_memory:
+                bench_nc_memory(work_dir, [int(n) for n in args.nc_memory.split(",")], args.repeat)
+            return
         if not args.only_memory:
             bench_nc(work_dir, args.nc_chunks, args.repeat, not args.no_read)
             bench_nczarr(work_dir, args.nczarr_chunks, args.repeat, not args.no_read)

@@ -146,7 +146,7 @@ def test_netcdf_c_store_read_by_xarray_and_zarr_without_nczarr(tmp_path: Path, m
     before = tree_hash(store)
     refs = nczarr.references(str(store))
     assert tree_hash(store) == before
-    translated = nczarr.view(str(store))
+    translated = nczarr.view(str(store), consolidated=True)
     metadata = translated.metadata
     # Metadata: the view's objects, byte for byte; chunks: whole source objects.
     for key, value in metadata.items():
@@ -192,7 +192,7 @@ def test_legacy_netcdf_c_stores(tmp_path: Path, fixture: str, groups: tuple[str,
     store = extract_fixture(fixture, tmp_path)
     before = tree_hash(store)
     refs = nczarr.references(str(store))
-    chunks = chunk_entries(refs, nczarr.view(str(store)).metadata)
+    chunks = chunk_entries(refs, nczarr.view(str(store), consolidated=True).metadata)
     assert chunks and all(v == [str(store / k)] for k, v in chunks.items())
     fo = write_refs(tmp_path, refs)
     url = f"file://{store}#mode=nczarr,file"
@@ -213,7 +213,7 @@ def test_zarr_python_store(tmp_path: Path, zarr_format: int) -> None:
     )
     before = tree_hash(store)
     refs = nczarr.references(str(store))
-    chunks = chunk_entries(refs, nczarr.view(str(store)).metadata)
+    chunks = chunk_entries(refs, nczarr.view(str(store), consolidated=True).metadata)
     assert chunks and all(isinstance(v, list) and len(v) == 1 for v in chunks.values())
     fo = write_refs(tmp_path, refs)
     got = read_refs(fo, "zarr")
@@ -251,7 +251,7 @@ def test_zip_stored_members_are_byte_ranges(tmp_path: Path, folder: str) -> None
     zip_dir(directory, archive, zipfile.ZIP_STORED, folder)
     before = tree_hash(archive)
     refs = nczarr.references(str(archive))
-    chunks = chunk_entries(refs, nczarr.view(str(archive)).metadata)
+    chunks = chunk_entries(refs, nczarr.view(str(archive), consolidated=True).metadata)
     assert chunks
     raw = archive.read_bytes()
     for key, entry in chunks.items():
@@ -274,7 +274,7 @@ def test_deflated_zip_members_are_inlined_loudly(tmp_path: Path) -> None:
         nczarr.NCZarrWarning, match=r"array /t cannot be referenced \(stored compressed"
     ):
         refs = nczarr.references(str(archive))
-    chunks = chunk_entries(refs, nczarr.view(str(archive)).metadata)
+    chunks = chunk_entries(refs, nczarr.view(str(archive), consolidated=True).metadata)
     assert chunks and all(isinstance(v, str) and v.startswith("base64:") for v in chunks.values())
     fo = write_refs(tmp_path, refs)
     assert read_refs(fo, "zarr", ("", "g")) == netcdf_values(url, masked=False)
@@ -295,7 +295,7 @@ def test_reencoded_array_is_inlined_or_refused(tmp_path: Path) -> None:
     root = zarr.open_group(store, mode="w", zarr_format=3)
     arr = root.create_array("a", shape=(8,), chunks=(2,), shards=(4,), dtype="i4")
     arr[:] = np.arange(8)
-    translated = nczarr.view(str(store))
+    translated = nczarr.view(str(store), consolidated=True)
     assert translated.reencoded
     with pytest.warns(nczarr.NCZarrWarning, match="re-encoded by the view"):
         refs = nczarr.references(str(store))
@@ -313,7 +313,7 @@ def test_reencoded_array_is_inlined_or_refused(tmp_path: Path) -> None:
 def test_inline_threshold(tmp_path: Path) -> None:
     store = tmp_path / "src.zarr"
     make_nczarr(store)
-    metadata = nczarr.view(str(store)).metadata
+    metadata = nczarr.view(str(store), consolidated=True).metadata
     never = chunk_entries(nczarr.references(str(store), inline_threshold=0), metadata)
     assert all(isinstance(v, list) for v in never.values())
     sizes = {k: (store / k).stat().st_size for k in never}
@@ -340,7 +340,7 @@ def test_s3_source(tmp_path: Path, s3_endpoint: str, s3_bucket: str, s3_client: 
     )
     before = listing()
     refs = nczarr.references(f"s3://{s3_bucket}/st", storage_options={"endpoint_url": s3_endpoint})
-    chunks = chunk_entries(refs, nczarr.view(str(store)).metadata)
+    chunks = chunk_entries(refs, nczarr.view(str(store), consolidated=True).metadata)
     assert chunks and all(v == [f"s3://{s3_bucket}/st/{k}"] for k, v in chunks.items())
     fo = write_refs(tmp_path, refs)
     remote = {"endpoint_url": s3_endpoint}
@@ -363,7 +363,7 @@ def test_zip_on_s3_source(
     refs = nczarr.references(
         f"zip::s3://{s3_bucket}/a/src.zip", storage_options={"endpoint_url": s3_endpoint}
     )
-    chunks = chunk_entries(refs, nczarr.view(str(archive)).metadata)
+    chunks = chunk_entries(refs, nczarr.view(str(archive), consolidated=True).metadata)
     raw = archive.read_bytes()
     assert chunks
     for key, entry in chunks.items():
@@ -437,7 +437,7 @@ def test_netcdf_file_chunks_are_byte_ranges(tmp_path: Path, fmt: str) -> None:
         w[:] = np.arange(10)
     before = tree_hash(path)
     refs = nczarr.references(str(path))
-    chunks = chunk_entries(refs, nczarr.view(str(path)).metadata)
+    chunks = chunk_entries(refs, nczarr.view(str(path), consolidated=True).metadata)
     assert chunks and all(v[0] == str(path) and len(v) == 3 for v in chunks.values())
     fo = write_refs(tmp_path, refs)
     url = str(path)

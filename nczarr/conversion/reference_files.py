@@ -20,6 +20,8 @@ is written.
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
 import math
 import os
@@ -127,6 +129,8 @@ def _write_array(mapper: Any, entries: Entries, array: str, zarray: str, step: i
     keys, not the keys of every chunk."""
     meta = json.loads(zarray)
     grid = tuple(math.ceil(s / c) for s, c in zip(meta["shape"], meta["chunks"], strict=True))
+    if _stream_array(mapper, entries, array, zarray, grid):
+        return
     total = math.prod(grid)
     present = np.zeros(total, dtype=bool)
     strays = []  # listed keys that are no cell of the grid: written as listed
@@ -156,6 +160,82 @@ def _write_array(mapper: Any, entries: Entries, array: str, zarray: str, step: i
     for key, entry in entries.entries_for(array, strays):
         mapper[key] = entry
     if missing:
+        entries.notes.append(
+            f"array /{array}: {missing} chunk(s) missing from the source (fill value) "
+            f"written into the Parquet set as an encoded fill-value chunk of {size} "
+            "bytes (fsspec's Parquet reader cannot leave a chunk out)"
+        )
+
+
+def _stream_array(
+    mapper: Any, entries: Entries, array: str, zarray: str, grid: tuple[int, ...]
+) -> bool:
+    """Write ``array``'s entries as its source walks its stored chunks, when the source
+    can (a netCDF-4 variable whose chunks are all verbatim: one walk of its HDF5 chunk
+    B-tree, :meth:`~nczarr.maps.base.ZMap.each_stored_chunk`),
+    with no chunk index held; False (nothing written) otherwise.
+
+    The walk comes in grid order in practice: cells it passes over are written as the
+    encoded fill chunk at once, so each record file is written when full. A chunk
+    coming after its cell was passed replaces the fill there (fsspec's writer merges a
+    record written twice). Memory: one flag per grid cell."""
+    translated = entries.translated
+    source = translated.source
+    if (
+        entries.inline_threshold
+        or translated.keys_mapped
+        or array in translated.reencoded
+        or not grid
+    ):
+        return False
+    present = bytearray(math.prod(grid))
+    strides = [math.prod(grid[i + 1 :]) for i in range(len(grid))]
+    state = {"next": 0, "missing": 0}
+    fill: list[str] = []
+    later: list[str] = []  # chunks with a skipped filter: re-encoded after the walk
+
+    def holes(stop: int) -> None:
+        """Fill the cells from the last one passed to ``stop`` that hold no chunk."""
+        start = state["next"]
+        if stop <= start:
+            return
+        if not fill:
+            fill.append(inline_bytes(encoded_fill_chunk(zarray.encode(), "/" + array)))
+        flags = present[start:stop]
+        if flags.count(0):
+            for key, here in zip(_grid_keys(array, grid, start, stop), flags, strict=True):
+                if not here:
+                    mapper[key] = fill[0]
+                    state["missing"] += 1
+        state["next"] = stop
+
+    def visit(coords: tuple[int, ...], url: str, offset: int, size: int, mask: int) -> None:
+        at = sum(c * s for c, s in zip(coords, strides, strict=True))
+        if at >= state["next"]:
+            holes(at)
+            state["next"] = at + 1
+        elif not present[at]:
+            state["missing"] -= 1  # passed as a hole, arriving late
+        present[at] = 1
+        key = f"{array}/" + ".".join(map(str, coords))
+        if mask:
+            later.append(key)
+            return
+        entries.pointed += 1
+        mapper[key] = [url, offset, size]
+
+    if not source.each_stored_chunk(array, visit):
+        return False
+    holes(len(present))
+    for key, entry in entries.entries_for(array, later):
+        mapper[key] = entry
+    _note_missing(entries, array, state["missing"], fill)
+    return True
+
+
+def _note_missing(entries: Entries, array: str, missing: int, fill: list[str]) -> None:
+    if missing:
+        size = len(base64.b64decode(fill[0][len("base64:") :]))
         entries.notes.append(
             f"array /{array}: {missing} chunk(s) missing from the source (fill value) "
             f"written into the Parquet set as an encoded fill-value chunk of {size} "
@@ -193,6 +273,14 @@ def _grid_keys(array: str, grid: tuple[int, ...], start: int, stop: int) -> list
     return [f"{array}/" + ".".join(map(str, c)) for c in zip(*columns, strict=True)]
 
 
+def _open_streamed(src: Any, storage_options: Mapping[str, Any] | None) -> ZMap | None:
+    """``src`` opened so that its chunk index is read array by array, where it can be
+    (a netCDF-4 file: :mod:`nczarr.ncfile.streamed`), else None (the view opens it)."""
+    from ..ncfile.streamed import open_streamed
+
+    return open_streamed(src, dict(storage_options or {}))
+
+
 def _write_json(entries: Entries, out: str, options: Mapping) -> None:
     import fsspec
 
@@ -210,6 +298,7 @@ def write_references(
     zarr_format: int = 2,
     storage_options: Mapping[str, Any] | None = None,
     target_options: Mapping[str, Any] | None = None,
+    consolidated: bool | None = True,
     inline_threshold: int = 0,
     exclude: Sequence[str] | None = None,
     max_inlined: int = DEFAULT_MAX_INLINED,
@@ -221,8 +310,10 @@ def write_references(
 
     Parameters
     ----------
-    src, mode, zarr_format, storage_options, inline_threshold, exclude, max_inlined
-        As :func:`nczarr.references`.
+    src, mode, zarr_format, storage_options, consolidated, inline_threshold, exclude, max_inlined
+        As :func:`nczarr.references`. (A Parquet set's own ``.zmetadata`` holds every
+        metadata object, which zarr reads as consolidated metadata: ``consolidated``
+        changes nothing there.)
     out : str or path-like
         Local path or fsspec URL of the output. An existing JSON file is replaced; an
         existing Parquet output is replaced only if it is a Parquet reference set.
@@ -262,7 +353,19 @@ def write_references(
             f"{out}: fsspec's Parquet reference layout holds Zarr v2 metadata only; "
             "write zarr_format=3 references as JSON"
         )
-    with view(src, mode, zarr_format=zarr_format, storage_options=storage_options) as translated:
+    with contextlib.ExitStack() as stack:
+        opened = _open_streamed(src, storage_options) if fmt == "parquet" else None
+        if opened is not None:
+            stack.callback(opened.close)
+        translated = stack.enter_context(
+            view(
+                opened if opened is not None else src,
+                mode,
+                zarr_format=zarr_format,
+                consolidated=consolidated,
+                storage_options=None if opened is not None else storage_options,
+            )
+        )
         entries = Entries(
             translated,
             inline_threshold=inline_threshold,

@@ -255,11 +255,13 @@ def references(
     *,
     zarr_format: int = 2,
     storage_options: Mapping[str, Any] | None = None,
+    consolidated: bool | None = True,
     inline_threshold: int = 0,
     exclude: Sequence[str] | None = None,
     max_inlined: int = DEFAULT_MAX_INLINED,
 ) -> dict[str, Any]:
-    """A kerchunk/fsspec reference set (version 1) showing ``src`` as ``view(src, mode)``.
+    """A kerchunk/fsspec reference set (version 1) showing ``src`` as
+    ``view(src, mode, consolidated=consolidated)``.
 
     Metadata entries are the view's metadata objects byte for byte; chunk entries point
     into ``src``'s objects (see the module doc), so reading through the set reads the
@@ -275,6 +277,12 @@ def references(
         Zarr version of the metadata shown (3 only with ``mode="zarr"``).
     storage_options : mapping, optional
         Options for opening ``src`` from a URL.
+    consolidated : bool or None
+        As in :func:`nczarr.view`: the set holds consolidated metadata (``.zmetadata``;
+        Zarr v3: the root ``zarr.json``'s ``consolidated_metadata``). ``True`` by
+        default: zarr and xarray (``consolidated=None``, their default) then open the
+        set with one metadata read instead of listing it (which makes fsspec index
+        every key) and reading each ``.zarray``. ``None``: iff ``src`` has it.
     inline_threshold : int
         As in kerchunk: chunks smaller than this many bytes are copied into the set;
         ``0`` (the default) copies no chunk that can be pointed at.
@@ -294,7 +302,13 @@ def references(
         As :func:`nczarr.view`.
     """
     check_limits(inline_threshold, max_inlined)
-    with view(src, mode, zarr_format=zarr_format, storage_options=storage_options) as translated:
+    with view(
+        src,
+        mode,
+        zarr_format=zarr_format,
+        consolidated=consolidated,
+        storage_options=storage_options,
+    ) as translated:
         result, warnings = _build(
             translated,
             inline_threshold=inline_threshold,

@@ -28,7 +28,7 @@ backend overrides what it can do better.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
@@ -204,6 +204,17 @@ class ZMap(MapCore):
         keys this map shows: the map itself by default; a view passing that array's
         chunks through unchanged answers its source, so a reader skips the view."""
         return self
+
+    def each_stored_chunk(
+        self, prefix: str, visit: Callable[[tuple[int, ...], str, int, int, int], None]
+    ) -> bool:
+        """Call ``visit(coords, url, offset, size, filter mask)`` for every stored chunk
+        of array ``prefix`` (bytes ``offset`` to ``offset + size`` of the object at
+        ``url``), in one walk of the source's own chunk index, holding none; a chunk
+        with a non-zero filter mask must be re-encoded, not pointed at. False, with
+        nothing visited, when the map cannot (the default): list the array's keys
+        instead. A netCDF-4 file's map can (:mod:`nczarr.ncfile.streamed`)."""
+        return False
 
     def session(self) -> AbstractContextManager[object]:
         """A block (one convert's copy) during which the map may keep resources across

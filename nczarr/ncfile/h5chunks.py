@@ -23,6 +23,7 @@ from .h5attrs import text
 from .layout import DEFAULT_FILLS, ChunkRef, SourceArray, chunk_key, cut_contiguous
 
 __all__ = [
+    "each_stored_chunk",
     "encode_chunk",
     "index_chunked",
     "index_contiguous",
@@ -35,7 +36,7 @@ __all__ = [
 VLEN_REASON = "variable-length strings are stored as heap references"
 
 
-def _each_stored_chunk(ds: Any, visit: Any) -> None:
+def each_stored_chunk(ds: Any, visit: Any) -> None:
     """Call ``visit(element offset, filter mask, byte offset, size)`` for every stored
     chunk, in one B-tree walk (no list of them all: a file may have millions)."""
     if hasattr(ds.id, "chunk_iter"):
@@ -64,7 +65,7 @@ def index_chunked(
         add(coords, byte_offset, size, reencode=reencode_all or mask != 0)
         skipped[0] += mask != 0
 
-    _each_stored_chunk(ds, visit)
+    each_stored_chunk(ds, visit)
     if skipped[0] and not reencode_all:
         return f"{skipped[0]} chunk(s) stored with a filter skipped (HDF5 filter mask)"
     return None

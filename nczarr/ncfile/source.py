@@ -32,6 +32,9 @@ from .handles import LocalFile, RemoteFile
 from .layout import SourceArray
 
 __all__ = [
+    "CDF_MAGICS",
+    "hdf5_at_start",
+    "local_path",
     "HDF5_MAGIC",
     "NETCDF_SUFFIXES",
     "NetCDFFileMap",
@@ -83,7 +86,7 @@ class NetCDFFileMap(ZMap):
             raise ReadOnlyError(f"{location}: a netCDF file source opens read-only (mode 'r')")
         self._location = str(location)
         self._options = dict(storage_options)
-        local = _local_path(self._location)
+        local = local_path(self._location)
         self._io: LocalFile | RemoteFile = (
             LocalFile(local) if local is not None else RemoteFile(self._location, self._options)
         )
@@ -118,7 +121,7 @@ class NetCDFFileMap(ZMap):
             self._reencoded: dict[str, str] = {}
             self._info_layout = self._dataset.layout
             return
-        if not _hdf5_at_start(head, self._io):
+        if not hdf5_at_start(head, self._io):
             raise MetadataError(
                 f"{what}: not a netCDF file (neither CDF nor HDF5 magic in its first bytes)"
             )
@@ -258,7 +261,7 @@ class NetCDFFileMap(ZMap):
         ref = array.chunks[rest]
         if ref.reencode or ref.pad:
             return None
-        local = _local_path(self._location)
+        local = local_path(self._location)
         return (local if local is not None else self._location), ref.offset, ref.length
 
     def chunk_locations(self, keys: Iterable[str]) -> list[tuple[str, int, int] | None]:
@@ -267,7 +270,7 @@ class NetCDFFileMap(ZMap):
 
         Raises KeyError naming the first key that is not a chunk.
         """
-        local = _local_path(self._location)
+        local = local_path(self._location)
         url = local if local is not None else self._location
         out: list[tuple[str, int, int] | None] = []
         append = out.append
@@ -369,7 +372,7 @@ def _reopen(location: str, options: dict[str, Any]) -> NetCDFFileMap:
     return NetCDFFileMap(location, "r", **options)
 
 
-def _local_path(location: str) -> str | None:
+def local_path(location: str) -> str | None:
     """The local path a location names, or None for another fsspec protocol."""
     if location.startswith("file://"):
         from urllib.parse import unquote, urlparse
@@ -380,7 +383,7 @@ def _local_path(location: str) -> str | None:
     return location.split("#", 1)[0] if "#" in location else location
 
 
-def _hdf5_at_start(head: bytes, io: Any) -> bool:
+def hdf5_at_start(head: bytes, io: Any) -> bool:
     """HDF5 magic at byte 0 or after a user block (512, 1024, 2048 ... bytes)."""
     if head[:8] == HDF5_MAGIC:
         return True
@@ -398,13 +401,19 @@ def _local_netcdf(path: str) -> bool:
     io = LocalFile(path)
     try:
         head = io.head(8)
-        return is_netcdf_header(head) or _hdf5_at_start(head, io)
+        return is_netcdf_header(head) or hdf5_at_start(head, io)
     finally:
         io.close()
 
 
-def open_file_source(url: NCZarrURL, mode: str, storage_options: dict[str, Any]) -> ZMap | None:
+def open_file_source(
+    url: NCZarrURL,
+    mode: str,
+    storage_options: dict[str, Any],
+    map_class: type[NetCDFFileMap] | None = None,
+) -> ZMap | None:
     """A netCDF file source when the URL names one, else None (:data:`nczarr.hooks.file_source`).
+    ``map_class``: the map to open it as (:class:`NetCDFFileMap` by default).
 
     Local: a regular file with netCDF-3 or HDF5 magic. Remote: a key with a netCDF
     suffix (``.nc``, ``.nc4``, ``.h5`` ...), no NCZarr/Zarr mode words in the fragment,
@@ -415,7 +424,7 @@ def open_file_source(url: NCZarrURL, mode: str, storage_options: dict[str, Any])
             return None
         if not _local_netcdf(url.path):
             return None
-        return NetCDFFileMap(url.path, mode, **storage_options)
+        return (map_class or NetCDFFileMap)(url.path, mode, **storage_options)
     if mode != "r" or not has_netcdf_suffix(url.path) or url.mode & {"nczarr", "zarr"}:
         return None
     options = dict(storage_options)
@@ -430,6 +439,6 @@ def open_file_source(url: NCZarrURL, mode: str, storage_options: dict[str, Any])
     else:
         location = url.fsspec_url
     try:
-        return NetCDFFileMap(location, mode, **options)
+        return (map_class or NetCDFFileMap)(location, mode, **options)
     except StorageNotFoundError:
         return None
