@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -217,3 +218,18 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             f"nczarr: {ran} generated tests ran at x{BUDGET:g} of their examples "
             "(NCZARR_GENERATED_BUDGET; unset it for the full runs)"
         )
+
+
+@pytest.fixture(params=["kernel-path", "dir-fd-walk", "realpath"])
+def strategy(request, monkeypatch) -> str:
+    """Every way FileMap checks paths at use: the kernel's name of the open directory
+    (Linux /proc, macOS F_GETPATH), the O_NOFOLLOW walk by dir_fd, and the realpath
+    fallback of platforms without dir_fd (Windows)."""
+    from nczarr.maps import localfs
+
+    if request.param != "kernel-path":
+        monkeypatch.setattr(localfs, "PROC_FD", None)
+        monkeypatch.delitem(sys.modules, "fcntl", raising=False)
+    if request.param == "realpath":
+        monkeypatch.setattr(os, "supports_dir_fd", set())
+    return request.param

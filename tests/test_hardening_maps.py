@@ -44,7 +44,7 @@ from nczarr.errors import (
 )
 from nczarr.keys import normalize_key
 from nczarr.load import load_metadata
-from nczarr.maps import localfs, lockfile
+from nczarr.maps import lockfile
 from nczarr.maps import zip as zip_module
 from nczarr.maps.file import TEMP_PREFIX, FileMap
 from nczarr.maps.fsspec import FsspecMap
@@ -476,17 +476,6 @@ def test_nczarr_info_on_a_fifo_does_not_hang(tmp_path):
 
 
 # ------------------------------------------------------------------ swapped directories
-@pytest.fixture(params=["kernel-path", "dir-fd-walk", "realpath"])
-def strategy(request, monkeypatch):
-    """Every way FileMap checks paths at use: the kernel's name of the open directory
-    (Linux /proc, macOS F_GETPATH), the O_NOFOLLOW walk by dir_fd, and the realpath
-    fallback of platforms without dir_fd (Windows)."""
-    if request.param != "kernel-path":
-        monkeypatch.setattr(localfs, "PROC_FD", None)
-        monkeypatch.delitem(sys.modules, "fcntl", raising=False)
-    if request.param == "realpath":
-        monkeypatch.setattr(os, "supports_dir_fd", set())
-    return request.param
 
 
 def _swap_for_link(directory: Path, target: Path) -> None:

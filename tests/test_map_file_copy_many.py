@@ -25,22 +25,10 @@ from nczarr.errors import (
     StorageError,
     StoragePermissionError,
 )
-from nczarr.maps import localfs
 from nczarr.maps.base import NOT_SUPPORTED
 from nczarr.maps.file import TEMP_PREFIX, FileMap
 from nczarr.maps.memory import MemoryMap
 from nczarr.maps.pins import PinnedDirs
-
-
-@pytest.fixture(params=["kernel-path", "dir-fd-walk", "realpath"])
-def strategy(request, monkeypatch):
-    """The three ways FileMap checks paths (as in test_map_file_session)."""
-    if request.param != "kernel-path":
-        monkeypatch.setattr(localfs, "PROC_FD", None)
-        monkeypatch.delitem(sys.modules, "fcntl", raising=False)
-    if request.param == "realpath":
-        monkeypatch.setattr(os, "supports_dir_fd", set())
-    return request.param
 
 
 def _source(root: Path, arrays: int = 2, chunks: int = 30) -> FileMap:

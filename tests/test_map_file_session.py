@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import sys
 import threading
 from pathlib import Path
 
@@ -19,20 +18,9 @@ import pytest
 
 from nczarr.conversion.apply import copy_chunks
 from nczarr.errors import StorageError, StoragePermissionError
-from nczarr.maps import localfs, pins
+from nczarr.maps import pins
 from nczarr.maps.file import FileMap
 from nczarr.maps.memory import MemoryMap
-
-
-@pytest.fixture(params=["kernel-path", "dir-fd-walk", "realpath"])
-def strategy(request, monkeypatch):
-    """The three ways FileMap checks paths (as in test_hardening_maps)."""
-    if request.param != "kernel-path":
-        monkeypatch.setattr(localfs, "PROC_FD", None)
-        monkeypatch.delitem(sys.modules, "fcntl", raising=False)
-    if request.param == "realpath":
-        monkeypatch.setattr(os, "supports_dir_fd", set())
-    return request.param
 
 
 def _source(root: Path, arrays: int = 2, chunks: int = 30) -> FileMap:

@@ -9,26 +9,9 @@ root followed, temporary files never keys).
 
 from __future__ import annotations
 
-import os
-import sys
-
-import pytest
-
-from nczarr.maps import localfs
 from nczarr.maps.confined import ConfinedTree
 from nczarr.maps.file import TEMP_PREFIX, FileMap
 from nczarr.maps.memory import MemoryMap
-
-
-@pytest.fixture(params=["kernel-path", "dir-fd-walk", "realpath"])
-def strategy(request, monkeypatch):
-    """The three ways FileMap checks paths (as in test_map_file_session)."""
-    if request.param != "kernel-path":
-        monkeypatch.setattr(localfs, "PROC_FD", None)
-        monkeypatch.delitem(sys.modules, "fcntl", raising=False)
-    if request.param == "realpath":
-        monkeypatch.setattr(os, "supports_dir_fd", set())
-    return request.param
 
 
 def _store(m):

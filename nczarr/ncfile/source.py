@@ -125,12 +125,20 @@ class NetCDFFileMap(ZMap):
             raise MetadataError(
                 f"{what}: not a netCDF file (neither CDF nor HDF5 magic in its first bytes)"
             )
+        self._use_hdf5(self._hdf5_reader(what))
+
+    def _hdf5_reader(self, what: str) -> Any:
+        """The reader of this netCDF-4 file (a subclass may defer its chunk index)."""
         from .hdf5 import HDF5Reader
 
-        self._hdf5 = HDF5Reader(self._io.fileobj(), what)
-        self._dataset = self._hdf5.dataset
-        self._arrays = self._hdf5.arrays
-        self._reencoded = dict(self._hdf5.reencoded)
+        return HDF5Reader(self._io.fileobj(), what)
+
+    def _use_hdf5(self, reader: Any) -> None:
+        """Take the model, arrays and re-encoding notes of ``reader``'s file."""
+        self._hdf5 = reader
+        self._dataset = reader.dataset
+        self._arrays = reader.arrays
+        self._reencoded = dict(reader.reencoded)
         if self._reencoded:
             messages = tuple(
                 f"re-encoded array {'/' + p!r}: {r}" for p, r in self._reencoded.items()

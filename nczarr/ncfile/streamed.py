@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -30,7 +29,7 @@ from .h5chunks import each_stored_chunk, index_chunked
 from .h5filters import codecs, split_codecs
 from .hdf5 import HDF5Reader
 from .layout import ChunkIndex, SourceArray, chunk_grid
-from .source import CDF_MAGICS, NetCDFFileMap, hdf5_at_start, local_path
+from .source import NetCDFFileMap, local_path
 
 __all__ = ["DeferredChunkIndex", "StreamedNetCDFFileMap", "open_streamed"]
 
@@ -96,20 +95,8 @@ class StreamedNetCDFFileMap(NetCDFFileMap):
     """:class:`NetCDFFileMap` whose netCDF-4 chunk index is read per variable, when
     first asked (see the module doc); it serves the same keys and bytes."""
 
-    def _read_model(self) -> None:
-        head = self._io.head(8) if self._io.size else b""
-        if head[:4] in CDF_MAGICS or not hdf5_at_start(head, self._io):
-            super()._read_model()
-            return
-        self._hdf5 = _StreamedHDF5Reader(self._io.fileobj(), self.url)
-        self._dataset = self._hdf5.dataset
-        self._arrays = self._hdf5.arrays
-        self._reencoded = dict(self._hdf5.reencoded)
-        if self._reencoded:
-            messages = tuple(
-                f"re-encoded array {'/' + p!r}: {r}" for p, r in self._reencoded.items()
-            )
-            self._dataset = replace(self._dataset, warnings=(*self._dataset.warnings, *messages))
+    def _hdf5_reader(self, what: str) -> Any:
+        return _StreamedHDF5Reader(self._io.fileobj(), what)
 
     @property
     def chunk_url(self) -> str:
