@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import InvalidKeyError, MetadataError, warn_all
 from .keys import is_node_name, join_key, normalize_key
 from .maps.base import ZMap
+from .maps.open import open_source
 from .maps.pending import JOURNAL_KEY, with_pending
 from .maps.url import dataset_name
 from .translate.attrs import parse_json
@@ -352,21 +353,6 @@ def _not_a_store(zmap: ZMap) -> str:
     return message
 
 
-def _open(src: Any, storage_options: Mapping[str, Any] | None = None) -> tuple[ZMap, bool]:
-    if isinstance(src, ZMap):
-        if storage_options:
-            raise TypeError(
-                f"got an open map {src!r}: storage options apply to URLs only, "
-                f"got {sorted(storage_options)}"
-            )
-        return src, False
-    if isinstance(src, str | os.PathLike):
-        from .maps.open import open_map
-
-        return open_map(os.fspath(src), mode="r", storage_options=storage_options), True
-    raise TypeError(f"expected a URL, a path or a ZMap, got {type(src).__name__}")
-
-
 def _with_url(exc: MetadataError, url: str) -> MetadataError:
     text = str(exc)
     if url in text:
@@ -409,7 +395,7 @@ def detect(
         Not a Zarr store at all (empty directory, text file, a zip of something
         else), or metadata that is not valid JSON; the message names the URL.
     """
-    zmap, owned = _open(src, storage_options)
+    zmap, owned = open_source(src, storage_options)
     try:
         return _detect(zmap, [])[1]
     finally:
@@ -467,7 +453,7 @@ def read_with_chunk_keys(
         :class:`~nczarr.translate.read_zarr3.ChunkKeys`; it is empty for Zarr v2
         and NCZarr stores, whose chunk keys are already v2 keys.
     """
-    zmap, owned = _open(src, storage_options)
+    zmap, owned = open_source(src, storage_options)
     try:
         lenient = [] if metadata is None else list(metadata[1])
         meta, info = _detect(zmap, lenient, None if metadata is None else metadata[0])

@@ -38,6 +38,7 @@ from typing import Any
 from ..errors import MetadataError, warn_all
 from ..keys import join_key
 from ..maps.base import ZMap
+from ..maps.open import open_source
 from ..readthrough import TranslatedView
 from ..translate.conventions import ZARR_JSON, ZARRAY
 from ..translate.target import Target
@@ -69,7 +70,7 @@ def engine_view(
     engine on the view).
     The map is closed with the view when opened here from a URL.
     """
-    zmap, owned = _open(src, storage_options)
+    zmap, owned = open_source(src, storage_options, caller="view")
     try:
         meta, lenient = _metadata(zmap)
         view = TranslatedView.from_source(
@@ -88,24 +89,6 @@ def engine_view(
     skip.update(masked_fill_warnings(view.dataset))
     warn_all([w for w in view.warnings if w not in skip], stacklevel=4)
     return view, native
-
-
-def _open(
-    src: str | os.PathLike[str] | ZMap, storage_options: Mapping[str, Any] | None
-) -> tuple[ZMap, bool]:
-    """The map of ``src`` and whether it was opened here (as :func:`nczarr.view` does)."""
-    if isinstance(src, ZMap):
-        if storage_options:
-            raise TypeError(
-                f"view got an open map {src!r}: storage options apply to URLs only, "
-                f"got {sorted(storage_options)}"
-            )
-        return src, False
-    if isinstance(src, str | os.PathLike):
-        from ..maps.open import open_map
-
-        return open_map(os.fspath(src), mode="r", storage_options=storage_options), True
-    raise TypeError(f"expected a URL, a path or a ZMap, got {type(src).__name__}")
 
 
 def _metadata(zmap: ZMap) -> tuple[dict[str, Any] | None, list[str]]:

@@ -166,10 +166,12 @@ def _open_checked(tree: ConfinedTree, parent: Any, name: str, key: str) -> tuple
     return fd, st.st_size
 
 
-def _open_plain(dir_fd: int, name: str) -> tuple[int, int] | None:
+def _open_plain(dir_fd: int, name: str, flags: int | None = None) -> tuple[int, int] | None:
     """``(descriptor, size)`` of the regular file ``name`` of the open directory
-    ``dir_fd``, or None when it is anything else (see :func:`_read_plain`)."""
-    flags = _PLAIN_FLAGS
+    ``dir_fd`` (opened with ``flags``, default the plain-case ones), or None when it is
+    anything else (missing, a link, a directory, a FIFO, an error): the caller then
+    takes the checked path, which reads or refuses it."""
+    flags = _PLAIN_FLAGS if flags is None else flags
     if not flags:
         return None
     try:
@@ -245,17 +247,13 @@ _PLAIN_FLAGS = _plain_read_flags()
 
 def _read_plain(dir_fd: int, name: str, flags: int, cap: int | None = None) -> bytes | None:
     """The bytes (at most ``cap``) of the regular file ``name`` of the open directory
-    ``dir_fd``, or None when it is anything else (missing, a link, a directory, a FIFO,
-    an error): the caller then takes the checked path, which reads or refuses it."""
-    try:
-        fd = os.open(name, flags, dir_fd=dir_fd)
-    except OSError:
+    ``dir_fd``, or None when it is anything else (see :func:`_open_plain`)."""
+    opened = _open_plain(dir_fd, name, flags)
+    if opened is None:
         return None
+    fd, size = opened
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        return read_fd(fd, st.st_size if cap is None else min(st.st_size, cap))
+        return read_fd(fd, size if cap is None else min(size, cap))
     except OSError:
         return None
     finally:

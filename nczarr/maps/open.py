@@ -32,6 +32,7 @@ __all__ = [
     "merge_options",
     "open_local",
     "open_map",
+    "open_source",
     "probe_local",
     "register_backend",
 ]
@@ -306,3 +307,22 @@ def probe_local(path: str) -> str:
     if not head:
         return "empty"
     return "zip" if head in ZIP_MAGIC else "other"
+
+
+def open_source(
+    src: Any, storage_options: Mapping[str, Any] | None = None, *, caller: str = ""
+) -> tuple[ZMap, bool]:
+    """The map of ``src`` (an open map, a URL or a path) and whether it was opened here
+    (then the caller closes it). Storage options with an open map are a TypeError, as
+    is anything else; ``caller`` names the function in the message (``view``)."""
+    if isinstance(src, ZMap):
+        if storage_options:
+            who = f"{caller} got" if caller else "got"
+            raise TypeError(
+                f"{who} an open map {src!r}: storage options apply to URLs only, "
+                f"got {sorted(storage_options)}"
+            )
+        return src, False
+    if isinstance(src, str | os.PathLike):
+        return open_map(os.fspath(src), mode="r", storage_options=storage_options), True
+    raise TypeError(f"expected a URL, a path or a ZMap, got {type(src).__name__}")

@@ -471,23 +471,14 @@ def view(
             f"invalid view mode {mode!r}: expected one of {', '.join(map(repr, FORMATS))}"
         )
     target = Target(mode, zarr_format, noxarray, consolidated, netcdf_scalars)
-    if isinstance(src, ZMap):
-        if storage_options:
-            raise TypeError(
-                f"view got an open map {src!r}: storage options apply to URLs only, "
-                f"got {sorted(storage_options)}"
-            )
-        result = TranslatedView.from_source(src, target)
-    elif isinstance(src, str | os.PathLike):
-        from ..maps.open import open_map
+    from ..maps.open import open_source
 
-        zmap = open_map(os.fspath(src), mode="r", storage_options=storage_options)
-        try:
-            result = TranslatedView.from_source(zmap, target, owns_source=True)
-        except BaseException:
+    zmap, owned = open_source(src, storage_options, caller="view")
+    try:
+        result = TranslatedView.from_source(zmap, target, owns_source=owned)
+    except BaseException:
+        if owned:
             zmap.close()
-            raise
-    else:
-        raise TypeError(f"expected a URL, a path or a ZMap, got {type(src).__name__}")
+        raise
     warn_all(result.warnings)
     return result
