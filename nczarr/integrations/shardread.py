@@ -12,13 +12,18 @@ thread. Under dask every task reads one inner chunk, so that is four thread hops
 Here the same reads are made by the calling thread, through the map
 (:meth:`~nczarr.maps.base.ZMap.getrange`: the shard index, then the inner chunks asked
 for; the whole shard in one read when every inner chunk of it is asked for), and
-zarr-python's own codecs decode them (their synchronous ``_decode_sync``). zarr-python's
-``BasicIndexer`` splits the selection, so the values are zarr-python's.
+zarr-python's own codecs decode them (their synchronous ``_decode_sync``, each evolved
+for the chunk spec it sees, as zarr-python evolves them). :mod:`.shardselect` splits
+the selection over the shard grid and each shard's inner chunk grid, from the shapes
+alone: what is read here comes from the array's metadata (the shard shape, the
+sharding codec's configuration) and the codecs, not from zarr-python's chunk grid
+classes, which zarr-python 3.4 rewrote.
 
 An array qualifies when zarr-python's codecs for it (the sharding codec's inner codecs
-and its index codecs) can all decode synchronously and the sharding is not nested;
-every other array, and every non-basic selection, is read by zarr-python as before
-(:meth:`ShardedArray.__getitem__` falls back to ``zarr.Array.__getitem__``).
+and its index codecs) can all decode synchronously, its shard grid is regular and the
+sharding is not nested; every other array, and every non-basic selection, is read by
+zarr-python as before (:meth:`ShardedArray.__getitem__` falls back to
+``zarr.Array.__getitem__``).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import numpy as np
 from zarr import Array
 
 from ..maps.base import ZMap
+from .shardselect import NotBasic, normalize, out_shape, project
 
 __all__ = ["BATCH", "ShardPlan", "ShardedArray", "read_basic", "shard_plan", "supported"]
 
@@ -62,21 +68,31 @@ class _Chain:
 
 
 def _chain(codecs: Any, spec: Any) -> _Chain | None:
-    """The :class:`_Chain` of a zarr codec pipeline for chunks of ``spec`` (None: some
-    codec cannot decode synchronously, e.g. a nested sharding or a numcodecs codec)."""
-    if not all(callable(getattr(codec, "_decode_sync", None)) for codec in codecs):
+    """The :class:`_Chain` of ``codecs`` (a sharding codec's inner or index codecs) for
+    chunks of ``spec``, each evolved for the spec it sees, as zarr-python evolves them
+    (None: some codec cannot decode synchronously, e.g. a numcodecs codec before
+    zarr-python 3.4)."""
+    from zarr.abc.codec import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec
+
+    array_array: list[tuple[Any, Any]] = []
+    array_bytes: list[tuple[Any, Any]] = []
+    bytes_bytes: list[tuple[Any, Any]] = []
+    for codec in codecs:
+        codec = codec.evolve_from_array_spec(spec)
+        if not callable(getattr(codec, "_decode_sync", None)):
+            return None
+        if isinstance(codec, ArrayArrayCodec) and not array_bytes:
+            array_array.append((codec, spec))
+        elif isinstance(codec, ArrayBytesCodec) and not array_bytes:
+            array_bytes.append((codec, spec))
+        elif isinstance(codec, BytesBytesCodec) and array_bytes:
+            bytes_bytes.append((codec, spec))
+        else:
+            return None  # not in zarr's order: zarr-python says why
+        spec = codec.resolve_metadata(spec)
+    if len(array_bytes) != 1:
         return None
-    array_array = []
-    for codec in codecs.array_array_codecs:
-        array_array.append((codec, spec))
-        spec = codec.resolve_metadata(spec)
-    array_bytes = (codecs.array_bytes_codec, spec)
-    spec = codecs.array_bytes_codec.resolve_metadata(spec)
-    bytes_bytes = []
-    for codec in codecs.bytes_bytes_codecs:
-        bytes_bytes.append((codec, spec))
-        spec = codec.resolve_metadata(spec)
-    return _Chain(tuple(array_array), array_bytes, tuple(bytes_bytes))
+    return _Chain(tuple(array_array), array_bytes[0], tuple(bytes_bytes))
 
 
 @dataclass(frozen=True)
@@ -86,6 +102,7 @@ class ShardPlan:
     zmap: ZMap
     prefix: str  # the array's key prefix in the map ("" or "path/")
     metadata: Any  # zarr-python's ArrayV3Metadata
+    shape: tuple[int, ...]
     shard_shape: tuple[int, ...]
     inner_shape: tuple[int, ...]
     chunks_per_shard: tuple[int, ...]
@@ -103,64 +120,102 @@ class ShardPlan:
 
 
 def supported() -> bool:
-    """Whether this zarr-python has the chunk grid API the reads here are built on
-    (zarr-python 3.1-3.3; 3.4 rewrote its chunk grids, and zarr reads every array)."""
+    """Whether this zarr-python has what the reads here are built on: the chunk spec
+    (``ArraySpec``, ``ArrayConfig``), the data types of zarr-python 3.1 (``UInt64`` of
+    the shard index) and the codecs' synchronous decode (``SupportsSyncCodec``).
+    zarr-python 3.0 lacks them, and then zarr-python reads every array."""
     try:
-        from zarr.core.chunk_grids import RegularChunkGrid  # noqa: F401
+        from zarr.abc.codec import SupportsSyncCodec  # noqa: F401
+        from zarr.core.array_spec import ArrayConfig, ArraySpec  # noqa: F401
+        from zarr.core.dtype import UInt64  # noqa: F401
     except ImportError:
         return False
     return True
 
 
+def _sharding(array: Any) -> Any:
+    """The sharding codec of ``array`` when it is the only codec of a Zarr v3 array
+    (its inner codecs apply to each inner chunk), else None."""
+    from zarr.codecs import ShardingCodec
+
+    metadata = array.metadata
+    if metadata.zarr_format != 3 or len(metadata.codecs) != 1:
+        return None
+    sharding = metadata.codecs[0]
+    if not isinstance(sharding, ShardingCodec):
+        return None
+    if any(isinstance(codec, ShardingCodec) for codec in sharding.codecs):
+        return None  # nested: each inner chunk is a shard, zarr-python reads it
+    return sharding
+
+
+def _index_spec(per_shard: tuple[int, ...], prototype: Any) -> Any:
+    """The chunk spec of a shard index (the sharding codec spec's: little-endian
+    uint64 offsets and lengths, shape ``per_shard + (2,)``, all-ones filled, C order)."""
+    from zarr.core.array_spec import ArrayConfig, ArraySpec
+    from zarr.core.dtype import UInt64
+
+    return ArraySpec(
+        shape=(*per_shard, 2),
+        dtype=UInt64(endianness="little"),
+        fill_value=int(_MISSING),
+        config=ArrayConfig(order="C", write_empty_chunks=False),
+        prototype=prototype,
+    )
+
+
+def _encoded_size(codecs: Any, size: int, spec: Any) -> int:
+    """The bytes ``codecs`` (fixed-size, as a shard index's are) encode ``size`` to."""
+    for codec in codecs:
+        codec = codec.evolve_from_array_spec(spec)
+        size = codec.compute_encoded_size(size, spec)
+        spec = codec.resolve_metadata(spec)
+    return size
+
+
 def shard_plan(array: Any, zmap: ZMap, path: str) -> ShardPlan | None:
     """The plan for reading ``array`` (a ``zarr.Array`` of a sharded Zarr v3 array at
     ``path`` of ``zmap``) in the calling thread, or None when zarr-python reads it."""
-    from zarr.codecs import ShardingCodec
-    from zarr.core.buffer import default_buffer_prototype
-
     if not supported():
         return None
-    from zarr.core.chunk_grids import RegularChunkGrid
+    from zarr.core.array_spec import ArraySpec
+    from zarr.core.buffer import default_buffer_prototype
 
-    async_array = array._async_array
-    metadata = async_array.metadata
-    pipeline = async_array.codec_pipeline
-    sharding = getattr(pipeline, "array_bytes_codec", None)
-    if (
-        metadata.zarr_format != 3
-        or not isinstance(metadata.chunk_grid, RegularChunkGrid)
-        or not isinstance(sharding, ShardingCodec)
-        or tuple(pipeline.array_array_codecs) + tuple(pipeline.bytes_bytes_codecs)
-        or metadata.dtype.to_native_dtype().kind in "OTV"
-    ):
+    sharding = _sharding(array)
+    if sharding is None or array.metadata.dtype.to_native_dtype().kind in "OTV":
         return None
     try:
+        shard_shape = tuple(array.shards)  # NotImplementedError: a rectilinear grid
+        inner_shape = tuple(sharding.chunk_shape)
+        config = array._async_array.config
         prototype = default_buffer_prototype()
-        shard_spec = metadata.get_chunk_spec(
-            (0,) * len(metadata.shape), async_array.config, prototype=prototype
-        )
-        per_shard = sharding._get_chunks_per_shard(shard_spec)
-        index_pipeline = type(pipeline).from_codecs(sharding.index_codecs)
-        index = _chain(index_pipeline, sharding._get_index_chunk_spec(per_shard))
-        inner = _chain(sharding.codec_pipeline, sharding._get_chunk_spec(shard_spec))
-        index_size = sharding._shard_index_size(per_shard)
-    except (AttributeError, TypeError, ValueError):  # another zarr-python: zarr reads it
-        return None
-    if index is None or inner is None:
+        metadata = array.metadata
+        shard_spec = ArraySpec(shard_shape, metadata.dtype, metadata.fill_value, config, prototype)
+        per_shard = tuple(s // c for s, c in zip(shard_shape, inner_shape, strict=True))
+        index_spec = _index_spec(per_shard, prototype)
+        index = _chain(sharding.index_codecs, index_spec)
+        inner_spec = ArraySpec(inner_shape, metadata.dtype, metadata.fill_value, config, prototype)
+        inner = _chain(sharding.codecs, inner_spec)
+        index_size = _encoded_size(sharding.index_codecs, 16 * math.prod(per_shard), index_spec)
+        at = sharding.index_location
+    except (AttributeError, TypeError, ValueError, NotImplementedError):
+        return None  # another zarr-python or grid: zarr reads it
+    if index is None or inner is None or math.prod(per_shard) == 0:
         return None
     return ShardPlan(
         zmap=zmap,
         prefix=f"{path.strip('/')}/" if path.strip("/") else "",
         metadata=metadata,
+        shape=tuple(metadata.shape),
         shard_shape=tuple(shard_spec.shape),
-        inner_shape=tuple(sharding.chunk_shape),
-        chunks_per_shard=tuple(per_shard),
+        inner_shape=inner_shape,
+        chunks_per_shard=per_shard,
         index_size=index_size,
-        index_at_end=sharding.index_location.value == "end",
+        index_at_end=getattr(at, "value", at) == "end",
         index=index,
         inner=inner,
         prototype=prototype,
-        order=async_array.config.order,
+        order=config.order,
     )
 
 
@@ -170,18 +225,15 @@ def read_basic(plan: ShardPlan, selection: Any) -> Any:
 
     Shards of which every inner chunk is asked for are read whole, :data:`BATCH` at a
     time with one ``getitems`` (concurrent requests on S3); the others by their index
-    and the byte ranges of the inner chunks asked for."""
-    from zarr.core.chunk_grids import RegularChunkGrid
-    from zarr.core.indexing import BasicIndexer
-
+    and the byte ranges of the inner chunks asked for. Raises :class:`NotBasic` for a
+    selection zarr-python refuses (out of bounds, a negative step, too many indices)."""
     metadata = plan.metadata
-    indexer = BasicIndexer(selection, shape=metadata.shape, chunk_grid=metadata.chunk_grid)
-    out = np.empty(indexer.shape, dtype=metadata.dtype.to_native_dtype(), order=plan.order)
-    grid = RegularChunkGrid(chunk_shape=plan.inner_shape)
+    dims = normalize(selection, plan.shape)
+    out = np.empty(out_shape(dims), dtype=metadata.dtype.to_native_dtype(), order=plan.order)
     shards = []
-    for shard_coords, shard_selection, out_selection, _ in indexer:
+    for shard_coords, shard_selection, out_selection in project(dims, plan.shard_shape):
         key = plan.prefix + metadata.encode_chunk_key(shard_coords)
-        parts = list(BasicIndexer(shard_selection, shape=plan.shard_shape, chunk_grid=grid))
+        parts = list(project(shard_selection, plan.inner_shape))
         # a view of the result (``out[()]`` of a 0-d array would be a copy, a scalar)
         shards.append((key, parts, out[out_selection] if out_selection else out[...]))
     for first in range(0, len(shards), BATCH):
@@ -219,7 +271,7 @@ def _decode_into(
     plan: ShardPlan, index: np.ndarray, fetch: Any, parts: list[Any], out: Any
 ) -> None:
     fill = plan.metadata.fill_value
-    for coords, chunk_selection, out_selection, _ in parts:
+    for coords, chunk_selection, out_selection in parts:
         offset, length = index[coords]
         if offset == _MISSING and length == _MISSING:
             out[out_selection] = fill
@@ -282,5 +334,8 @@ class ShardedArray(Array):  # type: ignore[type-arg]
 
     def __getitem__(self, selection: Any) -> Any:
         if _is_basic(selection):
-            return read_basic(self._plan, selection)
+            try:
+                return read_basic(self._plan, selection)
+            except NotBasic:  # zarr-python raises its own error
+                pass
         return super().__getitem__(selection)
