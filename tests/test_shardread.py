@@ -10,6 +10,7 @@ codecs cannot decode synchronously is read by zarr-python itself.
 
 from __future__ import annotations
 
+import math
 import threading
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from zarr.codecs import (
     BytesCodec,
     Crc32cCodec,
@@ -26,12 +29,14 @@ from zarr.codecs import (
     TransposeCodec,
     ZstdCodec,
 )
+from zarr.codecs.numcodecs import Zlib
 
 import nczarr
 from nczarr.errors import CorruptChunkError
 from nczarr.integrations import shardread
 from nczarr.integrations.native_v3 import engine_view, open_native
 from nczarr.integrations.shardread import ShardedArray, shard_plan
+from nczarr.integrations.shardselect import normalize, out_shape, project
 from nczarr.integrations.zarr_store import ZarrStore
 
 SELECTIONS: list[Any] = [
@@ -65,6 +70,12 @@ ARRAYS: dict[str, dict[str, Any]] = {
             codecs=[TransposeCodec(order=(2, 1, 0)), BytesCodec(endian="big"), GzipCodec()],
             index_codecs=[BytesCodec()],
         ),
+        "chunks": (4, 6, 4),
+        "compressors": None,
+    },
+    # decoded synchronously from zarr-python 3.4 on; before, zarr-python reads it
+    "numcodecs_zlib": {
+        "serializer": ShardingCodec(chunk_shape=(2, 3, 2), codecs=[BytesCodec(), Zlib(level=3)]),
         "chunks": (4, 6, 4),
         "compressors": None,
     },
@@ -104,13 +115,6 @@ def _write(path: Path, arrays: dict[str, dict[str, Any]] = ARRAYS) -> dict[str, 
     return {name: theirs[name] for name in arrays}
 
 
-def _fast_path_or_xfail() -> None:
-    """The reads here need zarr-python 3.1-3.3's chunk grids; on 3.4 every sharded
-    array is read by zarr-python itself (shown by test_engine_v3_native)."""
-    if not shardread.supported():
-        pytest.xfail("zarr-python 3.4 rewrote its chunk grids: zarr reads sharded arrays")
-
-
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     path = tmp_path_factory.mktemp("shardread") / "s.zarr"
@@ -135,14 +139,22 @@ def test_values_are_zarr_pythons(store, ours, name: str, selection: Any) -> None
     assert np.asarray(got).dtype == np.asarray(expected).dtype
 
 
+def test_every_zarr_the_project_supports_has_the_fast_path() -> None:
+    """zarr-python 3.1.6 to 3.x (pyproject): not one release's chunk grid classes."""
+    assert shardread.supported()
+
+
 def test_every_array_of_the_engine_is_read_here(ours) -> None:
-    _fast_path_or_xfail()
-    assert {name for name, array in ours.items() if isinstance(array, ShardedArray)} == set(ARRAYS)
+    """Every array whose codecs decode synchronously: numcodecs' do from zarr-python
+    3.4 on (zarr-python's ``Zlib`` says which)."""
+    expected = set(ARRAYS)
+    if not callable(getattr(Zlib(), "_decode_sync", None)):
+        expected.discard("numcodecs_zlib")
+    assert {name for name, array in ours.items() if isinstance(array, ShardedArray)} == expected
 
 
 def test_a_codec_without_synchronous_decode_is_read_by_zarr(tmp_path: Path) -> None:
     """A nested sharding has no synchronous decode: no plan, zarr-python reads it."""
-    _fast_path_or_xfail()
     theirs = _write(tmp_path / "n.zarr", {"nested": NESTED})["nested"]
     zmap = nczarr.open_map(str(tmp_path / "n.zarr"), mode="r")
     array = zarr.open_array(store=ZarrStore(zmap), path="nested", mode="r")
@@ -157,7 +169,6 @@ def test_a_codec_without_synchronous_decode_is_read_by_zarr(tmp_path: Path) -> N
 def test_no_read_goes_through_zarrs_event_loop(store, ours, monkeypatch) -> None:
     """Basic selections are read by the calling thread: no ``ZarrStore.get`` call, no
     thread started, and the map is called from this thread only."""
-    _fast_path_or_xfail()
     calls: list[str] = []
     threads: set[int] = set()
     real_get = ZarrStore.get
@@ -231,7 +242,6 @@ def test_the_view_is_unchanged(store) -> None:
 
 def test_a_pickled_array_reads_the_same(store, ours) -> None:
     """dask's distributed workers get the array pickled: the plan travels with it."""
-    _fast_path_or_xfail()
     import pickle
 
     copy = pickle.loads(pickle.dumps(ours["default"]))
@@ -243,7 +253,6 @@ def test_a_pickled_array_reads_the_same(store, ours) -> None:
 def test_whole_shards_are_read_in_batches(store, ours, monkeypatch, batch: int) -> None:
     """Whole shards come from one ``getitems`` per batch; a shard never written
     (``default/c/1/0/0``) is left out of its answer and reads as the fill value."""
-    _fast_path_or_xfail()
     import nczarr.integrations.shardread as shardread
 
     zmap = ours["default"]._plan.zmap
@@ -263,3 +272,97 @@ def test_whole_shards_are_read_in_batches(store, ours, monkeypatch, batch: int) 
         f"default/c/{i}/{j}/{k}" for i in (0, 1) for j in (0, 1) for k in (0, 1)
     )
     assert all(len(keys) <= batch for keys in asked)
+
+
+def test_without_the_fast_path_zarr_reads_every_array(store, monkeypatch) -> None:
+    """Where ``supported()`` is False (zarr-python 3.0) the engine's arrays are plain
+    ``zarr.Array``: zarr-python reads them, with its own values."""
+    monkeypatch.setattr(shardread, "supported", lambda: False)
+    view, native = engine_view(store[0])
+    try:
+        source = ZarrStore(view.source, read_only=True)
+        arrays = {name: open_native(source, array) for name, array in native.items()}
+        assert set(arrays) == set(ARRAYS)
+        for name, array in arrays.items():
+            assert type(array) is zarr.Array
+            np.testing.assert_array_equal(array[1:9, 2:13, 3], store[1][name][1:9, 2:13, 3])
+    finally:
+        view.close()
+    with xr.open_dataset(store[0], engine="nczarr", mask_and_scale=False) as ds:
+        np.testing.assert_array_equal(ds["default"].values, store[1]["default"][...])
+
+
+@pytest.mark.parametrize(
+    "selection",
+    [10, -11, (0, 14), (slice(None, None, -1),), (0, 0, 0, 0), (Ellipsis, 0, Ellipsis), 1.5],
+    ids=repr,
+)
+def test_a_selection_zarr_refuses_raises_zarrs_error(store, ours, selection: Any) -> None:
+    """Out of bounds, a negative step, too many indices: zarr-python's own error."""
+    with pytest.raises(Exception) as theirs:
+        store[1]["default"][selection]
+    with pytest.raises(type(theirs.value)):
+        ours["default"][selection]
+
+
+def _selections(shape: tuple[int, ...]) -> st.SearchStrategy[Any]:
+    """Basic selections of ``shape``: integers and slices (bounds past the ends,
+    negative, None; steps 1-5), fewer than every dimension, or an ellipsis."""
+
+    def dim(length: int) -> st.SearchStrategy[Any]:
+        bound = st.none() | st.integers(-length - 3, length + 3)
+        step = st.none() | st.integers(1, 5)
+        sliced = st.builds(slice, bound, bound, step)
+        return st.integers(-length, length - 1) | sliced if length else sliced
+
+    def shaped(items: tuple[Any, ...]) -> st.SearchStrategy[Any]:
+        at = st.integers(0, len(items))
+        cut = st.integers(0, len(items))
+        return st.one_of(
+            st.just(items),
+            cut.map(lambda n: items[:n]),
+            at.map(lambda n: (*items[:n], Ellipsis, *items[n + 1 :])),
+        )
+
+    return st.tuples(*(dim(n) for n in shape)).flatmap(shaped)
+
+
+@st.composite
+def _grids(draw: st.DrawFn) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], Any]:
+    """An array shape, a shard shape, an inner chunk shape dividing it, a selection."""
+    ndim = draw(st.integers(1, 3))
+    shape = tuple(draw(st.integers(0, 13)) for _ in range(ndim))
+    inner = tuple(draw(st.integers(1, 4)) for _ in range(ndim))
+    shard = tuple(c * draw(st.integers(1, 3)) for c in inner)
+    return shape, shard, inner, draw(_selections(shape))
+
+
+@settings(max_examples=150, deadline=None)
+@given(_grids())
+def test_a_selection_split_twice_is_numpys(grid) -> None:
+    """Split over shards, then each shard's part over inner chunks, and put together:
+    numpy's own basic indexing (the oracle of zarr-python's)."""
+    shape, shard, inner, selection = grid
+    values = np.arange(math.prod(shape)).reshape(shape)
+    expected = values[selection]
+    dims = normalize(selection, shape)
+    out = np.full(out_shape(dims), -1)
+    for shard_coords, in_shard, shard_out in project(dims, shard):
+        view = out[shard_out] if shard_out else out[...]
+        for coords, in_chunk, chunk_out in project(in_shard, inner):
+            starts = zip(shard_coords, shard, coords, inner, strict=True)
+            start = [s * sh + c * i for s, sh, c, i in starts]
+            chunk = values[tuple(slice(a, a + i) for a, i in zip(start, inner, strict=True))]
+            view[chunk_out] = chunk[in_chunk]
+    np.testing.assert_array_equal(out, expected)
+    assert out.shape == np.asarray(expected).shape
+
+
+@settings(max_examples=40, deadline=None)
+@given(_selections((10, 14, 7)))
+def test_any_basic_selection_is_zarr_pythons(store, ours, selection: Any) -> None:
+    for name in ("default", "index_at_start"):
+        expected = store[1][name][selection]
+        got = ours[name][selection]
+        assert type(got) is type(expected)
+        np.testing.assert_array_equal(got, expected)
