@@ -366,3 +366,23 @@ def test_any_basic_selection_is_zarr_pythons(store, ours, selection: Any) -> Non
         got = ours[name][selection]
         assert type(got) is type(expected)
         np.testing.assert_array_equal(got, expected)
+
+
+def test_a_shard_never_written_follows_zarrs_missing_chunk_config(store) -> None:
+    """zarr-python 3.4's ``array.read_missing_chunks = False`` makes a shard never
+    written an error: the engine's array then raises as zarr-python does (earlier
+    zarr-pythons ignore the setting and fill)."""
+    with zarr.config.set({"array.read_missing_chunks": False}):
+        theirs = zarr.open_group(store[0], mode="r")["default"]
+        view, native = engine_view(store[0])
+        try:
+            ours = open_native(ZarrStore(view.source, read_only=True), native["default"])
+            try:
+                expected = theirs[4:8, 0:6, 0:4]
+            except Exception as error:  # the oracle refuses: so must the engine
+                with pytest.raises(type(error)):
+                    ours[4:8, 0:6, 0:4]
+            else:
+                np.testing.assert_array_equal(ours[4:8, 0:6, 0:4], expected)
+        finally:
+            view.close()

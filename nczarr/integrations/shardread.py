@@ -81,6 +81,8 @@ def _chain(codecs: Any, spec: Any) -> _Chain | None:
         codec = codec.evolve_from_array_spec(spec)
         if not callable(getattr(codec, "_decode_sync", None)):
             return None
+        if not getattr(codec, "_sync_capable", True):  # zarr 3.4 says it cannot
+            return None
         if isinstance(codec, ArrayArrayCodec) and not array_bytes:
             array_array.append((codec, spec))
         elif isinstance(codec, ArrayBytesCodec) and not array_bytes:
@@ -123,7 +125,7 @@ def supported() -> bool:
     """Whether this zarr-python has what the reads here are built on: the chunk spec
     (``ArraySpec``, ``ArrayConfig``), the data types of zarr-python 3.1 (``UInt64`` of
     the shard index) and the codecs' synchronous decode (``SupportsSyncCodec``).
-    zarr-python 3.0 lacks them, and then zarr-python reads every array."""
+    Without them (zarr-python 3.0 has no ``zarr.core.dtype``) zarr reads every array."""
     try:
         from zarr.abc.codec import SupportsSyncCodec  # noqa: F401
         from zarr.core.array_spec import ArrayConfig, ArraySpec  # noqa: F401
@@ -202,6 +204,8 @@ def shard_plan(array: Any, zmap: ZMap, path: str) -> ShardPlan | None:
         return None  # another zarr-python or grid: zarr reads it
     if index is None or inner is None or math.prod(per_shard) == 0:
         return None
+    if not getattr(config, "read_missing_chunks", True):
+        return None  # zarr 3.4: a shard never written is an error, zarr-python's
     return ShardPlan(
         zmap=zmap,
         prefix=f"{path.strip('/')}/" if path.strip("/") else "",
