@@ -386,3 +386,30 @@ def test_a_shard_never_written_follows_zarrs_missing_chunk_config(store) -> None
                 np.testing.assert_array_equal(ours[4:8, 0:6, 0:4], expected)
         finally:
             view.close()
+
+
+def test_a_shard_grid_that_is_not_regular_is_read_by_zarr(tmp_path: Path) -> None:
+    """zarr-python 3.4's rectilinear grids (shards of different sizes): no plan, and
+    zarr-python reads the array. zarr-python 3.1-3.3 cannot make one (TypeError)."""
+    zmap = nczarr.open_map(str(tmp_path / "r.zarr"), mode="w")
+    with zarr.config.set({"array.rectilinear_chunks": True}):
+        try:
+            array = zarr.create_array(
+                ZarrStore(zmap), name="r", shape=(12, 12), dtype="<i4", chunks=(2, 3),
+                shards=[[4, 8], [6, 6]],
+            )  # fmt: skip
+        except TypeError:
+            pytest.skip("this zarr-python has no rectilinear chunk grid")
+        array[...] = np.arange(144).reshape(12, 12)
+        assert shard_plan(array, zmap, "r") is None
+        np.testing.assert_array_equal(array[3:9, 5], np.arange(144).reshape(12, 12)[3:9, 5])
+
+
+def test_supported_is_false_without_zarrs_data_types(monkeypatch) -> None:
+    """supported() is honest: a zarr-python without ``zarr.core.dtype`` (3.0) has no
+    fast path, and no plan is made."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "zarr.core.dtype", None)
+    assert not shardread.supported()
+    assert shard_plan(object(), None, "") is None  # type: ignore[arg-type]
