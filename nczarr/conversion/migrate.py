@@ -24,6 +24,7 @@ from ..readthrough import TranslatedView
 from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, V1_OBJECT_NAMES, ZARR_JSON
 from ..translate.detect import detect_format
 from ..translate.target import Target
+from ..translate.zarr2_fills import rounded_default_fills
 from .apply import delete_keys, write_metadata
 from .journal import remove_temporaries
 from .locations import check_format, open_location, url_of
@@ -88,12 +89,17 @@ def _check_migratable(zmap: ZMap, translated: Any, fmt: str) -> None:
         )
 
 
-def _misread_as_stored(meta: dict[str, Any], fmt: str) -> bool:
+def _misread_as_stored(meta: dict[str, Any], dataset: Any, fmt: str) -> bool:
     """Whether pure Zarr in the current layout still needs its metadata rewritten:
     netcdf-c's own pure Zarr (``<i1``/``>S1`` dtypes, shuffle ``elementsize`` 0) is
-    what zarr-python refuses or misreads, so ``migrate(to="zarr")`` rewrites it."""
+    what zarr-python refuses or misreads, and its ``fill_value`` 9.96921e+36 for the
+    default double fill what xarray and GDAL mask in place of the default fill values
+    (:func:`~nczarr.translate.zarr2_fills.exact_default_fills`), so
+    ``migrate(to="zarr")`` rewrites it."""
     if fmt != "zarr":
         return False
+    if rounded_default_fills(dataset):
+        return True
     from ..translate.compat import needs_translation  # the reader rules: migrate only
 
     return needs_translation(meta, detect_format(meta))
@@ -177,9 +183,11 @@ def _translate(zmap: ZMap, fmt: str) -> tuple[TranslatedView, dict[str, Any]]:
     lenient: list[str] = []
     own = zmap.file_format() is not None
     meta = {} if own else load_metadata(zmap, warnings=lenient)
+    # current NCZarr migrated to NCZarr keeps its metadata (:func:`_changes`): no copy
+    kept = fmt == "nczarr" and bool(meta) and detect_format(meta).layout == LAYOUT_V2
     translated = TranslatedView.from_source(
         zmap,
-        Target(fmt),  # type: ignore[arg-type]
+        Target(fmt, written_copy=not kept),  # type: ignore[arg-type]
         metadata=None if own else (meta, lenient),
     )
     _check_migratable(zmap, translated, fmt)
@@ -193,7 +201,9 @@ def _changes(
     bytes) and the legacy keys to delete."""
     metadata = translated.metadata
     order = order_metadata(metadata)
-    if translated.dataset.layout == _CURRENT_LAYOUT[fmt] and not _misread_as_stored(meta, fmt):
+    if translated.dataset.layout == _CURRENT_LAYOUT[fmt] and not _misread_as_stored(
+        meta, translated.dataset, fmt
+    ):
         # Already in the target layout (the root is written last, so a killed run
         # never gets here with metadata left to write): keep the objects as they
         # are, byte for byte, and only remove what an interrupted run left behind.
