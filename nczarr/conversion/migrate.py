@@ -32,7 +32,12 @@ from .plan import legacy_candidates, order_metadata
 from .progress import Progress, ProgressArg, progress_callback
 from .report import ConvertReport
 
-__all__ = ["migrate"]
+__all__ = ["RUNNING", "migrate"]
+
+#: Written at the root while a migrate writes (a rerun that finds it looks for the killed
+#: run's temporaries everywhere); its name is a metadata object's (``.ncz``), read by no
+#: reader and never a legacy object.
+RUNNING = ".nczarr-migrating"
 
 #: The layout ``migrate(to=...)`` produces.
 _CURRENT_LAYOUT = {"nczarr": LAYOUT_V2, "zarr": LAYOUT_ZARR}
@@ -228,7 +233,13 @@ def _rewrite(
     on_object: Progress | None,
 ) -> None:
     """Write the new metadata (root last), then delete the legacy objects and the
-    temporary files of a run killed mid-write (its rerun lands here)."""
+    temporary files of a run killed mid-write (its rerun lands here).
+
+    :data:`RUNNING` is written before the first write and removed after the last, so
+    a rerun knows when a killed run may have left temporaries beside any object it
+    wrote, and only then walks the whole tree (every chunk) for them; otherwise only
+    the root directory, where :data:`RUNNING`'s own write may have left one, is listed.
+    """
     total = len(changed) + len(legacy)
     done = 0
 
@@ -238,10 +249,18 @@ def _rewrite(
         if on_object is not None:
             on_object(done, total)
 
+    killed = RUNNING in zmap
+    if total and not killed:
+        zmap[RUNNING] = b"nczarr migrate\n"
     written = write_metadata(
         zmap, ((k, bytes(metadata[k])) for k in changed), skip_equal=True, progress=step
     )
     report.deleted_keys = tuple(delete_keys(zmap, legacy, progress=step))
     report.metadata_written = tuple(written)
-    remove_temporaries(zmap)
+    if killed:
+        remove_temporaries(zmap)
+    else:
+        zmap.remove_temporaries([""])
+    if total or killed:
+        del zmap[RUNNING]
     zmap.flush()
