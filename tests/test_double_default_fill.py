@@ -80,6 +80,7 @@ def test_check_reports_xarray_and_gdal_masking_the_rounded_fill(tmp_path):
     for reader in (XARRAY, GDAL):
         (found,) = [f for f in report.for_reader(reader) if f.where == "/d"]
         assert found.severity == "misreads" and "9.96921e+36" in found.problem
+        assert "copies write NC_FILL_DOUBLE" in found.problem and "--mode zarr" in found.fix
     assert not [f for f in report.findings if f.where == "/f"]
     assert _netcdf4_mask(nc_url(src, "zarr"), "d") == [False, True, False, True, False, False]
     assert _xarray_mask(src, "d") == [False, False, False, False, True, True]

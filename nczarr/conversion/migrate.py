@@ -3,7 +3,9 @@
 Only metadata objects are read, written or deleted, so the cost does not depend on
 the number of chunks. New metadata (arrays, groups, root last) is written before any
 legacy object is deleted, and objects that already hold the right bytes are skipped:
-killed at any point, the store still reads and a rerun finishes the job. Stores whose
+killed at any point, the store still reads and a rerun finishes the job. A run that
+writes marks the store with :data:`RUNNING` meanwhile, so that only the rerun of a
+killed run walks the tree (every chunk) for the temporaries of its atomic writes. Stores whose
 chunks the new metadata could not describe (Zarr v3 keys, re-encoded arrays) are
 refused before anything is written; :func:`~nczarr.conversion.api.convert` writes a
 copy instead.
