@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import nczarr
+from nczarr.conversion.migrate import RUNNING
 from nczarr.errors import InvalidModeError
 from nczarr.maps.file import TEMP_PREFIX, FileMap
 
@@ -154,19 +155,99 @@ def test_current_store_is_left_byte_for_byte(tmp_path):
     _netcdf_writes(store)
 
 
+class _Stop(Exception):
+    pass
+
+
+def _stop_after(n: int):
+    def progress(done: int, total: int) -> None:
+        if done == n:
+            raise _Stop
+
+    return progress
+
+
 @pytest.mark.parametrize("fixture", ["ref_oldformat_v1.zip", "current_netcdf4101.zip"])
 def test_rerun_removes_the_temporaries_of_a_killed_write(fixture, tmp_path):
-    """A migrate SIGKILLed in an atomic write leaves its temporary file beside the
-    object (test_kill's random kill found one in ``g1/``): the rerun, whether it still
-    has metadata to write or finds the store migrated, removes it and nothing else."""
+    """A migrate killed in an atomic write leaves its temporary file beside the object
+    (test_kill's random kill found one in ``g1/``), and RUNNING at the root, written
+    before its first write: the rerun, whether it still has metadata to write or finds
+    the store migrated, removes both and nothing else, wherever the temporary is."""
+    reference = extract_fixture(fixture, tmp_path / "reference")
+    nczarr.migrate(str(reference), to="zarr")
+    nczarr.migrate(str(reference), to="nczarr")
+    expected = file_tree(reference)
     store = extract_fixture(fixture, tmp_path)
-    nczarr.migrate(str(store))
-    expected = file_tree(store)
-    stray = next(p for p in store.rglob(".zarray")).parent / f"{TEMP_PREFIX}72f2bdc7f6a7a092"
-    stray.write_bytes(b'{"zarr_format": 2')  # half a metadata object
-    nczarr.migrate(str(store))
-    assert not stray.exists()
+    nczarr.migrate(str(store), to="zarr")
+    with pytest.raises(_Stop):  # stopped after its first write: RUNNING stays
+        nczarr.migrate(str(store), to="nczarr", progress=_stop_after(1))
+    assert (store / RUNNING).exists()
+    array = next(p for p in store.rglob(".zarray")).parent
+    strays = [array / f"{TEMP_PREFIX}72f2bdc7f6a7a092", store / f"{TEMP_PREFIX}0a1b"]
+    for stray in strays:
+        stray.write_bytes(b'{"zarr_format": 2')  # half a metadata object
+    nczarr.migrate(str(store), to="nczarr")
+    assert not [s for s in strays if s.exists()] and not (store / RUNNING).exists()
     assert file_tree(store) == expected
+
+
+def test_rerun_removes_the_temporary_of_running_itself(tmp_path):
+    """Killed in RUNNING's own write (nothing else written, no RUNNING): the rerun
+    lists the root, where that temporary is."""
+    store = extract_fixture("current_netcdf4101.zip", tmp_path)
+    expected = file_tree(store)
+    stray = store / f"{TEMP_PREFIX}5e5e"
+    stray.write_bytes(b"nczarr mig")
+    nczarr.migrate(str(store))
+    assert not stray.exists() and file_tree(store) == expected
+
+
+class _Cleanup(FileMap):
+    """Records where each migrate looked for temporaries (None: the whole tree)."""
+
+    asked: ClassVar[list[list[str] | None]] = []
+
+    def remove_temporaries(self, directories=None):
+        type(self).asked.append(None if directories is None else list(directories))
+        return super().remove_temporaries(directories)
+
+
+def test_cleanup_walks_the_chunks_only_after_a_killed_run(tmp_path):
+    """A migrate that was not interrupted lists the root for temporaries, not every
+    chunk directory; one that finds RUNNING walks the tree (it walked it every time:
+    the cost of every migrate grew with the chunks, 28x from 1,000 to 100,000)."""
+    path = _with_chunks(tmp_path, 40)
+    _Cleanup.asked = []
+    nczarr.migrate(_Cleanup(path, mode="r+"), to="zarr")
+    nczarr.migrate(_Cleanup(path, mode="r+"), to="zarr")  # nothing to do
+    assert _Cleanup.asked == [[""], [""]]
+    with pytest.raises(_Stop):
+        nczarr.migrate(_Cleanup(path, mode="r+"), to="nczarr", progress=_stop_after(1))
+    stray = path / "v" / f"{TEMP_PREFIX}77"
+    stray.write_bytes(b"{")
+    _Cleanup.asked = []
+    nczarr.migrate(_Cleanup(path, mode="r+"), to="nczarr")
+    assert _Cleanup.asked == [None] and not stray.exists()
+    assert not (path / RUNNING).exists()
+
+
+def test_remove_temporaries_in_directories_stays_in_them(tmp_path):
+    """``remove_temporaries(directories)``: directly in those directories only, never
+    below them, never through a link out of the tree."""
+    root = tmp_path / "store"
+    (root / "v" / "0").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "out").symlink_to(outside)
+    names = ["v", "v/0", "out"]
+    for name in ["", *names]:
+        (root / name / f"{TEMP_PREFIX}1").write_bytes(b"")
+    (root / "v" / "keep").write_bytes(b"data")
+    with FileMap(root, mode="r+") as zmap:
+        assert zmap.remove_temporaries(["", "v", "missing", "out"]) == 2
+    assert not (root / f"{TEMP_PREFIX}1").exists() and not (root / "v" / f"{TEMP_PREFIX}1").exists()
+    assert (root / "v" / "0" / f"{TEMP_PREFIX}1").exists()  # below: not asked
+    assert (outside / f"{TEMP_PREFIX}1").exists() and (root / "v" / "keep").exists()
 
 
 def test_dry_run_changes_nothing_and_predicts_the_run(tmp_path):

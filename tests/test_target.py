@@ -63,10 +63,11 @@ def test_a_target_is_frozen_and_resolves_consolidated_from_the_source():
 
 def test_target_of_a_convert_reads_the_url_mode_words(tmp_path):
     url = f"file://{tmp_path}/x.zarr#mode=zarr,v3,noxarray,consolidated,file"
-    assert target_of(url, None) == Target("zarr", 3, noxarray=True, consolidated=True)
+    expected = Target("zarr", 3, noxarray=True, consolidated=True, written_copy=True)
+    assert target_of(url, None) == expected
     # arguments win over the URL
     assert target_of(url, "zarr", zarr_format=2, noxarray=False).zarr_format == 2
-    assert target_of(str(tmp_path / "y.zarr"), None) == Target("nczarr")
+    assert target_of(str(tmp_path / "y.zarr"), None) == Target("nczarr", written_copy=True)
     with pytest.raises(InvalidModeError, match="invalid mode 'hdf5'"):
         target_of(url, "hdf5")
 

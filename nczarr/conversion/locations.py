@@ -102,7 +102,14 @@ def target_of(
         noxarray = parsed is not None and not parsed.xarray_dimensions
     if consolidated is None and parsed is not None and parsed.consolidated:
         consolidated = True
-    return Target(fmt, zarr_format, noxarray, consolidated, netcdf_scalars)  # type: ignore[arg-type]
+    return Target(
+        fmt,  # type: ignore[arg-type]
+        zarr_format,
+        noxarray,
+        consolidated,
+        netcdf_scalars,
+        written_copy=True,  # metadata says what the source's producer reads
+    )
 
 
 def zip_target_options(

@@ -3,7 +3,9 @@
 Only metadata objects are read, written or deleted, so the cost does not depend on
 the number of chunks. New metadata (arrays, groups, root last) is written before any
 legacy object is deleted, and objects that already hold the right bytes are skipped:
-killed at any point, the store still reads and a rerun finishes the job. Stores whose
+killed at any point, the store still reads and a rerun finishes the job. A run that
+writes marks the store with :data:`RUNNING` meanwhile, so that only the rerun of a
+killed run walks the tree (every chunk) for the temporaries of its atomic writes. Stores whose
 chunks the new metadata could not describe (Zarr v3 keys, re-encoded arrays) are
 refused before anything is written; :func:`~nczarr.conversion.api.convert` writes a
 copy instead.
@@ -24,6 +26,7 @@ from ..readthrough import TranslatedView
 from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, V1_OBJECT_NAMES, ZARR_JSON
 from ..translate.detect import detect_format
 from ..translate.target import Target
+from ..translate.zarr2_fills import rounded_default_fills
 from .apply import delete_keys, write_metadata
 from .journal import remove_temporaries
 from .locations import check_format, open_location, url_of
@@ -31,7 +34,12 @@ from .plan import legacy_candidates, order_metadata
 from .progress import Progress, ProgressArg, progress_callback
 from .report import ConvertReport
 
-__all__ = ["migrate"]
+__all__ = ["RUNNING", "migrate"]
+
+#: Written at the root while a migrate writes (a rerun that finds it looks for the killed
+#: run's temporaries everywhere); its name is a metadata object's (``.ncz``), read by no
+#: reader and never a legacy object.
+RUNNING = ".nczarr-migrating"
 
 #: The layout ``migrate(to=...)`` produces.
 _CURRENT_LAYOUT = {"nczarr": LAYOUT_V2, "zarr": LAYOUT_ZARR}
@@ -88,12 +96,17 @@ def _check_migratable(zmap: ZMap, translated: Any, fmt: str) -> None:
         )
 
 
-def _misread_as_stored(meta: dict[str, Any], fmt: str) -> bool:
+def _misread_as_stored(meta: dict[str, Any], dataset: Any, fmt: str) -> bool:
     """Whether pure Zarr in the current layout still needs its metadata rewritten:
     netcdf-c's own pure Zarr (``<i1``/``>S1`` dtypes, shuffle ``elementsize`` 0) is
-    what zarr-python refuses or misreads, so ``migrate(to="zarr")`` rewrites it."""
+    what zarr-python refuses or misreads, and its ``fill_value`` 9.96921e+36 for the
+    default double fill what xarray and GDAL mask in place of the default fill values
+    (:func:`~nczarr.translate.zarr2_fills.exact_default_fills`), so
+    ``migrate(to="zarr")`` rewrites it."""
     if fmt != "zarr":
         return False
+    if rounded_default_fills(dataset):
+        return True
     from ..translate.compat import needs_translation  # the reader rules: migrate only
 
     return needs_translation(meta, detect_format(meta))
@@ -177,9 +190,11 @@ def _translate(zmap: ZMap, fmt: str) -> tuple[TranslatedView, dict[str, Any]]:
     lenient: list[str] = []
     own = zmap.file_format() is not None
     meta = {} if own else load_metadata(zmap, warnings=lenient)
+    # current NCZarr migrated to NCZarr keeps its metadata (:func:`_changes`): no copy
+    kept = fmt == "nczarr" and bool(meta) and detect_format(meta).layout == LAYOUT_V2
     translated = TranslatedView.from_source(
         zmap,
-        Target(fmt),  # type: ignore[arg-type]
+        Target(fmt, written_copy=not kept),  # type: ignore[arg-type]
         metadata=None if own else (meta, lenient),
     )
     _check_migratable(zmap, translated, fmt)
@@ -193,7 +208,9 @@ def _changes(
     bytes) and the legacy keys to delete."""
     metadata = translated.metadata
     order = order_metadata(metadata)
-    if translated.dataset.layout == _CURRENT_LAYOUT[fmt] and not _misread_as_stored(meta, fmt):
+    if translated.dataset.layout == _CURRENT_LAYOUT[fmt] and not _misread_as_stored(
+        meta, translated.dataset, fmt
+    ):
         # Already in the target layout (the root is written last, so a killed run
         # never gets here with metadata left to write): keep the objects as they
         # are, byte for byte, and only remove what an interrupted run left behind.
@@ -218,7 +235,13 @@ def _rewrite(
     on_object: Progress | None,
 ) -> None:
     """Write the new metadata (root last), then delete the legacy objects and the
-    temporary files of a run killed mid-write (its rerun lands here)."""
+    temporary files of a run killed mid-write (its rerun lands here).
+
+    :data:`RUNNING` is written before the first write and removed after the last, so
+    a rerun knows when a killed run may have left temporaries beside any object it
+    wrote, and only then walks the whole tree (every chunk) for them; otherwise only
+    the root directory, where :data:`RUNNING`'s own write may have left one, is listed.
+    """
     total = len(changed) + len(legacy)
     done = 0
 
@@ -228,10 +251,18 @@ def _rewrite(
         if on_object is not None:
             on_object(done, total)
 
+    killed = RUNNING in zmap
+    if total and not killed:
+        zmap[RUNNING] = b"nczarr migrate\n"
     written = write_metadata(
         zmap, ((k, bytes(metadata[k])) for k in changed), skip_equal=True, progress=step
     )
     report.deleted_keys = tuple(delete_keys(zmap, legacy, progress=step))
     report.metadata_written = tuple(written)
-    remove_temporaries(zmap)
+    if killed:
+        remove_temporaries(zmap)
+    else:
+        zmap.remove_temporaries([""])
+    if total or killed:
+        del zmap[RUNNING]
     zmap.flush()

@@ -221,9 +221,12 @@ class ZMap(MapCore):
         calls, e.g. a directory map its verified directories open. Nothing by default."""
         return nullcontext()
 
-    def remove_temporaries(self) -> int:
+    def remove_temporaries(self, directories: Iterable[str] | None = None) -> int:
         """Delete what killed writes of this map left behind (temporary files);
-        return how many were removed. Maps whose writes leave nothing return 0."""
+        return how many were removed. ``directories`` (keys of directories, ``""``
+        for the root): only what lies directly in them, not below (a caller that
+        knows where its writes went need not list every chunk); ``None``: all.
+        Maps whose writes leave nothing return 0."""
         return 0
 
     def discard(self) -> None:

@@ -135,5 +135,6 @@ class ConfinedListing:
 
     def has_file(self, directory: DirHandle, key: str) -> bool:
         """Whether some file (a key) lies anywhere below ``directory`` (consumed)."""
-        with contextlib.closing(self.files_below(directory, key)) as files:
+        # streamed: the first file answers, a directory of many chunks is not read whole
+        with contextlib.closing(self.files_below(directory, key, stream=True)) as files:
             return next(files, None) is not None

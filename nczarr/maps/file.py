@@ -214,10 +214,11 @@ class FileMap(ZMap):
         costs one ``openat`` relative to its held directory (:mod:`nczarr.maps.pins`)."""
         return self._tree.pinned()
 
-    def remove_temporaries(self) -> int:
+    def remove_temporaries(self, directories: Iterable[str] | None = None) -> int:
         """Delete temporary files of killed atomic writes below the root (symbolic
-        links are not followed); return how many were removed."""
-        return remove_temporaries(self._root)
+        links are not followed), or only directly in ``directories``; return how many
+        were removed."""
+        return remove_temporaries(self._root, directories)
 
     def chunk_location(self, key: str) -> tuple[str]:
         """``(absolute path,)`` of ``key``'s file (see :meth:`ZMap.chunk_location`)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from ..errors import NCZarrError, ObjectExistsError, raise_os_error
 from .confined import ConfinedTree
@@ -120,9 +120,13 @@ def write_atomic(tree: ConfinedTree, key: str, fill: Fill) -> None:
         parent.close()
 
 
-def remove_temporaries(root: str) -> int:
+def remove_temporaries(root: str, directories: Iterable[str] | None = None) -> int:
     """Delete temporary files of killed atomic writes below ``root`` (symbolic links
-    are not followed); return how many were removed."""
+    are not followed); return how many were removed. ``directories``: only those
+    directly in these directories (keys, ``""`` for the root), not below them, so a
+    caller that knows where its writes went lists no chunk directory."""
+    if directories is not None:
+        return sum(_remove_in(root, key) for key in dict.fromkeys(directories))
     removed = 0
     for directory, _dirs, files in os.walk(root, followlinks=False):
         for name in files:
@@ -132,6 +136,25 @@ def remove_temporaries(root: str) -> int:
                 except FileNotFoundError:
                     continue
                 removed += 1
+    return removed
+
+
+def _remove_in(root: str, key: str) -> int:
+    """Temporaries directly in the directory of ``key``, if it is inside ``root``."""
+    path = os.path.join(root, *key.split("/")) if key else root
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    if real != real_root and not real.startswith(os.path.join(real_root, "")):
+        return 0  # reached through a link out of the tree: not ours
+    try:
+        names = [n for n in os.listdir(path) if n.startswith(TEMP_PREFIX)]
+    except (FileNotFoundError, NotADirectoryError):
+        return 0
+    removed = 0
+    for name in names:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(path, name))
+            removed += 1
     return removed
 
 

@@ -9,13 +9,15 @@ and libnetcdf 4.10.1 in ``tests/test_check_u1_versions.py``.
 
 netcdf-c writes netCDF's default double fill as ``9.96921e+36`` in ``.zarray``
 (``"%g"``), which xarray and GDAL take for the missing value, while its chunks hold the
-exact default that netCDF4 masks (``tests/test_double_default_fill.py``).
+exact default that netCDF4 masks (``tests/test_double_default_fill.py``); nczarr's
+written copies say the exact default (:mod:`~nczarr.translate.zarr2_fills`).
 """
 
 from __future__ import annotations
 
 from .compat_facts import ArrayFacts
 from .conventions import LAYOUT_V2_KEYS, LEGACY_CHAR_DTYPES
+from .zarr2_fills import ROUNDED_FILL_DOUBLE
 
 __all__ = [
     "legacy_char",
@@ -98,11 +100,6 @@ def netcdf_c_dtype(facts: ArrayFacts) -> str | None:
     return None
 
 
-#: The double netcdf-c's ``.zarray`` text for NC_FILL_DOUBLE (``"%g"``: ``9.96921e+36``)
-#: reads as; its chunks hold NC_FILL_DOUBLE itself (9.969209968386869e+36).
-_NETCDF_C_FILL_DOUBLE = 9.96921e36
-
-
 def rounded_double_fill(facts: ArrayFacts) -> str | None:
     """A netcdf-c double without ``_FillValue``: the v2 ``fill_value`` xarray and GDAL
     mask is netcdf-c's rounding of the default fill, not the default fill netCDF4 masks
@@ -112,11 +109,11 @@ def rounded_double_fill(facts: ArrayFacts) -> str | None:
     if not any(d.lstrip("<>|=") == "f8" for d in facts.dtypes):
         return None
     fill = facts.fill
-    if isinstance(fill, float) and fill == _NETCDF_C_FILL_DOUBLE:
+    if isinstance(fill, float) and fill == ROUNDED_FILL_DOUBLE:
         return (
             "masks the fill_value 9.96921e+36 (netcdf-c's text of the default double fill; "
             "no _FillValue): the chunks netcdf-c never wrote, not the default fill values "
             "9.969209968386869e+36 of the written chunks, which netCDF4 masks (nczarr's "
-            "Zarr copies keep that fill_value)"
+            "copies write NC_FILL_DOUBLE 9.969209968386869e+36 as the fill_value)"
         )
     return None

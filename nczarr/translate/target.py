@@ -79,6 +79,15 @@ class Target:
         writer describes them). False where chunks are assembled one inner chunk at a
         time (combine, append): every sharded array is shown unsharded, its inner
         chunks re-encoded. Not a writer keyword (:meth:`options` leaves it out).
+    written_copy : bool
+        The metadata describes a copy written to storage (``convert``, ``migrate``),
+        not a view read through (``view``, the xarray engine, ``open_zarr``) nor the
+        metadata of a combine or an append. Where the source's metadata says another
+        value than the one its producer's reader reads, a written copy says the value
+        read: netcdf-c's ``9.96921e+36`` for the default double fill is written as
+        NC_FILL_DOUBLE, with a warning (:func:`~nczarr.translate.zarr2_fills.exact_default_fills`).
+        A view keeps the source's value, so the engine reads what netCDF4 reads. Not a
+        writer keyword (:meth:`options` leaves it out).
 
     Raises
     ------
@@ -102,6 +111,7 @@ class Target:
     consolidated: bool | None = None
     netcdf_scalars: bool = False
     keep_shards: bool = True
+    written_copy: bool = False
 
     def __post_init__(self) -> None:
         version = check_zarr_format(
@@ -112,6 +122,7 @@ class Target:
         object.__setattr__(self, "noxarray", bool(self.noxarray))
         object.__setattr__(self, "netcdf_scalars", bool(self.netcdf_scalars))
         object.__setattr__(self, "keep_shards", bool(self.keep_shards))
+        object.__setattr__(self, "written_copy", bool(self.written_copy))
         if self.consolidated is not None:
             object.__setattr__(self, "consolidated", bool(self.consolidated))
 
@@ -128,8 +139,8 @@ class Target:
         return replace(self, consolidated=bool(source_consolidated))
 
     def options(self) -> dict[str, Any]:
-        """The options (all but the format and ``keep_shards``), as the keywords of
-        ``view``/``write``."""
+        """The options (all but the format, ``keep_shards`` and ``written_copy``), as
+        the keywords of ``view``/``write``."""
         return {
             "noxarray": self.noxarray,
             "consolidated": self.consolidated,

@@ -34,6 +34,7 @@ from .target import Target, check_zarr_format
 from .write_common import WriteResult, consolidate, text_shuffle_warnings
 from .write_nczarr import integer_float_attribute_warnings, write_nczarr
 from .write_zarr import write_zarr
+from .zarr2_fills import exact_default_fills
 
 __all__ = [
     "FORMATS",
@@ -82,8 +83,15 @@ WRITERS: dict[tuple[str, int], Callable[[Dataset, Target], WriteResult]] = {
 
 
 def write_target(dataset: Dataset, target: Target) -> WriteResult:
-    """The metadata objects (and warnings) that describe ``dataset`` as ``target``."""
+    """The metadata objects (and warnings) that describe ``dataset`` as ``target``
+    (a written copy says NC_FILL_DOUBLE for netcdf-c's rounded default double fill:
+    :func:`~nczarr.translate.zarr2_fills.exact_default_fills`)."""
+    fills: list[str] = []
+    if target.written_copy:
+        dataset, fills = exact_default_fills(dataset, target.zarr_format)
     written = WRITERS[(target.format, target.zarr_format)](dataset, target)
+    if fills:
+        written = WriteResult(written.metadata, (*fills, *written.warnings), written.skipped)
     if target.zarr_format == 2 and target.write_consolidated:
         written.metadata[ZMETADATA] = consolidate(written.metadata)
     return written

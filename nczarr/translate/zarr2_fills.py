@@ -17,22 +17,48 @@ readers show data. Per variable without a ``_FillValue`` attribute:
   chunk as 0), also as the Zarr v3 ``fill_value`` (GDAL's nodata), and a
   text variable a non-empty fill: the readers disagree, and a warning names the
   array and what xarray masks (``docs/conversion.md``, "Producers' conventions");
-* a ``double`` variable whose fill is ``9.96921e+36`` (netcdf-c's ``"%g"`` text of
-  NC_FILL_DOUBLE, another double than the default fill its chunks hold and netCDF4
-  masks) keeps it: xarray then masks the chunks netcdf-c never wrote, not the default
-  fill values. Writing the exact default here would change the translated view the
-  nczarr engine reads (and an append's metadata) too; ``nczarr check`` reports it on
-  netcdf-c's stores (``compat_types.rounded_double_fill``).
+* a ``double`` variable of netcdf-c's whose fill is ``9.96921e+36`` (netcdf-c's
+  ``"%g"`` text of NC_FILL_DOUBLE, another double than the default fill
+  9.969209968386869e+36 its written chunks hold and netCDF4 masks): a *written copy*
+  (``convert``, ``migrate``: :attr:`Target.written_copy
+  <nczarr.translate.target.Target>`) says NC_FILL_DOUBLE itself, in every format
+  (:func:`exact_default_fills`, applied by the dispatcher before any writer). xarray
+  (Zarr v2) and GDAL then mask the default fill values netCDF4 masks in the source,
+  where with ``9.96921e+36`` they masked none of them. What still differs is warned
+  about, naming the array: the chunks the source never wrote, which netCDF4 reads from
+  the source as ``9.96921e+36`` and does not mask, read from the copy as
+  NC_FILL_DOUBLE, which netCDF4 (an NCZarr copy, or pure Zarr read by netcdf-c),
+  xarray and GDAL mask. The NCZarr copy says NC_FILL_DOUBLE too: netCDF4 reading it
+  masks what it masks in the source and those never-written chunks (a superset, never
+  fewer). A view (``nczarr.view``, the xarray engine, ``open_zarr``) and the metadata
+  of a combine or an append keep ``9.96921e+36``: the engine reads what netCDF4 reads
+  from netcdf-c's store, and an append's target keeps its metadata. ``nczarr check``
+  reports the rounded fill on netcdf-c's stores (``compat_types.rounded_double_fill``).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from .conventions import FILLVALUE
-from .model import Dataset, Variable
+from .model import Dataset, Group, Variable
 
-__all__ = ["gdal_nodata_warnings", "masked_fill_warnings", "zarr2_fill"]
+__all__ = [
+    "NC_FILL_DOUBLE",
+    "ROUNDED_FILL_DOUBLE",
+    "exact_default_fills",
+    "rounded_default_fills",
+    "gdal_nodata_warnings",
+    "masked_fill_warnings",
+    "zarr2_fill",
+]
+
+#: netCDF's default double fill (NC_FILL_DOUBLE, ``9.9692099683868690e+36``)
+NC_FILL_DOUBLE = 9.969209968386869e36
+#: The double netcdf-c's ``"%g"`` text of NC_FILL_DOUBLE (``9.96921e+36``, the
+#: ``fill_value`` of its double arrays without ``_FillValue``) reads as
+ROUNDED_FILL_DOUBLE = 9.96921e36
 
 #: netCDF's default fill of ``byte`` (NC_FILL_BYTE), which ncdump never masks
 NC_FILL_BYTE = -127
@@ -113,3 +139,65 @@ def masked_fill_warnings(dataset: Dataset) -> list[str]:
     netcdf-c's readers show data (see the module docstring)."""
     found = (_masked_fill_warning(v) for v in dataset.root.all_variables())
     return [w for w in found if w is not None]
+
+
+def _rounded_default(var: Variable) -> bool:
+    """A double without ``_FillValue`` whose fill is netcdf-c's ``9.96921e+36``.
+
+    In the model only netcdf-c's convention leaves a fill without ``_FillValue`` (the
+    readers give the ``fill_value`` of xarray's, zarr-python 2's and GDAL's Zarr v2 a
+    ``_FillValue`` attribute), bar a Zarr v3 array of zarr-python's own: what its
+    readers read of it differs by the same rounding, and the warning says so."""
+    fill = var.fill_value
+    return (
+        var.type == "double"
+        and var.logical is None
+        and FILLVALUE not in var.attributes
+        and isinstance(fill, float)
+        and fill == ROUNDED_FILL_DOUBLE
+    )
+
+
+def _exact_default_warning(var: Variable, zarr_format: int) -> str:
+    masked = (
+        "so GDAL masks those values as netCDF4 does (xarray masks a Zarr v3 array by a "
+        "_FillValue attribute only, and there is none: it masks nothing)"
+        if zarr_format == 3
+        else "so xarray and GDAL mask those values as netCDF4 does"
+    )
+    readers = "netCDF4 and GDAL" if zarr_format == 3 else "netCDF4, xarray and GDAL"
+    return (
+        f"{var.path!r}: the fill_value 9.96921e+36 (netcdf-c's text of the default double "
+        f"fill; there is no _FillValue attribute) is written as NC_FILL_DOUBLE "
+        f"{NC_FILL_DOUBLE!r}, the default fill the source's chunks hold and netCDF4 masks, "
+        f"{masked}; but the chunks the source never wrote, which netCDF4 reads from the "
+        f"source as 9.96921e+36 and does not mask, read from the copy as NC_FILL_DOUBLE, "
+        f"which {readers} mask"
+    )
+
+
+def rounded_default_fills(dataset: Dataset) -> list[Variable]:
+    """The variables whose fill is netcdf-c's ``9.96921e+36`` for the default double
+    fill (no ``_FillValue``): what a written copy changes."""
+    return [v for v in dataset.root.all_variables() if _rounded_default(v)]
+
+
+def exact_default_fills(dataset: Dataset, zarr_format: int = 2) -> tuple[Dataset, list[str]]:
+    """``dataset`` with NC_FILL_DOUBLE for netcdf-c's rounded default double fill, and
+    one warning per changed array (see the module docstring): what a written copy in
+    Zarr ``zarr_format`` describes. Unchanged (the same object, no warning) when there
+    is nothing to change."""
+    changed = rounded_default_fills(dataset)
+    if not changed:
+        return dataset, []
+
+    def group(g: Group) -> Group:
+        variables = {
+            name: replace(v, fill_value=NC_FILL_DOUBLE) if _rounded_default(v) else v
+            for name, v in g.variables.items()
+        }
+        return replace(g, variables=variables, groups={n: group(c) for n, c in g.groups.items()})
+
+    return replace(dataset, root=group(dataset.root)), [
+        _exact_default_warning(v, zarr_format) for v in changed
+    ]
