@@ -75,7 +75,7 @@ from .journal import (
     write_journal,
 )
 from .locations import open_location, parsed_url, url_of, zip_target_options
-from .overlap import check_distinct_all, location_of
+from .overlap import RealPaths, check_distinct_all, location_of
 from .progress import ProgressArg, progress_callback
 from .report import ConvertReport
 
@@ -190,10 +190,12 @@ def combine(
     )
     fmt = opts.fmt
     names = names_of(sources)
-    check_distinct_all(sources, dst, src_options=source_options, dst_options=target_options)
+    real = RealPaths()  # the sources' real paths, for the overlap check and the journal
     with ExitStack() as stack:
         on_chunk = progress_callback(progress, stack, unit="chunk")
         maps = _open_sources(sources, source_options, stack)
+        # the open maps say where they are: no source URL parsed a second time
+        check_distinct_all(maps, dst, dst_options=target_options, realpath=real)
         parts, known_equal = read_sources(maps, opts, concat_dim)
         plan, readers, metadata, warnings = plan_parts(
             parts,
@@ -210,7 +212,7 @@ def combine(
         dst_map = open_location(dst, "a", zip_target_options(dst, fmt, target_options), stack)
         keys = plan.target_chunk_keys
         journal = Journal(
-            source="+".join(source_identity(location_of(m)) for m in maps),
+            source="+".join(source_identity(location_of(m), real) for m in maps),
             target_format=fmt,
             plan=plan_digest(fmt, metadata, keys),
         )
