@@ -125,6 +125,8 @@ def _open_sources(
 ) -> list[ZMap]:
     """Every source opened read-only (:func:`open_location`), the maps opened here
     closed by ``stack`` in one callback (not one each: memory flat in the sources)."""
+    from ..maps.open import open_map
+
     opened: list[ZMap] = []
     stack.callback(_close_all, opened)
     maps = []
@@ -132,8 +134,6 @@ def _open_sources(
         if isinstance(source, ZMap):
             maps.append(open_location(source, "r", options, stack))  # the caller's
             continue
-        from ..maps.open import open_map
-
         zmap = open_map(source, mode="r", storage_options=options)
         opened.append(zmap)
         maps.append(zmap)
