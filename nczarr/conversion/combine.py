@@ -140,6 +140,21 @@ def _open_sources(
     return maps
 
 
+def _journal(
+    maps: Sequence[ZMap],
+    fmt: str,
+    metadata: Sequence[tuple[str, bytes]],
+    keys: Sequence[str],
+    real: RealPaths,
+) -> Journal:
+    """The combine's journal: its sources (resolved through ``real``) and its plan."""
+    return Journal(
+        source="+".join(source_identity(location_of(m), real) for m in maps),
+        target_format=fmt,
+        plan=plan_digest(fmt, metadata, keys),
+    )
+
+
 def _close_all(maps: Sequence[ZMap]) -> None:
     """Close ``maps`` last first, each even if another's close raised (the first error
     is raised at the end), as one ``ExitStack`` callback per map would."""
@@ -207,16 +222,19 @@ def combine(
             known_equal=known_equal,
         )
         report = report_of(plan, names, url_of(dst), parts[0].dataset.layout, opts, warnings)
+        del parts, known_equal  # the readers hold the parts (memory: kept per source)
         if dry_run:
             return dry_run_report(report, plan, readers, metadata, start)
         dst_map = open_location(dst, "a", zip_target_options(dst, fmt, target_options), stack)
-        keys = plan.target_chunk_keys
-        journal = Journal(
-            source="+".join(source_identity(location_of(m), real) for m in maps),
-            target_format=fmt,
-            plan=plan_digest(fmt, metadata, keys),
+        skip = _prepare_target(  # the journal and the key list are not kept for the copies
+            dst_map,
+            _journal(maps, fmt, metadata, plan.target_chunk_keys, real),
+            metadata,
+            plan.target_chunk_keys,
+            overwrite,
+            resume,
+            url_of(dst),
         )
-        skip = _prepare_target(dst_map, journal, metadata, keys, overwrite, resume, url_of(dst))
         cluster = {"client": client, "batch_size": batch_size, "workers": workers}
         copied, reencoded = execute(
             plan,
