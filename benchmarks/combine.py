@@ -21,6 +21,11 @@ With ``--memory 50,200,365`` it also combines the first N sources in a fresh pro
 for each N and prints that combine's peak RSS, and its growth over the process warmed
 up by a combine of 2 sources (flat in N is the issue's target; Linux only).
 
+With ``--baseline DIR`` (a tree of another nczarr, e.g. ``git archive 1551cfb``) the
+combine (a fresh process warmed up by a 2-source combine, best of ``--repeat``) and the
+CLI are also measured with ``PYTHONPATH=DIR``, alternating with this tree's in the same
+minutes (the machine's load moves both alike), and so is ``--memory``.
+
 With ``--cluster 1,2`` it also combines on a dask ``LocalCluster`` of 1, then 2 worker
 processes (one thread each; warmed up by a small combine) and prints wall time, this
 process's CPU and the workers' CPU.
@@ -32,6 +37,7 @@ Usage::
     python3 benchmarks/combine.py --dir /dev/shm   # tmpfs: no disk in the numbers
     python3 benchmarks/combine.py --no-xarray --memory 50,200,365
     python3 benchmarks/combine.py --no-xarray --cluster 1,2
+    python3 benchmarks/combine.py --dir /dev/shm --repeat 5 --baseline /tmp/base
 """
 
 from __future__ import annotations
@@ -104,7 +110,9 @@ print(f"{before:.1f} {status('VmHWM:'):.1f} {time.process_time() - c0:.3f}")
 """
 
 
-def peak_rss(srcs: list[Path], dst: Path) -> tuple[float, float, float]:
+def peak_rss(
+    srcs: list[Path], dst: Path, env: dict[str, str] | None = None
+) -> tuple[float, float, float]:
     """(RSS in MB after a warm-up combine of 2 sources, peak RSS during the combine of
     ``srcs``, CPU seconds of that combine) in a fresh process. Linux only: the peak is
     reset through ``/proc/self/clear_refs`` after the warm-up."""
@@ -114,8 +122,46 @@ def peak_rss(srcs: list[Path], dst: Path) -> tuple[float, float, float]:
         check=True,
         capture_output=True,
         text=True,
+        env=env,
     ).stdout.split()
     return float(out[0]), float(out[1]), float(out[2])
+
+
+_BEST = """
+import resource, shutil, sys, time
+import nczarr
+
+def cpu():
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    return me.ru_utime + me.ru_stime
+
+dst, repeat, srcs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+nczarr.convert(srcs[:2], dst + "-warm", concat_dim="time")  # imports, caches
+shutil.rmtree(dst + "-warm")
+runs = []
+for run in range(repeat):
+    c0, t0 = cpu(), time.perf_counter()
+    report = nczarr.convert(srcs, dst, concat_dim="time")
+    runs.append((time.perf_counter() - t0, cpu() - c0))
+    assert report.chunks_reencoded == 0
+    shutil.rmtree(dst)
+print(" ".join(f"{w:.4f},{c:.4f}" for w, c in runs))
+"""
+
+
+def combines(
+    srcs: list[Path], dst: Path, repeat: int, env: dict[str, str]
+) -> list[tuple[float, float]]:
+    """(wall, CPU) of ``repeat`` combines of ``srcs`` in one fresh process (with ``env``)
+    warmed up by a combine of 2 sources."""
+    out = subprocess.run(
+        [sys.executable, "-c", _BEST, str(dst), str(repeat), *map(str, srcs)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout.split()
+    return [(float(w), float(c)) for w, c in (x.split(",") for x in out)]
 
 
 def on_cluster(srcs: list[Path], base: Path, workers: int, repeat: int) -> None:
@@ -179,6 +225,9 @@ def main() -> None:
     parser.add_argument(
         "--cluster", default="", help="comma-separated dask LocalCluster worker counts"
     )
+    parser.add_argument(
+        "--baseline", default=None, help="a tree of another nczarr, measured alternately"
+    )
     args = parser.parse_args()
 
     import nczarr
@@ -209,6 +258,17 @@ def main() -> None:
             import xarray  # noqa: F401
 
         cps, ncs, clis, imports = [], [], [], []
+        subs: list[tuple[float, float]] = []
+        other_subs: list[tuple[float, float]] = []
+        other_clis: list[tuple[float, float]] = []
+        other = None if args.baseline is None else {**env, "PYTHONPATH": args.baseline}
+        if other is not None:  # the baseline's .pyc written, as this tree's were above
+            subprocess.run(
+                [*cli, *map(str, srcs[:2]), str(base / "warm-base"), "--concat-dim", "time"],
+                check=True,
+                capture_output=True,
+                env=other,
+            )
         report = None
         for run in range(args.repeat):
             dst = base / f"cp{run}"
@@ -249,6 +309,21 @@ def main() -> None:
             )
             for name in (f"cp{run}", f"nczarr{run}", f"cli{run}"):
                 shutil.rmtree(base / name)
+            if other is not None:  # this tree and the baseline, alternately
+                subs.extend(combines(srcs, base / "sub", 1, env))
+                other_subs.extend(combines(srcs, base / "sub", 1, other))
+                out = base / f"cli-base{run}"
+                other_clis.append(
+                    timed(
+                        lambda out=out: subprocess.run(
+                            [*cli, *map(str, srcs), str(out), "--concat-dim", "time"],
+                            check=True,
+                            capture_output=True,
+                            env=other,
+                        )
+                    )
+                )
+                shutil.rmtree(out)
         cp, nc, fresh, imp = best(cps), best(ncs), best(clis), best(imports)
         rows = [
             ("cp -r", cp),
@@ -256,6 +331,12 @@ def main() -> None:
             ("nczarr convert CLI (fresh)", fresh),
             ("  of which start + imports", imp),
         ]
+        if other is not None:
+            rows += [
+                ("combine, fresh process, warmed", best(subs)),
+                ("baseline: same", best(other_subs)),
+                ("baseline: CLI (fresh)", best(other_clis)),
+            ]
         if not args.no_xarray:
             import xarray as xr
 
@@ -281,6 +362,15 @@ def main() -> None:
                 for n, runs in (("cp", cps), ("in-process", ncs), ("cli", clis))
             )
         )
+        if other is not None:
+            print(
+                "this tree / baseline: combine cpu "
+                f"{best(subs)[1] / best(other_subs)[1]:.2f}x, CLI cpu "
+                f"{fresh[1] / best(other_clis)[1]:.2f}x; all cpu: this "
+                + ", ".join(f"{r[1]:.3f}" for r in subs)
+                + "; baseline "
+                + ", ".join(f"{r[1]:.3f}" for r in other_subs)
+            )
         if not args.no_xarray:
             xa = rows[-1][1]
             print(
@@ -288,11 +378,13 @@ def main() -> None:
                 f"xarray / CLI (fresh): wall {xa[0] / fresh[0]:.1f}x, cpu {xa[1] / fresh[1]:.1f}x"
             )
         for n in [int(x) for x in args.memory.split(",") if x]:
-            before, peak, cpu = peak_rss(srcs[:n], base / f"peak{n}")
-            print(
-                f"{n:4d} sources: peak RSS {peak:6.1f} MB ({peak - before:+.1f} MB over the "
-                f"warmed-up process's RSS), combine cpu {cpu:.2f} s"
-            )
+            for label, with_env in (("", None), ("baseline: ", other))[: 1 + (other is not None)]:
+                dst = base / f"peak{n}{'-base' if label else ''}"
+                before, peak, cpu = peak_rss(srcs[:n], dst, with_env)
+                print(
+                    f"{label}{n:4d} sources: peak RSS {peak:6.1f} MB ({peak - before:+.1f} MB "
+                    f"over the warmed-up process's RSS), combine cpu {cpu:.2f} s"
+                )
         for workers in [int(x) for x in args.cluster.split(",") if x]:
             on_cluster(srcs, base, workers, args.repeat)
         print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")

@@ -75,7 +75,7 @@ from .journal import (
     write_journal,
 )
 from .locations import open_location, parsed_url, url_of, zip_target_options
-from .overlap import check_distinct_all, location_of
+from .overlap import RealPaths, check_distinct_all, location_of
 from .progress import ProgressArg, progress_callback
 from .report import ConvertReport
 
@@ -125,6 +125,8 @@ def _open_sources(
 ) -> list[ZMap]:
     """Every source opened read-only (:func:`open_location`), the maps opened here
     closed by ``stack`` in one callback (not one each: memory flat in the sources)."""
+    from ..maps.open import open_map
+
     opened: list[ZMap] = []
     stack.callback(_close_all, opened)
     maps = []
@@ -132,12 +134,25 @@ def _open_sources(
         if isinstance(source, ZMap):
             maps.append(open_location(source, "r", options, stack))  # the caller's
             continue
-        from ..maps.open import open_map
-
         zmap = open_map(source, mode="r", storage_options=options)
         opened.append(zmap)
         maps.append(zmap)
     return maps
+
+
+def _journal(
+    maps: Sequence[ZMap],
+    fmt: str,
+    metadata: Sequence[tuple[str, bytes]],
+    keys: Sequence[str],
+    real: RealPaths,
+) -> Journal:
+    """The combine's journal: its sources (resolved through ``real``) and its plan."""
+    return Journal(
+        source="+".join(source_identity(location_of(m), real) for m in maps),
+        target_format=fmt,
+        plan=plan_digest(fmt, metadata, keys),
+    )
 
 
 def _close_all(maps: Sequence[ZMap]) -> None:
@@ -190,10 +205,12 @@ def combine(
     )
     fmt = opts.fmt
     names = names_of(sources)
-    check_distinct_all(sources, dst, src_options=source_options, dst_options=target_options)
+    real = RealPaths()  # the sources' real paths, for the overlap check and the journal
     with ExitStack() as stack:
         on_chunk = progress_callback(progress, stack, unit="chunk")
         maps = _open_sources(sources, source_options, stack)
+        # the open maps say where they are: no source URL parsed a second time
+        check_distinct_all(maps, dst, dst_options=target_options, realpath=real)
         parts, known_equal = read_sources(maps, opts, concat_dim)
         plan, readers, metadata, warnings = plan_parts(
             parts,
@@ -205,16 +222,19 @@ def combine(
             known_equal=known_equal,
         )
         report = report_of(plan, names, url_of(dst), parts[0].dataset.layout, opts, warnings)
+        del parts, known_equal  # the readers hold the parts (memory: kept per source)
         if dry_run:
             return dry_run_report(report, plan, readers, metadata, start)
         dst_map = open_location(dst, "a", zip_target_options(dst, fmt, target_options), stack)
-        keys = plan.target_chunk_keys
-        journal = Journal(
-            source="+".join(source_identity(location_of(m)) for m in maps),
-            target_format=fmt,
-            plan=plan_digest(fmt, metadata, keys),
+        skip = _prepare_target(  # the journal and the key list are not kept for the copies
+            dst_map,
+            _journal(maps, fmt, metadata, plan.target_chunk_keys, real),
+            metadata,
+            plan.target_chunk_keys,
+            overwrite,
+            resume,
+            url_of(dst),
         )
-        skip = _prepare_target(dst_map, journal, metadata, keys, overwrite, resume, url_of(dst))
         cluster = {"client": client, "batch_size": batch_size, "workers": workers}
         copied, reencoded = execute(
             plan,

@@ -1,13 +1,14 @@
 """Writing the chunks of a grown store (:mod:`nczarr.conversion.combine`): verbatim
 copies under shifted keys (kernel, server-side or byte copies; on a dask cluster through
-:class:`ShiftedMap`), then the assembled chunks."""
+:class:`ShiftedMap`), then the assembled chunks.
+
+``pickle`` and ``concurrent.futures`` (which imports ``logging``: ~20 ms of a command's
+start) are imported only by what uses them: a cluster's map, concurrent jobs."""
 
 from __future__ import annotations
 
 import itertools
-import pickle
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from typing import Any
 
@@ -53,6 +54,8 @@ class ShiftedMap(ZMap):
     def _source(self, index: int) -> ZMap:
         source = self._sources[index]
         if source is None:  # a benign race between threads: both open the same source
+            import pickle
+
             assert self._pickled is not None
             source = self._sources[index] = pickle.loads(self._pickled[index])
         return source
@@ -84,6 +87,8 @@ class ShiftedMap(ZMap):
 
     def __reduce__(self) -> tuple[Any, ...]:
         if self._pickled is None:
+            import pickle
+
             self._pickled = [pickle.dumps(s) for s in self._sources]
         return (ShiftedMap, ([None] * len(self._sources), self._moves, self._pickled))
 
@@ -220,6 +225,8 @@ def _run(
         for job in jobs:
             record(job())
         return written, skipped, nbytes
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nczarr-grow") as pool:
         for result in pool.map(lambda job: job(), jobs):
             record(result)

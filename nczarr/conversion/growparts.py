@@ -52,7 +52,7 @@ class PartOptions:
     exclude: Sequence[str] | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Part:
     """One source as the engine reads it.
 
@@ -164,16 +164,22 @@ def _dtype(var: Variable) -> np.dtype:
 
 
 class Reader:
-    """Decodes chunks of one part's arrays (as the part serves them), one recoder each."""
+    """Decodes chunks of one part's arrays (as the part serves them), one recoder each.
+    A combine makes one per source and most never decode: nothing else is made until
+    asked (slots, no dictionaries)."""
+
+    __slots__ = ("_keys", "_recoders", "part")
 
     def __init__(self, part: Part) -> None:
         self.part = part
-        self._recoders: dict[str, ChunkRecoder] = {}
-        self._keys: dict[str, list[str]] = {}
+        self._recoders: dict[str, ChunkRecoder] | None = None
+        self._keys: dict[str, list[str]] | None = None
 
     def stored_keys(self, var: Variable) -> list[str]:
         """The chunk keys of ``var`` this part stores, sorted."""
         path = var.path.strip("/")
+        if self._keys is None:
+            self._keys = {}
         if path not in self._keys:
             prefix = path + "/"
             self._keys[path] = sorted(k for k in self.part.stored if k.startswith(prefix))
@@ -183,6 +189,8 @@ class Reader:
         from ..reencode import ChunkRecoder
 
         path = var.path.strip("/")
+        if self._recoders is None:
+            self._recoders = {}
         if path not in self._recoders:
             own = self.part.dataset.find_variable(var.path)
             self._recoders[path] = ChunkRecoder(

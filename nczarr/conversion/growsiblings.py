@@ -15,8 +15,8 @@ another length share its model).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidModeError
@@ -70,18 +70,17 @@ def _fingerprint(zmap: ZMap, keys: Sequence[str], listing: Sequence[str]) -> tup
 
 
 def _fingerprint_of(
-    keys: Sequence[str], listing: Sequence[str], got: Mapping[str, bytes]
+    keys: Sequence[str], roots: tuple[str, ...], got: Mapping[str, bytes]
 ) -> tuple[Any, ...]:
-    """:func:`_fingerprint` from a listing and the objects read with it
-    (:meth:`~nczarr.maps.mapcore.MapCore.list_reading` of ``keys`` and the journal,
-    capped as there)."""
-    root = sorted({key.split("/", 1)[0] for key in listing})
-    journal = (JOURNAL_KEY,) if JOURNAL_KEY in root else ()
+    """:func:`_fingerprint` from the names at the root of a listing (sorted) and the
+    objects read with it (:meth:`~nczarr.maps.mapcore.MapCore.list_reading` of ``keys``
+    and the journal, capped as there)."""
+    journal = (JOURNAL_KEY,) if JOURNAL_KEY in roots else ()
     raw = {key: got[key] for key in (*keys, *journal) if key in got}
-    return (tuple(root), *sorted(raw.items()))
+    return (roots, *sorted(raw.items()))
 
 
-def _chunks_in(listing: Sequence[str], variables: Sequence[Variable]) -> frozenset[str]:
+def _chunks_in(listing: Iterable[str], variables: Sequence[Variable]) -> frozenset[str]:
     """The chunk objects of ``variables`` in ``listing`` (what
     :func:`~nczarr.conversion.growparts.listed` finds, from one listing)."""
     arrays = {var.path.strip("/") for var in variables}
@@ -137,34 +136,64 @@ def read_sources(
     known: _Known | None = None
     same: set[int] = set()
     first: tuple[tuple[str, ...], list[str], dict[str, bytes]] | None = None
+    wanted: dict[str, int | None] = {}
+    last = _Last()
     for index, zmap in enumerate(maps):
         twin = listing = None
         got: dict[str, bytes] = {}
         if known is not None and zmap.file_format() is None and not zmap.reencoded:
-            if dimension is not None and first is None:
-                first = _compared_chunks(parts[0], dimension)
-            wanted: dict[str, int | None] = dict.fromkeys(
-                (*known.keys, JOURNAL_KEY), MAX_METADATA_SIZE + 1
-            )
-            wanted.update(dict.fromkeys(first[1] if first else (), None))
+            if not wanted:  # the same keys for every later source: built once
+                if dimension is not None and first is None:
+                    first = _compared_chunks(parts[0], dimension)
+                wanted = dict.fromkeys((*known.keys, JOURNAL_KEY), MAX_METADATA_SIZE + 1)
+                wanted.update(dict.fromkeys(first[1] if first else (), None))
             listing, got = zmap.list_reading(wanted)  # one pass: listing and objects
-            twin = known.parts.get(_fingerprint_of(known.keys, listing, got))
+            names = frozenset(listing)
+            twin = known.parts.get(_fingerprint_of(known.keys, last.roots(names), got))
         if twin is None or listing is None:
             part, known = _full(zmap, opts, known)
             parts.append(part)
+            wanted = {}  # the keys read may change with what is known
             continue
-        variables = list(twin.dataset.root.all_variables())
-        stored = _chunks_in(listing, variables)
-        if stored == twin.stored:  # the usual case: one set (and its keys) for all
-            stored = twin.stored
-        part = replace(twin, stored=stored, chunks=zmap, verbatim=zmap)
+        part = Part(twin.dataset, last.stored(twin, names), zmap, zmap, None, twin.warnings)
         if first is not None and twin.dataset is parts[0].dataset:
             prefixes, keys, first_bytes = first
-            mine = sorted(k for k in part.stored if k.startswith(prefixes))
+            mine = keys if part.stored is parts[0].stored else _below(part.stored, prefixes)
             if prefixes and mine == keys and {k: got.get(k) for k in keys} == first_bytes:
                 same.add(index)
         parts.append(part)
     return parts, frozenset(same)
+
+
+def _below(stored: frozenset[str], prefixes: tuple[str, ...]) -> list[str]:
+    return sorted(k for k in stored if k.startswith(prefixes)) if prefixes else []
+
+
+class _Last:
+    """What the previous later source's listing gave (its root names, its stored chunk
+    keys): a daily series lists the very same names in every source, so each is worked
+    out once and then compared as a set. Only the last is kept (memory flat)."""
+
+    def __init__(self) -> None:
+        self._names: frozenset[str] | None = None
+        self._roots: tuple[str, ...] = ()
+        self._twin: Part | None = None
+        self._stored: frozenset[str] = frozenset()
+
+    def roots(self, names: frozenset[str]) -> tuple[str, ...]:
+        """The names at the root of the listing ``names`` (sorted)."""
+        if names != self._names:
+            self._names, self._twin = names, None
+            self._roots = tuple(sorted({key.split("/", 1)[0] for key in names}))
+        return self._roots
+
+    def stored(self, twin: Part, names: frozenset[str]) -> frozenset[str]:
+        """The chunk objects of ``twin``'s variables in the listing ``names`` (asked
+        after :meth:`roots` of the same names); ``twin.stored`` itself when equal."""
+        if twin is not self._twin or names != self._names:
+            stored = _chunks_in(names, list(twin.dataset.root.all_variables()))
+            self._twin, self._stored = twin, twin.stored if stored == twin.stored else stored
+        return self._stored
 
 
 def _compared_chunks(

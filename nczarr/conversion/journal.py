@@ -28,7 +28,7 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,9 +99,10 @@ def plan_digest(
     return h.hexdigest()
 
 
-def source_identity(location: Any) -> str:
-    """A stable text for a :class:`~nczarr.conversion.overlap.Location` (local paths resolved)."""
-    path = os.path.realpath(location.path) if location.kind == "local" else location.path
+def source_identity(location: Any, realpath: Callable[[str], str] = os.path.realpath) -> str:
+    """A stable text for a :class:`~nczarr.conversion.overlap.Location` (local paths
+    resolved by ``realpath``: a combine passes one resolver for all its sources)."""
+    path = realpath(location.path) if location.kind == "local" else location.path
     return f"{location.kind}|{location.service}|{location.container}|{path}"
 
 

@@ -4,6 +4,20 @@ here for convert and its callers."""
 
 from __future__ import annotations
 
-from ..maps.overlap import Location, check_distinct, check_distinct_all, location_of, overlap
+from ..maps.overlap import (
+    Location,
+    RealPaths,
+    check_distinct,
+    check_distinct_all,
+    location_of,
+    overlap,
+)
 
-__all__ = ["Location", "check_distinct", "check_distinct_all", "location_of", "overlap"]
+__all__ = [
+    "Location",
+    "RealPaths",
+    "check_distinct",
+    "check_distinct_all",
+    "location_of",
+    "overlap",
+]

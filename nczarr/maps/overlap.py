@@ -22,13 +22,21 @@ writing, so a refused convert has touched nothing.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+import stat
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..errors import InvalidModeError
 from .location import Location, norm_endpoint
 
-__all__ = ["Location", "location_of", "overlap", "check_distinct", "check_distinct_all"]
+__all__ = [
+    "Location",
+    "RealPaths",
+    "location_of",
+    "overlap",
+    "check_distinct",
+    "check_distinct_all",
+]
 
 
 def location_of(store: Any, options: Mapping[str, Any] | None = None) -> Location:
@@ -51,6 +59,34 @@ def location_of(store: Any, options: Mapping[str, Any] | None = None) -> Locatio
     if url.storage == "memory":
         return Location("memory", url.path.strip("/"))
     return Location(url.storage, url.path.rstrip("/"))
+
+
+class RealPaths:
+    """``os.path.realpath`` of many paths side by side (a combine's 365 sources in one
+    directory): each parent directory is resolved once, then a path costs one
+    ``lstat`` (``realpath`` takes one per component, and Python work for each). The
+    same answer as ``os.path.realpath``: a path that is a symbolic link, or whose last
+    component is not a plain name, is resolved by it; elsewhere than POSIX every path
+    is. Only parents are remembered (memory flat in the paths)."""
+
+    def __init__(self) -> None:
+        self._parents: dict[str, str] = {}
+
+    def __call__(self, path: str) -> str:
+        if os.name != "posix" or not os.path.isabs(path):
+            return os.path.realpath(path)
+        parent, name = os.path.split(path)
+        if name in ("", ".", "..") or parent == path:
+            return os.path.realpath(path)
+        try:
+            if stat.S_ISLNK(os.lstat(path).st_mode):
+                return os.path.realpath(path)
+        except (OSError, ValueError):
+            pass  # missing: realpath keeps the name as it is, so do we
+        real = self._parents.get(parent)
+        if real is None:
+            real = self._parents[parent] = os.path.realpath(parent)
+        return os.path.join(real, name)
 
 
 # ------------------------------------------------------------------ comparing
@@ -93,13 +129,17 @@ def _resolved(path: str) -> tuple[str, str, tuple[int, int] | None, list[tuple[i
 
 
 def _local_overlap(
-    a: str, b: str, resolved_b: Any = None, chains: dict[str, list[Any]] | None = None
+    a: str,
+    b: str,
+    resolved_b: Any = None,
+    chains: dict[str, list[Any]] | None = None,
+    realpath: Callable[[str], str] = os.path.realpath,
 ) -> bool:
     """``chains``: the chains of parent directories found so far in one check of many
     sources (sources side by side share theirs: one ``stat`` per source, not one per
-    ancestor)."""
+    ancestor); ``realpath``: how ``a`` is resolved (:class:`RealPaths` there)."""
     b, real_b, ident_b, chain_b = resolved_b or _resolved(b)
-    real_a = os.path.realpath(a)
+    real_a = realpath(a)
     if _below(real_a, real_b, os.sep) or _below(real_b, real_a, os.sep):
         return True
     if _below(a, b, os.sep) or _below(b, a, os.sep):
@@ -159,9 +199,11 @@ def check_distinct_all(
     *,
     src_options: Mapping[str, Any] | None = None,
     dst_options: Mapping[str, Any] | None = None,
+    realpath: Callable[[str], str] | None = None,
 ) -> None:
     """:func:`check_distinct` of every source and one target, the target's real
-    location resolved once (365 sources: 365 resolutions saved)."""
+    location resolved once (365 sources: 365 resolutions saved), the sources' through
+    ``realpath`` (default: a :class:`RealPaths` of this check)."""
     target = location_of(dst, dst_options)
     if target.kind != "local":
         for src in sources:
@@ -169,10 +211,12 @@ def check_distinct_all(
         return
     resolved = _resolved(target.path)
     chains: dict[str, list[Any]] = {}
+    real = realpath or RealPaths()
     for src in sources:
         where = location_of(src, src_options)
         if src is dst or (
-            where.kind == "local" and _local_overlap(where.path, target.path, resolved, chains)
+            where.kind == "local"
+            and _local_overlap(where.path, target.path, resolved, chains, real)
         ):
             check_distinct(src, dst, src_options=src_options, dst_options=dst_options)
 

@@ -86,9 +86,10 @@ _ENCODING = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Copy:
-    """One chunk copied verbatim: ``part``'s ``source_key`` to the target's ``target_key``."""
+    """One chunk copied verbatim: ``part``'s ``source_key`` to the target's ``target_key``
+    (slots: a combine holds one per chunk of every source)."""
 
     part: int
     source_key: str
@@ -357,7 +358,8 @@ def plan_growth(
     lengths = tuple(p.find_dimension(dim).size for p in parts)
     offsets = tuple(itertools.accumulate((0, *lengths[:-1])))
     target = _grown(parts[0], dim, sum(lengths))
-    part_vars = [_variables(p) for p in parts]
+    by_model: dict[int, dict[str, Variable]] = {}  # parts read as one model share it
+    part_vars = [by_model.get(id(p)) or by_model.setdefault(id(p), _variables(p)) for p in parts]
     copies: list[Copy] = []
     assembled: list[tuple[str, tuple[int, ...]]] = []
     compare: list[str] = []
@@ -387,6 +389,11 @@ def plan_growth(
     )
 
 
+#: Source chunk keys remembered while planning one array (parts read as one model
+#: copy the same source keys: one string for all of them), at most this many.
+_SHARED_KEYS = 4096
+
+
 def _chunk_plan(
     var: Variable,
     sources: Sequence[Variable],
@@ -401,6 +408,7 @@ def _chunk_plan(
     total = var.shape[axis]
     grid = _grid(var.shape, var.chunks)
     alike: dict[int, bool] = {}  # same_encoding per source variable (parts share models)
+    keys: dict[tuple[int, tuple[int, ...]], str] = {}  # parts sharing a model share keys
     for index in grid[axis]:
         start, stop = index * n, min((index + 1) * n, total)
         part = bisect.bisect_right(offsets, start) - 1
@@ -415,7 +423,12 @@ def _chunk_plan(
                 continue
             source_coords = list(coords)
             source_coords[axis] = (start - offset) // n
-            key = chunk_key(src, source_coords)
+            at = (id(src), tuple(source_coords))
+            key = keys.get(at)
+            if key is None:
+                if len(keys) >= _SHARED_KEYS:
+                    keys.clear()
+                key = keys[at] = chunk_key(src, source_coords)
             if key in stored[part]:
                 yield Copy(part, key, chunk_key(var, coords))
             elif not same_value(src.fill_value, var.fill_value):
