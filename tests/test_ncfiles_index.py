@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from nczarr.ncfile.layout import ChunkIndex, ChunkRef, chunk_grid
+from nczarr.ncfile.layout import ChunkIndex, ChunkRef, chunk_grid, contiguous_index, cut_contiguous
 
 
 def test_answers_as_a_dict_of_its_keys() -> None:
@@ -94,3 +94,24 @@ def test_a_dense_index_answers_as_a_dict_and_widens_offsets() -> None:
     gap.add((2,), 3, 3, reencode=False)  # 1 missing
     assert not gap.dense and list(gap) == ["0", "2"] and "1" not in gap
     assert gap["2"] == ChunkRef(3, 3)
+
+
+@pytest.mark.parametrize(("rows", "shape"), [(3, (10, 4)), (5, (10, 4)), (4, (0, 2)), (2, (7,))])
+def test_a_strided_index_holds_nothing_and_answers_as_cut_contiguous(rows, shape) -> None:
+    """Contiguous data cut into rows, netCDF-3 records: offsets by rule, not held."""
+    grid = chunk_grid(shape, (rows, *shape[1:]))
+    index = contiguous_index(grid, 1000, shape, 4, rows)
+    expected = cut_contiguous(1000, shape, 4, rows)
+    assert dict(index.items()) == expected and len(index) == len(expected)
+    assert index.nbytes == 0 and list(index) == list(expected)
+    assert f"{grid[0]}" + ".0" * (len(shape) - 1) not in index
+    if expected:  # setting a chunk holds them all, as added
+        last = list(expected)[-1]
+        index[last] = ChunkRef(-1, 0, reencode=True)
+        assert dict(index.items()) == {**expected, last: ChunkRef(-1, 0, reencode=True)}
+        assert index.nbytes > 0
+
+
+def test_a_strided_index_needs_one_chunk_across() -> None:
+    with pytest.raises(ValueError, match="strided index"):
+        ChunkIndex.strided((3, 2), 3, 0, 10, 10, 10)

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..translate.model import Variable
 from .h5attrs import text
-from .layout import DEFAULT_FILLS, ChunkRef, SourceArray, chunk_key, cut_contiguous
+from .layout import DEFAULT_FILLS, ChunkRef, SourceArray, chunk_key, contiguous_index
 
 __all__ = [
     "METADATA_CACHE_BYTES",
@@ -111,8 +111,8 @@ def index_contiguous(
             key = chunk_key((i, *tail)) if stored else "0"
             source.chunks[key] = ChunkRef(-1, 0, reencode=True)
         return VLEN_REASON if is_text else None
-    source.chunks.update(
-        cut_contiguous(offset, stored, ds.dtype.itemsize, chunks[0] if chunks else 1)
+    source.chunks = contiguous_index(
+        source.chunks.grid, offset, stored, ds.dtype.itemsize, chunks[0] if chunks else 1
     )
     return None
 

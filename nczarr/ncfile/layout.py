@@ -25,6 +25,7 @@ __all__ = [
     "SourceArray",
     "chunk_grid",
     "chunk_key",
+    "contiguous_index",
     "cut_contiguous",
     "rows_per_chunk",
 ]
@@ -93,6 +94,33 @@ class ChunkIndex(Mapping[str, ChunkRef]):
         self._sorted = True
         self._sorting = threading.Lock()  # readers in several threads sort it once
         self._last: tuple[str | None, int] = (None, -1)  # the last key found: looked up twice
+        self._rule: tuple[int, int, int, int, int] | None = None  # see strided()
+        self._count = 0  # chunks of the rule
+
+    @classmethod
+    def strided(
+        cls, grid: tuple[int, ...], count: int, first: int, stride: int, length: int, last: int
+    ) -> ChunkIndex:
+        """An index that holds nothing per chunk: chunk ``i`` along the first axis (the
+        grid is 1 along every other) is ``length`` bytes at ``first + i * stride``,
+        the last of the ``count`` only ``last`` bytes, padded with fill to ``length``
+        (netCDF-3 records, contiguous data cut into rows). Setting a chunk turns it
+        into a plain index."""
+        if any(n != 1 for n in grid[1:]) or not grid or count > grid[0]:
+            raise ValueError(f"a strided index needs a grid of (n, 1, ...), not {grid}")
+        index = cls(grid)
+        index._rule = (first, stride, length, last, count)
+        index._count = count
+        return index
+
+    def _materialize(self) -> None:
+        """Hold the rule's chunks in the arrays, as added one by one."""
+        assert self._rule is not None
+        first, stride, length, last, count = self._rule
+        self._rule = None
+        for i in range(count):
+            n = last if i == count - 1 else length
+            self._append(i, first + i * stride, n, length - n, False)
 
     # ------------------------------------------------------------- writing
     def add(
@@ -112,6 +140,8 @@ class ChunkIndex(Mapping[str, ChunkRef]):
             self[key] = ref
 
     def _append(self, at: int, offset: int, length: int, pad: int, reencode: bool) -> None:
+        if self._rule is not None:
+            self._materialize()
         if self._at is None and at != len(self._offset):  # no longer dense
             self._at = array("q", range(len(self._offset)))
         if self._at is not None:
@@ -163,7 +193,7 @@ class ChunkIndex(Mapping[str, ChunkRef]):
         self._sort()
         positions = self._at
         if positions is None:
-            i = at if at < len(self._offset) else -1
+            i = at if at < self._size() else -1
         else:
             i = bisect_left(positions, at)
             i = i if i < len(positions) and positions[i] == at else -1
@@ -177,6 +207,10 @@ class ChunkIndex(Mapping[str, ChunkRef]):
         if i is None:
             raise KeyError(key)
         at = i if self._at is None else self._at[i]
+        if self._rule is not None:
+            first, stride, length, last, count = self._rule
+            n = last if i == count - 1 else length
+            return ChunkRef(first + i * stride, n, length - n)
         pad, reencode = self._pad.get(at, 0), at in self._reencode
         return ChunkRef(self._offset[i], self._length[i], pad, reencode)
 
@@ -185,11 +219,14 @@ class ChunkIndex(Mapping[str, ChunkRef]):
 
     def __len__(self) -> int:
         self._sort()
-        return len(self._offset)
+        return self._size()
+
+    def _size(self) -> int:
+        return self._count if self._rule is not None else len(self._offset)
 
     def __iter__(self) -> Iterator[str]:
         self._sort()
-        positions = range(len(self._offset)) if self._at is None else self._at
+        positions = range(self._size()) if self._at is None else self._at
         if len(self.grid) == 1:
             yield from map(str, positions)
             return
@@ -293,6 +330,21 @@ def rows_per_chunk(shape: tuple[int, ...], itemsize: int, target: int = TARGET_C
     if not shape or shape[0] == 0:
         return 1
     return max(1, min(shape[0], target // max(row, 1)))
+
+
+def contiguous_index(
+    grid: tuple[int, ...], offset: int, shape: tuple[int, ...], itemsize: int, rows: int
+) -> ChunkIndex:
+    """The chunks of :func:`cut_contiguous` as an index over ``grid``, holding nothing
+    per chunk where it can (:meth:`ChunkIndex.strided`)."""
+    row = itemsize * math.prod(shape[1:])
+    if shape and row and all(n == 1 for n in grid[1:]):
+        count = math.ceil(shape[0] / rows)
+        last = (shape[0] - (count - 1) * rows) * row if count else 0
+        return ChunkIndex.strided(grid, count, offset, rows * row, rows * row, last)
+    index = ChunkIndex(grid)
+    index.update(cut_contiguous(offset, shape, itemsize, rows))
+    return index
 
 
 def cut_contiguous(
