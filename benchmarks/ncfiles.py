@@ -35,6 +35,9 @@ every nczarr module is compiled at each start, which costs more than the copy.
 ``--chunks 10000,100000`` sets the chunk counts of the peak-memory runs, which print
 the peak RSS (``VmHWM``) and the peak of Python's own allocations (``tracemalloc``,
 a second run) and their growth per chunk between the smallest and largest file.
+``--baseline DIR`` alternates this tree with another (an export of an older commit,
+put first on ``PYTHONPATH``) round by round, every run a fresh process: with
+``--cli`` the whole command, else only the ``convert`` call timed inside the process.
 ``--sources DIR`` keeps the built sources in ``DIR`` and reuses them (run the script
 again with ``PYTHONPATH`` at another commit to compare on the same files).
 
@@ -218,6 +221,73 @@ def run(
     return {name: best(fn, work, slow if name in peers else repeat) for name, fn in cases.items()}
 
 
+CALL_SCRIPT = textwrap.dedent(
+    """
+    import os, resource, shutil, sys, time, warnings
+    import nczarr
+    def cpu():
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+    warnings.simplefilter("ignore")
+    c, t = cpu(), time.perf_counter()
+    if sys.argv[3] == "cp":
+        shutil.copyfile(sys.argv[1], sys.argv[2])
+    else:
+        nczarr.convert(sys.argv[1], sys.argv[2], sys.argv[3])
+    print(time.perf_counter() - t, cpu() - c)
+    """
+)
+
+
+def compare(
+    src: Path, work: Path, repeat: int, baseline: str, cli: bool
+) -> dict[str, tuple[float, float, int]]:
+    """This tree against ``baseline`` (a directory put first on ``PYTHONPATH``), each
+    run a fresh process and the cases alternated round by round (a loaded machine
+    weighs on all alike). ``cli``: ``cp`` and ``python -m nczarr convert`` whole
+    (CPU of the child); else only the call (``shutil.copyfile`` / ``nczarr.convert``
+    timed inside the process, imports excluded). Best of ``repeat``."""
+    script = work / "call.py"
+    script.write_text(CALL_SCRIPT)
+    here = os.environ.get("PYTHONPATH", "")
+    envs = {"": dict(os.environ), "baseline ": {**os.environ, "PYTHONPATH": baseline}}
+    envs[""]["PYTHONPATH"] = here
+
+    def argv(fmt: str, out: Path) -> list[str]:
+        if not cli:
+            return [sys.executable, str(script), str(src), str(out), fmt]
+        if fmt == "cp":
+            return ["cp", str(src), str(out)]
+        return [sys.executable, "-m", "nczarr", "convert", "--mode", fmt, str(src), str(out)]
+
+    cases = {"cp": ("", "cp")}
+    for tag in envs:
+        cases[f"{tag}nczarr -> NCZarr"] = (tag, "nczarr")
+        cases[f"{tag}nczarr -> Zarr v2"] = (tag, "zarr")
+    seen: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
+    sizes: dict[str, int] = {}
+    for _ in range(repeat):
+        for name, (tag, fmt) in cases.items():
+            out = work / "cmp_out"
+            shutil.rmtree(out, ignore_errors=True)
+            before, start = _cpu(), time.perf_counter()
+            done = subprocess.run(
+                argv(fmt, out), env=envs[tag], check=True, capture_output=True, text=True
+            )
+            wall, cpu = time.perf_counter() - start, _cpu() - before
+            if not cli:
+                wall, cpu = map(float, done.stdout.split()[-2:])
+            seen[name].append((wall, cpu))
+            sizes[name] = _size(out)
+            shutil.rmtree(out, ignore_errors=True)
+            if out.is_file():
+                out.unlink()
+    return {
+        name: (min(w for w, _ in runs), min(c for _, c in runs), sizes[name])
+        for name, runs in seen.items()
+    }
+
+
 def run_cli(
     src: Path, work: Path, repeat: int, peer_repeat: int | None = None
 ) -> dict[str, tuple[float, float, int]]:
@@ -334,6 +404,11 @@ def main() -> None:
     parser.add_argument(
         "--peer-repeat", type=int, default=None, help="runs of nccopy and xarray (0: none)"
     )
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        help="another tree (PYTHONPATH) to alternate with, fresh processes (no peers)",
+    )
     parser.add_argument("--sources", default=None, help="keep and reuse the sources here")
     args = parser.parse_args()
     sources = Path(args.sources) if args.sources else None
@@ -355,8 +430,12 @@ def main() -> None:
             if not src.exists():
                 build(src, mb, args.level) if key == "nc4" else build(src, mb)
                 print(f"\n(built {src.name} in {time.perf_counter() - start:.0f} s)")
-            runner = run_cli if args.cli else run
-            report(label, src, args.dir, runner(src, work, args.repeat, args.peer_repeat))
+            if args.baseline:
+                results = compare(src, work, args.repeat, args.baseline, args.cli)
+            else:
+                runner = run_cli if args.cli else run
+                results = runner(src, work, args.repeat, args.peer_repeat)
+            report(label, src, args.dir, results)
             if sources is None:
                 src.unlink()
         if "memory" not in skip:
