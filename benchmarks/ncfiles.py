@@ -249,9 +249,12 @@ def compare(
     timed inside the process, imports excluded). Best of ``repeat``."""
     script = work / "call.py"
     script.write_text(CALL_SCRIPT)
-    here = os.environ.get("PYTHONPATH", "")
-    envs = {"": dict(os.environ), "baseline ": {**os.environ, "PYTHONPATH": baseline}}
-    envs[""]["PYTHONPATH"] = here
+    # both trees first on PYTHONPATH: an editable install's import hook is not timed
+    here = str(Path(nczarr.__file__).resolve().parent.parent)
+    envs = {
+        "": {**os.environ, "PYTHONPATH": here},
+        "baseline ": {**os.environ, "PYTHONPATH": baseline},
+    }
 
     def argv(fmt: str, out: Path) -> list[str]:
         if not cli:
