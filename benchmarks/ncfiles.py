@@ -32,7 +32,14 @@ loaded machine the CPU time is the steadier number.
 and imports included. Run it with byte-compiled modules (``PYTHONDONTWRITEBYTECODE``
 unset, or ``PYTHONPYCACHEPREFIX`` set to a writable directory): without ``.pyc`` files
 every nczarr module is compiled at each start, which costs more than the copy.
-``--chunks 10000,100000`` sets the chunk counts of the peak-memory runs.
+``--chunks 10000,100000`` sets the chunk counts of the peak-memory runs, which print
+the peak RSS (``VmHWM``) and the peak of Python's own allocations (``tracemalloc``,
+a second run) and their growth per chunk between the smallest and largest file.
+``--baseline DIR`` alternates this tree with another (an export of an older commit,
+put first on ``PYTHONPATH``) round by round, every run a fresh process: with
+``--cli`` the whole command, else only the ``convert`` call timed inside the process.
+``--sources DIR`` keeps the built sources in ``DIR`` and reuses them (run the script
+again with ``PYTHONPATH`` at another commit to compare on the same files).
 
 Usage::
 
@@ -170,7 +177,9 @@ def best(fn: Callable[[Path], None], work: Path, repeat: int) -> tuple[float, fl
     return min(times), min(cpus), size
 
 
-def run(src: Path, work: Path, repeat: int) -> dict[str, tuple[float, float, int]]:
+def run(
+    src: Path, work: Path, repeat: int, peer_repeat: int | None = None
+) -> dict[str, tuple[float, float, int]]:
     import xarray as xr
 
     def cp(out: Path) -> None:
@@ -205,10 +214,86 @@ def run(src: Path, work: Path, repeat: int) -> dict[str, tuple[float, float, int
         "nccopy -> NCZarr": nccopy,
         "xarray to_zarr": xarray,
     }
-    return {name: best(fn, work, repeat) for name, fn in cases.items()}
+    peers = ("nccopy -> NCZarr", "xarray to_zarr")
+    slow = peer_repeat or repeat
+    if peer_repeat == 0:
+        cases = {k: v for k, v in cases.items() if k not in peers}
+    return {name: best(fn, work, slow if name in peers else repeat) for name, fn in cases.items()}
 
 
-def run_cli(src: Path, work: Path, repeat: int) -> dict[str, tuple[float, float, int]]:
+CALL_SCRIPT = textwrap.dedent(
+    """
+    import os, resource, shutil, sys, time, warnings
+    import nczarr
+    def cpu():
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+    warnings.simplefilter("ignore")
+    c, t = cpu(), time.perf_counter()
+    if sys.argv[3] == "cp":
+        shutil.copyfile(sys.argv[1], sys.argv[2])
+    else:
+        nczarr.convert(sys.argv[1], sys.argv[2], sys.argv[3])
+    print(time.perf_counter() - t, cpu() - c)
+    """
+)
+
+
+def compare(
+    src: Path, work: Path, repeat: int, baseline: str, cli: bool
+) -> dict[str, tuple[float, float, int]]:
+    """This tree against ``baseline`` (a directory put first on ``PYTHONPATH``), each
+    run a fresh process and the cases alternated round by round (a loaded machine
+    weighs on all alike). ``cli``: ``cp`` and ``python -m nczarr convert`` whole
+    (CPU of the child); else only the call (``shutil.copyfile`` / ``nczarr.convert``
+    timed inside the process, imports excluded). Best of ``repeat``."""
+    script = work / "call.py"
+    script.write_text(CALL_SCRIPT)
+    # both trees first on PYTHONPATH: an editable install's import hook is not timed
+    here = str(Path(nczarr.__file__).resolve().parent.parent)
+    envs = {
+        "": {**os.environ, "PYTHONPATH": here},
+        "baseline ": {**os.environ, "PYTHONPATH": baseline},
+    }
+
+    def argv(fmt: str, out: Path) -> list[str]:
+        if not cli:
+            return [sys.executable, str(script), str(src), str(out), fmt]
+        if fmt == "cp":
+            return ["cp", str(src), str(out)]
+        return [sys.executable, "-m", "nczarr", "convert", "--mode", fmt, str(src), str(out)]
+
+    cases = {"cp": ("", "cp")}
+    for tag in envs:
+        cases[f"{tag}nczarr -> NCZarr"] = (tag, "nczarr")
+        cases[f"{tag}nczarr -> Zarr v2"] = (tag, "zarr")
+    seen: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
+    sizes: dict[str, int] = {}
+    for _ in range(repeat):
+        for name, (tag, fmt) in cases.items():
+            out = work / "cmp_out"
+            shutil.rmtree(out, ignore_errors=True)
+            before, start = _cpu(), time.perf_counter()
+            done = subprocess.run(
+                argv(fmt, out), env=envs[tag], check=True, capture_output=True, text=True
+            )
+            wall, cpu = time.perf_counter() - start, _cpu() - before
+            if not cli:
+                wall, cpu = map(float, done.stdout.split()[-2:])
+            seen[name].append((wall, cpu))
+            sizes[name] = _size(out)
+            shutil.rmtree(out, ignore_errors=True)
+            if out.is_file():
+                out.unlink()
+    return {
+        name: (min(w for w, _ in runs), min(c for _, c in runs), sizes[name])
+        for name, runs in seen.items()
+    }
+
+
+def run_cli(
+    src: Path, work: Path, repeat: int, peer_repeat: int | None = None
+) -> dict[str, tuple[float, float, int]]:
     """:func:`run` with ``cp`` and ``nczarr convert`` as fresh processes."""
 
     def proc(*argv: str, suffix: str = "") -> Callable[[Path], None]:
@@ -247,46 +332,67 @@ def report(label: str, src: Path, where: str, results: dict[str, tuple[float, fl
 
 MEMORY_SCRIPT = textwrap.dedent(
     """
-    import sys, warnings
+    import sys, tracemalloc, warnings
     import nczarr
+    if sys.argv[5:] == ["trace"]:  # what the convert allocates, not the imports it makes
+        import h5py, numpy
+        tracemalloc.start()
     if sys.argv[3] == "convert":
         warnings.simplefilter("ignore")
         nczarr.convert(sys.argv[1], sys.argv[2], sys.argv[4])
+    traced = tracemalloc.get_traced_memory()[1] // 1024
     # VmHWM: the peak RSS of this image (ru_maxrss would inherit the parent's peak)
     with open("/proc/self/status") as f:
-        print(next(line.split()[1] for line in f if line.startswith("VmHWM:")))
+        print(next(line.split()[1] for line in f if line.startswith("VmHWM:")), traced)
     """
 )
 
 
-def memory(work: Path, counts: tuple[int, ...] = (2_000, 20_000), values: int = 1024) -> None:
-    """Peak RSS of a convert in a fresh process, for files of ``counts`` chunks."""
+def memory(
+    work: Path,
+    counts: tuple[int, ...] = (2_000, 20_000),
+    values: int = 1024,
+    sources: Path | None = None,
+) -> None:
+    """Peak RSS of a convert in a fresh process, for files of ``counts`` chunks
+    (kept in ``sources`` when given, and reused)."""
     script = work / "mem.py"
     script.write_text(MEMORY_SCRIPT)
 
-    def peak(src: Path, mode: str, fmt: str = "nczarr") -> float:
+    def peak(src: Path, mode: str, fmt: str = "nczarr", trace: bool = False) -> float:
         out = work / "mem_out"
         shutil.rmtree(out, ignore_errors=True)
         done = subprocess.run(
-            [sys.executable, str(script), str(src), str(out), mode, fmt],
+            [sys.executable, str(script), str(src), str(out), mode, fmt, *["trace"][:trace]],
             capture_output=True,
             text=True,
             check=True,
         )
         shutil.rmtree(out, ignore_errors=True)
-        return int(done.stdout.split()[-1]) / 1024  # kB
+        return int(done.stdout.split()[-2 if not trace else -1]) * 1024  # bytes
 
-    print("\npeak RSS of a convert in a fresh process (VmHWM):")
-    print(f"  python + nczarr imported      {peak(script, 'idle'):7.1f} MB")
+    print("\npeak RSS (VmHWM) and traced Python peak of a convert in a fresh process:")
+    print(f"  python + nczarr imported      {peak(script, 'idle') / 2**20:7.1f} MB")
+    seen: dict[str, list[tuple[int, float, float]]] = {"nczarr": [], "zarr": []}
     for n in counts:
-        src = work / f"chunks{n}.nc"
-        build_many_chunks(src, n, values)
+        src = (sources or work) / f"chunks{n}x{values}.nc"
+        if not src.exists():
+            build_many_chunks(src, n, values)
         size = src.stat().st_size / 2**20
         for fmt in ("nczarr", "zarr"):
+            rss, traced = peak(src, "convert", fmt), peak(src, "convert", fmt, trace=True)
+            seen[fmt].append((n, rss, traced))
             print(
-                f"  {n:6,d} chunks ({size:5.1f} MB) -> {fmt:6s} {peak(src, 'convert', fmt):7.1f} MB"
+                f"  {n:7,d} chunks ({size:5.1f} MB) -> {fmt:6s} RSS {rss / 2**20:7.1f} MB, "
+                f"traced {traced / 2**20:6.1f} MB"
             )
-        src.unlink()
+        if sources is None:
+            src.unlink()
+    for fmt, rows in seen.items():
+        (n0, rss0, tr0), (n1, rss1, tr1) = rows[0], rows[-1]
+        if n1 > n0:
+            per = (rss1 - rss0) / (n1 - n0), (tr1 - tr0) / (n1 - n0)
+            print(f"  -> {fmt}: {per[0]:6.1f} B of RSS, {per[1]:6.1f} B traced a chunk")
 
 
 def main() -> None:
@@ -299,7 +405,19 @@ def main() -> None:
     parser.add_argument("--cli", action="store_true", help="fresh processes: cp vs the CLI")
     parser.add_argument("--chunks", default="2000,20000", help="chunk counts of the memory runs")
     parser.add_argument("--chunk-values", type=int, default=1024, help="float32s a memory chunk")
+    parser.add_argument(
+        "--peer-repeat", type=int, default=None, help="runs of nccopy and xarray (0: none)"
+    )
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        help="another tree (PYTHONPATH) to alternate with, fresh processes (no peers)",
+    )
+    parser.add_argument("--sources", default=None, help="keep and reuse the sources here")
     args = parser.parse_args()
+    sources = Path(args.sources) if args.sources else None
+    if sources is not None:
+        sources.mkdir(parents=True, exist_ok=True)
     skip = set(filter(None, args.skip.split(",")))
     work = Path(tempfile.mkdtemp(prefix="nczarr-ncfiles-", dir=args.dir))
     print(f"nczarr {nczarr.__version__}, netCDF4 {netCDF4.__version__}, {os.cpu_count()} CPUs")
@@ -311,15 +429,22 @@ def main() -> None:
         for key, label, build, mb in cases:
             if key in skip:
                 continue
-            src = work / f"{key}.nc"
+            src = (sources or work) / f"{key}-{mb}-{args.level}.nc"
             start = time.perf_counter()
-            build(src, mb, args.level) if key == "nc4" else build(src, mb)
-            print(f"\n(built {src.name} in {time.perf_counter() - start:.0f} s)")
-            runner = run_cli if args.cli else run
-            report(label, src, args.dir, runner(src, work, args.repeat))
-            src.unlink()
+            if not src.exists():
+                build(src, mb, args.level) if key == "nc4" else build(src, mb)
+                print(f"\n(built {src.name} in {time.perf_counter() - start:.0f} s)")
+            if args.baseline:
+                results = compare(src, work, args.repeat, args.baseline, args.cli)
+            else:
+                runner = run_cli if args.cli else run
+                results = runner(src, work, args.repeat, args.peer_repeat)
+            report(label, src, args.dir, results)
+            if sources is None:
+                src.unlink()
         if "memory" not in skip:
-            memory(work, tuple(int(n) for n in args.chunks.split(",")), args.chunk_values)
+            counts = tuple(int(n) for n in args.chunks.split(","))
+            memory(work, counts, args.chunk_values, sources)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

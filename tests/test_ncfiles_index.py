@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from nczarr.ncfile.layout import ChunkIndex, ChunkRef, chunk_grid
+from nczarr.ncfile.layout import ChunkIndex, ChunkRef, chunk_grid, contiguous_index, cut_contiguous
 
 
 def test_answers_as_a_dict_of_its_keys() -> None:
@@ -64,13 +64,54 @@ def test_scalar_and_empty_grids() -> None:
 
 
 def test_a_chunk_costs_tens_of_bytes_not_an_object() -> None:
-    """What it is for: a million chunks in ~20 MB, not ~300 MB of objects."""
+    """What it is for: a million chunks in ~8 to ~20 MB, not ~300 MB of objects."""
     index = ChunkIndex((100_000,))
     for i in range(100_000):
         index.add((i,), i * 1000, 1000, reencode=False)
-    assert index.nbytes == 100_000 * 20
+    assert index.dense and index.nbytes == 100_000 * 8  # in grid order, none missing
     index.add((7,), 5, 1 << 32, 3, reencode=True)  # past 4 GiB: lengths widen
     assert index["7"] == ChunkRef(5, 1 << 32, 3, True) and index["8"] == ChunkRef(8000, 1000)
-    assert index.nbytes == 100_000 * 24  # (the lookup sorted it: one entry a position)
+    # set again, then sorted by the lookup: one entry a position, dense again
+    assert index.dense and index.nbytes == 100_000 * 12  # lengths widened
     index.add((7,), 6, 10, reencode=False)  # set again: the last setting stays
+    assert not index.dense  # positions kept until the next lookup sorts them
     assert index["7"] == ChunkRef(6, 10) and len(index) == 100_000
+
+
+def test_a_dense_index_answers_as_a_dict_and_widens_offsets() -> None:
+    """Chunks in grid order with none missing hold no positions; an offset past 4 GiB
+    widens the offsets, a gap or a step back keeps positions from then on."""
+    refs = {"0.0": ChunkRef(10, 3), "0.1": ChunkRef(1 << 33, 4), "1.0": ChunkRef(20, 5)}
+    index = ChunkIndex((2, 2))
+    for key, ref in refs.items():
+        index[key] = ref
+    assert index.dense and dict(index.items()) == refs and index.nbytes == 3 * 12
+    assert "1.1" not in index and index.get("1.1") is None
+    index["1.1"] = ChunkRef(30, 6, pad=2)
+    assert index.dense and index["1.1"] == ChunkRef(30, 6, 2) and len(index) == 4
+    gap = ChunkIndex((4,))
+    gap.add((0,), 1, 1, reencode=False)
+    gap.add((2,), 3, 3, reencode=False)  # 1 missing
+    assert not gap.dense and list(gap) == ["0", "2"] and "1" not in gap
+    assert gap["2"] == ChunkRef(3, 3)
+
+
+@pytest.mark.parametrize(("rows", "shape"), [(3, (10, 4)), (5, (10, 4)), (4, (0, 2)), (2, (7,))])
+def test_a_strided_index_holds_nothing_and_answers_as_cut_contiguous(rows, shape) -> None:
+    """Contiguous data cut into rows, netCDF-3 records: offsets by rule, not held."""
+    grid = chunk_grid(shape, (rows, *shape[1:]))
+    index = contiguous_index(grid, 1000, shape, 4, rows)
+    expected = cut_contiguous(1000, shape, 4, rows)
+    assert dict(index.items()) == expected and len(index) == len(expected)
+    assert index.nbytes == 0 and list(index) == list(expected)
+    assert f"{grid[0]}" + ".0" * (len(shape) - 1) not in index
+    if expected:  # setting a chunk holds them all, as added
+        last = list(expected)[-1]
+        index[last] = ChunkRef(-1, 0, reencode=True)
+        assert dict(index.items()) == {**expected, last: ChunkRef(-1, 0, reencode=True)}
+        assert index.nbytes > 0
+
+
+def test_a_strided_index_needs_one_chunk_across() -> None:
+    with pytest.raises(ValueError, match="strided index"):
+        ChunkIndex.strided((3, 2), 3, 0, 10, 10, 10)

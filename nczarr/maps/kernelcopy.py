@@ -10,9 +10,11 @@ import os
 
 __all__ = ["FALLBACK_ERRNOS", "copy_fd", "copy_range", "write_all"]
 
-#: A kernel copy failing with one of these copies another way (EXDEV on older kernels,
-#: ENOSYS, EINVAL, EOPNOTSUPP: the pair of files or the platform does not support it).
-FALLBACK_ERRNOS = (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP)
+#: A kernel copy failing with one of these copies another way (EXDEV: across file
+#: systems, which Linux 5.19+ refuses again for most pairs; ENOSYS, EINVAL,
+#: EOPNOTSUPP: the pair of files or the platform does not support it; ENOTSOCK:
+#: macOS's sendfile writes only to sockets).
+FALLBACK_ERRNOS = (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSOCK)
 
 
 def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
@@ -50,17 +52,25 @@ def copy_fd(fd_in: int, fd_out: int, size: int) -> int:
 
 def copy_range(fd_in: int, fd_out: int, offset: int, size: int) -> int:
     """Copy ``size`` bytes of ``fd_in`` from ``offset`` (fewer if it ends sooner) to
-    ``fd_out``, leaving ``fd_in``'s position alone (threads share it)."""
+    ``fd_out``, leaving ``fd_in``'s position alone (threads share it); returns the
+    bytes copied.
+
+    Kernel-side where the platform can: ``copy_file_range`` (same file system, and
+    across some), else ``sendfile`` with an offset (Linux: any pair of regular files,
+    e.g. a ``.nc`` on disk into a store on tmpfs, where ``copy_file_range`` says
+    EXDEV), else ``pread`` and ``write`` in blocks of 1 MiB (macOS, Windows).
+    """
     total = 0
-    if hasattr(os, "copy_file_range"):
+    for name in ("copy_file_range", "sendfile"):
+        if not hasattr(os, name):
+            continue
+        kernel_copy = _copy_file_range_at if name == "copy_file_range" else _sendfile_at
         try:
-            while total < size and (
-                n := os.copy_file_range(fd_in, fd_out, size - total, offset + total)
-            ):
+            while total < size and (n := kernel_copy(fd_in, fd_out, size - total, offset + total)):
                 total += n
             return total
-        except OSError as exc:
-            if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        except OSError as exc:  # the next method goes on from ``total``
+            if exc.errno not in FALLBACK_ERRNOS:
                 raise
     while total < size:
         if hasattr(os, "pread"):
@@ -81,3 +91,12 @@ def _copy_file_range(fd_in: int, fd_out: int, count: int) -> int:
 
 def _sendfile(fd_in: int, fd_out: int, count: int) -> int:
     return os.sendfile(fd_out, fd_in, None, count)
+
+
+def _copy_file_range_at(fd_in: int, fd_out: int, count: int, offset: int) -> int:
+    return os.copy_file_range(fd_in, fd_out, count, offset)
+
+
+def _sendfile_at(fd_in: int, fd_out: int, count: int, offset: int) -> int:
+    # with an offset, Linux's sendfile reads from there and leaves fd_in's position
+    return os.sendfile(fd_out, fd_in, offset, count)

@@ -22,7 +22,7 @@ from .layout import (
     SourceArray,
     chunk_grid,
     chunk_key,
-    cut_contiguous,
+    contiguous_index,
     rows_per_chunk,
 )
 
@@ -132,19 +132,14 @@ def read_classic(header: CDFHeader, file_size: int, what: str) -> tuple[Dataset,
         if record:
             per = rows_per_chunk(shape, itemsize) if len(record_vars) == 1 else 1
             chunks = (per, *shape[1:])
-            source.chunks = ChunkIndex(chunk_grid(shape, chunks))
-            tail = (0,) * (len(shape) - 1)
-            for i, start in enumerate(range(0, numrecs, per)):
-                n = min(per, numrecs - start)
-                source.chunks[chunk_key((i, *tail))] = ChunkRef(
-                    var.begin + start * recsize, n * inner, (per - n) * inner
-                )
+            source.chunks = _records(
+                chunk_grid(shape, chunks), var.begin, numrecs, per, recsize, inner
+            )
             end = var.begin + (numrecs - 1) * recsize + inner if numrecs else 0
         else:
             chunks = (rows_per_chunk(shape, itemsize), *shape[1:]) if shape else ()
-            source.chunks = ChunkIndex(chunk_grid(shape, chunks))
-            source.chunks.update(
-                cut_contiguous(var.begin, shape, itemsize, chunks[0] if shape else 1)
+            source.chunks = contiguous_index(
+                chunk_grid(shape, chunks), var.begin, shape, itemsize, chunks[0] if shape else 1
             )
             end = var.begin + itemsize * math.prod(shape)
         if end > file_size and math.prod(shape):
@@ -173,6 +168,26 @@ def read_classic(header: CDFHeader, file_size: int, what: str) -> tuple[Dataset,
         variables=variables,
     )
     return Dataset(root=root, layout=LAYOUTS[header.version]), arrays
+
+
+def _records(
+    grid: tuple[int, ...], begin: int, numrecs: int, per: int, recsize: int, inner: int
+) -> ChunkIndex:
+    """The index of a record variable: ``per`` records a chunk, ``inner`` bytes of each
+    record of ``recsize`` bytes from ``begin`` (nothing held per chunk where a chunk is
+    one record, or the variable the only record variable)."""
+    count = math.ceil(numrecs / per)
+    last = (numrecs - (count - 1) * per) * inner if count else 0
+    if inner and (per == 1 or recsize == inner) and all(n == 1 for n in grid[1:]):
+        return ChunkIndex.strided(grid, count, begin, per * recsize, per * inner, last)
+    index = ChunkIndex(grid)
+    tail = (0,) * (len(grid) - 1)
+    for i, start in enumerate(range(0, numrecs, per)):
+        n = min(per, numrecs - start)
+        index[chunk_key((i, *tail))] = ChunkRef(
+            begin + start * recsize, n * inner, (per - n) * inner
+        )
+    return index
 
 
 def _fill_bytes(fill: object, dtype: str, kind: str) -> bytes:

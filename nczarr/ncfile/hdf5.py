@@ -44,6 +44,7 @@ from ..translate.model import Attribute, Dataset, Dimension, Group, Variable
 from .h5attrs import HIDDEN_ATTRIBUTES, attributes, import_h5py, nc_type, ordered_links, text
 from .h5chunks import (
     VLEN_REASON,
+    bound_metadata_cache,
     encode_chunk,
     index_chunked,
     index_contiguous,
@@ -73,6 +74,7 @@ class HDF5Reader:
             raise MetadataError(
                 f"{what}: not a readable netCDF-4/HDF5 file (corrupt or truncated): {exc}"
             ) from None
+        bound_metadata_cache(self.file.id)  # memory flat in the number of chunks
         self.arrays: dict[str, SourceArray] = {}
         self.warnings: list[str] = []
         self.skipped: list[str] = []

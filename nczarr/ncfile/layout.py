@@ -25,6 +25,7 @@ __all__ = [
     "SourceArray",
     "chunk_grid",
     "chunk_key",
+    "contiguous_index",
     "cut_contiguous",
     "rows_per_chunk",
 ]
@@ -70,24 +71,56 @@ class ChunkIndex(Mapping[str, ChunkRef]):
     """Zarr chunk key -> :class:`ChunkRef` of one variable, held compactly.
 
     A file of a million chunks must not cost a Python object, a key string and a
-    dict slot per chunk (~300 bytes each): the index keeps each chunk's position in
-    the chunk grid (``grid``: chunks per axis), offset and length in machine arrays
-    (20 bytes a chunk: the length in 4 bytes while every length fits, as an HDF5
-    chunk's always does), sorted by position on the first lookup; the rare ``pad``
-    and ``reencode`` fields are kept by position only where set. Keys and
-    ``ChunkRef`` objects are made when asked. A key set twice keeps its last value.
+    dict slot per chunk (~300 bytes each): the index keeps each chunk's offset and
+    length in machine arrays, 4 bytes each while every value fits (an HDF5 chunk's
+    length always does; offsets while the file is under 4 GiB), widened to 8 bytes by
+    the first that does not. Chunks added in grid order from the first position on
+    with none missing (a variable written whole, as HDF5's chunk index lists it) are
+    *dense*: the chunk at position ``i`` is entry ``i``, so no position is stored (8
+    bytes a chunk). Any other order keeps each chunk's position in the chunk grid
+    (``grid``: chunks per axis) too, sorted on the first lookup (16 to 24 bytes a
+    chunk). The rare ``pad`` and ``reencode`` fields are kept by position only where
+    set. Keys and ``ChunkRef`` objects are made when asked. A key set twice keeps its
+    last value.
     """
 
     def __init__(self, grid: tuple[int, ...] = ()) -> None:
         self.grid = tuple(grid)
-        self._at = array("q")  # position in the grid, C order
-        self._offset = array("q")
+        self._at: array[int] | None = None  # position in the grid (C order); None: dense
+        self._offset = array("I")  # widened to "q" by an offset of 4 GiB or more
         self._length = array("I")  # widened to "q" by a length of 4 GiB or more
         self._pad: dict[int, int] = {}  # position -> pad, where not 0
         self._reencode: set[int] = set()  # positions of re-encoded chunks
         self._sorted = True
         self._sorting = threading.Lock()  # readers in several threads sort it once
         self._last: tuple[str | None, int] = (None, -1)  # the last key found: looked up twice
+        self._rule: tuple[int, int, int, int, int] | None = None  # see strided()
+        self._count = 0  # chunks of the rule
+
+    @classmethod
+    def strided(
+        cls, grid: tuple[int, ...], count: int, first: int, stride: int, length: int, last: int
+    ) -> ChunkIndex:
+        """An index that holds nothing per chunk: chunk ``i`` along the first axis (the
+        grid is 1 along every other) is ``length`` bytes at ``first + i * stride``,
+        the last of the ``count`` only ``last`` bytes, padded with fill to ``length``
+        (netCDF-3 records, contiguous data cut into rows). Setting a chunk turns it
+        into a plain index."""
+        if any(n != 1 for n in grid[1:]) or not grid or count > grid[0]:
+            raise ValueError(f"a strided index needs a grid of (n, 1, ...), not {grid}")
+        index = cls(grid)
+        index._rule = (first, stride, length, last, count)
+        index._count = count
+        return index
+
+    def _materialize(self) -> None:
+        """Hold the rule's chunks in the arrays, as added one by one."""
+        assert self._rule is not None
+        first, stride, length, last, count = self._rule
+        self._rule = None
+        for i in range(count):
+            n = last if i == count - 1 else length
+            self._append(i, first + i * stride, n, length - n, False)
 
     # ------------------------------------------------------------- writing
     def add(
@@ -107,12 +140,17 @@ class ChunkIndex(Mapping[str, ChunkRef]):
             self[key] = ref
 
     def _append(self, at: int, offset: int, length: int, pad: int, reencode: bool) -> None:
-        if self._at and at <= self._at[-1]:
-            self._sorted = False
+        if self._rule is not None:
+            self._materialize()
+        if self._at is None and at != len(self._offset):  # no longer dense
+            self._at = array("q", range(len(self._offset)))
+        if self._at is not None:
+            if self._at and at <= self._at[-1]:
+                self._sorted = False
+            self._at.append(at)
         self._last = (None, -1)
-        if length >= 1 << 32 and self._length.typecode == "I":
-            self._length = array("q", self._length)
-        self._at.append(at)
+        self._offset = _widened(self._offset, offset)
+        self._length = _widened(self._length, length)
         self._offset.append(offset)
         self._length.append(length)
         if pad:
@@ -134,11 +172,14 @@ class ChunkIndex(Mapping[str, ChunkRef]):
 
     def _sort_now(self) -> None:
         at = self._at
+        assert at is not None  # a dense index is sorted
         order = sorted(range(len(at)), key=at.__getitem__)  # stable: later wins below
         keep = [i for n, i in enumerate(order) if n + 1 == len(order) or at[order[n + 1]] != at[i]]
         self._at = array("q", (at[i] for i in keep))
-        self._offset = array("q", (self._offset[i] for i in keep))
+        self._offset = array(self._offset.typecode, (self._offset[i] for i in keep))
         self._length = array(self._length.typecode, (self._length[i] for i in keep))
+        if not self._at or self._at[-1] == len(self._at) - 1:  # sorted, unique: 0 .. n-1
+            self._at = None  # dense again
         self._sorted = True
 
     # ------------------------------------------------------------- reading
@@ -150,17 +191,26 @@ class ChunkIndex(Mapping[str, ChunkRef]):
         if at is None:
             return None
         self._sort()
-        i = bisect_left(self._at, at)
-        if i < len(self._at) and self._at[i] == at:
-            self._last = (key, i)  # type: ignore[assignment]
-            return i
-        return None
+        positions = self._at
+        if positions is None:
+            i = at if at < self._size() else -1
+        else:
+            i = bisect_left(positions, at)
+            i = i if i < len(positions) and positions[i] == at else -1
+        if i < 0:
+            return None
+        self._last = (key, i)  # type: ignore[assignment]
+        return i
 
     def __getitem__(self, key: str) -> ChunkRef:
         i = self._find(key)
         if i is None:
             raise KeyError(key)
-        at = self._at[i]
+        at = i if self._at is None else self._at[i]
+        if self._rule is not None:
+            first, stride, length, last, count = self._rule
+            n = last if i == count - 1 else length
+            return ChunkRef(first + i * stride, n, length - n)
         pad, reencode = self._pad.get(at, 0), at in self._reencode
         return ChunkRef(self._offset[i], self._length[i], pad, reencode)
 
@@ -169,21 +219,34 @@ class ChunkIndex(Mapping[str, ChunkRef]):
 
     def __len__(self) -> int:
         self._sort()
-        return len(self._at)
+        return self._size()
+
+    def _size(self) -> int:
+        return self._count if self._rule is not None else len(self._offset)
 
     def __iter__(self) -> Iterator[str]:
         self._sort()
+        positions = range(self._size()) if self._at is None else self._at
         if len(self.grid) == 1:
-            yield from map(str, self._at)
+            yield from map(str, positions)
             return
-        for at in self._at:
+        for at in positions:
             yield chunk_key(self._coords(at))
+
+    @property
+    def dense(self) -> bool:
+        """Whether chunk ``i`` of the grid is entry ``i`` (no positions held)."""
+        return self._at is None
 
     @property
     def nbytes(self) -> int:
         """Bytes the index holds its chunks in (the machine arrays; the few padded or
         re-encoded chunks' entries not counted)."""
-        arrays = (self._at, self._offset, self._length)
+        arrays = (
+            (self._offset, self._length)
+            if self._at is None
+            else (self._at, self._offset, self._length)
+        )
         return sum(a.itemsize * len(a) for a in arrays)
 
     # ------------------------------------------------------------- positions
@@ -228,6 +291,14 @@ class ChunkIndex(Mapping[str, ChunkRef]):
         return at
 
 
+def _widened(values: array[int], value: int) -> array[int]:
+    """``values``, as 8-byte integers when ``value`` does not fit its 4-byte unsigned
+    ones (4 GiB or more; the ``-1`` offset of a chunk made from values)."""
+    if values.typecode == "I" and not 0 <= value < 1 << 32:
+        return array("q", values)
+    return values
+
+
 def chunk_grid(shape: tuple[int, ...], chunks: tuple[int, ...]) -> tuple[int, ...]:
     """Chunks per axis of an array of ``shape`` in chunks of ``chunks``."""
     return tuple(math.ceil(s / max(1, c)) for s, c in zip(shape, chunks, strict=True))
@@ -259,6 +330,21 @@ def rows_per_chunk(shape: tuple[int, ...], itemsize: int, target: int = TARGET_C
     if not shape or shape[0] == 0:
         return 1
     return max(1, min(shape[0], target // max(row, 1)))
+
+
+def contiguous_index(
+    grid: tuple[int, ...], offset: int, shape: tuple[int, ...], itemsize: int, rows: int
+) -> ChunkIndex:
+    """The chunks of :func:`cut_contiguous` as an index over ``grid``, holding nothing
+    per chunk where it can (:meth:`ChunkIndex.strided`)."""
+    row = itemsize * math.prod(shape[1:])
+    if shape and row and all(n == 1 for n in grid[1:]):
+        count = math.ceil(shape[0] / rows)
+        last = (shape[0] - (count - 1) * rows) * row if count else 0
+        return ChunkIndex.strided(grid, count, offset, rows * row, rows * row, last)
+    index = ChunkIndex(grid)
+    index.update(cut_contiguous(offset, shape, itemsize, rows))
+    return index
 
 
 def cut_contiguous(

@@ -140,10 +140,11 @@ class NetCDFFileMap(ZMap):
         self._arrays = reader.arrays
         self._reencoded = dict(reader.reencoded)
         if self._reencoded:
-            messages = tuple(
-                f"re-encoded array {'/' + p!r}: {r}" for p, r in self._reencoded.items()
-            )
             from dataclasses import replace
+
+            from ..translate.select import reencoded_note
+
+            messages = tuple(reencoded_note("/" + p, r) for p, r in self._reencoded.items())
 
             self._dataset = replace(self._dataset, warnings=(*self._dataset.warnings, *messages))
 

@@ -14,7 +14,17 @@ from collections.abc import Iterable, Iterator, Sequence
 from ..errors import InvalidModeError
 from .model import Dataset, Group
 
-__all__ = ["dropped_warning", "select_dataset", "selected_paths"]
+__all__ = ["dropped_warning", "reencoded_note", "select_dataset", "selected_paths"]
+
+
+_REENCODED = "re-encoded array "
+
+
+def reencoded_note(path: str, reason: str) -> str:
+    """How a reader notes in ``Dataset.warnings`` that array ``path`` (``/g/v``) is
+    re-encoded (a ``.nc`` file's, at open): :func:`select_dataset` drops the notes of
+    the arrays it leaves out, so an excluded array is not warned about."""
+    return f"{_REENCODED}{path!r}: {reason}"
 
 
 def _variable_paths(group: Group) -> Iterator[str]:
@@ -79,7 +89,18 @@ def select_dataset(
             or any(v.startswith(g.rstrip("/") + "/") for v in keep_var)
         )
     }
-    return dataclasses.replace(dataset, root=_prune(dataset.root, keep_var, keep_group))
+    dropped = {reencoded_note(p, "") for p in paths if p not in keep_var}
+    return dataclasses.replace(
+        dataset,
+        root=_prune(dataset.root, keep_var, keep_group),
+        warnings=tuple(w for w in dataset.warnings if not _note_of(w, dropped)),
+    )
+
+
+def _note_of(warning: str, notes: set[str]) -> bool:
+    """Whether ``warning`` is the :func:`reencoded_note` of one of the arrays whose
+    empty notes are ``notes``."""
+    return warning.startswith(_REENCODED) and any(map(warning.startswith, notes))
 
 
 def selected_paths(
