@@ -33,7 +33,13 @@ file directly (netCDF4, and xarray's ``netcdf4`` engine), with, to say where the
 goes, zarr-python reading a Zarr copy of the same chunks (zarr's own cost, no
 references) and the codecs alone (numcodecs' zlib and shuffle on every chunk, in one
 loop: what zarr-python cannot go below); each contender best of ``--repeat`` CPU
-times, in interleaved rounds. ``--nc-memory`` measures the peak memory (``VmHWM``)
+times, in interleaved rounds; kerchunk's and VirtualiZarr's sets of the same file
+(and, with ``--baseline TREE``, the sets an older nczarr source tree writes) are read by
+the same readers, so what differs between sets is told from what the readers cost.
+``--breakdown`` (after ``--read-nc``, same ``--dir``) prints where that read's time goes
+per chunk (zlib, shuffle, copy, ``pread``, fsspec's ``_cat_file``, zarr with and without
+its thread hops) and each reader's system calls per chunk (``strace``). The NCZarr
+store's read also reads kerchunk's ``single_zarr`` set of it. ``--nc-memory`` measures the peak memory (``VmHWM``)
 of writing Parquet sets of ``.nc`` files of the given chunk counts, each in a fresh
 process.
 
@@ -43,6 +49,7 @@ Usage::
     python3 benchmarks/references.py --nczarr-chunks 20000 --repeat 1   # quicker
     python3 benchmarks/references.py --only-memory --memory 100000,1000000 --dir /tmp/x
     python3 benchmarks/references.py --read-nc --dir /tmp/x --repeat 3
+    python3 benchmarks/references.py --read-nc --breakdown --baseline /tmp/base --dir /tmp/x
     python3 benchmarks/references.py --nc-memory 10000,100000,1000000 --dir /tmp/x
 """
 
