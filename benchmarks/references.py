@@ -39,9 +39,9 @@ the same readers, so what differs between sets is told from what the readers cos
 ``--breakdown`` (after ``--read-nc``, same ``--dir``) prints where that read's time goes
 per chunk (zlib, shuffle, copy, ``pread``, fsspec's ``_cat_file``, zarr with and without
 its thread hops) and each reader's system calls per chunk (``strace``). The NCZarr
-store's read also reads kerchunk's ``single_zarr`` set of it. ``--nc-memory`` measures the peak memory (``VmHWM``)
-of writing Parquet sets of ``.nc`` files of the given chunk counts, each in a fresh
-process.
+store's read also reads kerchunk's ``single_zarr`` set of it. ``--nc-memory`` measures
+the peak memory (``VmHWM``) of writing Parquet sets of ``.nc`` files of the given
+chunk counts, each in a fresh process.
 
 Usage::
 
