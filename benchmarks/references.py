@@ -33,9 +33,15 @@ file directly (netCDF4, and xarray's ``netcdf4`` engine), with, to say where the
 goes, zarr-python reading a Zarr copy of the same chunks (zarr's own cost, no
 references) and the codecs alone (numcodecs' zlib and shuffle on every chunk, in one
 loop: what zarr-python cannot go below); each contender best of ``--repeat`` CPU
-times, in interleaved rounds. ``--nc-memory`` measures the peak memory (``VmHWM``)
-of writing Parquet sets of ``.nc`` files of the given chunk counts, each in a fresh
-process.
+times, in interleaved rounds; kerchunk's and VirtualiZarr's sets of the same file
+(and, with ``--baseline TREE``, the sets an older nczarr source tree writes) are read by
+the same readers, so what differs between sets is told from what the readers cost.
+``--breakdown`` (after ``--read-nc``, same ``--dir``) prints where that read's time goes
+per chunk (zlib, shuffle, copy, ``pread``, fsspec's ``_cat_file``, zarr with and without
+its thread hops) and each reader's system calls per chunk (``strace``). The NCZarr
+store's read also reads kerchunk's ``single_zarr`` set of it. ``--nc-memory`` measures
+the peak memory (``VmHWM``) of writing Parquet sets of ``.nc`` files of the given
+chunk counts, each in a fresh process.
 
 Usage::
 
@@ -43,6 +49,7 @@ Usage::
     python3 benchmarks/references.py --nczarr-chunks 20000 --repeat 1   # quicker
     python3 benchmarks/references.py --only-memory --memory 100000,1000000 --dir /tmp/x
     python3 benchmarks/references.py --read-nc --dir /tmp/x --repeat 3
+    python3 benchmarks/references.py --read-nc --breakdown --baseline /tmp/base --dir /tmp/x
     python3 benchmarks/references.py --nc-memory 10000,100000,1000000 --dir /tmp/x
 """
 
@@ -51,6 +58,7 @@ from __future__ import annotations
 import argparse
 import builtins
 import contextlib
+import gc
 import json
 import math
 import os
@@ -201,7 +209,14 @@ def bench_nc(work_dir: Path, chunks: int, repeat: int, read: bool = True) -> Non
     except ImportError:
         print("  kerchunk: not installed")
     else:
-        wall, cpu, _ = best(repeat, lambda: SingleHdf5ToZarr(str(path)).translate(), warm=True)
+
+        def kerchunk() -> Any:
+            # collect here the cycles holding h5py objects: collected in zarr's loop
+            # thread while kerchunk's h5py visititems holds h5py's lock, they deadlock
+            gc.collect()
+            return SingleHdf5ToZarr(str(path)).translate()
+
+        wall, cpu, _ = best(repeat, kerchunk, warm=True)
         report("kerchunk SingleHdf5ToZarr.translate", wall, cpu, base)
         faster("kerchunk", cpu, base[1])
     try:
@@ -241,11 +256,15 @@ def read_all(
         np.testing.assert_array_equal(values, direct)
         report("zarr on the source directly", wall, cpu, base)
         direct_zarr = cpu
-    for label, fo in (("JSON", work_dir / f"{name}.json"), ("Parquet", work_dir / f"{name}.parq")):
+    sets = {"the JSON references": work_dir / f"{name}.json"}
+    sets["the Parquet references"] = work_dir / f"{name}.parq"
+    if zarr_store is not None:
+        sets |= kerchunk_zarr_set(zarr_store, work_dir)
+    for label, fo in sets.items():
         with counted() as counts:
             wall, cpu, values = best(repeat, lambda fo=fo: read_refs(str(fo)))
         np.testing.assert_array_equal(values, direct)
-        report(f"zarr through the {label} references", wall, cpu, base)
+        report(f"zarr through {label}", wall, cpu, base)
         print(
             f"    {counts['reads'] // repeat} byte-range reads, "
             f"{counts['opens'] // repeat} Python file opens per read"
@@ -255,6 +274,19 @@ def read_all(
         if direct_zarr is not None:
             print(f"    speed vs zarr on the source: {direct_zarr / cpu:.2f}x (target >= 0.9)")
     print(f"    (netCDF4 reads through libnetcdf: {c_direct['opens']} Python opens)")
+
+
+def kerchunk_zarr_set(store: str, work_dir: Path) -> dict[str, Path]:
+    """kerchunk's set of a Zarr v2 store (``kerchunk.zarr.single_zarr``, nothing
+    inlined, as nczarr's), when kerchunk is installed: the same reader over another
+    tool's set of the same chunks."""
+    try:
+        from kerchunk.zarr import single_zarr
+    except ImportError:
+        return {}
+    out = work_dir / "kerchunk-zarr.json"
+    out.write_text(json.dumps(single_zarr(store, inline_threshold=0)))  # a version 1 set
+    return {"kerchunk's set (single_zarr)": out}
 
 
 def bench_nczarr(work_dir: Path, chunks: int, repeat: int, read: bool = True) -> None:
@@ -366,10 +398,12 @@ def read_xarray_refs(fo: str) -> np.ndarray:
     import xarray as xr
 
     options = {"fo": fo, "remote_protocol": "file"}
-    with xr.open_dataset(
-        "reference://", engine="zarr", backend_kwargs={"storage_options": options}
-    ) as ds:
-        return ds["v"].values
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # no .zmetadata: xarray's fallback
+        with xr.open_dataset(
+            "reference://", engine="zarr", backend_kwargs={"storage_options": options}
+        ) as ds:
+            return ds["v"].values
 
 
 def read_xarray_netcdf4(path: str) -> np.ndarray:
@@ -397,10 +431,11 @@ def codec_floor(path: str) -> Callable[[], int]:
     return decode
 
 
-def bench_read_nc(work_dir: Path, chunks: int, edge: int, repeat: int) -> None:
+def bench_read_nc(
+    work_dir: Path, chunks: int, edge: int, repeat: int, baseline: str | None = None
+) -> None:
     """Reading every value of a realistic netCDF-4 file: directly and through its
     reference sets (see the module doc)."""
-    import gc
 
     path = work_dir / f"read-{chunks}-{edge}.nc"
     if not path.exists():
@@ -421,6 +456,9 @@ def bench_read_nc(work_dir: Path, chunks: int, edge: int, repeat: int) -> None:
         f"({edge * edge * 4 // 1024} KB raw, {path.stat().st_size / n / 1024:.0f} KB stored)"
     )
     fo, parq = str(work_dir / "read.json"), str(work_dir / "read.parq")
+    theirs = third_party_sets(path, work_dir)
+    if baseline:
+        theirs |= baseline_sets(path, work_dir, baseline)
     contenders: dict[str, Callable[[], Any]] = {
         "netCDF4 on the file": lambda: read_netcdf(str(path)),
         "xarray engine=netcdf4 on the file": lambda: read_xarray_netcdf4(str(path)),
@@ -433,6 +471,10 @@ def bench_read_nc(work_dir: Path, chunks: int, edge: int, repeat: int) -> None:
         "xarray reference:// (Parquet set)": lambda: read_xarray_refs(parq),
         "codecs alone (numcodecs zlib + shuffle)": codec_floor(str(path)),
     }
+    for name, theirs_fo in theirs.items():  # the same readers over their sets
+        contenders[f"zarr through {name}"] = lambda f=theirs_fo: read_refs(f)
+        if "JSON" in name:  # kerchunk's declares no fill value: xarray masks nothing
+            contenders[f"xarray reference:// ({name})"] = lambda f=theirs_fo: read_xarray_refs(f)
     expected = read_netcdf(str(path))
     cpus: dict[str, list[float]] = {name: [] for name in contenders}
     for round_ in range(repeat):
@@ -453,6 +495,235 @@ def bench_read_nc(work_dir: Path, chunks: int, edge: int, repeat: int) -> None:
             f"speed vs netCDF4 {base / best_cpu:5.2f}x  vs zarr on the copy "
             f"{zarr_copy / best_cpu:5.2f}x"
         )
+
+
+def baseline_sets(path: Path, work_dir: Path, baseline: str) -> dict[str, str]:
+    """The JSON and Parquet sets of ``path`` written by the nczarr in ``baseline`` (a
+    source tree, e.g. an older commit unpacked with ``git archive``), in a subprocess
+    with it first on ``PYTHONPATH``; whether each equals the current one's."""
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys, warnings; warnings.simplefilter('ignore'); import nczarr; "
+        "assert nczarr.__file__.startswith(sys.argv[3]), nczarr.__file__; "
+        "json.dump(nczarr.references(sys.argv[1]), open(sys.argv[2] + '.json', 'w')); "
+        "nczarr.write_references(sys.argv[1], sys.argv[2] + '.parq')"
+    )
+    out = work_dir / "baseline"
+    if Path(f"{out}.parq").is_dir():
+        shutil.rmtree(f"{out}.parq")
+    env = dict(os.environ, PYTHONPATH=baseline)
+    subprocess.run(
+        [sys.executable, "-c", code, str(path), str(out), str(Path(baseline).resolve())],
+        check=True,
+        env=env,
+        cwd=work_dir,  # not a checkout's directory, which -c would put first
+    )
+    same = json.loads(Path(f"{out}.json").read_text()) == json.loads(
+        (work_dir / "read.json").read_text()
+    )
+    print(f"  baseline {baseline}: its JSON set {'equals' if same else 'differs from'} this one")
+    return {"the baseline's JSON set": f"{out}.json", "the baseline's Parquet set": f"{out}.parq"}
+
+
+def third_party_sets(path: Path, work_dir: Path) -> dict[str, str]:
+    """kerchunk's JSON set and VirtualiZarr's JSON and Parquet sets (its kerchunk
+    writer) of ``path``, for those installed: name -> set path. Read by the same
+    readers as nczarr's, they say how much of the read time is the set's."""
+    sets: dict[str, str] = {}
+    try:
+        from kerchunk.hdf import SingleHdf5ToZarr
+    except ImportError:
+        print("  kerchunk: not installed")
+    else:
+        gc.collect()  # see bench_nc
+        out = work_dir / "kerchunk.json"
+        out.write_text(json.dumps(SingleHdf5ToZarr(str(path)).translate()))
+        sets["kerchunk's JSON set"] = str(out)
+    try:
+        from obspec_utils.registry import ObjectStoreRegistry
+        from obstore.store import LocalStore
+        from virtualizarr import open_virtual_dataset
+        from virtualizarr.parsers import HDFParser
+    except ImportError:
+        print("  VirtualiZarr: not installed")
+    else:
+        registry = ObjectStoreRegistry({"file://": LocalStore()})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            vds = open_virtual_dataset(path.as_uri(), registry=registry, parser=HDFParser())
+            for fmt, name in (("json", "vz.json"), ("parquet", "vz.parq")):
+                out = work_dir / name
+                if out.is_dir():
+                    shutil.rmtree(out)
+                vds.vz.to_kerchunk(str(out), format=fmt)
+                sets[f"VirtualiZarr's {'JSON' if fmt == 'json' else 'Parquet'} set"] = str(out)
+    return sets
+
+
+def stored_chunks(path: Path) -> list[tuple[int, int]]:
+    """(byte offset, size) of every stored chunk of ``v``, in the walk's order."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        out: list[tuple[int, int]] = []
+        f["v"].id.chunk_iter(lambda info: out.append((info.byte_offset, info.size)))
+    return out
+
+
+def fs_reads(fo: str) -> Callable[[], int]:
+    """Every chunk's bytes through the reference filesystem as zarr 3 asks for them
+    (``_cat_file`` on the asynchronous filesystem, ``async.concurrency`` at a time),
+    without zarr's codecs."""
+    import asyncio
+
+    keys = [k for k, v in json.loads(Path(fo).read_text())["refs"].items() if isinstance(v, list)]
+
+    def run() -> int:
+        async def main() -> int:
+            fs = fsspec.filesystem(
+                "reference",
+                fo=fo,
+                asynchronous=True,
+                remote_protocol="file",
+                skip_instance_cache=True,
+            )
+            sem = asyncio.Semaphore(zarr.config.get("async.concurrency"))
+
+            async def one(key: str) -> int:
+                async with sem:
+                    return len(await fs._cat_file(key))
+
+            return sum(await asyncio.gather(*(one(k) for k in keys)))
+
+        return asyncio.run(main())
+
+    return run
+
+
+@contextlib.contextmanager
+def no_thread_hops() -> Iterator[None]:
+    """``asyncio.to_thread`` run inline (zarr's codecs and fsspec's wrapper of the
+    local filesystem each hop to a worker thread per chunk): what the hops cost."""
+    import asyncio
+
+    real = asyncio.to_thread
+
+    async def inline(func: Any, /, *args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    asyncio.to_thread = inline  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        asyncio.to_thread = real
+
+
+def syscalls(work: str) -> dict[str, int] | None:
+    """System calls of a fresh process doing ``work`` (Python source) minus those of
+    one doing only the imports (``strace -f -c``), or None without strace."""
+    import subprocess
+    import sys
+
+    if shutil.which("strace") is None:
+        return None
+    prelude = (
+        f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import references as B\n"
+    )
+    counts: list[dict[str, int]] = []
+    for code in (prelude, prelude + work):
+        with tempfile.NamedTemporaryFile("r", suffix=".strace") as out:
+            subprocess.run(
+                ["strace", "-f", "-c", "-o", out.name, sys.executable, "-c", code],
+                check=True,
+                capture_output=True,
+            )
+            table: dict[str, int] = {}
+            for line in out.read().splitlines():
+                parts = line.split()
+                if len(parts) >= 5 and parts[3].isdigit():
+                    table[parts[-1]] = int(parts[3])
+            counts.append(table)
+    return {k: v - counts[0].get(k, 0) for k, v in counts[1].items()}
+
+
+def bench_breakdown(work_dir: Path, chunks: int, edge: int, repeat: int) -> None:
+    """Where the time of reading through a set goes, per chunk (run after --read-nc:
+    it uses that run's files)."""
+    import os
+    import zlib
+
+    import numcodecs
+
+    path = work_dir / f"read-{chunks}-{edge}.nc"
+    copy = work_dir / f"read-{chunks}-{edge}.zarr"
+    fo = str(work_dir / "read.json")
+    theirs = {"kerchunk": work_dir / "kerchunk.json", "VirtualiZarr": work_dir / "vz.json"}
+    locations = stored_chunks(path)
+    n = len(locations)
+    with open(path, "rb") as f:
+        stored = [os.pread(f.fileno(), size, offset) for offset, size in locations]
+    raw = [zlib.decompress(b) for b in stored]
+    shuffle = numcodecs.Shuffle(elementsize=4)
+    out = np.empty((edge * 8, edge * 8), "f4")
+
+    def preads() -> int:
+        with open(path, "rb") as f:
+            return sum(len(os.pread(f.fileno(), s, o)) for o, s in locations)
+
+    def copies() -> None:
+        for b in raw:
+            out[:edge, :edge] = np.frombuffer(b, "f4").reshape(edge, edge)
+
+    def inline(work: Callable[[], Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            with no_thread_hops():
+                return work()
+
+        return run
+
+    zarr_copy = lambda: zarr.open_group(str(copy), mode="r")["v"][...]  # noqa: E731
+    contenders: dict[str, Callable[[], Any]] = {
+        "netCDF4 on the file": lambda: read_netcdf(str(path)),
+        "zlib.decompress alone": lambda: [zlib.decompress(b) for b in stored],
+        "numcodecs Shuffle.decode alone": lambda: [shuffle.decode(b) for b in raw],
+        "copy of each chunk into the output": copies,
+        "os.pread of each chunk (one open file)": preads,
+        "fsspec reference _cat_file of each chunk": fs_reads(fo),
+        "zarr on a Zarr copy": zarr_copy,
+        "zarr on a Zarr copy, no thread hops": inline(zarr_copy),
+        "zarr through the JSON set": lambda: read_refs(fo),
+        "zarr through the JSON set, no thread hops": inline(lambda: read_refs(fo)),
+    }
+    cpus: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(repeat):
+        for name, work in contenders.items():
+            gc.collect()
+            cpu = time.process_time()
+            work()
+            cpus[name].append(time.process_time() - cpu)
+    print(f"\nwhere the time goes, {n} chunks (CPU, best of {repeat}, per chunk)")
+    for name, times in cpus.items():
+        print(f"  {name:<44} {min(times) / n * 1e6:6.0f} us")
+    readers = {
+        "netCDF4 on the file": f"B.read_netcdf({str(path)!r})",
+        "zarr on a Zarr copy": f"import zarr; zarr.open_group({str(copy)!r}, mode='r')['v'][...]",
+        "zarr through nczarr's JSON set": f"B.read_refs({fo!r})",
+    } | {
+        f"zarr through {name}'s JSON set": f"B.read_refs({str(p)!r})"
+        for name, p in theirs.items()
+        if p.exists()
+    }
+    calls = {name: syscalls(code) for name, code in readers.items()}
+    if any(c is None for c in calls.values()):
+        print("  (strace not installed: no system call counts)")
+        return
+    names = ("openat", "read", "pread64", "lseek", "newfstatat", "close", "futex")
+    print("  system calls per chunk (strace -f -c, over the imports alone)")
+    print(f"  {'':<34}" + "".join(f"{s:>11}" for s in names))
+    for name, table in calls.items():
+        print(f"  {name:<34}" + "".join(f"{table.get(s, 0) / n:11.2f}" for s in names))
 
 
 NC_MEMORY_SCRIPT = """
@@ -530,6 +801,16 @@ def main() -> None:
     parser.add_argument(
         "--read-nc", action="store_true", help="only the realistic-chunk read of a .nc"
     )
+    parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="where the time of a read through a set goes, per chunk (after --read-nc, same --dir)",
+    )
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        help="with --read-nc: a source tree of an older nczarr whose sets are read too",
+    )
     parser.add_argument("--read-chunks", type=int, default=10_000)
     parser.add_argument("--read-edge", type=int, default=128)
     parser.add_argument(
@@ -542,9 +823,13 @@ def main() -> None:
     work_dir.mkdir(parents=True, exist_ok=True)
     print(f"cpus: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f}")
     try:
-        if args.read_nc or args.nc_memory:
+        if args.read_nc or args.nc_memory or args.breakdown:
             if args.read_nc:
-                bench_read_nc(work_dir, args.read_chunks, args.read_edge, args.repeat)
+                bench_read_nc(
+                    work_dir, args.read_chunks, args.read_edge, args.repeat, args.baseline
+                )
+            if args.breakdown:
+                bench_breakdown(work_dir, args.read_chunks, args.read_edge, args.repeat)
             if args.nc_memory:
                 bench_nc_memory(work_dir, [int(n) for n in args.nc_memory.split(",")], args.repeat)
             return

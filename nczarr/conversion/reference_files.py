@@ -177,8 +177,8 @@ def _stream_array(
 
     The walk comes in grid order in practice: cells it passes over are written as the
     encoded fill chunk at once, so each record file is written when full. A chunk
-    coming after its cell was passed replaces the fill there (fsspec's writer merges a
-    record written twice). Memory: one flag per grid cell."""
+    coming after its cell was passed replaces the fill there once the walk is over
+    (:func:`_replace_fill`). Memory: one flag per grid cell, and the late chunks."""
     translated = entries.translated
     source = translated.source
     if (
@@ -193,6 +193,7 @@ def _stream_array(
     state = {"next": 0, "missing": 0}
     fill: list[str] = []
     later: list[str] = []  # chunks with a skipped filter: re-encoded after the walk
+    late: list[tuple[str, list]] = []  # pointers to cells already written as the fill
 
     def holes(stop: int) -> None:
         """Fill the cells from the last one passed to ``stop`` that hold no chunk."""
@@ -211,26 +212,47 @@ def _stream_array(
 
     def visit(coords: tuple[int, ...], url: str, offset: int, size: int, mask: int) -> None:
         at = sum(c * s for c, s in zip(coords, strides, strict=True))
+        passed = at < state["next"] and not present[at]  # written as a hole: late
         if at >= state["next"]:
             holes(at)
             state["next"] = at + 1
-        elif not present[at]:
-            state["missing"] -= 1  # passed as a hole, arriving late
+        elif passed:
+            state["missing"] -= 1
         present[at] = 1
         key = f"{array}/" + ".".join(map(str, coords))
         if mask:
-            later.append(key)
+            later.append(key)  # its inlined bytes replace the fill's
             return
         entries.pointed += 1
-        mapper[key] = [url, offset, size]
+        if passed:
+            late.append((key, [url, offset, size]))
+        else:
+            mapper[key] = [url, offset, size]
 
     if not source.each_stored_chunk(array, visit):
         return False
     holes(len(present))
+    _replace_fill(mapper, late)
     for key, entry in entries.entries_for(array, later):
         mapper[key] = entry
     _note_missing(entries, array, state["missing"], fill)
     return True
+
+
+def _replace_fill(mapper: Any, late: list[tuple[str, list]]) -> None:
+    """Point the cells in ``late`` (written as the inlined fill chunk) at their chunks.
+
+    fsspec's writer merges an entry into a record file already written, but a pointer
+    merged there keeps the cell's inlined bytes, which its reader returns first (the
+    chunk would read as the fill value). A deletion clears both: the cells are deleted
+    and written out, then pointed."""
+    if not late:
+        return
+    for key, _ in late:
+        del mapper[key]
+    mapper.flush()
+    for key, entry in late:
+        mapper[key] = entry
 
 
 def _note_missing(entries: Entries, array: str, missing: int, fill: list[str]) -> None:
