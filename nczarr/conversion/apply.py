@@ -128,10 +128,12 @@ def _copy_chunks(
     sized: Sequence[SizedKey] | None,
 ) -> CopyStats:
     copy, local = _copier(src, dst, resume, verify)
-    total = len(sized) if sized is not None else len(keys)
     if local and not resume:  # directory to directory: the map's batch of kernel copies
         plain = keys if sized is None else (key for key, _, _ in sized)
-        return _copy_local(src, dst, plain, copy, progress, total)
+        # the number of keys only for a progress report (a lazy plan lists them anew)
+        count = 0 if progress is None else len(sized) if sized is not None else len(keys)
+        return _copy_local(src, dst, plain, copy, progress, count)
+    total = len(sized) if sized is not None else len(keys)
     stats = CopyStats()
     items: Iterator[SizedKey] = (
         iter(sized)
