@@ -15,8 +15,6 @@ sizes from one listing per directory of each side likewise, not a HEAD per chunk
 
 from __future__ import annotations
 
-import queue
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -154,6 +152,11 @@ def _copy_chunks(
         for done, item in enumerate(items, 1):
             record(done, *copy(*item))
         return stats
+
+    # imported here: a copy between two directories (the command's usual case) runs in
+    # this thread and does not load them
+    import queue
+    import threading
 
     results: queue.SimpleQueue[tuple[bool, int] | BaseException] = queue.SimpleQueue()
     feed = iter(items)
