@@ -33,6 +33,7 @@ from ..translate.target import Target
 from .apply import CopyStats, copy_chunks, delete_keys, write_metadata
 from .journal import (
     Journal,
+    check_only_planned,
     plan_digest,
     remove_journal,
     remove_temporaries,
@@ -88,9 +89,9 @@ class _Copier:
     trusted: bool = False
 
     def __call__(self, src: ZMap, keys: Sequence[str], progress: Progress | None) -> CopyStats:
-        if not keys:
-            return CopyStats()
         request = self.request
+        if request.client is not None and not keys:
+            return CopyStats()
         resume, verify = self.skip != "none", self.skip == "content"
         if request.client is None:
             return copy_chunks(
@@ -391,7 +392,9 @@ def _prepare_target(
     journal = Journal(
         source=source_identity(location_of(translated.source)),
         target_format=request.target.format,
-        plan=plan_digest(request.target.format, plan.metadata, plan.chunk_keys),
+        # no chunk keys: the copy lists the source once (a resume checks the target's
+        # keys against the plan instead, see journal.py)
+        plan=plan_digest(request.target.format, plan.metadata),
     )
     copier = _Copier(dst_map, request)
     # A target verified empty (or emptied) receives exactly the plan's keys and the
@@ -417,9 +420,10 @@ def _clear_or_resume(copier: _Copier, journal: Journal, plan: Plan) -> bool:
         delete_keys(dst_map, _ROOT_OBJECTS)
         dst_map.clear()
     elif request.resume:
-        copier.skip = resume_mode(
-            dst_map, journal, dict(plan.metadata), frozenset(plan.chunk_keys), request.dst_url
-        )
+        metadata, chunks = dict(plan.metadata), frozenset(plan.chunk_keys)
+        copier.skip = resume_mode(dst_map, journal, metadata, chunks, request.dst_url)
+        if copier.skip == "size":  # this convert's journal, whose digest has no chunk keys
+            check_only_planned(dst_map, metadata, chunks, request.dst_url)
     else:
         raise TargetExistsError(
             f"target {request.dst_url!r} exists and is not empty: pass overwrite=True "
@@ -441,9 +445,15 @@ def _copy(
     decodes and encodes them again in the same worker pool (at most ``workers``
     chunks in memory)."""
     source, verbatim, reencoded = split_chunks(translated, plan.chunk_keys)
-    total = len(plan.chunk_keys)
+    # The keys are listed from the source as they are copied; only a progress report
+    # needs their number first (a walk of its own).
+    total = len(plan.chunk_keys) if on_chunk is not None else 0
     stats = copier(source, verbatim, _offset(on_chunk, 0, total))
-    restats = copier(translated, reencoded, _offset(on_chunk, len(verbatim), total))
+    restats = (
+        copier(translated, reencoded, _offset(on_chunk, stats.copied + stats.skipped, total))
+        if translated.reencoded
+        else CopyStats()
+    )
     report.chunks_copied = stats.copied
     report.chunks_reencoded = restats.copied
     report.chunks_skipped = stats.skipped + restats.skipped

@@ -15,8 +15,6 @@ sizes from one listing per directory of each side likewise, not a HEAD per chunk
 
 from __future__ import annotations
 
-import queue
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -128,10 +126,12 @@ def _copy_chunks(
     sized: Sequence[SizedKey] | None,
 ) -> CopyStats:
     copy, local = _copier(src, dst, resume, verify)
-    total = len(sized) if sized is not None else len(keys)
     if local and not resume:  # directory to directory: the map's batch of kernel copies
         plain = keys if sized is None else (key for key, _, _ in sized)
-        return _copy_local(src, dst, plain, copy, progress, total)
+        # the number of keys only for a progress report (a lazy plan lists them anew)
+        count = 0 if progress is None else len(sized) if sized is not None else len(keys)
+        return _copy_local(src, dst, plain, copy, progress, count)
+    total = len(sized) if sized is not None else len(keys)
     stats = CopyStats()
     items: Iterator[SizedKey] = (
         iter(sized)
@@ -152,6 +152,11 @@ def _copy_chunks(
         for done, item in enumerate(items, 1):
             record(done, *copy(*item))
         return stats
+
+    # imported here: a copy between two directories (the command's usual case) runs in
+    # this thread and does not load them
+    import queue
+    import threading
 
     results: queue.SimpleQueue[tuple[bool, int] | BaseException] = queue.SimpleQueue()
     feed = iter(items)
