@@ -137,12 +137,48 @@ class Scratch:
 
 def encode_v2(codec: V2Codec, chunk: np.ndarray, spec: Any) -> bytes:
     """Chunk values encoded as zarr-python's ``V2Codec`` encodes them."""
-    data: Any = chunk.astype(spec.dtype.to_native_dtype(), order=spec.order, copy=False)
-    for f in codec.filters or ():
+    dtype = spec.dtype.to_native_dtype()
+    filters = codec.filters or ()
+    data: Any = None
+    if filters and type(filters[0]) is Shuffle:
+        data = _shuffled_view(chunk, dtype, spec.order, filters[0].elementsize)
+    start = 0 if data is None else 1
+    if data is None:
+        data = chunk.astype(dtype, order=spec.order, copy=False)
+    for f in filters[start:]:
         data = shuffle_bytes(data, f.elementsize) if type(f) is Shuffle else f.encode(data)
-    if codec.compressor:
-        data = codec.compressor.encode(data)
+    compressor = codec.compressor
+    if compressor:
+        if type(compressor) is Zlib and (
+            type(data) is bytes or (type(data) is np.ndarray and data.flags.c_contiguous)
+        ):
+            # what Zlib.encode ends in, without its input normalisation: the same bytes
+            data = zlib.compress(data, compressor.level)
+        else:
+            data = compressor.encode(data)
     return ensure_bytes(data)
+
+
+def _shuffled_view(chunk: np.ndarray, dtype: np.dtype, order: str, size: int) -> Any:
+    """``shuffle_bytes(chunk.astype(dtype, order=order), size)`` in one copy instead of
+    two, for the common case (a C-order chunk of its own dtype, whose elements are
+    ``size`` bytes, contiguous along the last axis: a block of a C-order array); None
+    otherwise. The shuffled bytes are byte ``k`` of every element in C order, for each
+    ``k`` in turn: the chunk's bytes as ``(..., size)``, ``k`` moved first."""
+    if (
+        order != "C"
+        or type(chunk) is not np.ndarray
+        or chunk.dtype != dtype
+        or dtype.itemsize != size
+        or size <= 1
+        or chunk.ndim == 0
+        or chunk.strides[-1] != size
+        or dtype.kind not in "biuf"
+    ):
+        return None
+    raw = chunk.view(np.uint8)  # (..., n * size): the last axis is contiguous
+    raw = raw.reshape(*chunk.shape, size)
+    return np.ascontiguousarray(np.moveaxis(raw, -1, 0)).reshape(-1)
 
 
 def shuffle_bytes(data: Any, elementsize: int) -> Any:
