@@ -273,6 +273,15 @@ def write_contenders(tmp: Path, ds: Any) -> dict[str, Callable[[], object]]:
     return {"to_netcdf": netcdf, "to_nczarr": ours}
 
 
+def _set_workers(workers: int | None) -> None:
+    """``--workers``: zarr's ``threading.max_workers`` (nczarr's decode threads) for
+    the rest of this process; None leaves the default (the number of CPUs)."""
+    if workers:
+        import zarr
+
+        zarr.config.set({"threading.max_workers": workers})
+
+
 def _only(contenders: dict[str, Callable[[], object]], only: str | None) -> dict[str, Any]:
     """The contenders ``--only`` names (comma-separated; all when None)."""
     if not only:
@@ -295,6 +304,7 @@ def _measure_child(spec: dict[str, Any]) -> None:
     import json
 
     warnings.simplefilter("ignore")
+    _set_workers(spec.get("workers"))
     if spec["kind"] == "write":
         contenders = write_contenders(Path(spec["tmp"]), make_dataset(spec["side"]))
     else:
@@ -443,6 +453,12 @@ def main() -> None:
     parser.add_argument("--codecs", default=",".join(CODECS), help="e.g. blosc or zlib")
     parser.add_argument("--where", default="dir,zip,s3", help="e.g. dir,zip")
     parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="zarr's threading.max_workers, i.e. nczarr's decode threads (default: CPUs)",
+    )
+    parser.add_argument(
         "--only", default=None, help="contenders to run, e.g. netcdf4,nczarr (default: all)"
     )
     args = parser.parse_args()
@@ -452,6 +468,7 @@ def main() -> None:
         _measure_child(json.loads(Path(args.cg_child).read_text()))
         return
     warnings.simplefilter("ignore")
+    _set_workers(args.workers)
 
     import netCDF4
     import numcodecs
@@ -513,6 +530,7 @@ def main() -> None:
                 for where in wheres:
                     dask = where == "dir" and not args.no_dask
                     spec = {
+                        "workers": args.workers,
                         "only": args.only,
                         "kind": "read",
                         "where": where,
@@ -530,7 +548,13 @@ def main() -> None:
                         ),
                     )
             if not args.no_write and case == "40KB":
-                spec = {"kind": "write", "tmp": str(tmp), "side": side, "only": args.only}
+                spec = {
+                    "kind": "write",
+                    "tmp": str(tmp),
+                    "side": side,
+                    "only": args.only,
+                    "workers": args.workers,
+                }
                 measure(
                     "write 40KB zlib dir",
                     spec,
