@@ -291,10 +291,16 @@ def _only(contenders: dict[str, Callable[[], object]], only: str | None) -> dict
 
 
 # ------------------------------------------------------------------ instruction counts
-#: callgrind zeroes its counters when this libc function is entered and dumps them when
-#: the other one is: the child calls ``os.getppid()`` / ``os.getpgrp()`` around each
-#: measured call (nothing else in these runs calls them), so each dump holds exactly
-#: one contender's instructions, every thread of the process included.
+#: callgrind dumps its counters (and resets them) when either libc function is entered:
+#: the child calls ``os.getppid()`` / ``os.getpgrp()`` around each measured call
+#: (nothing else in these runs calls them), so every second dump holds exactly one
+#: contender's instructions, every thread of the process included. The first marker
+#: is a dump, not ``--zero-before``: callgrind's zeroing there resets the calling
+#: thread's counters only, so a pool thread's work in the untimed call before was
+#: counted in the measured one (the decode threads' share of a second load; a
+#: callgrind run of a 1-thread pool doing N warm-up jobs, then one job between the
+#: markers: 95 M with N=0 and 389 M with N=3 under ``--zero-before``, 97 M for both
+#: with two dumps).
 _CG_ZERO, _CG_DUMP = "getppid", "getpgrp"
 
 
@@ -339,7 +345,7 @@ def instructions(spec: dict[str, Any], scratch: Path) -> dict[str, float]:
         cmd = [
             "valgrind",
             "--tool=callgrind",
-            f"--zero-before={_CG_ZERO}",
+            f"--dump-before={_CG_ZERO}",
             f"--dump-before={_CG_DUMP}",
             "--dump-instr=no",
             f"--callgrind-out-file={out / 'cg.out'}",
@@ -355,7 +361,8 @@ def instructions(spec: dict[str, Any], scratch: Path) -> dict[str, float]:
         names = json.loads(lines[-1].partition(" ")[2])
         counts = []
         for i in range(1, len(names) + 1):
-            text = (out / f"cg.out.{i}").read_text()
+            # dump 2i - 1: everything before contender i's measured call (dropped)
+            text = (out / f"cg.out.{2 * i}").read_text()
             summary = next(x for x in text.splitlines() if x.startswith("summary:"))
             counts.append(float(summary.split()[1]))
         return dict(zip(names, counts, strict=True))
