@@ -69,7 +69,7 @@ def test_decompress_damaged_blosc_and_zlib_raise_like_decode() -> None:
             decompress(compressor, bad)
 
 
-@pytest.mark.parametrize("size", [2, 4, 8, 3])
+@pytest.mark.parametrize("size", [2, 4, 8, 3, 16, 17, 24])
 def test_unshuffle_equals_shuffle_decode(size: int) -> None:
     f = numcodecs.Shuffle(elementsize=size)
     data = bytes(f.encode(np.arange(size * 999, dtype=np.uint8)))
@@ -78,6 +78,12 @@ def test_unshuffle_equals_shuffle_decode(size: int) -> None:
     assert got.dtype == want.dtype == np.uint8
     np.testing.assert_array_equal(got, want)
     assert got.flags.writeable  # as numcodecs' own output
+    assert got.ndim == 1 and got.flags.c_contiguous
+
+
+def test_unshuffle_of_nothing() -> None:
+    f = numcodecs.Shuffle(elementsize=4)
+    np.testing.assert_array_equal(unshuffle(f, b""), f.decode(b""))
 
 
 @pytest.mark.parametrize("size", [0, 1])
