@@ -273,6 +273,15 @@ def write_contenders(tmp: Path, ds: Any) -> dict[str, Callable[[], object]]:
     return {"to_netcdf": netcdf, "to_nczarr": ours}
 
 
+def _set_workers(workers: int | None) -> None:
+    """``--workers``: zarr's ``threading.max_workers`` (nczarr's decode threads) for
+    the rest of this process; None leaves the default (the number of CPUs)."""
+    if workers:
+        import zarr
+
+        zarr.config.set({"threading.max_workers": workers})
+
+
 def _only(contenders: dict[str, Callable[[], object]], only: str | None) -> dict[str, Any]:
     """The contenders ``--only`` names (comma-separated; all when None)."""
     if not only:
@@ -282,10 +291,16 @@ def _only(contenders: dict[str, Callable[[], object]], only: str | None) -> dict
 
 
 # ------------------------------------------------------------------ instruction counts
-#: callgrind zeroes its counters when this libc function is entered and dumps them when
-#: the other one is: the child calls ``os.getppid()`` / ``os.getpgrp()`` around each
-#: measured call (nothing else in these runs calls them), so each dump holds exactly
-#: one contender's instructions, every thread of the process included.
+#: callgrind dumps its counters (and resets them) when either libc function is entered:
+#: the child calls ``os.getppid()`` / ``os.getpgrp()`` around each measured call
+#: (nothing else in these runs calls them), so every second dump holds exactly one
+#: contender's instructions, every thread of the process included. The first marker
+#: is a dump, not ``--zero-before``: callgrind's zeroing there resets the calling
+#: thread's counters only, so a pool thread's work in the untimed call before was
+#: counted in the measured one (the decode threads' share of a second load; a
+#: callgrind run of a 1-thread pool doing N warm-up jobs, then one job between the
+#: markers: 95 M with N=0 and 389 M with N=3 under ``--zero-before``, 97 M for both
+#: with two dumps).
 _CG_ZERO, _CG_DUMP = "getppid", "getpgrp"
 
 
@@ -295,6 +310,7 @@ def _measure_child(spec: dict[str, Any]) -> None:
     import json
 
     warnings.simplefilter("ignore")
+    _set_workers(spec.get("workers"))
     if spec["kind"] == "write":
         contenders = write_contenders(Path(spec["tmp"]), make_dataset(spec["side"]))
     else:
@@ -329,7 +345,7 @@ def instructions(spec: dict[str, Any], scratch: Path) -> dict[str, float]:
         cmd = [
             "valgrind",
             "--tool=callgrind",
-            f"--zero-before={_CG_ZERO}",
+            f"--dump-before={_CG_ZERO}",
             f"--dump-before={_CG_DUMP}",
             "--dump-instr=no",
             f"--callgrind-out-file={out / 'cg.out'}",
@@ -345,7 +361,8 @@ def instructions(spec: dict[str, Any], scratch: Path) -> dict[str, float]:
         names = json.loads(lines[-1].partition(" ")[2])
         counts = []
         for i in range(1, len(names) + 1):
-            text = (out / f"cg.out.{i}").read_text()
+            # dump 2i - 1: everything before contender i's measured call (dropped)
+            text = (out / f"cg.out.{2 * i}").read_text()
             summary = next(x for x in text.splitlines() if x.startswith("summary:"))
             counts.append(float(summary.split()[1]))
         return dict(zip(names, counts, strict=True))
@@ -443,6 +460,12 @@ def main() -> None:
     parser.add_argument("--codecs", default=",".join(CODECS), help="e.g. blosc or zlib")
     parser.add_argument("--where", default="dir,zip,s3", help="e.g. dir,zip")
     parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="zarr's threading.max_workers, i.e. nczarr's decode threads (default: CPUs)",
+    )
+    parser.add_argument(
         "--only", default=None, help="contenders to run, e.g. netcdf4,nczarr (default: all)"
     )
     args = parser.parse_args()
@@ -452,6 +475,7 @@ def main() -> None:
         _measure_child(json.loads(Path(args.cg_child).read_text()))
         return
     warnings.simplefilter("ignore")
+    _set_workers(args.workers)
 
     import netCDF4
     import numcodecs
@@ -513,6 +537,7 @@ def main() -> None:
                 for where in wheres:
                     dask = where == "dir" and not args.no_dask
                     spec = {
+                        "workers": args.workers,
                         "only": args.only,
                         "kind": "read",
                         "where": where,
@@ -530,7 +555,13 @@ def main() -> None:
                         ),
                     )
             if not args.no_write and case == "40KB":
-                spec = {"kind": "write", "tmp": str(tmp), "side": side, "only": args.only}
+                spec = {
+                    "kind": "write",
+                    "tmp": str(tmp),
+                    "side": side,
+                    "only": args.only,
+                    "workers": args.workers,
+                }
                 measure(
                     "write 40KB zlib dir",
                     spec,

@@ -217,21 +217,31 @@ class _WriteJob:
     def _part(self, indices: range) -> None:
         writes: dict[str, bytes] = {}
         empty: list[str] = []
+        value = self.value
+        # a CPU buffer's blocks are taken from its array (no NDBuffer per chunk)
+        values = value.as_ndarray_like() if isinstance(value, cpu.NDBuffer) else None
+        fill_spec, fill = None, None
         for i in indices:
             _, spec, chunk_selection, out_selection, complete = self.info[i]
-            part = self.value[out_selection] if self.value.shape else None
+            part: Any = None
+            if value.shape:
+                part = values[out_selection] if values is not None else value[out_selection]
             if part is not None and part.shape == spec.shape:
                 chunk = part  # the selection is the whole chunk: no fill and copy
             else:
                 # zarr-python's own merge: a fill-valued chunk with the selection
                 # written into it (edge chunks, scalars)
                 chunk = _merge_chunk_array(
-                    self.pipeline, self.value, out_selection, spec, chunk_selection, complete
+                    self.pipeline, value, out_selection, spec, chunk_selection, complete
                 )
-            if not spec.config.write_empty_chunks and _all_fill(chunk, fill_value_or_default(spec)):
+            if isinstance(chunk, NDBuffer):
+                chunk = chunk.as_ndarray_like()
+            if spec is not fill_spec:  # one spec for every chunk of a Zarr v2 array
+                fill_spec, fill = spec, fill_value_or_default(spec)
+            if not spec.config.write_empty_chunks and _all_fill(chunk, fill, type(value)):
                 empty.append(self.keys[i])  # not stored: reads back as the fill value
             else:
-                writes[self.keys[i]] = encode_v2(self.codec, chunk.as_ndarray_like(), spec)
+                writes[self.keys[i]] = encode_v2(self.codec, chunk, spec)
         zmap = self.store.zmap
         if writes:
             zmap.setitems(writes)
@@ -240,19 +250,22 @@ class _WriteJob:
                 del zmap[key]
 
 
-def _all_fill(chunk: NDBuffer, fill: Any) -> bool:
+def _all_fill(chunk: Any, fill: Any, buffer: type[NDBuffer] = cpu.NDBuffer) -> bool:
     """``chunk.all_equal(fill)`` (zarr's test for an empty chunk, NaN equal to NaN,
-    zeros by bit pattern), answered from the first element when that one already
-    differs: zarr's test broadcasts the fill value to the chunk's shape and compares
-    every element, ~0.6 ms of CPU per 40 KB chunk, which a chunk of data never needs.
-    Numbers only; a NaN equals only a NaN (and two NaNs leave it to the full test)."""
-    values = chunk.as_ndarray_like()
+    zeros by bit pattern; a numpy ``chunk`` is wrapped in ``buffer`` for it), answered
+    from the first element when that one already differs: zarr's test broadcasts the
+    fill value to the chunk's shape and compares every element, ~0.6 ms of CPU per
+    40 KB chunk, which a chunk of data never needs. Numbers only; a NaN equals only a
+    NaN (and two NaNs leave it to the full test)."""
+    values = chunk.as_ndarray_like() if isinstance(chunk, NDBuffer) else chunk
     if fill is not None and values.size and values.dtype.kind in "biuf":
         first = values.flat[0]
         with suppress(TypeError, ValueError):
-            first_nan, fill_nan = bool(np.isnan(first)), bool(np.isnan(fill))
+            first_nan, fill_nan = bool(first != first), bool(np.isnan(fill))
             if first_nan != fill_nan or (not first_nan and first != fill):
                 return False
+    if not isinstance(chunk, NDBuffer):
+        chunk = buffer.from_ndarray_like(chunk)
     return chunk.all_equal(fill)
 
 
