@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import h5py
 import netCDF4
 import numpy as np
 
@@ -184,3 +185,16 @@ def assert_same_values(expected: dict[str, Any], got: dict[str, Any]) -> None:
             assert [str(x) for x in have.ravel()] == [str(x) for x in want.ravel()], name
         else:
             np.testing.assert_array_equal(have, want.astype(have.dtype), err_msg=name)
+
+
+def stored_chunks(path: Path, name: str) -> dict[str, bytes]:
+    """The chunks HDF5 stored for dataset ``name``, by Zarr chunk key, as stored (the
+    bytes a verbatim copy must hold)."""
+    out = {}
+    with h5py.File(path, "r") as f:
+        ds = f[name]
+        for i in range(ds.id.get_num_chunks()):
+            info = ds.id.get_chunk_info(i)
+            key = ".".join(str(o // c) for o, c in zip(info.chunk_offset, ds.chunks, strict=True))
+            out[key] = ds.id.read_direct_chunk(info.chunk_offset)[1]
+    return out

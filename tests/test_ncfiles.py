@@ -26,7 +26,7 @@ from nczarr.errors import MetadataError, NCZarrError, NCZarrWarning, Unsupported
 from nczarr.integrations.xarray_backend import NCZarrBackendEntrypoint
 from nczarr.ncfile.source import NetCDFFileMap
 
-from .ncfiles import assert_same_values, build_netcdf3, build_netcdf4, nc_values
+from .ncfiles import assert_same_values, build_netcdf3, build_netcdf4, nc_values, stored_chunks
 from .ncoracle import describe, describe_url, diff
 
 STORAGE_FIELDS = ("compressor", "filters", "chunks", "warnings", "maxstrlen", "text_storage")
@@ -168,18 +168,6 @@ def test_nczarr_target_has_the_files_metadata(tmp_path: Path, fmt: str) -> None:
     assert diff(describe(tmp_path / "out"), describe_url(str(path)), ignore=ignore) == []
 
 
-def _direct_chunks(path: Path, name: str) -> dict[str, bytes]:
-    """The chunks HDF5 stored for a dataset, by Zarr chunk key, as stored."""
-    out = {}
-    with h5py.File(path) as f:
-        ds = f[name]
-        for i in range(ds.id.get_num_chunks()):
-            info = ds.id.get_chunk_info(i)
-            key = ".".join(str(o // c) for o, c in zip(info.chunk_offset, ds.chunks, strict=True))
-            out[key] = ds.id.read_direct_chunk(info.chunk_offset)[1]
-    return out
-
-
 VERBATIM = [
     "v_i1",
     "v_u2",
@@ -201,7 +189,7 @@ def test_netcdf4_chunks_are_copied_byte_for_byte(tmp_path: Path, target: str) ->
     out = tmp_path / "out"
     report = _quiet_convert(str(path), str(out), target)
     for name in VERBATIM:
-        stored = _direct_chunks(path, name)
+        stored = stored_chunks(path, name)
         assert stored, name
         copied = {p.name: p.read_bytes() for p in (out / name).iterdir() if p.name[0] != "."}
         assert copied == stored, name

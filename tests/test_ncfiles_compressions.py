@@ -14,7 +14,6 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import h5py
 import netCDF4
 import numpy as np
 import pytest
@@ -23,7 +22,7 @@ import zarr
 import nczarr
 from nczarr.errors import NCZarrWarning
 
-from .ncfiles import assert_same_values, nc_values
+from .ncfiles import assert_same_values, nc_values, stored_chunks
 
 BLOSC = ("blosc_lz", "blosc_lz4", "blosc_lz4hc", "blosc_zlib", "blosc_zstd")
 QUANTIZE = ("BitGroom", "GranularBitRound", "BitRound")
@@ -71,17 +70,6 @@ def _build(path: Path) -> Path:
     return path
 
 
-def _stored(path: Path, name: str) -> dict[str, bytes]:
-    with h5py.File(path) as f:
-        ds = f[name]
-        out = {}
-        for i in range(ds.id.get_num_chunks()):
-            info = ds.id.get_chunk_info(i)
-            key = ".".join(str(o // c) for o, c in zip(info.chunk_offset, ds.chunks, strict=True))
-            out[key] = ds.id.read_direct_chunk(info.chunk_offset)[1]
-    return out
-
-
 def _v3_chunks(array: Path) -> dict[str, bytes]:
     """A Zarr v3 array's chunk objects by v2-style key (either chunk key encoding)."""
     out = {}
@@ -111,7 +99,7 @@ def test_every_compression_is_copied_byte_for_byte(tmp_path: Path, target: str) 
         if f"/{name}" in REENCODED:
             continue
         copied = {p.name: p.read_bytes() for p in (out / name).iterdir() if p.name[0] != "."}
-        assert copied == _stored(path, name), name
+        assert copied == stored_chunks(path, name), name
     if target == "nczarr":
         got = nc_values(f"file://{out}#mode=nczarr,file")
     else:
@@ -127,7 +115,7 @@ def test_every_compression_in_zarr_v3(tmp_path: Path) -> None:
     assert {p for p, _ in report.reencoded} == REENCODED
     for name in VARIANTS:
         if f"/{name}" not in REENCODED:
-            assert _v3_chunks(out / name) == _stored(path, name), name
+            assert _v3_chunks(out / name) == stored_chunks(path, name), name
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         group = zarr.open_group(str(out), mode="r", zarr_format=3)

@@ -10,13 +10,14 @@ import errno
 import os
 from pathlib import Path
 
-import h5py
 import netCDF4
 import numpy as np
 import pytest
 
 import nczarr
 from nczarr.maps import kernelcopy
+
+from .ncfiles import stored_chunks
 
 #: Kernel ways a test refuses -> the way ``copy_range`` must end up using.
 REFUSALS = {
@@ -91,18 +92,6 @@ def test_an_error_that_is_not_unsupported_is_raised(tmp_path: Path, monkeypatch)
         os.close(fd_out)
 
 
-def _stored_chunks(path: Path, name: str) -> dict[str, bytes]:
-    """Zarr key -> the chunk's bytes as HDF5 stores them."""
-    out = {}
-    with h5py.File(path, "r") as f:
-        ds = f[name]
-        for i in range(ds.id.get_num_chunks()):
-            info = ds.id.get_chunk_info(i)
-            key = ".".join(str(o // c) for o, c in zip(info.chunk_offset, ds.chunks, strict=True))
-            out[key] = ds.id.read_direct_chunk(info.chunk_offset)[1]
-    return out
-
-
 @pytest.mark.parametrize("refused", list(REFUSALS))
 def test_a_convert_copies_the_stored_chunks_by_each_way(
     tmp_path: Path, monkeypatch, refused
@@ -116,7 +105,7 @@ def test_a_convert_copies_the_stored_chunks_by_each_way(
     used = _force(monkeypatch, refused)
     out = tmp_path / "out"
     nczarr.convert(str(src), str(out), "zarr")
-    stored = _stored_chunks(src, "v")
+    stored = stored_chunks(src, "v")
     assert len(stored) == 9
     assert {k: (out / "v" / k).read_bytes() for k in stored} == stored
     expected = REFUSALS[refused]
