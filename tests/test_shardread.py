@@ -368,6 +368,22 @@ def test_any_basic_selection_is_zarr_pythons(store, ours, selection: Any) -> Non
         np.testing.assert_array_equal(got, expected)
 
 
+@pytest.mark.parametrize(
+    "selection",
+    [(1, 2, 3), (1, 2, 3, Ellipsis), (Ellipsis, 1, 2, 3), (1, Ellipsis, 2, 3), (np.int64(1), 2, 3)],
+    ids=["ints", "ints-ellipsis", "ellipsis-ints", "int-ellipsis-ints", "numpy-int"],
+)
+def test_one_element_is_returned_as_zarr_returns_it(store, ours, selection: Any) -> None:
+    """zarr-python returns one element as a 0-d array for Python ints and slices only,
+    as a numpy scalar for any other basic selection (an ellipsis, a numpy integer): the
+    type too is zarr's (found by the hypothesis test above on zarr 3.1.6)."""
+    for name in ("default", "index_at_start"):
+        expected = store[1][name][selection]
+        got = ours[name][selection]
+        assert type(got) is type(expected)
+        assert got == expected
+
+
 def test_a_shard_never_written_follows_zarrs_missing_chunk_config(store) -> None:
     """zarr-python 3.4's ``array.read_missing_chunks = False`` makes a shard never
     written an error: the engine's array then raises as zarr-python does (earlier

@@ -339,7 +339,18 @@ class ShardedArray(Array):  # type: ignore[type-arg]
     def __getitem__(self, selection: Any) -> Any:
         if _is_basic(selection):
             try:
-                return read_basic(self._plan, selection)
+                out = read_basic(self._plan, selection)
             except NotBasic:  # zarr-python raises its own error
                 pass
+            else:
+                return out if out.shape or _orthogonal(selection) else out[()]
         return super().__getitem__(selection)
+
+
+def _orthogonal(selection: Any) -> bool:
+    """Whether zarr-python's ``Array.__getitem__`` takes ``selection`` for an
+    orthogonal one (Python ints and slices only), whose 0-d result it returns as a 0-d
+    array; any other basic selection (with an ellipsis or a numpy integer) it reads as
+    a basic selection and returns a 0-d result as a numpy scalar (zarr 3.1 to 3.4)."""
+    items = selection if isinstance(selection, tuple) else (selection,)
+    return all(isinstance(item, int | slice) for item in items)
