@@ -215,3 +215,27 @@ def test_json_set_consolidated_by_default(tmp_path: Path, zarr_format: int) -> N
     assert run.returncode == 0, run.stderr[-3000:]
     got = json.loads(run.stdout)
     assert got["v"] == list(range(6)) and got["w"] == list(range(6))
+
+
+def test_fill_chunk_is_encoded_outside_hdf5s_walk(tmp_path: Path, monkeypatch) -> None:
+    """zarr-python encodes the fill-value chunk in its own event-loop thread; inside
+    HDF5's chunk walk h5py's global lock is held, and a garbage collection in zarr's
+    thread that frees an h5py object then waits for it while the walk waits for zarr
+    (a deadlock CI hit). So the chunk is encoded before the walk, with the lock free."""
+    from h5py._objects import phil
+
+    from nczarr.conversion import reference_files
+
+    held: list[bool] = []
+    encode = reference_files.encoded_fill_chunk
+
+    def encoded(zarray: bytes, array: str) -> bytes:
+        held.append(phil._is_owned())
+        return encode(zarray, array)
+
+    monkeypatch.setattr(reference_files, "encoded_fill_chunk", encoded)
+    path = tmp_path / "src.nc"
+    make_sparse_nc(path)
+    with StreamedNetCDFFileMap(str(path)) as m, pytest.warns(NCZarrWarning, match="missing"):
+        nczarr.write_references(m, tmp_path / "nc.parq")
+    assert held and not any(held)

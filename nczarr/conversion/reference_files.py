@@ -191,7 +191,7 @@ def _stream_array(
     present = bytearray(math.prod(grid))
     strides = [math.prod(grid[i + 1 :]) for i in range(len(grid))]
     state = {"next": 0, "missing": 0}
-    fill: list[str] = []
+    fill, refused = _fill_before_walk(zarray, array)
     later: list[str] = []  # chunks with a skipped filter: re-encoded after the walk
     late: list[tuple[str, list]] = []  # pointers to cells already written as the fill
 
@@ -200,10 +200,10 @@ def _stream_array(
         start = state["next"]
         if stop <= start:
             return
-        if not fill:
-            fill.append(inline_bytes(encoded_fill_chunk(zarray.encode(), "/" + array)))
         flags = present[start:stop]
         if flags.count(0):
+            if refused is not None:
+                raise refused
             for key, here in zip(_grid_keys(array, grid, start, stop), flags, strict=True):
                 if not here:
                     mapper[key] = fill[0]
@@ -253,6 +253,21 @@ def _replace_fill(mapper: Any, late: list[tuple[str, list]]) -> None:
     mapper.flush()
     for key, entry in late:
         mapper[key] = entry
+
+
+def _fill_before_walk(zarray: str, array: str) -> tuple[list[str], UnsupportedError | None]:
+    """The inlined fill-value chunk of ``array`` (a list of one), or the refusal to
+    raise if a chunk turns out to be missing.
+
+    Encoded before the chunk walk, never inside it: HDF5's chunk walk calls back with
+    h5py's global lock held, and zarr-python encodes in its own event-loop thread,
+    where a garbage collection that frees an h5py object waits for that lock while
+    the walk waits for zarr: a deadlock (seen in CI, in
+    ``test_nc_parquet_streamed_values_and_fill``)."""
+    try:
+        return [inline_bytes(encoded_fill_chunk(zarray.encode(), "/" + array))], None
+    except UnsupportedError as exc:
+        return [], exc
 
 
 def _note_missing(entries: Entries, array: str, missing: int, fill: list[str]) -> None:
