@@ -57,6 +57,17 @@ import netCDF4
 import numpy as np
 
 
+def run_cli(cli: list[str], srcs: list[Path], out: Path, env: dict[str, str]) -> None:
+    """The combine command of ``srcs`` into ``out`` in a fresh process (``env``: which
+    nczarr tree)."""
+    subprocess.run(
+        [*cli, *map(str, srcs), str(out), "--concat-dim", "time"],
+        check=True,
+        capture_output=True,
+        env=env,
+    )
+
+
 def make_day(path: Path, day: int, ny: int, nx: int) -> None:
     """One daily NCZarr store written by netcdf-c."""
     with netCDF4.Dataset(f"file://{path.resolve()}#mode=nczarr,file", "w") as ds:
@@ -288,16 +299,7 @@ def main() -> None:
             ncs.append(timed(combine))
             assert report is not None and report.chunks_reencoded == 0
             out = base / f"cli{run}"
-            clis.append(
-                timed(
-                    lambda out=out: subprocess.run(
-                        [*cli, *map(str, srcs), str(out), "--concat-dim", "time"],
-                        check=True,
-                        capture_output=True,
-                        env=env,
-                    )
-                )
-            )
+            clis.append(timed(lambda out=out: run_cli(cli, srcs, out, env)))
             imports.append(
                 timed(
                     lambda: subprocess.run(
@@ -313,16 +315,7 @@ def main() -> None:
                 subs.extend(combines(srcs, base / "sub", 1, env))
                 other_subs.extend(combines(srcs, base / "sub", 1, other))
                 out = base / f"cli-base{run}"
-                other_clis.append(
-                    timed(
-                        lambda out=out: subprocess.run(
-                            [*cli, *map(str, srcs), str(out), "--concat-dim", "time"],
-                            check=True,
-                            capture_output=True,
-                            env=other,
-                        )
-                    )
-                )
+                other_clis.append(timed(lambda out=out: run_cli(cli, srcs, out, other)))
                 shutil.rmtree(out)
         cp, nc, fresh, imp = best(cps), best(ncs), best(clis), best(imports)
         rows = [
