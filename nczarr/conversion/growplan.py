@@ -4,6 +4,7 @@ run). Shared by ``combine`` and ``append``."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Sequence
@@ -14,6 +15,7 @@ from ..maps.base import ZMap
 from ..translate.grow import GrowPlan, plan_growth
 from ..translate.order import order_metadata
 from ..translate.writer import check_zarr_format, write_with_warnings
+from ..translate.zarr2_fills import exact_default_fills
 from .growparts import Part, PartOptions, Reader, assemble, check_equal
 from .locations import check_format, url_of
 from .report import ConvertReport
@@ -89,7 +91,11 @@ def plan_parts(
     appending), check that what is not grown agrees (but in the parts ``known_equal``
     already, see :func:`~nczarr.conversion.growparts.check_equal`), write its metadata
     in memory and announce the warnings (the sources'; a target's own were said when it
-    was written). Returns ``(plan, readers, metadata, warnings)``."""
+    was written). A new store (not ``first_is_target``) is a written copy: netcdf-c's
+    rounded default double fill (no ``_FillValue``) becomes NC_FILL_DOUBLE in its
+    metadata and in the chunks assembled, with ``convert``'s warning
+    (:func:`~nczarr.translate.zarr2_fills.exact_default_fills`); an append keeps the
+    store's own fill. Returns ``(plan, readers, metadata, warnings)``."""
     readers = [Reader(p) for p in parts]
     plan = plan_growth(
         [p.dataset for p in parts],
@@ -100,8 +106,12 @@ def plan_parts(
         first_is_target=first_is_target,
     )
     check_equal(plan, readers, names, known_equal)
+    fills: list[str] = []
+    if not first_is_target:  # a new store: a written copy, as convert writes it
+        exact, fills = exact_default_fills(plan.dataset, opts.zarr_format)
+        plan = dataclasses.replace(plan, dataset=exact)
     metadata, written_warnings = write_plan_metadata(plan, opts)
-    warnings = [*plan.warnings, *written_warnings]
+    warnings = [*plan.warnings, *fills, *written_warnings]
     for p in parts[1:] if first_is_target else parts:
         warnings += [w for w in p.warnings if w not in warnings]
     warn_all(warnings)
