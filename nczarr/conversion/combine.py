@@ -42,8 +42,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
+from hashlib import sha256
 from typing import Any
 
 from ..errors import InvalidModeError, TargetExistsError
@@ -54,7 +55,7 @@ from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, ZARR_JSON, ZARRAY
 from ..translate.target import Target
 from .apply import delete_keys, write_metadata
 from .growcopy import execute
-from .growparts import PartOptions, part_of_view
+from .growparts import Part, PartOptions, part_of_view
 from .growplan import (
     dry_run_report,
     finish_report,
@@ -64,6 +65,7 @@ from .growplan import (
     report_of,
 )
 from .growsiblings import read_parts, read_sources
+from .growsources import Names, Sources, detached
 from .journal import (
     JOURNAL_KEY,
     Journal,
@@ -75,7 +77,7 @@ from .journal import (
     write_journal,
 )
 from .locations import open_location, parsed_url, url_of, zip_target_options
-from .overlap import RealPaths, check_distinct_all, location_of
+from .overlap import DistinctTarget, RealPaths, check_distinct_all
 from .progress import ProgressArg, progress_callback
 from .report import ConvertReport
 
@@ -140,19 +142,74 @@ def _open_sources(
     return maps
 
 
-def _journal(
-    maps: Sequence[ZMap],
-    fmt: str,
-    metadata: Sequence[tuple[str, bytes]],
-    keys: Sequence[str],
-    real: RealPaths,
-) -> Journal:
-    """The combine's journal: its sources (resolved through ``real``) and its plan."""
-    return Journal(
-        source="+".join(source_identity(location_of(m), real) for m in maps),
-        target_format=fmt,
-        plan=plan_digest(fmt, metadata, keys),
-    )
+#: Sources a combine's journal names one by one; beyond, the first and a digest of all
+#: (the journal's text would otherwise grow with the sources: memory flat).
+_NAMED_SOURCES = 16
+
+
+class _Identities:
+    """The journal's text for the sources (:func:`source_identity` of each, as they are
+    checked): up to :data:`_NAMED_SOURCES` named, joined by ``+``; more, as the first,
+    their count and the SHA-256 of all of them joined (a resume compares the text: the
+    same sources give the same text). Nothing is kept per source."""
+
+    def __init__(self) -> None:
+        self._named: list[str] = []
+        self._digest = sha256()
+        self._count = 0
+
+    def add(self, identity: str) -> None:
+        self._digest.update((b"+" if self._count else b"") + identity.encode())
+        if self._count < _NAMED_SOURCES + 1:
+            self._named.append(identity)
+        self._count += 1
+
+    def text(self) -> str:
+        if self._count <= _NAMED_SOURCES:
+            return "+".join(self._named)
+        return f"{self._named[0]} (+{self._count - 1} more, sha256 {self._digest.hexdigest()})"
+
+
+def _checked(
+    sources: Sources, target: DistinctTarget, real: RealPaths, identities: _Identities
+) -> Iterator[ZMap]:
+    """Each source opened in turn, refused if it overlaps the target (before anything
+    is written: the sources are only read until all are), its identity added to the
+    journal's; a directory map's real root, resolved when it was opened, serves both."""
+    for index in range(len(sources)):
+        zmap = sources.open(index)
+        resolved = getattr(zmap, "real_root", None)
+        target.check(zmap, real=resolved)
+        where = zmap.location()
+        if resolved is not None and where.kind == "local":
+            identities.add(source_identity(where, lambda _, r=resolved: r))
+        else:
+            identities.add(source_identity(where, real))
+        yield zmap
+
+
+def _detacher(sources: Sources) -> Callable[[int, Part], Part]:
+    """``done`` of :func:`read_sources`: keep a part without its map and close the map
+    (a source read through a view keeps it); parts read as one model, with the same
+    stored keys, are one object (nothing kept per source but a reference)."""
+    last: list[Part] = []
+
+    def done(index: int, part: Part) -> Part:
+        kept = detached(part)
+        if kept is part and part.chunks is not None:
+            sources.keep(index)
+            return part
+        sources.release(index)
+        if last and (last[0].dataset, last[0].stored, last[0].warnings) == (
+            kept.dataset,
+            kept.stored,
+            kept.warnings,
+        ):
+            return last[0]
+        last[:] = [kept]
+        return kept
+
+    return done
 
 
 def _close_all(maps: Sequence[ZMap]) -> None:
@@ -204,14 +261,17 @@ def combine(
         parsed, mode, zarr_format, noxarray, consolidated, netcdf_scalars, (include, exclude)
     )
     fmt = opts.fmt
-    names = names_of(sources)
-    real = RealPaths()  # the sources' real paths, for the overlap check and the journal
+    names = Names(sources)  # made when a message needs one
+    real = RealPaths()  # the sources' real paths: their maps, the overlap check, the journal
     with ExitStack() as stack:
         on_chunk = progress_callback(progress, stack, unit="chunk")
-        maps = _open_sources(sources, source_options, stack)
-        # the open maps say where they are: no source URL parsed a second time
-        check_distinct_all(maps, dst, dst_options=target_options, realpath=real)
-        parts, known_equal = read_sources(maps, opts, concat_dim)
+        opened = Sources(sources, source_options, real, stack)
+        target = DistinctTarget(dst, target_options, real)
+        # each source opened, checked, read and closed in turn (memory flat)
+        identities = _Identities()
+        parts, known_equal = read_sources(
+            _checked(opened, target, real, identities), opts, concat_dim, done=_detacher(opened)
+        )
         plan, readers, metadata, warnings = plan_parts(
             parts,
             concat_dim,
@@ -220,6 +280,7 @@ def combine(
             opts,
             first_is_target=False,
             known_equal=known_equal,
+            sources=opened,
         )
         report = report_of(plan, names, url_of(dst), parts[0].dataset.layout, opts, warnings)
         del parts, known_equal  # the readers hold the parts (memory: kept per source)
@@ -228,7 +289,7 @@ def combine(
         dst_map = open_location(dst, "a", zip_target_options(dst, fmt, target_options), stack)
         skip = _prepare_target(  # the journal and the key list are not kept for the copies
             dst_map,
-            _journal(maps, fmt, metadata, plan.target_chunk_keys, real),
+            Journal(identities.text(), fmt, plan_digest(fmt, metadata, plan.target_chunk_keys)),
             metadata,
             plan.target_chunk_keys,
             overwrite,

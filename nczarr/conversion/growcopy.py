@@ -8,12 +8,12 @@ start) are imported only by what uses them: a cluster's map, concurrent jobs."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any
 
 from ..maps.base import NOT_SUPPORTED, ZMap
-from ..translate.grow import Copy, GrowPlan, chunk_key
+from ..translate.grow import GrowPlan, chunk_key
 from .growparts import Reader, assemble
 
 __all__ = ["ShiftedMap", "execute"]
@@ -109,10 +109,14 @@ def _on_cluster(
 ) -> tuple[tuple[int, int, int], list[Any]]:
     """Copy the plan's verbatim chunks of plain sources on a dask cluster, all sources
     in one run of batches (:mod:`nczarr.conversion.cluster`); return the stats and the
-    copies left for this process (chunks a translated view serves)."""
+    copies left for this process (chunks a translated view serves). Each source is
+    pickled as it is met (the map the tasks carry holds the pickles: a combine's
+    sources need not stay open here)."""
+    import pickle
+
     from .cluster import DEFAULT_BATCH, copy_chunks_on_cluster
 
-    sources: list[ZMap] = []
+    pickled: list[bytes] = []
     index_of: dict[int, int] = {}
     moves: dict[str, tuple[int, str]] = {}
     local = []
@@ -120,8 +124,8 @@ def _on_cluster(
         part = readers[c.part].part
         if part.copy_source(c.source_key) is part.verbatim and part.verbatim is not part.view:
             if c.part not in index_of:
-                index_of[c.part] = len(sources)
-                sources.append(part.verbatim)
+                index_of[c.part] = len(pickled)
+                pickled.append(pickle.dumps(part.verbatim))
             moves[c.target_key] = (index_of[c.part], c.source_key)
         else:
             local.append(c)
@@ -134,7 +138,7 @@ def _on_cluster(
         batch = min(DEFAULT_BATCH, max(1, -(-len(moves) // (threads * _TASKS_PER_THREAD))))
     stats = copy_chunks_on_cluster(
         client,
-        ShiftedMap(sources, moves),
+        ShiftedMap([None] * len(pickled), moves, pickled),
         dst,
         list(moves),
         batch_size=batch,
@@ -244,41 +248,50 @@ def execute(
     cluster: Mapping[str, Any] | None = None,
 ) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
     """Copy and assemble the plan's chunks into ``dst``; (copied, reencoded) stats.
-    With ``cluster`` (``client``, ``batch_size``) the verbatim copies run on dask."""
+    With ``cluster`` (``client``, ``batch_size``) the verbatim copies run on dask.
+
+    A source whose chunks ``dst`` copies locally (directory to directory) is copied in
+    one serial batch, its directories held meanwhile, and then released (``readers``
+    may close its map: :meth:`~nczarr.conversion.growsources.Readers.release`); the
+    copies of other sources (S3, zip, a translated view...) run concurrently, their
+    maps kept open until they are done."""
     total = len(plan.copies) + len(plan.assembled)
-    sources = [reader.part.verbatim for reader in readers]
-    copies: Sequence[Any] = plan.copies
+    copies: Iterable[Any] = plan.copies
     remote = (0, 0, 0)
     if cluster is not None and cluster.get("client") is not None:
         remote, copies = _on_cluster(plan, readers, dst, cluster, skip, progress, total)
-
-    def copier(c: Any) -> Callable[[], tuple[bool, int]]:
-        src = readers[c.part].part.copy_source(c.source_key)
-        return lambda: _copy_one(src, dst, c.source_key, c.target_key, skip)
-
-    local = all(dst.copy_support(s) == "local" for s in sources[1:] or sources)
+    keep = getattr(readers, "keep", None)
+    release = getattr(readers, "release", None)
     copied = remote
+    concurrent: list[Any] = []
     with ExitStack() as stack:
         stack.enter_context(dst.session())
-        if local:  # serial kernel copies: one source's directories held at a time
-            for part, group in itertools.groupby(copies, key=lambda c: c.part):
-                pairs = [(c.source_key, c.target_key) for c in group]
-                src = readers[part].part
-                with sources[part].session():
-                    if skip == "none" and all(src.copy_source(k) is src.verbatim for k, _ in pairs):
-                        stats = _copy_pairs(
-                            src.verbatim, dst, pairs, progress, sum(copied[:2]), total
-                        )
-                    else:
-                        batch = [copier(Copy(part, k, t)) for k, t in pairs]
-                        stats = _run(batch, workers, True, progress, sum(copied[:2]), total)
-                copied = (copied[0] + stats[0], copied[1] + stats[1], copied[2] + stats[2])
-        else:  # concurrent requests across sources
-            for s in sources:
-                stack.enter_context(s.session())
-            stats = _run(
-                [copier(c) for c in copies], workers, False, progress, sum(remote[:2]), total
-            )
+        for part, group in itertools.groupby(copies, key=lambda c: c.part):
+            src = readers[part].part
+            if dst.copy_support(src.verbatim) != "local":
+                if keep is not None:
+                    keep(part)  # its jobs run below
+                concurrent.extend(group)
+                continue
+            pairs = [(c.source_key, c.target_key) for c in group]
+            with src.verbatim.session():  # serial kernel copies: its directories held
+                done = sum(copied[:2])
+                if skip == "none" and all(src.copy_source(k) is src.verbatim for k, _ in pairs):
+                    stats = _copy_pairs(src.verbatim, dst, pairs, progress, done, total)
+                else:
+                    batch = [_copier(src, dst, k, t, skip) for k, t in pairs]
+                    stats = _run(batch, workers, True, progress, done, total)
+            copied = (copied[0] + stats[0], copied[1] + stats[1], copied[2] + stats[2])
+            if release is not None:
+                release(part)
+        if concurrent:  # concurrent requests across sources
+            parts = {c.part: readers[c.part].part for c in concurrent}
+            for p in parts.values():
+                stack.enter_context(p.verbatim.session())
+            jobs = [
+                _copier(parts[c.part], dst, c.source_key, c.target_key, skip) for c in concurrent
+            ]
+            stats = _run(jobs, workers, False, progress, sum(copied[:2]), total)
             copied = (copied[0] + stats[0], copied[1] + stats[1], copied[2] + stats[2])
 
     def assembler(path: str, coords: tuple[int, ...]) -> Callable[[], tuple[bool, int]]:
@@ -291,5 +304,13 @@ def execute(
         return job
 
     jobs = [assembler(path, coords) for path, coords in plan.assembled]
-    reencoded = _run(jobs, workers, False, progress, len(plan.copies), total)
+    # readers may open sources: assembled one at a time when they do
+    serial = getattr(readers, "opens_sources", False)
+    reencoded = _run(jobs, workers, serial, progress, len(plan.copies), total)
     return copied, reencoded
+
+
+def _copier(src: Any, dst: ZMap, skey: str, dkey: str, skip: str) -> Callable[[], tuple[bool, int]]:
+    """A job copying ``skey`` of part ``src`` (from where it is copied) to ``dkey``."""
+    source = src.copy_source(skey)
+    return lambda: _copy_one(source, dst, skey, dkey, skip)

@@ -59,7 +59,9 @@ class Part:
     ``chunks`` serves chunk bytes as ``dataset`` describes them (the map itself, or its
     translated view when some array is re-encoded or shown under other keys);
     ``verbatim`` is where a verbatim copy reads (the map itself unless the view maps
-    keys, so that kernel and server-side copies apply).
+    keys, so that kernel and server-side copies apply). Both None: a part kept without
+    its map (a combine's, :func:`~nczarr.conversion.growsources.detached`), whose
+    readers open it again (:class:`~nczarr.conversion.growsources.Readers`).
     """
 
     dataset: Dataset
@@ -240,10 +242,11 @@ def assemble(
         (c * n, min((c + 1) * n, s)) for c, n, s in zip(coords, var.chunks, var.shape, strict=True)
     ]
     start, stop = box[axis]
-    for reader, offset, length in zip(readers, plan.offsets, plan.lengths, strict=True):
+    for index, (offset, length) in enumerate(zip(plan.offsets, plan.lengths, strict=True)):
         lo, hi = max(start, offset), min(stop, offset + length)
         if lo >= hi:
             continue
+        reader = readers[index]  # only the parts in the chunk (readers may open sources)
         part_box = list(box)
         part_box[axis] = (lo - offset, hi - offset)
         values = reader.region(var, part_box)
@@ -285,9 +288,10 @@ def check_equal(
     first = readers[0]
     first_bytes: dict[str, Any] | None = None
     first_values: dict[str, np.ndarray] = {}
-    for i, reader in enumerate(readers[1:], 1):
+    for i in range(1, len(readers)):
         if i in known:
             continue
+        reader = readers[i]  # only the parts compared here (readers may open sources)
         same: set[str] = set()
         if reader.part.dataset is first.part.dataset:
             if first_bytes is None:

@@ -17,6 +17,7 @@ from ..translate.order import order_metadata
 from ..translate.writer import check_zarr_format, write_with_warnings
 from ..translate.zarr2_fills import exact_default_fills
 from .growparts import Part, PartOptions, Reader, assemble, check_equal
+from .growsources import Readers, Sources
 from .locations import check_format, url_of
 from .report import ConvertReport
 
@@ -86,17 +87,20 @@ def plan_parts(
     *,
     first_is_target: bool,
     known_equal: frozenset[int] = frozenset(),
-) -> tuple[GrowPlan, list[Reader], list[tuple[str, bytes]], list[str]]:
+    sources: Sources | None = None,
+) -> tuple[GrowPlan, Readers, list[tuple[str, bytes]], list[str]]:
     """Plan the grown store from ``parts`` (the first being the target itself when
     appending), check that what is not grown agrees (but in the parts ``known_equal``
     already, see :func:`~nczarr.conversion.growparts.check_equal`), write its metadata
     in memory and announce the warnings (the sources'; a target's own were said when it
-    was written). A new store (not ``first_is_target``) is a written copy: netcdf-c's
-    rounded default double fill (no ``_FillValue``) becomes NC_FILL_DOUBLE in its
-    metadata and in the chunks assembled, with ``convert``'s warning
+    was written). ``sources``: where parts kept without their map
+    (:func:`~nczarr.conversion.growsources.detached`) are opened again. A new store
+    (not ``first_is_target``) is a written copy: netcdf-c's rounded default double
+    fill (no ``_FillValue``) becomes NC_FILL_DOUBLE in its metadata and in the chunks
+    assembled, with ``convert``'s warning
     (:func:`~nczarr.translate.zarr2_fills.exact_default_fills`); an append keeps the
     store's own fill. Returns ``(plan, readers, metadata, warnings)``."""
-    readers = [Reader(p) for p in parts]
+    readers = Readers(parts, sources)  # a part kept without its map: opened again
     plan = plan_growth(
         [p.dataset for p in parts],
         dim,

@@ -15,7 +15,7 @@ another length share its model).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,7 +119,10 @@ def read_parts(maps: Sequence[ZMap], opts: PartOptions) -> list[Part]:
 
 
 def read_sources(
-    maps: Sequence[ZMap], opts: PartOptions, dimension: str | None = None
+    maps: Iterable[ZMap],
+    opts: PartOptions,
+    dimension: str | None = None,
+    done: Callable[[int, Part], Part] | None = None,
 ) -> tuple[list[Part], frozenset[int]]:
     """:func:`read_parts`, and the indices of the parts already known to agree with the
     first one on every variable without ``dimension`` (None: none checked here).
@@ -131,7 +134,12 @@ def read_sources(
     variables without the dimension are the first part's very keys and bytes holds the
     same values: :func:`~nczarr.conversion.growparts.check_equal` need not look at it
     again, and its bytes are compared here, in the same pass, rather than in a second
-    one that would open its directories again."""
+    one that would open its directories again.
+
+    ``maps`` may be opened one at a time: ``done(index, part)`` is told when a source's
+    part is read (before the next source is asked for) and returns what to keep of it
+    (the part without its map, for instance: memory flat in the sources); the first
+    part's chunks compared are then read at once, while its map is open."""
     parts: list[Part] = []
     known: _Known | None = None
     same: set[int] = set()
@@ -152,7 +160,9 @@ def read_sources(
             twin = known.parts.get(_fingerprint_of(known.keys, last.roots(names), got))
         if twin is None or listing is None:
             part, known = _full(zmap, opts, known)
-            parts.append(part)
+            if index == 0 and dimension is not None and done is not None:
+                first = _compared_chunks(part, dimension)  # while its map is open
+            parts.append(part if done is None else done(index, part))
             wanted = {}  # the keys read may change with what is known
             continue
         part = Part(twin.dataset, last.stored(twin, names), zmap, zmap, None, twin.warnings)
@@ -161,7 +171,7 @@ def read_sources(
             mine = keys if part.stored is parts[0].stored else _below(part.stored, prefixes)
             if prefixes and mine == keys and {k: got.get(k) for k in keys} == first_bytes:
                 same.add(index)
-        parts.append(part)
+        parts.append(part if done is None else done(index, part))
     return parts, frozenset(same)
 
 

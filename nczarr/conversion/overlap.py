@@ -5,6 +5,7 @@ here for convert and its callers."""
 from __future__ import annotations
 
 from ..maps.overlap import (
+    DistinctTarget,
     Location,
     RealPaths,
     check_distinct,
@@ -14,6 +15,7 @@ from ..maps.overlap import (
 )
 
 __all__ = [
+    "DistinctTarget",
     "Location",
     "RealPaths",
     "check_distinct",

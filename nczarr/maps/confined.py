@@ -50,10 +50,12 @@ class ConfinedTree(ConfinedListing):
     Directory handles it returns are the caller's to close.
     """
 
-    def __init__(self, root: str, hidden_prefix: str) -> None:
+    def __init__(self, root: str, hidden_prefix: str, real_root: str | None = None) -> None:
         self.root = root
         self.hidden_prefix = hidden_prefix
-        self.real_root = os.path.realpath(root)
+        # ``real_root``: the caller resolved ``os.path.realpath(root)`` already (a
+        # combine resolves its sources side by side: maps.overlap.RealPaths)
+        self.real_root = os.path.realpath(root) if real_root is None else real_root
         self.real_prefix = self.real_root.rstrip(os.sep) + os.sep
         # prefix -> (st_dev, st_ino, st_ctime_ns) of a directory verified inside the root
         self._verified: dict[str, tuple[int, int, int]] = {}

@@ -82,17 +82,26 @@ class FileMap(ZMap):
     kind = "a directory"
     supports_shared_writes = True
 
-    def __init__(self, root: str | os.PathLike[str], mode: str = "r") -> None:
+    def __init__(
+        self, root: str | os.PathLike[str], mode: str = "r", *, real_root: str | None = None
+    ) -> None:
         super().__init__(mode)
         self._root = local_path(root)
         prepare_root(self._root, self._mode)
-        self._tree = ConfinedTree(self._root, TEMP_PREFIX)
+        # real_root: os.path.realpath of the root, when the caller resolved it already
+        self._tree = ConfinedTree(self._root, TEMP_PREFIX, real_root)
 
     # ------------------------------------------------------------------- paths
     @property
     def root(self) -> str:
         """Absolute path of the directory."""
         return self._root
+
+    @property
+    def real_root(self) -> str:
+        """``os.path.realpath`` of the root, as resolved when the map was opened (what
+        keys are confined to; an overlap check or a journal need not resolve it again)."""
+        return self._tree.real_root
 
     def _parent(self, key: str, create: bool = False) -> tuple[DirHandle, str]:
         """``(parent directory handle, leaf name)`` of normalized ``key``."""

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import MissingDependencyError, StorageError
+from ..errors import MissingDependencyError, NCZarrError, StorageError
 from .base import ZMap, check_mode
 from .url import NCZarrURL, parse_url
 
@@ -32,6 +32,7 @@ __all__ = [
     "merge_options",
     "open_local",
     "open_map",
+    "open_plain_dir",
     "open_source",
     "probe_local",
     "register_backend",
@@ -223,6 +224,40 @@ def open_map(
         if opened is not None:
             return opened
     return backend_for(url.storage).load()(url, mode, storage_options)
+
+
+def open_plain_dir(
+    location: str | os.PathLike[str] | ZMap,
+    realpath: Callable[[str], str] = os.path.realpath,
+) -> ZMap | None:
+    """What ``open_map(location, "r")`` opens for a plain path naming an existing
+    directory (a :class:`~nczarr.maps.file.FileMap`), without parsing it as a URL, its
+    real root resolved by ``realpath`` (a combine's
+    :class:`~nczarr.maps.overlap.RealPaths`: sources side by side share their parents'
+    resolution). None for anything else: a URL or anything that may be one (a ``:`` or
+    ``#``), a ``.zip`` name, a name with a control character, a path that is no
+    directory (a file, an archive, missing, unreadable); :func:`open_map` then opens it
+    (or refuses it) as it always does. A combine of 365 sources parsed and resolved
+    each in full: about a tenth of its time."""
+    if isinstance(location, ZMap):
+        return None
+    text = os.fspath(location)
+    if (
+        not isinstance(text, str)
+        or not text
+        or ":" in text
+        or "#" in text
+        or not (text.isascii() and text.isprintable())
+        or text.lower().endswith(".zip")
+    ):
+        return None
+    path = os.path.abspath(text)
+    from .file import FileMap
+
+    try:
+        return FileMap(path, "r", real_root=realpath(path))
+    except NCZarrError:  # not a directory (or an error): open_map says what it is
+        return None
 
 
 def open_local(url: NCZarrURL, mode: str, storage_options: dict[str, Any]) -> ZMap:

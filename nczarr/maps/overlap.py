@@ -34,6 +34,7 @@ __all__ = [
     "RealPaths",
     "location_of",
     "overlap",
+    "DistinctTarget",
     "check_distinct",
     "check_distinct_all",
 ]
@@ -204,21 +205,48 @@ def check_distinct_all(
     """:func:`check_distinct` of every source and one target, the target's real
     location resolved once (365 sources: 365 resolutions saved), the sources' through
     ``realpath`` (default: a :class:`RealPaths` of this check)."""
-    target = location_of(dst, dst_options)
-    if target.kind != "local":
-        for src in sources:
-            check_distinct(src, dst, src_options=src_options, dst_options=dst_options)
-        return
-    resolved = _resolved(target.path)
-    chains: dict[str, list[Any]] = {}
-    real = realpath or RealPaths()
+    target = DistinctTarget(dst, dst_options, realpath)
     for src in sources:
+        target.check(src, src_options)
+
+
+class DistinctTarget:
+    """:func:`check_distinct` of one target and many sources, each checked when it
+    comes (a combine checks each source as it opens it, and keeps nothing of it): the
+    target's real location resolved once, the sources' through ``realpath`` (default:
+    a :class:`RealPaths`), the chains of parent directories of sources side by side
+    shared (one ``stat`` per source). Remembers parents only (memory flat)."""
+
+    def __init__(
+        self,
+        dst: Any,
+        dst_options: Mapping[str, Any] | None = None,
+        realpath: Callable[[str], str] | None = None,
+    ) -> None:
+        self._dst = dst
+        self._dst_options = dst_options
+        self._target = location_of(dst, dst_options)
+        local = self._target.kind == "local"
+        self._resolved = _resolved(self._target.path) if local else None
+        self._chains: dict[str, list[Any]] = {}
+        self._real = realpath or RealPaths()
+
+    def check(
+        self, src: Any, src_options: Mapping[str, Any] | None = None, real: str | None = None
+    ) -> None:
+        """Raise :class:`InvalidModeError` if ``src`` and the target overlap. ``real``:
+        the real path of ``src``'s location, resolved already (an open directory map's
+        :attr:`~nczarr.maps.file.FileMap.real_root`)."""
+        if self._resolved is None:
+            check_distinct(src, self._dst, src_options=src_options, dst_options=self._dst_options)
+            return
         where = location_of(src, src_options)
-        if src is dst or (
+        resolve = self._real if real is None else (lambda _: real)
+        if src is self._dst or (
             where.kind == "local"
-            and _local_overlap(where.path, target.path, resolved, chains, real)
+            and _local_overlap(where.path, self._target.path, self._resolved, self._chains, resolve)
         ):
-            check_distinct(src, dst, src_options=src_options, dst_options=dst_options)
+            check_distinct(src, self._dst, src_options=src_options, dst_options=self._dst_options)
 
 
 def _shown(store: Any) -> str:

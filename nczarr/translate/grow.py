@@ -33,7 +33,7 @@ import dataclasses
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from ..errors import InvalidModeError
 from .model import Attribute, Dataset, Group, Variable, same_value
@@ -43,6 +43,7 @@ __all__ = [
     "VALUE_ATTRIBUTES",
     "GrowPlan",
     "Copy",
+    "Copies",
     "chunk_key",
     "find_dimension",
     "plan_growth",
@@ -109,7 +110,8 @@ class GrowPlan:
     offsets, lengths
         Where each part starts along the dimension in the target, and its length.
     copies
-        Chunks copied verbatim (with shifted keys), grouped by part.
+        Chunks copied verbatim (with shifted keys), grouped by part (:class:`Copies`:
+        made as iterated).
     assembled
         ``(array path, chunk coordinates)`` of the target chunks assembled from the
         parts' values and encoded again.
@@ -125,18 +127,18 @@ class GrowPlan:
     dimension: str
     offsets: tuple[int, ...]
     lengths: tuple[int, ...]
-    copies: tuple[Copy, ...]
+    copies: Copies
     assembled: tuple[tuple[str, tuple[int, ...]], ...]
     compare: tuple[str, ...]
     warnings: tuple[str, ...] = ()
 
     @property
-    def target_chunk_keys(self) -> tuple[str, ...]:
-        """Every chunk key the plan writes, copies first."""
-        assembled = (
-            chunk_key(self.dataset.find_variable(path), coords) for path, coords in self.assembled
-        )
-        return (*(c.target_key for c in self.copies), *assembled)
+    def target_chunk_keys(self) -> Iterator[str]:
+        """Every chunk key the plan writes, copies first (made as iterated: a combine of
+        thousands of sources holds no key string per chunk)."""
+        yield from (c.target_key for c in self.copies)
+        for path, coords in self.assembled:
+            yield chunk_key(self.dataset.find_variable(path), coords)
 
 
 def chunk_key(var: Variable, coords: Sequence[int]) -> str:
@@ -191,10 +193,10 @@ def _check_parts(
     first_vars, first_groups = _variables(parts[0]), _groups(parts[0])
     dropped: list[str] = []
     for i, part in enumerate(parts[1:], 1):
-        where = f"{names[i]} and {names[0]}"
-        find_dimension(part, dim)
         if part is parts[0]:  # one model read for both (identical metadata): they agree
             continue
+        where = f"{names[i]} and {names[0]}"
+        find_dimension(part, dim)
         groups = _groups(part)
         if set(groups) != set(first_groups):
             raise InvalidModeError(
@@ -352,7 +354,8 @@ def plan_growth(
     """
     if len(parts) < 2:
         raise InvalidModeError(f"need at least two datasets to combine, got {len(parts)}")
-    names = list(names or (f"source {i}" for i in range(len(parts))))
+    if names is None:  # (a sequence made as asked may be given: not copied)
+        names = [f"source {i}" for i in range(len(parts))]
     dim = find_dimension(parts[0], dimension)
     warnings = _check_parts(parts, dim, names, combine_attrs)
     lengths = tuple(p.find_dimension(dim).size for p in parts)
@@ -360,59 +363,175 @@ def plan_growth(
     target = _grown(parts[0], dim, sum(lengths))
     by_model: dict[int, dict[str, Variable]] = {}  # parts read as one model share it
     part_vars = [by_model.get(id(p)) or by_model.setdefault(id(p), _variables(p)) for p in parts]
-    copies: list[Copy] = []
+    copies = Copies(target, dim, part_vars, offsets, stored, first_is_target)
     assembled: list[tuple[str, tuple[int, ...]]] = []
     compare: list[str] = []
-    for var in target.root.all_variables():
+    count = 0
+    for var in copies.variables:
         if dim not in var.dimensions:
             compare.append(var.path)
             if not first_is_target:  # the first part's chunks, as they are
                 prefix = var.path.strip("/") + "/"
-                copies += [Copy(0, k, k) for k in sorted(stored[0]) if k.startswith(prefix)]
+                count += sum(1 for k in stored[0] if k.startswith(prefix))
             continue
-        for item in _chunk_plan(var, [pv[var.path] for pv in part_vars], dim, offsets, stored):
-            if isinstance(item, Copy):
-                if not (first_is_target and item.part == 0):
-                    copies.append(item)
-            else:
+        for item in _chunk_plan(var, part_vars, dim, offsets, stored, copies.caches):
+            if isinstance(item, tuple):
                 assembled.append((var.path.strip("/"), item))
-    copies.sort(key=lambda c: c.part)
+            elif not (first_is_target and item.part == 0):
+                count += 1
+    copies.count = count
     return GrowPlan(
         dataset=target,
         dimension=dim,
         offsets=offsets,
         lengths=lengths,
-        copies=tuple(copies),
+        copies=copies,
         assembled=tuple(assembled),
         compare=tuple(compare),
         warnings=tuple(warnings),
     )
 
 
-#: Source chunk keys remembered while planning one array (parts read as one model
-#: copy the same source keys: one string for all of them), at most this many.
+#: Source chunk keys remembered while planning (parts read as one model copy the same
+#: source keys: one string for all of them), at most this many.
 _SHARED_KEYS = 4096
+
+
+class Copies:
+    """The plan's verbatim copies (:class:`Copy`), part by part, made as they are
+    iterated: a combine of thousands of sources holds no object or key string per chunk
+    (memory flat in the sources), only what planning needs anyway (each part's model
+    and stored keys, shared by parts read as one model, and its offset). ``len`` is
+    counted when planned; :meth:`of_part` gives one part's."""
+
+    __slots__ = (
+        "_dim",
+        "_first_is_target",
+        "_offsets",
+        "_part_vars",
+        "_spec_cache",
+        "_stored",
+        "caches",
+        "count",
+        "variables",
+    )
+
+    def __init__(
+        self,
+        target: Dataset,
+        dim: str,
+        part_vars: Sequence[Mapping[str, Variable]],
+        offsets: Sequence[int],
+        stored: Sequence[frozenset[str] | set[str]],
+        first_is_target: bool,
+    ) -> None:
+        self.variables = list(target.root.all_variables())
+        self.count = 0
+        #: same_encoding per source variable, source chunk keys: shared by the parts
+        self.caches: tuple[dict[int, bool], dict[tuple[int, tuple[int, ...]], str]] = ({}, {})
+        self._dim = dim
+        self._part_vars = part_vars
+        self._offsets = offsets
+        self._stored = stored
+        self._first_is_target = first_is_target
+        self._spec_cache: list[tuple[Variable, tuple[Any, ...] | None]] | None = None
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[Copy]:
+        for part in range(len(self._offsets)):
+            yield from self.of_part(part)
+
+    def __repr__(self) -> str:
+        return f"<{self.count} verbatim copies of {len(self._offsets)} parts>"
+
+    def of_part(self, part: int) -> Iterator[Copy]:
+        """The copies of ``part``'s chunks, in the plan's order (arrays, then chunks):
+        what :func:`_chunk_plan` yields for that part, worked out for it alone (each
+        array's grid and key parts once for all parts)."""
+        if self._first_is_target and part == 0:
+            return
+        offsets = self._offsets
+        offset = offsets[part]
+        end = offsets[part + 1] if part + 1 < len(offsets) else None
+        own, stored = self._part_vars[part], self._stored[part]
+        alike, keys = self.caches
+        for var, spec in self._specs():
+            if spec is None:  # no dimension: the first part's chunks, as they are
+                if part == 0:
+                    prefix = var.path.strip("/") + "/"
+                    yield from (Copy(0, k, k) for k in sorted(stored) if k.startswith(prefix))
+                continue
+            axis, n, total, before, after, prefix, sep = spec
+            hi = total if end is None else end
+            src = own[var.path]
+            if id(src) not in alike:
+                alike[id(src)] = same_encoding(src, var)
+            if hi <= offset or not alike[id(src)]:
+                continue  # nothing here, or every chunk assembled
+            length = src.shape[axis]
+            for index in range(-(-offset // n), -(-hi // n)):
+                start = index * n
+                if (start - offset) % n or min(start + n, total) > offset + length:
+                    continue  # assembled
+                at_source = (start - offset) // n
+                for coords in itertools.product(*before, (index,), *after):
+                    at = (id(src), (*coords[:axis], at_source, *coords[axis + 1 :]))
+                    key = keys.get(at)
+                    if key is None:
+                        if len(keys) >= _SHARED_KEYS:
+                            keys.clear()
+                        key = keys[at] = chunk_key(src, at[1])
+                    if key in stored:
+                        yield Copy(part, key, prefix + sep.join(map(str, coords)))
+
+    def _specs(self) -> list[tuple[Variable, tuple[Any, ...] | None]]:
+        """Per target array: None (no dimension), or its axis, chunk length along it,
+        size, the other axes' chunk ranges before and after it, key prefix and
+        separator."""
+        specs = self._spec_cache
+        if specs is None:
+            specs = []
+            for var in self.variables:
+                if self._dim not in var.dimensions:
+                    specs.append((var, None))
+                    continue
+                axis = var.dimensions.index(self._dim)
+                grid = _grid(var.shape, var.chunks)
+                prefix = var.path.strip("/") + "/"
+                spec = (axis, var.chunks[axis], var.shape[axis], grid[:axis], grid[axis + 1 :])
+                specs.append((var, (*spec, prefix, var.dimension_separator)))
+            self._spec_cache = specs
+        return specs
 
 
 def _chunk_plan(
     var: Variable,
-    sources: Sequence[Variable],
+    part_vars: Sequence[Mapping[str, Variable]],
     dim: str,
     offsets: Sequence[int],
     stored: Sequence[frozenset[str] | set[str]],
+    caches: tuple[dict[int, bool], dict[tuple[int, tuple[int, ...]], str]],
+    only: int | None = None,
 ) -> Iterator[Copy | tuple[int, ...]]:
-    """Each target chunk of ``var``: a :class:`Copy`, nothing (a verbatim copy of a
-    chunk the part does not store), or its coordinates (assembled)."""
+    """Each target chunk of ``var`` (of part ``only``'s chunks only, if given): a
+    :class:`Copy`, nothing (a verbatim copy of a chunk the part does not store), or its
+    coordinates (assembled). ``caches``: :attr:`Copies.caches`."""
     axis = var.dimensions.index(dim)
     n = var.chunks[axis]
     total = var.shape[axis]
     grid = _grid(var.shape, var.chunks)
-    alike: dict[int, bool] = {}  # same_encoding per source variable (parts share models)
-    keys: dict[tuple[int, tuple[int, ...]], str] = {}  # parts sharing a model share keys
-    for index in grid[axis]:
+    alike, keys = caches  # parts sharing a model share same_encoding and source keys
+    indices = grid[axis]
+    if only is not None:  # the target chunks that start in part ``only``
+        lo = offsets[only]
+        hi = offsets[only + 1] if only + 1 < len(offsets) else total
+        indices = range(-(-lo // n), -(-hi // n)) if hi > lo and n else range(0)
+    for index in indices:
         start, stop = index * n, min((index + 1) * n, total)
         part = bisect.bisect_right(offsets, start) - 1
-        src = sources[part]
+        src = part_vars[part][var.path]
         offset = offsets[part]
         if id(src) not in alike:
             alike[id(src)] = same_encoding(src, var)

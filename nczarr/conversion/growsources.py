@@ -1,0 +1,214 @@
+"""The sources of a combine (:mod:`nczarr.conversion.combine`), each opened only while it
+is read or its chunks are copied: memory flat in the number of sources.
+
+A combine reads every source before it writes anything (every refusal comes first),
+then copies each source's chunks. Holding every source's open map (its tree, paths,
+locks) between the two passes cost about 750 bytes a source; here a source is opened
+when it is read, closed after, and opened again when its chunks are copied (a plain
+local directory without parsing a URL, its real path through the parents resolved
+once for all: :func:`~nczarr.maps.open.open_plain_dir`). What is kept per source is
+what the plan needs (its model and stored keys, shared by sources read as one model,
+and its length). Maps the caller passed are the caller's (never closed here); a
+source read through a translated view keeps its map (the view reads it).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack
+from typing import Any
+
+from ..maps.base import ZMap
+from ..maps.overlap import Location, location_of
+from .growparts import Part, Reader
+from .locations import url_of
+
+__all__ = ["Names", "Readers", "Sources"]
+
+#: Readers (and their sources' maps) held at once besides the first: the last few a
+#: copy, a comparison or an assembly asked for.
+_HELD = 4
+
+
+class Names(Sequence[str]):
+    """The URLs messages name the sources by (:func:`url_of`), made when asked (a
+    refusal names two of them): no string per source is held."""
+
+    def __init__(self, locations: Sequence[Any], first: Sequence[str] = ()) -> None:
+        self._locations = locations
+        self._first = list(first)  # names before the sources' (an append's target)
+
+    def __len__(self) -> int:
+        return len(self._first) + len(self._locations)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        if index < len(self._first):
+            return self._first[index]
+        return url_of(self._locations[index - len(self._first)])
+
+
+class Sources:
+    """The sources of a combine, opened when asked (:meth:`open`) and closed when
+    released (:meth:`release`: the callers release each source when done with it);
+    every map opened here is closed by ``stack``. ``realpath`` resolves their real
+    roots (sources side by side share their parents':
+    :class:`~nczarr.maps.overlap.RealPaths`)."""
+
+    def __init__(
+        self,
+        locations: Sequence[Any],
+        options: Mapping[str, Any] | None,
+        realpath: Any,
+        stack: ExitStack,
+    ) -> None:
+        self._locations = locations
+        self._options = options
+        self._real = realpath
+        self._held: dict[int, ZMap] = {}  # opened here, released when done
+        self._kept: dict[int, ZMap] = {}  # opened here, kept (a view reads it)
+        stack.callback(self.close)
+
+    def __len__(self) -> int:
+        return len(self._locations)
+
+    def open(self, index: int) -> ZMap:
+        """Source ``index``'s map, opened read-only if it is not open."""
+        source = self._locations[index]
+        if isinstance(source, ZMap):
+            if self._options:
+                raise TypeError(
+                    f"got an open map {source!r}: storage options apply to URLs only, "
+                    f"got {sorted(self._options)}"
+                )
+            return source
+        zmap = self._kept.get(index) or self._held.get(index)
+        if zmap is not None:
+            return zmap
+        from ..maps.open import open_map, open_plain_dir
+
+        zmap = None if self._options else open_plain_dir(source, self._real)
+        if zmap is None:
+            zmap = open_map(source, mode="r", storage_options=self._options)
+        self._held[index] = zmap
+        return zmap
+
+    def keep(self, index: int) -> None:
+        """Keep source ``index`` open until the end (a view of it is held)."""
+        zmap = self._held.pop(index, None)
+        if zmap is not None:
+            self._kept[index] = zmap
+
+    def release(self, index: int) -> None:
+        """Close source ``index`` if it was opened here and is not kept (the first is
+        held to the end: every assembled chunk is encoded through it)."""
+        if index != 0 and index in self._held:
+            self._held.pop(index).close()
+
+    def location(self, index: int) -> Location:
+        """Where source ``index`` is (:func:`~nczarr.maps.overlap.location_of`): for a
+        plain local path, its absolute path, as the directory map opened for it says,
+        without parsing it as a URL."""
+        source = self._locations[index]
+        zmap = source if isinstance(source, ZMap) else self._held.get(index)
+        if zmap is None:
+            zmap = self._kept.get(index)
+        if zmap is not None:
+            return zmap.location()
+        text = os.fspath(source)
+        if (
+            not self._options
+            and isinstance(text, str)
+            and text
+            and ":" not in text
+            and "#" not in text
+            and text.isascii()
+            and text.isprintable()
+        ):
+            return Location("local", os.path.abspath(text))
+        return location_of(source, self._options)
+
+    def close(self) -> None:
+        """Close every map opened here (each even if another's close raised; the
+        first error is raised at the end)."""
+        error: BaseException | None = None
+        for held in (self._held, self._kept):
+            while held:
+                try:
+                    held.popitem()[1].close()
+                except BaseException as exc:  # re-raised below
+                    error = error or exc
+        if error is not None:
+            raise error
+
+
+class Readers(Sequence[Reader]):
+    """One :class:`Reader` per part, made when asked. A part read without its map
+    (``chunks`` None: :func:`detached`) gets its source's map from ``sources``; a few
+    readers are kept (the first, and the last ones asked for), so a run of copies or
+    an assembly does not open a source again and again."""
+
+    def __init__(self, parts: Sequence[Part], sources: Sources | None = None) -> None:
+        self._parts = parts
+        self._sources = sources
+        self._cache: dict[int, Reader] = {}
+
+    def __len__(self) -> int:
+        return len(self._parts)
+
+    @property
+    def opens_sources(self) -> bool:
+        """Whether asking for a reader may open (and close) a source's map: then
+        readers are asked for from one thread at a time."""
+        return self._sources is not None
+
+    def __iter__(self) -> Iterator[Reader]:
+        for index in range(len(self._parts)):
+            yield self[index]
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        reader = self._cache.get(index)
+        if reader is not None:
+            return reader
+        part = self._parts[index]
+        if part.chunks is None:
+            assert self._sources is not None, "a detached part needs its sources"
+            zmap = self._sources.open(index)
+            part = Part(part.dataset, part.stored, zmap, zmap, None, part.warnings)
+        reader = Reader(part)
+        if self._sources is not None and len(self._cache) > _HELD:  # the oldest, not the first
+            self.release(next(i for i in self._cache if i != 0))
+        self._cache[index] = reader
+        return reader
+
+    def keep(self, index: int) -> None:
+        """Keep part ``index``'s map open to the end (jobs running meanwhile use it)."""
+        if self._sources is not None and self._parts[index].chunks is None:
+            self._sources.keep(index)
+
+    def release(self, index: int) -> None:
+        """Done with part ``index`` (its copies are made): its reader is dropped and its
+        map closed if it was opened for it."""
+        if index == 0 or self._sources is None:
+            return
+        self._cache.pop(index, None)
+        if self._parts[index].chunks is None:
+            self._sources.release(index)
+
+
+def detached(part: Part) -> Part:
+    """``part`` without its map (a plain part: read straight from its map), or ``part``
+    itself (read through a translated view, which holds the map)."""
+    if part.view is not None or part.chunks is None:
+        return part
+    return Part(part.dataset, part.stored, None, None, None, part.warnings)  # type: ignore[arg-type]
