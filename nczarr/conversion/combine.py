@@ -255,7 +255,7 @@ def combine(
     start = time.perf_counter()
     if overwrite and resume:
         raise InvalidModeError("overwrite=True and resume=True exclude each other")
-    sources = list(sources)
+    sources = sources if isinstance(sources, list) else list(sources)
     parsed = parsed_url(dst)
     opts = part_options(
         parsed, mode, zarr_format, noxarray, consolidated, netcdf_scalars, (include, exclude)

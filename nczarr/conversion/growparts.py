@@ -5,7 +5,7 @@ comparing the variables that must be equal in every part."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -275,7 +275,7 @@ def check_equal(
     plan: GrowPlan,
     readers: Sequence[Reader],
     names: Sequence[str],
-    known: frozenset[int] = frozenset(),
+    known: Container[int] = frozenset(),
 ) -> None:
     """Refuse parts whose variables without the dimension hold other values. A part
     read as the first one's model whose chunk objects of a variable are the very same

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from typing import Any
 
 from ..errors import UnsupportedTypeError, warn_all
@@ -86,7 +86,7 @@ def plan_parts(
     opts: PartOptions,
     *,
     first_is_target: bool,
-    known_equal: frozenset[int] = frozenset(),
+    known_equal: Container[int] = frozenset(),
     sources: Sources | None = None,
 ) -> tuple[GrowPlan, Readers, list[tuple[str, bytes]], list[str]]:
     """Plan the grown store from ``parts`` (the first being the target itself when

@@ -15,7 +15,7 @@ another length share its model).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,7 +123,7 @@ def read_sources(
     opts: PartOptions,
     dimension: str | None = None,
     done: Callable[[int, Part], Part] | None = None,
-) -> tuple[list[Part], frozenset[int]]:
+) -> tuple[list[Part], Collection[int]]:
     """:func:`read_parts`, and the indices of the parts already known to agree with the
     first one on every variable without ``dimension`` (None: none checked here).
 
@@ -142,7 +142,7 @@ def read_sources(
     part's chunks compared are then read at once, while its map is open."""
     parts: list[Part] = []
     known: _Known | None = None
-    same: set[int] = set()
+    same = _Indices()
     first: tuple[tuple[str, ...], list[str], dict[str, bytes]] | None = None
     wanted: dict[str, int | None] = {}
     last = _Last()
@@ -172,7 +172,33 @@ def read_sources(
             if prefixes and mine == keys and {k: got.get(k) for k in keys} == first_bytes:
                 same.add(index)
         parts.append(part if done is None else done(index, part))
-    return parts, frozenset(same)
+    return parts, same
+
+
+class _Indices:
+    """A set of part indices held as runs (``start, stop`` pairs): a combine's later
+    sources are all found equal to the first, one run, not one int each."""
+
+    __slots__ = ("_runs",)
+
+    def __init__(self) -> None:
+        self._runs: list[list[int]] = []
+
+    def add(self, index: int) -> None:
+        if self._runs and self._runs[-1][1] == index:
+            self._runs[-1][1] = index + 1
+        elif not any(a <= index < b for a, b in self._runs):
+            self._runs.append([index, index + 1])
+
+    def __contains__(self, index: object) -> bool:
+        return any(a <= index < b for a, b in self._runs)  # type: ignore[operator]
+
+    def __len__(self) -> int:
+        return sum(b - a for a, b in self._runs)
+
+    def __iter__(self) -> Iterator[int]:
+        for a, b in self._runs:
+            yield from range(a, b)
 
 
 def _below(stored: frozenset[str], prefixes: tuple[str, ...]) -> list[str]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import itertools
+from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -108,7 +109,8 @@ class GrowPlan:
     dimension
         The dimension's FQN.
     offsets, lengths
-        Where each part starts along the dimension in the target, and its length.
+        Where each part starts along the dimension in the target, and its length
+        (arrays of 64-bit ints).
     copies
         Chunks copied verbatim (with shifted keys), grouped by part (:class:`Copies`:
         made as iterated).
@@ -125,8 +127,8 @@ class GrowPlan:
 
     dataset: Dataset
     dimension: str
-    offsets: tuple[int, ...]
-    lengths: tuple[int, ...]
+    offsets: Sequence[int]
+    lengths: Sequence[int]
     copies: Copies
     assembled: tuple[tuple[str, tuple[int, ...]], ...]
     compare: tuple[str, ...]
@@ -358,8 +360,9 @@ def plan_growth(
         names = [f"source {i}" for i in range(len(parts))]
     dim = find_dimension(parts[0], dimension)
     warnings = _check_parts(parts, dim, names, combine_attrs)
-    lengths = tuple(p.find_dimension(dim).size for p in parts)
-    offsets = tuple(itertools.accumulate((0, *lengths[:-1])))
+    # 8 bytes a part (thousands of sources: no int object each)
+    lengths = array("q", (p.find_dimension(dim).size for p in parts))
+    offsets = array("q", itertools.accumulate((0, *lengths[:-1])))
     target = _grown(parts[0], dim, sum(lengths))
     by_model: dict[int, dict[str, Variable]] = {}  # parts read as one model share it
     part_vars = [by_model.get(id(p)) or by_model.setdefault(id(p), _variables(p)) for p in parts]
