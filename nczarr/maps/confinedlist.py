@@ -61,6 +61,13 @@ class ConfinedListing:
             entries = list(it)
         yield from self._visible(entries, directory)
 
+    def _listed(self, directory: DirHandle) -> list[tuple[str, bool]]:
+        """:meth:`entries` of ``directory`` read at once, as a list (no generator per
+        directory: a combine lists five small directories per source)."""
+        target = directory.fd if directory.fd is not None else directory.path
+        with os.scandir(target) as it:
+            return list(self._visible(it, directory))
+
     def _visible(
         self, entries: Iterable[os.DirEntry[str]], directory: DirHandle
     ) -> Iterator[tuple[str, bool]]:
@@ -113,8 +120,12 @@ class ConfinedListing:
                 try:
                     if not first_visit(current, seen):
                         continue
-                    listed = self.entries(current, ckey, stream=stream)
-                    for name, is_dir in listed if stream else list(listed):
+                    listed = (
+                        self.entries(current, ckey, stream=True)
+                        if stream
+                        else self._listed(current)
+                    )
+                    for name, is_dir in listed:
                         child = f"{ckey}/{name}" if ckey else name
                         if not is_dir:
                             if on_file is not None:
