@@ -177,8 +177,9 @@ def combines(
 
 def on_cluster(srcs: list[Path], base: Path, workers: int, repeat: int) -> None:
     """Combine ``srcs`` on a fresh dask LocalCluster of ``workers`` processes (one
-    thread each) ``repeat`` times; print the best wall time and its CPU times."""
-    from distributed import Client, LocalCluster
+    thread each) ``repeat`` times; print the best wall time, its CPU times (the
+    client's, each worker's) and the number of tasks the combine ran."""
+    from distributed import Client, LocalCluster, get_task_stream
 
     import nczarr
 
@@ -201,17 +202,21 @@ def on_cluster(srcs: list[Path], base: Path, workers: int, repeat: int) -> None:
         rows = []
         for run in range(repeat):
             dst = base / f"cluster{workers}-{run}"
-            w0, c0, t0 = sum(client.run(cpu).values()), cpu(), time.perf_counter()
-            report = nczarr.convert(srcs, dst, concat_dim="time", client=client)
+            w0, c0, t0 = client.run(cpu), cpu(), time.perf_counter()
+            with get_task_stream(client) as stream:
+                report = nczarr.convert(srcs, dst, concat_dim="time", client=client)
             wall, mine = time.perf_counter() - t0, cpu() - c0
-            theirs = sum(client.run(cpu).values()) - w0
+            theirs = {w: c - w0[w] for w, c in client.run(cpu).items()}
+            tasks = sum(1 for t in stream.data if str(t["key"]).startswith("nczarr-"))
             assert report.chunks_reencoded == 0
-            rows.append((wall, mine, theirs))
+            rows.append((wall, mine, sorted(theirs.values()), tasks))
             shutil.rmtree(dst)
-    wall, mine, theirs = min(rows)
+    wall, mine, theirs, tasks = min(rows)
     print(
         f"dask LocalCluster, {workers} worker(s): wall {wall:6.2f} s, client cpu {mine:5.2f} s, "
-        f"workers cpu {theirs:5.2f} s (best of {repeat}; all walls "
+        f"workers cpu {sum(theirs):5.2f} s ("
+        + " + ".join(f"{c:.2f}" for c in theirs)
+        + f"), {tasks} tasks (best of {repeat}; all walls "
         + ", ".join(f"{r[0]:.2f}" for r in rows)
         + ")"
     )

@@ -77,21 +77,44 @@ def test_append_on_a_cluster(tmp_path, client):
     np.testing.assert_array_equal(read_nc(dst)["temp"], expected_temp(0, 8))
 
 
-def test_every_source_is_copied_in_one_run_of_batches(tmp_path, client, monkeypatch):
-    from nczarr.conversion import cluster
+def test_sources_are_copied_in_runs_of_whole_sources(tmp_path, client, monkeypatch):
+    """Each task carries its own sources only (not every source of the combine), copies
+    them on a worker, and the tasks are about four per worker thread."""
+    import pickle
 
-    runs = []
-    real = cluster.copy_chunks_on_cluster
+    from nczarr.conversion import growcluster
 
-    def spy(client, src, dst, keys, **kwargs):
-        runs.append((len(keys), kwargs["batch_size"]))
-        return real(client, src, dst, keys, **kwargs)
+    seen = {}
+    real = growcluster.copy_sources_on_cluster
 
-    monkeypatch.setattr(cluster, "copy_chunks_on_cluster", spy)
+    def spy(client, dst, sources, total, **kwargs):
+        items = list(sources)
+        seen["sources"] = [(pickle.loads(p).root, pairs) for p, pairs in items]
+        stats, tasks = real(client, dst, items, total, **kwargs)
+        seen["tasks"], seen["total"] = tasks, total
+        return stats, tasks
+
+    monkeypatch.setattr(growcluster, "copy_sources_on_cluster", spy)
     srcs = [daily(tmp_path / f"d{i}", 2 * i, 2) for i in range(6)]
     local = nczarr.convert(srcs, tmp_path / "local", concat_dim="time")
     report = nczarr.convert(srcs, tmp_path / "remote", concat_dim="time", client=client)
     assert (report.chunks_copied, report.chunks_reencoded) == (local.chunks_copied, 0)
-    # one run for all sources (not one per source), cut so that both workers get work
-    assert runs == [(report.chunks_copied, 3)]  # 19 chunks / (2 threads * 4 tasks each)
+    # one entry per source, in order, with its own pairs: 19 chunks in all
+    assert [root for root, _ in seen["sources"]] == [str(s) for s in srcs]
+    assert sum(len(pairs) for _, pairs in seen["sources"]) == seen["total"] == 19
+    # 19 chunks / (2 threads * 4 tasks each): 3 chunks a task, a source (3 chunks) each
+    assert 6 <= seen["tasks"] <= 8
     assert _tree(tmp_path / "remote") == _tree(tmp_path / "local")
+
+
+def test_batches_hold_whole_sources_or_pieces_of_one():
+    from nczarr.conversion.growcluster import _batches
+
+    sources = [(b"a", [("x", "1"), ("y", "2")]), (b"b", [("x", "3")]), (b"c", [("z", "4")] * 5)]
+    batches = list(_batches(sources, 2))
+    assert [[(p, len(pairs)) for p, pairs in b] for b in batches] == [
+        [(b"a", 2)],
+        [(b"b", 1), (b"c", 2)],
+        [(b"c", 2)],
+        [(b"c", 1)],
+    ]

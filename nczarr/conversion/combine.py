@@ -23,10 +23,9 @@ existing store ``dst`` (the target is the first part of the same plan). The plan
   an append writes its own journal holding the new metadata just before writing it:
   nczarr's readers read the grown store from it (:mod:`nczarr.maps.pending`), and the
   next append completes an append killed in that window.
-* with ``client=`` the verbatim copies run on a dask cluster, every source's in one
-  run of batches (:func:`nczarr.conversion.cluster.copy_chunks_on_cluster` over
-  :class:`~nczarr.conversion.growcopy.ShiftedMap`, a read-only map showing the
-  sources' chunks under their target keys).
+* with ``client=`` the verbatim copies run on a dask cluster, runs of whole sources
+  per task (:mod:`nczarr.conversion.growcluster`: each task opens its own sources on
+  the worker and copies their chunks directory to directory).
 * locally, each source's verbatim copies are one batch
   (:meth:`~nczarr.maps.base.ZMap.copy_pairs`): between directories, each directory is
   opened and verified once and every chunk costs ``cp``'s system calls.

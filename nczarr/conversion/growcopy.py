@@ -1,6 +1,7 @@
 """Writing the chunks of a grown store (:mod:`nczarr.conversion.combine`): verbatim
-copies under shifted keys (kernel, server-side or byte copies; on a dask cluster through
-:class:`ShiftedMap`), then the assembled chunks.
+copies under shifted keys (kernel, server-side or byte copies; on a dask cluster runs of
+whole sources per task, :mod:`nczarr.conversion.growcluster`), then the assembled
+chunks.
 
 ``pickle`` and ``concurrent.futures`` (which imports ``logging``: ~20 ms of a command's
 start) are imported only by what uses them: a cluster's map, concurrent jobs."""
@@ -16,86 +17,7 @@ from ..maps.base import NOT_SUPPORTED, ZMap
 from ..translate.grow import GrowPlan, chunk_key
 from .growparts import Reader, assemble
 
-__all__ = ["ShiftedMap", "execute"]
-
-
-class ShiftedMap(ZMap):
-    """Read-only: chunks of several sources under their target keys (``moves``: target
-    key -> (index in ``sources``, source key)), so that the cluster's copier, which
-    copies a key to the same key, copies them. One map for every source of a combine:
-    the cluster copies them all in one run of batches (one run per source waited for
-    each source's few chunks in turn).
-
-    Pickles as each source's own pickle, made once, and the moves; a source is
-    unpickled (opened) when a chunk of it is first read. Every cluster task carries
-    the map: reopening a thousand sources per task, most of them another task's, cost
-    more than the copies."""
-
-    kind = "sources' chunks under their target keys"
-
-    def __init__(
-        self,
-        sources: Sequence[ZMap | None],
-        moves: Mapping[str, tuple[int, str]],
-        pickled: Sequence[bytes] | None = None,
-    ) -> None:
-        super().__init__("r")
-        self._sources = list(sources)
-        self._moves = dict(moves)
-        self._pickled = list(pickled) if pickled is not None else None
-
-    def _where(self, key: str) -> tuple[ZMap, str]:
-        try:
-            index, skey = self._moves[key]
-        except KeyError:
-            raise KeyError(key) from None
-        return self._source(index), skey
-
-    def _source(self, index: int) -> ZMap:
-        source = self._sources[index]
-        if source is None:  # a benign race between threads: both open the same source
-            import pickle
-
-            assert self._pickled is not None
-            source = self._sources[index] = pickle.loads(self._pickled[index])
-        return source
-
-    def _load(self, key: str) -> bytes:
-        source, skey = self._where(key)
-        return source[skey]
-
-    def getsize(self, key: str) -> int:
-        source, skey = self._where(key)
-        return source.getsize(skey)
-
-    def _store(self, key: str, value: bytes) -> None:  # pragma: no cover - mode "r"
-        raise KeyError(key)
-
-    def _remove(self, key: str) -> None:  # pragma: no cover - mode "r"
-        raise KeyError(key)
-
-    def _list(self, prefix: str) -> Iterator[str]:
-        for key in self._moves:
-            if not prefix or key == prefix or key.startswith(prefix + "/"):
-                yield key
-
-    def _describe(self) -> tuple[str, dict[str, Any]]:
-        return (f"shifted:{len(self._sources)} sources", {})
-
-    def location(self) -> Any:
-        return self._source(0).location() if self._sources else super().location()
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        if self._pickled is None:
-            import pickle
-
-            self._pickled = [pickle.dumps(s) for s in self._sources]
-        return (ShiftedMap, ([None] * len(self._sources), self._moves, self._pickled))
-
-
-#: Cluster tasks per worker thread when ``batch_size`` is not given: a combine's few
-#: chunks per source would otherwise fit one batch, one worker.
-_TASKS_PER_THREAD = 4
+__all__ = ["execute"]
 
 
 def _on_cluster(
@@ -107,47 +29,42 @@ def _on_cluster(
     progress: Callable[[int, int], object] | None,
     total: int,
 ) -> tuple[tuple[int, int, int], list[Any]]:
-    """Copy the plan's verbatim chunks of plain sources on a dask cluster, all sources
-    in one run of batches (:mod:`nczarr.conversion.cluster`); return the stats and the
-    copies left for this process (chunks a translated view serves). Each source is
-    pickled as it is met (the map the tasks carry holds the pickles: a combine's
-    sources need not stay open here)."""
+    """Copy the plan's verbatim chunks of plain sources on a dask cluster, runs of
+    whole sources per task (:mod:`nczarr.conversion.growcluster`); return the stats
+    and the copies left for this process (chunks a translated view serves). Each
+    source is pickled as its task is cut (a combine's sources need not stay open
+    here)."""
     import pickle
 
-    from .cluster import DEFAULT_BATCH, copy_chunks_on_cluster
+    from .growcluster import copy_sources_on_cluster
 
-    pickled: list[bytes] = []
-    index_of: dict[int, int] = {}
-    moves: dict[str, tuple[int, str]] = {}
-    local = []
-    for c in plan.copies:
-        part = readers[c.part].part
-        if part.copy_source(c.source_key) is part.verbatim and part.verbatim is not part.view:
-            if c.part not in index_of:
-                index_of[c.part] = len(pickled)
-                pickled.append(pickle.dumps(part.verbatim))
-            moves[c.target_key] = (index_of[c.part], c.source_key)
-        else:
-            local.append(c)
-    if not moves:
-        return (0, 0, 0), local
-    client = cluster["client"]
-    batch = cluster.get("batch_size")
-    if not batch:
-        threads = sum(client.nthreads().values()) or 1
-        batch = min(DEFAULT_BATCH, max(1, -(-len(moves) // (threads * _TASKS_PER_THREAD))))
-    stats = copy_chunks_on_cluster(
-        client,
-        ShiftedMap([None] * len(pickled), moves, pickled),
+    local: list[Any] = []
+    release = getattr(readers, "release", None)
+
+    def sources() -> Iterator[tuple[bytes, list[tuple[str, str]]]]:
+        for part, group in itertools.groupby(plan.copies, key=lambda c: c.part):
+            src = readers[part].part
+            pairs = []
+            for c in group:
+                if src.copy_source(c.source_key) is src.verbatim and src.verbatim is not src.view:
+                    pairs.append((c.source_key, c.target_key))
+                else:
+                    local.append(c)
+            if pairs:
+                yield pickle.dumps(src.verbatim), pairs
+            if release is not None:
+                release(part)
+
+    stats, _ = copy_sources_on_cluster(
+        cluster["client"],
         dst,
-        list(moves),
-        batch_size=batch,
-        workers=cluster.get("workers", 8),
-        resume=skip != "none",
-        verify=skip == "content",
-        progress=None if progress is None else lambda done, _: progress(done, total),
+        sources(),
+        len(plan.copies),
+        batch_size=cluster.get("batch_size"),
+        skip=skip,
+        progress=None if progress is None else lambda done: progress(done, total),
     )
-    return (stats.copied, stats.skipped, stats.bytes), local
+    return stats, local
 
 
 def _copy_one(src: ZMap, dst: ZMap, skey: str, dkey: str, skip: str) -> tuple[bool, int]:
