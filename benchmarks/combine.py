@@ -28,7 +28,11 @@ minutes (the machine's load moves both alike), and so is ``--memory``.
 
 With ``--cluster 1,2`` it also combines on a dask ``LocalCluster`` of 1, then 2 worker
 processes (one thread each; warmed up by a small combine) and prints wall time, this
-process's CPU and the workers' CPU.
+process's CPU, each worker's CPU and the combine's tasks.
+
+With ``--callgrind`` it also counts the combine's instructions (valgrind's callgrind,
+user space, a process warmed up by a 2-source combine; and the baseline's): a number
+the machine's load does not move.
 
 Usage::
 
@@ -38,6 +42,7 @@ Usage::
     python3 benchmarks/combine.py --no-xarray --memory 50,200,365
     python3 benchmarks/combine.py --no-xarray --cluster 1,2
     python3 benchmarks/combine.py --dir /dev/shm --repeat 5 --baseline /tmp/base
+    python3 benchmarks/combine.py --dir /dev/shm --no-xarray --callgrind --baseline /tmp/base
 """
 
 from __future__ import annotations
@@ -222,6 +227,48 @@ def on_cluster(srcs: list[Path], base: Path, workers: int, repeat: int) -> None:
     )
 
 
+_CG_CHILD = """
+import os, shutil, sys, warnings
+import nczarr
+warnings.simplefilter("ignore")
+dst, srcs = sys.argv[1], sys.argv[2:]
+nczarr.convert(srcs[:2], dst + "-warm", concat_dim="time")  # imports, caches
+os.getppid()  # callgrind dumps here (the warm-up) ...
+nczarr.convert(srcs, dst, concat_dim="time")
+os.getpgrp()  # ... and here (the combine)
+shutil.rmtree(dst)
+shutil.rmtree(dst + "-warm")
+"""
+
+
+def instructions(srcs: list[Path], dst: Path, env: dict[str, str]) -> float:
+    """Instructions (user space, valgrind ``--tool=callgrind``) of one combine of
+    ``srcs`` in a process warmed up by a 2-source combine (the load does not move
+    them): callgrind dumps its counters when ``getppid``/``getpgrp`` are entered, so
+    the second dump holds the combine alone. ``PYTHONHASHSEED=0``."""
+    out = dst.with_name(dst.name + "-cg")
+    out.mkdir()
+    try:
+        cmd = [
+            "valgrind",
+            "--tool=callgrind",
+            "--dump-before=getppid",
+            "--dump-before=getpgrp",
+            "--dump-instr=no",
+            f"--callgrind-out-file={out / 'cg.out'}",
+            sys.executable,
+            "-c",
+            _CG_CHILD,
+            str(dst),
+            *map(str, srcs),
+        ]
+        subprocess.run(cmd, check=True, capture_output=True, env={**env, "PYTHONHASHSEED": "0"})
+        text = (out / "cg.out.2").read_text()
+        return float(next(x for x in text.splitlines() if x.startswith("summary:")).split()[1])
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
 def best(runs: list[tuple[float, float]]) -> tuple[float, float]:
     """The run with the least CPU time (the machine is shared: less is less disturbed)."""
     return min(runs, key=lambda r: r[1])
@@ -243,6 +290,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--baseline", default=None, help="a tree of another nczarr, measured alternately"
+    )
+    parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="also count the combine's instructions (valgrind; and the baseline's)",
     )
     args = parser.parse_args()
 
@@ -383,6 +435,10 @@ def main() -> None:
                     f"{label}{n:4d} sources: peak RSS {peak:6.1f} MB ({peak - before:+.1f} MB "
                     f"over the warmed-up process's RSS), combine cpu {cpu:.2f} s"
                 )
+        if args.callgrind:
+            for label, with_env in (("", env), ("baseline: ", other))[: 1 + (other is not None)]:
+                count = instructions(srcs, base / "cg", with_env)  # type: ignore[arg-type]
+                print(f"{label}instructions of the combine of {len(srcs)}: {count / 1e6:.1f} M")
         for workers in [int(x) for x in args.cluster.split(",") if x]:
             on_cluster(srcs, base, workers, args.repeat)
         print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
