@@ -78,8 +78,10 @@ class Sources:
     def __len__(self) -> int:
         return len(self._locations)
 
-    def open(self, index: int) -> ZMap:
-        """Source ``index``'s map, opened read-only if it is not open."""
+    def open(self, index: int, resolve: bool = True) -> ZMap:
+        """Source ``index``'s map, opened read-only if it is not open. ``resolve``
+        False: its real root resolved only if a link needs it (opened again for its
+        copies: it was resolved, checked and read when opened first)."""
         source = self._locations[index]
         if isinstance(source, ZMap):
             if self._options:
@@ -93,7 +95,7 @@ class Sources:
             return zmap
         from ..maps.open import open_map, open_plain_dir
 
-        zmap = None if self._options else open_plain_dir(source, self._real)
+        zmap = None if self._options else open_plain_dir(source, self._real if resolve else None)
         if zmap is None:
             zmap = open_map(source, mode="r", storage_options=self._options)
         self._held[index] = zmap
@@ -183,7 +185,7 @@ class Readers(Sequence[Reader]):
         part = self._parts[index]
         if part.chunks is None:
             assert self._sources is not None, "a detached part needs its sources"
-            zmap = self._sources.open(index)
+            zmap = self._sources.open(index, resolve=False)
             part = Part(part.dataset, part.stored, zmap, zmap, None, part.warnings)
         reader = Reader(part)
         if self._sources is not None and len(self._cache) > _HELD:  # the oldest, not the first

@@ -50,13 +50,19 @@ class ConfinedTree(ConfinedListing):
     Directory handles it returns are the caller's to close.
     """
 
-    def __init__(self, root: str, hidden_prefix: str, real_root: str | None = None) -> None:
+    def __init__(
+        self, root: str, hidden_prefix: str, real_root: str | None = None, *, lazy: bool = False
+    ) -> None:
         self.root = root
         self.hidden_prefix = hidden_prefix
         # ``real_root``: the caller resolved ``os.path.realpath(root)`` already (a
-        # combine resolves its sources side by side: maps.overlap.RealPaths)
-        self.real_root = os.path.realpath(root) if real_root is None else real_root
-        self.real_prefix = self.real_root.rstrip(os.sep) + os.sep
+        # combine resolves its sources side by side: maps.overlap.RealPaths); ``lazy``:
+        # resolved when a link is first met (a combine's source opened again for its
+        # copies meets none). Either way links are confined to the root's real path as
+        # it is then; the root itself is reached by its path at every use.
+        if real_root is None and not lazy:
+            real_root = os.path.realpath(root)
+        self._real_root = real_root
         # prefix -> (st_dev, st_ino, st_ctime_ns) of a directory verified inside the root
         self._verified: dict[str, tuple[int, int, int]] = {}
         # Directories held open during a session (see pinned()), else None.
@@ -64,6 +70,18 @@ class ConfinedTree(ConfinedListing):
         self._session_flags: tuple[int, int] | None = None
         self._sessions = 0
         self._session_lock = threading.Lock()
+
+    @property
+    def real_root(self) -> str:
+        """``os.path.realpath`` of the root (links inside are followed only below it)."""
+        if self._real_root is None:
+            self._real_root = os.path.realpath(self.root)
+        return self._real_root
+
+    @property
+    def real_prefix(self) -> str:
+        """:attr:`real_root` with a trailing separator."""
+        return self.real_root.rstrip(os.sep) + os.sep
 
     @contextlib.contextmanager
     def pinned(self) -> Iterator[None]:
@@ -167,13 +185,29 @@ class ConfinedTree(ConfinedListing):
             return held
         try:
             self.check_reserved(prefix)
-            handle = self.walk(prefix.split("/") if prefix else [], prefix)
+            handle = self._reach(prefix)
         except (OSError, NCZarrError):
             return None
         if handle.fd is None:  # path mode: nothing to hold, every use is checked
             handle.close()
             return None
         return pins.add(prefix, handle)
+
+    def _reach(self, prefix: str) -> DirHandle:
+        """Directory ``prefix`` reached from its held parent (lent, and held first if it
+        is not: each component opened ``O_NOFOLLOW`` relative to the last, as
+        :meth:`walk` does from the root, which a source's second directory then does not
+        open again), or walked from the root (the root, or a parent not held)."""
+        if not prefix:
+            return self.walk([], prefix)
+        cut = prefix.rfind("/")
+        parent = self.lend_dir(prefix[:cut] if cut >= 0 else "")
+        if parent is None:
+            return self.walk(prefix.split("/"), prefix)
+        try:
+            return self.child(parent, prefix[cut + 1 :], prefix)
+        finally:
+            parent.close()  # given back: the session holds it
 
     def unpin(self, prefix: str) -> None:
         """Forget held directories at and below ``prefix`` (removed or replaced)."""

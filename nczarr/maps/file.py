@@ -83,13 +83,19 @@ class FileMap(ZMap):
     supports_shared_writes = True
 
     def __init__(
-        self, root: str | os.PathLike[str], mode: str = "r", *, real_root: str | None = None
+        self,
+        root: str | os.PathLike[str],
+        mode: str = "r",
+        *,
+        real_root: str | None = None,
+        lazy_real_root: bool = False,
     ) -> None:
         super().__init__(mode)
         self._root = local_path(root)
         prepare_root(self._root, self._mode)
-        # real_root: os.path.realpath of the root, when the caller resolved it already
-        self._tree = ConfinedTree(self._root, TEMP_PREFIX, real_root)
+        # real_root: os.path.realpath of the root, when the caller resolved it already;
+        # lazy_real_root: resolved when first needed (a link met; ConfinedTree)
+        self._tree = ConfinedTree(self._root, TEMP_PREFIX, real_root, lazy=lazy_real_root)
 
     # ------------------------------------------------------------------- paths
     @property

@@ -228,7 +228,7 @@ def open_map(
 
 def open_plain_dir(
     location: str | os.PathLike[str] | ZMap,
-    realpath: Callable[[str], str] = os.path.realpath,
+    realpath: Callable[[str], str] | None = os.path.realpath,
 ) -> ZMap | None:
     """What ``open_map(location, "r")`` opens for a plain path naming an existing
     directory (a :class:`~nczarr.maps.file.FileMap`), without parsing it as a URL, its
@@ -238,7 +238,8 @@ def open_plain_dir(
     ``#``), a ``.zip`` name, a name with a control character, a path that is no
     directory (a file, an archive, missing, unreadable); :func:`open_map` then opens it
     (or refuses it) as it always does. A combine of 365 sources parsed and resolved
-    each in full: about a tenth of its time."""
+    each in full: about a tenth of its time. ``realpath`` None: the real root is
+    resolved when first needed (a combine's source opened again for its copies)."""
     if isinstance(location, ZMap):
         return None
     text = os.fspath(location)
@@ -255,6 +256,8 @@ def open_plain_dir(
     from .file import FileMap
 
     try:
+        if realpath is None:
+            return FileMap(path, "r", lazy_real_root=True)
         return FileMap(path, "r", real_root=realpath(path))
     except NCZarrError:  # not a directory (or an error): open_map says what it is
         return None
