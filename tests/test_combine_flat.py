@@ -166,3 +166,20 @@ def test_copies_made_per_part_are_the_planned_ones(lengths):
     made = [(c.part, c.source_key, c.target_key) for c in plan.copies]
     assert made == sorted(planned, key=lambda c: c[0]) and len(plan.copies) == len(made)
     assert list(plan.target_chunk_keys)[: len(made)] == [t for _, _, t in made]
+
+
+def test_a_lazy_real_root_confines_links_as_an_eager_one(tmp_path):
+    root = tmp_path / "root"
+    (root / "a").mkdir(parents=True)
+    (root / "a" / "x").write_bytes(b"inside")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "y").write_bytes(b"secret")
+    os.symlink(root / "a", root / "in")  # a link inside the root
+    os.symlink(tmp_path / "outside", root / "out")  # a link out of it
+    for lazy in (False, True):
+        zmap = FileMap(root, lazy_real_root=lazy)
+        assert zmap["in/x"] == b"inside"
+        with pytest.raises((KeyError, nczarr.NCZarrError)):
+            zmap["out/y"]
+        assert "out/y" not in set(zmap.keys_below(""))
+        assert zmap.real_root == os.path.realpath(root)
