@@ -304,7 +304,10 @@ def main() -> None:
 
     # each combine says that netcdf-c's rounded double fill of `time` is written exactly
     warnings.simplefilter("ignore", nczarr.NCZarrWarning)
-    base = Path(tempfile.mkdtemp(prefix="nczarr-combine-", dir=args.dir))
+    base = Path(tempfile.mkdtemp(prefix="nczarr-combine-", dir=args.dir)).resolve()
+    # children start here: run from a source tree, `python -c`/`-m` would import that
+    # tree's nczarr before PYTHONPATH's (the baseline would be this tree)
+    os.chdir(base)
     try:
         srcs = []
         for day in range(args.days):
