@@ -100,7 +100,16 @@ def test_later_sources_disagreeing_are_refused(tmp_path: Path) -> None:
 
 #: Not needed to combine daily stores between directories (``concurrent.futures``
 #: imports ``logging``: together ~20 ms of the command's start, 365 sources ~0.2 s).
-HEAVY = ("numpy", "numcodecs", "zarr", "concurrent.futures", "logging", "pickle", "asyncio")
+HEAVY = (
+    "numpy",
+    "numcodecs",
+    "zarr",
+    "concurrent.futures",
+    "logging",
+    "pickle",
+    "asyncio",
+    "_hashlib",
+)
 
 RUN = """
 import json, sys

@@ -43,7 +43,6 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
-from hashlib import sha256
 from typing import Any
 
 from ..errors import InvalidModeError, TargetExistsError
@@ -65,13 +64,14 @@ from .growplan import (
 )
 from .growsiblings import read_parts, read_sources
 from .growsources import Names, Sources, detached
-from .journal import (
+from .journal import (  # its SHA-256: CPython's own, without loading OpenSSL
     JOURNAL_KEY,
     Journal,
     plan_digest,
     remove_journal,
     remove_temporaries,
     resume_mode,
+    sha256,
     source_identity,
     write_journal,
 )
