@@ -136,7 +136,18 @@ def test_open_plain_dir_is_open_map_for_a_directory(tmp_path):
         assert open_plain_dir(other) is None
 
 
-@pytest.mark.parametrize("lengths", [(4, 4, 4), (3, 1, 4), (2, 0, 2, 5), (1, 1, 1, 1, 1)])
+@pytest.mark.parametrize(
+    "lengths",
+    [
+        (4, 4, 4),
+        (3, 1, 4),
+        (2, 0, 2, 5),
+        (1,) * 7,
+        (2,) * 9,
+        (4, 2, 2, 2, 2, 6),
+        (2, 2, 3, 2, 2, 2, 1),
+    ],
+)
 def test_copies_made_per_part_are_the_planned_ones(lengths):
     from nczarr.translate.model import Dataset, Dimension, Group, Variable
 

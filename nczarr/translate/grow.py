@@ -414,6 +414,7 @@ class Copies:
         "_part_vars",
         "_spec_cache",
         "_stored",
+        "_template",
         "caches",
         "count",
         "variables",
@@ -438,6 +439,7 @@ class Copies:
         self._stored = stored
         self._first_is_target = first_is_target
         self._spec_cache: list[tuple[Variable, tuple[Any, ...] | None]] | None = None
+        self._template: tuple[Any, ...] | None = None  # the last part's copies (of_part)
 
     def __len__(self) -> int:
         return self.count
@@ -452,19 +454,58 @@ class Copies:
     def of_part(self, part: int) -> Iterator[Copy]:
         """The copies of ``part``'s chunks, in the plan's order (arrays, then chunks):
         what :func:`_chunk_plan` yields for that part, worked out for it alone (each
-        array's grid and key parts once for all parts)."""
+        array's grid and key parts once for all parts). A part read as the same model
+        as the part before, storing the same keys, with the same length, both far from
+        the end, and shifted by whole chunks, copies the same source keys to target
+        chunks shifted as much: the last part's copies are the template (a daily series
+        works its copies out once)."""
         if self._first_is_target and part == 0:
             return
         offsets = self._offsets
         offset = offsets[part]
         end = offsets[part + 1] if part + 1 < len(offsets) else None
         own, stored = self._part_vars[part], self._stored[part]
+        inside = part > 0 and end is not None and end + self._longest() <= self._size()
+        template = self._template
+        if inside and template is not None:
+            t_own, t_stored, t_offset, t_length, entries = template
+            delta = offset - t_offset
+            if (
+                t_own is own
+                and t_stored is stored
+                and t_length == end - offset
+                and all(delta % e[5] == 0 for e in entries)
+            ):
+                for key, coords, prefix, sep, axis, n in entries:
+                    shifted = (*coords[:axis], coords[axis] + delta // n, *coords[axis + 1 :])
+                    yield Copy(part, key, prefix + sep.join(map(str, shifted)))
+                return
+        entries = []
+        for entry in self._worked_out(part, offset, end, own, stored):
+            entries.append(entry)
+            key, coords, prefix, sep, _, _ = entry
+            yield Copy(part, key, prefix + sep.join(map(str, coords)))
+        if inside:
+            self._template = (own, stored, offset, end - offset, entries)  # type: ignore[operator]
+
+    def _worked_out(
+        self,
+        part: int,
+        offset: int,
+        end: int | None,
+        own: Mapping[str, Variable],
+        stored: frozenset[str] | set[str],
+    ) -> Iterator[tuple[str, tuple[int, ...], str, str, int, int]]:
+        """:meth:`of_part` worked out: ``(source key, target chunk coordinates, target
+        key prefix, separator, axis, chunk length along it)`` of each copy."""
         alike, keys = self.caches
         for var, spec in self._specs():
             if spec is None:  # no dimension: the first part's chunks, as they are
                 if part == 0:
                     prefix = var.path.strip("/") + "/"
-                    yield from (Copy(0, k, k) for k in sorted(stored) if k.startswith(prefix))
+                    for k in sorted(stored):
+                        if k.startswith(prefix):
+                            yield k, (k[len(prefix) :],), prefix, "", 0, 1  # type: ignore[misc]
                 continue
             axis, n, total, before, after, prefix, sep = spec
             hi = total if end is None else end
@@ -487,7 +528,15 @@ class Copies:
                             keys.clear()
                         key = keys[at] = chunk_key(src, at[1])
                     if key in stored:
-                        yield Copy(part, key, prefix + sep.join(map(str, coords)))
+                        yield key, coords, prefix, sep, axis, n
+
+    def _longest(self) -> int:
+        """The longest chunk along the dimension of the arrays along it."""
+        return max((spec[1] for _, spec in self._specs() if spec is not None), default=1)
+
+    def _size(self) -> int:
+        """The dimension's size in the target."""
+        return next((spec[2] for _, spec in self._specs() if spec is not None), 0)
 
     def _specs(self) -> list[tuple[Variable, tuple[Any, ...] | None]]:
         """Per target array: None (no dimension), or its axis, chunk length along it,
