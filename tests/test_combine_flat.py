@@ -19,7 +19,8 @@ from nczarr.conversion.journal import JOURNAL_KEY
 from nczarr.maps.file import FileMap
 from nczarr.maps.open import open_map, open_plain_dir
 from nczarr.maps.overlap import RealPaths
-from nczarr.translate.grow import _chunk_plan, _variables, plan_growth
+from nczarr.translate.grow import _variables, plan_growth
+from nczarr.translate.growchunks import chunk_plan
 
 from .growing import daily, expected_temp, read_nc
 from .ncoracle import nc_url
@@ -169,7 +170,7 @@ def test_copies_made_per_part_are_the_planned_ones(lengths):
     var = plan.dataset.find_variable("/v")
     planned = [
         (c.part, c.source_key, c.target_key)
-        for c in _chunk_plan(
+        for c in chunk_plan(
             var, [_variables(p) for p in parts], "/t", plan.offsets, stored, ({}, {})
         )
         if not isinstance(c, tuple)

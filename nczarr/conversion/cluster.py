@@ -33,7 +33,7 @@ from ..errors import InvalidModeError
 from ..maps.base import ZMap
 from .apply import CopyStats, SizedKey, copy_chunks, sized_keys
 
-__all__ = ["copy_chunks_on_cluster", "DEFAULT_BATCH"]
+__all__ = ["copy_chunks_on_cluster", "check_shareable", "DEFAULT_BATCH"]
 
 #: Chunk keys per cluster task: large enough that scheduling costs nothing per chunk
 #: (a task costs the scheduler ~1 ms), small enough to balance over workers and
@@ -58,7 +58,7 @@ def _worker_maps(token: str, src: ZMap, dst: ZMap) -> tuple[ZMap, ZMap]:
     return _OPEN[token]
 
 
-def _check_shareable(dst: ZMap) -> None:
+def check_shareable(dst: ZMap) -> None:
     """Refuse targets other processes cannot write into alongside the client."""
     if not dst.supports_shared_writes:
         raise InvalidModeError(
@@ -140,7 +140,7 @@ def copy_chunks_on_cluster(
 
     if batch_size < 1:
         raise InvalidModeError(f"batch_size must be >= 1, got {batch_size!r}")
-    _check_shareable(dst)
+    check_shareable(dst)
     total = len(keys)
     stats = CopyStats()
     if not total:

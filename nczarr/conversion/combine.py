@@ -67,11 +67,11 @@ from .growsources import Names, Sources, detached
 from .journal import (  # its SHA-256: CPython's own, without loading OpenSSL
     JOURNAL_KEY,
     Journal,
+    SourceIdentities,
     plan_digest,
     remove_journal,
     remove_temporaries,
     resume_mode,
-    sha256,
     source_identity,
     write_journal,
 )
@@ -141,43 +141,15 @@ def _open_sources(
     return maps
 
 
-#: Sources a combine's journal names one by one; beyond, the first and a digest of all
-#: (the journal's text would otherwise grow with the sources: memory flat).
-_NAMED_SOURCES = 16
-
-
-class _Identities:
-    """The journal's text for the sources (:func:`source_identity` of each, as they are
-    checked): up to :data:`_NAMED_SOURCES` named, joined by ``+``; more, as the first,
-    their count and the SHA-256 of all of them joined (a resume compares the text: the
-    same sources give the same text). Nothing is kept per source."""
-
-    def __init__(self) -> None:
-        self._named: list[str] = []
-        self._digest = sha256()
-        self._count = 0
-
-    def add(self, identity: str) -> None:
-        self._digest.update((b"+" if self._count else b"") + identity.encode())
-        if self._count < _NAMED_SOURCES + 1:
-            self._named.append(identity)
-        self._count += 1
-
-    def text(self) -> str:
-        if self._count <= _NAMED_SOURCES:
-            return "+".join(self._named)
-        return f"{self._named[0]} (+{self._count - 1} more, sha256 {self._digest.hexdigest()})"
-
-
 def _checked(
-    sources: Sources, target: DistinctTarget, real: RealPaths, identities: _Identities
+    sources: Sources, target: DistinctTarget, real: RealPaths, identities: SourceIdentities
 ) -> Iterator[ZMap]:
     """Each source opened in turn, refused if it overlaps the target (before anything
     is written: the sources are only read until all are), its identity added to the
     journal's; a directory map's real root, resolved when it was opened, serves both."""
     for index in range(len(sources)):
         zmap = sources.open(index)
-        resolved = getattr(zmap, "real_root", None)
+        resolved = zmap.real_root
         target.check(zmap, real=resolved)
         where = zmap.location()
         if resolved is not None and where.kind == "local":
@@ -267,7 +239,7 @@ def combine(
         opened = Sources(sources, source_options, real, stack)
         target = DistinctTarget(dst, target_options, real)
         # each source opened, checked, read and closed in turn (memory flat)
-        identities = _Identities()
+        identities = SourceIdentities()
         parts, known_equal = read_sources(
             _checked(opened, target, real, identities), opts, concat_dim, done=_detacher(opened)
         )
@@ -297,13 +269,7 @@ def combine(
         )
         cluster = {"client": client, "batch_size": batch_size, "workers": workers}
         copied, reencoded = execute(
-            plan,
-            readers,
-            dst_map,
-            workers=workers,
-            skip=skip,
-            progress=on_chunk,
-            cluster=cluster,
+            plan, readers, dst_map, workers=workers, skip=skip, progress=on_chunk, cluster=cluster
         )
         if client is not None:
             remove_temporaries(dst_map)  # of a worker killed mid-write

@@ -46,7 +46,7 @@ def copy_sources_batch(dst: ZMap, sources: Sequence[SourceCopies], skip: str) ->
     """One cluster task: copy each source's pairs into ``dst`` (each source opened
     while its chunks are copied); ``(copied, skipped, bytes)``. ``skip``: ``"none"``, or
     a resume's ``"size"``/``"content"`` (a chunk ``dst`` holds complete is skipped)."""
-    from .growcopy import _copy_one
+    from .copyone import copy_one
 
     copied = skipped = nbytes = 0
     with ExitStack() as stack:
@@ -62,7 +62,7 @@ def copy_sources_batch(dst: ZMap, sources: Sequence[SourceCopies], skip: str) ->
                         copied += len(pairs)
                         continue
                     for skey, dkey in pairs:
-                        written, size = _copy_one(src, dst, skey, dkey, skip)
+                        written, size = copy_one(src, dst, skey, dkey, skip)
                         copied += written
                         skipped += not written
                         nbytes += size
@@ -127,9 +127,9 @@ def copy_sources_on_cluster(
     """
     from distributed import as_completed
 
-    from .cluster import _check_shareable
+    from .cluster import check_shareable
 
-    _check_shareable(dst)
+    check_shareable(dst)
     threads = sum(client.nthreads().values()) or 1
     per_task = -(-total // (threads * TASKS_PER_THREAD))
     if batch_size:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..maps.base import NOT_SUPPORTED, ZMap
 from ..translate.grow import GrowPlan, chunk_key
+from .copyone import copy_one
 from .growparts import Reader, assemble
 
 __all__ = ["execute"]
@@ -65,32 +66,6 @@ def _on_cluster(
         progress=None if progress is None else lambda done: progress(done, total),
     )
     return stats, local
-
-
-def _copy_one(src: ZMap, dst: ZMap, skey: str, dkey: str, skip: str) -> tuple[bool, int]:
-    """Copy ``src[skey]`` to ``dst[dkey]`` the fastest way both maps allow; with ``skip``
-    ``"size"`` or ``"content"`` (a resume), not if ``dst`` holds it complete already."""
-    if skip == "content":
-        try:
-            if dst[dkey] == src[skey]:
-                return False, 0
-        except KeyError:
-            pass
-    elif skip == "size":
-        try:
-            if dst.getsize(dkey) == src.getsize(skey):
-                return False, 0
-        except KeyError:
-            pass
-    if dst.copy_support(src) is not None:
-        result = dst.copy_from(src, skey, dkey, None, atomic=False)
-        if isinstance(result, int):
-            return True, result
-        if result is not NOT_SUPPORTED:
-            return True, src.getsize(skey)
-    data = src[skey]
-    dst[dkey] = data
-    return True, len(data)
 
 
 def _copy_pairs(
@@ -230,4 +205,4 @@ def execute(
 def _copier(src: Any, dst: ZMap, skey: str, dkey: str, skip: str) -> Callable[[], tuple[bool, int]]:
     """A job copying ``skey`` of part ``src`` (from where it is copied) to ``dkey``."""
     source = src.copy_source(skey)
-    return lambda: _copy_one(source, dst, skey, dkey, skip)
+    return lambda: copy_one(source, dst, skey, dkey, skip)

@@ -24,7 +24,7 @@ from ..maps.overlap import Location, location_of
 from .growparts import Part, Reader
 from .locations import url_of
 
-__all__ = ["Names", "Readers", "Sources"]
+__all__ = ["Names", "Readers", "Sources", "detached"]
 
 #: Readers (and their sources' maps) held at once besides the first: the last few a
 #: copy, a comparison or an assembly asked for.

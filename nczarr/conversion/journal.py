@@ -51,6 +51,9 @@ __all__ = [
     "remove_temporaries",
     "source_identity",
     "check_only_planned",
+    "sha256",
+    "SourceIdentities",
+    "NAMED_SOURCES",
 ]
 
 _KIND = "nczarr-convert-journal"
@@ -216,3 +219,31 @@ def remove_temporaries(dst: ZMap) -> int:
     """Delete temporary files of killed atomic writes below the target
     (:meth:`~nczarr.maps.base.ZMap.remove_temporaries`); return how many."""
     return dst.remove_temporaries()
+
+
+#: Sources a combine's journal names one by one; beyond, the first and a digest of all
+#: (the journal's text would otherwise grow with the sources: memory flat).
+NAMED_SOURCES = 16
+
+
+class SourceIdentities:
+    """A combine journal's text for its sources (:func:`source_identity` of each, as they are
+    checked): up to :data:`NAMED_SOURCES` named, joined by ``+``; more, as the first,
+    their count and the SHA-256 of all of them joined (a resume compares the text: the
+    same sources give the same text). Nothing is kept per source."""
+
+    def __init__(self) -> None:
+        self._named: list[str] = []
+        self._digest = sha256()
+        self._count = 0
+
+    def add(self, identity: str) -> None:
+        self._digest.update((b"+" if self._count else b"") + identity.encode())
+        if self._count < NAMED_SOURCES + 1:
+            self._named.append(identity)
+        self._count += 1
+
+    def text(self) -> str:
+        if self._count <= NAMED_SOURCES:
+            return "+".join(self._named)
+        return f"{self._named[0]} (+{self._count - 1} more, sha256 {self._digest.hexdigest()})"

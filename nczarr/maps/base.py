@@ -20,6 +20,7 @@ and its identity (``repr``, ``==``, pickling).
 What callers need to know about a backend is asked of the map, never decided by its
 class (as zarr's ``Store.supports_*``): :attr:`ZMap.kind`, :meth:`ZMap.location`,
 :attr:`ZMap.supports_shared_writes`, :attr:`ZMap.blocking_io`, :attr:`ZMap.async_reads`,
+:attr:`ZMap.real_root`,
 :meth:`ZMap.copy_support` / :meth:`ZMap.copy_from`, :meth:`ZMap.remove_temporaries`,
 :meth:`ZMap.discard`, :meth:`ZMap.describe`, :meth:`ZMap.same_storage`, :meth:`ZMap.reopen`,
 :attr:`ZMap.source` and :meth:`ZMap.chunk_map`. Each has a safe default here; a
@@ -70,6 +71,10 @@ class ZMap(MapCore):
     #: Whether :meth:`aread` awaits the storage itself (an fsspec async filesystem's
     #: ``_cat_file``), so an event loop reads through it without a worker thread.
     async_reads: bool = False
+    #: ``os.path.realpath`` of a local store's root as resolved when the map was opened
+    #: (an overlap check or a journal uses it instead of resolving again); ``None``:
+    #: not a local store, or not resolved.
+    real_root: str | None = None
 
     # ------------------------------------------------------------- capabilities
     def location(self) -> Location:

@@ -1,0 +1,35 @@
+"""One chunk copied from a source map to a target key, the fastest way both maps
+allow: a grown store's copies, here and on a cluster's workers
+(:mod:`nczarr.conversion.growcopy`, :mod:`nczarr.conversion.growcluster`)."""
+
+from __future__ import annotations
+
+from ..maps.base import NOT_SUPPORTED, ZMap
+
+__all__ = ["copy_one"]
+
+
+def copy_one(src: ZMap, dst: ZMap, skey: str, dkey: str, skip: str) -> tuple[bool, int]:
+    """Copy ``src[skey]`` to ``dst[dkey]`` the fastest way both maps allow; with ``skip``
+    ``"size"`` or ``"content"`` (a resume), not if ``dst`` holds it complete already."""
+    if skip == "content":
+        try:
+            if dst[dkey] == src[skey]:
+                return False, 0
+        except KeyError:
+            pass
+    elif skip == "size":
+        try:
+            if dst.getsize(dkey) == src.getsize(skey):
+                return False, 0
+        except KeyError:
+            pass
+    if dst.copy_support(src) is not None:
+        result = dst.copy_from(src, skey, dkey, None, atomic=False)
+        if isinstance(result, int):
+            return True, result
+        if result is not NOT_SUPPORTED:
+            return True, src.getsize(skey)
+    data = src[skey]
+    dst[dkey] = data
+    return True, len(data)
