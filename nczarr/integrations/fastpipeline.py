@@ -184,12 +184,17 @@ class _ReadJob:
         nbytes = _chunk_nbytes(info[indices[0]][1]) if len(indices) else 0
         scratch = Scratch(nbytes) if nbytes >= SCRATCH_BYTES else None
         for i in indices:
-            _, spec, chunk_selection, out_selection, _ = info[i]
+            _, spec, chunk_selection, out_selection, complete = info[i]
             data = found.get(keys[i])
             if data is None:
                 out[out_selection] = fill_value_or_default(spec)
                 continue
-            decoded = scratch.decode(codec, data, spec, dtype) if scratch is not None else None
+            decoded = None
+            if scratch is not None:
+                target = _whole_chunk_block(out, out_selection, complete, drop_axes)
+                decoded = scratch.decode(codec, data, spec, dtype, target)
+                if decoded is not None and decoded is target:
+                    continue  # decoded straight into the output
             if decoded is None:
                 decoded = decode_v2(codec, data, spec, dtype)
             tmp = decoded[chunk_selection]
@@ -278,6 +283,20 @@ def _merge_chunk_array(pipeline: Any, value: NDBuffer, *selection: Any) -> NDBuf
         from zarr.core.chunk_utils import _merge_chunk_array as merge
     out_selection, spec, chunk_selection, complete = selection
     return merge(None, value, out_selection, spec, chunk_selection, complete, ())
+
+
+def _whole_chunk_block(
+    out: np.ndarray, out_selection: Any, complete: bool, drop_axes: tuple[int, ...]
+) -> np.ndarray | None:
+    """The block of ``out`` a whole chunk is read into, as a view (writing into it writes
+    the output), when the chunk is read whole (zarr's ``is_complete_chunk``) into a
+    plain slice of the output; None otherwise (the chunk is then copied)."""
+    if not complete or drop_axes or type(out_selection) is not tuple:
+        return None
+    for s in out_selection:
+        if type(s) is not slice or s.step not in (None, 1):
+            return None
+    return out[out_selection]
 
 
 def _chunk_grid(metadata: Any) -> Any:
