@@ -54,6 +54,7 @@ __all__ = [
     "MAX_DECODED_BYTES",
     "MemoryBudget",
     "DECODE_BUDGET",
+    "crc32",
     "crc32c",
     "decompress",
     "fast_available",
@@ -70,23 +71,24 @@ _STREAMS = {"zlib": zlib.MAX_WBITS, "gzip": 16 + zlib.MAX_WBITS}
 # ------------------------------------------------------------------ libdeflate
 _decode: Any = None  # imagecodecs.deflate_decode once loaded; False: not installed
 _error: type[BaseException] = Exception
+_crc32: Any = None  # libdeflate's CRC-32 once loaded, else zlib's
 
 
 def _load() -> Any:
     """imagecodecs' ``deflate_decode`` (imported on first use: it is not needed to open
     a store), or False when it is missing or turned off."""
-    global _decode, _error
+    global _decode, _error, _crc32
     if _decode is None:
         try:
             if os.environ.get("NCZARR_FAST_INFLATE", "1") == "0":
                 raise ImportError("turned off by NCZARR_FAST_INFLATE=0")
-            from imagecodecs import DEFLATE, DeflateError, deflate_decode
+            from imagecodecs import DEFLATE, DeflateError, deflate_crc32, deflate_decode
 
             if not DEFLATE.available:
                 raise ImportError("imagecodecs was built without libdeflate")
-            _decode, _error = deflate_decode, DeflateError
+            _decode, _error, _crc32 = deflate_decode, DeflateError, deflate_crc32
         except ImportError:
-            _decode = False
+            _decode, _crc32 = False, zlib.crc32
     return _decode
 
 
@@ -112,6 +114,15 @@ def fast_inflate(data: bytes, size: int, out: Any = None) -> Any:
         return decode(data, out=out[:size])
     except _error:
         return None
+
+
+def crc32(data: Any) -> int:
+    """``zlib.crc32(data)`` (the zip members' checksum), computed by libdeflate when the
+    ``fast`` extra is installed: the same value, about four times faster (a 4 MB zip
+    read checks every member's CRC, which took a quarter of a 4 MB Blosc read)."""
+    if _crc32 is None:
+        _load()
+    return int(_crc32(data)) if _decode else zlib.crc32(data)
 
 
 # ------------------------------------------------------------------ bounded

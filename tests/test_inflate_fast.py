@@ -172,3 +172,35 @@ def test_turned_off_by_the_environment(monkeypatch) -> None:
     data, size = STREAMS["good"]
     assert inflate.fast_inflate(data, size) is None
     assert inflate_zlib(data, size) == zlib.decompress(data)
+
+
+@pytest.mark.parametrize("size", [0, 1, 7, 4096, 300_001])
+def test_crc32_is_zlibs(fast, size) -> None:
+    data = np.random.default_rng(size).integers(0, 256, size, dtype=np.uint8).tobytes()
+    assert inflate.crc32(data) == zlib.crc32(data)
+    assert inflate.crc32(memoryview(data)) == zlib.crc32(data)
+
+
+def test_zip_members_checked_with_the_fast_crc(fast, monkeypatch, tmp_path) -> None:
+    """A zip read checks every member's CRC-32 with :func:`nczarr.inflate.crc32`
+    (libdeflate's when installed); a damaged member is refused either way."""
+    from nczarr.errors import StorageError
+    from nczarr.maps.zip import ZipMap
+
+    path = tmp_path / "a.zip"
+    with ZipMap(path, mode="w") as m:
+        m["v/0"] = b"A" * 5000
+        m["v/1"] = _raw(20_000)
+    raw = bytearray(path.read_bytes())
+    raw[raw.index(b"A" * 5000) + 2500] = ord("Z")
+    path.write_bytes(bytes(raw))
+    seen = []
+    if fast:
+        inflate._load()
+        real = inflate._crc32
+        monkeypatch.setattr(inflate, "_crc32", lambda d: seen.append(len(d)) or real(d))
+    with ZipMap(path, mode="r") as m:
+        assert m["v/1"] == _raw(20_000)
+        with pytest.raises(StorageError, match=r"'v/0' .*Bad CRC-32"):
+            m["v/0"]
+    assert seen == ([20_000, 5000] if fast else [])
