@@ -152,7 +152,7 @@ class _ChunkSink(ZMap):
 def _write_chunks(sink: ZMap, plan: ModelPlan) -> None:
     import zarr
 
-    from .fastpipeline import fast_pipeline
+    from .fastpipeline import fast_pipeline, set_basic_selection
     from .zarr_store import ZarrStore
 
     store = ZarrStore(sink)
@@ -164,7 +164,7 @@ def _write_chunks(sink: ZMap, plan: ModelPlan) -> None:
             lazy_sources.append(data.rechunk(var.chunks or data.shape))
             lazy_targets.append(array)
         else:
-            array[...] = np.asarray(data)
+            set_basic_selection(array, ..., np.asarray(data))  # array[...] = data, faster
     if lazy_sources:
         import dask.array as da
 
