@@ -153,3 +153,26 @@ def test_damaged_large_zlib_chunks_fail_as_before(fast, damage) -> None:
     with pytest.raises(Exception) as ours:
         get_basic_selection(reader, ...)
     assert type(ours.value) is type(theirs.value)
+
+
+@pytest.mark.parametrize("serialized", [True, False])
+def test_large_chunks_fetched_one_at_a_time_from_serialized_maps(
+    fast, monkeypatch, serialized
+) -> None:
+    """A map whose reads are serialized on one lock (``blocking_io`` False: zips,
+    memory) gives large chunks one ``getitems`` each, so each chunk's bytes are freed
+    before the next is read; any other map gets a part's chunks in one call (S3's
+    concurrent requests)."""
+    reader, _ref, values = _pair("<f4", "C", numcodecs.Zlib(level=1), SHUFFLED)
+    monkeypatch.setattr(MemoryMap, "blocking_io", not serialized)
+    calls: list[int] = []
+    real = MemoryMap.getitems
+    monkeypatch.setattr(
+        MemoryMap,
+        "getitems",
+        lambda self, keys: calls.append(len(keys := list(keys))) or real(self, keys),
+    )
+    with zarr.config.set({"threading.max_workers": 1}):
+        got = get_basic_selection(reader, ...)
+    np.testing.assert_array_equal(got, values)
+    assert calls == ([1] * 6 if serialized else [6])

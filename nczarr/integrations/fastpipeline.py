@@ -179,14 +179,20 @@ class _ReadJob:
         keys, info = self.keys, self.info
         dtype = info[indices[0]][1].dtype.to_native_dtype() if len(indices) else None
         source = self.source if self.source is not None else self.store.zmap
-        found = source.getitems([keys[i] for i in indices])
         out = self.out.as_ndarray_like()  # a CPU buffer: plain numpy assignment
         drop_axes, codec = self.drop_axes, self.codec
         nbytes = _chunk_nbytes(info[indices[0]][1]) if len(indices) else 0
         scratch = Scratch(nbytes) if nbytes >= SCRATCH_BYTES else None
+        # Large chunks from a map whose reads are serialized on one lock anyway (a zip;
+        # ``blocking_io`` False): fetched one at a time, so each chunk's bytes are
+        # freed before the next is read and the allocator reuses their pages (a 4 MB
+        # zip read: half the page faults). Other maps (S3's concurrent requests, a
+        # view over them) get the whole part in one getitems.
+        one_by_one = scratch is not None and getattr(source, "blocking_io", True) is False
+        found = {} if one_by_one else source.getitems([keys[i] for i in indices])
         for i in indices:
             _, spec, chunk_selection, out_selection, complete = info[i]
-            data = found.get(keys[i])
+            data = source.getitems([keys[i]]).get(keys[i]) if one_by_one else found.get(keys[i])
             if data is None:
                 out[out_selection] = fill_value_or_default(spec)
                 continue
@@ -195,6 +201,7 @@ class _ReadJob:
                 target = _whole_chunk_block(out, out_selection, complete, drop_axes)
                 decoded = scratch.decode(codec, data, spec, dtype, target)
                 if decoded is not None and decoded is target:
+                    data = decoded = target = None  # freed before the next chunk is read
                     continue  # decoded straight into the output
             if decoded is None:
                 decoded = decode_v2(codec, data, spec, dtype)
@@ -202,6 +209,7 @@ class _ReadJob:
             if drop_axes:
                 tmp = tmp.squeeze(axis=drop_axes)
             out[out_selection] = tmp
+            data = decoded = tmp = None  # freed before the next chunk is read
 
 
 @dataclass(frozen=True)
