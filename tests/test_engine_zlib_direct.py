@@ -155,24 +155,48 @@ def test_damaged_large_zlib_chunks_fail_as_before(fast, damage) -> None:
     assert type(ours.value) is type(theirs.value)
 
 
-@pytest.mark.parametrize("serialized", [True, False])
-def test_large_chunks_fetched_one_at_a_time_from_serialized_maps(
-    fast, monkeypatch, serialized
+@pytest.mark.parametrize("concurrent", [False, True])
+def test_large_chunks_fetched_one_at_a_time_from_sequential_maps(
+    fast, monkeypatch, concurrent
 ) -> None:
-    """A map whose reads are serialized on one lock (``blocking_io`` False: zips,
-    memory) gives large chunks one ``getitems`` each, so each chunk's bytes are freed
-    before the next is read; any other map gets a part's chunks in one call (S3's
-    concurrent requests)."""
+    """A map that reads one key after another (files, zips, memory) gives large chunks
+    one ``getitems`` each, so each chunk's bytes are freed before the next is read; a
+    map awaiting its storage (``async_reads``: S3's concurrent requests) gets a part's
+    chunks in one call."""
     reader, _ref, values = _pair("<f4", "C", numcodecs.Zlib(level=1), SHUFFLED)
-    monkeypatch.setattr(MemoryMap, "blocking_io", not serialized)
+    monkeypatch.setattr(MemoryMap, "async_reads", concurrent)
     calls: list[int] = []
     real = MemoryMap.getitems
-    monkeypatch.setattr(
-        MemoryMap,
-        "getitems",
-        lambda self, keys: calls.append(len(keys := list(keys))) or real(self, keys),
-    )
+
+    def getitems(self, keys):
+        keys = list(keys)
+        calls.append(len(keys))
+        return real(self, keys)
+
+    monkeypatch.setattr(MemoryMap, "getitems", getitems)
     with zarr.config.set({"threading.max_workers": 1}):
         got = get_basic_selection(reader, ...)
     np.testing.assert_array_equal(got, values)
-    assert calls == ([1] * 6 if serialized else [6])
+    assert calls == ([6] if concurrent else [1] * 6)
+
+
+def test_a_view_over_a_concurrent_map_is_not_read_one_by_one(monkeypatch) -> None:
+    from nczarr.integrations.fastpipeline import _sequential_reads
+
+    class View(MemoryMap):
+        def __init__(self, inner):
+            super().__init__(mode="r")
+            self._inner = inner
+
+        @property
+        def source(self):
+            return self._inner
+
+    plain = MemoryMap(mode="w")
+    assert _sequential_reads(plain) and _sequential_reads(View(plain))
+    monkeypatch.setattr(MemoryMap, "async_reads", True)
+    assert not _sequential_reads(plain)
+    monkeypatch.setattr(MemoryMap, "async_reads", False)
+    remote = MemoryMap(mode="w")
+    monkeypatch.setattr(type(remote), "async_reads", property(lambda self: self is remote))
+    assert not _sequential_reads(View(remote)) and not _sequential_reads(View(View(remote)))

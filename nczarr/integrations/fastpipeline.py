@@ -183,12 +183,12 @@ class _ReadJob:
         drop_axes, codec = self.drop_axes, self.codec
         nbytes = _chunk_nbytes(info[indices[0]][1]) if len(indices) else 0
         scratch = Scratch(nbytes) if nbytes >= SCRATCH_BYTES else None
-        # Large chunks from a map whose reads are serialized on one lock anyway (a zip;
-        # ``blocking_io`` False): fetched one at a time, so each chunk's bytes are
-        # freed before the next is read and the allocator reuses their pages (a 4 MB
-        # zip read: half the page faults). Other maps (S3's concurrent requests, a
-        # view over them) get the whole part in one getitems.
-        one_by_one = scratch is not None and getattr(source, "blocking_io", True) is False
+        # Large chunks from a map that reads one key after another anyway (files,
+        # zips; see _sequential_reads): fetched one at a time, so each chunk's bytes are
+        # freed before the next is read and the allocator reuses their pages (4 MB
+        # chunks: a third to a half of the page faults). Maps making concurrent requests
+        # (S3), and views over them, get the whole part in one getitems.
+        one_by_one = scratch is not None and _sequential_reads(source)
         found = {} if one_by_one else source.getitems([keys[i] for i in indices])
         for i in indices:
             _, spec, chunk_selection, out_selection, complete = info[i]
@@ -292,6 +292,22 @@ def _merge_chunk_array(pipeline: Any, value: NDBuffer, *selection: Any) -> NDBuf
         from zarr.core.chunk_utils import _merge_chunk_array as merge
     out_selection, spec, chunk_selection, complete = selection
     return merge(None, value, out_selection, spec, chunk_selection, complete, ())
+
+
+def _sequential_reads(zmap: Any) -> bool:
+    """Whether ``zmap``'s ``getitems`` reads one key after another: no map it reads
+    through (a view's source, and so on) awaits its storage (``async_reads``: the
+    fsspec async filesystems, whose ``getitems`` makes concurrent requests)."""
+    for _ in range(8):  # a view of a view ...: a short chain
+        if zmap is None:
+            return True
+        if getattr(zmap, "async_reads", False):
+            return False
+        inner = getattr(zmap, "source", None)
+        if inner is zmap:
+            return True
+        zmap = inner
+    return False
 
 
 def _whole_chunk_block(
