@@ -301,9 +301,9 @@ def _sequential_reads(zmap: Any) -> bool:
     for _ in range(8):  # a view of a view ...: a short chain
         if zmap is None:
             return True
-        if getattr(zmap, "async_reads", False):
+        if zmap.async_reads:
             return False
-        inner = getattr(zmap, "source", None)
+        inner = zmap.source
         if inner is zmap:
             return True
         zmap = inner
