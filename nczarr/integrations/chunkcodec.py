@@ -39,6 +39,7 @@ __all__ = [
     "inflate_zlib",
     "shuffle_bytes",
     "unshuffle",
+    "whole_chunk_block",
 ]
 
 
@@ -334,3 +335,17 @@ def shuffle_bytes(data: Any, elementsize: int) -> Any:
     if elementsize <= 1 or buf.nbytes % elementsize:
         return Shuffle(elementsize).encode(data)  # numcodecs' own result or error
     return np.ascontiguousarray(buf.view(np.uint8).reshape(-1, elementsize).T).reshape(-1)
+
+
+def whole_chunk_block(
+    out: np.ndarray, out_selection: Any, complete: bool, drop_axes: tuple[int, ...]
+) -> np.ndarray | None:
+    """The block of ``out`` a whole chunk is read into, as a view (writing into it writes
+    the output), when the chunk is read whole (zarr's ``is_complete_chunk``) into a
+    plain slice of the output; None otherwise (the chunk is then copied)."""
+    if not complete or drop_axes or type(out_selection) is not tuple:
+        return None
+    for s in out_selection:
+        if type(s) is not slice or s.step not in (None, 1):
+            return None
+    return out[out_selection]

@@ -48,16 +48,18 @@ from zarr.core.buffer import NDBuffer, cpu
 from zarr.core.codec_pipeline import BatchedCodecPipeline, fill_value_or_default
 from zarr.registry import register_pipeline
 
-from .chunkcodec import SCRATCH_BYTES, Scratch, decode_v2, encode_v2
+from .chunkcodec import SCRATCH_BYTES, Scratch, decode_v2, encode_v2, whole_chunk_block
 from .zarr_store import ZarrStore
 
 __all__ = [
     "NCZarrCodecPipeline",
     "PIPELINE_PATH",
+    "WriteJob",
+    "chunk_grid",
+    "chunk_plan",
     "decode_workers",
     "fast_pipeline",
     "get_basic_selection",
-    "set_basic_selection",
 ]
 
 #: zarr's ``codec_pipeline.path`` value that selects :class:`NCZarrCodecPipeline`.
@@ -198,7 +200,7 @@ class _ReadJob:
                 continue
             decoded = None
             if scratch is not None:
-                target = _whole_chunk_block(out, out_selection, complete, drop_axes)
+                target = whole_chunk_block(out, out_selection, complete, drop_axes)
                 decoded = scratch.decode(codec, data, spec, dtype, target)
                 if decoded is not None and decoded is target:
                     data = decoded = target = None  # freed before the next chunk is read
@@ -213,7 +215,7 @@ class _ReadJob:
 
 
 @dataclass(frozen=True)
-class _WriteJob:
+class WriteJob:
     """Complete chunks of one selection write: encode in batches, one ``setitems``."""
 
     pipeline: BatchedCodecPipeline
@@ -310,21 +312,7 @@ def _sequential_reads(zmap: Any) -> bool:
     return False
 
 
-def _whole_chunk_block(
-    out: np.ndarray, out_selection: Any, complete: bool, drop_axes: tuple[int, ...]
-) -> np.ndarray | None:
-    """The block of ``out`` a whole chunk is read into, as a view (writing into it writes
-    the output), when the chunk is read whole (zarr's ``is_complete_chunk``) into a
-    plain slice of the output; None otherwise (the chunk is then copied)."""
-    if not complete or drop_axes or type(out_selection) is not tuple:
-        return None
-    for s in out_selection:
-        if type(s) is not slice or s.step not in (None, 1):
-            return None
-    return out[out_selection]
-
-
-def _chunk_grid(metadata: Any) -> Any:
+def chunk_grid(metadata: Any) -> Any:
     """The array's chunk grid: ``ChunkGrid.from_metadata`` from zarr 3.2 on (where the
     metadata attribute is deprecated), the metadata's own attribute before."""
     from zarr.core.chunk_grids import ChunkGrid
@@ -412,7 +400,7 @@ class NCZarrCodecPipeline(BatchedCodecPipeline):
             return
         await store._ensure_open()
         store._check_writable()
-        job = _WriteJob(self, codec, store, [item[0].path for item in info], info, value)
+        job = WriteJob(self, codec, store, [item[0].path for item in info], info, value)
         await asyncio.to_thread(job.run)
 
 
@@ -420,7 +408,7 @@ register_pipeline(NCZarrCodecPipeline)
 
 
 # ------------------------------------------------------------------ no event loop
-def _chunk_plan(
+def chunk_plan(
     indexer: Any, metadata: Any, prefix: str, spec: Any
 ) -> tuple[list[str], list[tuple[Any, Any, Any, Any, bool]]]:
     """The chunk keys and ``(None, spec, chunk selection, output selection, complete)``
@@ -486,7 +474,7 @@ def get_basic_selection(array: Any, selection: Any) -> Any:
         or metadata.dtype.to_native_dtype().kind in "OTV"
     ):
         return array[selection]
-    indexer = BasicIndexer(selection, shape=metadata.shape, chunk_grid=_chunk_grid(metadata))
+    indexer = BasicIndexer(selection, shape=metadata.shape, chunk_grid=chunk_grid(metadata))
     prototype = default_buffer_prototype()
     out = prototype.nd_buffer.empty(
         shape=indexer.shape, dtype=metadata.dtype.to_native_dtype(), order=metadata.order
@@ -498,62 +486,10 @@ def get_basic_selection(array: Any, selection: Any) -> Any:
         spec = metadata.get_chunk_spec((0,) * len(metadata.shape), config, prototype=prototype)
         base = async_array.store_path.path
         prefix = f"{base}/" if base else ""
-        keys, info = _chunk_plan(indexer, metadata, prefix, spec)
+        keys, info = chunk_plan(indexer, metadata, prefix, spec)
         zmap = store.zmap
         source = zmap.chunk_map(base) if base else zmap  # a translated view's shortcut
         _ReadJob(codec, store, keys, info, out, indexer.drop_axes, source).run()
     if indexer.shape == ():
         return out.as_scalar()
     return out.as_ndarray_like()
-
-
-def set_basic_selection(array: Any, selection: Any, value: Any) -> None:
-    """``array[selection] = value`` for a basic selection of whole chunks and a numpy
-    ``value`` of the selection's shape and the array's dtype, written in the calling
-    thread when ``array`` uses :class:`NCZarrCodecPipeline` over a :class:`ZarrStore`;
-    otherwise (or for anything else) ``array[selection] = value``.
-
-    Why: zarr-python's ``__setitem__`` hops into its event loop thread and builds a
-    ``StorePath`` and an ``ArraySpec`` per chunk before the pipeline's ``write`` (40 KB
-    Blosc chunks: about a third of ``to_nczarr``'s CPU). Here the chunk keys and the
-    one spec come from :func:`_chunk_plan` and the chunks go to :class:`_WriteJob`,
-    the pipeline's own write (same encoding, empty-chunk rule and ``setitems``).
-    """
-    from dataclasses import replace
-
-    from zarr.core.buffer import default_buffer_prototype
-    from zarr.core.indexing import BasicIndexer
-
-    async_array = array._async_array
-    metadata = async_array.metadata
-    pipeline = async_array.codec_pipeline
-    store = async_array.store_path.store
-    if (
-        metadata.zarr_format != 2
-        or not isinstance(pipeline, NCZarrCodecPipeline)
-        or not isinstance(store, ZarrStore)
-        or (codec := pipeline._v2_codec()) is None
-        or type(value) is not np.ndarray
-        or value.dtype != (dtype := metadata.dtype.to_native_dtype())
-        or dtype.kind in "OTV"
-        or store.read_only
-    ):
-        array[selection] = value
-        return
-    indexer = BasicIndexer(selection, shape=metadata.shape, chunk_grid=_chunk_grid(metadata))
-    if indexer.drop_axes or value.shape != indexer.shape or math.prod(indexer.shape) == 0:
-        array[selection] = value
-        return
-    prototype = default_buffer_prototype()
-    config = replace(async_array.config, order=metadata.order)
-    # a Zarr v2 chunk spec does not depend on the chunk: one for all
-    spec = metadata.get_chunk_spec((0,) * len(metadata.shape), config, prototype=prototype)
-    base = async_array.store_path.path
-    keys, info = _chunk_plan(indexer, metadata, f"{base}/" if base else "", spec)
-    if not all(item[4] for item in info):  # a partial chunk: zarr's read-modify-write
-        array[selection] = value
-        return
-    store._open_sync()
-    store._check_writable()
-    buffer = prototype.nd_buffer.from_ndarray_like(value)
-    _WriteJob(pipeline, codec, store, keys, info, buffer).run()

@@ -152,7 +152,8 @@ class _ChunkSink(ZMap):
 def _write_chunks(sink: ZMap, plan: ModelPlan) -> None:
     import zarr
 
-    from .fastpipeline import fast_pipeline, set_basic_selection
+    from .fastpipeline import fast_pipeline
+    from .fastwrite import set_basic_selection
     from .zarr_store import ZarrStore
 
     store = ZarrStore(sink)
