@@ -399,7 +399,7 @@ def report(title: str, best: dict[str, float], unit: str, scale: float) -> None:
             line += f"  /netcdf4+dask {ratio(t, best['netcdf4+dask'])}"
         if name == "nczarr" and "zarr" in best:
             line += f"  throughput vs zarr engine {ratio(best['zarr'], t)}"
-        if name == "to_nczarr":
+        if name == "to_nczarr" and "to_netcdf" in best:
             line += f"  /to_netcdf {ratio(t, best['to_netcdf'])}"
         print(line)
     sys.stdout.flush()
