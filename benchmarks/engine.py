@@ -35,8 +35,12 @@ Read contenders, each ``xr.open_dataset(...).load()``:
   ``ZipFile.read``, all S3 GETs at once on s3fs's loop) and decodes it with numcodecs, no
   xarray, no zarr.
 
-Write contenders (dir only, the same dataset in memory, zlib level 1):
-``to_netcdf(url, engine="netcdf4")`` on netcdf-c's NCZarr URL vs ``nczarr.to_nczarr``.
+Write contenders (dir only, the same dataset in memory, 40 KB chunks, each codec of
+``--write-codecs``, default zlib level 1): ``to_netcdf(url, engine="netcdf4")`` on
+netcdf-c's NCZarr URL vs ``nczarr.to_nczarr``, with the same encoding.
+
+``NCZARR_FAST_INFLATE=0`` in the environment runs nczarr without libdeflate (the
+``fast`` extra) even where it is installed; the first line printed says which.
 
 Timing: the machine is shared, so every contender runs ``--repeat`` times, interleaved
 round-robin, and the minimum is kept, of wall time and of CPU time (user + system of
@@ -249,10 +253,10 @@ def read_contenders(
     return out
 
 
-def write_contenders(tmp: Path, ds: Any) -> dict[str, Callable[[], object]]:
+def write_contenders(tmp: Path, ds: Any, codec: str = "zlib") -> dict[str, Callable[[], object]]:
     import nczarr
 
-    enc = {name: {"zlib": True, "complevel": 1, "chunksizes": (100, 100)} for name in ds}
+    enc = {name: {**CODECS[codec], "chunksizes": (100, 100)} for name in ds}
     n = [0]
 
     def target(tag: str) -> Path:
@@ -312,7 +316,9 @@ def _measure_child(spec: dict[str, Any]) -> None:
     warnings.simplefilter("ignore")
     _set_workers(spec.get("workers"))
     if spec["kind"] == "write":
-        contenders = write_contenders(Path(spec["tmp"]), make_dataset(spec["side"]))
+        contenders = write_contenders(
+            Path(spec["tmp"]), make_dataset(spec["side"]), spec.get("codec", "zlib")
+        )
     else:
         s3 = None
         if spec["endpoint"]:
@@ -393,7 +399,7 @@ def report(title: str, best: dict[str, float], unit: str, scale: float) -> None:
             line += f"  /netcdf4+dask {ratio(t, best['netcdf4+dask'])}"
         if name == "nczarr" and "zarr" in best:
             line += f"  throughput vs zarr engine {ratio(best['zarr'], t)}"
-        if name == "to_nczarr":
+        if name == "to_nczarr" and "to_netcdf" in best:
             line += f"  /to_netcdf {ratio(t, best['to_netcdf'])}"
         print(line)
     sys.stdout.flush()
@@ -460,6 +466,9 @@ def main() -> None:
     parser.add_argument("--codecs", default=",".join(CODECS), help="e.g. blosc or zlib")
     parser.add_argument("--where", default="dir,zip,s3", help="e.g. dir,zip")
     parser.add_argument(
+        "--write-codecs", default="zlib", help="codecs of the 40 KB writes, e.g. zlib,blosc"
+    )
+    parser.add_argument(
         "--workers",
         type=int,
         default=None,
@@ -491,8 +500,15 @@ def main() -> None:
     cases = {"40KB": CASES["40KB"]} if args.quick else {c: CASES[c] for c in args.cases.split(",")}
     codecs = args.codecs.split(",")
     how = "instructions (callgrind), one call each" if args.callgrind else f"best of {repeat}"
+    try:
+        from nczarr.inflate import fast_available
+
+        fast = "yes" if fast_available() else "no"
+    except ImportError:  # a version before the fast extra
+        fast = "no (not in this version)"
     print(
-        f"nczarr {nczarr.__file__}\nzarr {zarr.__version__}, xarray {xr.__version__}, "
+        f"nczarr {nczarr.__file__} (libdeflate: {fast})\n"
+        f"zarr {zarr.__version__}, xarray {xr.__version__}, "
         f"numcodecs {numcodecs.__version__}, libnetcdf {netCDF4.__netcdf4libversion__}, "
         f"nproc {os.cpu_count()}, load {os.getloadavg()[0]:.1f}; {how}"
     )
@@ -554,18 +570,21 @@ def main() -> None:
                             w, r, z, s, d
                         ),
                     )
-            if not args.no_write and case == "40KB":
+            for wcodec in args.write_codecs.split(",") if not args.no_write else ():
+                if case != "40KB":
+                    break
                 spec = {
                     "kind": "write",
                     "tmp": str(tmp),
                     "side": side,
+                    "codec": wcodec,
                     "only": args.only,
                     "workers": args.workers,
                 }
                 measure(
-                    "write 40KB zlib dir",
+                    f"write 40KB {wcodec} dir",
                     spec,
-                    lambda ds=ds: write_contenders(tmp, ds),
+                    lambda ds=ds, c=wcodec: write_contenders(tmp, ds, c),
                 )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -98,7 +98,7 @@ def test_chunk_plan_is_the_indexers_own_iteration() -> None:
     from zarr.core.indexing import BasicIndexer
     from zarr.core.metadata.v2 import ArrayV2Metadata
 
-    from nczarr.integrations.fastpipeline import _chunk_grid, _chunk_plan
+    from nczarr.integrations.fastpipeline import chunk_grid, chunk_plan
 
     rng = np.random.default_rng(7)
     for shape, chunks, separator in [
@@ -121,11 +121,11 @@ def test_chunk_plan_is_the_indexers_own_iteration() -> None:
             }
         )
         for sel in _selections(rng, shape):
-            indexer = BasicIndexer(sel, shape=meta.shape, chunk_grid=_chunk_grid(meta))
+            indexer = BasicIndexer(sel, shape=meta.shape, chunk_grid=chunk_grid(meta))
             expected = [
                 ("p/" + meta.encode_chunk_key(c), ("spec", cs, os_, whole))
                 for c, cs, os_, whole in indexer
             ]
-            keys, info = _chunk_plan(indexer, meta, "p/", "spec")
+            keys, info = chunk_plan(indexer, meta, "p/", "spec")
             got = [(k, i[1:]) for k, i in zip(keys, info, strict=True)]
             assert got == expected, (shape, chunks, sel)

@@ -3,21 +3,27 @@
 The per-chunk half of :mod:`nczarr.integrations.fastpipeline` (which batches chunks
 and threads): the same bytes and values as zarr-python's ``V2Codec`` with the array's
 own numcodecs objects, with the few shortcuts measured to matter (a compressor's bytes
-viewed in one call, large Blosc chunks decoded into a reused buffer, shuffle as one
-numpy transpose). Each shortcut applies only where its result is byte for byte the
-codec's own, else the codec is called.
+viewed in one call, large Blosc and zlib chunks decoded into a reused buffer or
+straight into the output, shuffle as one numpy transpose, zlib inflated by libdeflate
+when the ``fast`` extra is installed: :func:`nczarr.inflate.fast_inflate`). Each shortcut
+applies only where its result is byte for byte the codec's own, else the codec is
+called.
 """
 
 from __future__ import annotations
 
+import math
 import zlib
 from typing import Any
 
 import numpy as np
 from numcodecs import Blosc, Shuffle, Zlib
+from numcodecs.blosc import compress as blosc_compress
 from numcodecs.blosc import decompress as blosc_decompress
 from numcodecs.compat import ensure_bytes, ensure_contiguous_ndarray, ensure_ndarray_like
 from zarr.codecs._v2 import V2Codec
+
+from ..inflate import fast_inflate
 
 try:  # numcodecs' own unshuffle loop (what ``Shuffle.decode`` calls)
     from numcodecs._shuffle import _doUnshuffle
@@ -30,8 +36,10 @@ __all__ = [
     "decode_v2",
     "decompress",
     "encode_v2",
+    "inflate_zlib",
     "shuffle_bytes",
     "unshuffle",
+    "whole_chunk_block",
 ]
 
 
@@ -39,11 +47,16 @@ def decode_v2(codec: V2Codec, data: bytes, spec: Any, dtype: np.dtype | None = N
     """Chunk ``data`` decoded as zarr-python's ``V2Codec`` decodes it: compressor,
     filters in reverse, viewed as the array's dtype (``dtype``: the spec's native
     dtype, passed in by callers decoding many chunks), reshaped in the array's order."""
-    chunk: Any = decompress(codec.compressor, data) if codec.compressor else data
-    for f in reversed(codec.filters or ()):
-        chunk = unshuffle(f, chunk) if type(f) is Shuffle else f.decode(chunk)
     if dtype is None:
         dtype = spec.dtype.to_native_dtype()
+    compressor = codec.compressor
+    chunk: Any
+    if type(compressor) is Zlib and type(data) is bytes:
+        chunk = inflate_zlib(data, math.prod(spec.shape) * dtype.itemsize)
+    else:
+        chunk = decompress(compressor, data) if compressor else data
+    for f in reversed(codec.filters or ()):
+        chunk = unshuffle(f, chunk) if type(f) is Shuffle else f.decode(chunk)
     if type(chunk) is bytes and len(chunk) % dtype.itemsize == 0:
         # what numcodecs' compressors return: the same read-only view as below, in
         # one call (this runs once per chunk)
@@ -81,6 +94,16 @@ def decompress(compressor: Any, data: Any) -> Any:
         if kind is Zlib:
             return zlib.decompress(data)
     return compressor.decode(data)
+
+
+def inflate_zlib(data: bytes, size: int, out: np.ndarray | None = None) -> Any:
+    """``zlib.decompress(data)`` (what numcodecs' ``Zlib.decode`` returns), by
+    libdeflate when the ``fast`` extra is installed and the result fits in ``size``
+    bytes (into ``out`` when given: then the view of its first bytes); otherwise, and
+    for every stream libdeflate refuses, by the standard library, so the values and
+    the errors are zlib's own (:func:`nczarr.inflate.fast_inflate`)."""
+    fast = fast_inflate(data, size, out)
+    return fast if fast is not None else zlib.decompress(data)
 
 
 #: Element sizes up to which :func:`unshuffle` moves bytes with numpy (one strided
@@ -121,37 +144,114 @@ SCRATCH_BYTES = 1 << 18
 
 
 class Scratch:
-    """One chunk's worth of bytes that a part of a read decodes Blosc chunks into, one
-    after another (each is copied into the output before the next is decoded).
+    """One chunk's worth of bytes that a part of a read decodes large Blosc and zlib
+    chunks into, one after another (each is copied into the output before the next is
+    decoded), or the chunk's block of the output itself when a chunk fills it.
 
     Why: numcodecs allocates a new output per chunk, and for large chunks the
     allocator hands back fresh pages each time (4 MB chunks: ~1000 page faults per
-    chunk, most of the read's system time). Used only where the result is the very
-    bytes :func:`decode_v2` gives: a Blosc compressor, no filters, and a chunk whose
-    header declares exactly one chunk's bytes; anything else decodes as before."""
+    chunk, most of the read's system time); and every copy of a 4 MB chunk costs
+    about a quarter of its Blosc decode. Copies per zlib + shuffle chunk: inflate,
+    unshuffle, copy into the output before; inflate into this buffer, unshuffle
+    straight into the output now. Used only where the result is the very bytes
+    :func:`decode_v2` gives: a Blosc compressor without filters whose header declares
+    one chunk's bytes, or zlib (by libdeflate, :func:`nczarr.inflate.fast_inflate`) without
+    filters or with one ``Shuffle``, inflating to exactly one chunk's bytes; anything
+    else (and every stream libdeflate refuses) decodes the usual way."""
 
-    __slots__ = ("_buffer", "nbytes")
+    __slots__ = ("_buffer", "_second", "nbytes")
 
     def __init__(self, nbytes: int) -> None:
         self.nbytes = nbytes
         self._buffer: np.ndarray | None = None
+        self._second: np.ndarray | None = None
 
-    def decode(self, codec: V2Codec, data: Any, spec: Any, dtype: np.dtype) -> np.ndarray | None:
+    def _scratch(self) -> np.ndarray:
+        if self._buffer is None:
+            self._buffer = np.empty(self.nbytes, dtype=np.uint8)
+        return self._buffer
+
+    def decode(
+        self, codec: V2Codec, data: Any, spec: Any, dtype: np.dtype, target: Any = None
+    ) -> np.ndarray | None:
         """``decode_v2(codec, data, spec, dtype)`` decoded into this buffer, or None
-        when this chunk cannot be (the caller then decodes it the usual way)."""
-        compressor = codec.compressor
-        if codec.filters or type(compressor) is not Blosc or type(data) is not bytes:
+        when this chunk cannot be (the caller then decodes it the usual way).
+
+        ``target``: the block of the output this whole chunk is read into (same shape
+        and dtype), or None; when the values were written straight into it, the
+        result is ``target`` itself (nothing left to copy)."""
+        if type(data) is not bytes or self.nbytes % dtype.itemsize:
             return None
+        if target is not None and (target.shape != spec.shape or target.dtype != dtype):
+            target = None
+        kind = type(codec.compressor)
+        if kind is Blosc and not codec.filters:
+            return self._blosc(codec.compressor, data, spec, dtype, target)
+        if kind is Zlib:
+            return self._zlib(codec.filters or (), data, spec, dtype, target)
+        return None
+
+    def _blosc(self, compressor: Any, data: bytes, spec: Any, dtype: Any, target: Any) -> Any:
         # Blosc's 16-byte header: version, versionlz, flags, typesize, then the
         # decompressed size as a little-endian uint32 (anything else: the usual path)
         if len(data) < 16 or int.from_bytes(data[4:8], "little") != self.nbytes:
             return None
-        if self.nbytes % dtype.itemsize:
+        direct = _contiguous_bytes(target, spec.order)
+        compressor.decode(data, out=self._scratch() if direct is None else direct)
+        if direct is not None:
+            return target
+        return self._scratch().view(dtype).reshape(spec.shape, order=spec.order)
+
+    def _zlib(self, filters: Any, data: bytes, spec: Any, dtype: Any, target: Any) -> Any:
+        shuffle = filters[0] if len(filters) == 1 and type(filters[0]) is Shuffle else None
+        if filters and (
+            shuffle is None
+            or not 1 < shuffle.elementsize <= _NUMPY_UNSHUFFLE_MAX
+            or self.nbytes % shuffle.elementsize
+        ):
             return None
-        if self._buffer is None:
-            self._buffer = np.empty(self.nbytes, dtype=np.uint8)
-        compressor.decode(data, out=self._buffer)
-        return self._buffer.view(dtype).reshape(spec.shape, order=spec.order)
+        direct = _contiguous_bytes(target, spec.order) if shuffle is None else None
+        raw = fast_inflate(data, self.nbytes, self._scratch() if direct is None else direct)
+        if raw is None or len(raw) != self.nbytes:
+            return None  # the standard library decides: the same values or error
+        if shuffle is None:
+            if direct is not None:
+                return target
+            return raw.view(dtype).reshape(spec.shape, order=spec.order)
+        size = shuffle.elementsize
+        planes = raw.reshape(size, self.nbytes // size)
+        elements = _element_bytes(target, size)
+        if elements is not None:  # byte k of every element, in the chunk's order
+            for k in range(size):
+                elements[..., k] = planes[k].reshape(spec.shape, order=spec.order)
+            return target
+        if self._second is None:
+            self._second = np.empty(self.nbytes, dtype=np.uint8)
+        columns = self._second.reshape(-1, size)
+        for k in range(size):
+            columns[:, k] = planes[k]
+        return self._second.view(dtype).reshape(spec.shape, order=spec.order)
+
+
+def _contiguous_bytes(target: Any, order: str) -> np.ndarray | None:
+    """The bytes of ``target`` as one writable ``uint8`` vector in the chunk's order
+    (``order``), when ``target`` is one contiguous block; None otherwise."""
+    if target is None or order != "C" or not target.flags.c_contiguous:
+        return None
+    return target.reshape(-1).view(np.uint8)
+
+
+def _element_bytes(target: Any, size: int) -> np.ndarray | None:
+    """``target`` (writable, its elements ``size`` bytes, the last axis contiguous) as
+    a ``uint8`` view of shape ``(*target.shape, size)``; None otherwise."""
+    if target is None or target.ndim == 0 or target.itemsize != size:
+        return None
+    if target.strides[-1] != size:
+        return None
+    try:
+        return target[..., np.newaxis].view(np.uint8)
+    except ValueError:
+        return None
 
 
 def encode_v2(codec: V2Codec, chunk: np.ndarray, spec: Any) -> bytes:
@@ -173,9 +273,36 @@ def encode_v2(codec: V2Codec, chunk: np.ndarray, spec: Any) -> bytes:
         ):
             # what Zlib.encode ends in, without its input normalisation: the same bytes
             data = zlib.compress(data, compressor.level)
+        elif type(compressor) is Blosc and _plain_block(data, compressor):
+            # what Blosc.encode ends in (``ensure_contiguous_ndarray`` of a contiguous
+            # array of numbers is the array itself, flattened in its memory order:
+            # same item size, same bytes), without the normalisation, which costs
+            # about as much as compressing a 40 KB chunk
+            data = blosc_compress(
+                data.reshape(-1, order="A"),
+                compressor._cname_bytes,
+                compressor.clevel,
+                compressor.shuffle,
+                compressor.blocksize,
+                compressor._typesize,
+            )
         else:
             data = compressor.encode(data)
     return ensure_bytes(data)
+
+
+def _plain_block(data: Any, compressor: Any) -> bool:
+    """Whether ``data`` is what numcodecs' ``Blosc.encode`` would pass on unchanged to
+    ``compress``: a contiguous numpy array of numbers within the size limit, and a
+    numcodecs whose ``Blosc`` keeps the attributes it compresses with."""
+    return (
+        type(data) is np.ndarray
+        and (data.flags.c_contiguous or data.flags.f_contiguous)
+        and data.dtype.kind in "biuf"
+        and data.nbytes <= compressor.max_buffer_size
+        and hasattr(compressor, "_cname_bytes")
+        and hasattr(compressor, "_typesize")
+    )
 
 
 def _shuffled_view(chunk: np.ndarray, dtype: np.dtype, order: str, size: int) -> Any:
@@ -208,3 +335,17 @@ def shuffle_bytes(data: Any, elementsize: int) -> Any:
     if elementsize <= 1 or buf.nbytes % elementsize:
         return Shuffle(elementsize).encode(data)  # numcodecs' own result or error
     return np.ascontiguousarray(buf.view(np.uint8).reshape(-1, elementsize).T).reshape(-1)
+
+
+def whole_chunk_block(
+    out: np.ndarray, out_selection: Any, complete: bool, drop_axes: tuple[int, ...]
+) -> np.ndarray | None:
+    """The block of ``out`` a whole chunk is read into, as a view (writing into it writes
+    the output), when the chunk is read whole (zarr's ``is_complete_chunk``) into a
+    plain slice of the output; None otherwise (the chunk is then copied)."""
+    if not complete or drop_axes or type(out_selection) is not tuple:
+        return None
+    for s in out_selection:
+        if type(s) is not slice or s.step not in (None, 1):
+            return None
+    return out[out_selection]

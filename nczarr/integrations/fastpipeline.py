@@ -48,12 +48,15 @@ from zarr.core.buffer import NDBuffer, cpu
 from zarr.core.codec_pipeline import BatchedCodecPipeline, fill_value_or_default
 from zarr.registry import register_pipeline
 
-from .chunkcodec import SCRATCH_BYTES, Scratch, decode_v2, encode_v2
+from .chunkcodec import SCRATCH_BYTES, Scratch, decode_v2, encode_v2, whole_chunk_block
 from .zarr_store import ZarrStore
 
 __all__ = [
     "NCZarrCodecPipeline",
     "PIPELINE_PATH",
+    "WriteJob",
+    "chunk_grid",
+    "chunk_plan",
     "decode_workers",
     "fast_pipeline",
     "get_basic_selection",
@@ -178,28 +181,41 @@ class _ReadJob:
         keys, info = self.keys, self.info
         dtype = info[indices[0]][1].dtype.to_native_dtype() if len(indices) else None
         source = self.source if self.source is not None else self.store.zmap
-        found = source.getitems([keys[i] for i in indices])
         out = self.out.as_ndarray_like()  # a CPU buffer: plain numpy assignment
         drop_axes, codec = self.drop_axes, self.codec
         nbytes = _chunk_nbytes(info[indices[0]][1]) if len(indices) else 0
         scratch = Scratch(nbytes) if nbytes >= SCRATCH_BYTES else None
+        # Large chunks from a map that reads one key after another anyway (files,
+        # zips; see _sequential_reads): fetched one at a time, so each chunk's bytes are
+        # freed before the next is read and the allocator reuses their pages (4 MB
+        # chunks: a third to a half of the page faults). Maps making concurrent requests
+        # (S3), and views over them, get the whole part in one getitems.
+        one_by_one = scratch is not None and _sequential_reads(source)
+        found = {} if one_by_one else source.getitems([keys[i] for i in indices])
         for i in indices:
-            _, spec, chunk_selection, out_selection, _ = info[i]
-            data = found.get(keys[i])
+            _, spec, chunk_selection, out_selection, complete = info[i]
+            data = source.getitems([keys[i]]).get(keys[i]) if one_by_one else found.get(keys[i])
             if data is None:
                 out[out_selection] = fill_value_or_default(spec)
                 continue
-            decoded = scratch.decode(codec, data, spec, dtype) if scratch is not None else None
+            decoded = None
+            if scratch is not None:
+                target = whole_chunk_block(out, out_selection, complete, drop_axes)
+                decoded = scratch.decode(codec, data, spec, dtype, target)
+                if decoded is not None and decoded is target:
+                    data = decoded = target = None  # freed before the next chunk is read
+                    continue  # decoded straight into the output
             if decoded is None:
                 decoded = decode_v2(codec, data, spec, dtype)
             tmp = decoded[chunk_selection]
             if drop_axes:
                 tmp = tmp.squeeze(axis=drop_axes)
             out[out_selection] = tmp
+            data = decoded = tmp = None  # freed before the next chunk is read
 
 
 @dataclass(frozen=True)
-class _WriteJob:
+class WriteJob:
     """Complete chunks of one selection write: encode in batches, one ``setitems``."""
 
     pipeline: BatchedCodecPipeline
@@ -280,7 +296,23 @@ def _merge_chunk_array(pipeline: Any, value: NDBuffer, *selection: Any) -> NDBuf
     return merge(None, value, out_selection, spec, chunk_selection, complete, ())
 
 
-def _chunk_grid(metadata: Any) -> Any:
+def _sequential_reads(zmap: Any) -> bool:
+    """Whether ``zmap``'s ``getitems`` reads one key after another: no map it reads
+    through (a view's source, and so on) awaits its storage (``async_reads``: the
+    fsspec async filesystems, whose ``getitems`` makes concurrent requests)."""
+    for _ in range(8):  # a view of a view ...: a short chain
+        if zmap is None:
+            return True
+        if zmap.async_reads:
+            return False
+        inner = zmap.source
+        if inner is zmap:
+            return True
+        zmap = inner
+    return False
+
+
+def chunk_grid(metadata: Any) -> Any:
     """The array's chunk grid: ``ChunkGrid.from_metadata`` from zarr 3.2 on (where the
     metadata attribute is deprecated), the metadata's own attribute before."""
     from zarr.core.chunk_grids import ChunkGrid
@@ -368,7 +400,7 @@ class NCZarrCodecPipeline(BatchedCodecPipeline):
             return
         await store._ensure_open()
         store._check_writable()
-        job = _WriteJob(self, codec, store, [item[0].path for item in info], info, value)
+        job = WriteJob(self, codec, store, [item[0].path for item in info], info, value)
         await asyncio.to_thread(job.run)
 
 
@@ -376,7 +408,7 @@ register_pipeline(NCZarrCodecPipeline)
 
 
 # ------------------------------------------------------------------ no event loop
-def _chunk_plan(
+def chunk_plan(
     indexer: Any, metadata: Any, prefix: str, spec: Any
 ) -> tuple[list[str], list[tuple[Any, Any, Any, Any, bool]]]:
     """The chunk keys and ``(None, spec, chunk selection, output selection, complete)``
@@ -442,7 +474,7 @@ def get_basic_selection(array: Any, selection: Any) -> Any:
         or metadata.dtype.to_native_dtype().kind in "OTV"
     ):
         return array[selection]
-    indexer = BasicIndexer(selection, shape=metadata.shape, chunk_grid=_chunk_grid(metadata))
+    indexer = BasicIndexer(selection, shape=metadata.shape, chunk_grid=chunk_grid(metadata))
     prototype = default_buffer_prototype()
     out = prototype.nd_buffer.empty(
         shape=indexer.shape, dtype=metadata.dtype.to_native_dtype(), order=metadata.order
@@ -454,7 +486,7 @@ def get_basic_selection(array: Any, selection: Any) -> Any:
         spec = metadata.get_chunk_spec((0,) * len(metadata.shape), config, prototype=prototype)
         base = async_array.store_path.path
         prefix = f"{base}/" if base else ""
-        keys, info = _chunk_plan(indexer, metadata, prefix, spec)
+        keys, info = chunk_plan(indexer, metadata, prefix, spec)
         zmap = store.zmap
         source = zmap.chunk_map(base) if base else zmap  # a translated view's shortcut
         _ReadJob(codec, store, keys, info, out, indexer.drop_axes, source).run()

@@ -115,20 +115,24 @@ def native_arrays(view: TranslatedView, meta: Mapping[str, Any]) -> dict[str, Na
     """
     translation = view.translation
     layout = translation.layout
-    shown = view.metadata
+    shown: Mapping[str, bytes] | None = None  # the view's metadata, copied when needed
     out: dict[str, NativeArray] = {}
     bare = _bare_root(meta, layout.arrays)
     for path in layout.arrays:
         source_path = layout.source_prefix.get(path, "" if bare else path)
         doc = meta.get(join_key(source_path, ZARR_JSON))
-        zarray = shown.get(join_key(path, ZARRAY))
-        if not isinstance(doc, dict) or doc.get("zarr_format") != 3 or zarray is None:
-            continue
+        if not isinstance(doc, dict) or doc.get("zarr_format") != 3:
+            continue  # (the common case: no copy of the view's metadata, no .zarray text)
         item = translation.reencoded.get(path)
         if item is None:
             continue  # its chunks pass the view verbatim, to the batched v2 reads
         if item.target != dataclasses.replace(item.source, shards=None):
             continue  # re-encoded for more than its shards: the view's values
+        if shown is None:
+            shown = view.metadata
+        zarray = shown.get(join_key(path, ZARRAY))
+        if zarray is None:
+            continue
         metadata = _v3_metadata(doc, zarray)
         if metadata is not None:
             out[path] = NativeArray(source_path, metadata)

@@ -257,7 +257,39 @@ def _codecs(var: Any, itemsize: int) -> tuple[dict[str, Any] | None, tuple[dict[
         if enc.get("shuffle", True) and itemsize > 1:
             filters = ({"id": "shuffle", "elementsize": itemsize},)
         return {"id": "zlib", "level": int(enc.get("complevel", 4))}, filters
-    return None, ()
+    if compression is None:
+        return None, ()
+    return _other_compression(str(compression), enc), ()
+
+
+#: netCDF4's ``compression`` values for Blosc and the Blosc compressor each names.
+_BLOSC_CNAMES = {
+    "blosc_lz": "blosclz",
+    "blosc_lz4": "lz4",
+    "blosc_lz4hc": "lz4hc",
+    "blosc_zlib": "zlib",
+    "blosc_zstd": "zstd",
+}
+
+
+def _other_compression(compression: str, enc: Mapping[str, Any]) -> dict[str, Any]:
+    """The compressor netcdf-c writes for netCDF4's ``compression`` (other than zlib):
+    Blosc (``blosc_shuffle``, default 1; ``complevel``, default 4), ``zstd``, ``bzip2``;
+    no filter, as netcdf-c writes none with them. Anything else is refused (written
+    uncompressed it would be silent)."""
+    level = int(enc.get("complevel", 4))
+    cname = _BLOSC_CNAMES.get(compression)
+    if cname is not None:
+        shuffle = int(enc.get("blosc_shuffle", 1))
+        return {"id": "blosc", "clevel": level, "blocksize": 0, "cname": cname, "shuffle": shuffle}
+    if compression == "zstd":
+        return {"id": "zstd", "level": level}
+    if compression == "bzip2":
+        return {"id": "bz2", "level": level}
+    raise UnsupportedError(
+        f"encoding compression={compression!r} is not supported by to_nczarr (zlib, "
+        f"{', '.join(_BLOSC_CNAMES)}, zstd or bzip2; or a numcodecs compressor)"
+    )
 
 
 # ------------------------------------------------------------------ model

@@ -153,6 +153,7 @@ def _write_chunks(sink: ZMap, plan: ModelPlan) -> None:
     import zarr
 
     from .fastpipeline import fast_pipeline
+    from .fastwrite import set_basic_selection
     from .zarr_store import ZarrStore
 
     store = ZarrStore(sink)
@@ -164,7 +165,7 @@ def _write_chunks(sink: ZMap, plan: ModelPlan) -> None:
             lazy_sources.append(data.rechunk(var.chunks or data.shape))
             lazy_targets.append(array)
         else:
-            array[...] = np.asarray(data)
+            set_basic_selection(array, ..., np.asarray(data))  # array[...] = data, faster
     if lazy_sources:
         import dask.array as da
 

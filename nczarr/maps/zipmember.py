@@ -17,6 +17,7 @@ import zlib
 from typing import Any
 
 from ..errors import NCZarrError, StorageError, UnsupportedError, raise_os_error
+from ..inflate import crc32
 from .ziparchive import READ_BLOCK
 from .zipcodec import BOUNDED_DECODERS
 
@@ -82,7 +83,7 @@ def read_member(
         raise StorageError(
             f"cannot read {where}: corrupt member (it ends after {len(data)} of {size} bytes)"
         )
-    if size == info.file_size and zlib.crc32(data) != info.CRC:
+    if size == info.file_size and crc32(data) != info.CRC:
         raise StorageError(
             f"cannot read {where}: corrupt member (Bad CRC-32 for file {info.filename!r})"
         )
