@@ -309,14 +309,20 @@ class NetCDFFileMap(ZMap):
         StorageError
             The file ends inside the chunk (truncated since it was opened).
         """
-        found = self._split(normalize_key(key))
-        if found is None:
-            raise KeyError(key)
-        array, rest = found
-        ref = array.chunks[rest]
+        # A key as listed is found as it is; any other spelling is normalized (the
+        # target normalizes and checks the key it writes, whichever it gets).
+        prefix, _, rest = key.rpartition("/")
+        array = self._arrays.get(prefix)
+        ref = array.chunks.ref(rest) if array is not None else None
+        if ref is None:
+            found = self._split(normalize_key(key))
+            if found is None:
+                raise KeyError(key)
+            array, rest = found
+            ref = array.chunks[rest]
         if ref.reencode or not isinstance(self._io, LocalFile):
             return NOT_SUPPORTED  # bytes through Python: the caller copies
-        tail = array.fill * (ref.pad // max(1, len(array.fill)))
+        tail = array.fill * (ref.pad // max(1, len(array.fill))) if ref.pad else b""
         written = dst.copy_range(self._io.fd, ref.offset, ref.length, key, tail=tail, atomic=False)
         if written is NOT_SUPPORTED:
             return NOT_SUPPORTED
