@@ -119,7 +119,7 @@ def test_any_write_order_indexes_the_stored_chunks(tmp_path, order):
             assert m[f"v/{key}"] == data
 
 
-@pytest.mark.parametrize("grid", [(3, 2, 4), (5, 1, 1), (2, 3), (2, 4097), ()])
+@pytest.mark.parametrize("grid", [(3, 2, 4), (5, 1, 1), (2, 3), (2, 1025), ()])
 def test_index_keys_and_lookups_match_the_coordinates(grid):
     dense, sparse = ChunkIndex(grid), ChunkIndex(grid)
     count = int(np.prod(grid)) if grid else 1
@@ -147,3 +147,11 @@ def test_index_keys_and_lookups_match_the_coordinates(grid):
     ):
         assert bad not in dense and bad not in sparse
     assert ".".join(str(n) for n in grid) not in dense  # one past every axis
+
+
+def test_key_suffix_tables_are_shared_and_bounded():
+    from nczarr.ncfile import layout
+
+    a, b = ChunkIndex((3, 2, 4)), ChunkIndex((9, 2, 4))
+    assert a._suffixes is b._suffixes and a._suffixes is not None  # one table per inner grid
+    assert ChunkIndex((2, layout.SUFFIX_LIMIT + 1))._suffixes is None  # keys made per chunk

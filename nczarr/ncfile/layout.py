@@ -9,6 +9,7 @@ datasets) is cut along the first dimension into chunks of about
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import threading
@@ -333,8 +334,11 @@ class ChunkIndex(Mapping[str, ChunkRef]):
 
 
 #: The most chunks a grid may have past its first axis for :class:`ChunkIndex` to hold
-#: their key suffixes (``".0.3"``) once, not build each key from its coordinates.
-SUFFIX_LIMIT = 4096
+#: their key suffixes (``".0.3"``), not build each key from its coordinates. The
+#: tables are shared by every index of the same grid past its first axis (at most
+#: :data:`SUFFIX_TABLES` of them are kept): a file of many variables holds each once.
+SUFFIX_LIMIT = 1024
+SUFFIX_TABLES = 64
 
 
 def _suffix_table(
@@ -345,7 +349,14 @@ def _suffix_table(
     :data:`SUFFIX_LIMIT` chunks past the first; ``(1, None, None)`` otherwise."""
     if len(grid) < 2 or math.prod(grid[1:]) > SUFFIX_LIMIT:
         return 1, None, None
-    rests = tuple(".".join(map(str, c)) for c in itertools.product(*map(range, grid[1:])))
+    return _suffixes_of(grid[1:])
+
+
+@functools.lru_cache(maxsize=SUFFIX_TABLES)
+def _suffixes_of(
+    inner: tuple[int, ...],
+) -> tuple[int, tuple[str, ...] | None, dict[str, int] | None]:
+    rests = tuple(".".join(map(str, c)) for c in itertools.product(*map(range, inner)))
     if not rests:  # an axis of no chunks: no key
         return 1, None, None
     return len(rests), tuple("." + r for r in rests), {r: i for i, r in enumerate(rests)}
