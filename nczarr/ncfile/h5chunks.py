@@ -91,9 +91,7 @@ def index_chunked(
     skipped = [0]
     index = source.chunks
     add, append = index.add, index.append_at
-    in_order = itertools.product(
-        *(range(0, n * c, c) for n, c in zip(index.grid, chunks, strict=True))
-    )
+    in_order = _in_grid_order(index.grid, chunks)
     position = itertools.count()
 
     def visit(info: Any) -> None:
@@ -115,6 +113,23 @@ def index_chunked(
     if skipped[0] and not reencode_all:
         return f"{skipped[0]} chunk(s) stored with a filter skipped (HDF5 filter mask)"
     return None
+
+
+def _in_grid_order(grid: tuple[int, ...], chunks: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+    """The element offsets of the chunks of ``grid``, in C order, lazily: memory flat in
+    the number of chunks (``itertools.product`` would hold every axis's values)."""
+    axes = [range(0, n * c, c) for n, c in zip(grid, chunks, strict=True)]
+    if not axes:
+        return
+    if math.prod(grid[1:]) <= 1024:  # the offsets past the first axis, held once
+        inner = list(itertools.product(*axes[1:]))
+        for first in axes[0]:
+            for rest in inner:
+                yield (first, *rest)
+        return
+    for first in axes[0]:
+        for rest in _in_grid_order(grid[1:], chunks[1:]):
+            yield (first, *rest)
 
 
 def index_contiguous(
