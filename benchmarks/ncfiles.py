@@ -233,20 +233,22 @@ CALL_SCRIPT = textwrap.dedent(
     if sys.argv[3] == "cp":
         shutil.copyfile(sys.argv[1], sys.argv[2])
     else:
-        nczarr.convert(sys.argv[1], sys.argv[2], sys.argv[3])
+        workers = {"workers": int(sys.argv[4])} if sys.argv[4:] else {}
+        nczarr.convert(sys.argv[1], sys.argv[2], sys.argv[3], **workers)
     print(time.perf_counter() - t, cpu() - c)
     """
 )
 
 
 def compare(
-    src: Path, work: Path, repeat: int, baseline: str, cli: bool
+    src: Path, work: Path, repeat: int, baseline: str, cli: bool, workers: int | None = None
 ) -> dict[str, tuple[float, float, int]]:
     """This tree against ``baseline`` (a directory put first on ``PYTHONPATH``), each
     run a fresh process and the cases alternated round by round (a loaded machine
     weighs on all alike). ``cli``: ``cp`` and ``python -m nczarr convert`` whole
     (CPU of the child); else only the call (``shutil.copyfile`` / ``nczarr.convert``
-    timed inside the process, imports excluded). Best of ``repeat``."""
+    timed inside the process, imports excluded). Best of ``repeat``. ``workers``:
+    the convert's ``workers`` (``--workers`` of the command), else its default."""
     script = work / "call.py"
     script.write_text(CALL_SCRIPT)
     # both trees first on PYTHONPATH: an editable install's import hook is not timed
@@ -256,12 +258,15 @@ def compare(
         "baseline ": {**os.environ, "PYTHONPATH": baseline},
     }
 
+    given = [] if workers is None else [str(workers)]
+
     def argv(fmt: str, out: Path) -> list[str]:
         if not cli:
-            return [sys.executable, str(script), str(src), str(out), fmt]
+            return [sys.executable, str(script), str(src), str(out), fmt, *given]
         if fmt == "cp":
             return ["cp", str(src), str(out)]
-        return [sys.executable, "-m", "nczarr", "convert", "--mode", fmt, str(src), str(out)]
+        flag = ["--workers", *given] if given else []
+        return [sys.executable, "-m", "nczarr", "convert", "--mode", fmt, *flag, str(src), str(out)]
 
     cases = {"cp": ("", "cp")}
     for tag in envs:
@@ -414,6 +419,9 @@ def main() -> None:
         help="another tree (PYTHONPATH) to alternate with, fresh processes (no peers)",
     )
     parser.add_argument("--sources", default=None, help="keep and reuse the sources here")
+    parser.add_argument(
+        "--workers", type=int, default=None, help="the convert's workers (with --baseline)"
+    )
     args = parser.parse_args()
     sources = Path(args.sources) if args.sources else None
     if sources is not None:
@@ -435,7 +443,7 @@ def main() -> None:
                 build(src, mb, args.level) if key == "nc4" else build(src, mb)
                 print(f"\n(built {src.name} in {time.perf_counter() - start:.0f} s)")
             if args.baseline:
-                results = compare(src, work, args.repeat, args.baseline, args.cli)
+                results = compare(src, work, args.repeat, args.baseline, args.cli, args.workers)
             else:
                 runner = run_cli if args.cli else run
                 results = runner(src, work, args.repeat, args.peer_repeat)

@@ -22,12 +22,17 @@ from ..errors import InvalidModeError, NCZarrError, NCZarrWarning, StorageError,
 from ..maps.credentials import redact_text
 from .options import storage_options
 from .parser import build_parser
+from .startup import single_threaded_math
 
 __all__ = ["main", "build_parser"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit status.
+
+    numpy's BLAS threads are kept to one unless the user says otherwise (nczarr does
+    no linear algebra; see :mod:`nczarr.cli.startup`)."""
+    single_threaded_math(os.environ)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -26,6 +26,7 @@ __all__ = [
     "METADATA_CACHE_BYTES",
     "bound_metadata_cache",
     "each_stored_chunk",
+    "each_stored_chunk_info",
     "encode_chunk",
     "index_chunked",
     "index_contiguous",
@@ -61,14 +62,20 @@ def bound_metadata_cache(fid: Any, size: int = METADATA_CACHE_BYTES) -> None:
 def each_stored_chunk(ds: Any, visit: Any) -> None:
     """Call ``visit(element offset, filter mask, byte offset, size)`` for every stored
     chunk, in one B-tree walk (no list of them all: a file may have millions)."""
+    each_stored_chunk_info(
+        ds, lambda info: visit(info.chunk_offset, info.filter_mask, info.byte_offset, info.size)
+    )
+
+
+def each_stored_chunk_info(ds: Any, visit: Any) -> None:
+    """Call ``visit(info)`` with h5py's ``StoreInfo`` (``chunk_offset``,
+    ``filter_mask``, ``byte_offset``, ``size``) of every stored chunk, in one B-tree
+    walk. HDF5's lock is held while ``visit`` runs: it must not wait on another thread."""
     if hasattr(ds.id, "chunk_iter"):
-        ds.id.chunk_iter(
-            lambda info: visit(info.chunk_offset, info.filter_mask, info.byte_offset, info.size)
-        )
+        ds.id.chunk_iter(visit)
     else:  # pragma: no cover - HDF5 older than 1.12.3
         for i in range(ds.id.get_num_chunks()):
-            info = ds.id.get_chunk_info(i)
-            visit(info.chunk_offset, info.filter_mask, info.byte_offset, info.size)
+            visit(ds.id.get_chunk_info(i))
 
 
 def index_chunked(
@@ -76,21 +83,53 @@ def index_chunked(
 ) -> str | None:
     """Fill ``source`` with the stored chunks of a chunked dataset; the reason some
     are re-encoded (a filter skipped by the filter mask), or None. With
-    ``reencode_all`` every chunk is marked re-encoded (the caller knows why)."""
-    skipped = [0]
-    add = source.chunks.add
+    ``reencode_all`` every chunk is marked re-encoded (the caller knows why).
 
-    def visit(offset: tuple[int, ...], mask: int, byte_offset: int | None, size: int) -> None:
+    HDF5's walk lists a variable written whole in grid order: each chunk's element
+    offset is compared with the next one of that order (one tuple comparison), and
+    only a chunk out of it has its grid position computed."""
+    skipped = [0]
+    index = source.chunks
+    add, append = index.add, index.append_at
+    in_order = _in_grid_order(index.grid, chunks)
+    position = itertools.count()
+
+    def visit(info: Any) -> None:
+        byte_offset = info.byte_offset
         if byte_offset is None:
             return
-        coords = tuple(o // c for o, c in zip(offset, chunks, strict=True))
-        add(coords, byte_offset, size, reencode=reencode_all or mask != 0)
-        skipped[0] += mask != 0
+        mask = info.filter_mask
+        offset = info.chunk_offset
+        if offset == next(in_order, None):  # the chunk at the next grid position
+            append(next(position), byte_offset, info.size, reencode_all or mask != 0)
+        else:
+            next(position)
+            coords = tuple(o // c for o, c in zip(offset, chunks, strict=True))
+            add(coords, byte_offset, info.size, reencode=reencode_all or mask != 0)
+        if mask:
+            skipped[0] += 1
 
-    each_stored_chunk(ds, visit)
+    each_stored_chunk_info(ds, visit)
     if skipped[0] and not reencode_all:
         return f"{skipped[0]} chunk(s) stored with a filter skipped (HDF5 filter mask)"
     return None
+
+
+def _in_grid_order(grid: tuple[int, ...], chunks: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+    """The element offsets of the chunks of ``grid``, in C order, lazily: memory flat in
+    the number of chunks (``itertools.product`` would hold every axis's values)."""
+    axes = [range(0, n * c, c) for n, c in zip(grid, chunks, strict=True)]
+    if not axes:
+        return
+    if math.prod(grid[1:]) <= 1024:  # the offsets past the first axis, held once
+        inner = list(itertools.product(*axes[1:]))
+        for first in axes[0]:
+            for rest in inner:
+                yield (first, *rest)
+        return
+    for first in axes[0]:
+        for rest in _in_grid_order(grid[1:], chunks[1:]):
+            yield (first, *rest)
 
 
 def index_contiguous(

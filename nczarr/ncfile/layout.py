@@ -9,6 +9,8 @@ datasets) is cut along the first dimension into chunks of about
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 import threading
 from array import array
@@ -96,6 +98,7 @@ class ChunkIndex(Mapping[str, ChunkRef]):
         self._last: tuple[str | None, int] = (None, -1)  # the last key found: looked up twice
         self._rule: tuple[int, int, int, int, int] | None = None  # see strided()
         self._count = 0  # chunks of the rule
+        self._inner, self._suffixes, self._suffix_at = _suffix_table(self.grid)
 
     @classmethod
     def strided(
@@ -129,6 +132,11 @@ class ChunkIndex(Mapping[str, ChunkRef]):
         """Set chunk ``coords`` (a position in ``grid``)."""
         self._append(self._position(coords), offset, length, pad, reencode)
 
+    def append_at(self, at: int, offset: int, length: int, reencode: bool) -> None:
+        """Set the chunk at grid position ``at`` (C order, ``0 <= at`` < the grid's
+        chunks: the caller knows it), not padded."""
+        self._append(at, offset, length, 0, reencode)
+
     def __setitem__(self, key: str, ref: ChunkRef) -> None:
         at = self._parse(key)
         if at is None:
@@ -149,17 +157,23 @@ class ChunkIndex(Mapping[str, ChunkRef]):
                 self._sorted = False
             self._at.append(at)
         self._last = (None, -1)
-        self._offset = _widened(self._offset, offset)
-        self._length = _widened(self._length, length)
-        self._offset.append(offset)
-        self._length.append(length)
+        try:
+            self._offset.append(offset)
+        except OverflowError:  # 4 GiB or more, or the -1 of a chunk made from values
+            self._offset = array("q", self._offset)
+            self._offset.append(offset)
+        try:
+            self._length.append(length)
+        except OverflowError:
+            self._length = array("q", self._length)
+            self._length.append(length)
         if pad:
             self._pad[at] = pad
-        else:
+        elif self._pad:
             self._pad.pop(at, None)
         if reencode:
             self._reencode.add(at)
-        else:
+        elif self._reencode:
             self._reencode.discard(at)
 
     def _sort(self) -> None:
@@ -203,9 +217,17 @@ class ChunkIndex(Mapping[str, ChunkRef]):
         return i
 
     def __getitem__(self, key: str) -> ChunkRef:
+        ref = self.ref(key)
+        if ref is None:
+            raise KeyError(key)
+        return ref
+
+    def ref(self, key: str) -> ChunkRef | None:
+        """The :class:`ChunkRef` of ``key``, or None when it is not a chunk of the
+        index: one lookup (a copy asks this once per chunk)."""
         i = self._find(key)
         if i is None:
-            raise KeyError(key)
+            return None
         at = i if self._at is None else self._at[i]
         if self._rule is not None:
             first, stride, length, last, count = self._rule
@@ -227,8 +249,19 @@ class ChunkIndex(Mapping[str, ChunkRef]):
     def __iter__(self) -> Iterator[str]:
         self._sort()
         positions = range(self._size()) if self._at is None else self._at
+        if not self.grid:
+            yield from ("0" for _ in positions)
+            return
         if len(self.grid) == 1:
             yield from map(str, positions)
+            return
+        if self._suffixes is not None:  # the key of position p: "<p // inner>" + suffix
+            inner, suffixes = self._inner, self._suffixes
+            if inner == 1:
+                suffix = suffixes[0]
+                yield from (f"{p}{suffix}" for p in positions)
+            else:
+                yield from (f"{p // inner}{suffixes[p % inner]}" for p in positions)
             return
         for at in positions:
             yield chunk_key(self._coords(at))
@@ -277,6 +310,15 @@ class ChunkIndex(Mapping[str, ChunkRef]):
                 return None
             c = int(key)
             return c if c < self.grid[0] else None
+        if self._suffix_at is not None:  # "<first>" + one of the known suffixes
+            first, dot, rest = key.partition(".")
+            r = self._suffix_at.get(rest) if dot else None
+            if r is None or not (first.isascii() and first.isdigit()):
+                return None
+            if len(first) > 1 and first[0] == "0":
+                return None
+            c = int(first)
+            return c * self._inner + r if c < self.grid[0] else None
         parts = key.split(".")
         if len(parts) != len(self.grid):
             return None
@@ -291,12 +333,33 @@ class ChunkIndex(Mapping[str, ChunkRef]):
         return at
 
 
-def _widened(values: array[int], value: int) -> array[int]:
-    """``values``, as 8-byte integers when ``value`` does not fit its 4-byte unsigned
-    ones (4 GiB or more; the ``-1`` offset of a chunk made from values)."""
-    if values.typecode == "I" and not 0 <= value < 1 << 32:
-        return array("q", values)
-    return values
+#: The most chunks a grid may have past its first axis for :class:`ChunkIndex` to hold
+#: their key suffixes (``".0.3"``), not build each key from its coordinates. The
+#: tables are shared by every index of the same grid past its first axis (at most
+#: :data:`SUFFIX_TABLES` of them are kept): a file of many variables holds each once.
+SUFFIX_LIMIT = 1024
+SUFFIX_TABLES = 64
+
+
+def _suffix_table(
+    grid: tuple[int, ...],
+) -> tuple[int, tuple[str, ...] | None, dict[str, int] | None]:
+    """``(chunks past the first axis, their key suffixes in C order, suffix without its
+    leading dot -> index)`` of a grid of 2 or more axes with at most
+    :data:`SUFFIX_LIMIT` chunks past the first; ``(1, None, None)`` otherwise."""
+    if len(grid) < 2 or math.prod(grid[1:]) > SUFFIX_LIMIT:
+        return 1, None, None
+    return _suffixes_of(grid[1:])
+
+
+@functools.lru_cache(maxsize=SUFFIX_TABLES)
+def _suffixes_of(
+    inner: tuple[int, ...],
+) -> tuple[int, tuple[str, ...] | None, dict[str, int] | None]:
+    rests = tuple(".".join(map(str, c)) for c in itertools.product(*map(range, inner)))
+    if not rests:  # an axis of no chunks: no key
+        return 1, None, None
+    return len(rests), tuple("." + r for r in rests), {r: i for i, r in enumerate(rests)}
 
 
 def chunk_grid(shape: tuple[int, ...], chunks: tuple[int, ...]) -> tuple[int, ...]:
