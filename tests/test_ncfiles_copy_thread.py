@@ -1,8 +1,10 @@
-"""A local ``.nc`` file's chunks are copied into a directory in the calling thread,
-whatever ``workers`` says (issue 18: each chunk is a byte range the kernel copies;
-threads only added the interpreter's lock handoffs, ~0.1 s of CPU a 1,000-chunk
-convert), and without counting the plan's keys first; a source with re-encoded
-chunks, or a target that is not a plain directory, still gets the threads. The
+"""A local ``.nc`` file's small chunks are copied into a directory in the calling
+thread, whatever ``workers`` says (issue 18: each chunk is a byte range the kernel
+copies; for small chunks threads only added the interpreter's lock handoffs), and
+without counting the plan's keys first; chunks averaging
+``THREADED_COPY_BYTES`` or more, a source with re-encoded chunks, or a target that
+is not a plain directory, still get the threads (a large chunk's kernel copy
+overlaps another thread's). The
 chunk index's fast paths (key suffix tables, HDF5's walk taken in grid order)
 serve the keys and bytes HDF5 stores, in any write order."""
 
@@ -20,6 +22,7 @@ import nczarr
 from nczarr.conversion import apply
 from nczarr.maps.file import FileMap
 from nczarr.ncfile.layout import ChunkIndex, chunk_key
+from nczarr.ncfile import source as ncsource
 from nczarr.ncfile.source import NetCDFFileMap
 
 from .ncfiles import stored_chunks
@@ -91,6 +94,21 @@ def test_the_kernel_copy_asks_for_a_plain_local_pair(tmp_path):
     strings = _chunked(tmp_path / "s.nc", strings=True)
     with NetCDFFileMap(str(strings)) as m:
         assert not m.copies_in_kernel(FileMap(str(tmp_path / "e"), "w"))
+
+
+def test_large_chunks_keep_the_copy_threads(tmp_path, monkeypatch):
+    src = _chunked(tmp_path / "l.nc")
+    with NetCDFFileMap(str(src)) as m:
+        assert m.copies_in_kernel(FileMap(str(tmp_path / "d"), "w"))
+        monkeypatch.setattr(ncsource, "THREADED_COPY_BYTES", 16)  # these chunks are "large"
+        assert not m.copies_in_kernel(FileMap(str(tmp_path / "d2"), "w"))
+    names = _threads_of_copies(monkeypatch)
+    report = nczarr.convert(str(src), str(tmp_path / "out"), "zarr", workers=4)
+    assert report.chunks_copied == 5 * 2 * 2
+    assert any(name.startswith("nczarr-copy-") for name in names), names
+    assert threading.current_thread().name not in names
+    for key, data in stored_chunks(src, "v").items():
+        assert (tmp_path / "out" / "v" / key).read_bytes() == data
 
 
 class _Uncountable(list):

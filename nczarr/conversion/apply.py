@@ -90,7 +90,7 @@ def copy_chunks(
         threads only add contention (measured on ext4 and tmpfs, 20,000 chunks:
         4 threads 1.7-3.4x slower than 1, see docs/performance.md), and so does a
         local ``.nc`` file's copy into a directory (its chunks are byte ranges the
-        kernel copies, ``NetCDFFileMap.copies_in_kernel``).
+        kernel copies, ``ZMap.copies_in_kernel``).
     resume
         Skip keys ``dst`` already holds with the size they have in ``src`` (what an
         interrupted run left complete). Sound only for objects the same convert
@@ -133,7 +133,7 @@ def _copy_chunks(
         # the number of keys only for a progress report (a lazy plan lists them anew)
         count = 0 if progress is None else len(sized) if sized is not None else len(keys)
         return _copy_local(src, dst, plain, copy, progress, count)
-    in_kernel = _copies_in_kernel(src, dst)
+    in_kernel = src.copies_in_kernel(dst)
     # a lazy plan lists its keys anew to count them: only for progress or threads
     counted = progress is not None or not (workers == 1 or local or in_kernel)
     total = (len(sized) if sized is not None else len(keys)) if counted else 0
@@ -145,11 +145,8 @@ def _copy_chunks(
     )
 
     def record(done: int, copied: bool, nbytes: int) -> None:
-        if copied:
-            stats.copied += 1
-            stats.bytes += nbytes
-        else:
-            stats.skipped += 1
+        stats.copied, stats.skipped = stats.copied + copied, stats.skipped + (not copied)
+        stats.bytes += nbytes if copied else 0
         if progress is not None:
             progress(done, total)
 
@@ -227,14 +224,6 @@ def _copy_local(
             done += 1
             progress(done, total)
     return CopyStats(copied, skipped, nbytes)
-
-
-def _copies_in_kernel(src: ZMap, dst: ZMap) -> bool:
-    """Whether ``src`` copies its chunks into ``dst`` by the kernel itself (a local
-    ``.nc`` file into a directory, ``NetCDFFileMap.copies_in_kernel``): copied in the
-    calling thread, as between two directories."""
-    ask = getattr(src, "copies_in_kernel", None)
-    return bool(ask(dst)) if ask is not None else False
 
 
 def _with_sizes(

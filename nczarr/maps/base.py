@@ -20,8 +20,8 @@ and its identity (``repr``, ``==``, pickling).
 What callers need to know about a backend is asked of the map, never decided by its
 class (as zarr's ``Store.supports_*``): :attr:`ZMap.kind`, :meth:`ZMap.location`,
 :attr:`ZMap.supports_shared_writes`, :attr:`ZMap.blocking_io`, :attr:`ZMap.async_reads`,
-:attr:`ZMap.real_root`,
-:meth:`ZMap.copy_support` / :meth:`ZMap.copy_from`, :meth:`ZMap.remove_temporaries`,
+:attr:`ZMap.real_root`, :meth:`ZMap.copy_support` / :meth:`ZMap.copy_from`,
+:meth:`ZMap.copies_in_kernel`, :meth:`ZMap.remove_temporaries`,
 :meth:`ZMap.discard`, :meth:`ZMap.describe`, :meth:`ZMap.same_storage`, :meth:`ZMap.reopen`,
 :attr:`ZMap.source` and :meth:`ZMap.chunk_map`. Each has a safe default here; a
 backend overrides what it can do better.
@@ -135,6 +135,13 @@ class ZMap(MapCore):
         copies a byte range of its file kernel-side, :meth:`copy_range`); return the
         bytes written, or :data:`NOT_SUPPORTED` (the default): the caller copies."""
         return NOT_SUPPORTED
+
+    def copies_in_kernel(self, dst: ZMap) -> bool:
+        """Whether this map, as a source, copies its chunks into ``dst`` by the kernel
+        with little interpreter work each, so that a chunk copier does best in one
+        thread (threads would only hand the interpreter's lock back and forth). The
+        default: no."""
+        return False
 
     def copy_range(
         self,

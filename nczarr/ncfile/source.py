@@ -38,6 +38,7 @@ __all__ = [
     "HDF5_MAGIC",
     "NETCDF_SUFFIXES",
     "NetCDFFileMap",
+    "THREADED_COPY_BYTES",
     "is_netcdf_header",
     "has_netcdf_suffix",
     "open_file_source",
@@ -49,6 +50,9 @@ CDF_MAGICS = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
 NETCDF_SUFFIXES = (".nc", ".nc3", ".nc4", ".netcdf", ".h5", ".hdf5", ".he5", ".cdf")
 #: First read of a netCDF-3 header (grown until the header fits).
 HEADER_GUESS = 32 * 1024
+#: Chunks averaging this many bytes or more are copied into a directory in threads
+#: (``workers``); smaller ones in the calling thread (:meth:`NetCDFFileMap.copies_in_kernel`).
+THREADED_COPY_BYTES = 256 * 1024
 
 
 def is_netcdf_header(head: bytes) -> bool:
@@ -299,17 +303,24 @@ class NetCDFFileMap(ZMap):
 
     def copies_in_kernel(self, dst: ZMap) -> bool:
         """Whether :meth:`copy_chunk_to` copies every chunk into ``dst`` by the
-        kernel: a local file with no re-encoded chunk (those are encoded from their
+        kernel, and the chunks are small enough that a copier should run in one
+        thread: a local file with no re-encoded chunk (those are encoded from their
         values, work threads can share) into a directory map whose writes are not
-        customised. A chunk copier then runs in one thread, as between two
-        directories: the kernel copies, and threads only add the interpreter's lock
-        handoffs (a 400 MB netCDF-4 file of 1,000 chunks on tmpfs: ~0.1 s more CPU
-        with 2 to 8 threads than with 1, docs/performance.md)."""
+        customised (``dst.copy_support(dst) == "local"``: only such a map says so),
+        whose chunks average under :data:`THREADED_COPY_BYTES`.
+
+        Why the size: a small chunk's kernel copy is short next to the interpreter's
+        work for it, so threads only hand the interpreter's lock back and forth (on
+        tmpfs 100,000 small chunks: 19 s in one thread, 36 s in several); a large
+        chunk's copy runs with the lock released, so another thread's copy overlaps
+        it (400 KB chunks of a 400 MB file on 2 cores: 0.28 s wall in threads, 0.41 s
+        in one; more CPU in threads, see docs/performance.md)."""
         if not isinstance(self._io, LocalFile) or self._reencoded:
             return False
-        from ..maps.file import FileMap
-
-        return isinstance(dst, FileMap) and dst.copy_support(dst) == "local"
+        if dst.copy_support(dst) != "local":
+            return False
+        chunks = sum(len(a.chunks) for a in self._arrays.values())
+        return chunks > 0 and self._io.size / chunks < THREADED_COPY_BYTES
 
     def copy_chunk_to(self, dst: ZMap, key: str) -> int | NotSupportedType:
         """Write chunk ``key`` into ``dst`` and return its size: a kernel-side copy of
