@@ -23,17 +23,17 @@ Needs ``distributed`` (``pip install nczarr[dask]``); imported only when used.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from itertools import islice
-from typing import Any
+from typing import Any, TypeVar
 from uuid import uuid4
 
 from ..errors import InvalidModeError
 from ..maps.base import ZMap
 from .apply import CopyStats, SizedKey, copy_chunks, sized_keys
 
-__all__ = ["copy_chunks_on_cluster", "check_shareable", "DEFAULT_BATCH"]
+__all__ = ["copy_chunks_on_cluster", "check_shareable", "run_bounded", "DEFAULT_BATCH", "IN_FLIGHT"]
 
 #: Chunk keys per cluster task: large enough that scheduling costs nothing per chunk
 #: (a task costs the scheduler ~1 ms), small enough to balance over workers and
@@ -41,7 +41,7 @@ __all__ = ["copy_chunks_on_cluster", "check_shareable", "DEFAULT_BATCH"]
 DEFAULT_BATCH = 2000
 
 #: Batches in flight per worker thread.
-_IN_FLIGHT = 2
+IN_FLIGHT = 2
 
 #: The maps a worker process has open, by convert token (the newest few converts).
 _OPEN: dict[str, tuple[ZMap, ZMap]] = {}
@@ -65,6 +65,36 @@ def check_shareable(dst: ZMap) -> None:
             f"cannot convert into {dst.url!r} on a cluster: {dst.kind} cannot be written by "
             "several processes; convert into a directory or S3, or without a client"
         )
+
+
+_Item = TypeVar("_Item")
+
+
+def run_bounded(
+    submit: Callable[[_Item], Any], items: Iterator[_Item], in_flight: int
+) -> Iterator[Any]:
+    """The results of the futures ``submit(item)`` returns for each of ``items``, as
+    they finish, with at most ``in_flight`` submitted and unfinished at once (the
+    client holds a few batches, not all). A task's error is raised unchanged; the
+    unfinished futures are then cancelled (so they are if the caller stops early)."""
+    from distributed import as_completed
+
+    done = object()
+    live = {submit(item) for item in islice(items, in_flight)}
+    pending = as_completed(live)
+    try:
+        for future in pending:
+            live.discard(future)
+            result = future.result()
+            item = next(items, done)
+            if item is not done:
+                new = submit(item)  # type: ignore[arg-type]
+                live.add(new)
+                pending.add(new)
+            yield result
+    finally:
+        for future in live:
+            future.cancel()
 
 
 def copy_batch(
@@ -136,8 +166,6 @@ def copy_chunks_on_cluster(
         The error of a batch that failed ``retries + 1`` times, unchanged; batches not
         finished yet are cancelled.
     """
-    from distributed import as_completed
-
     if batch_size < 1:
         raise InvalidModeError(f"batch_size must be >= 1, got {batch_size!r}")
     check_shareable(dst)
@@ -169,26 +197,12 @@ def copy_chunks_on_cluster(
             pure=False,
         )
 
-    live = {submit(s) for s in islice(starts, threads * _IN_FLIGHT)}
-    pending = as_completed(live)
     done = 0
-    try:
-        for future in pending:
-            live.discard(future)
-            copied, skipped, nbytes = future.result()
-            stats.copied += copied
-            stats.skipped += skipped
-            stats.bytes += nbytes
-            done += copied + skipped
-            if progress is not None:
-                progress(done, total)
-            start = next(starts, None)
-            if start is not None:
-                new = submit(start)
-                live.add(new)
-                pending.add(new)
-    except BaseException:
-        for future in live:
-            future.cancel()
-        raise
+    for copied, skipped, nbytes in run_bounded(submit, starts, threads * IN_FLIGHT):
+        stats.copied += copied
+        stats.skipped += skipped
+        stats.bytes += nbytes
+        done += copied + skipped
+        if progress is not None:
+            progress(done, total)
     return stats

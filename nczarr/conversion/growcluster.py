@@ -23,7 +23,6 @@ from __future__ import annotations
 import pickle
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack
-from itertools import islice
 from typing import Any
 from uuid import uuid4
 
@@ -34,9 +33,6 @@ __all__ = ["TASKS_PER_THREAD", "copy_sources_batch", "copy_sources_on_cluster"]
 #: Tasks per worker thread when ``batch_size`` is not given: enough to balance the
 #: workers, few enough that scheduling (about a millisecond a task) costs nothing.
 TASKS_PER_THREAD = 4
-
-#: Tasks in flight per worker thread.
-_IN_FLIGHT = 2
 
 #: One source's copies: its map pickled, and its ``(source key, target key)`` pairs.
 SourceCopies = tuple[bytes, list[tuple[str, str]]]
@@ -125,9 +121,7 @@ def copy_sources_on_cluster(
         The error of a task that failed ``retries + 1`` times; tasks not finished yet
         are cancelled.
     """
-    from distributed import as_completed
-
-    from .cluster import check_shareable
+    from .cluster import IN_FLIGHT, check_shareable, run_bounded
 
     check_shareable(dst)
     threads = sum(client.nthreads().values()) or 1
@@ -151,23 +145,10 @@ def copy_sources_on_cluster(
             pure=False,
         )
 
-    live = {submit(b) for b in islice(batches, threads * _IN_FLIGHT)}
-    pending = as_completed(live)
     stats = [0, 0, 0]
-    try:
-        for future in pending:
-            live.discard(future)
-            for i, n in enumerate(future.result()):
-                stats[i] += n
-            if progress is not None:
-                progress(stats[0] + stats[1])
-            batch = next(batches, None)
-            if batch is not None:
-                new = submit(batch)
-                live.add(new)
-                pending.add(new)
-    except BaseException:
-        for future in live:
-            future.cancel()
-        raise
+    for result in run_bounded(submit, batches, threads * IN_FLIGHT):
+        for i, n in enumerate(result):
+            stats[i] += n
+        if progress is not None:
+            progress(stats[0] + stats[1])
     return (stats[0], stats[1], stats[2]), tasks
