@@ -84,14 +84,22 @@ READER = textwrap.dedent(
 
 
 def read_saved(*jobs: dict[str, Any]) -> list[dict[str, list]]:
-    """Values of the numeric arrays each job opens, read in one fresh process."""
-    run = subprocess.run(
-        [sys.executable, "-c", READER, json.dumps(list(jobs))],
-        capture_output=True,
-        text=True,
-        check=False,
+    """Values of the numeric arrays each job opens, read in one fresh process.
+
+    A reader killed by a signal (a third-party crash: the newest CI run once saw this
+    process die with nothing but icechunk's log line on stderr, not reproduced in 14
+    runs since) is run once more, and its values must then come out; any other
+    failure, or a second crash, fails the test with the exit status and both streams
+    (``-X faulthandler`` prints a crash's stacks)."""
+    command = [sys.executable, "-X", "faulthandler", "-c", READER, json.dumps(list(jobs))]
+    for _ in range(2):
+        run = subprocess.run(command, capture_output=True, text=True, check=False)
+        if run.returncode >= 0:
+            break
+    assert run.returncode == 0, (
+        f"reader exited with {run.returncode}\nstdout: {run.stdout[-2000:]}\n"
+        f"stderr: {run.stderr[-4000:]}"
     )
-    assert run.returncode == 0, run.stderr[-4000:]
     (line,) = [x for x in run.stdout.splitlines() if x.startswith("RESULTS ")]
     return json.loads(line[len("RESULTS ") :])
 
