@@ -21,8 +21,8 @@ import zarr
 import nczarr
 from nczarr.conversion import apply
 from nczarr.maps.file import FileMap
-from nczarr.ncfile.layout import ChunkIndex, chunk_key
 from nczarr.ncfile import source as ncsource
+from nczarr.ncfile.layout import ChunkIndex, chunk_key
 from nczarr.ncfile.source import NetCDFFileMap
 
 from .ncfiles import stored_chunks
