@@ -59,6 +59,7 @@ __all__ = [
     "decompress",
     "fast_available",
     "fast_inflate",
+    "FAST_CRC_AFTER",
 ]
 
 #: The most bytes one chunk may decode to when re-encoded or dumped (1 GiB unless the
@@ -116,11 +117,24 @@ def fast_inflate(data: bytes, size: int, out: Any = None) -> Any:
         return None
 
 
+#: Bytes a process checks with zlib's CRC-32 before it loads libdeflate for it (unless
+#: an inflate loaded it already): importing imagecodecs costs ~0.2 s, which a CRC
+#: ~4x faster pays back only after a few hundred MB; a command reading a small zip
+#: does not pay it.
+FAST_CRC_AFTER = 64 * 2**20
+_crc_zlib_bytes = 0
+
+
 def crc32(data: Any) -> int:
     """``zlib.crc32(data)`` (the zip members' checksum), computed by libdeflate when the
-    ``fast`` extra is installed: the same value, about four times faster (a 4 MB zip
-    read checks every member's CRC, which took a quarter of a 4 MB Blosc read)."""
-    if _crc32 is None:
+    ``fast`` extra is installed and loaded (by an inflate, or once this process has
+    checked :data:`FAST_CRC_AFTER` bytes): the same value, about four times faster (a
+    4 MB zip read checks every member's CRC, which took a quarter of a 4 MB Blosc read)."""
+    global _crc_zlib_bytes
+    if _decode is None:
+        if _crc_zlib_bytes < FAST_CRC_AFTER:
+            _crc_zlib_bytes += memoryview(data).nbytes  # (a race only miscounts)
+            return zlib.crc32(data)
         _load()
     return int(_crc32(data)) if _decode else zlib.crc32(data)
 

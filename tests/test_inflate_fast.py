@@ -204,3 +204,49 @@ def test_zip_members_checked_with_the_fast_crc(fast, monkeypatch, tmp_path) -> N
         with pytest.raises(StorageError, match=r"'v/0' .*Bad CRC-32"):
             m["v/0"]
     assert seen == ([20_000, 5000] if fast else [])
+
+
+def test_a_small_zip_read_does_not_load_libdeflate(monkeypatch, tmp_path) -> None:
+    """A process that only checks a few zip members' CRCs keeps zlib's (importing
+    imagecodecs, ~0.2 s, would cost a small command more than it saves); past
+    ``FAST_CRC_AFTER`` bytes it loads libdeflate, with the same values either way."""
+    from nczarr.maps.zip import ZipMap
+
+    path = tmp_path / "s.zip"
+    with ZipMap(path, mode="w") as m:
+        m["v/0"] = _raw(20_000)
+    monkeypatch.setattr(inflate, "_decode", None)
+    monkeypatch.setattr(inflate, "_crc32", None)
+    monkeypatch.setattr(inflate, "_crc_zlib_bytes", 0)
+    with ZipMap(path, mode="r") as m:
+        assert m["v/0"] == _raw(20_000)
+    assert inflate._decode is None  # not loaded
+    monkeypatch.setattr(inflate, "FAST_CRC_AFTER", 30_000)
+    with ZipMap(path, mode="r") as m:
+        assert m["v/0"] == _raw(20_000)  # 40,000 bytes checked by zlib now
+        assert m["v/0"] == _raw(20_000)
+    assert inflate._decode is not None  # loaded (False only without the extra)
+    assert inflate.fast_available()  # the test extra installs imagecodecs
+
+
+def test_a_command_copying_a_small_zip_does_not_import_imagecodecs(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    from nczarr.maps.zip import ZipMap
+
+    src = tmp_path / "src.zip"
+    with ZipMap(src, mode="w") as m:
+        m[".zgroup"] = b'{"zarr_format": 2}'
+        m[".zattrs"] = b"{}"
+    code = (
+        "import sys, nczarr; nczarr.convert(sys.argv[1], sys.argv[2], 'zarr'); "
+        "assert 'imagecodecs' not in sys.modules, 'imagecodecs imported'"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code, f"file://{src}#mode=zarr,zip", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
