@@ -18,8 +18,9 @@ import pytest
 import zarr
 
 from nczarr import MemoryMap, ZarrStore
+from nczarr.integrations.calling_thread import get_basic_selection
 from nczarr.integrations.chunkcodec import decode_v2, decompress, unshuffle
-from nczarr.integrations.fastpipeline import fast_pipeline, get_basic_selection
+from nczarr.integrations.fastpipeline import fast_pipeline
 
 COMPRESSORS = [
     numcodecs.Blosc(cname="lz4", clevel=4, shuffle=1),

@@ -1,6 +1,6 @@
 """``to_nczarr``'s chunk writes without zarr's per-chunk objects; Blosc called directly.
 
-:func:`~nczarr.integrations.fastwrite.set_basic_selection` is ``array[sel] = value``
+:func:`~nczarr.integrations.calling_thread.set_basic_selection` is ``array[sel] = value``
 for whole chunks of a numpy value, written by the pipeline's own write job in the
 calling thread (no ``StorePath``/``ArraySpec`` per chunk, no event-loop hop); anything
 else goes to zarr. Differential: the stored objects equal those zarr-python's own
@@ -17,9 +17,9 @@ import zarr
 
 from nczarr import MemoryMap, ZarrStore
 from nczarr.integrations import chunkcodec, fastpipeline
+from nczarr.integrations.calling_thread import set_basic_selection
 from nczarr.integrations.chunkcodec import encode_v2
 from nczarr.integrations.fastpipeline import fast_pipeline
-from nczarr.integrations.fastwrite import set_basic_selection
 
 CODECS = {
     "zlib+shuffle": (numcodecs.Zlib(level=1), [numcodecs.Shuffle(4)]),

@@ -19,7 +19,8 @@ import zarr
 
 from nczarr import MemoryMap, ZarrStore, inflate
 from nczarr.integrations import chunkcodec, fastpipeline
-from nczarr.integrations.fastpipeline import fast_pipeline, get_basic_selection
+from nczarr.integrations.calling_thread import get_basic_selection
+from nczarr.integrations.fastpipeline import fast_pipeline
 
 
 @pytest.fixture(params=["libdeflate", "zlib"])

@@ -17,7 +17,8 @@ import pytest
 import zarr
 
 from nczarr import MemoryMap, ZarrStore
-from nczarr.integrations.fastpipeline import fast_pipeline, get_basic_selection
+from nczarr.integrations.calling_thread import get_basic_selection
+from nczarr.integrations.fastpipeline import fast_pipeline
 
 
 def _pair(dtype: str, order: str, filters=None, shape=(700, 610), chunks=(300, 512)):

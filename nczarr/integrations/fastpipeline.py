@@ -54,12 +54,12 @@ from .zarr_store import ZarrStore
 __all__ = [
     "NCZarrCodecPipeline",
     "PIPELINE_PATH",
+    "ReadJob",
     "WriteJob",
     "chunk_grid",
     "chunk_plan",
     "decode_workers",
     "fast_pipeline",
-    "get_basic_selection",
 ]
 
 #: zarr's ``codec_pipeline.path`` value that selects :class:`NCZarrCodecPipeline`.
@@ -159,7 +159,7 @@ def _run(tasks: list[Callable[[], None]]) -> None:
 
 
 @dataclass(frozen=True)
-class _ReadJob:
+class ReadJob:
     """Everything the worker thread needs for one selection read."""
 
     codec: V2Codec
@@ -377,7 +377,7 @@ class NCZarrCodecPipeline(BatchedCodecPipeline):
             await super().read(info, out, drop_axes)
             return
         await store._ensure_open()
-        job = _ReadJob(codec, store, [item[0].path for item in info], info, out, drop_axes)
+        job = ReadJob(codec, store, [item[0].path for item in info], info, out, drop_axes)
         await asyncio.to_thread(job.run)
 
     async def write(
@@ -445,51 +445,3 @@ def chunk_plan(
         keys.append(prefix + separator.join(names))
         info.append((None, spec, chunk_selection, out_selection, all(complete)))
     return keys, info
-
-
-def get_basic_selection(array: Any, selection: Any) -> Any:
-    """``array[selection]`` for a basic selection (ints, slices, ellipsis), read in the
-    calling thread when ``array`` uses :class:`NCZarrCodecPipeline` over a
-    :class:`ZarrStore` (no hop into zarr's event loop thread, so dask's threads read
-    in parallel); otherwise ``array[selection]``.
-
-    It is what zarr-python's ``Array.__getitem__`` does for a basic selection -- zarr's
-    own ``BasicIndexer``, chunk keys, chunk specs and output buffer -- with the read
-    itself done by :class:`_ReadJob`.
-    """
-    from dataclasses import replace
-
-    from zarr.core.buffer import default_buffer_prototype
-    from zarr.core.indexing import BasicIndexer
-
-    async_array = array._async_array
-    metadata = async_array.metadata
-    pipeline = async_array.codec_pipeline
-    store = async_array.store_path.store
-    if (
-        metadata.zarr_format != 2
-        or not isinstance(pipeline, NCZarrCodecPipeline)
-        or not isinstance(store, ZarrStore)
-        or (codec := pipeline._v2_codec()) is None
-        or metadata.dtype.to_native_dtype().kind in "OTV"
-    ):
-        return array[selection]
-    indexer = BasicIndexer(selection, shape=metadata.shape, chunk_grid=chunk_grid(metadata))
-    prototype = default_buffer_prototype()
-    out = prototype.nd_buffer.empty(
-        shape=indexer.shape, dtype=metadata.dtype.to_native_dtype(), order=metadata.order
-    )
-    if math.prod(indexer.shape) > 0:
-        store._open_sync()
-        config = replace(async_array.config, order=metadata.order)
-        # a Zarr v2 chunk spec does not depend on the chunk: one for all
-        spec = metadata.get_chunk_spec((0,) * len(metadata.shape), config, prototype=prototype)
-        base = async_array.store_path.path
-        prefix = f"{base}/" if base else ""
-        keys, info = chunk_plan(indexer, metadata, prefix, spec)
-        zmap = store.zmap
-        source = zmap.chunk_map(base) if base else zmap  # a translated view's shortcut
-        _ReadJob(codec, store, keys, info, out, indexer.drop_axes, source).run()
-    if indexer.shape == ():
-        return out.as_scalar()
-    return out.as_ndarray_like()

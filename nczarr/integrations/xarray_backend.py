@@ -157,7 +157,7 @@ class NCZarrArrayWrapper(ZarrArrayWrapper):
     def _getitem(self, key: Any) -> Any:
         # basic selections (all of ``.load()``, every dask chunk) are read in this
         # thread, in batches (nczarr.integrations.fastpipeline)
-        from .fastpipeline import get_basic_selection
+        from .calling_thread import get_basic_selection
 
         return get_basic_selection(self._array, key)
 

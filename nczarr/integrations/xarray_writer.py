@@ -152,8 +152,8 @@ class _ChunkSink(ZMap):
 def _write_chunks(sink: ZMap, plan: ModelPlan) -> None:
     import zarr
 
+    from .calling_thread import set_basic_selection
     from .fastpipeline import fast_pipeline
-    from .fastwrite import set_basic_selection
     from .zarr_store import ZarrStore
 
     store = ZarrStore(sink)
