@@ -1,15 +1,15 @@
 """What the ``nczarr`` command sets up before it imports anything heavy.
 
-nczarr does no linear algebra: numpy is imported only for h5py (a netCDF-4 source's
-chunk index) and the codecs, and never calls BLAS or LAPACK. numpy's OpenBLAS still
-starts one thread per core when it is loaded (measured on a 2-core machine: ~0.12 s
-of CPU of the ~0.3 s ``import numpy`` costs, a third to a half of what a ``.nc``
-convert pays above ``cp``). So the command, and only the command (never
-``import nczarr``: a program using the library keeps its own threads), sets the
-thread count of the BLAS and OpenMP runtimes to 1 where the user has not set it,
-before numpy can be loaded. A value the user set, even empty, wins; once numpy is
-loaded (``main`` called from a program that imported it) nothing is set, as it could
-no longer take effect.
+nczarr does no linear algebra: it uses numpy for arrays of values (fill values,
+attributes, chunks it re-encodes) and h5py uses it, but nothing calls BLAS or LAPACK.
+numpy's OpenBLAS still starts one thread per core when it is loaded (measured on a
+2-core machine: ~0.12 s of CPU of the ~0.3 s ``import numpy`` costs, a third to a half
+of what a ``.nc`` convert pays above ``cp``). So the command, and only the command
+(never ``import nczarr``: a program using the library keeps its own threads), sets the
+thread count of the BLAS and OpenMP runtimes to 1 where the user has not set it, before
+numpy can be loaded. A value the user set, even empty, wins; once numpy is loaded
+(``main`` called from a program that imported it) nothing is set, as it could no longer
+take effect.
 """
 
 from __future__ import annotations
