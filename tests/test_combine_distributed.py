@@ -12,6 +12,7 @@ import pytest
 
 import nczarr
 
+from .clusters import local_client
 from .growing import daily, expected_temp, read_nc
 
 # real LocalClusters: the newest-Python CI run leaves these to the floor run
@@ -20,18 +21,7 @@ pytestmark = pytest.mark.long
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
-    from distributed import Client, LocalCluster
-
-    with (
-        LocalCluster(
-            n_workers=2,
-            processes=True,
-            threads_per_worker=1,
-            host="127.0.0.1",
-            dashboard_address=":0",
-        ) as cluster,
-        Client(cluster) as c,
-    ):
+    with local_client() as c:
         yield c
 
 

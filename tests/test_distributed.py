@@ -23,6 +23,7 @@ from nczarr.errors import InvalidModeError
 from nczarr.maps.file import FileMap
 from nczarr.readthrough import view
 
+from .clusters import local_cluster
 from .sources import tree, zarr_source
 
 # real LocalClusters: the newest-Python CI run leaves these to the floor run
@@ -31,15 +32,7 @@ pytestmark = pytest.mark.long
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
-    from distributed import LocalCluster
-
-    with LocalCluster(
-        n_workers=2,
-        processes=True,
-        threads_per_worker=1,
-        host="127.0.0.1",
-        dashboard_address=":0",  # None still binds :8787 (distributed 2026.8), shared here
-    ) as c:
+    with local_cluster() as c:
         yield c
 
 
@@ -218,13 +211,11 @@ def test_a_batch_that_keeps_failing_fails_the_convert_before_any_metadata(
 def test_resume_after_the_cluster_died(
     source: tuple[Path, int, dict[str, bytes]], tmp_path: Path, cluster: Any
 ) -> None:
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     src, chunks, expected = source
     out = tmp_path / "out"
-    doomed = LocalCluster(
-        n_workers=1, processes=True, threads_per_worker=1, host="127.0.0.1", dashboard_address=":0"
-    )
+    doomed = local_cluster(n_workers=1)
     client = Client(doomed)
     calls = []
 

@@ -19,6 +19,7 @@ import pytest
 import nczarr
 from nczarr.maps.file import TEMP_PREFIX, FileMap
 
+from .clusters import local_client
 from .sources import tree, zarr_source
 
 # a real LocalCluster whose worker is killed: the newest-Python CI run leaves it to
@@ -58,18 +59,7 @@ def by_value() -> Iterator[None]:
 
 @pytest.fixture
 def client() -> Iterator[Any]:
-    from distributed import Client, LocalCluster
-
-    with (
-        LocalCluster(
-            n_workers=2,
-            processes=True,
-            threads_per_worker=1,
-            host="127.0.0.1",
-            dashboard_address=":0",
-        ) as cluster,
-        Client(cluster) as c,
-    ):
+    with local_client() as c:
         yield c
 
 

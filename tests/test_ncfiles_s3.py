@@ -18,6 +18,7 @@ import pytest
 import nczarr
 from nczarr.errors import NCZarrWarning
 
+from .clusters import local_client
 from .faultproxy import FaultProxy
 from .ncfiles import assert_same_values, nc_values
 
@@ -116,20 +117,9 @@ def test_s3_source_pickles_and_reopens(tmp_path: Path, s3_endpoint: str, s3_buck
 def test_convert_on_a_dask_cluster_reopens_the_file_on_each_worker(
     tmp_path: Path, s3_endpoint: str, s3_bucket: str, s3_client
 ) -> None:
-    from distributed import Client, LocalCluster
-
     path = _netcdf4(tmp_path / "src.nc")
     url = _upload(s3_client, s3_bucket, path)
-    with (
-        LocalCluster(
-            n_workers=2,
-            processes=True,
-            threads_per_worker=1,
-            host="127.0.0.1",
-            dashboard_address=":0",
-        ) as cluster,
-        Client(cluster) as client,
-    ):
+    with local_client() as client:
         report = nczarr.convert(
             url,
             str(tmp_path / "out"),

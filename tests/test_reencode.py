@@ -31,6 +31,7 @@ from nczarr.integrations.zarr_store import ZarrStore
 from nczarr.maps.memory import MemoryMap
 from nczarr.readthrough import view
 
+from .clusters import local_client
 from .ncoracle import file_tree, nc_url
 
 TEXT = ["a", "bé", "ccc", "日本語", "", "zzzzz"]
@@ -468,17 +469,9 @@ def test_reencoded_arrays_read_as_zarr_python_reads_the_source(
 
 def test_reencoding_on_a_dask_cluster_matches_a_local_run(tmp_path: Path) -> None:
     """``convert(client=...)``: the view (with its recoders) travels to the workers."""
-    from distributed import Client, LocalCluster
-
     _codec_store(tmp_path)
     _string_stores(tmp_path)
-    with (
-        LocalCluster(
-            n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1",
-            dashboard_address=":0",
-        ) as cluster,
-        Client(cluster) as client,
-    ):  # fmt: skip
+    with local_client() as client:
         for name in ("v2", "zp3"):
             local, remote = tmp_path / f"{name}.local", tmp_path / f"{name}.remote"
             expected = _convert(tmp_path / f"{name}.zarr", local, "nczarr")

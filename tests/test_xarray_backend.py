@@ -38,6 +38,7 @@ from nczarr.integrations.xarray_backend import (
 from nczarr.translate.model import Attribute
 
 from .budget import examples, long_or
+from .clusters import local_client
 from .ncoracle import extract_fixture, fixture_path, nc_url
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -505,17 +506,10 @@ def test_chunks_give_lazy_dask_arrays_along_the_stored_chunks(corpus):
 
 
 def test_dask_distributed_workers_read_the_store(corpus, tmp_path):
-    from dask.distributed import Client, LocalCluster
-
     path, _ = corpus["everything"]
     archive = _zip_netcdf_layout(path, tmp_path / "dist.zip")
     expected = xr.open_dataset(nc_url(path), engine="netcdf4", group="forecast").load()
-    with (
-        LocalCluster(
-            n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None
-        ) as cluster,
-        Client(cluster),
-    ):
+    with local_client(n_workers=1, threads_per_worker=2):
         ds = xr.open_dataset(str(archive), engine=ENGINE, group="forecast", chunks={})
         assert_same(expected, ds.compute())
 
