@@ -354,10 +354,15 @@ class NCZarrCodecPipeline(BatchedCodecPipeline):
             return None
         return store
 
-    @staticmethod
-    def _plain_dtype(info: list[tuple[Any, ...]]) -> bool:
-        dtype = info[0][1].dtype.to_native_dtype()
-        return dtype.kind not in "OTV"
+    def _direct(self, info: list[tuple[Any, ...]]) -> tuple[V2Codec, ZarrStore] | None:
+        """The codec and store of a batch this pipeline does itself: one Zarr v2
+        codec, chunks of one :class:`ZarrStore`, a dtype of fixed-size values; else
+        None (zarr's own pipeline does it)."""
+        codec = self._v2_codec()
+        store = self._store_of(info) if info and codec is not None else None
+        if codec is None or store is None or info[0][1].dtype.to_native_dtype().kind in "OTV":
+            return None
+        return codec, store
 
     async def read(
         self,
@@ -366,16 +371,11 @@ class NCZarrCodecPipeline(BatchedCodecPipeline):
         drop_axes: tuple[int, ...] = (),
     ) -> None:
         info = list(batch_info)
-        codec = self._v2_codec()
-        store = self._store_of(info) if info and codec is not None else None
-        if (
-            store is None
-            or codec is None
-            or not self._plain_dtype(info)
-            or not isinstance(out, cpu.NDBuffer)  # decoded values are numpy arrays
-        ):
+        direct = self._direct(info)
+        if direct is None or not isinstance(out, cpu.NDBuffer):  # decoded values: numpy
             await super().read(info, out, drop_axes)
             return
+        codec, store = direct
         await store._ensure_open()
         job = ReadJob(codec, store, [item[0].path for item in info], info, out, drop_axes)
         await asyncio.to_thread(job.run)
@@ -387,17 +387,12 @@ class NCZarrCodecPipeline(BatchedCodecPipeline):
         drop_axes: tuple[int, ...] = (),
     ) -> None:
         info = list(batch_info)
-        codec = self._v2_codec()
-        store = self._store_of(info) if info and codec is not None else None
-        if (
-            store is None
-            or codec is None
-            or drop_axes
-            or not self._plain_dtype(info)
-            or not all(item[4] for item in info)  # a partial chunk: read-modify-write
-        ):
+        direct = self._direct(info)
+        # a partial chunk is a read-modify-write: zarr's own pipeline does it
+        if direct is None or drop_axes or not all(item[4] for item in info):
             await super().write(info, value, drop_axes)
             return
+        codec, store = direct
         await store._ensure_open()
         store._check_writable()
         job = WriteJob(self, codec, store, [item[0].path for item in info], info, value)
