@@ -24,7 +24,9 @@ seeded random generator picks a fault for that share of requests, from ``faults`
     but only part of the body, then the connection is closed: a body cut mid-stream.
     Only responses with a body of at least 2 bytes are cut (else no fault).
 
-:attr:`FaultProxy.injected` counts the faults injected, by kind.
+:attr:`FaultProxy.injected` counts the faults injected, by kind. ``latency`` (seconds)
+delays every forwarded request, as a far service's round trip would: what runs
+requests one after another then shows in the wall time.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import socket
 import socketserver
 import struct
 import threading
+import time
 from collections import Counter
 from urllib.parse import parse_qs, urlsplit
 
@@ -94,8 +97,10 @@ class FaultProxy:
         rate: float = 0.0,
         faults: tuple[str, ...] = FAULTS,
         seed: int = 0,
+        latency: float = 0.0,
     ) -> None:
         up = urlsplit(upstream)
+        self.latency = latency
         self.upstream = (up.hostname or "127.0.0.1", up.port or 80)
         self.rate = rate
         self.faults = tuple(faults)
@@ -179,6 +184,8 @@ class FaultProxy:
             if fault == "reset":
                 _reset(conn)
                 return
+            if self.latency:
+                time.sleep(self.latency)  # a round trip to a far service
             status, reason, out_headers, payload = self._forward(method, target, headers, body)
             if fault == "lost":
                 self._record(fault)
