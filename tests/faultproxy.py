@@ -113,6 +113,9 @@ class FaultProxy:
         self.injected: Counter[str] = Counter()
         #: Response body bytes sent to clients, by S3 operation.
         self.body_bytes: Counter[str] = Counter()
+        #: ``(start, end, operation, request target)`` of each forwarded request, in
+        #: ``time.monotonic()`` seconds: which requests were in flight together.
+        self.spans: list[tuple[float, float, str, str]] = []
         proxy = self
 
         class Handler(socketserver.StreamRequestHandler):
@@ -143,6 +146,7 @@ class FaultProxy:
             self.counts.clear()
             self.injected.clear()
             self.body_bytes.clear()
+            self.spans.clear()
 
     @property
     def total(self) -> int:
@@ -184,9 +188,12 @@ class FaultProxy:
             if fault == "reset":
                 _reset(conn)
                 return
+            start = time.monotonic()
             if self.latency:
                 time.sleep(self.latency)  # a round trip to a far service
             status, reason, out_headers, payload = self._forward(method, target, headers, body)
+            with self._lock:
+                self.spans.append((start, time.monotonic(), op, target))
             if fault == "lost":
                 self._record(fault)
                 _reset(conn)

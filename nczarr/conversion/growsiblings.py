@@ -15,7 +15,9 @@ another length share its model).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,7 +148,8 @@ def read_sources(
     first: tuple[tuple[str, ...], list[str], dict[str, bytes]] | None = None
     wanted: dict[str, int | None] = {}
     last = _Last()
-    for index, zmap in enumerate(maps):
+    ahead = _Ahead(maps)
+    for index, zmap in enumerate(ahead):
         twin = listing = None
         got: dict[str, bytes] = {}
         if known is not None and zmap.file_format() is None and not zmap.reencoded:
@@ -155,7 +158,7 @@ def read_sources(
                     first = _compared_chunks(parts[0], dimension)
                 wanted = dict.fromkeys((*known.keys, JOURNAL_KEY), MAX_METADATA_SIZE + 1)
                 wanted.update(dict.fromkeys(first[1] if first else (), None))
-            listing, got = zmap.list_reading(wanted)  # one pass: listing and objects
+            listing, got = ahead.list_reading(zmap, wanted)  # one pass: listing, objects
             names = frozenset(listing)
             twin = known.parts.get(_fingerprint_of(known.keys, last.roots(names), got))
         if twin is None or listing is None:
@@ -173,6 +176,68 @@ def read_sources(
                 same.add(index)
         parts.append(part if done is None else done(index, part))
     return parts, same
+
+
+#: Later sources whose listing and metadata objects are read ahead, in threads, while
+#: an earlier one is compared, when their maps make round trips (S3, HTTP...).
+AHEAD = 8
+
+
+class _Ahead:
+    """The maps of :func:`read_sources` in order, each later source's
+    :meth:`~nczarr.maps.mapcore.MapCore.list_reading` started up to :data:`AHEAD`
+    sources ahead, in threads, when the maps make round trips
+    (:attr:`~nczarr.maps.base.ZMap.round_trips`): 365 sources on S3 then overlap their
+    requests instead of waiting for one source's requests at a time. Maps are still
+    pulled (opened, checked) in order; local ones are not pulled ahead (one open at a
+    time). A read ahead with other ``wanted`` keys than the comparison asks for is not
+    used: the source is read again. A failure is raised when its source's turn comes."""
+
+    def __init__(self, maps: Iterable[ZMap]) -> None:
+        self._maps = iter(maps)
+        self._pulled: deque[ZMap] = deque()
+        self._started: dict[int, tuple[Mapping[str, int | None], Future[Any]]] = {}
+        self._pool: ThreadPoolExecutor | None = None
+
+    def __iter__(self) -> Iterator[ZMap]:
+        try:
+            while True:
+                if self._pulled:
+                    yield self._pulled.popleft()
+                    continue
+                zmap = next(self._maps, None)
+                if zmap is None:
+                    return
+                yield zmap
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def list_reading(
+        self, zmap: ZMap, wanted: Mapping[str, int | None]
+    ) -> tuple[list[str], dict[str, bytes]]:
+        """``zmap.list_reading(wanted)``, from the read started ahead if there is one;
+        then the next sources' reads are started."""
+        started = self._started.pop(id(zmap), None)
+        if zmap.round_trips:
+            self._start(wanted)
+        if started is not None and started[0] is wanted:
+            return started[1].result()
+        return zmap.list_reading(wanted)
+
+    def _start(self, wanted: Mapping[str, int | None]) -> None:
+        """Pull maps until :data:`AHEAD` wait, starting the reads of those that make
+        round trips and are read by listing (not netCDF files or views)."""
+        while len(self._pulled) < AHEAD:
+            zmap = next(self._maps, None)
+            if zmap is None:
+                return
+            self._pulled.append(zmap)
+            if zmap.round_trips and zmap.file_format() is None and not zmap.reencoded:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(AHEAD, thread_name_prefix="nczarr-ahead")
+                future = self._pool.submit(zmap.list_reading, wanted)
+                self._started[id(zmap)] = (wanted, future)
 
 
 class _Indices:

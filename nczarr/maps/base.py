@@ -68,6 +68,10 @@ class ZMap(MapCore):
     #: Whether calls block on I/O (files, network), so an event loop should run them in
     #: a worker thread; ``False`` for maps whose calls are cheap or serialized on one lock.
     blocking_io: bool = True
+    #: Whether each request is a network round trip (S3, HTTP, a remote fsspec
+    #: filesystem), so a caller reading many stores overlaps their requests instead of
+    #: waiting for each store's in turn.
+    round_trips: bool = False
     #: Whether :meth:`aread` awaits the storage itself (an fsspec async filesystem's
     #: ``_cat_file``), so an event loop reads through it without a worker thread.
     async_reads: bool = False

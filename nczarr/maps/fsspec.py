@@ -88,6 +88,8 @@ def _url_to_fs(url_to_fs: Any, url: str, options: dict[str, Any]) -> tuple[Any, 
         raise StorageError(f"cannot open {shown}: {type(exc).__name__}: {exc}") from exc
 
 
+#: fsspec protocols served on this machine without a network round trip per request.
+_IN_PROCESS = frozenset({"file", "local", "memory"})
 #: fsspec protocols whose URLs name a place inside another file: not a location a
 #: reader elsewhere can open (:meth:`FsspecMap.chunk_location`).
 _NESTED_PROTOCOLS = frozenset({"zip", "tar", "libarchive", "reference", "blockcache"})
@@ -147,6 +149,7 @@ class FsspecMap(AsyncReads, BulkRequests, ZMap):
         protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
         self._protocols = frozenset(protocols)
         self._object_store = bool(protocols & OBJECT_STORES)
+        self.round_trips = not protocols & _IN_PROCESS
         if protocols & READ_ONLY_PROTOCOLS and mode != "r":
             raise ReadOnlyError(
                 f"cannot open {self.url} with mode {mode!r}: http(s) filesystems are "

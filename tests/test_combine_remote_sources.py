@@ -1,0 +1,84 @@
+"""A combine of sources on S3 reads them ahead: their requests overlap.
+
+A combine reads every source before it writes anything. On S3 each source's listing
+and metadata objects are round trips; read one source after another, 365 sources
+wait for 365 x (a listing + a batch of GETs). Here the sources sit behind a counting
+proxy that delays every request (a far region's round trip), and the test looks at
+which sources had requests in flight at the same moment, not at how long it took.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import nczarr
+from nczarr.conversion.growsiblings import AHEAD
+
+from .faultproxy import FaultProxy
+from .growing import daily, expected_temp, read_nc
+
+DAYS = 12
+
+
+def _upload(tmp_path: Path, bucket: str, endpoint: str, days: int = DAYS) -> list[str]:
+    opts = {"endpoint_url": endpoint}
+    urls = []
+    for i in range(days):
+        url = f"s3://{bucket}/src/d{i:02d}"
+        nczarr.convert(daily(tmp_path / f"d{i:02d}", 2 * i, 2), url, target_options=opts)
+        urls.append(url)
+    return urls
+
+
+def _source_of(target: str) -> str | None:
+    """The source a request is about (``d07``), from its path or its listing prefix."""
+    for piece in target.replace("%2F", "/").split("/"):
+        if len(piece) == 3 and piece[0] == "d" and piece[1:].isdigit():
+            return piece
+    return None
+
+
+def _most_sources_listed_at_once(spans: list[tuple[float, float, str, str]]) -> int:
+    """The most sources that were being listed at one moment (the check reads each
+    source's listing; the copies, which overlap anyway, list nothing)."""
+    events = []
+    for start, end, op, target in spans:
+        source = _source_of(target)
+        if source is not None and op == "ListObjectsV2":
+            events += [(start, 1, source), (end, -1, source)]
+    live: dict[str, int] = {}
+    most = 0
+    for _, step, source in sorted(events, key=lambda e: (e[0], e[1])):
+        live[source] = live.get(source, 0) + step
+        most = max(most, sum(1 for n in live.values() if n > 0))
+    return most
+
+
+def test_sources_on_s3_are_read_ahead_with_overlapping_requests(
+    tmp_path: Path, s3_bucket: str, s3_endpoint: str
+) -> None:
+    urls = _upload(tmp_path, s3_bucket, s3_endpoint)
+    with FaultProxy(s3_endpoint, latency=0.03) as proxy:
+        opts = {"endpoint_url": proxy.endpoint}
+        proxy.reset_counts()
+        nczarr.convert(urls, tmp_path / "out", concat_dim="time", source_options=opts)
+        spans = list(proxy.spans)
+    np.testing.assert_array_equal(read_nc(tmp_path / "out")["temp"], expected_temp(0, 2 * DAYS))
+    # one source at a time on 5d4ff84; several at once, at most AHEAD + the one compared
+    assert 2 <= _most_sources_listed_at_once(spans) <= AHEAD + 1
+
+
+def test_a_source_that_disagrees_is_refused_before_anything_is_written(
+    tmp_path: Path, s3_bucket: str, s3_endpoint: str
+) -> None:
+    urls = _upload(tmp_path, s3_bucket, s3_endpoint, days=6)
+    opts = {"endpoint_url": s3_endpoint}
+    odd = f"s3://{s3_bucket}/src/d99"
+    nczarr.convert(daily(tmp_path / "d99", 12, 2, lat=(9.0, 8.0, 7.0)), odd, target_options=opts)
+    out = tmp_path / "out"
+    with pytest.raises(nczarr.NCZarrError, match="lat"):
+        nczarr.convert([*urls, odd], out, concat_dim="time", source_options=opts)
+    assert not out.exists() or not any(out.rglob("*"))
