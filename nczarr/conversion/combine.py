@@ -170,7 +170,7 @@ def _detacher(sources: Sources) -> Callable[[int, Part], Part]:
         if kept is part and part.chunks is not None:
             sources.keep(index)
             return part
-        sources.release(index)
+        sources.read(index)  # closed, or kept for its copies (a few costly to reopen)
         if last and (last[0].dataset, last[0].stored, last[0].warnings) == (
             kept.dataset,
             kept.stored,

@@ -30,6 +30,11 @@ __all__ = ["Names", "Readers", "Sources", "detached"]
 #: copy, a comparison or an assembly asked for.
 _HELD = 4
 
+#: Sources costly to open again (anything but a plain local directory: a zip archive's
+#: central directory read again, an S3 client made again) kept open from their check to
+#: their copies, at most this many: the first ones, whose copies come first.
+SPARED = 6
+
 
 class Names(Sequence[str]):
     """The URLs messages name the sources by (:func:`url_of`), made when asked (a
@@ -73,6 +78,8 @@ class Sources:
         self._real = realpath
         self._held: dict[int, ZMap] = {}  # opened here, released when done
         self._kept: dict[int, ZMap] = {}  # opened here, kept (a view reads it)
+        self._costly: set[int] = set()  # held, not a plain directory: costly to reopen
+        self._spared = 0  # kept open from their check to their copies (:meth:`read`)
         stack.callback(self.close)
 
     def __len__(self) -> int:
@@ -98,8 +105,19 @@ class Sources:
         zmap = None if self._options else open_plain_dir(source, self._real if resolve else None)
         if zmap is None:
             zmap = open_map(source, mode="r", storage_options=self._options)
+            self._costly.add(index)
         self._held[index] = zmap
         return zmap
+
+    def read(self, index: int) -> None:
+        """Source ``index`` is read and checked: release it, unless it is one of the
+        first :data:`SPARED` costly to open again; those stay open for their copies (a
+        combine of a few zip or S3 sources opens each once). Every source is still
+        checked before anything is written: only the closing waits."""
+        if index in self._costly and self._spared < SPARED:
+            self._spared += 1
+            return
+        self.release(index)
 
     def keep(self, index: int) -> None:
         """Keep source ``index`` open until the end (a view of it is held)."""
@@ -107,11 +125,18 @@ class Sources:
         if zmap is not None:
             self._kept[index] = zmap
 
-    def release(self, index: int) -> None:
-        """Close source ``index`` if it was opened here and is not kept (the first is
-        held to the end: every assembled chunk is encoded through it)."""
-        if index != 0 and index in self._held:
-            self._held.pop(index).close()
+    def release(self, index: int, kept: bool = False) -> None:
+        """Close source ``index`` if it was opened here and is not kept (with ``kept``:
+        even if it is; the first is held to the end: every assembled chunk is encoded
+        through it)."""
+        if index == 0:
+            return
+        zmap = self._held.pop(index, None)
+        if zmap is None and kept:
+            zmap = self._kept.pop(index, None)
+        if zmap is not None:
+            self._costly.discard(index)
+            zmap.close()
 
     def location(self, index: int) -> Location:
         """Where source ``index`` is (:func:`~nczarr.maps.overlap.location_of`): for a
@@ -140,6 +165,7 @@ class Sources:
         """Close every map opened here (each even if another's close raised; the
         first error is raised at the end)."""
         error: BaseException | None = None
+        self._costly.clear()
         for held in (self._held, self._kept):
             while held:
                 try:
@@ -206,6 +232,15 @@ class Readers(Sequence[Reader]):
         self._cache.pop(index, None)
         if self._parts[index].chunks is None:
             self._sources.release(index)
+
+    def finish(self, index: int) -> None:
+        """Done with part ``index`` for good (its copies are made): its reader dropped,
+        its map closed if it was opened for it, even if it was kept (:meth:`keep`)."""
+        if index == 0 or self._sources is None:
+            return
+        self._cache.pop(index, None)
+        if self._parts[index].chunks is None:
+            self._sources.release(index, kept=True)
 
 
 def detached(part: Part) -> Part:
