@@ -19,7 +19,9 @@ cp, >= 10x faster than xarray.
 
 With ``--memory 50,200,365`` it also combines the first N sources in a fresh process
 for each N and prints that combine's peak RSS, and its growth over the process warmed
-up by a combine of 2 sources (flat in N is the issue's target; Linux only).
+up by a combine of 2 sources (flat in N is the issue's target; Linux only). With
+``--target-kind zip`` those combines write a zip archive (``dst.zip``) instead of a
+directory: copies that are not kernel copies, run a few sources at a time.
 
 With ``--baseline DIR`` (a tree of another nczarr, e.g. ``git archive 1551cfb``) the
 combine (a fresh process warmed up by a 2-source combine, best of ``--repeat``) and the
@@ -40,6 +42,7 @@ Usage::
     python3 benchmarks/combine.py --days 30 --no-xarray   # quick
     python3 benchmarks/combine.py --dir /dev/shm   # tmpfs: no disk in the numbers
     python3 benchmarks/combine.py --no-xarray --memory 50,200,365
+    python3 benchmarks/combine.py --no-xarray --memory 50,200,365 --target-kind zip
     python3 benchmarks/combine.py --no-xarray --cluster 1,2
     python3 benchmarks/combine.py --dir /dev/shm --repeat 5 --baseline /tmp/base
     python3 benchmarks/combine.py --dir /dev/shm --no-xarray --callgrind --baseline /tmp/base
@@ -127,12 +130,15 @@ print(f"{before:.1f} {status('VmHWM:'):.1f} {time.process_time() - c0:.3f}")
 
 
 def peak_rss(
-    srcs: list[Path], dst: Path, env: dict[str, str] | None = None
+    srcs: list[Path], dst: Path, env: dict[str, str] | None = None, kind: str = "dir"
 ) -> tuple[float, float, float]:
     """(RSS in MB after a warm-up combine of 2 sources, peak RSS during the combine of
-    ``srcs``, CPU seconds of that combine) in a fresh process. Linux only: the peak is
-    reset through ``/proc/self/clear_refs`` after the warm-up."""
+    ``srcs``, CPU seconds of that combine) in a fresh process, into a directory or
+    (``kind`` "zip") a zip archive. Linux only: the peak is reset through
+    ``/proc/self/clear_refs`` after the warm-up."""
     warm = dst.with_name(dst.name + "-warm")
+    if kind == "zip":
+        dst, warm = dst.with_name(dst.name + ".zip"), warm.with_name(warm.name + ".zip")
     out = subprocess.run(
         [sys.executable, "-c", _PEAK, str(dst), str(warm), *map(str, srcs)],
         check=True,
@@ -286,6 +292,12 @@ def main() -> None:
         "--memory", default="", help="comma-separated source counts: peak RSS of each"
     )
     parser.add_argument(
+        "--target-kind",
+        choices=("dir", "zip"),
+        default="dir",
+        help="what the --memory combines write: a directory or a zip archive",
+    )
+    parser.add_argument(
         "--cluster", default="", help="comma-separated dask LocalCluster worker counts"
     )
     parser.add_argument(
@@ -437,10 +449,11 @@ def main() -> None:
         for n in [int(x) for x in args.memory.split(",") if x]:
             for label, with_env in (("", None), ("baseline: ", other))[: 1 + (other is not None)]:
                 dst = base / f"peak{n}{'-base' if label else ''}"
-                before, peak, cpu = peak_rss(srcs[:n], dst, with_env)
+                before, peak, cpu = peak_rss(srcs[:n], dst, with_env, args.target_kind)
                 print(
-                    f"{label}{n:4d} sources: peak RSS {peak:6.1f} MB ({peak - before:+.1f} MB "
-                    f"over the warmed-up process's RSS), combine cpu {cpu:.2f} s"
+                    f"{label}{n:4d} sources ({args.target_kind}): peak RSS {peak:6.1f} MB "
+                    f"({peak - before:+.1f} MB over the warmed-up process's RSS), "
+                    f"combine cpu {cpu:.2f} s"
                 )
         if args.callgrind:
             for label, with_env in (("", env), ("baseline: ", other))[: 1 + (other is not None)]:
