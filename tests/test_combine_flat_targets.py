@@ -17,16 +17,22 @@ import xarray as xr
 
 import nczarr
 import nczarr.maps.zip as zipmaps
+from nczarr.conversion import growsources
 from nczarr.maps.base import ZMap
 from nczarr.maps.file import FileMap
 from nczarr.maps.s3 import S3Map
 from nczarr.maps.zip import ZipMap
+from nczarr.ncfile.source import NetCDFFileMap
 
 from .growing import daily, expected_temp, read_nc
 
 #: Source maps open at once allowed: the copy window (6), the first source (held to the
 #: end) and the next one opened before the oldest is closed, with one to spare.
 MOST = 9
+
+#: Sources read through a view (netCDF files) kept whole to the end
+#: (``growsources.VIEWS_KEPT``): the others are opened again for their copies.
+VIEWS_KEPT = 64
 
 
 def _days(tmp_path: Path, count: int) -> list[Path]:
@@ -175,6 +181,25 @@ def test_a_few_s3_sources_are_opened_once(tmp_path, monkeypatch, s3_bucket, s3_e
     assert sorted(maps.opened.values()) == [1] * len(urls)  # not again for the copies
     assert not maps.open
     np.testing.assert_array_equal(_engine_temp(out), expected_temp(0, 8))
+
+
+def test_netcdf_file_sources_a_few_open_at_a_time(tmp_path, monkeypatch):
+    (tmp_path / "src").mkdir()
+    count = VIEWS_KEPT + 24
+    srcs = [daily(tmp_path / "src" / f"d{i:02d}.nc", 2 * i, 2, kind="nc") for i in range(count)]
+    maps = _OpenMaps(monkeypatch, NetCDFFileMap, str(tmp_path / "src"))
+    out = tmp_path / "out.zip"
+    report = nczarr.convert(srcs, out, concat_dim="time")
+    assert report.chunks_reencoded == 0 and report.chunks_copied == count * 3 + 1
+    # the first few held to the end, the others opened in turn, not all at once
+    assert maps.most <= VIEWS_KEPT + MOST
+    assert not maps.open
+    kept = sorted(maps.opened.values())[: VIEWS_KEPT + 1]
+    assert kept == [1] * (VIEWS_KEPT + 1)  # the first ones (and the first) opened once
+    np.testing.assert_array_equal(_engine_temp(out), expected_temp(0, 2 * count))
+    with xr.open_dataset(srcs[-1]) as ds:  # netcdf-c's values of the last source
+        np.testing.assert_array_equal(_engine_temp(out)[-2:], ds["temp"].values)
+    assert growsources.VIEWS_KEPT == VIEWS_KEPT
 
 
 def test_a_disagreeing_last_zip_source_is_refused_before_writing(tmp_path, monkeypatch):

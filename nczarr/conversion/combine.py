@@ -53,7 +53,7 @@ from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, ZARR_JSON, ZARRAY
 from ..translate.target import Target
 from .apply import delete_keys, write_metadata
 from .growcopy import execute
-from .growparts import Part, PartOptions, part_of_view
+from .growparts import Part, PartOptions, part_of_view, read_part
 from .growplan import (
     dry_run_report,
     finish_report,
@@ -161,15 +161,14 @@ def _checked(
 
 def _detacher(sources: Sources) -> Callable[[int, Part], Part]:
     """``done`` of :func:`read_sources`: keep a part without its map and close the map
-    (a source read through a view keeps it); parts read as one model, with the same
-    stored keys, are one object (nothing kept per source but a reference)."""
+    (a source read through a view: :meth:`Sources.read_view`); parts read as one model,
+    with the same stored keys, are one object (nothing kept per source but a reference)."""
     last: list[Part] = []
 
     def done(index: int, part: Part) -> Part:
         kept = detached(part)
-        if kept is part and part.chunks is not None:
-            sources.keep(index)
-            return part
+        if kept is part and part.chunks is not None:  # read through a view
+            return sources.read_view(index, part)
         sources.read(index)  # closed, or kept for its copies (a few costly to reopen)
         if last and (last[0].dataset, last[0].stored, last[0].warnings) == (
             kept.dataset,
@@ -236,7 +235,7 @@ def combine(
     real = RealPaths()  # the sources' real paths: their maps, the overlap check, the journal
     with ExitStack() as stack:
         on_chunk = progress_callback(progress, stack, unit="chunk")
-        opened = Sources(sources, source_options, real, stack)
+        opened = Sources(sources, source_options, real, stack, lambda m: read_part(m, opts))
         target = DistinctTarget(dst, target_options, real)
         # each source opened, checked, read and closed in turn (memory flat)
         identities = SourceIdentities()
