@@ -196,10 +196,29 @@ def test_netcdf_file_sources_a_few_open_at_a_time(tmp_path, monkeypatch):
     assert not maps.open
     kept = sorted(maps.opened.values())[: VIEWS_KEPT + 1]
     assert kept == [1] * (VIEWS_KEPT + 1)  # the first ones (and the first) opened once
+    # the others: for their check (and comparison), then for their copies
+    assert max(maps.opened.values()) == 2
     np.testing.assert_array_equal(_engine_temp(out), expected_temp(0, 2 * count))
     with xr.open_dataset(srcs[-1]) as ds:  # netcdf-c's values of the last source
         np.testing.assert_array_equal(_engine_temp(out)[-2:], ds["temp"].values)
     assert growsources.VIEWS_KEPT == VIEWS_KEPT
+
+
+def test_many_netcdf_files_unaligned_and_a_late_one_disagreeing(tmp_path):
+    (tmp_path / "src").mkdir()
+    count = VIEWS_KEPT + 6
+    srcs = [daily(tmp_path / "src" / f"d{i:02d}.nc", 3 * i, 3, kind="nc") for i in range(count)]
+    good = srcs[-2].read_bytes()
+    srcs[-2].unlink()
+    daily(srcs[-2], 3 * (count - 2), 3, kind="nc", lat=(9.0, 2.0, 3.0))
+    out = tmp_path / "out.zip"
+    with pytest.raises(nczarr.InvalidModeError, match=rf"d{count - 2:02d}.nc.*'/lat'.*differ"):
+        nczarr.convert(srcs, out, concat_dim="time")
+    assert not out.exists()  # refused before anything is written
+    srcs[-2].write_bytes(good)
+    report = nczarr.convert(srcs, out, concat_dim="time")
+    assert report.chunks_reencoded > 0  # chunks across sources: assembled from reopened views
+    np.testing.assert_array_equal(_engine_temp(out), expected_temp(0, 3 * count))
 
 
 def test_a_disagreeing_last_zip_source_is_refused_before_writing(tmp_path, monkeypatch):

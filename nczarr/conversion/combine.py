@@ -63,7 +63,7 @@ from .growplan import (
     report_of,
 )
 from .growsiblings import read_parts, read_sources
-from .growsources import Names, Sources, detached
+from .growsources import Compared, Names, Sources, detached
 from .journal import (  # its SHA-256: CPython's own, without loading OpenSSL
     JOURNAL_KEY,
     Journal,
@@ -159,16 +159,19 @@ def _checked(
         yield zmap
 
 
-def _detacher(sources: Sources) -> Callable[[int, Part], Part]:
+def _detacher(sources: Sources, compared: Compared) -> Callable[[int, Part], Part]:
     """``done`` of :func:`read_sources`: keep a part without its map and close the map
     (a source read through a view: :meth:`Sources.read_view`); parts read as one model,
-    with the same stored keys, are one object (nothing kept per source but a reference)."""
+    with the same stored keys, are one object (nothing kept per source but a reference).
+    A view closed is compared to the first part first (``compared``)."""
     last: list[Part] = []
 
     def done(index: int, part: Part) -> Part:
+        if index == 0:
+            compared.first(part, len(sources))  # its map is open to the end
         kept = detached(part)
         if kept is part and part.chunks is not None:  # read through a view
-            return sources.read_view(index, part)
+            return sources.read_view(index, part, compared.compare)
         sources.read(index)  # closed, or kept for its copies (a few costly to reopen)
         if last and (last[0].dataset, last[0].stored, last[0].warnings) == (
             kept.dataset,
@@ -239,9 +242,10 @@ def combine(
         target = DistinctTarget(dst, target_options, real)
         # each source opened, checked, read and closed in turn (memory flat)
         identities = SourceIdentities()
-        parts, known_equal = read_sources(
-            _checked(opened, target, real, identities), opts, concat_dim, done=_detacher(opened)
-        )
+        compared = Compared(concat_dim, names)  # parts compared while open
+        done = _detacher(opened, compared)
+        checked = _checked(opened, target, real, identities)
+        parts, compared.known = read_sources(checked, opts, concat_dim, done=done)
         plan, readers, metadata, warnings = plan_parts(
             parts,
             concat_dim,
@@ -249,11 +253,11 @@ def combine(
             combine_attrs,
             opts,
             first_is_target=False,
-            known_equal=known_equal,
+            known_equal=compared,
             sources=opened,
         )
         report = report_of(plan, names, url_of(dst), parts[0].dataset.layout, opts, warnings)
-        del parts, known_equal  # the readers hold the parts (memory: kept per source)
+        del parts, compared  # the readers hold the parts (memory: kept per source)
         if dry_run:
             return dry_run_report(report, plan, readers, metadata, start)
         dst_map = open_location(dst, "a", zip_target_options(dst, fmt, target_options), stack)

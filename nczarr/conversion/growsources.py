@@ -15,16 +15,18 @@ source read through a translated view keeps its map (the view reads it).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any
 
+from ..errors import InvalidModeError, NCZarrError
 from ..maps.base import ZMap
 from ..maps.overlap import Location, location_of
-from .growparts import Part, Reader
+from ..translate.grow import find_dimension
+from .growparts import Part, Reader, check_equal
 from .locations import url_of
 
-__all__ = ["Names", "Readers", "Sources", "detached"]
+__all__ = ["Compared", "Names", "Readers", "Sources", "detached"]
 
 #: Readers (and their sources' maps) held at once besides the first: the last few a
 #: copy, a comparison or an assembly asked for.
@@ -133,7 +135,9 @@ class Sources:
             return True
         return False
 
-    def read_view(self, index: int, part: Part) -> Part:
+    def read_view(
+        self, index: int, part: Part, before: Callable[[int, Part], object] | None = None
+    ) -> Part:
         """Source ``index`` is read (and checked) through a translated view, ``part``:
         kept whole (its map open to the end: the view reads it) if it is the first, a
         plain directory (no file or client held) or one of the first
@@ -151,6 +155,8 @@ class Sources:
         if self._viewed is None:
             self._viewed = bytearray(len(self._locations))
         self._viewed[index] = 1
+        if before is not None:
+            before(index, part)  # its map and view closed next
         if part.view is not None:
             part.view.close()
         self.release(index)
@@ -306,3 +312,70 @@ def detached(part: Part) -> Part:
     if part.view is not None or part.chunks is None:
         return part
     return Part(part.dataset, part.stored, None, None, None, part.warnings)  # type: ignore[arg-type]
+
+
+class Compared(Container[int]):
+    """The parts known to hold the first part's values in every variable without the
+    dimension (``known_equal`` of :func:`~nczarr.conversion.growparts.check_equal`):
+    :attr:`known` (found so while reading, ``read_sources``) and those compared here,
+    while their sources were still open (:meth:`compare`: a source read through a view,
+    closed after its check, is not opened again to be compared). A part found to differ
+    is not refused here: the comparison after planning refuses it, in its order."""
+
+    def __init__(self, dimension: str, names: Sequence[str]) -> None:
+        self.known: Container[int] = frozenset()
+        self._dimension = dimension
+        self._names = names
+        self._first: Reader | None = None
+        self._plan: Any = None
+        self._equal: bytearray | None = None
+
+    def __contains__(self, index: object) -> bool:
+        if self._equal is not None and isinstance(index, int) and self._equal[index]:
+            return True
+        return index in self.known
+
+    def first(self, part: Part, count: int) -> None:
+        """The first of ``count`` parts, with its map (open to the end)."""
+        self._first = Reader(part)
+        self._equal = bytearray(count)
+        try:
+            dim = find_dimension(part.dataset, self._dimension)
+        except NCZarrError:
+            return  # planning refuses it
+        compare = tuple(
+            v.path for v in part.dataset.root.all_variables() if dim not in v.dimensions
+        )
+        self._plan = _Compare(part.dataset, dim, compare)
+
+    def compare(self, index: int, part: Part) -> None:
+        """Compare ``part`` (with its map) to the first part, as the plan will."""
+        plan, first = self._plan, self._first
+        if plan is None or first is None or self._equal is None:
+            return
+        for path in plan.compare:
+            try:
+                other = part.dataset.find_variable(path)
+            except KeyError:
+                return  # planning refuses it
+            mine = plan.dataset.find_variable(path)
+            if (other.shape, other.dimensions) != (mine.shape, mine.dimensions):
+                return
+        try:
+            check_equal(plan, [first, Reader(part)], [self._names[0], self._names[index]])
+        except InvalidModeError:
+            return  # refused after planning, in its order
+        self._equal[index] = 1
+
+
+class _Compare:
+    """What :func:`~nczarr.conversion.growparts.check_equal` reads of a plan: the first
+    part's model (a grown store's variables without the dimension are the first
+    part's), the dimension and the variables without it."""
+
+    __slots__ = ("compare", "dataset", "dimension")
+
+    def __init__(self, dataset: Any, dimension: str, compare: tuple[str, ...]) -> None:
+        self.dataset = dataset
+        self.dimension = dimension
+        self.compare = compare
