@@ -21,7 +21,9 @@ With ``--memory 50,200,365`` it also combines the first N sources in a fresh pro
 for each N and prints that combine's peak RSS, and its growth over the process warmed
 up by a combine of 2 sources (flat in N is the issue's target; Linux only). With
 ``--target-kind zip`` those combines write a zip archive (``dst.zip``) instead of a
-directory: copies that are not kernel copies, run a few sources at a time.
+directory: copies that are not kernel copies, run a few sources at a time. With
+``--memory-sources nc`` the sources of those combines are the same days as netCDF-4
+files (read through a view: the first 64 held open, the others opened again).
 
 With ``--baseline DIR`` (a tree of another nczarr, e.g. ``git archive 1551cfb``) the
 combine (a fresh process warmed up by a 2-source combine, best of ``--repeat``) and the
@@ -76,9 +78,10 @@ def run_cli(cli: list[str], srcs: list[Path], out: Path, env: dict[str, str]) ->
     )
 
 
-def make_day(path: Path, day: int, ny: int, nx: int) -> None:
-    """One daily NCZarr store written by netcdf-c."""
-    with netCDF4.Dataset(f"file://{path.resolve()}#mode=nczarr,file", "w") as ds:
+def make_day(path: Path, day: int, ny: int, nx: int, nc: bool = False) -> None:
+    """One daily NCZarr store (``nc``: netCDF-4 file) written by netcdf-c."""
+    url = str(path) if nc else f"file://{path.resolve()}#mode=nczarr,file"
+    with netCDF4.Dataset(url, "w", format="NETCDF4") as ds:
         ds.createDimension("time", None)
         ds.createDimension("lat", ny)
         ds.createDimension("lon", nx)
@@ -298,6 +301,12 @@ def main() -> None:
         help="what the --memory combines write: a directory or a zip archive",
     )
     parser.add_argument(
+        "--memory-sources",
+        choices=("nczarr", "nc"),
+        default="nczarr",
+        help="what the --memory combines read: the NCZarr stores or netCDF-4 files",
+    )
+    parser.add_argument(
         "--cluster", default="", help="comma-separated dask LocalCluster worker counts"
     )
     parser.add_argument(
@@ -446,14 +455,21 @@ def main() -> None:
                 f"xarray / nczarr in process: wall {xa[0] / nc[0]:.1f}x, cpu {xa[1] / nc[1]:.1f}x; "
                 f"xarray / CLI (fresh): wall {xa[0] / fresh[0]:.1f}x, cpu {xa[1] / fresh[1]:.1f}x"
             )
-        for n in [int(x) for x in args.memory.split(",") if x]:
+        counts = [int(x) for x in args.memory.split(",") if x]
+        mem_srcs = srcs
+        if counts and args.memory_sources == "nc":
+            (base / "nc").mkdir()
+            mem_srcs = [base / "nc" / f"day{day:03d}.nc" for day in range(max(counts))]
+            for day, path in enumerate(mem_srcs):
+                make_day(path, day, args.ny, args.nx, nc=True)
+        for n in counts:
             for label, with_env in (("", None), ("baseline: ", other))[: 1 + (other is not None)]:
                 dst = base / f"peak{n}{'-base' if label else ''}"
-                before, peak, cpu = peak_rss(srcs[:n], dst, with_env, args.target_kind)
+                before, peak, cpu = peak_rss(mem_srcs[:n], dst, with_env, args.target_kind)
                 print(
-                    f"{label}{n:4d} sources ({args.target_kind}): peak RSS {peak:6.1f} MB "
-                    f"({peak - before:+.1f} MB over the warmed-up process's RSS), "
-                    f"combine cpu {cpu:.2f} s"
+                    f"{label}{n:4d} {args.memory_sources} ({args.target_kind}): "
+                    f"peak RSS {peak:6.1f} MB ({peak - before:+.1f} MB over the warmed-up "
+                    f"process's RSS), combine cpu {cpu:.2f} s"
                 )
         if args.callgrind:
             for label, with_env in (("", env), ("baseline: ", other))[: 1 + (other is not None)]:
