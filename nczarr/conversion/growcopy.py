@@ -254,9 +254,11 @@ class _Window:
         keep = getattr(self._readers, "keep", None)
         if keep is not None:
             keep(part)  # not closed by another reader's release while its jobs run
-        stack = ExitStack()
-        stack.enter_context(src.verbatim.session())
-        jobs = [_copier(src, self._dst, c.source_key, c.target_key, self._skip) for c in group]
+        with ExitStack() as opened:
+            stack = opened.enter_context(ExitStack())  # closed here only if this raises
+            stack.enter_context(src.verbatim.session())
+            jobs = [_copier(src, self._dst, c.source_key, c.target_key, self._skip) for c in group]
+            opened.pop_all()
         if self._workers <= 1:
             with stack:
                 for job in jobs:
