@@ -29,6 +29,9 @@ existing store ``dst`` (the target is the first part of the same plan). The plan
 * locally, each source's verbatim copies are one batch
   (:meth:`~nczarr.maps.base.ZMap.copy_pairs`): between directories, each directory is
   opened and verified once and every chunk costs ``cp``'s system calls.
+* other copies (into zip or S3, from zip, S3 or netCDF files) run concurrently a few
+  sources at a time (:data:`~nczarr.conversion.growcopy.WINDOW`): a bounded number
+  of sources is open at once whatever the target (:mod:`nczarr.conversion.growsources`).
 
 The parts are read by :mod:`nczarr.conversion.growparts`, planned (and reported) by
 :mod:`nczarr.conversion.growplan`, the chunks written by

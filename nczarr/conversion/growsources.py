@@ -8,8 +8,13 @@ when it is read, closed after, and opened again when its chunks are copied (a pl
 local directory without parsing a URL, its real path through the parents resolved
 once for all: :func:`~nczarr.maps.open.open_plain_dir`). What is kept per source is
 what the plan needs (its model and stored keys, shared by sources read as one model,
-and its length). Maps the caller passed are the caller's (never closed here); a
-source read through a translated view keeps its map (the view reads it).
+and its length). Maps the caller passed are the caller's (never closed here).
+
+A source costly to open again (not a plain directory: a zip archive, an S3 store, a
+netCDF file) is treated so: the first :data:`SPARED` stay open from their check to their
+copies (opened once); one read through a translated view is kept whole (map and view)
+among the first :data:`VIEWS_KEPT`, else compared to the first part while still open
+(:class:`Compared`), closed, and opened again, its view made again, for its copies.
 """
 
 from __future__ import annotations
