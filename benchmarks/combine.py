@@ -19,7 +19,11 @@ cp, >= 10x faster than xarray.
 
 With ``--memory 50,200,365`` it also combines the first N sources in a fresh process
 for each N and prints that combine's peak RSS, and its growth over the process warmed
-up by a combine of 2 sources (flat in N is the issue's target; Linux only).
+up by a combine of 2 sources (flat in N is the issue's target; Linux only). With
+``--target-kind zip`` those combines write a zip archive (``dst.zip``) instead of a
+directory: copies that are not kernel copies, run a few sources at a time. With
+``--memory-sources nc`` the sources of those combines are the same days as netCDF-4
+files (read through a view: the first 64 held open, the others opened again).
 
 With ``--baseline DIR`` (a tree of another nczarr, e.g. ``git archive 1551cfb``) the
 combine (a fresh process warmed up by a 2-source combine, best of ``--repeat``) and the
@@ -40,6 +44,7 @@ Usage::
     python3 benchmarks/combine.py --days 30 --no-xarray   # quick
     python3 benchmarks/combine.py --dir /dev/shm   # tmpfs: no disk in the numbers
     python3 benchmarks/combine.py --no-xarray --memory 50,200,365
+    python3 benchmarks/combine.py --no-xarray --memory 50,200,365 --target-kind zip
     python3 benchmarks/combine.py --no-xarray --cluster 1,2
     python3 benchmarks/combine.py --dir /dev/shm --repeat 5 --baseline /tmp/base
     python3 benchmarks/combine.py --dir /dev/shm --no-xarray --callgrind --baseline /tmp/base
@@ -73,9 +78,10 @@ def run_cli(cli: list[str], srcs: list[Path], out: Path, env: dict[str, str]) ->
     )
 
 
-def make_day(path: Path, day: int, ny: int, nx: int) -> None:
-    """One daily NCZarr store written by netcdf-c."""
-    with netCDF4.Dataset(f"file://{path.resolve()}#mode=nczarr,file", "w") as ds:
+def make_day(path: Path, day: int, ny: int, nx: int, nc: bool = False) -> None:
+    """One daily NCZarr store (``nc``: netCDF-4 file) written by netcdf-c."""
+    url = str(path) if nc else f"file://{path.resolve()}#mode=nczarr,file"
+    with netCDF4.Dataset(url, "w", format="NETCDF4") as ds:
         ds.createDimension("time", None)
         ds.createDimension("lat", ny)
         ds.createDimension("lon", nx)
@@ -127,12 +133,15 @@ print(f"{before:.1f} {status('VmHWM:'):.1f} {time.process_time() - c0:.3f}")
 
 
 def peak_rss(
-    srcs: list[Path], dst: Path, env: dict[str, str] | None = None
+    srcs: list[Path], dst: Path, env: dict[str, str] | None = None, kind: str = "dir"
 ) -> tuple[float, float, float]:
     """(RSS in MB after a warm-up combine of 2 sources, peak RSS during the combine of
-    ``srcs``, CPU seconds of that combine) in a fresh process. Linux only: the peak is
-    reset through ``/proc/self/clear_refs`` after the warm-up."""
+    ``srcs``, CPU seconds of that combine) in a fresh process, into a directory or
+    (``kind`` "zip") a zip archive. Linux only: the peak is reset through
+    ``/proc/self/clear_refs`` after the warm-up."""
     warm = dst.with_name(dst.name + "-warm")
+    if kind == "zip":
+        dst, warm = dst.with_name(dst.name + ".zip"), warm.with_name(warm.name + ".zip")
     out = subprocess.run(
         [sys.executable, "-c", _PEAK, str(dst), str(warm), *map(str, srcs)],
         check=True,
@@ -286,6 +295,18 @@ def main() -> None:
         "--memory", default="", help="comma-separated source counts: peak RSS of each"
     )
     parser.add_argument(
+        "--target-kind",
+        choices=("dir", "zip"),
+        default="dir",
+        help="what the --memory combines write: a directory or a zip archive",
+    )
+    parser.add_argument(
+        "--memory-sources",
+        choices=("nczarr", "nc"),
+        default="nczarr",
+        help="what the --memory combines read: the NCZarr stores or netCDF-4 files",
+    )
+    parser.add_argument(
         "--cluster", default="", help="comma-separated dask LocalCluster worker counts"
     )
     parser.add_argument(
@@ -434,13 +455,21 @@ def main() -> None:
                 f"xarray / nczarr in process: wall {xa[0] / nc[0]:.1f}x, cpu {xa[1] / nc[1]:.1f}x; "
                 f"xarray / CLI (fresh): wall {xa[0] / fresh[0]:.1f}x, cpu {xa[1] / fresh[1]:.1f}x"
             )
-        for n in [int(x) for x in args.memory.split(",") if x]:
+        counts = [int(x) for x in args.memory.split(",") if x]
+        mem_srcs = srcs
+        if counts and args.memory_sources == "nc":
+            (base / "nc").mkdir()
+            mem_srcs = [base / "nc" / f"day{day:03d}.nc" for day in range(max(counts))]
+            for day, path in enumerate(mem_srcs):
+                make_day(path, day, args.ny, args.nx, nc=True)
+        for n in counts:
             for label, with_env in (("", None), ("baseline: ", other))[: 1 + (other is not None)]:
                 dst = base / f"peak{n}{'-base' if label else ''}"
-                before, peak, cpu = peak_rss(srcs[:n], dst, with_env)
+                before, peak, cpu = peak_rss(mem_srcs[:n], dst, with_env, args.target_kind)
                 print(
-                    f"{label}{n:4d} sources: peak RSS {peak:6.1f} MB ({peak - before:+.1f} MB "
-                    f"over the warmed-up process's RSS), combine cpu {cpu:.2f} s"
+                    f"{label}{n:4d} {args.memory_sources} ({args.target_kind}): "
+                    f"peak RSS {peak:6.1f} MB ({peak - before:+.1f} MB over the warmed-up "
+                    f"process's RSS), combine cpu {cpu:.2f} s"
                 )
         if args.callgrind:
             for label, with_env in (("", env), ("baseline: ", other))[: 1 + (other is not None)]:

@@ -29,6 +29,9 @@ existing store ``dst`` (the target is the first part of the same plan). The plan
 * locally, each source's verbatim copies are one batch
   (:meth:`~nczarr.maps.base.ZMap.copy_pairs`): between directories, each directory is
   opened and verified once and every chunk costs ``cp``'s system calls.
+* other copies (into zip or S3, from zip, S3 or netCDF files) run concurrently a few
+  sources at a time (:data:`~nczarr.conversion.growcopy.WINDOW`): a bounded number
+  of sources is open at once whatever the target (:mod:`nczarr.conversion.growsources`).
 
 The parts are read by :mod:`nczarr.conversion.growparts`, planned (and reported) by
 :mod:`nczarr.conversion.growplan`, the chunks written by
@@ -53,7 +56,7 @@ from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, ZARR_JSON, ZARRAY
 from ..translate.target import Target
 from .apply import delete_keys, write_metadata
 from .growcopy import execute
-from .growparts import Part, PartOptions, part_of_view
+from .growparts import Part, PartOptions, part_of_view, read_part
 from .growplan import (
     dry_run_report,
     finish_report,
@@ -63,7 +66,7 @@ from .growplan import (
     report_of,
 )
 from .growsiblings import read_parts, read_sources
-from .growsources import Names, Sources, detached
+from .growsources import Compared, Names, Sources, detached
 from .journal import (  # its SHA-256: CPython's own, without loading OpenSSL
     JOURNAL_KEY,
     Journal,
@@ -159,18 +162,20 @@ def _checked(
         yield zmap
 
 
-def _detacher(sources: Sources) -> Callable[[int, Part], Part]:
+def _detacher(sources: Sources, compared: Compared) -> Callable[[int, Part], Part]:
     """``done`` of :func:`read_sources`: keep a part without its map and close the map
-    (a source read through a view keeps it); parts read as one model, with the same
-    stored keys, are one object (nothing kept per source but a reference)."""
+    (a source read through a view: :meth:`Sources.read_view`); parts read as one model,
+    with the same stored keys, are one object (nothing kept per source but a reference).
+    A view closed is compared to the first part first (``compared``)."""
     last: list[Part] = []
 
     def done(index: int, part: Part) -> Part:
+        if index == 0:
+            compared.first(part, len(sources))  # its map is open to the end
         kept = detached(part)
-        if kept is part and part.chunks is not None:
-            sources.keep(index)
-            return part
-        sources.release(index)
+        if kept is part and part.chunks is not None:  # read through a view
+            return sources.read_view(index, part, compared.compare)
+        sources.read(index)  # closed, or kept for its copies (a few costly to reopen)
         if last and (last[0].dataset, last[0].stored, last[0].warnings) == (
             kept.dataset,
             kept.stored,
@@ -236,13 +241,14 @@ def combine(
     real = RealPaths()  # the sources' real paths: their maps, the overlap check, the journal
     with ExitStack() as stack:
         on_chunk = progress_callback(progress, stack, unit="chunk")
-        opened = Sources(sources, source_options, real, stack)
+        opened = Sources(sources, source_options, real, stack, lambda m: read_part(m, opts))
         target = DistinctTarget(dst, target_options, real)
         # each source opened, checked, read and closed in turn (memory flat)
         identities = SourceIdentities()
-        parts, known_equal = read_sources(
-            _checked(opened, target, real, identities), opts, concat_dim, done=_detacher(opened)
-        )
+        compared = Compared(concat_dim, names)  # parts compared while open
+        done = _detacher(opened, compared)
+        checked = _checked(opened, target, real, identities)
+        parts, compared.known = read_sources(checked, opts, concat_dim, done=done)
         plan, readers, metadata, warnings = plan_parts(
             parts,
             concat_dim,
@@ -250,11 +256,11 @@ def combine(
             combine_attrs,
             opts,
             first_is_target=False,
-            known_equal=known_equal,
+            known_equal=compared,
             sources=opened,
         )
         report = report_of(plan, names, url_of(dst), parts[0].dataset.layout, opts, warnings)
-        del parts, known_equal  # the readers hold the parts (memory: kept per source)
+        del parts, compared  # the readers hold the parts (memory: kept per source)
         if dry_run:
             return dry_run_report(report, plan, readers, metadata, start)
         dst_map = open_location(dst, "a", zip_target_options(dst, fmt, target_options), stack)

@@ -145,27 +145,27 @@ def execute(
     A source whose chunks ``dst`` copies locally (directory to directory) is copied in
     one serial batch, its directories held meanwhile, and then released (``readers``
     may close its map: :meth:`~nczarr.conversion.growsources.Readers.release`); the
-    copies of other sources (S3, zip, a translated view...) run concurrently, their
-    maps kept open until they are done."""
+    copies of other sources (S3, zip, a translated view...) run concurrently, a few
+    sources at a time (:class:`_Window`): on every target kind a combine holds a
+    bounded number of source maps open, not all of them."""
     total = len(plan.copies) + len(plan.assembled)
     copies: Iterable[Any] = plan.copies
     remote = (0, 0, 0)
     if cluster is not None and cluster.get("client") is not None:
         remote, copies = _on_cluster(plan, readers, dst, cluster, skip, progress, total)
-    keep = getattr(readers, "keep", None)
     release = getattr(readers, "release", None)
-    copied = remote
-    concurrent: list[Any] = []
     with ExitStack() as stack:
         stack.enter_context(dst.session())
+        window = stack.enter_context(_Window(readers, dst, workers, skip, progress, total))
+        window.stats = remote
         for part, group in itertools.groupby(copies, key=lambda c: c.part):
             src = readers[part].part
             if dst.copy_support(src.verbatim) != "local":
-                if keep is not None:
-                    keep(part)  # its jobs run below
-                concurrent.extend(group)
+                window.add(part, src, group)  # concurrent requests, a few sources at once
                 continue
+            window.drain()  # progress counts in order
             pairs = [(c.source_key, c.target_key) for c in group]
+            copied = window.stats
             with src.verbatim.session():  # serial kernel copies: its directories held
                 done = sum(copied[:2])
                 if skip == "none" and all(src.copy_source(k) is src.verbatim for k, _ in pairs):
@@ -173,18 +173,11 @@ def execute(
                 else:
                     batch = [_copier(src, dst, k, t, skip) for k, t in pairs]
                     stats = _run(batch, workers, True, progress, done, total)
-            copied = (copied[0] + stats[0], copied[1] + stats[1], copied[2] + stats[2])
+            window.stats = (copied[0] + stats[0], copied[1] + stats[1], copied[2] + stats[2])
             if release is not None:
                 release(part)
-        if concurrent:  # concurrent requests across sources
-            parts = {c.part: readers[c.part].part for c in concurrent}
-            for p in parts.values():
-                stack.enter_context(p.verbatim.session())
-            jobs = [
-                _copier(parts[c.part], dst, c.source_key, c.target_key, skip) for c in concurrent
-            ]
-            stats = _run(jobs, workers, False, progress, sum(copied[:2]), total)
-            copied = (copied[0] + stats[0], copied[1] + stats[1], copied[2] + stats[2])
+        window.drain()
+        copied = window.stats
 
     def assembler(path: str, coords: tuple[int, ...]) -> Callable[[], tuple[bool, int]]:
         def job() -> tuple[bool, int]:
@@ -206,3 +199,111 @@ def _copier(src: Any, dst: ZMap, skey: str, dkey: str, skip: str) -> Callable[[]
     """A job copying ``skey`` of part ``src`` (from where it is copied) to ``dkey``."""
     source = src.copy_source(skey)
     return lambda: copy_one(source, dst, skey, dkey, skip)
+
+
+#: Sources whose copies are in flight at once when ``dst`` does not copy them locally
+#: (zip or S3 targets, zip or S3 sources...): each holds its open map (a zip's central
+#: directory and file, an S3 client), so a few, not all of them.
+WINDOW = 6
+
+
+class _Window:
+    """Concurrent copies of a few sources at a time (memory and open files bounded in
+    the number of sources, on every target kind). A source's jobs are submitted when it
+    is added (its map kept open, its session entered); the oldest source is waited for
+    (its results counted in order, its session left, its map closed) while more than
+    :data:`WINDOW` sources are in flight, or while the sources before the newest hold
+    ``2 * workers`` jobs or more: the pool works on those while the next source is
+    opened. A failure cancels the jobs not started."""
+
+    def __init__(
+        self,
+        readers: Sequence[Reader],
+        dst: ZMap,
+        workers: int,
+        skip: str,
+        progress: Callable[[int, int], object] | None,
+        total: int,
+    ) -> None:
+        from collections import deque
+
+        self.stats = (0, 0, 0)  # written, skipped, bytes (with what was counted before)
+        self._readers = readers
+        self._dst = dst
+        self._workers = workers
+        self._skip = skip
+        self._progress = progress
+        self._total = total
+        self._flight: deque[tuple[int, ExitStack, list[Any]]] = deque()
+        self._jobs = 0
+        self._pool: Any = None
+
+    def __enter__(self) -> _Window:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True, cancel_futures=True)
+        finally:
+            while self._flight:  # after a failure: nothing runs any more
+                self._flight.popleft()[1].close()
+
+    def add(self, part: int, src: Any, group: Iterable[Any]) -> None:
+        """Start copying ``group`` (copies of part ``part``, read from ``src``)."""
+        keep = getattr(self._readers, "keep", None)
+        if keep is not None:
+            keep(part)  # not closed by another reader's release while its jobs run
+        with ExitStack() as opened:
+            stack = opened.enter_context(ExitStack())  # closed here only if this raises
+            stack.enter_context(src.verbatim.session())
+            jobs = [_copier(src, self._dst, c.source_key, c.target_key, self._skip) for c in group]
+            opened.pop_all()
+        if self._workers <= 1:
+            with stack:
+                for job in jobs:
+                    self._record(job())
+            self._finish(part)
+            return
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="nczarr-grow")
+        futures = [self._pool.submit(job) for job in jobs]
+        self._flight.append((part, stack, futures))
+        self._jobs += len(futures)
+        while len(self._flight) > 1 and (
+            len(self._flight) > WINDOW or self._jobs - len(futures) >= 2 * self._workers
+        ):
+            self._retire()
+
+    def drain(self) -> None:
+        """Wait for every source in flight."""
+        while self._flight:
+            self._retire()
+
+    def _retire(self) -> None:
+        """Wait for the oldest source's jobs, count them, close its session and map (on
+        a failure it stays in flight: :meth:`__exit__` closes it once nothing runs)."""
+        part, stack, futures = self._flight[0]
+        for future in futures:
+            self._record(future.result())
+        self._flight.popleft()
+        self._jobs -= len(futures)
+        stack.close()
+        self._finish(part)
+
+    def _finish(self, part: int) -> None:
+        finish = getattr(self._readers, "finish", None)
+        if finish is not None:
+            finish(part)
+
+    def _record(self, result: tuple[bool, int]) -> None:
+        written, skipped, nbytes = self.stats
+        if result[0]:
+            written, nbytes = written + 1, nbytes + result[1]
+        else:
+            skipped += 1
+        self.stats = (written, skipped, nbytes)
+        if self._progress is not None:
+            self._progress(written + skipped, self._total)

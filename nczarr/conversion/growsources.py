@@ -8,27 +8,44 @@ when it is read, closed after, and opened again when its chunks are copied (a pl
 local directory without parsing a URL, its real path through the parents resolved
 once for all: :func:`~nczarr.maps.open.open_plain_dir`). What is kept per source is
 what the plan needs (its model and stored keys, shared by sources read as one model,
-and its length). Maps the caller passed are the caller's (never closed here); a
-source read through a translated view keeps its map (the view reads it).
+and its length). Maps the caller passed are the caller's (never closed here).
+
+A source costly to open again (not a plain directory: a zip archive, an S3 store, a
+netCDF file) is treated so: the first :data:`SPARED` stay open from their check to their
+copies (opened once); one read through a translated view is kept whole (map and view)
+among the first :data:`VIEWS_KEPT`, else compared to the first part while still open
+(:class:`Compared`), closed, and opened again, its view made again, for its copies.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any
 
+from ..errors import InvalidModeError, NCZarrError
 from ..maps.base import ZMap
 from ..maps.overlap import Location, location_of
-from .growparts import Part, Reader
+from ..translate.grow import find_dimension
+from .growparts import Part, Reader, check_equal
 from .locations import url_of
 
-__all__ = ["Names", "Readers", "Sources", "detached"]
+__all__ = ["Compared", "Names", "Readers", "Sources", "detached"]
 
 #: Readers (and their sources' maps) held at once besides the first: the last few a
 #: copy, a comparison or an assembly asked for.
 _HELD = 4
+
+#: Sources costly to open again (anything but a plain local directory: a zip archive's
+#: central directory read again, an S3 client made again) kept open from their check to
+#: their copies, at most this many: the first ones, whose copies come first.
+SPARED = 6
+
+#: Sources read through a translated view and costly to open again (a netCDF file: 12 ms
+#: here) kept whole, map and view, to the end of a combine, at most this many: a combine
+#: of a few opens each once; one of many opens the others again (memory flat).
+VIEWS_KEPT = 64
 
 
 class Names(Sequence[str]):
@@ -67,12 +84,19 @@ class Sources:
         options: Mapping[str, Any] | None,
         realpath: Any,
         stack: ExitStack,
+        reread: Callable[[ZMap], Part] | None = None,
     ) -> None:
         self._locations = locations
+        self._reread = reread  # a source's part read again (its view made again)
+        self._viewed: bytearray | None = None  # per source: 1 if its view was dropped
+        self._views: dict[int, Part] = {}  # those made again, while their maps are open
         self._options = options
         self._real = realpath
         self._held: dict[int, ZMap] = {}  # opened here, released when done
         self._kept: dict[int, ZMap] = {}  # opened here, kept (a view reads it)
+        self._costly: set[int] = set()  # held, not a plain directory: costly to reopen
+        self._spared = 0  # kept open from their check to their copies (:meth:`read`)
+        self._whole = 0  # read through a view, costly to open, kept whole to the end
         stack.callback(self.close)
 
     def __len__(self) -> int:
@@ -98,8 +122,64 @@ class Sources:
         zmap = None if self._options else open_plain_dir(source, self._real if resolve else None)
         if zmap is None:
             zmap = open_map(source, mode="r", storage_options=self._options)
+            self._costly.add(index)
         self._held[index] = zmap
         return zmap
+
+    def read(self, index: int) -> None:
+        """Source ``index`` is read and checked: release it, unless it is one of the
+        first :data:`SPARED` costly to open again; those stay open for their copies (a
+        combine of a few zip or S3 sources opens each once). Every source is still
+        checked before anything is written: only the closing waits."""
+        if not self._spare(index):
+            self.release(index)
+
+    def _spare(self, index: int) -> bool:
+        if index in self._costly and self._spared < SPARED:
+            self._spared += 1
+            return True
+        return False
+
+    def read_view(
+        self, index: int, part: Part, before: Callable[[int, Part], object] | None = None
+    ) -> Part:
+        """Source ``index`` is read (and checked) through a translated view, ``part``:
+        kept whole (its map open to the end: the view reads it) if it is the first, a
+        plain directory (no file or client held) or one of the first
+        :data:`VIEWS_KEPT` costly to open; else returned without its map and view, both
+        closed, and made again when asked for (:meth:`part_of`): open files and memory
+        flat in the sources (a netCDF file's view held 0.8 MB and two files), at the
+        cost of opening the file again for its comparison and for its copies."""
+        if index == 0 or index not in self._costly or self._reread is None:
+            self.keep(index)
+            return part
+        if self._whole < VIEWS_KEPT:
+            self._whole += 1
+            self.keep(index)
+            return part
+        if self._viewed is None:
+            self._viewed = bytearray(len(self._locations))
+        self._viewed[index] = 1
+        if before is not None:
+            before(index, part)  # its map and view closed next
+        if part.view is not None:
+            part.view.close()
+        self.release(index)
+        return Part(part.dataset, part.stored, None, None, None, part.warnings)  # type: ignore[arg-type]
+
+    def part_of(self, index: int, part: Part) -> Part:
+        """``part`` (read without its map) with its source's map opened again, and its
+        view made again if it was read through one (:meth:`read_view`; the model and
+        keys planned are kept: the view gives what is copied from)."""
+        zmap = self.open(index, resolve=False)
+        if self._viewed is None or not self._viewed[index] or self._reread is None:
+            return Part(part.dataset, part.stored, zmap, zmap, None, part.warnings)
+        fresh = self._views.get(index)
+        if fresh is None:
+            fresh = self._views[index] = self._reread(zmap)
+        return Part(
+            part.dataset, part.stored, fresh.chunks, fresh.verbatim, fresh.view, part.warnings
+        )
 
     def keep(self, index: int) -> None:
         """Keep source ``index`` open until the end (a view of it is held)."""
@@ -107,11 +187,21 @@ class Sources:
         if zmap is not None:
             self._kept[index] = zmap
 
-    def release(self, index: int) -> None:
-        """Close source ``index`` if it was opened here and is not kept (the first is
-        held to the end: every assembled chunk is encoded through it)."""
-        if index != 0 and index in self._held:
-            self._held.pop(index).close()
+    def release(self, index: int, kept: bool = False) -> None:
+        """Close source ``index`` if it was opened here and is not kept (with ``kept``:
+        even if it is; the first is held to the end: every assembled chunk is encoded
+        through it)."""
+        if index == 0:
+            return
+        zmap = self._held.pop(index, None)
+        if zmap is None and kept:
+            zmap = self._kept.pop(index, None)
+        if zmap is not None:
+            self._costly.discard(index)
+            view = self._views.pop(index, None)
+            if view is not None and view.view is not None:
+                view.view.close()
+            zmap.close()
 
     def location(self, index: int) -> Location:
         """Where source ``index`` is (:func:`~nczarr.maps.overlap.location_of`): for a
@@ -140,6 +230,11 @@ class Sources:
         """Close every map opened here (each even if another's close raised; the
         first error is raised at the end)."""
         error: BaseException | None = None
+        self._costly.clear()
+        while self._views:
+            view = self._views.popitem()[1].view
+            if view is not None:
+                view.close()
         for held in (self._held, self._kept):
             while held:
                 try:
@@ -185,8 +280,7 @@ class Readers(Sequence[Reader]):
         part = self._parts[index]
         if part.chunks is None:
             assert self._sources is not None, "a detached part needs its sources"
-            zmap = self._sources.open(index, resolve=False)
-            part = Part(part.dataset, part.stored, zmap, zmap, None, part.warnings)
+            part = self._sources.part_of(index, part)
         reader = Reader(part)
         if self._sources is not None and len(self._cache) > _HELD:  # the oldest, not the first
             self.release(next(i for i in self._cache if i != 0))
@@ -207,6 +301,15 @@ class Readers(Sequence[Reader]):
         if self._parts[index].chunks is None:
             self._sources.release(index)
 
+    def finish(self, index: int) -> None:
+        """Done with part ``index`` for good (its copies are made): its reader dropped,
+        its map closed if it was opened for it, even if it was kept (:meth:`keep`)."""
+        if index == 0 or self._sources is None:
+            return
+        self._cache.pop(index, None)
+        if self._parts[index].chunks is None:
+            self._sources.release(index, kept=True)
+
 
 def detached(part: Part) -> Part:
     """``part`` without its map (a plain part: read straight from its map), or ``part``
@@ -214,3 +317,70 @@ def detached(part: Part) -> Part:
     if part.view is not None or part.chunks is None:
         return part
     return Part(part.dataset, part.stored, None, None, None, part.warnings)  # type: ignore[arg-type]
+
+
+class Compared(Container[int]):
+    """The parts known to hold the first part's values in every variable without the
+    dimension (``known_equal`` of :func:`~nczarr.conversion.growparts.check_equal`):
+    :attr:`known` (found so while reading, ``read_sources``) and those compared here,
+    while their sources were still open (:meth:`compare`: a source read through a view,
+    closed after its check, is not opened again to be compared). A part found to differ
+    is not refused here: the comparison after planning refuses it, in its order."""
+
+    def __init__(self, dimension: str, names: Sequence[str]) -> None:
+        self.known: Container[int] = frozenset()
+        self._dimension = dimension
+        self._names = names
+        self._first: Reader | None = None
+        self._plan: Any = None
+        self._equal: bytearray | None = None
+
+    def __contains__(self, index: object) -> bool:
+        if self._equal is not None and isinstance(index, int) and self._equal[index]:
+            return True
+        return index in self.known
+
+    def first(self, part: Part, count: int) -> None:
+        """The first of ``count`` parts, with its map (open to the end)."""
+        self._first = Reader(part)
+        self._equal = bytearray(count)
+        try:
+            dim = find_dimension(part.dataset, self._dimension)
+        except NCZarrError:
+            return  # planning refuses it
+        compare = tuple(
+            v.path for v in part.dataset.root.all_variables() if dim not in v.dimensions
+        )
+        self._plan = _Compare(part.dataset, dim, compare)
+
+    def compare(self, index: int, part: Part) -> None:
+        """Compare ``part`` (with its map) to the first part, as the plan will."""
+        plan, first = self._plan, self._first
+        if plan is None or first is None or self._equal is None:
+            return
+        for path in plan.compare:
+            try:
+                other = part.dataset.find_variable(path)
+            except KeyError:
+                return  # planning refuses it
+            mine = plan.dataset.find_variable(path)
+            if (other.shape, other.dimensions) != (mine.shape, mine.dimensions):
+                return
+        try:
+            check_equal(plan, [first, Reader(part)], [self._names[0], self._names[index]])
+        except InvalidModeError:
+            return  # refused after planning, in its order
+        self._equal[index] = 1
+
+
+class _Compare:
+    """What :func:`~nczarr.conversion.growparts.check_equal` reads of a plan: the first
+    part's model (a grown store's variables without the dimension are the first
+    part's), the dimension and the variables without it."""
+
+    __slots__ = ("compare", "dataset", "dimension")
+
+    def __init__(self, dataset: Any, dimension: str, compare: tuple[str, ...]) -> None:
+        self.dataset = dataset
+        self.dimension = dimension
+        self.compare = compare
