@@ -18,6 +18,7 @@ import xarray as xr
 import nczarr
 import nczarr.maps.zip as zipmaps
 from nczarr.conversion import growsources
+from nczarr.conversion.growsiblings import AHEAD
 from nczarr.maps.base import ZMap
 from nczarr.maps.file import FileMap
 from nczarr.maps.s3 import S3Map
@@ -164,7 +165,7 @@ def test_s3_sources_into_s3_a_few_open_at_a_time(
     dst = f"s3://{s3_bucket}/out"
     report = nczarr.convert(urls, dst, concat_dim="time", source_options=opts, target_options=opts)
     assert report.chunks_reencoded == 0 and report.chunks_copied == 40 * 3 + 1
-    assert maps.most <= MOST
+    assert maps.most <= MOST + AHEAD  # S3 sources are also read a few ahead
     assert not maps.open
     assert sum(maps.opened.values()) <= 2 * len(urls) - 5  # the first few opened once
     with xr.open_dataset(dst, engine="nczarr", storage_options=opts) as ds:
