@@ -29,6 +29,7 @@ from typing import Literal
 
 from .conventions import FORMATS, ZMETADATA
 from .model import Dataset
+from .netcdf_forms import nczarr_forms
 from .target import Target, check_zarr_format
 from .write_common import WriteResult, consolidate, text_shuffle_warnings
 from .zarr2_fills import exact_default_fills
@@ -48,7 +49,6 @@ __all__ = [
 def _write_nczarr(dataset: Dataset, target: Target) -> WriteResult:
     """NCZarr, after what netCDF cannot type is put in netcdf4-engine forms."""
     # Imported here, as write_zarr3 below: a command imports only its target's writer.
-    from .netcdf_forms import nczarr_forms
     from .write_nczarr import integer_float_attribute_warnings, write_nczarr
 
     dataset, forms = nczarr_forms(dataset)  # bool and untyped JSON attributes

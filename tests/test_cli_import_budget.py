@@ -1,0 +1,138 @@
+"""The ``nczarr`` command imports what its job needs, and nothing else (issues 18 and 20).
+
+A fresh ``nczarr convert`` pays its interpreter start and imports on top of the copy,
+and for a few hundred MB that is a large part of the command (docs/performance.md,
+"The command's start"). Each case runs one command in a fresh interpreter and reads
+``sys.modules`` when it is done: the modules named are ones its job never uses (the
+HDF5 stack for a netCDF-3 file, ``urllib.parse`` and the ``ipaddress`` it imports when no
+URL is parsed or written, the Zarr v2 writer for an NCZarr target, the model for a
+listing ...). Nothing is timed here; benchmarks/ncfiles.py and benchmarks/combine.py
+time the command.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import netCDF4
+import numpy as np
+import pytest
+
+#: Runs the command in-process and prints the modules it left loaded, last.
+SCRIPT = """\
+import json, sys
+from nczarr.cli.main import main
+status = main(sys.argv[1:])
+print("MODULES " + json.dumps(sorted(sys.modules)))
+sys.exit(status)
+"""
+
+#: Modules no command below needs: the Zarr and remote stacks, and an event loop.
+NEVER = ["zarr", "numcodecs", "fsspec", "s3fs", "asyncio", "nczarr.maps.memory"]
+#: The HDF5 stack: only a netCDF-4 source needs it (and numpy, with it or for values).
+HDF5 = ["numpy", "h5py", "nczarr.ncfile.hdf5"]
+#: What only parsing or writing a URL (S3, ``file://``, a fragment) needs.
+URLS = ["urllib.parse", "ipaddress"]
+
+
+def _run(cwd: Path, *argv: str) -> set[str]:
+    """The modules loaded by ``nczarr ARGV`` run in a fresh interpreter."""
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, *argv], cwd=cwd, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.startswith("MODULES ")
+    return set(json.loads(last.removeprefix("MODULES ")))
+
+
+def _loaded(modules: set[str], names: list[str]) -> list[str]:
+    return [name for name in names if name in modules]
+
+
+@pytest.fixture
+def netcdf3(tmp_path: Path) -> Path:
+    """A netCDF-3 (64-bit offset) file with a record variable and an attribute."""
+    path = tmp_path / "small3.nc"
+    with netCDF4.Dataset(path, "w", format="NETCDF3_64BIT_OFFSET") as ds:
+        ds.createDimension("time", None)
+        ds.createDimension("x", 4)
+        var = ds.createVariable("v", "f4", ("time", "x"))
+        var.units = "m"
+        var[0:3] = np.arange(12, dtype="f4").reshape(3, 4)
+    return path
+
+
+def _nczarr_store(path: Path, day: int = 0) -> Path:
+    """An NCZarr directory store written by netcdf-c (one time step, one chunk)."""
+    with netCDF4.Dataset(f"file://{path}#mode=nczarr,file", "w") as ds:
+        ds.createDimension("time", None)
+        ds.createDimension("x", 4)
+        var = ds.createVariable("temp", "f4", ("time", "x"), zlib=True, chunksizes=(1, 4))
+        var[0:1] = np.arange(4, dtype="f4").reshape(1, 4) + day
+    return path
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return _nczarr_store(tmp_path / "store.zarr")
+
+
+def test_convert_netcdf3_to_nczarr_imports_no_hdf5_url_or_zarr_writer(
+    tmp_path: Path, netcdf3: Path
+) -> None:
+    out = tmp_path / "out.zarr"
+    modules = _run(tmp_path, "convert", str(netcdf3), str(out))
+    assert (out / ".zgroup").exists()
+    assert "nczarr.ncfile.classic" in modules  # the case reads what it should
+    assert _loaded(modules, [*NEVER, *HDF5, *URLS]) == []
+    # the Zarr v2 writer and its naming rules: only for a pure-Zarr target
+    assert _loaded(modules, ["nczarr.translate.write_zarr", "nczarr.translate.zarr_names"]) == []
+
+
+def test_convert_netcdf3_to_zarr_imports_no_nczarr_writer(tmp_path: Path, netcdf3: Path) -> None:
+    out = tmp_path / "out.zarr"
+    modules = _run(tmp_path, "convert", "--mode", "zarr", str(netcdf3), str(out))
+    assert (out / ".zgroup").exists()
+    assert "nczarr.translate.write_zarr" in modules
+    assert _loaded(modules, [*NEVER, *HDF5, *URLS, "nczarr.translate.write_nczarr"]) == []
+
+
+def test_convert_nczarr_store_imports_no_hdf5_or_zarr_writer(tmp_path: Path, store: Path) -> None:
+    out = tmp_path / "out.zarr"
+    modules = _run(tmp_path, "convert", str(store), str(out))
+    assert (out / "temp" / "0.0").exists()
+    assert _loaded(modules, [*NEVER, *HDF5, "nczarr.ncfile"]) == []
+    assert _loaded(modules, ["nczarr.translate.write_zarr", "nczarr.translate.zarr_names"]) == []
+
+
+def test_combine_imports_no_hdf5_or_zarr_writer(tmp_path: Path) -> None:
+    days = [str(_nczarr_store(tmp_path / f"day{n}.zarr", n)) for n in range(3)]
+    out = tmp_path / "year.zarr"
+    modules = _run(tmp_path, "convert", *days, str(out), "--concat-dim", "time")
+    assert sorted(p.name for p in (out / "temp").iterdir() if not p.name.startswith(".")) == [
+        "0.0",
+        "1.0",
+        "2.0",
+    ]
+    assert "nczarr.conversion.combine" in modules
+    assert _loaded(modules, [*NEVER, *HDF5, "nczarr.ncfile"]) == []
+    assert _loaded(modules, ["nczarr.translate.write_zarr", "nczarr.translate.zarr_names"]) == []
+
+
+def test_info_imports_no_writer_or_conversion(tmp_path: Path, store: Path) -> None:
+    modules = _run(tmp_path, "info", str(store))
+    assert "nczarr.load" in modules
+    assert _loaded(modules, [*NEVER, *HDF5, "nczarr.conversion"]) == []
+    # reading a store needs the model, not the writers
+    assert _loaded(modules, ["nczarr.translate.writer", "nczarr.translate.write_nczarr"]) == []
+
+
+def test_ls_imports_no_model_url_or_conversion(tmp_path: Path, store: Path) -> None:
+    modules = _run(tmp_path, "ls", str(store))
+    assert "nczarr.maps.file" in modules
+    assert _loaded(modules, [*NEVER, *HDF5, *URLS]) == []
+    assert _loaded(modules, ["nczarr.translate", "nczarr.load", "nczarr.conversion"]) == []
