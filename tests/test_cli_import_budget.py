@@ -136,3 +136,43 @@ def test_ls_imports_no_model_url_or_conversion(tmp_path: Path, store: Path) -> N
     assert "nczarr.maps.file" in modules
     assert _loaded(modules, [*NEVER, *HDF5, *URLS]) == []
     assert _loaded(modules, ["nczarr.translate", "nczarr.load", "nczarr.conversion"]) == []
+
+
+#: Runs ``python -m nczarr ARGV`` and says, at exit, whether the objects alive then were
+#: left out of the interpreter's last garbage collection (``gc.freeze``).
+FROZEN_AT_EXIT = """\
+import atexit, gc, runpy, sys
+atexit.register(lambda: print("frozen", gc.get_freeze_count() > 0))
+sys.argv = ["nczarr", *sys.argv[1:]]
+runpy.run_module("nczarr", run_name="__main__")
+"""
+
+
+def test_the_command_exits_without_searching_its_imports_for_cycles(
+    tmp_path: Path, store: Path
+) -> None:
+    """The process (``python -m nczarr``, the console script) freezes what is left once
+    the command is done: the last collection at exit would walk every class and
+    function the imports made."""
+    done = subprocess.run(
+        [sys.executable, "-c", FROZEN_AT_EXIT, "ls", str(store)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == ".zattrs"  # the listing, then the exit
+    assert done.stdout.splitlines()[-1] == "frozen True"
+    pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    assert 'nczarr = "nczarr.cli:command"' in pyproject.read_text(encoding="utf-8")
+
+
+def test_main_in_a_program_leaves_the_collector_alone(store: Path, capsys) -> None:
+    import gc
+
+    from nczarr.cli import main
+
+    before = gc.get_freeze_count()
+    assert main(["ls", str(store)]) == 0
+    assert gc.get_freeze_count() == before
+    assert ".zattrs" in capsys.readouterr().out
