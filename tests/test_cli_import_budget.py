@@ -176,3 +176,44 @@ def test_main_in_a_program_leaves_the_collector_alone(store: Path, capsys) -> No
     assert main(["ls", str(store)]) == 0
     assert gc.get_freeze_count() == before
     assert ".zattrs" in capsys.readouterr().out
+
+
+COMMAND_LINES = [
+    ["convert", "a.nc", "b.zarr"],
+    ["convert", "d0", "d1", "year", "--concat-dim", "time", "--workers", "2", "--mode", "zarr"],
+    ["convert", "a.nc", "s3://b/k", "--storage-option", 'endpoint_url="http://h"', "--anon"],
+    ["ls", "store", "-R"],
+    ["info", "store"],
+    ["dump", "-h", "-v", "a,b", "store"],
+    ["check", "store", "--reader", "gdal"],
+    ["refs", "store", "out.json", "--inline-threshold", "10"],
+    ["migrate", "store", "--to", "zarr", "--dry-run"],
+]
+
+
+@pytest.mark.parametrize("argv", COMMAND_LINES, ids=lambda argv: " ".join(argv[:2]))
+def test_the_parser_of_one_subcommand_reads_its_line_as_the_whole_parser(
+    argv: list[str],
+) -> None:
+    """The command builds only its subcommand's options (argparse's gettext lookups for
+    every message of every subcommand cost a tenth of the imports); what it parses,
+    and that subcommand's help, are the whole parser's."""
+    from nczarr.cli.main import build_parser
+
+    whole = build_parser()
+    one = build_parser(argv)
+    subparsers = next(a for a in one._actions if a.dest == "command")
+    assert list(subparsers.choices) == [argv[0]]  # only that subcommand was built
+    assert one.parse_args(argv) == whole.parse_args(argv)
+    whole_sub = next(a for a in whole._actions if a.dest == "command").choices[argv[0]]
+    assert subparsers.choices[argv[0]].format_help() == whole_sub.format_help()
+
+
+@pytest.mark.parametrize("argv", [[], ["--help"], ["bogus"], ["--version", "convert"], ["-h"]])
+def test_a_line_without_a_subcommand_first_gets_the_whole_parser(argv: list[str]) -> None:
+    from nczarr.cli.main import build_parser
+
+    one = build_parser(argv)
+    assert one.format_help() == build_parser().format_help()
+    subparsers = next(a for a in one._actions if a.dest == "command")
+    assert list(subparsers.choices) == ["convert", "migrate", "ls", "info", "check", "refs", "dump"]

@@ -34,7 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     numpy's BLAS threads are kept to one unless the user says otherwise (nczarr does
     no linear algebra; see :mod:`nczarr.cli.startup`)."""
     single_threaded_math(os.environ)
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)  # that subcommand's options only
     args = parser.parse_args(argv)
     try:
         args.storage_options = storage_options(args)
