@@ -26,12 +26,17 @@ SCRIPT = """\
 import json, sys
 from nczarr.cli.main import main
 status = main(sys.argv[1:])
+jsontext = sys.modules.get("nczarr.translate.jsontext")
+relaxed = jsontext is not None and jsontext._patterns.cache_info().currsize > 0
+print("RELAXED " + json.dumps(relaxed))  # netcdf-c's non-RFC JSON patterns compiled
 print("MODULES " + json.dumps(sorted(sys.modules)))
 sys.exit(status)
 """
 
-#: Modules no command below needs: the Zarr and remote stacks, and an event loop.
+#: Modules no command below needs: the Zarr and remote stacks, and an event loop (and
+#: the patterns of non-RFC JSON: these stores' metadata is RFC JSON).
 NEVER = ["zarr", "numcodecs", "fsspec", "s3fs", "asyncio", "nczarr.maps.memory"]
+NEVER += ["relaxed-json-patterns"]
 #: The HDF5 stack: only a netCDF-4 source needs it (and numpy, with it or for values).
 HDF5 = ["numpy", "h5py", "nczarr.ncfile.hdf5"]
 #: What only parsing or writing a URL (S3, ``file://``, a fragment) needs.
@@ -39,14 +44,17 @@ URLS = ["urllib.parse", "ipaddress"]
 
 
 def _run(cwd: Path, *argv: str) -> set[str]:
-    """The modules loaded by ``nczarr ARGV`` run in a fresh interpreter."""
+    """The modules loaded by ``nczarr ARGV`` run in a fresh interpreter, with
+    ``"relaxed-json-patterns"`` if it compiled the lenient JSON loader's patterns (only
+    metadata that is not RFC JSON needs them)."""
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, *argv], cwd=cwd, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
-    last = done.stdout.strip().splitlines()[-1]
-    assert last.startswith("MODULES ")
-    return set(json.loads(last.removeprefix("MODULES ")))
+    *_, relaxed, last = done.stdout.strip().splitlines()
+    assert relaxed.startswith("RELAXED ") and last.startswith("MODULES ")
+    modules = set(json.loads(last.removeprefix("MODULES ")))
+    return modules | ({"relaxed-json-patterns"} if json.loads(relaxed[8:]) else set())
 
 
 def _loaded(modules: set[str], names: list[str]) -> list[str]:
