@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from .cli.main import main
+from .cli.main import command
 
 __all__: list[str] = []
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(command())

@@ -6,6 +6,6 @@
 
 from __future__ import annotations
 
-from .main import main
+from .main import command, main
 
-__all__ = ["main"]
+__all__ = ["main", "command"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._version import __version__
@@ -56,16 +56,27 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``nczarr`` command."""
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser of the ``nczarr`` command.
+
+    Given the command line ``argv`` that starts with a subcommand's name, only that
+    subcommand is added: it parses ``argv`` as the whole parser does (the others' names
+    and help are shown only by ``nczarr --help`` and by a usage error before the
+    subcommand, where the whole parser is built), and adding every subcommand's
+    options costs as much as a tenth of a command's imports (argparse asks gettext for
+    each message of each parser)."""
     parser = _Parser(
         prog="nczarr",
         description="Make netCDF's Zarr dialect (NCZarr) and pure Zarr interchangeable.",
     )
     parser.add_argument("--version", action="version", version=f"nczarr {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in _SUBCOMMANDS:
-        add(sub)
+    first = next(iter(argv), None) if argv is not None else None
+    if first in _SUBCOMMANDS:
+        _SUBCOMMANDS[first](sub)
+    else:
+        for add in _SUBCOMMANDS.values():
+            add(sub)
     return parser
 
 
@@ -238,16 +249,16 @@ def _add_dump(sub: Any) -> None:
     add_storage_arguments(p)
 
 
-#: One function per subcommand, adding its parser; the order is ``--help``'s.
-_SUBCOMMANDS: tuple[Callable[[Any], None], ...] = (
-    _add_convert,
-    _add_migrate,
-    _add_ls,
-    _add_info,
-    _add_check,
-    _add_refs,
-    _add_dump,
-)
+#: One function per subcommand, adding its parser, by name; the order is ``--help``'s.
+_SUBCOMMANDS: dict[str, Callable[[Any], None]] = {
+    "convert": _add_convert,
+    "migrate": _add_migrate,
+    "ls": _add_ls,
+    "info": _add_info,
+    "check": _add_check,
+    "refs": _add_refs,
+    "dump": _add_dump,
+}
 
 
 def _positive(text: str) -> int:

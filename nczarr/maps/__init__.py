@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from .base import ZMap
-from .memory import MemoryMap
 
 __all__ = [
     "ZMap",
@@ -25,6 +24,7 @@ __all__ = [
 ]
 
 _LAZY = {
+    "MemoryMap": ".memory",
     "FileMap": ".file",
     "ZipMap": ".zip",
     "S3Map": ".s3",

@@ -40,7 +40,6 @@ import stat
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from typing import Any
-from urllib.parse import quote_from_bytes
 
 from ..errors import NCZarrError, raise_os_error
 from ..keys import normalize_key, normalize_prefix, parent_keys
@@ -420,6 +419,8 @@ class FileMap(ZMap):
         root = self._root  # absolute and normalised (local_path)
         if os.name != "nt" and root.startswith("/") and not root.startswith("//"):
             # Path(root).as_uri() on POSIX, without importing pathlib in every convert
+            from urllib.parse import quote_from_bytes  # with ipaddress: only when described
+
             return "file://" + quote_from_bytes(os.fsencode(root)), {}
         from pathlib import Path
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from urllib.parse import unquote, urlsplit
 
 from ..errors import (
     InvalidURLError,
@@ -163,6 +162,8 @@ def local_path(location: str | os.PathLike[str]) -> str:
     if not isinstance(text, str):
         raise InvalidURLError(f"expected a str path or file:// URL, got {text!r}")
     if text.startswith("file:"):
+        from urllib.parse import unquote, urlsplit  # with ipaddress: only for a file:// URL
+
         parts = urlsplit(text)
         if parts.netloc not in ("", "localhost"):
             raise InvalidURLError(f"invalid file URL {text!r}: host {parts.netloc!r} is not local")

@@ -8,7 +8,6 @@ rules (real paths, inodes, S3 key prefixes) are :mod:`nczarr.conversion.overlap`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 __all__ = ["Location", "norm_endpoint"]
 
@@ -48,6 +47,8 @@ def norm_endpoint(endpoint: str | None) -> str:
     ``""`` for none (AWS)."""
     if not endpoint:
         return ""
+    from urllib.parse import urlsplit  # with ipaddress: only an S3 endpoint needs them
+
     parts = urlsplit(endpoint)
     host = (parts.hostname or "").lower()
     if host in _LOOPBACK:

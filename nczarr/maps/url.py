@@ -36,7 +36,6 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, unquote, urlsplit
 
 from ..errors import InvalidURLError
 from ..keys import FORBIDDEN_CHARACTERS
@@ -220,6 +219,8 @@ class NCZarrURL:
     @property
     def fsspec_url(self) -> str:
         """The URL to hand to fsspec, without the fragment (``s3://bucket/key`` for S3)."""
+        from urllib.parse import quote  # with ipaddress: only when a URL is written out
+
         if self.storage in ("file", "zip"):
             return "file://" + quote(self.path, safe=_PATH_SAFE)
         if self.storage == "s3":
@@ -230,6 +231,8 @@ class NCZarrURL:
     # ----------------------------------------------------------------- output
     def __str__(self) -> str:
         """The canonical URL, fragment included: ``parse_url(str(u)) == u``."""
+        from urllib.parse import quote  # with ipaddress: only when a URL is written out
+
         if self.endpoint is None and not (self.bucket and AWS_PATH_HOST.match(self.bucket)):
             return self.fsspec_url + self._fragment()
         if self.endpoint is None:  # s3://<bucket> would read as netcdf-c's host form
@@ -240,6 +243,8 @@ class NCZarrURL:
         return f"{self.endpoint}/{self.bucket}/{key}" + self._fragment()
 
     def _fragment(self) -> str:
+        from urllib.parse import quote  # with ipaddress: only when a URL is written out
+
         parts = []
         words = [w for w in MODE_WORDS if w in self.mode]
         if words:
@@ -390,6 +395,8 @@ def _parse_file(
         )
     if query:
         raise InvalidURLError(f"file URLs take no query string: {shown!r}")
+    from urllib.parse import unquote  # with ipaddress: only for a file:// URL
+
     local = unquote(path)
     if not local.startswith("/"):
         raise InvalidURLError(f"file URL without an absolute path: {shown!r}")
@@ -471,6 +478,8 @@ def dataset_name(url: str) -> str:
     >>> dataset_name("s3://bucket/runs/era5.zarr#mode=zarr,s3")
     'era5'
     """
+    from urllib.parse import unquote, urlsplit  # with ipaddress: only nczarr dump names one
+
     parts = urlsplit(url)
     if parts.scheme == "memory":
         return "data"

@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
-from urllib.parse import unquote
 
 from ..errors import InvalidKeyError, InvalidURLError
 from ..keys import normalize_prefix
@@ -66,6 +65,8 @@ def parse_s3_scheme(
     netloc: str, path: str, query: str, params: Mapping[str, str], shown: str
 ) -> S3Place:
     """The place an ``s3://`` URL names (``netloc``/``path``/``query`` after the scheme)."""
+    from urllib.parse import unquote  # with ipaddress: only S3 URLs need it
+
     if query:
         raise InvalidURLError(f"S3 URLs take no query string: {shown!r}")
     if not netloc:
@@ -105,10 +106,14 @@ def parse_http_host(
         return _parse_aws(host, path, params, shown)
     endpoint = f"{scheme}://{host.lower()}" + ("" if port is None else f":{port}")
     bucket, _, key = path.removeprefix("/").partition("/")
+    from urllib.parse import unquote  # with ipaddress: only S3 URLs need it
+
     return _place(unquote(bucket), unquote(key), endpoint, None, params, shown)
 
 
 def _parse_aws(host: str, path: str, params: Mapping[str, str], shown: str) -> S3Place:
+    from urllib.parse import unquote  # with ipaddress: only S3 URLs need it
+
     if m := AWS_PATH_HOST.match(host):
         bucket, _, key = path.removeprefix("/").partition("/")
         bucket = unquote(bucket)

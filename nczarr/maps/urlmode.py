@@ -3,8 +3,6 @@ the other ``key=value`` pairs (see the :mod:`nczarr.maps.url` docstring). Pure."
 
 from __future__ import annotations
 
-from urllib.parse import unquote
-
 from ..errors import InvalidURLError
 
 __all__ = ["FORMAT_WORDS", "MACROS", "MODE_WORDS", "STORAGE_WORDS", "imply", "parse_fragment"]
@@ -28,6 +26,8 @@ def parse_fragment(fragment: str, shown: str) -> tuple[frozenset[str], dict[str,
     for item in fragment.split("&"):
         if not item:
             continue
+        from urllib.parse import unquote  # with ipaddress: only a URL with a fragment needs it
+
         key, eq, value = item.partition("=")
         key = unquote(key).lower()
         value = unquote(value)

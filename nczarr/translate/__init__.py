@@ -7,12 +7,14 @@
   NCZarr, pure Zarr v2 or (``zarr_format=3``) pure Zarr v3 metadata objects; the
   pure-Zarr naming rules both Zarr writers share are in
   :mod:`~nczarr.translate.zarr_names`.
+
+The names are imported when first used: a module importing one submodule (say
+:mod:`~nczarr.translate.conventions`) does not import the model and every writer.
 """
 
 from __future__ import annotations
 
-from .model import Attribute, Dataset, Dimension, Group, Variable
-from .writer import WriteResult, write, write_with_warnings
+from typing import Any
 
 __all__ = [
     "Attribute",
@@ -24,3 +26,25 @@ __all__ = [
     "write",
     "write_with_warnings",
 ]
+
+_LAZY = {
+    "Attribute": ".model",
+    "Dataset": ".model",
+    "Dimension": ".model",
+    "Group": ".model",
+    "Variable": ".model",
+    "WriteResult": ".writer",
+    "write": ".writer",
+    "write_with_warnings": ".writer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nczarr.translate' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value

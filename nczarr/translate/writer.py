@@ -32,8 +32,6 @@ from .model import Dataset
 from .netcdf_forms import nczarr_forms
 from .target import Target, check_zarr_format
 from .write_common import WriteResult, consolidate, text_shuffle_warnings
-from .write_nczarr import integer_float_attribute_warnings, write_nczarr
-from .write_zarr import write_zarr
 from .zarr2_fills import exact_default_fills
 
 __all__ = [
@@ -50,6 +48,9 @@ __all__ = [
 
 def _write_nczarr(dataset: Dataset, target: Target) -> WriteResult:
     """NCZarr, after what netCDF cannot type is put in netcdf4-engine forms."""
+    # Imported here, as write_zarr3 below: a command imports only its target's writer.
+    from .write_nczarr import integer_float_attribute_warnings, write_nczarr
+
     dataset, forms = nczarr_forms(dataset)  # bool and untyped JSON attributes
     written = write_nczarr(dataset, target)
     shuffle = text_shuffle_warnings(dataset)
@@ -60,6 +61,8 @@ def _write_nczarr(dataset: Dataset, target: Target) -> WriteResult:
 
 
 def _write_zarr(dataset: Dataset, target: Target) -> WriteResult:
+    from .write_zarr import write_zarr  # and its naming rules: only for a Zarr v2 target
+
     written = write_zarr(dataset, target)
     shuffle = text_shuffle_warnings(dataset)
     return WriteResult(written.metadata, (*written.warnings, *shuffle), written.skipped)
