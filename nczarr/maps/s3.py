@@ -11,6 +11,8 @@ S3's own here:
   memory stays flat in the number of keys; ``clear`` reports objects a
   ``DeleteObjects`` call could not delete (s3fs ignores them);
 * server-side copies between maps of one service (:meth:`S3Map.copy_from`);
+* a level listed once where a reader looks for several optional objects in it (the
+  metadata at a store's root): :mod:`nczarr.maps.s3level`;
 * errors that tell a missing bucket from a missing key, and name URL and endpoint;
 * credentials kept out of ``repr``/``url`` but pickled with the map.
 
@@ -44,6 +46,7 @@ from .credentials import redact, redact_text, split_secrets
 from .fsspec import FsspecMap
 from .location import Location, norm_endpoint
 from .reach import CONNECT_TIMEOUT, check_reachable
+from .s3level import PAGE, LevelReads
 from .url import NCZarrURL, parse_s3_url
 
 __all__ = ["S3Map", "parse_s3_url", "open_url", "DEFAULT_RETRIES", "COPY_LIMIT"]
@@ -54,9 +57,6 @@ DEFAULT_RETRIES: dict[str, Any] = {"mode": "standard", "max_attempts": 10}
 
 #: Largest object one ``CopyObject`` can copy; larger ones use a multipart copy.
 COPY_LIMIT = 5 * 2**30
-
-#: Listing page size (S3's maximum): streamed listings hold one page at a time.
-PAGE = 1000
 
 _LOADER: Any = None
 
@@ -93,7 +93,7 @@ def _error_info(exc: BaseException | None) -> tuple[str, int | None, str]:
     return "", None, ""
 
 
-class S3Map(FsspecMap):
+class S3Map(LevelReads, FsspecMap):
     """A zmap whose keys are objects ``<root>/<key>`` of one S3 bucket.
 
     Parameters
