@@ -350,8 +350,10 @@ def _measure_child(spec: dict[str, Any]) -> None:
     once between the two markers; prints the contenders' names in dump order."""
     import json
 
+    global OPEN_ONLY
     warnings.simplefilter("ignore")
     _set_workers(spec.get("workers"))
+    OPEN_ONLY = bool(spec.get("s3_open"))
     if spec["kind"] == "write":
         contenders = write_contenders(
             Path(spec["tmp"]), make_dataset(spec["side"]), spec.get("codec", "zlib")
@@ -614,6 +616,7 @@ def main() -> None:
                         "endpoint": endpoint if where == "s3" else "",
                         "prefix": prefix,
                         "dask": dask,
+                        "s3_open": args.s3_open,
                     }
                     measure(
                         f"{case} {codec} {where}",

@@ -73,7 +73,11 @@ def new_session(profile: str | None) -> Any:
 def _key(options: Mapping[str, Any]) -> str:
     """The digest of ``options``, the ``AWS_*`` environment and the process id."""
     env = sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_"))
-    text = json.dumps([os.getpid(), env, options], sort_keys=True, default=repr)
+    parts = [os.getpid(), env, options]
+    try:
+        text = json.dumps(parts, sort_keys=True, default=repr)
+    except TypeError:  # keys of mixed types somewhere in the options: as given
+        text = json.dumps(parts, default=repr)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
