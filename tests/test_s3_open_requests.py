@@ -44,7 +44,7 @@ ROOT_NAMES = {
 LIKELY = {"zarr.json", ".zgroup", ".zattrs"}
 
 #: ``nczarr.read(url)`` of each store: every request, by operation. Before: 17, 21,
-#: 22 and 15 requests (11 GETs of the root each, no listing of it).
+#: 21 and 15 requests (11 GETs of the root each, no listing of it).
 READ_BUDGET = {
     # HeadBucket, the root's listing, zarr.json (404) + .zgroup + .zattrs, then
     # .zarray + .zattrs of its 3 arrays (the NCZarr group list names them)
