@@ -250,6 +250,43 @@ def read_contenders(
         )
         url = f"{endpoint}/{prefix}#mode=nczarr,s3"
         out["nczarr"] = lambda: load(xr.open_dataset(url, engine="nczarr"))
+        if OPEN_ONLY:
+            out["zarr open"] = lambda: xr.open_dataset(
+                f"s3://{prefix}", engine="zarr", consolidated=False, storage_options=so
+            ).close()
+            out["nczarr open"] = lambda: xr.open_dataset(url, engine="nczarr").close()
+    return out
+
+
+#: ``--s3-open``: also time the S3 opens alone (``xr.open_dataset(...).close()``).
+OPEN_ONLY = False
+
+
+def s3_open_requests(endpoint: str, prefix: str) -> dict[str, dict[str, int]]:
+    """Requests of one ``xr.open_dataset(...).close()`` per engine, by S3 operation,
+    counted at the tests' request-counting proxy in front of the moto server (the
+    engine's index variables are read by the open: xarray loads them)."""
+    import xarray as xr
+
+    sys.path.insert(0, str(HERE.parent / "tests"))
+    from faultproxy import FaultProxy
+
+    out: dict[str, dict[str, int]] = {}
+    with FaultProxy(endpoint) as proxy:
+        so = {"endpoint_url": proxy.endpoint}
+        opens = {
+            "zarr": lambda: xr.open_dataset(
+                f"s3://{prefix}", engine="zarr", consolidated=False, storage_options=so
+            ),
+            "nczarr": lambda: xr.open_dataset(
+                f"{proxy.endpoint}/{prefix}#mode=nczarr,s3", engine="nczarr"
+            ),
+        }
+        for name, open_it in opens.items():
+            open_it().close()  # first open: clients built, regions looked up
+            proxy.reset_counts()
+            open_it().close()
+            out[name] = dict(sorted(proxy.counts.items()))
     return out
 
 
@@ -313,8 +350,10 @@ def _measure_child(spec: dict[str, Any]) -> None:
     once between the two markers; prints the contenders' names in dump order."""
     import json
 
+    global OPEN_ONLY
     warnings.simplefilter("ignore")
     _set_workers(spec.get("workers"))
+    OPEN_ONLY = bool(spec.get("s3_open"))
     if spec["kind"] == "write":
         contenders = write_contenders(
             Path(spec["tmp"]), make_dataset(spec["side"]), spec.get("codec", "zlib")
@@ -477,7 +516,14 @@ def main() -> None:
     parser.add_argument(
         "--only", default=None, help="contenders to run, e.g. netcdf4,nczarr (default: all)"
     )
+    parser.add_argument(
+        "--s3-open",
+        action="store_true",
+        help="S3: also time the opens alone and count each engine's requests of an open",
+    )
     args = parser.parse_args()
+    global OPEN_ONLY
+    OPEN_ONLY = args.s3_open
     if args.cg_child:
         import json
 
@@ -533,6 +579,10 @@ def main() -> None:
             wall, cpu = best_of(_only(contenders(), args.only), repeat)
             report(title, wall, "wall ms", 1e3)
             report(title, cpu, "cpu ms", 1e3)
+            if "nczarr open" in cpu:
+                for what, best_t in (("wall", wall), ("cpu", cpu)):
+                    r = ratio(best_t["nczarr open"], best_t["zarr open"])
+                    print(f"{'':35s} open alone, nczarr / zarr engine ({what}): {r}")
             best = cpu
         rows.append((title, best))
 
@@ -550,6 +600,10 @@ def main() -> None:
                 if s3fs_fs is not None:
                     upload(root, s3fs_fs, prefix)
                     s3 = (s3fs_fs, endpoint, prefix)
+                if s3 is not None and args.s3_open:
+                    for name, counts in s3_open_requests(endpoint, prefix).items():
+                        total = sum(counts.values())
+                        print(f"{case} {codec} s3: requests of one {name} open: {total} {counts}")
                 for where in wheres:
                     dask = where == "dir" and not args.no_dask
                     spec = {
@@ -562,6 +616,7 @@ def main() -> None:
                         "endpoint": endpoint if where == "s3" else "",
                         "prefix": prefix,
                         "dask": dask,
+                        "s3_open": args.s3_open,
                     }
                     measure(
                         f"{case} {codec} {where}",

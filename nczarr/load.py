@@ -35,6 +35,7 @@ from .translate.conventions import (
 )
 from .translate.detect import FormatInfo, detect_format, nczarr_key
 from .translate.model import Dataset
+from .translate.stale import STALE_CONSOLIDATED, stale_message
 
 if TYPE_CHECKING:
     from .translate.read_zarr3 import ChunkKeys
@@ -43,6 +44,7 @@ __all__ = [
     "FormatInfo",
     "MAX_METADATA_SIZE",
     "load_metadata",
+    "loaded_metadata",
     "detect",
     "read",
     "read_with_chunk_keys",
@@ -57,6 +59,14 @@ MAX_METADATA_SIZE = 64 * 2**20
 def _fetch(zmap: ZMap, keys: Iterable[str], limit: int) -> dict[str, bytes]:
     """Metadata objects, none read (or inflated) beyond ``limit`` bytes; an object
     whose declared size (a zip member's) passes ``limit`` is refused unread."""
+    return _fetch_level(zmap, keys, limit)[1]
+
+
+def _fetch_level(
+    zmap: ZMap, keys: Iterable[str], limit: int, likely: tuple[str, ...] | None = None
+) -> tuple[list[str] | None, dict[str, bytes]]:
+    """:func:`_fetch`; with ``likely``, ``keys`` are names at the root, read with
+    :meth:`~nczarr.maps.base.ZMap.search_reading` (which may give the root's listing)."""
     keys = list(keys)
     for key in keys:
         declared = zmap.declared_size(key)
@@ -65,14 +75,18 @@ def _fetch(zmap: ZMap, keys: Iterable[str], limit: int) -> dict[str, bytes]:
                 f"{zmap.url}: {key!r} declares {declared} bytes, more than the metadata size "
                 f"limit of {limit} bytes (max_metadata_size)"
             )
-    raw = zmap.getitems_capped(keys, limit + 1)
+    names = None
+    if likely is None:
+        raw = zmap.getitems_capped(keys, limit + 1)
+    else:
+        names, raw = zmap.search_reading("", keys, limit + 1, likely=likely)
     for key, data in raw.items():
         if len(data) > limit:
             raise MetadataError(
                 f"{zmap.url}: {key!r} is larger than the metadata size limit of {limit} "
                 "bytes (max_metadata_size)"
             )
-    return raw
+    return names, raw
 
 
 _ROOT_OBJECTS = (
@@ -85,6 +99,9 @@ _ROOT_OBJECTS = (
     V1_GROUP,
     *V1_ATTR_NAMES,
 )
+#: Root objects most stores hold (NCZarr V2, Zarr v3, Zarr v2 unconsolidated): a map
+#: that lists the root reads them while it lists (one round trip for most stores).
+_LIKELY_ROOT = (ZARR_JSON, ZGROUP, ZATTRS)
 _GROUP_OBJECTS = (ZGROUP, ZATTRS)
 _ARRAY_OBJECTS = (ZARRAY, ZATTRS)
 _UNKNOWN_OBJECTS = (ZGROUP, ZARRAY, ZATTRS)
@@ -137,7 +154,12 @@ def _load_consolidated(meta: dict[str, Any], url: str) -> None:
 
 
 def _checked_consolidated(
-    zmap: ZMap, meta: dict[str, Any], url: str, warnings: list[str] | None, limit: int
+    zmap: ZMap,
+    meta: dict[str, Any],
+    url: str,
+    warnings: list[str] | None,
+    limit: int,
+    root: list[str] | None = None,
 ) -> dict[str, Any]:
     """The stored metadata objects of a store with ``.zmetadata``, which is checked.
 
@@ -152,7 +174,7 @@ def _checked_consolidated(
     _load_consolidated(consolidated, url)
     listed = {k: v for k, v in meta.items() if k != ZMETADATA}
     if ZARRAY not in listed:
-        _walk(zmap, listed, url, warnings, limit)
+        _walk(zmap, listed, url, warnings, limit, root)
     if not listed:
         return consolidated
     message = stale_message(url, consolidated, listed)
@@ -163,50 +185,6 @@ def _checked_consolidated(
             warnings.append(message)
     listed[ZMETADATA] = meta[ZMETADATA]
     return listed
-
-
-#: Words every stale-``.zmetadata`` warning holds (callers pick these warnings out).
-STALE_CONSOLIDATED = "' is stale ("
-
-
-def stale_message(
-    url: str, consolidated: Mapping[str, Any], listed: Mapping[str, Any]
-) -> str | None:
-    """What a stale ``.zmetadata`` disagrees on (nodes named), or None when it agrees."""
-
-    def nodes(meta: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
-        for key, value in meta.items():
-            prefix, _, base = key.rpartition("/")
-            if base in (ZARRAY, ZGROUP, ZATTRS):
-                out.setdefault(prefix, {})[base] = value
-        return out
-
-    old, new = nodes(consolidated), nodes(listed)
-    missing = sorted(p for p in new if p not in old)
-    gone = sorted(p for p in old if p not in new)
-    changed = sorted(p for p in new if p in old and new[p] != old[p])
-    if not (missing or gone or changed):
-        return None
-
-    def names(prefixes: list[str]) -> str:
-        return ", ".join(repr("/" + p) for p in prefixes)
-
-    parts = [
-        f"{what}: {names(found)}"
-        for what, found in (
-            ("not in it", missing),
-            ("in it but no longer stored", gone),
-            ("changed since", changed),
-        )
-        if found
-    ]
-    return (
-        f"{url}: '{ZMETADATA}{STALE_CONSOLIDATED}{'; '.join(parts)}): nczarr reads the stored "
-        "metadata objects, while xarray and zarr-python opening the store with consolidated "
-        "metadata see only what .zmetadata says; rewrite it (zarr.consolidate_metadata) or "
-        "delete it"
-    )
 
 
 def _load_v3_consolidated(meta: dict[str, Any], url: str) -> bool:
@@ -231,7 +209,12 @@ def _load_v3_consolidated(meta: dict[str, Any], url: str) -> bool:
 
 
 def _load_v3(
-    zmap: ZMap, meta: dict[str, Any], url: str, warnings: list[str] | None, limit: int
+    zmap: ZMap,
+    meta: dict[str, Any],
+    url: str,
+    warnings: list[str] | None,
+    limit: int,
+    root_names: list[str] | None = None,
 ) -> None:
     root = meta[ZARR_JSON]
     if not isinstance(root, dict):
@@ -244,7 +227,7 @@ def _load_v3(
         for prefix in pending:
             candidates.extend(
                 join_key(prefix, name)
-                for name in zmap.search(prefix)
+                for name in _search(zmap, prefix, root_names)
                 if not name.startswith(".") and name != ZARR_JSON
             )
         raw = _fetch(zmap, (join_key(c, ZARR_JSON) for c in candidates), limit)
@@ -286,25 +269,39 @@ def load_metadata(
     meta: dict[str, Any] = {}
     limit = MAX_METADATA_SIZE if max_metadata_size is None else max_metadata_size
     # an append killed among its metadata writes: read the metadata it was writing
-    zmap, raw = with_pending(zmap, _fetch(zmap, (*_ROOT_OBJECTS, JOURNAL_KEY), limit))
+    names, raw = _fetch_level(zmap, (*_ROOT_OBJECTS, JOURNAL_KEY), limit, _LIKELY_ROOT)
+    source = zmap
+    zmap, raw = with_pending(zmap, raw)
+    root = names if zmap is source else None  # a journal's keys are not in the listing
     _parse_into(meta, raw, url, warnings)
     if ZMETADATA in meta and ZARR_JSON not in meta:
-        return _checked_consolidated(zmap, meta, url, warnings, limit)
+        return _checked_consolidated(zmap, meta, url, warnings, limit, root)
     if ZARR_JSON in meta:
-        _load_v3(zmap, meta, url, warnings, limit)
+        _load_v3(zmap, meta, url, warnings, limit, root)
         return meta
     if ZARRAY in meta:
         return meta
     if not meta:
         raise MetadataError(_not_a_store(zmap))
-    _walk(zmap, meta, url, warnings, limit)
+    _walk(zmap, meta, url, warnings, limit, root)
     return meta
 
 
+def _search(zmap: ZMap, prefix: str, root: list[str] | None) -> list[str]:
+    """``zmap.search(prefix)``; the root's listing ``root`` if the root was listed."""
+    return root if root is not None and prefix == "" else zmap.search(prefix)
+
+
 def _walk(
-    zmap: ZMap, meta: dict[str, Any], url: str, warnings: list[str] | None, limit: int
+    zmap: ZMap,
+    meta: dict[str, Any],
+    url: str,
+    warnings: list[str] | None,
+    limit: int,
+    root: list[str] | None = None,
 ) -> None:
-    """Add every metadata object below the root objects already in ``meta`` (the listing)."""
+    """Add every metadata object below the root objects already in ``meta`` (the
+    listing; ``root``: the root's, if already listed)."""
     v1 = V1_SUPERBLOCK in meta
     pending = [""]
     while pending:
@@ -313,7 +310,8 @@ def _walk(
         for prefix in pending:
             listed = _listed_children(meta, prefix, v1)
             if listed is None:
-                listed = [(n, "unknown") for n in zmap.search(prefix) if not n.startswith(".")]
+                found = _search(zmap, prefix, root)
+                listed = [(n, "unknown") for n in found if not n.startswith(".")]
             for name, kind in listed:
                 child = join_key(prefix, name)
                 kinds[child] = kind
@@ -335,6 +333,19 @@ def _walk(
                 join_key(child, n) in meta for n in (ZGROUP, ZATTRS, V1_GROUP)
             ):
                 pending.append(child)
+
+
+def loaded_metadata(zmap: ZMap) -> tuple[dict[str, Any], list[str]] | None:
+    """``(objects, lenient warnings)`` of :func:`load_metadata`, as
+    :func:`read_with_chunk_keys` takes them; None for a netCDF file or metadata that
+    cannot be loaded (the reader then reports why)."""
+    lenient: list[str] = []
+    if zmap.file_format() is not None:
+        return None
+    try:
+        return load_metadata(zmap, warnings=lenient), lenient
+    except MetadataError:
+        return None
 
 
 def _not_a_store(zmap: ZMap) -> str:

@@ -50,6 +50,17 @@ def s3_endpoint() -> Iterator[str]:
         server.stop()
 
 
+@pytest.fixture(autouse=True)
+def _fresh_s3_clients() -> Iterator[None]:
+    """Each test's S3 maps share clients among themselves only (``maps/s3session.py``):
+    the hooks a test registers on its maps' client (request recorders, a server that
+    "goes away") leave with it."""
+    yield
+    from nczarr.maps.s3session import forget_filesystems
+
+    forget_filesystems()
+
+
 @pytest.fixture(scope="session")
 def _s3_session_client(s3_endpoint: str):
     """One boto3 client for the fixtures' own requests (a new client costs ~16 ms CPU)."""

@@ -23,16 +23,17 @@ class (as zarr's ``Store.supports_*``): :attr:`ZMap.kind`, :meth:`ZMap.location`
 :attr:`ZMap.real_root`, :meth:`ZMap.copy_support` / :meth:`ZMap.copy_from`,
 :meth:`ZMap.copies_in_kernel`, :meth:`ZMap.remove_temporaries`,
 :meth:`ZMap.discard`, :meth:`ZMap.describe`, :meth:`ZMap.same_storage`, :meth:`ZMap.reopen`,
-:attr:`ZMap.source` and :meth:`ZMap.chunk_map`. Each has a safe default here; a
-backend overrides what it can do better.
+:attr:`ZMap.source`, :meth:`ZMap.chunk_map` and :meth:`ZMap.search_reading`. Each has a
+safe default here; a backend overrides what it can do better.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
+from ..keys import join_key
 from .common import (
     MODES,
     NOT_SUPPORTED,
@@ -171,6 +172,24 @@ class ZMap(MapCore):
         if start is None:
             return await asyncio.to_thread(self.__getitem__, key)
         return await asyncio.to_thread(self.getrange, key, start, length)
+
+    def search_reading(
+        self, prefix: str, names: Sequence[str], cap: int, *, likely: Collection[str] = ()
+    ) -> tuple[list[str] | None, dict[str, bytes]]:
+        """``(search(prefix) or None, {key: content})`` for a reader looking for a few
+        optional objects ``names`` directly below ``prefix`` (a store's root metadata):
+        the content, at most ``cap`` bytes each, of those that exist, under their keys.
+
+        The default reads every one of ``names`` (on a network map, a request each,
+        answered "missing" for most) and gives ``None`` for the listing. A map whose
+        one listing request costs about what one read costs (an object store) lists the
+        level once, reading the ``likely`` names meanwhile, then only the other names
+        the listing shows, and gives the listing (what :meth:`search` gives, so a
+        walker need not list the level again); ``None`` and every name read when the
+        level does not fit one listing page or cannot be listed.
+        """
+        keys = [join_key(prefix, name) for name in names]
+        return None, self.getitems_capped(keys, cap)
 
     def file_format(self) -> Any | None:
         """What a map serving a whole dataset file is (a netCDF file,

@@ -11,8 +11,12 @@ S3's own here:
   memory stays flat in the number of keys; ``clear`` reports objects a
   ``DeleteObjects`` call could not delete (s3fs ignores them);
 * server-side copies between maps of one service (:meth:`S3Map.copy_from`);
+* a level listed once where a reader looks for several optional objects in it (the
+  metadata at a store's root): :mod:`nczarr.maps.s3level`;
 * errors that tell a missing bucket from a missing key, and name URL and endpoint;
-* credentials kept out of ``repr``/``url`` but pickled with the map.
+* credentials kept out of ``repr``/``url`` but pickled with the map;
+* one aiobotocore session and S3 client for every map with the same settings in a
+  process (:mod:`nczarr.maps.s3session`, which says when credentials are read again).
 
 Request budget (``tests/test_map_s3.py``, ``tests/test_s3_requests.py``): a read is
 one GET (s3fs is asked not to HEAD first); a write is one PUT plus leaf-rule probes
@@ -44,6 +48,8 @@ from .credentials import redact, redact_text, split_secrets
 from .fsspec import FsspecMap
 from .location import Location, norm_endpoint
 from .reach import CONNECT_TIMEOUT, check_reachable
+from .s3level import PAGE, LevelReads
+from .s3session import new_session, shared_filesystem
 from .url import NCZarrURL, parse_s3_url
 
 __all__ = ["S3Map", "parse_s3_url", "open_url", "DEFAULT_RETRIES", "COPY_LIMIT"]
@@ -54,26 +60,6 @@ DEFAULT_RETRIES: dict[str, Any] = {"mode": "standard", "max_attempts": 10}
 
 #: Largest object one ``CopyObject`` can copy; larger ones use a multipart copy.
 COPY_LIMIT = 5 * 2**30
-
-#: Listing page size (S3's maximum): streamed listings hold one page at a time.
-PAGE = 1000
-
-_LOADER: Any = None
-
-
-def _new_session(profile: str | None) -> Any:
-    """A fresh aiobotocore session (own credentials) sharing one botocore loader, which
-    caches the parsed service models: opening a map (a dask worker unpickling one, say)
-    costs milliseconds instead of re-reading the S3 model."""
-    global _LOADER
-    from aiobotocore.session import AioSession
-    from botocore.loaders import create_loader
-
-    if _LOADER is None:
-        _LOADER = create_loader()
-    session = AioSession(profile=profile)
-    session.register_component("data_loader", _LOADER)
-    return session
 
 
 def _error_info(exc: BaseException | None) -> tuple[str, int | None, str]:
@@ -93,7 +79,7 @@ def _error_info(exc: BaseException | None) -> tuple[str, int | None, str]:
     return "", None, ""
 
 
-class S3Map(FsspecMap):
+class S3Map(LevelReads, FsspecMap):
     """A zmap whose keys are objects ``<root>/<key>`` of one S3 bucket.
 
     Parameters
@@ -146,15 +132,13 @@ class S3Map(FsspecMap):
         # Everything else goes to s3fs, and with the map when it is pickled (secrets
         # included); an injected aiobotocore session is used but not pickled.
         self._options = dict(s3fs_options)
-        session = self._options.pop("session", None) or _new_session(profile)
+        injected = self._options.pop("session", None)
         # the credentials, compared by same_service on every chunk of a copy
         self._credentials = split_secrets(self._options)[1]
         client_kwargs = dict(self._options.get("client_kwargs") or {})
         if region is not None:
             client_kwargs["region_name"] = region
         user_config = self._options.get("config_kwargs") or {}
-        # an endpoint where nothing listens fails in seconds, not after every retry
-        check_reachable(endpoint_url, user_config)
         config = {
             "retries": dict(DEFAULT_RETRIES),
             "connect_timeout": CONNECT_TIMEOUT,
@@ -163,19 +147,35 @@ class S3Map(FsspecMap):
         passed = {
             k: v for k, v in self._options.items() if k not in ("client_kwargs", "config_kwargs")
         }
-        fs = s3fs.S3FileSystem(
-            # max_concurrency=1: a whole-object read is one GET, not a HEAD and GETs
-            **{"skip_instance_cache": True, "max_concurrency": 1, **passed},
-            anon=self._anon,
-            session=session,
-            endpoint_url=endpoint_url,
-            client_kwargs=client_kwargs,
-            config_kwargs=config,
-            use_listings_cache=False,
-        )
-        # s3fs retries a read whose body was cut mid-stream (and other transient errors
-        # botocore does not see) up to ``fs.retries`` times: as many as botocore tries.
-        fs.retries = max(1, int(config["retries"].get("max_attempts", 5)))
+        # a filesystem of its own with its own session or skip_instance_cache=True; else
+        # the one of every map with these settings (maps/s3session.py)
+        self._shared = injected is None and not passed.pop("skip_instance_cache", False)
+        settings = {
+            **passed,  # max_concurrency=1: a whole-object read is one GET, not HEAD + GETs
+            "max_concurrency": passed.get("max_concurrency", 1),
+            "anon": self._anon,
+            "endpoint_url": endpoint_url,
+            "client_kwargs": client_kwargs,
+            "config_kwargs": config,
+            "profile": profile,
+        }
+
+        def build() -> Any:
+            # an endpoint where nothing listens fails in seconds, not after every retry
+            check_reachable(endpoint_url, user_config)
+            options = {k: v for k, v in settings.items() if k != "profile"}
+            fs = s3fs.S3FileSystem(
+                **options,
+                skip_instance_cache=True,
+                session=injected or new_session(profile),
+                use_listings_cache=False,
+            )
+            # s3fs retries a read whose body was cut mid-stream (and other transient
+            # errors botocore does not see) up to ``fs.retries`` times: as botocore.
+            fs.retries = max(1, int(config["retries"].get("max_attempts", 5)))
+            return fs
+
+        fs = shared_filesystem(settings, build) if self._shared else build()
         super().__init__(fs, f"{self._bucket}/{self._root}".rstrip("/"), mode)
 
     @property
@@ -429,10 +429,13 @@ class S3Map(FsspecMap):
         return (_reopen_s3, (self._where(), mode, self._settings()))
 
     def close(self) -> None:
-        """Close the map and its HTTP connections."""
+        """Close the map, and its HTTP connections unless other maps share them
+        (:mod:`nczarr.maps.s3session`)."""
         if self._closed:
             return
         super().close()
+        if self._shared:
+            return
         with contextlib.suppress(Exception):  # closing a pool must not mask the caller's work
             self._run(self._fs.s3.close)
 

@@ -117,14 +117,17 @@ class TranslatedView(ChunkListing, ZMap):
         chunks read here are those of variable-length strings shown as fixed-width
         NCZarr strings (to find the longest).
         """
-        from ..load import read_with_chunk_keys
+        from ..load import loaded_metadata, read_with_chunk_keys
 
+        if metadata is None:
+            metadata = loaded_metadata(source)
         read, chunk_keys = read_with_chunk_keys(source, metadata=metadata)
+        root: Any = source if metadata is None else metadata[0]  # no request per question
         draft = draft_translation(
             read,
             chunk_keys,
-            target.resolved(ZMETADATA in source),
-            bare_root=ZARRAY in source or "" in chunk_keys,  # a v2 or v3 root array
+            target.resolved(ZMETADATA in root),
+            bare_root=ZARRAY in root or "" in chunk_keys,  # a v2 or v3 root array
             include=include,
             exclude=exclude,
         )
