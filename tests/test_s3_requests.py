@@ -19,6 +19,7 @@ import nczarr
 from nczarr.errors import ObjectExistsError
 from nczarr.integrations.zarr_store import ZarrStore
 from nczarr.maps.s3 import S3Map
+from nczarr.maps.s3session import forget_filesystems
 
 from .faultproxy import FaultProxy
 from .sources import tree, zarr_source
@@ -72,6 +73,7 @@ def test_s3_to_s3_is_one_copy_per_chunk_and_no_head(
         src, chunks = zarr_source(tmp_path / f"src{rows}", rows, nested=6)
         s3_src = _url(s3_endpoint, s3_bucket, f"in{rows}")
         nczarr.convert(str(src), s3_src)  # straight to moto: not counted
+        forget_filesystems()  # as a fresh process: no bucket known yet
         proxy.reset_counts()
         report = nczarr.convert(
             _url(proxy.endpoint, s3_bucket, f"in{rows}"),

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from nczarr.errors import StorageNotFoundError
 from nczarr.maps.s3 import S3Map
 
 from .faultproxy import FaultProxy
@@ -166,3 +167,33 @@ def test_a_map_unpickled_in_a_new_process_reads(url: str, s3_endpoint: str) -> N
     assert run.returncode == 0, run.stderr.decode()[-2000:]
     assert run.stdout == b"sentTrue"
     assert m["k"] == b"sent"
+
+
+def test_one_head_bucket_for_many_read_opens_in_one_bucket(
+    s3_bucket: str, s3_endpoint: str, proxy: FaultProxy, s3_client: Any
+) -> None:
+    for i in range(3):
+        s3_client.put_object(Bucket=s3_bucket, Key=f"p{i}/k", Body=b"v")
+    proxy.reset_counts()
+    maps = [S3Map(f"s3://{s3_bucket}/p{i}", endpoint_url=proxy.endpoint) for i in range(3)]
+    assert [m["k"] for m in maps] == [b"v"] * 3
+    assert proxy.counts["HeadBucket"] == 1  # 3 on 5d4ff84
+    # a map of other settings asks again; a bucket missing is still refused at its open
+    S3Map(f"s3://{s3_bucket}/p0", endpoint_url=proxy.endpoint, skip_instance_cache=True)
+    assert proxy.counts["HeadBucket"] == 2
+    with pytest.raises(StorageNotFoundError, match="no such bucket 'not-there'"):
+        S3Map("s3://not-there/p", endpoint_url=proxy.endpoint)
+
+
+def test_a_bucket_deleted_after_it_was_seen_is_named_by_the_first_read(
+    s3_endpoint: str, s3_client: Any
+) -> None:
+    bucket = f"gone-{uuid.uuid4().hex[:8]}"
+    s3_client.create_bucket(Bucket=bucket)
+    s3_client.put_object(Bucket=bucket, Key="a/k", Body=b"v")
+    assert S3Map(f"s3://{bucket}/a", endpoint_url=s3_endpoint)["k"] == b"v"
+    s3_client.delete_object(Bucket=bucket, Key="a/k")
+    s3_client.delete_bucket(Bucket=bucket)
+    later = S3Map(f"s3://{bucket}/a", endpoint_url=s3_endpoint)  # no HeadBucket: known
+    with pytest.raises(StorageNotFoundError, match=f"no such bucket '{bucket}'"):
+        later["k"]

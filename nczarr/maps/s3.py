@@ -49,7 +49,7 @@ from .fsspec import FsspecMap
 from .location import Location, norm_endpoint
 from .reach import CONNECT_TIMEOUT, check_reachable
 from .s3level import PAGE, LevelReads
-from .s3session import new_session, shared_filesystem
+from .s3session import known_buckets, new_session, shared_filesystem
 from .url import NCZarrURL, parse_s3_url
 
 __all__ = ["S3Map", "parse_s3_url", "open_url", "DEFAULT_RETRIES", "COPY_LIMIT"]
@@ -254,6 +254,9 @@ class S3Map(LevelReads, FsspecMap):
             self._tree.own_all()
 
     def _bucket_exists(self) -> bool:
+        known = known_buckets(self._fs) if self._shared else set()
+        if self.read_only and self._bucket in known:
+            return True  # found by a map of these settings (maps/s3session.py)
         try:
             self._run(self._fs._call_s3, "head_bucket", {"Bucket": self._bucket})
         except Exception as exc:
@@ -265,6 +268,7 @@ class S3Map(LevelReads, FsspecMap):
                 # let the object requests themselves succeed or fail.
                 return True
             raise self._failure(exc, "open", "", missing=False) from exc
+        known.add(self._bucket)
         return True
 
     # --------------------------------------------------------------- requests

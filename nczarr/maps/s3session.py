@@ -45,13 +45,21 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["MAX_FILESYSTEMS", "forget_filesystems", "new_session", "shared_filesystem"]
+__all__ = [
+    "MAX_FILESYSTEMS",
+    "forget_filesystems",
+    "known_buckets",
+    "new_session",
+    "shared_filesystem",
+]
 
 #: Filesystems (one per distinct settings) the cache keeps.
 MAX_FILESYSTEMS = 16
 
 _LOADER: Any = None
 _CACHE: OrderedDict[str, Any] = OrderedDict()
+#: :func:`known_buckets` by ``id`` of a filesystem in :data:`_CACHE` (dropped with it).
+_BUCKETS: dict[int, set[str]] = {}
 _LOCK = threading.Lock()
 
 
@@ -95,8 +103,19 @@ def shared_filesystem(options: Mapping[str, Any], build: Callable[[], Any]) -> A
         fs = _CACHE.setdefault(key, fs)  # another thread's, if it was first
         _CACHE.move_to_end(key)
         while len(_CACHE) > MAX_FILESYSTEMS:
-            _CACHE.popitem(last=False)
+            _BUCKETS.pop(id(_CACHE.popitem(last=False)[1]), None)
     return fs
+
+
+def known_buckets(fs: Any) -> set[str]:
+    """The buckets a map on shared filesystem ``fs`` has found to exist (``HeadBucket``
+    answered): a read-only open of another prefix of one of them asks no more (365
+    sources in one bucket: one ``HeadBucket``, not 365). A bucket deleted since is then
+    found by the first request, which names it (``NoSuchBucket``), not at the open."""
+    with _LOCK:
+        if not any(cached is fs for cached in _CACHE.values()):
+            return set()  # dropped from the cache (or never in it): remembers nothing
+        return _BUCKETS.setdefault(id(fs), set())
 
 
 def forget_filesystems() -> None:
@@ -104,3 +123,4 @@ def forget_filesystems() -> None:
     (after editing a profile's files, say). Maps already open keep theirs."""
     with _LOCK:
         _CACHE.clear()
+        _BUCKETS.clear()
