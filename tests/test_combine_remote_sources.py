@@ -17,6 +17,7 @@ import pytest
 import nczarr
 from nczarr.conversion.growsiblings import AHEAD
 
+from .clusters import local_client
 from .faultproxy import FaultProxy
 from .growing import daily, expected_temp, read_nc
 
@@ -82,3 +83,36 @@ def test_a_source_that_disagrees_is_refused_before_anything_is_written(
     with pytest.raises(nczarr.NCZarrError, match="lat"):
         nczarr.convert([*urls, odd], out, concat_dim="time", source_options=opts)
     assert not out.exists() or not any(out.rglob("*"))
+
+
+def _most_at_once(spans: list[tuple[float, float, str, str]], op: str) -> int:
+    """The most ``op`` requests in flight at one moment."""
+    events = sorted(
+        (t, step) for start, end, o, _ in spans if o == op for t, step in ((start, 1), (end, -1))
+    )
+    most = live = 0
+    for _, step in events:
+        live += step
+        most = max(most, live)
+    return most
+
+
+@pytest.mark.long  # a real LocalCluster
+def test_a_cluster_task_overlaps_its_s3_copies(
+    tmp_path: Path, s3_bucket: str, s3_endpoint: str
+) -> None:
+    urls = _upload(tmp_path, s3_bucket, s3_endpoint, days=4)
+    with FaultProxy(s3_endpoint, latency=0.03) as proxy, local_client(n_workers=1) as client:
+        opts = {"endpoint_url": proxy.endpoint}
+        dst = f"s3://{s3_bucket}/out"
+        proxy.reset_counts()
+        report = nczarr.convert(
+            urls, dst, concat_dim="time", source_options=opts, target_options=opts, client=client
+        )
+        spans = list(proxy.spans)
+    assert report.chunks_copied == proxy.counts["CopyObject"] > 0  # server-side copies
+    # one worker with one thread: one copy at a time on 5d4ff84
+    assert _most_at_once(spans, "CopyObject") >= 2
+    back = tmp_path / "back"
+    nczarr.convert(dst, back, source_options={"endpoint_url": s3_endpoint})
+    np.testing.assert_array_equal(read_nc(back)["temp"], expected_temp(0, 8))

@@ -42,28 +42,63 @@ def copy_sources_batch(dst: ZMap, sources: Sequence[SourceCopies], skip: str) ->
     """One cluster task: copy each source's pairs into ``dst`` (each source opened
     while its chunks are copied); ``(copied, skipped, bytes)``. ``skip``: ``"none"``, or
     a resume's ``"size"``/``"content"`` (a chunk ``dst`` holds complete is skipped)."""
-    from .copyone import copy_one
-
-    copied = skipped = nbytes = 0
+    stats = [0, 0, 0]
     with ExitStack() as stack:
         stack.enter_context(dst.session())
         for pickled, pairs in sources:
             src = pickle.loads(pickled)
             try:
                 with src.session():
-                    if skip == "none":
-                        results = dst.copy_pairs(src, pairs)
-                        for skey, dkey, result in results:
-                            nbytes += _copied_bytes(src, dst, skey, dkey, result)
-                        copied += len(pairs)
-                        continue
-                    for skey, dkey in pairs:
-                        written, size = copy_one(src, dst, skey, dkey, skip)
-                        copied += written
-                        skipped += not written
-                        nbytes += size
+                    for i, n in enumerate(_copy_source(src, dst, pairs, skip)):
+                        stats[i] += n
             finally:
                 src.close()
+    return tuple(stats)
+
+
+def _copy_source(
+    src: ZMap, dst: ZMap, pairs: list[tuple[str, str]], skip: str
+) -> tuple[int, int, int]:
+    """``(copied, skipped, bytes)`` of one source's pairs: overlapped when either map
+    makes round trips, else the maps' own run of copies (a resume: one by one)."""
+    from .copyone import copy_one
+
+    if src.round_trips or dst.round_trips:
+        return _copy_overlapped(src, dst, pairs, skip)
+    if skip == "none":
+        nbytes = 0
+        for skey, dkey, result in dst.copy_pairs(src, pairs):
+            nbytes += _copied_bytes(src, dst, skey, dkey, result)
+        return len(pairs), 0, nbytes
+    return _tally(copy_one(src, dst, skey, dkey, skip) for skey, dkey in pairs)
+
+
+#: Copies in flight at once in a task whose source or target makes round trips (S3):
+#: one chunk at a time, a task would wait a round trip (or three) per chunk.
+PAIRS_IN_FLIGHT = 8
+
+
+def _copy_overlapped(
+    src: ZMap, dst: ZMap, pairs: list[tuple[str, str]], skip: str
+) -> tuple[int, int, int]:
+    """``(copied, skipped, bytes)`` of :func:`~nczarr.conversion.copyone.copy_one` of
+    each pair, :data:`PAIRS_IN_FLIGHT` at a time in threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .copyone import copy_one
+
+    with ThreadPoolExecutor(min(PAIRS_IN_FLIGHT, len(pairs) or 1)) as pool:
+        return _tally(pool.map(lambda pair: copy_one(src, dst, *pair, skip), pairs))
+
+
+def _tally(results: Iterable[tuple[bool, int]]) -> tuple[int, int, int]:
+    """``(copied, skipped, bytes)`` of :func:`~nczarr.conversion.copyone.copy_one`'s
+    ``(written, size)`` results."""
+    copied = skipped = nbytes = 0
+    for written, size in results:
+        copied += written
+        skipped += not written
+        nbytes += size
     return copied, skipped, nbytes
 
 
