@@ -68,6 +68,7 @@ from .errors import (
     UnsupportedError,
     UnsupportedTypeError,
 )
+from .lazy import lazy_exports
 
 
 async def _open_sharded(zmap: Any, path: str) -> Any:
@@ -160,15 +161,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'nczarr' has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY, globals())
 
 
 def __dir__() -> list[str]:

@@ -325,7 +325,7 @@ def abort(self, target, stage):
 #: floors or from its own part (``maps.file`` from ``maps.base``); parts on one floor
 #: (one set) do not import each other.
 FLOORS: list[set[str]] = [
-    {"errors", "_version", "hooks"},
+    {"errors", "_version", "hooks", "lazy"},
     {"keys", "inflate"},
     {"maps"},  # storage ...
     {"translate"},  # ... and translation do not import each other (checked below)

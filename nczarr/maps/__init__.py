@@ -6,8 +6,7 @@ lazily and say which extra to install when used.
 
 from __future__ import annotations
 
-from typing import Any
-
+from ..lazy import lazy_exports
 from .base import ZMap
 
 __all__ = [
@@ -36,12 +35,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'nczarr.maps' has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY, globals())

@@ -14,7 +14,7 @@ The names are imported when first used: a module importing one submodule (say
 
 from __future__ import annotations
 
-from typing import Any
+from ..lazy import lazy_exports
 
 __all__ = [
     "Attribute",
@@ -39,12 +39,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'nczarr.translate' has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY, globals())
