@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -196,8 +195,8 @@ class _Ahead:
     def __init__(self, maps: Iterable[ZMap]) -> None:
         self._maps = iter(maps)
         self._pulled: deque[ZMap] = deque()
-        self._started: dict[int, tuple[Mapping[str, int | None], Future[Any]]] = {}
-        self._pool: ThreadPoolExecutor | None = None
+        self._started: dict[int, tuple[Mapping[str, int | None], Any]] = {}  # futures
+        self._pool: Any = None  # a ThreadPoolExecutor once a source makes round trips
 
     def __iter__(self) -> Iterator[ZMap]:
         try:
@@ -235,6 +234,9 @@ class _Ahead:
             self._pulled.append(zmap)
             if zmap.round_trips and zmap.file_format() is None and not zmap.reencoded:
                 if self._pool is None:
+                    # only here: a combine of local sources imports no thread pool
+                    from concurrent.futures import ThreadPoolExecutor
+
                     self._pool = ThreadPoolExecutor(AHEAD, thread_name_prefix="nczarr-ahead")
                 future = self._pool.submit(zmap.list_reading, wanted)
                 self._started[id(zmap)] = (wanted, future)
