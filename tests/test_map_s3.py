@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import pickle
 import socket
-import subprocess
 import sys
-import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -28,6 +23,8 @@ from nczarr.errors import (
 )
 from nczarr.maps.memory import MemoryMap
 from nczarr.maps.s3 import S3Map, parse_s3_url
+
+from .motoiam import iam_server
 
 FAST_FAIL = {"retries": {"max_attempts": 1}, "connect_timeout": 2}
 
@@ -382,61 +379,19 @@ def test_network_error_after_open_is_storage_error_not_keyerror(url: str, s3_end
 def locked_server() -> Iterator[dict[str, str]]:
     """A separate moto server (own process) enforcing IAM: a user denied s3:GetObject on
     ``locked/root/secret/*``, plus the bucket's objects. Returns endpoint and the user's keys."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-        admin = {
-            "endpoint_url": endpoint,
-            "region_name": "us-east-1",
-            "aws_access_key_id": "testing",
-            "aws_secret_access_key": "testing",
-        }
-        s3 = boto3.client("s3", **admin)
-        iam = boto3.client("iam", **admin)
+
+    def setup(s3: Any) -> None:
         s3.create_bucket(Bucket="locked")
         s3.put_object(Bucket="locked", Key="root/secret/x", Body=b"1")
         s3.put_object(Bucket="locked", Key="root/open", Body=b"2")
-        iam.create_user(UserName="reader")
-        policy = {
-            "Version": "2012-10-17",
-            "Statement": [
-                {"Effect": "Allow", "Action": "s3:*", "Resource": "*"},
-                {
-                    "Effect": "Deny",
-                    "Action": "s3:GetObject",
-                    "Resource": "arn:aws:s3:::locked/root/secret/*",
-                },
-            ],
-        }
-        iam.put_user_policy(UserName="reader", PolicyName="p", PolicyDocument=json.dumps(policy))
-        key = iam.create_access_key(UserName="reader")["AccessKey"]
-        request = urllib.request.Request(
-            f"{endpoint}/moto-api/reset-auth",
-            data=b"0",  # from now on every request is authenticated and authorized
-            method="POST",
-            headers={"Content-Type": "application/octet-stream"},
-        )
-        urllib.request.urlopen(request, timeout=5).close()
-        yield {"endpoint": endpoint, "key": key["AccessKeyId"], "secret": key["SecretAccessKey"]}
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+
+    secret = {
+        "Effect": "Deny",
+        "Action": "s3:GetObject",
+        "Resource": "arn:aws:s3:::locked/root/secret/*",
+    }
+    with iam_server(setup, secret) as server:
+        yield server
 
 
 def test_access_denied_is_storage_permission_error(locked_server: dict[str, str]) -> None:

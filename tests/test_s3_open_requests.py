@@ -27,6 +27,7 @@ from nczarr.errors import StoragePermissionError
 
 from . import faultproxy
 from .faultproxy import FaultProxy
+from .motoiam import iam_server
 from .sources import tree
 
 ROOT_NAMES = {
@@ -208,61 +209,15 @@ def no_list_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[st
     """A moto server of its own enforcing IAM, holding an NCZarr store at
     ``public/ds``, and the keys of a user allowed to read objects but not to list the
     bucket (public data served so). The store's files are at ``local``."""
-    import json
-    import socket
-    import subprocess
-    import sys
-    import time
-    import urllib.request
+    local = _write("nczarr", tmp_path_factory.mktemp("nolist") / "ds")
 
-    import boto3
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    cmd = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-        admin = {"endpoint_url": endpoint, "region_name": "us-east-1"}
-        s3 = boto3.client("s3", aws_access_key_id="a", aws_secret_access_key="a", **admin)
-        iam = boto3.client("iam", aws_access_key_id="a", aws_secret_access_key="a", **admin)
+    def setup(s3: Any) -> None:
         s3.create_bucket(Bucket="public")
-        local = _write("nczarr", tmp_path_factory.mktemp("nolist") / "ds")
         _upload(s3, "public", "ds", local)
-        iam.create_user(UserName="reader")
-        deny_list = {"Effect": "Deny", "Action": "s3:ListBucket", "Resource": "*"}
-        policy = {
-            "Version": "2012-10-17",
-            "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}, deny_list],
-        }
-        iam.put_user_policy(UserName="reader", PolicyName="p", PolicyDocument=json.dumps(policy))
-        key = iam.create_access_key(UserName="reader")["AccessKey"]
-        request = urllib.request.Request(
-            f"{endpoint}/moto-api/reset-auth",
-            data=b"0",  # from now on every request is authenticated and authorized
-            method="POST",
-            headers={"Content-Type": "application/octet-stream"},
-        )
-        urllib.request.urlopen(request, timeout=5).close()
-        yield {
-            "endpoint": endpoint,
-            "key": key["AccessKeyId"],
-            "secret": key["SecretAccessKey"],
-            "local": str(local),
-        }
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+
+    deny_list = {"Effect": "Deny", "Action": "s3:ListBucket", "Resource": "*"}
+    with iam_server(setup, deny_list) as server:
+        yield {**server, "local": str(local)}
 
 
 def test_a_reader_who_may_not_list_reads_every_name_instead(
