@@ -4,7 +4,9 @@ written by netcdf-c (netCDF4) as NCZarr stores or netCDF-4 files."""
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import netCDF4
 import numpy as np
@@ -85,3 +87,37 @@ def files(path: Path) -> dict[str, tuple[int, int, bytes]]:
             st = os.stat(p)
             out[p.relative_to(path).as_posix()] = (st.st_ino, st.st_mtime_ns, p.read_bytes())
     return out
+
+
+def days(tmp_path: Path, count: int) -> list[Path]:
+    """``count`` daily NCZarr sources of two days each under ``tmp_path/src``."""
+    (tmp_path / "src").mkdir(exist_ok=True)
+    return [daily(tmp_path / "src" / f"d{i:02d}", 2 * i, 2) for i in range(count)]
+
+
+class OpenMaps:
+    """The maps of class ``cls`` whose location starts with ``prefix`` open at each
+    moment, the most at once, and how often each location was opened (``monkeypatch``
+    wraps the class's ``__init__`` and ``close`` for the test)."""
+
+    def __init__(self, monkeypatch: Any, cls: type, prefix: str) -> None:
+        self.open: set[int] = set()
+        self.most = 0
+        self.opened: Counter[str] = Counter()
+        init, close = cls.__init__, cls.close
+        tracker = self
+
+        def tracked_init(self: Any, *args: Any, **kwargs: Any) -> None:
+            init(self, *args, **kwargs)
+            where = self.location().path
+            if where.startswith(prefix):
+                tracker.open.add(id(self))
+                tracker.opened[where] += 1
+                tracker.most = max(tracker.most, len(tracker.open))
+
+        def tracked_close(self: Any) -> None:
+            tracker.open.discard(id(self))
+            return close(self)
+
+        monkeypatch.setattr(cls, "__init__", tracked_init)
+        monkeypatch.setattr(cls, "close", tracked_close)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from pathlib import Path
 
 import netCDF4
 import numpy as np
@@ -22,54 +21,25 @@ from nczarr.maps.overlap import RealPaths
 from nczarr.translate.grow import _variables, plan_growth
 from nczarr.translate.growchunks import chunk_plan
 
-from .growing import daily, expected_temp, read_nc
+from .growing import OpenMaps, daily, days, expected_temp, read_nc
 from .ncoracle import nc_url
 
 
-def _days(tmp_path: Path, count: int) -> list[Path]:
-    (tmp_path / "src").mkdir(exist_ok=True)
-    return [daily(tmp_path / "src" / f"d{i:02d}", 2 * i, 2) for i in range(count)]
-
-
-class _OpenMaps:
-    """The source maps (under ``root``) open at each moment, and the most at once."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
-        self.open: set[int] = set()
-        self.most = 0
-        self.opened = 0
-        init, close = FileMap.__init__, FileMap.close
-        tracker = self
-
-        def tracked_init(self, root_, *args, **kwargs):
-            init(self, root_, *args, **kwargs)
-            if self.root.startswith(str(root)):
-                tracker.open.add(id(self))
-                tracker.opened += 1
-                tracker.most = max(tracker.most, len(tracker.open))
-
-        def tracked_close(self):
-            tracker.open.discard(id(self))
-            return close(self)
-
-        monkeypatch.setattr(FileMap, "__init__", tracked_init)
-        monkeypatch.setattr(FileMap, "close", tracked_close)
-
-
 def test_a_few_sources_open_at_a_time(tmp_path, monkeypatch):
-    srcs = _days(tmp_path, 24)
-    maps = _OpenMaps(monkeypatch, tmp_path / "src")
+    srcs = days(tmp_path, 24)
+    maps = OpenMaps(monkeypatch, FileMap, str(tmp_path / "src"))
     report = nczarr.convert(srcs, tmp_path / "out", concat_dim="time")
     assert report.chunks_reencoded == 0
     assert maps.most <= 3  # the first, the one read or copied (and the one before)
-    assert maps.opened >= 2 * len(srcs) - 1  # read, closed, opened again for the copies
+    # read, closed, opened again for the copies
+    assert sum(maps.opened.values()) >= 2 * len(srcs) - 1
     assert not maps.open  # every map closed at the end
     got = read_nc(tmp_path / "out")
     np.testing.assert_array_equal(got["temp"], expected_temp(0, 48))
 
 
 def test_a_later_source_overlapping_the_target_is_refused_before_writing(tmp_path):
-    srcs = _days(tmp_path, 6)
+    srcs = days(tmp_path, 6)
     inside = srcs[4] / "out"  # the target inside the fifth source
     with pytest.raises(nczarr.InvalidModeError, match="overlap"):
         nczarr.convert(srcs, inside, concat_dim="time")
@@ -83,7 +53,7 @@ def test_a_later_source_overlapping_the_target_is_refused_before_writing(tmp_pat
 
 
 def test_disagreeing_last_source_is_refused_before_writing(tmp_path):
-    srcs = _days(tmp_path, 8)
+    srcs = days(tmp_path, 8)
     shutil.rmtree(srcs[-1])
     daily(srcs[-1], 14, 2, title="other")
     with pytest.raises(nczarr.InvalidModeError, match="title"):
@@ -92,7 +62,7 @@ def test_disagreeing_last_source_is_refused_before_writing(tmp_path):
 
 
 def test_journal_of_many_sources_is_bounded_and_resumes(tmp_path):
-    srcs = _days(tmp_path, 30)
+    srcs = days(tmp_path, 30)
     out = tmp_path / "out"
     seen = {}
 

@@ -19,13 +19,12 @@ import nczarr
 import nczarr.maps.zip as zipmaps
 from nczarr.conversion import growsources
 from nczarr.conversion.growsiblings import AHEAD
-from nczarr.maps.base import ZMap
 from nczarr.maps.file import FileMap
 from nczarr.maps.s3 import S3Map
 from nczarr.maps.zip import ZipMap
 from nczarr.ncfile.source import NetCDFFileMap
 
-from .growing import daily, expected_temp, read_nc
+from .growing import OpenMaps, daily, days, expected_temp, read_nc
 
 #: Source maps open at once allowed: the copy window (6), the first source (held to the
 #: end) and the next one opened before the oldest is closed, with one to spare.
@@ -36,46 +35,14 @@ MOST = 9
 VIEWS_KEPT = 64
 
 
-def _days(tmp_path: Path, count: int) -> list[Path]:
-    (tmp_path / "src").mkdir(exist_ok=True)
-    return [daily(tmp_path / "src" / f"d{i:02d}", 2 * i, 2) for i in range(count)]
-
-
-class _OpenMaps:
-    """The maps of class ``cls`` whose location starts with ``prefix`` open at each
-    moment, the most at once, and how often each location was opened."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, cls: type[ZMap], prefix: str) -> None:
-        self.open: set[int] = set()
-        self.most = 0
-        self.opened: Counter[str] = Counter()
-        init, close = cls.__init__, cls.close
-        tracker = self
-
-        def tracked_init(self, *args, **kwargs):
-            init(self, *args, **kwargs)
-            where = self.location().path
-            if where.startswith(prefix):
-                tracker.open.add(id(self))
-                tracker.opened[where] += 1
-                tracker.most = max(tracker.most, len(tracker.open))
-
-        def tracked_close(self):
-            tracker.open.discard(id(self))
-            return close(self)
-
-        monkeypatch.setattr(cls, "__init__", tracked_init)
-        monkeypatch.setattr(cls, "close", tracked_close)
-
-
 def _engine_temp(store) -> np.ndarray:
     with xr.open_dataset(store, engine="nczarr") as ds:
         return ds["temp"].values
 
 
 def test_directories_into_a_zip_archive_a_few_open_at_a_time(tmp_path, monkeypatch):
-    srcs = _days(tmp_path, 40)
-    maps = _OpenMaps(monkeypatch, FileMap, str(tmp_path / "src"))
+    srcs = days(tmp_path, 40)
+    maps = OpenMaps(monkeypatch, FileMap, str(tmp_path / "src"))
     out = tmp_path / "out.zip"
     report = nczarr.convert(srcs, out, concat_dim="time")
     assert report.chunks_reencoded == 0 and report.chunks_copied == 40 * 3 + 1
@@ -106,8 +73,8 @@ def _archive_opens(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
 
 
 def test_zip_sources_a_few_open_at_a_time(tmp_path, monkeypatch):
-    zips = _zipped(_days(tmp_path, 40))
-    maps = _OpenMaps(monkeypatch, ZipMap, str(tmp_path / "src"))
+    zips = _zipped(days(tmp_path, 40))
+    maps = OpenMaps(monkeypatch, ZipMap, str(tmp_path / "src"))
     reads = _archive_opens(monkeypatch)
     out = tmp_path / "out"
     report = nczarr.convert(zips, out, concat_dim="time")
@@ -120,7 +87,7 @@ def test_zip_sources_a_few_open_at_a_time(tmp_path, monkeypatch):
 
 
 def test_a_few_zip_sources_read_their_central_directory_once(tmp_path, monkeypatch):
-    zips = _zipped(_days(tmp_path, 4))
+    zips = _zipped(days(tmp_path, 4))
     reads = _archive_opens(monkeypatch)
     for out in (tmp_path / "out", tmp_path / "out.zip"):
         reads.clear()
@@ -143,8 +110,8 @@ def _uploaded(client, bucket: str, srcs: list[Path]) -> list[str]:
 
 
 def test_directories_into_s3_a_few_open_at_a_time(tmp_path, monkeypatch, s3_bucket, s3_endpoint):
-    srcs = _days(tmp_path, 40)
-    maps = _OpenMaps(monkeypatch, FileMap, str(tmp_path / "src"))
+    srcs = days(tmp_path, 40)
+    maps = OpenMaps(monkeypatch, FileMap, str(tmp_path / "src"))
     opts = {"endpoint_url": s3_endpoint}
     dst = f"s3://{s3_bucket}/out"
     report = nczarr.convert(srcs, dst, concat_dim="time", target_options=opts)
@@ -159,8 +126,8 @@ def test_directories_into_s3_a_few_open_at_a_time(tmp_path, monkeypatch, s3_buck
 def test_s3_sources_into_s3_a_few_open_at_a_time(
     tmp_path, monkeypatch, s3_bucket, s3_endpoint, s3_client
 ):
-    urls = _uploaded(s3_client, s3_bucket, _days(tmp_path, 40))
-    maps = _OpenMaps(monkeypatch, S3Map, "src/")
+    urls = _uploaded(s3_client, s3_bucket, days(tmp_path, 40))
+    maps = OpenMaps(monkeypatch, S3Map, "src/")
     opts = {"endpoint_url": s3_endpoint}
     dst = f"s3://{s3_bucket}/out"
     report = nczarr.convert(urls, dst, concat_dim="time", source_options=opts, target_options=opts)
@@ -173,8 +140,8 @@ def test_s3_sources_into_s3_a_few_open_at_a_time(
 
 
 def test_a_few_s3_sources_are_opened_once(tmp_path, monkeypatch, s3_bucket, s3_endpoint, s3_client):
-    urls = _uploaded(s3_client, s3_bucket, _days(tmp_path, 4))
-    maps = _OpenMaps(monkeypatch, S3Map, "src/")
+    urls = _uploaded(s3_client, s3_bucket, days(tmp_path, 4))
+    maps = OpenMaps(monkeypatch, S3Map, "src/")
     opts = {"endpoint_url": s3_endpoint}
     out = tmp_path / "out.zip"
     report = nczarr.convert(urls, out, concat_dim="time", source_options=opts)
@@ -188,7 +155,7 @@ def test_netcdf_file_sources_a_few_open_at_a_time(tmp_path, monkeypatch):
     (tmp_path / "src").mkdir()
     count = VIEWS_KEPT + 24
     srcs = [daily(tmp_path / "src" / f"d{i:02d}.nc", 2 * i, 2, kind="nc") for i in range(count)]
-    maps = _OpenMaps(monkeypatch, NetCDFFileMap, str(tmp_path / "src"))
+    maps = OpenMaps(monkeypatch, NetCDFFileMap, str(tmp_path / "src"))
     out = tmp_path / "out.zip"
     report = nczarr.convert(srcs, out, concat_dim="time")
     assert report.chunks_reencoded == 0 and report.chunks_copied == count * 3 + 1
@@ -223,7 +190,7 @@ def test_many_netcdf_files_unaligned_and_a_late_one_disagreeing(tmp_path):
 
 
 def test_a_disagreeing_last_zip_source_is_refused_before_writing(tmp_path, monkeypatch):
-    srcs = _days(tmp_path, 4)
+    srcs = days(tmp_path, 4)
     shutil.rmtree(srcs[-1])
     daily(srcs[-1], 6, 2, title="other")
     zips = _zipped(srcs)
@@ -234,8 +201,8 @@ def test_a_disagreeing_last_zip_source_is_refused_before_writing(tmp_path, monke
 
 
 def test_a_failing_copy_stops_the_others_and_closes_every_source(tmp_path, monkeypatch):
-    zips = _zipped(_days(tmp_path, 30))
-    maps = _OpenMaps(monkeypatch, ZipMap, str(tmp_path / "src"))
+    zips = _zipped(days(tmp_path, 30))
+    maps = OpenMaps(monkeypatch, ZipMap, str(tmp_path / "src"))
     seen = []
 
     def stop(done, total):
