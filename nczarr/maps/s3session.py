@@ -57,9 +57,8 @@ __all__ = [
 MAX_FILESYSTEMS = 16
 
 _LOADER: Any = None
-_CACHE: OrderedDict[str, Any] = OrderedDict()
-#: :func:`known_buckets` by ``id`` of a filesystem in :data:`_CACHE` (dropped with it).
-_BUCKETS: dict[int, set[str]] = {}
+#: settings digest -> (filesystem, the buckets maps on it found: :func:`known_buckets`)
+_CACHE: OrderedDict[str, tuple[Any, set[str]]] = OrderedDict()
 _LOCK = threading.Lock()
 
 
@@ -94,17 +93,17 @@ def shared_filesystem(options: Mapping[str, Any], build: Callable[[], Any]) -> A
     (kept for the next map with the same settings)."""
     key = _key(options)
     with _LOCK:
-        fs = _CACHE.get(key)
-        if fs is not None:
+        entry = _CACHE.get(key)
+        if entry is not None:
             _CACHE.move_to_end(key)
-            return fs
+            return entry[0]
     fs = build()  # outside the lock: a slow endpoint check must not block other opens
     with _LOCK:
-        fs = _CACHE.setdefault(key, fs)  # another thread's, if it was first
+        entry = _CACHE.setdefault(key, (fs, set()))  # another thread's, if it was first
         _CACHE.move_to_end(key)
         while len(_CACHE) > MAX_FILESYSTEMS:
-            _BUCKETS.pop(id(_CACHE.popitem(last=False)[1]), None)
-    return fs
+            _CACHE.popitem(last=False)
+    return entry[0]
 
 
 def known_buckets(fs: Any) -> set[str]:
@@ -113,9 +112,8 @@ def known_buckets(fs: Any) -> set[str]:
     sources in one bucket: one ``HeadBucket``, not 365). A bucket deleted since is then
     found by the first request, which names it (``NoSuchBucket``), not at the open."""
     with _LOCK:
-        if not any(cached is fs for cached in _CACHE.values()):
-            return set()  # dropped from the cache (or never in it): remembers nothing
-        return _BUCKETS.setdefault(id(fs), set())
+        # dropped from the cache (or never in it): a set that remembers nothing
+        return next((buckets for cached, buckets in _CACHE.values() if cached is fs), set())
 
 
 def forget_filesystems() -> None:
@@ -123,4 +121,3 @@ def forget_filesystems() -> None:
     (after editing a profile's files, say). Maps already open keep theirs."""
     with _LOCK:
         _CACHE.clear()
-        _BUCKETS.clear()
