@@ -16,14 +16,15 @@ from typing import Any
 from ..maps.base import NOT_SUPPORTED, ZMap
 from ..translate.grow import GrowPlan, chunk_key
 from .copyone import copy_one
-from .growparts import Reader, assemble
+from .growparts import assemble
+from .growsources import Readers
 
 __all__ = ["execute"]
 
 
 def _on_cluster(
     plan: GrowPlan,
-    readers: Sequence[Reader],
+    readers: Readers,
     dst: ZMap,
     cluster: Mapping[str, Any],
     skip: str,
@@ -40,7 +41,6 @@ def _on_cluster(
     from .growcluster import copy_sources_on_cluster
 
     local: list[Any] = []
-    release = getattr(readers, "release", None)
 
     def sources() -> Iterator[tuple[bytes, list[tuple[str, str]]]]:
         for part, group in itertools.groupby(plan.copies, key=lambda c: c.part):
@@ -53,8 +53,7 @@ def _on_cluster(
                     local.append(c)
             if pairs:
                 yield pickle.dumps(src.verbatim), pairs
-            if release is not None:
-                release(part)
+            readers.release(part)
 
     stats, _ = copy_sources_on_cluster(
         cluster["client"],
@@ -131,7 +130,7 @@ def _run(
 
 def execute(
     plan: GrowPlan,
-    readers: Sequence[Reader],
+    readers: Readers,
     dst: ZMap,
     *,
     workers: int,
@@ -153,7 +152,6 @@ def execute(
     remote = (0, 0, 0)
     if cluster is not None and cluster.get("client") is not None:
         remote, copies = _on_cluster(plan, readers, dst, cluster, skip, progress, total)
-    release = getattr(readers, "release", None)
     with ExitStack() as stack:
         stack.enter_context(dst.session())
         window = stack.enter_context(_Window(readers, dst, workers, skip, progress, total))
@@ -174,8 +172,7 @@ def execute(
                     batch = [_copier(src, dst, k, t, skip) for k, t in pairs]
                     stats = _run(batch, workers, True, progress, done, total)
             window.stats = (copied[0] + stats[0], copied[1] + stats[1], copied[2] + stats[2])
-            if release is not None:
-                release(part)
+            readers.release(part)
         window.drain()
         copied = window.stats
 
@@ -190,7 +187,7 @@ def execute(
 
     jobs = [assembler(path, coords) for path, coords in plan.assembled]
     # readers may open sources: assembled one at a time when they do
-    serial = getattr(readers, "opens_sources", False)
+    serial = readers.opens_sources
     reencoded = _run(jobs, workers, serial, progress, len(plan.copies), total)
     return copied, reencoded
 
@@ -218,7 +215,7 @@ class _Window:
 
     def __init__(
         self,
-        readers: Sequence[Reader],
+        readers: Readers,
         dst: ZMap,
         workers: int,
         skip: str,
@@ -251,9 +248,7 @@ class _Window:
 
     def add(self, part: int, src: Any, group: Iterable[Any]) -> None:
         """Start copying ``group`` (copies of part ``part``, read from ``src``)."""
-        keep = getattr(self._readers, "keep", None)
-        if keep is not None:
-            keep(part)  # not closed by another reader's release while its jobs run
+        self._readers.keep(part)  # not closed by another reader's release while its jobs run
         with ExitStack() as opened:
             stack = opened.enter_context(ExitStack())  # closed here only if this raises
             stack.enter_context(src.verbatim.session())
@@ -263,7 +258,7 @@ class _Window:
             with stack:
                 for job in jobs:
                     self._record(job())
-            self._finish(part)
+            self._readers.finish(part)
             return
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
@@ -291,12 +286,7 @@ class _Window:
         self._flight.popleft()
         self._jobs -= len(futures)
         stack.close()
-        self._finish(part)
-
-    def _finish(self, part: int) -> None:
-        finish = getattr(self._readers, "finish", None)
-        if finish is not None:
-            finish(part)
+        self._readers.finish(part)
 
     def _record(self, result: tuple[bool, int]) -> None:
         written, skipped, nbytes = self.stats
