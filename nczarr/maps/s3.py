@@ -16,7 +16,9 @@ S3's own here:
 * errors that tell a missing bucket from a missing key, and name URL and endpoint;
 * credentials kept out of ``repr``/``url`` but pickled with the map;
 * one aiobotocore session and S3 client for every map with the same settings in a
-  process (:mod:`nczarr.maps.s3session`, which says when credentials are read again).
+  process (:mod:`nczarr.maps.s3session`, which says when credentials are read again);
+  per-request work of botocore's whose result never changes (the User-Agent, the
+  parsing of timestamps) done once (:mod:`nczarr.maps.s3requests`).
 
 Request budget (``tests/test_map_s3.py``, ``tests/test_s3_requests.py``): a read is
 one GET (s3fs is asked not to HEAD first); a write is one PUT plus leaf-rule probes
@@ -49,6 +51,7 @@ from .fsspec import FsspecMap
 from .location import Location, norm_endpoint
 from .reach import CONNECT_TIMEOUT, check_reachable
 from .s3level import PAGE, LevelReads
+from .s3requests import user_agent_config
 from .s3session import known_buckets, new_session, shared_filesystem
 from .url import NCZarrURL, parse_s3_url
 
@@ -142,6 +145,7 @@ class S3Map(LevelReads, FsspecMap):
         config = {
             "retries": dict(DEFAULT_RETRIES),
             "connect_timeout": CONNECT_TIMEOUT,
+            **user_agent_config(user_config),  # built once, not per request
             **user_config,
         }
         passed = {

@@ -45,6 +45,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .s3requests import install_timestamp_parser
+
 __all__ = [
     "MAX_FILESYSTEMS",
     "forget_filesystems",
@@ -65,7 +67,8 @@ _LOCK = threading.Lock()
 def new_session(profile: str | None) -> Any:
     """A fresh aiobotocore session (own credentials) sharing one botocore loader, which
     caches the parsed service models: a new session costs milliseconds instead of
-    re-reading the S3 model."""
+    re-reading the S3 model. Its clients parse timestamps with
+    :func:`~nczarr.maps.s3requests.parse_timestamp`."""
     global _LOADER
     from aiobotocore.session import AioSession
     from botocore.loaders import create_loader
@@ -74,6 +77,7 @@ def new_session(profile: str | None) -> Any:
         _LOADER = create_loader()
     session = AioSession(profile=profile)
     session.register_component("data_loader", _LOADER)
+    install_timestamp_parser(session)
     return session
 
 
