@@ -35,6 +35,8 @@ including the ``phony_dim_<n>`` of an HDF5 file without dimension scales.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -69,12 +71,14 @@ class HDF5Reader:
         self._h5py = h5py
         self.what = what
         try:
-            self.file = h5py.File(fileobj, "r")
+            self.file: Any = h5py.File(fileobj, "r")
         except OSError as exc:
             raise MetadataError(
                 f"{what}: not a readable netCDF-4/HDF5 file (corrupt or truncated): {exc}"
             ) from None
         bound_metadata_cache(self.file.id)  # memory flat in the number of chunks
+        self._reopening = threading.Lock()
+        self._reopen: Callable[[], Any] | None = None
         self.arrays: dict[str, SourceArray] = {}
         self.warnings: list[str] = []
         self.skipped: list[str] = []
@@ -88,7 +92,36 @@ class HDF5Reader:
             raise MetadataError(f"{what}: corrupt netCDF-4/HDF5 file: {exc}") from None
 
     def close(self) -> None:
-        self.file.close()
+        if self.file is not None:
+            self.file.close()
+
+    def park(self, reopen: Callable[[], Any]) -> None:
+        """Close the HDF5 file and drop the library's objects; the model, the chunk
+        index and the re-encoding notes stay. :meth:`encode_chunk` (the one use of the
+        open file after the open) opens it again from ``reopen()``, a path or file
+        object checked to be the file read first: no metadata is read again."""
+        with self._reopening:
+            if self.file is not None:
+                self.file.close()
+                self.file = None
+            self._reopen = reopen
+            self._dims = None
+
+    def _open_file(self) -> Any:
+        """The open HDF5 file (opened again after :meth:`park`)."""
+        file = self.file
+        if file is not None:
+            return file
+        with self._reopening:
+            if self.file is None:
+                assert self._reopen is not None, "a closed reader is parked first"
+                try:
+                    file = self._h5py.File(self._reopen(), "r")
+                except OSError as exc:
+                    raise MetadataError(f"{self.what}: cannot open the file again: {exc}") from None
+                bound_metadata_cache(file.id)
+                self.file = file
+            return self.file
 
     # ---------------------------------------------------------------- model
     def _read(self) -> Dataset:
@@ -281,7 +314,7 @@ class HDF5Reader:
         """The bytes of chunk ``coords`` of ``path`` in the variable's declared codecs,
         from its values as HDF5 decodes them (padded with fill to a whole chunk)."""
         h5name, var = self._datasets[path]
-        return encode_chunk(self.file[h5name], var, coords)
+        return encode_chunk(self._open_file()[h5name], var, coords)
 
 
 def _hdf5_fill(dcpl: Any, dtype: np.dtype) -> bytes:
