@@ -23,8 +23,8 @@ class (as zarr's ``Store.supports_*``): :attr:`ZMap.kind`, :meth:`ZMap.location`
 :attr:`ZMap.real_root`, :meth:`ZMap.copy_support` / :meth:`ZMap.copy_from`,
 :meth:`ZMap.copies_in_kernel`, :meth:`ZMap.remove_temporaries`,
 :meth:`ZMap.discard`, :meth:`ZMap.describe`, :meth:`ZMap.same_storage`, :meth:`ZMap.reopen`,
-:attr:`ZMap.source`, :meth:`ZMap.chunk_map`, :meth:`ZMap.search_reading` and :meth:`ZMap.park`. Each has a
-safe default here; a backend overrides what it can do better.
+:attr:`ZMap.source`, :meth:`ZMap.chunk_map`, :meth:`ZMap.search_reading` and
+:meth:`ZMap.park`. Each has a safe default here; a backend overrides what it can do better.
 """
 
 from __future__ import annotations
