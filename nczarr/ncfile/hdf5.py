@@ -115,8 +115,9 @@ class HDF5Reader:
         with self._reopening:
             if self.file is None:
                 assert self._reopen is not None, "a closed reader is parked first"
+                fileobj = self._reopen()  # refuses a file changed since it was read
                 try:
-                    file = self._h5py.File(self._reopen(), "r")
+                    file = self._h5py.File(fileobj, "r")
                 except OSError as exc:
                     raise MetadataError(f"{self.what}: cannot open the file again: {exc}") from None
                 bound_metadata_cache(file.id)
