@@ -294,3 +294,25 @@ def test_a_source_replaced_during_a_combine_is_refused_naming_it(tmp_path, monke
     with pytest.raises(StorageError, match=r"d04.nc.*changed since it was read"):
         nczarr.convert(srcs, tmp_path / "out", concat_dim="time")
     assert replaced
+
+
+def test_a_combine_of_files_on_s3_walks_each_once(
+    tmp_path, monkeypatch, s3_endpoint, s3_bucket, s3_client
+):
+    monkeypatch.setattr(growsources, "VIEWS_KEPT", 2)
+    (tmp_path / "src").mkdir()
+    count = 8
+    urls = []
+    for i in range(count):
+        path = daily(tmp_path / "src" / f"d{i:02d}.nc", 2 * i, 2, kind="nc")
+        s3_client.upload_file(str(path), s3_bucket, path.name)
+        urls.append(f"s3://{s3_bucket}/{path.name}")
+    walks = _Walks(monkeypatch, tmp_path / "src")
+    out = tmp_path / "out"
+    report = nczarr.convert(
+        urls, out, concat_dim="time", source_options={"endpoint_url": s3_endpoint}
+    )
+    assert report.chunks_reencoded == 0 and report.chunks_copied == count * 3 + 1
+    assert sorted(walks.walks.values()) == [1] * count  # parked, not opened again
+    with xr.open_dataset(out, engine="nczarr") as ds:
+        np.testing.assert_array_equal(ds["temp"].values, expected_temp(0, 2 * count))
