@@ -316,3 +316,40 @@ def test_a_combine_of_files_on_s3_walks_each_once(
     assert sorted(walks.walks.values()) == [1] * count  # parked, not opened again
     with xr.open_dataset(out, engine="nczarr") as ds:
         np.testing.assert_array_equal(ds["temp"].values, expected_temp(0, 2 * count))
+
+
+def _classic_day(path: Path, t0: int, n: int) -> Path:
+    """``daily``'s variables in a netCDF-3 (64-bit offset) file, records along time."""
+    with netCDF4.Dataset(path, "w", format="NETCDF3_64BIT_OFFSET") as ds:
+        ds.createDimension("time", None)
+        ds.createDimension("lat", 3)
+        ds.createDimension("lon", 4)
+        ds.createVariable("time", "f8", ("time",))[:] = np.arange(t0, t0 + n)
+        ds.createVariable("lat", "f4", ("lat",))[:] = (1.0, 2.0, 3.0)
+        ds.createVariable("temp", "f4", ("time", "lat", "lon"))[:] = expected_temp(t0, n)
+    return path
+
+
+def test_a_combine_of_many_netcdf3_files_reads_each_header_once(tmp_path, monkeypatch):
+    from nczarr.ncfile import classic
+
+    monkeypatch.setattr(growsources, "VIEWS_KEPT", 2)
+    (tmp_path / "src").mkdir()
+    count = 12
+    srcs = [_classic_day(tmp_path / "src" / f"d{i:02d}.nc", 2 * i, 2) for i in range(count)]
+    headers: Counter[str] = Counter()
+    read_classic = classic.read_classic
+
+    def counted(header, size, what):
+        headers[str(what)] += 1
+        return read_classic(header, size, what)
+
+    monkeypatch.setattr(classic, "read_classic", counted)
+    walks = _Walks(monkeypatch, tmp_path / "src")
+    out = tmp_path / "out"
+    nczarr.convert(srcs, out, concat_dim="time", progress=walks.progress)
+    assert sorted(headers.values()) == [1] * count  # parked, not opened again
+    if LINUX:
+        assert walks.most_fds <= 6
+    with xr.open_dataset(out, engine="nczarr") as ds:
+        np.testing.assert_array_equal(ds["temp"].values, expected_temp(0, 2 * count))
