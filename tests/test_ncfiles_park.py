@@ -353,3 +353,20 @@ def test_a_combine_of_many_netcdf3_files_reads_each_header_once(tmp_path, monkey
         assert walks.most_fds <= 6
     with xr.open_dataset(out, engine="nczarr") as ds:
         np.testing.assert_array_equal(ds["temp"].values, expected_temp(0, 2 * count))
+
+
+@pytest.mark.parametrize("parked", [True, False], ids=["parked", "open"])
+@pytest.mark.parametrize("build", [build_netcdf4, build_netcdf3], ids=["netcdf4", "netcdf3"])
+def test_a_closed_map_is_not_opened_again_by_a_read(tmp_path, build, parked):
+    path = build(tmp_path / "src.nc")
+    zmap = NetCDFFileMap(str(path))
+    keys = list(zmap)
+    if parked:
+        zmap.park()
+    zmap.close()
+    assert zmap.park() is False  # nothing to park
+    for key in keys[:3] + [k for k in keys if zmap.reencodes(k)][:1]:
+        with pytest.raises(StorageError, match=r"src.nc.*closed"):
+            zmap[key]
+    if LINUX:
+        assert _fds_on(path) == 0

@@ -34,6 +34,7 @@ class LocalFile:
         self._identity = _identity(stat)
         self._lock = threading.Lock()
         self._reopening = threading.Lock()
+        self._closed = False
 
     @property
     def fd(self) -> int:
@@ -43,6 +44,8 @@ class LocalFile:
 
     def _unpark(self) -> int:
         with self._reopening:
+            if self._closed:
+                raise StorageError(f"{self.path}: the netCDF file source is closed")
             if self._fd is None:
                 fd = _open(self.path, changed=True)
                 try:
@@ -85,6 +88,7 @@ class LocalFile:
 
     def close(self) -> None:
         self.park()
+        self._closed = True  # not opened again
 
 
 def _open(path: str, changed: bool = False) -> int:

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import MetadataError
+from ..errors import MetadataError, StorageError
 from ..translate.model import Attribute, Dataset, Dimension, Group, Variable
 from .h5attrs import HIDDEN_ATTRIBUTES, attributes, import_h5py, nc_type, ordered_links, text
 from .h5chunks import (
@@ -70,6 +70,8 @@ class HDF5Reader:
         h5py = import_h5py()
         self._h5py = h5py
         self.what = what
+        self._reopening = threading.Lock()
+        self._reopen: Callable[[], Any] | None = None  # set by park()
         try:
             self.file: Any = h5py.File(fileobj, "r")
         except OSError as exc:
@@ -77,8 +79,6 @@ class HDF5Reader:
                 f"{what}: not a readable netCDF-4/HDF5 file (corrupt or truncated): {exc}"
             ) from None
         bound_metadata_cache(self.file.id)  # memory flat in the number of chunks
-        self._reopening = threading.Lock()
-        self._reopen: Callable[[], Any] | None = None
         self.arrays: dict[str, SourceArray] = {}
         self.warnings: list[str] = []
         self.skipped: list[str] = []
@@ -92,8 +92,11 @@ class HDF5Reader:
             raise MetadataError(f"{what}: corrupt netCDF-4/HDF5 file: {exc}") from None
 
     def close(self) -> None:
-        if self.file is not None:
-            self.file.close()
+        with self._reopening:
+            if self.file is not None:
+                self.file.close()
+                self.file = None
+            self._reopen = None  # not opened again
 
     def park(self, reopen: Callable[[], Any]) -> None:
         """Close the HDF5 file and drop the library's objects; the model, the chunk
@@ -114,7 +117,8 @@ class HDF5Reader:
             return file
         with self._reopening:
             if self.file is None:
-                assert self._reopen is not None, "a closed reader is parked first"
+                if self._reopen is None:
+                    raise StorageError(f"{self.what}: the netCDF file source is closed")
                 fileobj = self._reopen()  # refuses a file changed since it was read
                 try:
                     file = self._h5py.File(fileobj, "r")
