@@ -45,9 +45,10 @@ _HELD = 4
 #: their copies, at most this many: the first ones, whose copies come first.
 SPARED = 6
 
-#: Sources read through a translated view and costly to open again (a netCDF file: 12 ms
-#: here) kept whole, map and view, to the end of a combine, at most this many: a combine
-#: of a few opens each once; one of many opens the others again (memory flat).
+#: Sources read through a translated view, costly to open again and whose map cannot
+#: park (:meth:`~nczarr.maps.base.ZMap.park`; a netCDF file parks) kept whole, map and
+#: view, to the end of a combine, at most this many: a combine of a few opens each once;
+#: one of many opens the others again (memory flat).
 VIEWS_KEPT = 64
 
 

@@ -182,8 +182,11 @@ class RemoteFile:
             except OSError as exc:
                 raise StorageError(f"cannot open {self.url!r} again: {exc}") from None
             found = _remote_identity(info)
-            if found != self._identity:
-                raise StorageError(_changed(self.url, self._identity, found))
+            # fields both infos give (a listing's and a HEAD's need not give the same)
+            common = self._identity.keys() & found.keys()
+            if any(self._identity[key] != found[key] for key in common):
+                before = {key: self._identity[key] for key in common}
+                raise StorageError(_changed(self.url, before, {key: found[key] for key in common}))
             self._parked = False
 
     def park(self) -> None:
