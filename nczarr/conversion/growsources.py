@@ -374,7 +374,7 @@ class Compared(Container[int]):
 
     def first(self, part: Part, count: int) -> None:
         """The first of ``count`` parts, with its map (open to the end)."""
-        self._first = Reader(part)
+        self._first = _FirstReader(part)
         self._equal = bytearray(count)
         try:
             dim = find_dimension(part.dataset, self._dimension)
@@ -403,6 +403,23 @@ class Compared(Container[int]):
         except InvalidModeError:
             return  # refused after planning, in its order
         self._equal[index] = 1
+
+
+class _FirstReader(Reader):
+    """The first part's :class:`Reader` in :class:`Compared`: the values of each region
+    decoded once, not once per part compared (on S3 a GET each)."""
+
+    __slots__ = ("_regions",)
+
+    def __init__(self, part: Part) -> None:
+        super().__init__(part)
+        self._regions: dict[tuple[str, tuple[tuple[int, int], ...]], Any] = {}
+
+    def region(self, var: Any, box: Sequence[tuple[int, int]]) -> Any:
+        key = (var.path, tuple(box))
+        if key not in self._regions:
+            self._regions[key] = super().region(var, box)
+        return self._regions[key]
 
 
 class _Compare:
