@@ -25,6 +25,7 @@ from nczarr.maps.memory import MemoryMap
 from nczarr.ncfile import hdf5
 from nczarr.ncfile.source import NetCDFFileMap
 
+from .faultproxy import FaultProxy
 from .growing import daily, expected_temp
 from .ncfiles import build_netcdf3, build_netcdf4
 
@@ -309,11 +310,17 @@ def test_a_combine_of_files_on_s3_walks_each_once(
         urls.append(f"s3://{s3_bucket}/{path.name}")
     walks = _Walks(monkeypatch, tmp_path / "src")
     out = tmp_path / "out"
-    report = nczarr.convert(
-        urls, out, concat_dim="time", source_options={"endpoint_url": s3_endpoint}
-    )
+    with FaultProxy(s3_endpoint) as proxy:
+        proxy.reset_counts()
+        report = nczarr.convert(
+            urls, out, concat_dim="time", source_options={"endpoint_url": proxy.endpoint}
+        )
     assert report.chunks_reencoded == 0 and report.chunks_copied == count * 3 + 1
     assert sorted(walks.walks.values()) == [1] * count  # parked, not opened again
+    # per file: its info at the open and once after its park (is it the same object?),
+    # a few ranged GETs of its metadata and one per chunk (3), none again
+    assert proxy.counts["HeadObject"] <= 3 * count
+    assert proxy.counts["GetObject"] <= 6 * count
     with xr.open_dataset(out, engine="nczarr") as ds:
         np.testing.assert_array_equal(ds["temp"].values, expected_temp(0, 2 * count))
 
