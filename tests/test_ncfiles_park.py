@@ -377,3 +377,16 @@ def test_a_closed_map_is_not_opened_again_by_a_read(tmp_path, build, parked):
             zmap[key]
     if LINUX:
         assert _fds_on(path) == 0
+
+
+def test_a_streamed_map_does_not_park(tmp_path):
+    from nczarr.ncfile.streamed import StreamedNetCDFFileMap
+
+    path = build_netcdf4(tmp_path / "src.nc")
+    with StreamedNetCDFFileMap(str(path)) as zmap:
+        key = next(iter(zmap))  # its deferred chunk indexes read the open HDF5 file
+        assert zmap.park() is False
+        if LINUX:
+            assert _fds_on(path) == 2  # still open: its own and the HDF5 library's
+        with NetCDFFileMap(str(path)) as eager:
+            assert zmap[key] == eager[key]
