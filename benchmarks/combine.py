@@ -23,7 +23,8 @@ up by a combine of 2 sources (flat in N is the issue's target; Linux only). With
 ``--target-kind zip`` those combines write a zip archive (``dst.zip``) instead of a
 directory: copies that are not kernel copies, run a few sources at a time. With
 ``--memory-sources nc`` the sources of those combines are the same days as netCDF-4
-files (read through a view: the first 64 held open, the others opened again).
+files (read through a view; parked between their check and their copies); it also
+prints the most file descriptors open at a progress report of the combine.
 
 With ``--baseline DIR`` (a tree of another nczarr, e.g. ``git archive 1551cfb``) the
 combine (a fresh process warmed up by a 2-source combine, best of ``--repeat``) and the
@@ -113,12 +114,18 @@ def timed(run: Callable[[], object]) -> tuple[float, float]:
 
 
 _PEAK = """
-import sys, time
+import os, sys, time
 import nczarr
 
 def status(field):
     with open("/proc/self/status") as f:
         return next(int(l.split()[1]) for l in f if l.startswith(field)) / 1024
+
+fds = [0]
+
+def progress(done, total):  # open descriptors, sampled (the first: after every check)
+    if done % 16 == 1:
+        fds[0] = max(fds[0], len(os.listdir("/proc/self/fd")))
 
 srcs, dst = sys.argv[3:], sys.argv[1]
 nczarr.convert(srcs[:2], sys.argv[2], concat_dim="time")  # imports, caches
@@ -126,17 +133,18 @@ with open("/proc/self/clear_refs", "w") as f:
     f.write("5")  # reset the peak (VmHWM) to the current RSS
 before = status("VmRSS:")
 c0 = time.process_time()
-report = nczarr.convert(srcs, dst, concat_dim="time")
+report = nczarr.convert(srcs, dst, concat_dim="time", progress=progress)
 assert report.chunks_reencoded == 0
-print(f"{before:.1f} {status('VmHWM:'):.1f} {time.process_time() - c0:.3f}")
+print(f"{before:.1f} {status('VmHWM:'):.1f} {time.process_time() - c0:.3f} {fds[0]}")
 """
 
 
 def peak_rss(
     srcs: list[Path], dst: Path, env: dict[str, str] | None = None, kind: str = "dir"
-) -> tuple[float, float, float]:
+) -> tuple[float, float, float, int]:
     """(RSS in MB after a warm-up combine of 2 sources, peak RSS during the combine of
-    ``srcs``, CPU seconds of that combine) in a fresh process, into a directory or
+    ``srcs``, CPU seconds of that combine, the most file descriptors open at a progress
+    report of its copies) in a fresh process, into a directory or
     (``kind`` "zip") a zip archive. Linux only: the peak is reset through
     ``/proc/self/clear_refs`` after the warm-up."""
     warm = dst.with_name(dst.name + "-warm")
@@ -149,7 +157,7 @@ def peak_rss(
         text=True,
         env=env,
     ).stdout.split()
-    return float(out[0]), float(out[1]), float(out[2])
+    return float(out[0]), float(out[1]), float(out[2]), int(out[3])
 
 
 _BEST = """
@@ -465,11 +473,11 @@ def main() -> None:
         for n in counts:
             for label, with_env in (("", None), ("baseline: ", other))[: 1 + (other is not None)]:
                 dst = base / f"peak{n}{'-base' if label else ''}"
-                before, peak, cpu = peak_rss(mem_srcs[:n], dst, with_env, args.target_kind)
+                before, peak, cpu, fds = peak_rss(mem_srcs[:n], dst, with_env, args.target_kind)
                 print(
                     f"{label}{n:4d} {args.memory_sources} ({args.target_kind}): "
                     f"peak RSS {peak:6.1f} MB ({peak - before:+.1f} MB over the warmed-up "
-                    f"process's RSS), combine cpu {cpu:.2f} s"
+                    f"process's RSS), combine cpu {cpu:.2f} s, {fds} file descriptors"
                 )
         if args.callgrind:
             for label, with_env in (("", env), ("baseline: ", other))[: 1 + (other is not None)]:

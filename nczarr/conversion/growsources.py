@@ -12,9 +12,12 @@ and its length). Maps the caller passed are the caller's (never closed here).
 
 A source costly to open again (not a plain directory: a zip archive, an S3 store, a
 netCDF file) is treated so: the first :data:`SPARED` stay open from their check to their
-copies (opened once); one read through a translated view is kept whole (map and view)
-among the first :data:`VIEWS_KEPT`, else compared to the first part while still open
-(:class:`Compared`), closed, and opened again, its view made again, for its copies.
+copies (opened once); one read through a translated view is compared to the first part
+while still open (:class:`Compared`), then kept whole (map and view) but parked if its
+map can park (a netCDF file: :meth:`~nczarr.maps.base.ZMap.park` closes the file and
+keeps what was read; the copies open the file again without reading its metadata, and
+it is parked again after them), else kept whole among the first :data:`VIEWS_KEPT`,
+else closed, and opened again, its view made again, for its copies.
 """
 
 from __future__ import annotations
@@ -42,9 +45,10 @@ _HELD = 4
 #: their copies, at most this many: the first ones, whose copies come first.
 SPARED = 6
 
-#: Sources read through a translated view and costly to open again (a netCDF file: 12 ms
-#: here) kept whole, map and view, to the end of a combine, at most this many: a combine
-#: of a few opens each once; one of many opens the others again (memory flat).
+#: Sources read through a translated view, costly to open again and whose map cannot
+#: park (:meth:`~nczarr.maps.base.ZMap.park`; a netCDF file parks) kept whole, map and
+#: view, to the end of a combine, at most this many: a combine of a few opens each once;
+#: one of many opens the others again (memory flat).
 VIEWS_KEPT = 64
 
 
@@ -97,6 +101,8 @@ class Sources:
         self._costly: set[int] = set()  # held, not a plain directory: costly to reopen
         self._spared = 0  # kept open from their check to their copies (:meth:`read`)
         self._whole = 0  # read through a view, costly to open, kept whole to the end
+        self._parked: set[int] = set()  # kept whole, parked between uses (ZMap.park)
+        self._busy: set[int] = set()  # of those, read by jobs in flight: not parked
         stack.callback(self.close)
 
     def __len__(self) -> int:
@@ -144,14 +150,23 @@ class Sources:
         self, index: int, part: Part, before: Callable[[int, Part], object] | None = None
     ) -> Part:
         """Source ``index`` is read (and checked) through a translated view, ``part``:
-        kept whole (its map open to the end: the view reads it) if it is the first, a
-        plain directory (no file or client held) or one of the first
-        :data:`VIEWS_KEPT` costly to open; else returned without its map and view, both
-        closed, and made again when asked for (:meth:`part_of`): open files and memory
-        flat in the sources (a netCDF file's view held 0.8 MB and two files), at the
-        cost of opening the file again for its comparison and for its copies."""
+        kept whole (its map open to the end: the view reads it) if it is the first or a
+        plain directory (no file or client held). Another is compared to the first part
+        (``before``) while its map is open, then kept whole but parked if its map can
+        park (:meth:`ZMap.park`: a netCDF file closes its file and keeps what it read, a
+        few KB; its reads open the file again, cheaply, and :meth:`park` closes it after
+        its copies); else kept whole if it is one of the first :data:`VIEWS_KEPT`;
+        else returned without its map and view, both closed, and made again when asked
+        for (:meth:`part_of`). Open files and memory flat in the sources (a netCDF
+        file's open view held 0.8 MB and two files), without opening a file twice."""
         if index == 0 or index not in self._costly or self._reread is None:
             self.keep(index)
+            return part
+        if before is not None:
+            before(index, part)  # while its map is open: parked or closed next
+        if self._held[index].park():  # kept whole, its file closed until read again
+            self.keep(index)
+            self._parked.add(index)
             return part
         if self._whole < VIEWS_KEPT:
             self._whole += 1
@@ -160,8 +175,6 @@ class Sources:
         if self._viewed is None:
             self._viewed = bytearray(len(self._locations))
         self._viewed[index] = 1
-        if before is not None:
-            before(index, part)  # its map and view closed next
         if part.view is not None:
             part.view.close()
         self.release(index)
@@ -182,10 +195,24 @@ class Sources:
         )
 
     def keep(self, index: int) -> None:
-        """Keep source ``index`` open until the end (a view of it is held)."""
+        """Keep source ``index`` open until the end (a view of it is held); a parked
+        one is not parked again until :meth:`park` is called with ``done``."""
         zmap = self._held.pop(index, None)
         if zmap is not None:
             self._kept[index] = zmap
+        elif index in self._parked:
+            self._busy.add(index)
+
+    def park(self, index: int, done: bool = False) -> None:
+        """Park source ``index`` again if it was parked after its check (its reads
+        opened its file again), unless jobs reading it are in flight (:meth:`keep`)
+        and ``done`` does not say they are over. No read of it may be in flight."""
+        if index not in self._parked:
+            return
+        if done:
+            self._busy.discard(index)
+        if index not in self._busy:
+            self._kept[index].park()
 
     def release(self, index: int, kept: bool = False) -> None:
         """Close source ``index`` if it was opened here and is not kept (with ``kept``:
@@ -289,26 +316,31 @@ class Readers(Sequence[Reader]):
 
     def keep(self, index: int) -> None:
         """Keep part ``index``'s map open to the end (jobs running meanwhile use it)."""
-        if self._sources is not None and self._parts[index].chunks is None:
+        if self._sources is not None:
             self._sources.keep(index)
 
     def release(self, index: int) -> None:
         """Done with part ``index`` (its copies are made): its reader is dropped and its
-        map closed if it was opened for it."""
+        map closed if it was opened for it (parked if it was parked, and no job reads it)."""
         if index == 0 or self._sources is None:
             return
         self._cache.pop(index, None)
         if self._parts[index].chunks is None:
             self._sources.release(index)
+        else:
+            self._sources.park(index)
 
     def finish(self, index: int) -> None:
         """Done with part ``index`` for good (its copies are made): its reader dropped,
-        its map closed if it was opened for it, even if it was kept (:meth:`keep`)."""
+        its map closed if it was opened for it, even if it was kept (:meth:`keep`), or
+        parked if it was parked."""
         if index == 0 or self._sources is None:
             return
         self._cache.pop(index, None)
         if self._parts[index].chunks is None:
             self._sources.release(index, kept=True)
+        else:
+            self._sources.park(index, done=True)
 
 
 def detached(part: Part) -> Part:
@@ -342,7 +374,7 @@ class Compared(Container[int]):
 
     def first(self, part: Part, count: int) -> None:
         """The first of ``count`` parts, with its map (open to the end)."""
-        self._first = Reader(part)
+        self._first = _FirstReader(part)
         self._equal = bytearray(count)
         try:
             dim = find_dimension(part.dataset, self._dimension)
@@ -371,6 +403,23 @@ class Compared(Container[int]):
         except InvalidModeError:
             return  # refused after planning, in its order
         self._equal[index] = 1
+
+
+class _FirstReader(Reader):
+    """The first part's :class:`Reader` in :class:`Compared`: the values of each region
+    decoded once, not once per part compared (on S3 a GET each)."""
+
+    __slots__ = ("_regions",)
+
+    def __init__(self, part: Part) -> None:
+        super().__init__(part)
+        self._regions: dict[tuple[str, tuple[tuple[int, int], ...]], Any] = {}
+
+    def region(self, var: Any, box: Sequence[tuple[int, int]]) -> Any:
+        key = (var.path, tuple(box))
+        if key not in self._regions:
+            self._regions[key] = super().region(var, box)
+        return self._regions[key]
 
 
 class _Compare:

@@ -23,8 +23,8 @@ class (as zarr's ``Store.supports_*``): :attr:`ZMap.kind`, :meth:`ZMap.location`
 :attr:`ZMap.real_root`, :meth:`ZMap.copy_support` / :meth:`ZMap.copy_from`,
 :meth:`ZMap.copies_in_kernel`, :meth:`ZMap.remove_temporaries`,
 :meth:`ZMap.discard`, :meth:`ZMap.describe`, :meth:`ZMap.same_storage`, :meth:`ZMap.reopen`,
-:attr:`ZMap.source`, :meth:`ZMap.chunk_map` and :meth:`ZMap.search_reading`. Each has a
-safe default here; a backend overrides what it can do better.
+:attr:`ZMap.source`, :meth:`ZMap.chunk_map`, :meth:`ZMap.search_reading` and
+:meth:`ZMap.park`. Each has a safe default here; a backend overrides what it can do better.
 """
 
 from __future__ import annotations
@@ -274,6 +274,18 @@ class ZMap(MapCore):
             self.close()
         except Exception:
             self._closed = True
+
+    def park(self) -> bool:
+        """Release what the map holds open between uses (an OS file handle, a library's
+        handles on the file) and keep what it read when it was opened, so that a caller
+        holding many maps it reads later keeps open files and memory flat without
+        paying the open again; the next read takes the handles back (cheaply: no
+        metadata read again) and refuses a file changed meanwhile, naming it.
+
+        Return whether the map parked (then the caller keeps it rather than closing
+        and opening it again). Call it only while no read of the map is in flight.
+        The default holds nothing worth releasing so, and parks nothing: False."""
+        return False
 
     def describe(self) -> tuple[str, dict[str, Any]]:
         """``(location, options)``: a credential-free URL and the options to reopen with."""

@@ -35,11 +35,13 @@ including the ``phony_dim_<n>`` of an HDF5 file without dimension scales.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ..errors import MetadataError
+from ..errors import MetadataError, StorageError
 from ..translate.model import Attribute, Dataset, Dimension, Group, Variable
 from .h5attrs import HIDDEN_ATTRIBUTES, attributes, import_h5py, nc_type, ordered_links, text
 from .h5chunks import (
@@ -68,8 +70,10 @@ class HDF5Reader:
         h5py = import_h5py()
         self._h5py = h5py
         self.what = what
+        self._reopening = threading.Lock()
+        self._reopen: Callable[[], Any] | None = None  # set by park()
         try:
-            self.file = h5py.File(fileobj, "r")
+            self.file: Any = h5py.File(fileobj, "r")
         except OSError as exc:
             raise MetadataError(
                 f"{what}: not a readable netCDF-4/HDF5 file (corrupt or truncated): {exc}"
@@ -88,7 +92,41 @@ class HDF5Reader:
             raise MetadataError(f"{what}: corrupt netCDF-4/HDF5 file: {exc}") from None
 
     def close(self) -> None:
-        self.file.close()
+        with self._reopening:
+            if self.file is not None:
+                self.file.close()
+                self.file = None
+            self._reopen = None  # not opened again
+
+    def park(self, reopen: Callable[[], Any]) -> None:
+        """Close the HDF5 file and drop the library's objects; the model, the chunk
+        index and the re-encoding notes stay. :meth:`encode_chunk` (the one use of the
+        open file after the open) opens it again from ``reopen()``, a path or file
+        object checked to be the file read first: no metadata is read again."""
+        with self._reopening:
+            if self.file is not None:
+                self.file.close()
+                self.file = None
+            self._reopen = reopen
+            self._dims = None
+
+    def _open_file(self) -> Any:
+        """The open HDF5 file (opened again after :meth:`park`)."""
+        file = self.file
+        if file is not None:
+            return file
+        with self._reopening:
+            if self.file is None:
+                if self._reopen is None:
+                    raise StorageError(f"{self.what}: the netCDF file source is closed")
+                fileobj = self._reopen()  # refuses a file changed since it was read
+                try:
+                    file = self._h5py.File(fileobj, "r")
+                except OSError as exc:
+                    raise MetadataError(f"{self.what}: cannot open the file again: {exc}") from None
+                bound_metadata_cache(file.id)
+                self.file = file
+            return self.file
 
     # ---------------------------------------------------------------- model
     def _read(self) -> Dataset:
@@ -281,7 +319,7 @@ class HDF5Reader:
         """The bytes of chunk ``coords`` of ``path`` in the variable's declared codecs,
         from its values as HDF5 decodes them (padded with fill to a whole chunk)."""
         h5name, var = self._datasets[path]
-        return encode_chunk(self.file[h5name], var, coords)
+        return encode_chunk(self._open_file()[h5name], var, coords)
 
 
 def _hdf5_fill(dcpl: Any, dtype: np.dtype) -> bytes:

@@ -14,6 +14,7 @@ through fsspec (``s3://bucket/x.nc``): the header / HDF5 metadata through a
 block-cached file object (a few ranged requests), each chunk with one ranged GET,
 the many chunks of one :meth:`getitems` concurrently. The file is never downloaded
 whole. Pickling reopens the file (a worker or dask task opens its own handle).
+:meth:`NetCDFFileMap.park` closes the file between uses, keeping what was read.
 """
 
 from __future__ import annotations
@@ -398,6 +399,20 @@ class NetCDFFileMap(ZMap):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_reopen, (self._location, self._options))
+
+    def park(self) -> bool:
+        """Close the file and the HDF5 library's handle on it, keeping what the open
+        read (the model, every chunk index: a few KB); the next chunk read opens the file
+        again (a plain open, no HDF5 metadata read) and refuses it, naming it, if it was
+        replaced or rewritten meanwhile (:mod:`nczarr.ncfile.handles`). See
+        :meth:`ZMap.park`: a combine of many files parks each one between its check and
+        its copies."""
+        if self._closed:
+            return False
+        if self._hdf5 is not None:
+            self._hdf5.park(self._io.fileobj)
+        self._io.park()
+        return True
 
     def close(self) -> None:
         """Close the file (and the HDF5 library's handle on it)."""

@@ -98,6 +98,10 @@ class StreamedNetCDFFileMap(NetCDFFileMap):
     def _hdf5_reader(self, what: str) -> Any:
         return _StreamedHDF5Reader(self._io.fileobj(), what)
 
+    def park(self) -> bool:
+        """Nothing parked: a deferred chunk index reads the open HDF5 file."""
+        return False
+
     @property
     def chunk_url(self) -> str:
         """The URL chunk locations name (a local path, or the file's URL)."""
