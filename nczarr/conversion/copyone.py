@@ -24,12 +24,16 @@ def copy_one(src: ZMap, dst: ZMap, skey: str, dkey: str, skip: str) -> tuple[boo
                 return False, 0
         except KeyError:
             pass
-    if dst.copy_support(src) is not None:
-        result = dst.copy_from(src, skey, dkey, None, atomic=False)
+    support = dst.copy_support(src)
+    if support is not None:
+        # a server-side copy given the size is one request (S3: CopyObject); without it
+        # the service asks the size first and the report after (a HEAD each)
+        size = src.getsize(skey) if support == "server" else None
+        result = dst.copy_from(src, skey, dkey, size, atomic=False)
         if isinstance(result, int):
             return True, result
         if result is not NOT_SUPPORTED:
-            return True, src.getsize(skey)
+            return True, size if size is not None else src.getsize(skey)
     data = src[skey]
     dst[dkey] = data
     return True, len(data)
