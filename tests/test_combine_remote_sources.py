@@ -19,19 +19,9 @@ from nczarr.conversion.growsiblings import AHEAD
 
 from .clusters import local_client
 from .faultproxy import FaultProxy
-from .growing import daily, expected_temp, read_nc
+from .growing import daily, expected_temp, read_nc, s3_days
 
 DAYS = 12
-
-
-def _upload(tmp_path: Path, bucket: str, endpoint: str, days: int = DAYS) -> list[str]:
-    opts = {"endpoint_url": endpoint}
-    urls = []
-    for i in range(days):
-        url = f"s3://{bucket}/src/d{i:02d}"
-        nczarr.convert(daily(tmp_path / f"d{i:02d}", 2 * i, 2), url, target_options=opts)
-        urls.append(url)
-    return urls
 
 
 def _source_of(target: str) -> str | None:
@@ -61,7 +51,7 @@ def _most_sources_listed_at_once(spans: list[tuple[float, float, str, str]]) -> 
 def test_sources_on_s3_are_read_ahead_with_overlapping_requests(
     tmp_path: Path, s3_bucket: str, s3_endpoint: str
 ) -> None:
-    urls = _upload(tmp_path, s3_bucket, s3_endpoint)
+    urls = s3_days(tmp_path, s3_bucket, s3_endpoint, DAYS)
     with FaultProxy(s3_endpoint, latency=0.03) as proxy:
         opts = {"endpoint_url": proxy.endpoint}
         proxy.reset_counts()
@@ -75,7 +65,7 @@ def test_sources_on_s3_are_read_ahead_with_overlapping_requests(
 def test_a_source_that_disagrees_is_refused_before_anything_is_written(
     tmp_path: Path, s3_bucket: str, s3_endpoint: str
 ) -> None:
-    urls = _upload(tmp_path, s3_bucket, s3_endpoint, days=6)
+    urls = s3_days(tmp_path, s3_bucket, s3_endpoint, 6)
     opts = {"endpoint_url": s3_endpoint}
     odd = f"s3://{s3_bucket}/src/d99"
     nczarr.convert(daily(tmp_path / "d99", 12, 2, lat=(9.0, 8.0, 7.0)), odd, target_options=opts)
@@ -101,7 +91,7 @@ def _most_at_once(spans: list[tuple[float, float, str, str]], op: str) -> int:
 def test_a_cluster_task_overlaps_its_s3_copies(
     tmp_path: Path, s3_bucket: str, s3_endpoint: str
 ) -> None:
-    urls = _upload(tmp_path, s3_bucket, s3_endpoint, days=4)
+    urls = s3_days(tmp_path, s3_bucket, s3_endpoint, 4)
     with FaultProxy(s3_endpoint, latency=0.03) as proxy, local_client(n_workers=1) as client:
         opts = {"endpoint_url": proxy.endpoint}
         dst = f"s3://{s3_bucket}/out"

@@ -14,7 +14,7 @@ import numpy as np
 import nczarr
 
 from .faultproxy import FaultProxy
-from .growing import daily, expected_temp, read_nc
+from .growing import expected_temp, read_nc, s3_days
 
 DAYS = 4
 
@@ -27,11 +27,7 @@ def test_server_side_combine_asks_each_chunk_size_once(
     tmp_path: Path, s3_bucket: str, s3_endpoint: str
 ) -> None:
     opts = {"endpoint_url": s3_endpoint}
-    urls = []
-    for i in range(DAYS):
-        url = f"s3://{s3_bucket}/src/d{i:02d}"
-        nczarr.convert(daily(tmp_path / f"d{i:02d}", 2 * i, 2), url, target_options=opts)
-        urls.append(url)
+    urls = s3_days(tmp_path, s3_bucket, s3_endpoint, DAYS)
     dst = f"s3://{s3_bucket}/out"
     with FaultProxy(s3_endpoint) as proxy:
         via = {"endpoint_url": proxy.endpoint}
