@@ -248,7 +248,9 @@ def combine(
         compared = Compared(concat_dim, names)  # parts compared while open
         done = _detacher(opened, compared)
         checked = _checked(opened, target, real, identities)
-        parts, compared.known = read_sources(checked, opts, concat_dim, done=done)
+        parts, compared.known = read_sources(  # on S3 with a client: read on its workers
+            checked, opts, concat_dim, done=done, client=client
+        )
         plan, readers, metadata, warnings = plan_parts(
             parts,
             concat_dim,
