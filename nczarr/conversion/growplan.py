@@ -5,6 +5,7 @@ run). Shared by ``combine`` and ``append``."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import time
 from collections.abc import Container, Sequence
@@ -16,7 +17,7 @@ from ..translate.grow import GrowPlan, plan_growth
 from ..translate.order import order_metadata
 from ..translate.writer import check_zarr_format, write_with_warnings
 from ..translate.zarr2_fills import exact_default_fills
-from .growparts import Part, PartOptions, Reader, assemble, check_equal
+from .growparts import Part, PartOptions, assemble, check_equal
 from .growsources import Readers, Sources
 from .locations import check_format, url_of
 from .report import ConvertReport
@@ -162,7 +163,7 @@ def finish_report(
 def dry_run_report(
     report: ConvertReport,
     plan: GrowPlan,
-    readers: Sequence[Reader],
+    readers: Readers,
     metadata: Sequence[tuple[str, bytes]],
     start: float,
 ) -> ConvertReport:
@@ -172,12 +173,58 @@ def dry_run_report(
     bytes; nothing is written."""
     report.dry_run = True
     report.planned_keys = (*plan.target_chunk_keys, *(k for k, _ in metadata))
-    copied = sum(
-        readers[c.part].part.copy_source(c.source_key).getsize(c.source_key) for c in plan.copies
-    )
+    copied = _copied_bytes(plan, readers)
     assembled = sum(len(assemble(plan, readers, path, coords)) for path, coords in plan.assembled)
     report.planned_bytes = copied + assembled + sum(len(v) for _, v in metadata)
     report.chunks_copied = len(plan.copies)
     report.chunks_reencoded = len(plan.assembled)
     report.seconds = time.perf_counter() - start
     return report
+
+
+#: Sources whose chunk sizes a dry run asks for at once when their maps make round
+#: trips (S3: a ``HeadObject`` a chunk), each source's sizes asked concurrently.
+SIZES_WINDOW = 8
+
+
+def _copied_bytes(plan: GrowPlan, readers: Readers) -> int:
+    """The bytes of the plan's verbatim copies (each source chunk's size). Sizes that
+    are round trips (S3, HTTP) are asked for :data:`SIZES_WINDOW` sources at a time, in
+    threads, their sources kept open meanwhile (``readers.keep``, closed by
+    ``readers.finish``): 365 sources of 3 chunks waited for 1095 ``HeadObject`` one
+    after another. Local sizes (a ``stat``) are asked here, in order."""
+    from collections import deque
+
+    total = 0
+    pool: Any = None
+    window: deque[tuple[int, list[Any]]] = deque()
+    try:
+        for part, group in itertools.groupby(plan.copies, key=lambda c: c.part):
+            src = readers[part].part
+            asked = [(src.copy_source(c.source_key), c.source_key) for c in group]
+            if not any(zmap.round_trips for zmap, _ in asked):
+                total += sum(zmap.getsize(key) for zmap, key in asked)
+                continue
+            if pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                pool = ThreadPoolExecutor(SIZES_WINDOW, thread_name_prefix="nczarr-sizes")
+            readers.keep(part)  # not closed by another reader's release meanwhile
+            window.append((part, [pool.submit(zmap.getsize, key) for zmap, key in asked]))
+            while len(window) > SIZES_WINDOW:
+                total += _sizes_of(window.popleft(), readers)
+        while window:
+            total += _sizes_of(window.popleft(), readers)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+    return total
+
+
+def _sizes_of(asked: tuple[int, list[Any]], readers: Readers) -> int:
+    """The sum of one source's sizes asked for (its map closed after, if opened for it)."""
+    part, futures = asked
+    try:
+        return sum(future.result() for future in futures)
+    finally:
+        readers.finish(part)
