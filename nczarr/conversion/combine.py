@@ -64,6 +64,7 @@ from .growplan import (
     part_options,
     plan_parts,
     report_of,
+    write_new_metadata,
 )
 from .growsiblings import read_parts, read_sources
 from .growsources import Compared, Names, Sources, detached
@@ -281,56 +282,10 @@ def combine(
         )
         if client is not None:
             remove_temporaries(dst_map)  # of a worker killed mid-write
-        report.metadata_written = tuple(_write_new_metadata(dst_map, metadata))
+        report.metadata_written = tuple(write_new_metadata(dst_map, metadata))
         remove_journal(dst_map)
         dst_map.flush()
     return finish_report(report, copied, reencoded, start)
-
-
-#: Arrays whose metadata objects are written at once into a target that makes round
-#: trips (S3: a few requests an object, one object after another before).
-METADATA_IN_FLIGHT = 8
-
-
-def _write_new_metadata(dst: ZMap, metadata: Sequence[tuple[str, bytes]]) -> list[str]:
-    """:func:`write_metadata` of a new store's ``metadata`` (in :func:`order_metadata`
-    order: arrays, groups deepest first, root last). Into a target that makes round
-    trips the arrays' objects are written concurrently, each array's in order, then the
-    groups' and the root's in order, after every array's: the root still comes last, so
-    a store killed meanwhile is no store (a resume finishes it). On S3 at 100 ms a
-    request the 10 objects of a daily series took ~3 s one after another."""
-    nodes = {key.rpartition("/")[0] for key, value in metadata if _array_object(key, value)}
-    arrays: dict[str, list[tuple[str, bytes]]] = {}
-    cut = 0
-    for key, value in metadata:
-        node = key.rpartition("/")[0]
-        if not node or node not in nodes:
-            break
-        arrays.setdefault(node, []).append((key, value))
-        cut += 1
-    if not dst.round_trips or len(arrays) < 2:
-        return write_metadata(dst, metadata)
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(min(METADATA_IN_FLIGHT, len(arrays))) as pool:
-        done = list(pool.map(lambda items: write_metadata(dst, items), arrays.values()))
-    return [*(key for keys in done for key in keys), *write_metadata(dst, metadata[cut:])]
-
-
-def _array_object(key: str, value: bytes) -> bool:
-    """Whether metadata object ``key`` says its node is an array (``.zarray``, or a
-    ``zarr.json`` of an array)."""
-    name = key.rpartition("/")[2]
-    if name == ZARRAY:
-        return True
-    if name != ZARR_JSON:
-        return False
-    import json
-
-    try:
-        return json.loads(value).get("node_type") == "array"
-    except (ValueError, AttributeError):
-        return False
 
 
 def _target_options(dst_map: ZMap) -> PartOptions:

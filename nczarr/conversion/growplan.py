@@ -13,10 +13,12 @@ from typing import Any
 
 from ..errors import UnsupportedTypeError, warn_all
 from ..maps.base import ZMap
+from ..translate.conventions import ZARR_JSON, ZARRAY
 from ..translate.grow import GrowPlan, plan_growth
 from ..translate.order import order_metadata
 from ..translate.writer import check_zarr_format, write_with_warnings
 from ..translate.zarr2_fills import exact_default_fills
+from .apply import write_metadata
 from .growparts import Part, PartOptions, assemble, check_equal
 from .growsources import Readers, Sources
 from .locations import check_format, url_of
@@ -29,6 +31,7 @@ __all__ = [
     "part_options",
     "plan_parts",
     "report_of",
+    "write_new_metadata",
     "write_plan_metadata",
 ]
 
@@ -228,3 +231,49 @@ def _sizes_of(asked: tuple[int, list[Any]], readers: Readers) -> int:
         return sum(future.result() for future in futures)
     finally:
         readers.finish(part)
+
+
+#: Arrays whose metadata objects are written at once into a target that makes round
+#: trips (S3: a few requests an object, one object after another before).
+METADATA_IN_FLIGHT = 8
+
+
+def write_new_metadata(dst: ZMap, metadata: Sequence[tuple[str, bytes]]) -> list[str]:
+    """:func:`write_metadata` of a new store's ``metadata`` (in :func:`order_metadata`
+    order: arrays, groups deepest first, root last). Into a target that makes round
+    trips the arrays' objects are written concurrently, each array's in order, then the
+    groups' and the root's in order, after every array's: the root still comes last, so
+    a store killed meanwhile is no store (a resume finishes it). On S3 at 100 ms a
+    request the 10 objects of a daily series took ~3 s one after another."""
+    nodes = {key.rpartition("/")[0] for key, value in metadata if _array_object(key, value)}
+    arrays: dict[str, list[tuple[str, bytes]]] = {}
+    cut = 0
+    for key, value in metadata:
+        node = key.rpartition("/")[0]
+        if not node or node not in nodes:
+            break
+        arrays.setdefault(node, []).append((key, value))
+        cut += 1
+    if not dst.round_trips or len(arrays) < 2:
+        return write_metadata(dst, metadata)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(METADATA_IN_FLIGHT, len(arrays))) as pool:
+        done = list(pool.map(lambda items: write_metadata(dst, items), arrays.values()))
+    return [*(key for keys in done for key in keys), *write_metadata(dst, metadata[cut:])]
+
+
+def _array_object(key: str, value: bytes) -> bool:
+    """Whether metadata object ``key`` says its node is an array (``.zarray``, or a
+    ``zarr.json`` of an array)."""
+    name = key.rpartition("/")[2]
+    if name == ZARRAY:
+        return True
+    if name != ZARR_JSON:
+        return False
+    import json
+
+    try:
+        return json.loads(value).get("node_type") == "array"
+    except (ValueError, AttributeError):
+        return False
