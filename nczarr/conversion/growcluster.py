@@ -247,6 +247,15 @@ def read_sources_batch(
         return list(pool.map(read, pickled))
 
 
+def _opened_and_closed(pickled: bytes) -> None:
+    """A map opened and closed on a worker (:meth:`SourceReads.warm`); a failure is the
+    read tasks' to report."""
+    try:
+        pickle.loads(pickled).close()
+    except Exception:  # the reads that follow raise it, at their source's turn
+        return
+
+
 class SourceReads:
     """The first pass's reads of a combine on the cluster ``client`` is connected to
     (see the module doc): :meth:`submit` starts one task reading a run of sources,
@@ -263,6 +272,26 @@ class SourceReads:
         self._token = uuid4().hex[:12]
         self._tasks = 0
         self._live: dict[int, list[Any]] = {}  # task number -> [future, results or None]
+        self._warming: list[Any] = []  # held: a future let go is cancelled
+
+    def warm(self, zmap: ZMap) -> None:
+        """Have every worker open and close ``zmap`` now (a task each), without waiting: a worker's
+        first S3 map builds its client and asks ``HeadBucket`` (~1 s here), which the
+        first read tasks would wait for; done while the client reads the first source
+        fully, it is over when they start (the client is cached per process:
+        :mod:`~nczarr.maps.s3session`)."""
+        pickled = pickle.dumps(zmap)
+        for worker in self._client.nthreads():
+            self._warming.append(
+                self._client.submit(
+                    _opened_and_closed,
+                    pickled,
+                    key=f"nczarr-warm-{self._token}-{len(self._warming)}",
+                    workers=[worker],
+                    allow_other_workers=False,
+                    pure=False,
+                )
+            )
 
     def submit(self, maps: Sequence[ZMap], wanted: Mapping[str, int | None]) -> int:
         """Start reading ``maps`` (``wanted`` of each) in one task; its number."""
@@ -297,3 +326,4 @@ class SourceReads:
         for future, *_ in self._live.values():
             future.cancel()
         self._live.clear()
+        self._warming.clear()

@@ -224,6 +224,8 @@ class _Ahead:
                 zmap = next(self._maps, None)
                 if zmap is None:
                     return
+                if self._client is not None and self._cluster is None and _read_ahead(zmap):
+                    self._on_cluster().warm(zmap)  # the workers' clients, meanwhile
                 yield zmap
         finally:
             if self._pool is not None:
@@ -281,14 +283,18 @@ class _Ahead:
                 future = self._pool.submit(zmap.list_reading, wanted)
                 self._started[id(zmap)] = (wanted, future)
 
-    def _start_on_cluster(self, wanted: Mapping[str, int | None]) -> None:
-        """Pull maps while a whole task of :data:`AHEAD` more fits the cluster's window
-        (or to the end), each run of those read by listing started as one task."""
+    def _on_cluster(self) -> Any:
+        """The :class:`~nczarr.conversion.growcluster.SourceReads` of this pass."""
         if self._cluster is None:
             from .growcluster import SourceReads
 
             self._cluster = SourceReads(self._client, AHEAD)
-        reads = self._cluster
+        return self._cluster
+
+    def _start_on_cluster(self, wanted: Mapping[str, int | None]) -> None:
+        """Pull maps while a whole task of :data:`AHEAD` more fits the cluster's window
+        (or to the end), each run of those read by listing started as one task."""
+        reads = self._on_cluster()
         while not self._ended and len(self._pulled) + reads.ahead <= reads.window:
             batch = []
             for _ in range(reads.ahead):
