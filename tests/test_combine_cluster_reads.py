@@ -96,6 +96,32 @@ def test_s3_sources_are_read_on_the_workers_and_combine_as_locally(
     np.testing.assert_array_equal(read_nc(tmp_path / "remote")["temp"], expected_temp(0, 2 * DAYS))
 
 
+def test_sources_of_other_lengths_on_the_cluster_path_combine_as_locally(
+    tmp_path: Path, s3_bucket: str, s3_endpoint: str, client: Any
+) -> None:
+    # a 4-day source among 2-day ones is read fully by the client (another model): the
+    # reads already started on the workers for the sources after it asked for the keys
+    # of the old model and are read again here; the result is the local run's
+    opts = {"endpoint_url": s3_endpoint}
+    lengths = (2, 2, 4, 2, 2, 2, 2, 2)
+    urls, t0 = [], 0
+    for i, n in enumerate(lengths):
+        url = f"s3://{s3_bucket}/src/d{i:02d}"
+        nczarr.convert(daily(tmp_path / f"d{i:02d}", t0, n), url, target_options=opts)
+        urls.append(url)
+        t0 += n
+    local = nczarr.convert(urls, tmp_path / "local", concat_dim="time", source_options=opts)
+    remote = nczarr.convert(
+        urls, tmp_path / "remote", concat_dim="time", source_options=opts, client=client
+    )
+    assert (remote.chunks_copied, remote.chunks_reencoded) == (
+        local.chunks_copied,
+        local.chunks_reencoded,
+    )
+    assert _tree(tmp_path / "remote") == _tree(tmp_path / "local")
+    np.testing.assert_array_equal(read_nc(tmp_path / "remote")["temp"], expected_temp(0, t0))
+
+
 def test_two_workers_read_more_sources_at_once_than_the_client_would(
     tmp_path: Path, s3_bucket: str, s3_endpoint: str, client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

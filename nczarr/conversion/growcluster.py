@@ -313,13 +313,21 @@ class SourceReads:
         held = self._live[task]
         if held[1] is None:
             held[1] = held[0].result()
-        held[2] -= 1
-        if not held[2]:
-            del self._live[task]  # every source of it asked for: memory flat
         read = held[1][position]
+        self.drop(task, position)
         if isinstance(read, BaseException):
             raise read
         return read
+
+    def drop(self, task: int, position: int) -> None:
+        """Source ``position`` of task ``task`` is done with (read, or read again with
+        other keys): a task whose every source is done is let go (memory flat)."""
+        held = self._live.get(task)
+        if held is None:
+            return
+        held[2] -= 1
+        if not held[2]:
+            del self._live[task]  # the future let go: released (cancelled if running)
 
     def cancel(self) -> None:
         """Cancel the tasks whose results were not all asked for."""

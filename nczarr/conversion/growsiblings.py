@@ -245,6 +245,8 @@ class _Ahead:
             if self._cluster is not None:
                 return self._cluster.result(*started[1])
             return started[1].result()
+        if started is not None and self._cluster is not None:
+            self._cluster.drop(*started[1])  # read with other keys: not kept on the cluster
         return zmap.list_reading(wanted)
 
     def _pull(self) -> ZMap | None:
