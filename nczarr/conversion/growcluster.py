@@ -15,8 +15,9 @@ tasks per worker thread ahead of the one compared, and come back as what the cli
 compares: each source's listing and the bytes of the keys asked for. The client still
 opens and checks each source in order (overlap, identity), compares them in order and
 refuses the same way with the same messages before anything is written; only the
-requests, and their CPU, move to the workers: more workers, more sources read at once.
-Overlapping the copies with the pass is not done: nothing is written before every
+requests, and their CPU, move to the workers: more workers, more sources read at once
+(while the client reads the first source fully, each worker opens one source map:
+:meth:`SourceReads.warm`). Overlapping the copies with the pass is not done: nothing is written before every
 source is checked (a refusal leaves the target untouched).
 
 **The copies.**
