@@ -17,8 +17,8 @@ opens and checks each source in order (overlap, identity), compares them in orde
 refuses the same way with the same messages before anything is written; only the
 requests, and their CPU, move to the workers: more workers, more sources read at once
 (while the client reads the first source fully, each worker opens one source map:
-:meth:`SourceReads.warm`). Overlapping the copies with the pass is not done: nothing is written before every
-source is checked (a refusal leaves the target untouched).
+:meth:`SourceReads.warm`). Overlapping the copies with the pass is not done: nothing
+is written before every source is checked (a refusal leaves the target untouched).
 
 **The copies.**
 

@@ -104,7 +104,8 @@ def plan_parts(
     assembled, with ``convert``'s warning
     (:func:`~nczarr.translate.zarr2_fills.exact_default_fills`); an append keeps the
     store's own fill. Returns ``(plan, readers, metadata, warnings)``."""
-    readers = Readers(parts, sources)  # a part kept without its map: opened again
+    # a part kept without its map: opened again (an append's part 0 is its target)
+    readers = Readers(parts, sources, 1 if first_is_target else 0)
     plan = plan_growth(
         [p.dataset for p in parts],
         dim,
