@@ -64,8 +64,9 @@ from .growplan import (
     part_options,
     plan_parts,
     report_of,
+    write_new_metadata,
 )
-from .growsiblings import read_parts, read_sources
+from .growsiblings import read_sources
 from .growsources import Compared, Names, Sources, detached
 from .journal import (  # its SHA-256: CPython's own, without loading OpenSSL
     JOURNAL_KEY,
@@ -124,24 +125,21 @@ def _prepare_target(
     return skip
 
 
-def _open_sources(
-    sources: Sequence[Location], options: Mapping[str, Any] | None, stack: ExitStack
-) -> list[ZMap]:
-    """Every source opened read-only (:func:`open_location`), the maps opened here
-    closed by ``stack`` in one callback (not one each: memory flat in the sources)."""
-    from ..maps.open import open_map
+def _held_few(sources: Sources) -> Callable[[int, Part], Part]:
+    """``done`` of an append's :func:`read_sources`: a source read is closed and kept
+    without its map (opened again for its comparison and copies), or kept open for its
+    copies if it is one of the few costly to open again, or read through a view
+    (:meth:`Sources.read_view`): an append of many sources holds a few open, not all
+    (it opened every source at once before)."""
 
-    opened: list[ZMap] = []
-    stack.callback(_close_all, opened)
-    maps = []
-    for source in sources:
-        if isinstance(source, ZMap):
-            maps.append(open_location(source, "r", options, stack))  # the caller's
-            continue
-        zmap = open_map(source, mode="r", storage_options=options)
-        opened.append(zmap)
-        maps.append(zmap)
-    return maps
+    def done(index: int, part: Part) -> Part:
+        kept = detached(part)
+        if kept is part and part.chunks is not None:  # read through a view
+            return sources.read_view(index, part)
+        sources.read(index)
+        return kept
+
+    return done
 
 
 def _checked(
@@ -186,19 +184,6 @@ def _detacher(sources: Sources, compared: Compared) -> Callable[[int, Part], Par
         return kept
 
     return done
-
-
-def _close_all(maps: Sequence[ZMap]) -> None:
-    """Close ``maps`` last first, each even if another's close raised (the first error
-    is raised at the end), as one ``ExitStack`` callback per map would."""
-    error: BaseException | None = None
-    for zmap in reversed(maps):
-        try:
-            zmap.close()
-        except BaseException as exc:  # re-raised below
-            error = error or exc
-    if error is not None:
-        raise error
 
 
 def combine(
@@ -248,7 +233,9 @@ def combine(
         compared = Compared(concat_dim, names)  # parts compared while open
         done = _detacher(opened, compared)
         checked = _checked(opened, target, real, identities)
-        parts, compared.known = read_sources(checked, opts, concat_dim, done=done)
+        parts, compared.known = read_sources(  # on S3 with a client: read on its workers
+            checked, opts, concat_dim, done=done, client=client
+        )
         plan, readers, metadata, warnings = plan_parts(
             parts,
             concat_dim,
@@ -279,7 +266,7 @@ def combine(
         )
         if client is not None:
             remove_temporaries(dst_map)  # of a worker killed mid-write
-        report.metadata_written = tuple(write_metadata(dst_map, metadata))
+        report.metadata_written = tuple(write_new_metadata(dst_map, metadata))
         remove_journal(dst_map)
         dst_map.flush()
     return finish_report(report, copied, reencoded, start)
@@ -411,11 +398,17 @@ def append(
             ),
         )
         _check_appendable(target_view, url_of(dst))
-        maps = _open_sources(sources, source_options, stack)
         selected = dataclasses.replace(opts, include=include, exclude=exclude)
-        parts = [part_of_view(target_view), *read_parts(maps, selected)]
+        # each source opened, read and closed in turn, opened again for its copies
+        opened = Sources(
+            sources, source_options, RealPaths(), stack, lambda m: read_part(m, selected)
+        )
+        read, _ = read_sources(
+            (opened.open(i) for i in range(len(opened))), selected, done=_held_few(opened)
+        )
+        parts = [part_of_view(target_view), *read]
         plan, readers, metadata, warnings = plan_parts(
-            parts, append_dim, names, combine_attrs, opts, first_is_target=True
+            parts, append_dim, names, combine_attrs, opts, first_is_target=True, sources=opened
         )
         report = report_of(plan, names[1:], url_of(dst), parts[1].dataset.layout, opts, warnings)
         if dry_run:

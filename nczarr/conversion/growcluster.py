@@ -1,5 +1,26 @@
-"""A grown store's verbatim copies on a dask cluster (:mod:`nczarr.conversion.combine`
-with ``client=``): each task copies the chunks of a run of whole sources.
+"""A grown store on a dask cluster (:mod:`nczarr.conversion.combine` with ``client=``):
+the sources' reads of the first pass (:class:`SourceReads`) and the verbatim copies,
+each task copying the chunks of a run of whole sources.
+
+**The first pass.** A combine reads every source (its listing, metadata objects and the
+chunks it compares) and checks it before anything is written. On S3 that is a listing
+and a dozen GETs a source, and a profile of 40 sources at 20 ms a request
+(``benchmarks/combine_s3.py``) put about 5 s of a 10-13 s combine there, all of it the
+client's, however many workers: the client's threads (``growsiblings._Ahead``, 8
+sources ahead) spent ~2.5 s of CPU in botocore, HTTP and XML for those requests. With a
+client, the reads of sources whose maps make round trips run as tasks instead
+(:func:`read_sources_batch`: a run of :data:`~nczarr.conversion.growsiblings.AHEAD`
+sources, read ``AHEAD`` at a time in the task's threads, each map closed after), a few
+tasks per worker thread ahead of the one compared, and come back as what the client
+compares: each source's listing and the bytes of the keys asked for. The client still
+opens and checks each source in order (overlap, identity), compares them in order and
+refuses the same way with the same messages before anything is written; only the
+requests, and their CPU, move to the workers: more workers, more sources read at once
+(while the client reads the first source fully, each worker opens one source map:
+:meth:`SourceReads.warm`). Overlapping the copies with the pass is not done: nothing
+is written before every source is checked (a refusal leaves the target untouched).
+
+**The copies.**
 
 A daily source holds a couple of chunks; a task per chunk batch that carried every
 source (a map showing all sources' chunks under their target keys) made each task
@@ -21,14 +42,20 @@ Needs ``distributed``; imported only when used.
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any
 from uuid import uuid4
 
 from ..maps.base import NOT_SUPPORTED, ZMap
 
-__all__ = ["TASKS_PER_THREAD", "copy_sources_batch", "copy_sources_on_cluster"]
+__all__ = [
+    "TASKS_PER_THREAD",
+    "SourceReads",
+    "copy_sources_batch",
+    "copy_sources_on_cluster",
+    "read_sources_batch",
+]
 
 #: Tasks per worker thread when ``batch_size`` is not given: enough to balance the
 #: workers, few enough that scheduling (about a millisecond a task) costs nothing.
@@ -187,3 +214,125 @@ def copy_sources_on_cluster(
         if progress is not None:
             progress(stats[0] + stats[1])
     return (stats[0], stats[1], stats[2]), tasks
+
+
+#: One source's read on a worker: its listing and the keys asked for, or the error the
+#: read raised (raised on the client when that source's turn comes, as a local read's).
+SourceRead = tuple[list[str], dict[str, bytes]] | BaseException
+
+
+def read_sources_batch(
+    pickled: Sequence[bytes], wanted: Mapping[str, int | None], ahead: int
+) -> list[SourceRead]:
+    """One cluster task of the first pass: each source's
+    :meth:`~nczarr.maps.mapcore.MapCore.list_reading` of ``wanted``, ``ahead`` sources
+    at a time in threads (their requests overlap, as the client's read-ahead does),
+    each map closed after; in the order given."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def read(raw: bytes) -> SourceRead:
+        try:
+            zmap = pickle.loads(raw)
+        except Exception as exc:  # raised on the client at this source's turn
+            return exc
+        try:
+            return zmap.list_reading(wanted)
+        except Exception as exc:
+            return exc
+        finally:
+            zmap.close()
+
+    if ahead <= 1 or len(pickled) <= 1:
+        return [read(raw) for raw in pickled]
+    with ThreadPoolExecutor(min(ahead, len(pickled)), thread_name_prefix="nczarr-read") as pool:
+        return list(pool.map(read, pickled))
+
+
+def _opened_and_closed(pickled: bytes) -> None:
+    """A map opened and closed on a worker (:meth:`SourceReads.warm`); a failure is the
+    read tasks' to report."""
+    try:
+        pickle.loads(pickled).close()
+    except Exception:  # the reads that follow raise it, at their source's turn
+        return
+
+
+class SourceReads:
+    """The first pass's reads of a combine on the cluster ``client`` is connected to
+    (see the module doc): :meth:`submit` starts one task reading a run of sources,
+    :meth:`result` gives a source's read when its turn comes (a task's results are
+    fetched once, when its first source is asked for), :meth:`cancel` drops the tasks
+    not needed any more. :attr:`window`: the sources to pull ahead of the one compared
+    (two tasks of ``ahead`` sources per worker thread: one running, one waiting)."""
+
+    def __init__(self, client: Any, ahead: int) -> None:
+        self._client = client
+        self.ahead = max(ahead, 1)
+        threads = sum(client.nthreads().values()) or 1
+        self.window = 2 * threads * self.ahead
+        self._token = uuid4().hex[:12]
+        self._tasks = 0
+        self._live: dict[int, list[Any]] = {}  # task number -> [future, results or None]
+        self._warming: list[Any] = []  # held: a future let go is cancelled
+
+    def warm(self, zmap: ZMap) -> None:
+        """Have every worker open and close ``zmap`` now (a task each), without waiting: a worker's
+        first S3 map builds its client and asks ``HeadBucket`` (~1 s here), which the
+        first read tasks would wait for; done while the client reads the first source
+        fully, it is over when they start (the client is cached per process:
+        :mod:`~nczarr.maps.s3session`)."""
+        pickled = pickle.dumps(zmap)
+        for worker in self._client.nthreads():
+            self._warming.append(
+                self._client.submit(
+                    _opened_and_closed,
+                    pickled,
+                    key=f"nczarr-warm-{self._token}-{len(self._warming)}",
+                    workers=[worker],
+                    allow_other_workers=False,
+                    pure=False,
+                )
+            )
+
+    def submit(self, maps: Sequence[ZMap], wanted: Mapping[str, int | None]) -> int:
+        """Start reading ``maps`` (``wanted`` of each) in one task; its number."""
+        self._tasks += 1
+        future = self._client.submit(
+            read_sources_batch,
+            [pickle.dumps(zmap) for zmap in maps],
+            dict(wanted),
+            self.ahead,
+            key=f"nczarr-read-{self._token}-{self._tasks}",
+            retries=3,
+            pure=False,
+        )
+        self._live[self._tasks] = [future, None, len(maps)]
+        return self._tasks
+
+    def result(self, task: int, position: int) -> tuple[list[str], dict[str, bytes]]:
+        """The read of source ``position`` of task ``task`` (each asked for once)."""
+        held = self._live[task]
+        if held[1] is None:
+            held[1] = held[0].result()
+        read = held[1][position]
+        self.drop(task, position)
+        if isinstance(read, BaseException):
+            raise read
+        return read
+
+    def drop(self, task: int, position: int) -> None:
+        """Source ``position`` of task ``task`` is done with (read, or read again with
+        other keys): a task whose every source is done is let go (memory flat)."""
+        held = self._live.get(task)
+        if held is None:
+            return
+        held[2] -= 1
+        if not held[2]:
+            del self._live[task]  # the future let go: released (cancelled if running)
+
+    def cancel(self) -> None:
+        """Cancel the tasks whose results were not all asked for."""
+        for future, *_ in self._live.values():
+            future.cancel()
+        self._live.clear()
+        self._warming.clear()

@@ -124,6 +124,7 @@ def read_sources(
     opts: PartOptions,
     dimension: str | None = None,
     done: Callable[[int, Part], Part] | None = None,
+    client: Any = None,
 ) -> tuple[list[Part], Collection[int]]:
     """:func:`read_parts`, and the indices of the parts already known to agree with the
     first one on every variable without ``dimension`` (None: none checked here).
@@ -140,14 +141,15 @@ def read_sources(
     ``maps`` may be opened one at a time: ``done(index, part)`` is told when a source's
     part is read (before the next source is asked for) and returns what to keep of it
     (the part without its map, for instance: memory flat in the sources); the first
-    part's chunks compared are then read at once, while its map is open."""
+    part's chunks compared are then read at once, while its map is open. With a dask
+    ``client`` the later sources' reads run on its workers (:class:`_Ahead`)."""
     parts: list[Part] = []
     known: _Known | None = None
     same = _Indices()
     first: tuple[tuple[str, ...], list[str], dict[str, bytes]] | None = None
     wanted: dict[str, int | None] = {}
     last = _Last()
-    ahead = _Ahead(maps)
+    ahead = _Ahead(maps, client)
     for index, zmap in enumerate(ahead):
         twin = listing = None
         got: dict[str, bytes] = {}
@@ -155,7 +157,7 @@ def read_sources(
             if not wanted:  # the same keys for every later source: built once
                 if dimension is not None and first is None:
                     first = _compared_chunks(parts[0], dimension)
-                wanted = dict.fromkeys((*known.keys, JOURNAL_KEY), MAX_METADATA_SIZE + 1)
+                wanted = dict.fromkeys((*known.keys, *_journal(known)), MAX_METADATA_SIZE + 1)
                 wanted.update(dict.fromkeys(first[1] if first else (), None))
             listing, got = ahead.list_reading(zmap, wanted)  # one pass: listing, objects
             names = frozenset(listing)
@@ -190,27 +192,46 @@ class _Ahead:
     requests instead of waiting for one source's requests at a time. Maps are still
     pulled (opened, checked) in order; local ones are not pulled ahead (one open at a
     time). A read ahead with other ``wanted`` keys than the comparison asks for is not
-    used: the source is read again. A failure is raised when its source's turn comes."""
+    used: the source is read again. A failure is raised when its source's turn comes,
+    a failure to pull a map (its open or overlap check) too: errors come in source
+    order, as one source at a time would raise them.
 
-    def __init__(self, maps: Iterable[ZMap]) -> None:
+    With a dask ``client`` the reads run on the cluster's workers instead
+    (:class:`~nczarr.conversion.growcluster.SourceReads`: tasks of :data:`AHEAD`
+    sources, a few per worker thread ahead), so more workers read more sources at once
+    and the client's CPU goes to opening, checking and comparing them."""
+
+    def __init__(self, maps: Iterable[ZMap], client: Any = None) -> None:
         self._maps = iter(maps)
-        self._pulled: deque[ZMap] = deque()
+        self._pulled: deque[ZMap | _Failed] = deque()
         self._started: dict[int, tuple[Mapping[str, int | None], Any]] = {}  # futures
         self._pool: Any = None  # a ThreadPoolExecutor once a source makes round trips
+        self._client = client
+        self._cluster: Any = None  # growcluster.SourceReads once a source makes round trips
+        self._ended = False
 
     def __iter__(self) -> Iterator[ZMap]:
         try:
             while True:
                 if self._pulled:
-                    yield self._pulled.popleft()
+                    item = self._pulled.popleft()
+                    if isinstance(item, _Failed):
+                        raise item.error
+                    yield item
                     continue
+                if self._ended:
+                    return
                 zmap = next(self._maps, None)
                 if zmap is None:
                     return
+                if self._client is not None and self._cluster is None and _read_ahead(zmap):
+                    self._on_cluster().warm(zmap)  # the workers' clients, meanwhile
                 yield zmap
         finally:
             if self._pool is not None:
                 self._pool.shutdown(wait=True, cancel_futures=True)
+            if self._cluster is not None:
+                self._cluster.cancel()
 
     def list_reading(
         self, zmap: ZMap, wanted: Mapping[str, int | None]
@@ -221,18 +242,41 @@ class _Ahead:
         if zmap.round_trips:
             self._start(wanted)
         if started is not None and started[0] is wanted:
+            if self._cluster is not None:
+                return self._cluster.result(*started[1])
             return started[1].result()
+        if started is not None and self._cluster is not None:
+            self._cluster.drop(*started[1])  # read with other keys: not kept on the cluster
         return zmap.list_reading(wanted)
+
+    def _pull(self) -> ZMap | None:
+        """The next map, queued; None at the end or after a failure to pull one (queued
+        to be raised at its turn: nothing is pulled after it)."""
+        if self._ended:
+            return None
+        try:
+            zmap = next(self._maps, None)
+        except Exception as exc:
+            self._ended = True
+            self._pulled.append(_Failed(exc))
+            return None
+        if zmap is None:
+            self._ended = True
+            return None
+        self._pulled.append(zmap)
+        return zmap
 
     def _start(self, wanted: Mapping[str, int | None]) -> None:
         """Pull maps until :data:`AHEAD` wait, starting the reads of those that make
         round trips and are read by listing (not netCDF files or views)."""
+        if self._client is not None:
+            self._start_on_cluster(wanted)
+            return
         while len(self._pulled) < AHEAD:
-            zmap = next(self._maps, None)
+            zmap = self._pull()
             if zmap is None:
                 return
-            self._pulled.append(zmap)
-            if zmap.round_trips and zmap.file_format() is None and not zmap.reencoded:
+            if _read_ahead(zmap):
                 if self._pool is None:
                     # only here: a combine of local sources imports no thread pool
                     from concurrent.futures import ThreadPoolExecutor
@@ -240,6 +284,51 @@ class _Ahead:
                     self._pool = ThreadPoolExecutor(AHEAD, thread_name_prefix="nczarr-ahead")
                 future = self._pool.submit(zmap.list_reading, wanted)
                 self._started[id(zmap)] = (wanted, future)
+
+    def _on_cluster(self) -> Any:
+        """The :class:`~nczarr.conversion.growcluster.SourceReads` of this pass."""
+        if self._cluster is None:
+            from .growcluster import SourceReads
+
+            self._cluster = SourceReads(self._client, AHEAD)
+        return self._cluster
+
+    def _start_on_cluster(self, wanted: Mapping[str, int | None]) -> None:
+        """Pull maps while a whole task of :data:`AHEAD` more fits the cluster's window
+        (or to the end), each run of those read by listing started as one task."""
+        reads = self._on_cluster()
+        while not self._ended and len(self._pulled) + reads.ahead <= reads.window:
+            batch = []
+            for _ in range(reads.ahead):
+                zmap = self._pull()
+                if zmap is None:
+                    break
+                if _read_ahead(zmap):
+                    batch.append(zmap)
+            if batch:
+                task = reads.submit(batch, wanted)
+                for position, zmap in enumerate(batch):
+                    self._started[id(zmap)] = (wanted, (task, position))
+
+
+def _read_ahead(zmap: ZMap) -> bool:
+    """Whether ``zmap`` is read ahead: it makes round trips and is read by listing."""
+    return zmap.round_trips and zmap.file_format() is None and not zmap.reencoded
+
+
+@dataclass
+class _Failed:
+    """A map :class:`_Ahead` could not pull (its open or its check raised)."""
+
+    error: BaseException
+
+
+def _journal(known: _Known) -> tuple[str, ...]:
+    """The append journal's key if a known part's source holds one, else nothing: a
+    later source holding one lists its name among its root names, so its fingerprint
+    differs from every known part's whether or not its bytes are read (one GET a
+    source saved, on S3 a round trip: it is read only when it could match)."""
+    return (JOURNAL_KEY,) if any(JOURNAL_KEY in print_[0] for print_ in known.parts) else ()
 
 
 class _Indices:

@@ -276,11 +276,15 @@ class Readers(Sequence[Reader]):
     """One :class:`Reader` per part, made when asked. A part read without its map
     (``chunks`` None: :func:`detached`) gets its source's map from ``sources``; a few
     readers are kept (the first, and the last ones asked for), so a run of copies or
-    an assembly does not open a source again and again."""
+    an assembly does not open a source again and again. ``first``: the parts before
+    the sources' (an append's target, part 0: part ``i`` is source ``i - 1``)."""
 
-    def __init__(self, parts: Sequence[Part], sources: Sources | None = None) -> None:
+    def __init__(
+        self, parts: Sequence[Part], sources: Sources | None = None, first: int = 0
+    ) -> None:
         self._parts = parts
         self._sources = sources
+        self._first = first
         self._cache: dict[int, Reader] = {}
 
     def __len__(self) -> int:
@@ -307,7 +311,7 @@ class Readers(Sequence[Reader]):
         part = self._parts[index]
         if part.chunks is None:
             assert self._sources is not None, "a detached part needs its sources"
-            part = self._sources.part_of(index, part)
+            part = self._sources.part_of(index - self._first, part)
         reader = Reader(part)
         if self._sources is not None and len(self._cache) > _HELD:  # the oldest, not the first
             self.release(next(i for i in self._cache if i != 0))
@@ -317,7 +321,7 @@ class Readers(Sequence[Reader]):
     def keep(self, index: int) -> None:
         """Keep part ``index``'s map open to the end (jobs running meanwhile use it)."""
         if self._sources is not None:
-            self._sources.keep(index)
+            self._sources.keep(index - self._first)
 
     def release(self, index: int) -> None:
         """Done with part ``index`` (its copies are made): its reader is dropped and its
@@ -326,9 +330,9 @@ class Readers(Sequence[Reader]):
             return
         self._cache.pop(index, None)
         if self._parts[index].chunks is None:
-            self._sources.release(index)
+            self._sources.release(index - self._first)
         else:
-            self._sources.park(index)
+            self._sources.park(index - self._first)
 
     def finish(self, index: int) -> None:
         """Done with part ``index`` for good (its copies are made): its reader dropped,
@@ -338,9 +342,9 @@ class Readers(Sequence[Reader]):
             return
         self._cache.pop(index, None)
         if self._parts[index].chunks is None:
-            self._sources.release(index, kept=True)
+            self._sources.release(index - self._first, kept=True)
         else:
-            self._sources.park(index, done=True)
+            self._sources.park(index - self._first, done=True)
 
 
 def detached(part: Part) -> Part:

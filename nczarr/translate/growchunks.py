@@ -151,7 +151,7 @@ class Copies:
             entries.append(entry)
             key, coords, prefix, sep, _, _ = entry
             yield Copy(part, key, prefix + sep.join(map(str, coords)))
-        if inside:
+        if inside and entries:  # none (every chunk assembled): no chunk length to check a shift by
             self._template = (own, stored, offset, end - offset, entries)  # type: ignore[operator]
 
     def _worked_out(

@@ -1,0 +1,70 @@
+"""A combine's requests on S3 that waited one after another now overlap.
+
+A dry run reports the bytes it would copy: one size a chunk, a ``HeadObject`` on S3.
+04480dd asked them one after another (a round trip each: 365 sources of 3 chunks
+waited 1095 round trips); now a few sources' sizes are asked at once. A combine into
+S3 wrote its metadata objects one after another (a few requests each); now the arrays'
+are written at once, the root's still last. The tests look at the requests in flight
+at one moment at a counting proxy, not at a clock.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+import nczarr
+from nczarr.maps.pending import JOURNAL_KEY
+
+from .faultproxy import FaultProxy
+from .growing import expected_temp, read_nc
+from .test_combine_remote_sources import _most_at_once, _upload
+
+
+def test_a_dry_run_asks_the_sizes_of_s3_chunks_concurrently(
+    tmp_path: Path, s3_bucket: str, s3_endpoint: str
+) -> None:
+    urls = _upload(tmp_path, s3_bucket, s3_endpoint, days=6)
+    with FaultProxy(s3_endpoint, latency=0.03) as proxy:
+        opts = {"endpoint_url": proxy.endpoint}
+        proxy.reset_counts()
+        report = nczarr.convert(
+            urls, tmp_path / "out", concat_dim="time", source_options=opts, dry_run=True
+        )
+        spans = list(proxy.spans)
+    assert report.dry_run and not (tmp_path / "out").exists()
+    # one at a time on 04480dd
+    assert _most_at_once(spans, "HeadObject") >= 2
+    # the bytes are those of a dry run of the same sources on local disk
+    local = [tmp_path / url.rsplit("/", 1)[1] for url in urls]
+    here = nczarr.convert(local, tmp_path / "out", concat_dim="time", dry_run=True)
+    assert report.planned_bytes == here.planned_bytes > 0
+    assert report.planned_keys == here.planned_keys
+
+
+def test_a_combine_into_s3_writes_its_arrays_metadata_at_once_and_the_root_last(
+    tmp_path: Path, s3_bucket: str, s3_endpoint: str
+) -> None:
+    urls = _upload(tmp_path, s3_bucket, s3_endpoint, days=3)
+    dst = f"s3://{s3_bucket}/out"
+    with FaultProxy(s3_endpoint, latency=0.03) as proxy:
+        opts = {"endpoint_url": proxy.endpoint}
+        proxy.reset_counts()
+        report = nczarr.convert(
+            urls, dst, concat_dim="time", source_options=opts, target_options=opts
+        )
+        spans = list(proxy.spans)
+    metadata = [s for s in spans if s[2] == "PutObject" and "/out/" in s[3]]
+    root = [  # /bucket/out/.zgroup; the journal is written first
+        s for s in metadata if s[3].count("/") == 3 and not s[3].endswith(JOURNAL_KEY)
+    ]
+    arrays = [s for s in metadata if s[3].count("/") > 3]
+    assert root and arrays
+    assert len(report.metadata_written) == len(metadata) - 1  # and the journal
+    # one at a time on 04480dd; the root's objects after every array's
+    assert _most_at_once(arrays, "PutObject") >= 2
+    assert min(start for start, *_ in root) >= max(end for _, end, *_ in arrays)
+    back = tmp_path / "back"
+    nczarr.convert(dst, back, source_options={"endpoint_url": s3_endpoint})
+    np.testing.assert_array_equal(read_nc(back)["temp"], expected_temp(0, 6))
