@@ -109,6 +109,42 @@ def s3_days(tmp_path: Path, bucket: str, endpoint: str, count: int) -> list[str]
     return urls
 
 
+def _source_of(target: str) -> str | None:
+    """The source a request is about (``d07``), from its path or its listing prefix."""
+    for piece in target.replace("%2F", "/").split("/"):
+        if len(piece) == 3 and piece[0] == "d" and piece[1:].isdigit():
+            return piece
+    return None
+
+
+def most_sources_listed_at_once(spans: list[tuple[float, float, str, str]]) -> int:
+    """The most sources that were being listed at one moment (the check reads each
+    source's listing; the copies, which overlap anyway, list nothing)."""
+    events = []
+    for start, end, op, target in spans:
+        source = _source_of(target)
+        if source is not None and op == "ListObjectsV2":
+            events += [(start, 1, source), (end, -1, source)]
+    live: dict[str, int] = {}
+    most = 0
+    for _, step, source in sorted(events, key=lambda e: (e[0], e[1])):
+        live[source] = live.get(source, 0) + step
+        most = max(most, sum(1 for n in live.values() if n > 0))
+    return most
+
+
+def most_at_once(spans: list[tuple[float, float, str, str]], op: str) -> int:
+    """The most ``op`` requests in flight at one moment."""
+    events = sorted(
+        (t, step) for start, end, o, _ in spans if o == op for t, step in ((start, 1), (end, -1))
+    )
+    most = live = 0
+    for _, step in events:
+        live += step
+        most = max(most, live)
+    return most
+
+
 class OpenMaps:
     """The maps of class ``cls`` whose location starts with ``prefix`` open at each
     moment, the most at once, and how often each location was opened (``monkeypatch``

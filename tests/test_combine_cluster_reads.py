@@ -27,8 +27,7 @@ from nczarr.maps.s3 import S3Map
 
 from .clusters import local_client
 from .faultproxy import FaultProxy
-from .growing import daily, expected_temp, read_nc
-from .test_combine_remote_sources import _most_sources_listed_at_once, _upload
+from .growing import daily, expected_temp, most_sources_listed_at_once, read_nc, s3_days
 
 # real LocalClusters: the newest-Python CI run leaves these to the floor run
 pytestmark = pytest.mark.long
@@ -64,7 +63,7 @@ def test_s3_sources_are_read_on_the_workers_and_combine_as_locally(
 ) -> None:
     from distributed import get_task_stream
 
-    urls = _upload(tmp_path, s3_bucket, s3_endpoint, days=DAYS)
+    urls = s3_days(tmp_path, s3_bucket, s3_endpoint, DAYS)
     local = nczarr.convert(
         urls, tmp_path / "local", concat_dim="time", source_options={"endpoint_url": s3_endpoint}
     )
@@ -127,7 +126,7 @@ def test_two_workers_read_more_sources_at_once_than_the_client_would(
 ) -> None:
     # tasks of AHEAD sources, each read AHEAD at a time; two workers run two tasks
     monkeypatch.setattr(growsiblings, "AHEAD", 2)
-    urls = _upload(tmp_path, s3_bucket, s3_endpoint, days=DAYS)
+    urls = s3_days(tmp_path, s3_bucket, s3_endpoint, DAYS)
     with FaultProxy(s3_endpoint, latency=0.05) as proxy:
         proxy.reset_counts()
         nczarr.convert(
@@ -139,7 +138,7 @@ def test_two_workers_read_more_sources_at_once_than_the_client_would(
         )
         spans = list(proxy.spans)
     # the client's read-ahead lists at most AHEAD + 1 sources at once (04480dd)
-    assert _most_sources_listed_at_once(spans) > growsiblings.AHEAD + 1
+    assert most_sources_listed_at_once(spans) > growsiblings.AHEAD + 1
     np.testing.assert_array_equal(read_nc(tmp_path / "out")["temp"], expected_temp(0, 2 * DAYS))
 
 
@@ -158,7 +157,7 @@ def _keys(s3_client: Any, bucket: str, prefix: str) -> list[str]:
 def test_a_refusal_on_the_cluster_path_is_the_local_one_and_writes_nothing(
     tmp_path: Path, s3_bucket: str, s3_endpoint: str, s3_client: Any, client: Any
 ) -> None:
-    urls = _upload(tmp_path, s3_bucket, s3_endpoint, days=8)
+    urls = s3_days(tmp_path, s3_bucket, s3_endpoint, 8)
     odd = _odd_one(tmp_path, s3_bucket, s3_endpoint, "d99", 99)
     sources = [*urls[:5], odd, *urls[5:]]  # read on a worker, compared on the client
     opts = {"endpoint_url": s3_endpoint}
@@ -191,7 +190,7 @@ def test_refusals_come_in_source_order(
     # while an earlier one is read, holds the target: the earlier source's error is the
     # one raised, as reading one source at a time would (04480dd: the overlap, found
     # ahead of its turn)
-    urls = _upload(tmp_path, s3_bucket, s3_endpoint, days=8)
+    urls = s3_days(tmp_path, s3_bucket, s3_endpoint, 8)
     missing = f"s3://{s3_bucket}/src/nothing"
     sources = [*urls[:3], missing, *urls[3:]]
     opts = {"endpoint_url": s3_endpoint}

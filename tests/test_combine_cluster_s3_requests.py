@@ -18,14 +18,13 @@ import nczarr
 from nczarr.maps.pending import JOURNAL_KEY
 
 from .faultproxy import FaultProxy
-from .growing import expected_temp, read_nc
-from .test_combine_remote_sources import _most_at_once, _upload
+from .growing import expected_temp, most_at_once, read_nc, s3_days
 
 
 def test_a_dry_run_asks_the_sizes_of_s3_chunks_concurrently(
     tmp_path: Path, s3_bucket: str, s3_endpoint: str
 ) -> None:
-    urls = _upload(tmp_path, s3_bucket, s3_endpoint, days=6)
+    urls = s3_days(tmp_path, s3_bucket, s3_endpoint, 6)
     with FaultProxy(s3_endpoint, latency=0.03) as proxy:
         opts = {"endpoint_url": proxy.endpoint}
         proxy.reset_counts()
@@ -35,7 +34,7 @@ def test_a_dry_run_asks_the_sizes_of_s3_chunks_concurrently(
         spans = list(proxy.spans)
     assert report.dry_run and not (tmp_path / "out").exists()
     # one at a time on 04480dd
-    assert _most_at_once(spans, "HeadObject") >= 2
+    assert most_at_once(spans, "HeadObject") >= 2
     # the bytes are those of a dry run of the same sources on local disk
     local = [tmp_path / url.rsplit("/", 1)[1] for url in urls]
     here = nczarr.convert(local, tmp_path / "out", concat_dim="time", dry_run=True)
@@ -46,7 +45,7 @@ def test_a_dry_run_asks_the_sizes_of_s3_chunks_concurrently(
 def test_a_combine_into_s3_writes_its_arrays_metadata_at_once_and_the_root_last(
     tmp_path: Path, s3_bucket: str, s3_endpoint: str
 ) -> None:
-    urls = _upload(tmp_path, s3_bucket, s3_endpoint, days=3)
+    urls = s3_days(tmp_path, s3_bucket, s3_endpoint, 3)
     dst = f"s3://{s3_bucket}/out"
     with FaultProxy(s3_endpoint, latency=0.03) as proxy:
         opts = {"endpoint_url": proxy.endpoint}
@@ -63,7 +62,7 @@ def test_a_combine_into_s3_writes_its_arrays_metadata_at_once_and_the_root_last(
     assert root and arrays
     assert len(report.metadata_written) == len(metadata) - 1  # and the journal
     # one at a time on 04480dd; the root's objects after every array's
-    assert _most_at_once(arrays, "PutObject") >= 2
+    assert most_at_once(arrays, "PutObject") >= 2
     assert min(start for start, *_ in root) >= max(end for _, end, *_ in arrays)
     back = tmp_path / "back"
     nczarr.convert(dst, back, source_options={"endpoint_url": s3_endpoint})

@@ -19,33 +19,16 @@ from nczarr.conversion.growsiblings import AHEAD
 
 from .clusters import local_client
 from .faultproxy import FaultProxy
-from .growing import daily, expected_temp, read_nc, s3_days
+from .growing import (
+    daily,
+    expected_temp,
+    most_at_once,
+    most_sources_listed_at_once,
+    read_nc,
+    s3_days,
+)
 
 DAYS = 12
-
-
-def _source_of(target: str) -> str | None:
-    """The source a request is about (``d07``), from its path or its listing prefix."""
-    for piece in target.replace("%2F", "/").split("/"):
-        if len(piece) == 3 and piece[0] == "d" and piece[1:].isdigit():
-            return piece
-    return None
-
-
-def _most_sources_listed_at_once(spans: list[tuple[float, float, str, str]]) -> int:
-    """The most sources that were being listed at one moment (the check reads each
-    source's listing; the copies, which overlap anyway, list nothing)."""
-    events = []
-    for start, end, op, target in spans:
-        source = _source_of(target)
-        if source is not None and op == "ListObjectsV2":
-            events += [(start, 1, source), (end, -1, source)]
-    live: dict[str, int] = {}
-    most = 0
-    for _, step, source in sorted(events, key=lambda e: (e[0], e[1])):
-        live[source] = live.get(source, 0) + step
-        most = max(most, sum(1 for n in live.values() if n > 0))
-    return most
 
 
 def test_sources_on_s3_are_read_ahead_with_overlapping_requests(
@@ -59,7 +42,7 @@ def test_sources_on_s3_are_read_ahead_with_overlapping_requests(
         spans = list(proxy.spans)
     np.testing.assert_array_equal(read_nc(tmp_path / "out")["temp"], expected_temp(0, 2 * DAYS))
     # one source at a time on 5d4ff84; several at once, at most AHEAD + the one compared
-    assert 2 <= _most_sources_listed_at_once(spans) <= AHEAD + 1
+    assert 2 <= most_sources_listed_at_once(spans) <= AHEAD + 1
 
 
 def test_a_source_that_disagrees_is_refused_before_anything_is_written(
@@ -73,18 +56,6 @@ def test_a_source_that_disagrees_is_refused_before_anything_is_written(
     with pytest.raises(nczarr.NCZarrError, match="lat"):
         nczarr.convert([*urls, odd], out, concat_dim="time", source_options=opts)
     assert not out.exists() or not any(out.rglob("*"))
-
-
-def _most_at_once(spans: list[tuple[float, float, str, str]], op: str) -> int:
-    """The most ``op`` requests in flight at one moment."""
-    events = sorted(
-        (t, step) for start, end, o, _ in spans if o == op for t, step in ((start, 1), (end, -1))
-    )
-    most = live = 0
-    for _, step in events:
-        live += step
-        most = max(most, live)
-    return most
 
 
 @pytest.mark.long  # a real LocalCluster
@@ -102,7 +73,7 @@ def test_a_cluster_task_overlaps_its_s3_copies(
         spans = list(proxy.spans)
     assert report.chunks_copied == proxy.counts["CopyObject"] > 0  # server-side copies
     # one worker with one thread: one copy at a time on 5d4ff84
-    assert _most_at_once(spans, "CopyObject") >= 2
+    assert most_at_once(spans, "CopyObject") >= 2
     back = tmp_path / "back"
     nczarr.convert(dst, back, source_options={"endpoint_url": s3_endpoint})
     np.testing.assert_array_equal(read_nc(back)["temp"], expected_temp(0, 8))
