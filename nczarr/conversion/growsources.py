@@ -318,33 +318,41 @@ class Readers(Sequence[Reader]):
         self._cache[index] = reader
         return reader
 
+    def _source(self, index: int) -> tuple[Sources, int] | None:
+        """The sources and the index among them of part ``index``; None for the first
+        part (held to the end: every assembled chunk is encoded through it), a part
+        before the sources (an append's target) or parts read without sources."""
+        if self._sources is None or index == 0 or index < self._first:
+            return None
+        return self._sources, index - self._first
+
     def keep(self, index: int) -> None:
         """Keep part ``index``'s map open to the end (jobs running meanwhile use it)."""
-        if self._sources is not None:
-            self._sources.keep(index - self._first)
+        found = self._source(index)
+        if found is not None:
+            found[0].keep(found[1])
 
     def release(self, index: int) -> None:
         """Done with part ``index`` (its copies are made): its reader is dropped and its
         map closed if it was opened for it (parked if it was parked, and no job reads it)."""
-        if index == 0 or self._sources is None:
-            return
-        self._cache.pop(index, None)
-        if self._parts[index].chunks is None:
-            self._sources.release(index - self._first)
-        else:
-            self._sources.park(index - self._first)
+        self._done(index, finished=False)
 
     def finish(self, index: int) -> None:
         """Done with part ``index`` for good (its copies are made): its reader dropped,
         its map closed if it was opened for it, even if it was kept (:meth:`keep`), or
         parked if it was parked."""
-        if index == 0 or self._sources is None:
+        self._done(index, finished=True)
+
+    def _done(self, index: int, finished: bool) -> None:
+        found = self._source(index)
+        if found is None:
             return
+        sources, source = found
         self._cache.pop(index, None)
         if self._parts[index].chunks is None:
-            self._sources.release(index - self._first, kept=True)
+            sources.release(source, kept=finished)
         else:
-            self._sources.park(index - self._first, done=True)
+            sources.park(source, done=finished)
 
 
 def detached(part: Part) -> Part:
