@@ -58,6 +58,30 @@ def _reads_here(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
+def _combine_through(proxy: FaultProxy, urls: list[str], out: Path, client: Any) -> Any:
+    """The combine of ``urls`` into ``out`` on ``client``, its sources read through
+    ``proxy``."""
+    return nczarr.convert(
+        urls, out, concat_dim="time", source_options={"endpoint_url": proxy.endpoint}, client=client
+    )
+
+
+def _combine_on_s3(sources: list[str], dst: str, opts: dict[str, Any], client: Any) -> Any:
+    """The combine of ``sources`` into ``dst``, both sides with ``opts``."""
+    return nczarr.convert(
+        sources, dst, concat_dim="time", source_options=opts, target_options=opts, client=client
+    )
+
+
+def _assert_same_as_local(remote: Any, local: Any, tmp_path: Path) -> None:
+    """The cluster's combine (``tmp_path/remote``) is the local one's, byte for byte."""
+    assert (remote.chunks_copied, remote.chunks_reencoded) == (
+        local.chunks_copied,
+        local.chunks_reencoded,
+    )
+    assert _tree(tmp_path / "remote") == _tree(tmp_path / "local")
+
+
 def test_s3_sources_are_read_on_the_workers_and_combine_as_locally(
     tmp_path: Path, s3_bucket: str, s3_endpoint: str, client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -70,13 +94,7 @@ def test_s3_sources_are_read_on_the_workers_and_combine_as_locally(
     read_here = _reads_here(monkeypatch)
     with FaultProxy(s3_endpoint, latency=0.01) as proxy, get_task_stream(client) as stream:
         proxy.reset_counts()
-        remote = nczarr.convert(
-            urls,
-            tmp_path / "remote",
-            concat_dim="time",
-            source_options={"endpoint_url": proxy.endpoint},
-            client=client,
-        )
+        remote = _combine_through(proxy, urls, tmp_path / "remote", client)
         spans = list(proxy.spans)
     # the first source is read fully here, the second starts the reads ahead; every
     # later one was read on a worker (04480dd: all DAYS - 1 later sources read here)
@@ -87,11 +105,7 @@ def test_s3_sources_are_read_on_the_workers_and_combine_as_locally(
     whole = re.compile(r"prefix=src%2Fd\d\d%2F&delimiter=&")  # a source's every key
     listed = [t for _, _, op, t in spans if op == "ListObjectsV2" and whole.search(t)]
     assert sorted(listed) == sorted(set(listed)) and len(listed) == DAYS
-    assert (remote.chunks_copied, remote.chunks_reencoded) == (
-        local.chunks_copied,
-        local.chunks_reencoded,
-    )
-    assert _tree(tmp_path / "remote") == _tree(tmp_path / "local")
+    _assert_same_as_local(remote, local, tmp_path)
     np.testing.assert_array_equal(read_nc(tmp_path / "remote")["temp"], expected_temp(0, 2 * DAYS))
 
 
@@ -113,11 +127,7 @@ def test_sources_of_other_lengths_on_the_cluster_path_combine_as_locally(
     remote = nczarr.convert(
         urls, tmp_path / "remote", concat_dim="time", source_options=opts, client=client
     )
-    assert (remote.chunks_copied, remote.chunks_reencoded) == (
-        local.chunks_copied,
-        local.chunks_reencoded,
-    )
-    assert _tree(tmp_path / "remote") == _tree(tmp_path / "local")
+    _assert_same_as_local(remote, local, tmp_path)
     np.testing.assert_array_equal(read_nc(tmp_path / "remote")["temp"], expected_temp(0, t0))
 
 
@@ -129,13 +139,7 @@ def test_two_workers_read_more_sources_at_once_than_the_client_would(
     urls = s3_days(tmp_path, s3_bucket, s3_endpoint, DAYS)
     with FaultProxy(s3_endpoint, latency=0.05) as proxy:
         proxy.reset_counts()
-        nczarr.convert(
-            urls,
-            tmp_path / "out",
-            concat_dim="time",
-            source_options={"endpoint_url": proxy.endpoint},
-            client=client,
-        )
+        _combine_through(proxy, urls, tmp_path / "out", client)
         spans = list(proxy.spans)
     # the client's read-ahead lists at most AHEAD + 1 sources at once (04480dd)
     assert most_sources_listed_at_once(spans) > growsiblings.AHEAD + 1
@@ -163,16 +167,9 @@ def test_a_refusal_on_the_cluster_path_is_the_local_one_and_writes_nothing(
     opts = {"endpoint_url": s3_endpoint}
     dst = f"s3://{s3_bucket}/out"
     with pytest.raises(nczarr.NCZarrError, match="lat") as here:
-        nczarr.convert(sources, dst, concat_dim="time", source_options=opts, target_options=opts)
+        _combine_on_s3(sources, dst, opts, None)
     with pytest.raises(type(here.value)) as there:
-        nczarr.convert(
-            sources,
-            dst,
-            concat_dim="time",
-            source_options=opts,
-            target_options=opts,
-            client=client,
-        )
+        _combine_on_s3(sources, dst, opts, client)
     assert str(there.value) == str(here.value)
     assert _keys(s3_client, s3_bucket, "out") == []
 
@@ -197,14 +194,7 @@ def test_refusals_come_in_source_order(
     dst = f"{sources[6]}/inner"
     before = _keys(s3_client, s3_bucket, "src/")
     with pytest.raises(nczarr.NCZarrError) as raised:
-        nczarr.convert(
-            sources,
-            dst,
-            concat_dim="time",
-            source_options=opts,
-            target_options=opts,
-            client=client if on_cluster else None,
-        )
+        _combine_on_s3(sources, dst, opts, client if on_cluster else None)
     assert "nothing" in str(raised.value) and "overlap" not in str(raised.value)
     assert _keys(s3_client, s3_bucket, "src/") == before
 
