@@ -272,7 +272,8 @@ class SourceReads:
         self.window = 2 * threads * self.ahead
         self._token = uuid4().hex[:12]
         self._tasks = 0
-        self._live: dict[int, list[Any]] = {}  # task number -> [future, results or None]
+        # task number -> [future, its results (None until fetched), sources not done]
+        self._live: dict[int, list[Any]] = {}
         self._warming: list[Any] = []  # held: a future let go is cancelled
 
     def warm(self, zmap: ZMap) -> None:
