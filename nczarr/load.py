@@ -153,14 +153,36 @@ def _load_consolidated(meta: dict[str, Any], url: str) -> None:
         meta[nkey] = value
 
 
-def _checked_consolidated(
-    zmap: ZMap,
-    meta: dict[str, Any],
-    url: str,
-    warnings: list[str] | None,
-    limit: int,
-    root: list[str] | None = None,
-) -> dict[str, Any]:
+class _Crawl:
+    """What every step of one :func:`load_metadata` walk reads with: the map, its URL,
+    the lenient-warnings list, the size limit and the root's listing (None: not
+    listed, or a journal's keys not in it)."""
+
+    __slots__ = ("limit", "root", "url", "warnings", "zmap")
+
+    def __init__(
+        self,
+        zmap: ZMap,
+        url: str,
+        warnings: list[str] | None,
+        limit: int,
+        root: list[str] | None,
+    ) -> None:
+        self.zmap, self.url, self.warnings = zmap, url, warnings
+        self.limit, self.root = limit, root
+
+    def search(self, prefix: str) -> list[str]:
+        """``zmap.search(prefix)``; the root's listing if the root was listed."""
+        root = self.root
+        return root if root is not None and prefix == "" else self.zmap.search(prefix)
+
+    def read_into(self, meta: dict[str, Any], keys: Iterable[str]) -> None:
+        """Read the metadata objects ``keys`` (those that exist) and parse them into
+        ``meta``."""
+        _parse_into(meta, _fetch(self.zmap, keys, self.limit), self.url, self.warnings)
+
+
+def _checked_consolidated(crawl: _Crawl, meta: dict[str, Any]) -> dict[str, Any]:
     """The stored metadata objects of a store with ``.zmetadata``, which is checked.
 
     ``.zmetadata`` is a copy that goes stale when an array is added or changed after
@@ -171,18 +193,18 @@ def _checked_consolidated(
     holding nothing but ``.zmetadata`` is read from it.
     """
     consolidated = dict(meta)
-    _load_consolidated(consolidated, url)
+    _load_consolidated(consolidated, crawl.url)
     listed = {k: v for k, v in meta.items() if k != ZMETADATA}
     if ZARRAY not in listed:
-        _walk(zmap, listed, url, warnings, limit, root)
+        _walk(crawl, listed)
     if not listed:
         return consolidated
-    message = stale_message(url, consolidated, listed)
+    message = stale_message(crawl.url, consolidated, listed)
     if message is not None:
-        if warnings is None:
+        if crawl.warnings is None:
             warn_all([message])
         else:
-            warnings.append(message)
+            crawl.warnings.append(message)
     listed[ZMETADATA] = meta[ZMETADATA]
     return listed
 
@@ -208,18 +230,11 @@ def _load_v3_consolidated(meta: dict[str, Any], url: str) -> bool:
     return True
 
 
-def _load_v3(
-    zmap: ZMap,
-    meta: dict[str, Any],
-    url: str,
-    warnings: list[str] | None,
-    limit: int,
-    root_names: list[str] | None = None,
-) -> None:
+def _load_v3(crawl: _Crawl, meta: dict[str, Any]) -> None:
     root = meta[ZARR_JSON]
     if not isinstance(root, dict):
-        raise MetadataError(f"{url}: '{ZARR_JSON}' must hold a JSON object")
-    if root.get("node_type") != "group" or _load_v3_consolidated(meta, url):
+        raise MetadataError(f"{crawl.url}: '{ZARR_JSON}' must hold a JSON object")
+    if root.get("node_type") != "group" or _load_v3_consolidated(meta, crawl.url):
         return
     pending = [""]
     while pending:
@@ -227,11 +242,10 @@ def _load_v3(
         for prefix in pending:
             candidates.extend(
                 join_key(prefix, name)
-                for name in _search(zmap, prefix, root_names)
+                for name in crawl.search(prefix)
                 if not name.startswith(".") and name != ZARR_JSON
             )
-        raw = _fetch(zmap, (join_key(c, ZARR_JSON) for c in candidates), limit)
-        _parse_into(meta, raw, url, warnings)
+        crawl.read_into(meta, (join_key(c, ZARR_JSON) for c in candidates))
         pending = [
             c
             for c in candidates
@@ -272,36 +286,24 @@ def load_metadata(
     names, raw = _fetch_level(zmap, (*_ROOT_OBJECTS, JOURNAL_KEY), limit, _LIKELY_ROOT)
     source = zmap
     zmap, raw = with_pending(zmap, raw)
-    root = names if zmap is source else None  # a journal's keys are not in the listing
     _parse_into(meta, raw, url, warnings)
+    # a journal's keys are not in the root's listing
+    crawl = _Crawl(zmap, url, warnings, limit, names if zmap is source else None)
     if ZMETADATA in meta and ZARR_JSON not in meta:
-        return _checked_consolidated(zmap, meta, url, warnings, limit, root)
+        return _checked_consolidated(crawl, meta)
     if ZARR_JSON in meta:
-        _load_v3(zmap, meta, url, warnings, limit, root)
+        _load_v3(crawl, meta)
         return meta
     if ZARRAY in meta:
         return meta
     if not meta:
         raise MetadataError(_not_a_store(zmap))
-    _walk(zmap, meta, url, warnings, limit, root)
+    _walk(crawl, meta)
     return meta
 
 
-def _search(zmap: ZMap, prefix: str, root: list[str] | None) -> list[str]:
-    """``zmap.search(prefix)``; the root's listing ``root`` if the root was listed."""
-    return root if root is not None and prefix == "" else zmap.search(prefix)
-
-
-def _walk(
-    zmap: ZMap,
-    meta: dict[str, Any],
-    url: str,
-    warnings: list[str] | None,
-    limit: int,
-    root: list[str] | None = None,
-) -> None:
-    """Add every metadata object below the root objects already in ``meta`` (the
-    listing; ``root``: the root's, if already listed)."""
+def _walk(crawl: _Crawl, meta: dict[str, Any]) -> None:
+    """Add every metadata object below the root objects already in ``meta``."""
     v1 = V1_SUPERBLOCK in meta
     pending = [""]
     while pending:
@@ -310,7 +312,7 @@ def _walk(
         for prefix in pending:
             listed = _listed_children(meta, prefix, v1)
             if listed is None:
-                found = _search(zmap, prefix, root)
+                found = crawl.search(prefix)
                 listed = [(n, "unknown") for n in found if not n.startswith(".")]
             for name, kind in listed:
                 child = join_key(prefix, name)
@@ -324,7 +326,7 @@ def _walk(
                     names = (*names, *(_V1_ARRAY_OBJECTS if kind != "group" else ()))
                     names = (*names, *(_V1_GROUP_OBJECTS if kind != "array" else ()))
                 wanted.extend(join_key(child, n) for n in dict.fromkeys(names))
-        _parse_into(meta, _fetch(zmap, wanted, limit), url, warnings)
+        crawl.read_into(meta, wanted)
         pending = []
         for child, kind in kinds.items():
             if kind == "array" or join_key(child, ZARRAY) in meta:
