@@ -107,6 +107,23 @@ def _upload(s3_client: Any, bucket: str, prefix: str, local: Path) -> None:
         s3_client.put_object(Bucket=bucket, Key=f"{prefix}/{key}", Body=value)
 
 
+@pytest.fixture(params=sorted(READ_BUDGET))
+def on_s3(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    proxy: FaultProxy,
+    s3_client: Any,
+    s3_bucket: str,
+) -> tuple[str, Path, str]:
+    """``(kind, local path, URL through the proxy)`` of a store of each kind written
+    locally and uploaded to ``s3_bucket/kind``."""
+    kind = request.param
+    local = _write(kind, tmp_path / kind)
+    _upload(s3_client, s3_bucket, kind, local)
+    fmt = "nczarr" if kind == "nczarr" else "zarr"
+    return kind, local, f"{proxy.endpoint}/{s3_bucket}/{kind}#mode={fmt},s3"
+
+
 def _root_gets(paths: list[tuple[str, str]], bucket: str, prefix: str) -> set[str]:
     """Names of the objects directly below the store's root that were asked for."""
     start = f"/{bucket}/{prefix}/"
@@ -117,22 +134,16 @@ def _root_gets(paths: list[tuple[str, str]], bucket: str, prefix: str) -> set[st
     }
 
 
-@pytest.mark.parametrize("kind", sorted(READ_BUDGET))
 def test_an_open_lists_the_root_once_instead_of_probing_each_name(
-    tmp_path: Path,
+    on_s3: tuple[str, Path, str],
     proxy: FaultProxy,
     paths: list[tuple[str, str]],
     s3_bucket: str,
-    s3_client: Any,
-    kind: str,
 ) -> None:
     import xarray as xr
 
-    local = _write(kind, tmp_path / kind)
-    _upload(s3_client, s3_bucket, kind, local)
+    kind, local, url = on_s3
     stored = {k for k in tree(local) if "/" not in k}
-    fmt = "nczarr" if kind == "nczarr" else "zarr"
-    url = f"{proxy.endpoint}/{s3_bucket}/{kind}#mode={fmt},s3"
 
     proxy.reset_counts()
     paths.clear()
@@ -158,25 +169,18 @@ def test_an_open_lists_the_root_once_instead_of_probing_each_name(
             assert counts["GetObject"] <= READ_BUDGET[kind]["GetObject"] + 5, counts
 
 
-@pytest.mark.parametrize("kind", sorted(READ_BUDGET))
 def test_the_format_detected_is_the_directorys(
-    tmp_path: Path,
+    on_s3: tuple[str, Path, str],
     monkeypatch: pytest.MonkeyPatch,
-    proxy: FaultProxy,
     paths: list[tuple[str, str]],
     s3_bucket: str,
-    s3_client: Any,
-    kind: str,
 ) -> None:
     """A directory reads every root name (no listing); S3 lists: the same FormatInfo,
     and the same when the root does not fit one listing page (then every name is read,
     as before)."""
     import nczarr.maps.s3level as s3level
 
-    local = _write(kind, tmp_path / kind)
-    _upload(s3_client, s3_bucket, kind, local)
-    fmt = "nczarr" if kind == "nczarr" else "zarr"
-    url = f"{proxy.endpoint}/{s3_bucket}/{kind}#mode={fmt},s3"
+    kind, local, url = on_s3
     expected = nczarr.detect(str(local))
     assert nczarr.detect(url) == expected
 
