@@ -12,6 +12,7 @@ __all__ = ["copy_one"]
 def copy_one(src: ZMap, dst: ZMap, skey: str, dkey: str, skip: str) -> tuple[bool, int]:
     """Copy ``src[skey]`` to ``dst[dkey]`` the fastest way both maps allow; with ``skip``
     ``"size"`` or ``"content"`` (a resume), not if ``dst`` holds it complete already."""
+    size: int | None = None  # the source's, once asked
     if skip == "content":
         try:
             if dst[dkey] == src[skey]:
@@ -20,7 +21,9 @@ def copy_one(src: ZMap, dst: ZMap, skey: str, dkey: str, skip: str) -> tuple[boo
             pass
     elif skip == "size":
         try:
-            if dst.getsize(dkey) == src.getsize(skey):
+            target = dst.getsize(dkey)
+            size = src.getsize(skey)
+            if target == size:
                 return False, 0
         except KeyError:
             pass
@@ -28,7 +31,8 @@ def copy_one(src: ZMap, dst: ZMap, skey: str, dkey: str, skip: str) -> tuple[boo
     if support is not None:
         # a server-side copy given the size is one request (S3: CopyObject); without it
         # the service asks the size first and the report after (a HEAD each)
-        size = src.getsize(skey) if support == "server" else None
+        if size is None and support == "server":
+            size = src.getsize(skey)
         result = dst.copy_from(src, skey, dkey, size, atomic=False)
         if isinstance(result, int):
             return True, result
