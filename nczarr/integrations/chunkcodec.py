@@ -24,6 +24,7 @@ from numcodecs.compat import ensure_bytes, ensure_contiguous_ndarray, ensure_nda
 from zarr.codecs._v2 import V2Codec
 
 from ..inflate import fast_inflate
+from .bufferpool import POOL
 
 try:  # numcodecs' own unshuffle loop (what ``Shuffle.decode`` calls)
     from numcodecs._shuffle import _doUnshuffle
@@ -168,8 +169,16 @@ class Scratch:
 
     def _scratch(self) -> np.ndarray:
         if self._buffer is None:
-            self._buffer = np.empty(self.nbytes, dtype=np.uint8)
+            self._buffer = POOL.take(self.nbytes)
         return self._buffer
+
+    def release(self) -> None:
+        """Give the buffers back to the pool (:mod:`nczarr.integrations.bufferpool`)
+        for the next read; no result of :meth:`decode` may be used after this."""
+        for buffer in (self._buffer, self._second):
+            if buffer is not None:
+                POOL.give(buffer)
+        self._buffer = self._second = None
 
     def decode(
         self, codec: V2Codec, data: Any, spec: Any, dtype: np.dtype, target: Any = None
@@ -222,15 +231,33 @@ class Scratch:
         planes = raw.reshape(size, self.nbytes // size)
         elements = _element_bytes(target, size)
         if elements is not None:  # byte k of every element, in the chunk's order
-            for k in range(size):
-                elements[..., k] = planes[k].reshape(spec.shape, order=spec.order)
+            shaped = [plane.reshape(spec.shape, order=spec.order) for plane in planes]
+            _planes_into(shaped, elements)
             return target
         if self._second is None:
-            self._second = np.empty(self.nbytes, dtype=np.uint8)
-        columns = self._second.reshape(-1, size)
-        for k in range(size):
-            columns[:, k] = planes[k]
+            self._second = POOL.take(self.nbytes)
+        _planes_into(planes, self._second.reshape(-1, size))
         return self._second.view(dtype).reshape(spec.shape, order=spec.order)
+
+
+#: Elements one step of :func:`_planes_into` moves (~128 KB of float32 output).
+UNSHUFFLE_BLOCK = 1 << 15
+
+
+def _planes_into(planes: Any, elements: np.ndarray) -> None:
+    """``elements[..., k] = planes[k]`` for every byte ``k`` of an element, a block of
+    leading rows (about :data:`UNSHUFFLE_BLOCK` elements) at a time.
+
+    Why blocks: each plane's copy writes one byte of every element, so the whole
+    output is written ``elementsize`` times; a 4 MB chunk's output does not stay in
+    the core's cache between those passes, a block does (4 MB float32 chunks just
+    inflated: 4.3 ms a chunk in four whole passes, 2.6-2.7 ms in blocks)."""
+    rows = elements.shape[0]
+    step = max(1, UNSHUFFLE_BLOCK // max(1, math.prod(elements.shape[1:-1])))
+    for start in range(0, rows, step):
+        block = elements[start : start + step]
+        for k, plane in enumerate(planes):
+            block[..., k] = plane[start : start + step]
 
 
 def _contiguous_bytes(target: Any, order: str) -> np.ndarray | None:

@@ -212,6 +212,8 @@ class ReadJob:
                 tmp = tmp.squeeze(axis=drop_axes)
             out[out_selection] = tmp
             data = decoded = tmp = None  # freed before the next chunk is read
+        if scratch is not None:  # (after an error its buffers are simply dropped)
+            scratch.release()
 
 
 @dataclass(frozen=True)
