@@ -118,11 +118,29 @@ def read_part(
     return part_of_view(_view(zmap, opts))
 
 
+#: Variables whose listings a map that awaits its storage (S3) is asked for at once.
+LISTINGS_AT_ONCE = 8
+
+
 def listed(zmap: ZMap, variables: Sequence[Variable]) -> Iterator[str]:
-    """The chunk objects stored below each variable (no metadata objects)."""
-    for var in variables:
-        prefix = var.path.strip("/")
-        for key in zmap.keys_below(prefix):
+    """The chunk objects stored below each variable (no metadata objects).
+
+    On a map that awaits its storage (:attr:`~nczarr.maps.base.ZMap.async_reads`: a
+    listing is a round trip) the variables are listed :data:`LISTINGS_AT_ONCE` at a
+    time, not one after another: the first source of a combine is read this way, by
+    the client, before anything else can start."""
+    prefixes = [var.path.strip("/") for var in variables]
+    listings: Iterator[Iterator[str]] | list[list[str]]
+    if zmap.async_reads and len(prefixes) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        at_once = min(LISTINGS_AT_ONCE, len(prefixes))
+        with ThreadPoolExecutor(at_once, thread_name_prefix="nczarr-list") as pool:
+            listings = list(pool.map(lambda prefix: list(zmap.keys_below(prefix)), prefixes))
+    else:
+        listings = (zmap.keys_below(prefix) for prefix in prefixes)
+    for prefix, keys in zip(prefixes, listings, strict=True):
+        for key in keys:
             rest = key[len(prefix) + 1 :]
             if key.startswith(prefix + "/") and not any(
                 segment.startswith(".") for segment in rest.split("/")
