@@ -21,11 +21,11 @@ import zarr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nczarr import MemoryMap, ZarrStore
 from nczarr.integrations import bufferpool, chunkcodec, fastpipeline
 from nczarr.integrations.bufferpool import BufferPool
 from nczarr.integrations.calling_thread import get_basic_selection
-from nczarr.integrations.fastpipeline import fast_pipeline
+
+from .v2pairs import v2_pair
 
 
 def test_a_buffer_given_back_is_the_next_taken_of_its_size() -> None:
@@ -87,27 +87,11 @@ def test_threads_never_share_a_taken_buffer() -> None:
 def _pair(dtype, order, filters, shape, chunks):
     """The same zlib array in two stores: (nczarr's pipeline, zarr's own), its values."""
     values = np.round(np.random.default_rng(5).normal(size=shape) * 10, 2).astype(dtype)
-    out = []
-    for use_fast in (True, False):
-        store = ZarrStore(MemoryMap(mode="w"))
-        zarr.create_array(
-            store=store,
-            shape=shape,
-            chunks=chunks,
-            dtype=dtype,
-            zarr_format=2,
-            order=order,
-            fill_value=7,
-            compressors=numcodecs.Zlib(level=1),
-            filters=filters,
-        )
-        zarr.open_array(store=store, mode="r+", zarr_format=2)[...] = values
-        if use_fast:
-            with fast_pipeline():
-                out.append(zarr.open_array(store=store, mode="r", zarr_format=2))
-        else:
-            out.append(zarr.open_array(store=store, mode="r", zarr_format=2))
-    return out[0], out[1], values
+    compressor = numcodecs.Zlib(level=1)
+    fast, ref = v2_pair(
+        values, chunks, order=order, compressor=compressor, filters=filters, fill_value=7
+    )
+    return fast, ref, values
 
 
 @pytest.fixture

@@ -17,10 +17,11 @@ import numpy as np
 import pytest
 import zarr
 
-from nczarr import MemoryMap, ZarrStore, inflate
+from nczarr import MemoryMap, inflate
 from nczarr.integrations import chunkcodec, fastpipeline
 from nczarr.integrations.calling_thread import get_basic_selection
-from nczarr.integrations.fastpipeline import fast_pipeline
+
+from .v2pairs import v2_pair
 
 
 @pytest.fixture(params=["libdeflate", "zlib"])
@@ -36,20 +37,8 @@ def fast(request, monkeypatch) -> bool:
 def _pair(dtype, order, compressor, filters, shape=(700, 610), chunks=(300, 512)):
     """The same array in two stores: (nczarr's pipeline, zarr's own), and its values."""
     values = np.round(np.random.default_rng(3).normal(size=shape) * 10, 2).astype(dtype)
-    out = []
-    for use_fast in (True, False):
-        store = ZarrStore(MemoryMap(mode="w"))
-        kwargs = dict(shape=shape, chunks=chunks, dtype=dtype, zarr_format=2, order=order)
-        zarr.create_array(
-            store=store, fill_value=-7, compressors=compressor, filters=filters, **kwargs
-        )
-        zarr.open_array(store=store, mode="r+", zarr_format=2)[...] = values
-        if use_fast:
-            with fast_pipeline():
-                out.append(zarr.open_array(store=store, mode="r", zarr_format=2))
-        else:
-            out.append(zarr.open_array(store=store, mode="r", zarr_format=2))
-    return out[0], out[1], values
+    fast, ref = v2_pair(values, chunks, order=order, compressor=compressor, filters=filters)
+    return fast, ref, values
 
 
 def _count_usual(monkeypatch) -> list[int]:

@@ -16,28 +16,19 @@ import numpy as np
 import pytest
 import zarr
 
-from nczarr import MemoryMap, ZarrStore
 from nczarr.integrations.calling_thread import get_basic_selection
-from nczarr.integrations.fastpipeline import fast_pipeline
+
+from .v2pairs import v2_pair
 
 
 def _pair(dtype: str, order: str, filters=None, shape=(700, 610), chunks=(300, 512)):
     """The same Blosc array in two stores: (nczarr's pipeline, zarr's own)."""
     values = np.random.default_rng(3).normal(size=shape).astype(dtype)
-    out = []
-    for fast in (True, False):
-        store = ZarrStore(MemoryMap(mode="w"))
-        kwargs = dict(shape=shape, chunks=chunks, dtype=dtype, zarr_format=2, order=order)
-        kwargs.update(compressors=numcodecs.Blosc(cname="lz4", shuffle=1), filters=filters)
-        zarr.create_array(store=store, fill_value=-7, **kwargs)
-        with fast_pipeline():
-            zarr.open_array(store=store, mode="r+", zarr_format=2)[...] = values
-        if fast:
-            with fast_pipeline():
-                out.append(zarr.open_array(store=store, mode="r", zarr_format=2))
-        else:
-            out.append(zarr.open_array(store=store, mode="r", zarr_format=2))
-    return out[0], out[1], values
+    compressor = numcodecs.Blosc(cname="lz4", shuffle=1)
+    fast, ref = v2_pair(
+        values, chunks, order=order, compressor=compressor, filters=filters, write_fast=True
+    )
+    return fast, ref, values
 
 
 def _record_outs(monkeypatch) -> list[object]:
