@@ -19,8 +19,9 @@ replaces only its ``read`` and ``write`` for the common case -- a Zarr v2 array
 * one ``getitems`` call on the map for every chunk of the selection (concurrent
   requests on S3, a plain loop on files and zips), one ``setitems`` for writes;
 * decoding and encoding with the array's own numcodecs objects, in batches of chunks
-  spread over a small thread pool (blosc and zlib release the GIL), the
-  decoded values copied straight into the output.
+  spread over a small thread pool (blosc and zlib release the GIL) when a chunk's
+  codec call is long enough for that to pay (:mod:`nczarr.integrations.codeccost`),
+  the decoded values copied straight into the output.
 
 Semantics are zarr-python's own (``V2Codec``): the decoded bytes are viewed as the
 array's dtype (byte order kept) and reshaped in the array's order; missing chunks read
@@ -49,6 +50,7 @@ from zarr.core.codec_pipeline import BatchedCodecPipeline, fill_value_or_default
 from zarr.registry import register_pipeline
 
 from .chunkcodec import SCRATCH_BYTES, Scratch, decode_v2, encode_v2, whole_chunk_block
+from .codeccost import threads_pay
 from .zarr_store import ZarrStore
 
 __all__ = [
@@ -175,7 +177,7 @@ class ReadJob:
     def run(self) -> None:
         """Fetch and decode in a few parts, in parallel: each part is one ``getitems``
         on the map (so file reads overlap decoding) and the decode of its chunks."""
-        _run([lambda r=r: self._part(r) for r in _split(self.info)])
+        _run([lambda r=r: self._part(r) for r in _split(self.info, self.codec)])
 
     def _part(self, indices: range) -> None:
         keys, info = self.keys, self.info
@@ -230,7 +232,7 @@ class WriteJob:
     def run(self) -> None:
         """Encode and store in a few parts, in parallel: each part encodes its chunks
         and writes them with one ``setitems`` (memory: one part's encoded chunks)."""
-        _run([lambda r=r: self._part(r) for r in _split(self.info)])
+        _run([lambda r=r: self._part(r) for r in _split(self.info, self.codec, encode=True)])
 
     def _part(self, indices: range) -> None:
         writes: dict[str, bytes] = {}
@@ -328,11 +330,15 @@ def _chunk_nbytes(spec: Any) -> int:
     return math.prod(spec.shape) * spec.dtype.to_native_dtype().itemsize
 
 
-def _split(info: Sequence[tuple[Any, ...]]) -> list[range]:
-    """Parts of a selection's chunks (Zarr v2: all of one size) for :func:`_batches`."""
+def _split(info: Sequence[tuple[Any, ...]], codec: V2Codec, *, encode: bool = False) -> list[range]:
+    """Parts of a selection's chunks (Zarr v2: all of one size) for :func:`_batches`:
+    one part when a chunk's codec call is too short for threads to pay
+    (:func:`~nczarr.integrations.codeccost.threads_pay`)."""
     if not info:
         return [range(0)]
-    return _batches([_chunk_nbytes(info[0][1])] * len(info), decode_workers())
+    nbytes = _chunk_nbytes(info[0][1])
+    parts = decode_workers() if threads_pay(codec.compressor, nbytes, encode=encode) else 1
+    return _batches([nbytes] * len(info), parts)
 
 
 # ------------------------------------------------------------------ the pipeline
