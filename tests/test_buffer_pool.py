@@ -11,6 +11,7 @@ Differential against zarr-python's own pipeline.
 
 from __future__ import annotations
 
+import os
 import threading
 import zlib
 
@@ -82,6 +83,24 @@ def test_threads_never_share_a_taken_buffer() -> None:
         t.join()
     assert errors == []
     assert pool.held <= 4 * 1024
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX's")
+def test_a_forked_child_takes_buffers_though_a_thread_held_the_lock_at_fork() -> None:
+    pool = bufferpool.POOL
+    kept = pool.take(4096)
+    pool.give(kept)
+    with pool._lock:  # what another thread holding it at the fork looks like
+        pid = os.fork()
+        if pid == 0:  # the child: the lock is new (else take() would wait forever)
+            if not pool._lock.acquire(blocking=False):
+                os._exit(2)
+            pool._lock.release()
+            ok = pool.held == 0 and pool.take(4096) is not kept  # idle buffers gone
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert pool.take(4096) is kept  # the parent's pool is as it was
 
 
 def _pair(dtype, order, filters, shape, chunks):

@@ -69,6 +69,16 @@ class BufferPool:
             self._idle.clear()
             self._held = 0
 
+    def after_fork(self) -> None:
+        """In a forked child: a new lock (another thread may have held the parent's at
+        the fork) and no idle buffers (the child's copies of the parent's pages)."""
+        self._lock = threading.Lock()
+        self._idle = {}
+        self._held = 0
+
 
 #: The pool large-chunk reads share.
 POOL = BufferPool(POOL_BYTES)
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=POOL.after_fork)
