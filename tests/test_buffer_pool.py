@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 import zlib
 
 import numcodecs
@@ -90,7 +91,8 @@ def test_a_forked_child_takes_buffers_though_a_thread_held_the_lock_at_fork() ->
     pool = bufferpool.POOL
     kept = pool.take(4096)
     pool.give(kept)
-    with pool._lock:  # what another thread holding it at the fork looks like
+    with pool._lock, warnings.catch_warnings():  # a thread holding it at the fork
+        warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork with threads
         pid = os.fork()
         if pid == 0:  # the child: the lock is new (else take() would wait forever)
             if not pool._lock.acquire(blocking=False):
