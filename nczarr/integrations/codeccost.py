@@ -3,27 +3,28 @@ decode (or encode) runs with the GIL released, estimated from its compressor and
 
 Why: :mod:`nczarr.integrations.fastpipeline` decodes a selection's chunks in a few
 parts on a thread pool, which pays when each chunk's codec call runs long without the
-GIL (zlib: ~270 us for 40 KB). Each chunk also costs ~10-20 us of Python holding the
-GIL (the fetch, the bookkeeping, the copy into the output); when the codec call is no
-longer than that (Blosc-LZ4: a few us for 40 KB), two threads only take turns at the
-GIL, and the hand-offs (futex waits, context switches) cost CPU that buys no time.
-Measured on a 2-core VM (`benchmarks/engine.py`, 4 float32 variables written by
-netcdf-c; wall / CPU ms, two threads against one):
+GIL (zlib: ~230 us for 40 KB of float32). Each chunk also costs ~10-20 us of Python
+holding the GIL (the fetch, the bookkeeping, the copy into the output); when the codec
+call is no longer than that (Blosc-LZ4: ~16 us for 40 KB), two threads only take
+turns at the GIL, and the hand-offs (futex waits, context switches) cost CPU that
+buys no time. Measured on a 2-core VM (``benchmarks/engine.py``'s stores: 4 float32
+variables written by netcdf-c; best wall / CPU ms, two threads against one):
 
-=====================================  =================  =================
-case                                   two threads        one thread
-=====================================  =================  =================
-40 KB Blosc-LZ4 chunks (3,600)         69.4 / 105.2       67.8 / 67.8
-160 KB Blosc-LZ4 chunks                31.2 / 53.1        35.0 / 35.0
-360 KB Blosc-LZ4 chunks                26.8 / 40.7        29.7 / 29.7
-40 KB zlib chunks                      145.4 / 253.5      239.8 / 239.7
-=====================================  =================  =================
+=====================================  ===============  ===============  ===========
+store (900 chunks unless said)         two threads      one thread       codec call
+=====================================  ===============  ===============  ===========
+40 KB Blosc-LZ4, read                  52.2 / 75.5      44.2 / 44.2      ~16 us
+40 KB zstd + shuffle, read             106.2 / 170.1    156.6 / 156.6    ~57-90 us
+160 KB Blosc-LZ4, read (225 chunks)    31.2 / 53.1      35.0 / 35.0      ~63 us
+40 KB zlib + shuffle, read             145.4 / 253.5    239.8 / 239.7    ~230 us
+40 KB Blosc-LZ4, ``to_nczarr``         148.5 / 232.6    158.1 / 156.7    ~40 us
+=====================================  ===============  ===============  ===========
 
-So a selection goes to the pool only when a chunk's codec call is estimated at
-:data:`THREADED_CHUNK_MICROSECONDS` or more: chunk bytes over the codec's speed in
-:data:`SPEEDS` (single-thread MB/s, conservative: numcodecs' and libdeflate's speeds
-on float data, rounded down; a codec not in the table is assumed slow, i.e. threaded,
-as before).
+So a selection goes to the pool when a chunk's codec call is estimated at
+:data:`THREADED_CHUNK_MICROSECONDS` or more (where two threads saved a tenth of the
+time or more above): the chunk's bytes over the codec's single-thread speed in
+:data:`SPEEDS` (numcodecs' speeds on that float data in 40 KB chunks, rounded; a codec
+not in the table is assumed slow, i.e. threaded, as before).
 """
 
 from __future__ import annotations
@@ -33,24 +34,23 @@ from typing import Any
 __all__ = ["SPEEDS", "THREADED_CHUNK_MICROSECONDS", "codec_microseconds", "threads_pay"]
 
 #: A chunk's codec call from this long on (estimated) is worth another thread.
-THREADED_CHUNK_MICROSECONDS = 100.0
+THREADED_CHUNK_MICROSECONDS = 50.0
 
 #: (decode, encode) MB/s of one thread by numcodecs codec id (Blosc: by ``cname``);
-#: ``None``: no compressor (a copy). Numbers conservative (rounded down).
+#: ``None``: no compressor (a copy). Measured speeds, rounded (module docstring).
 SPEEDS: dict[str | None, tuple[float, float]] = {
     None: (4000.0, 4000.0),
-    "blosc:lz4": (2000.0, 1000.0),
-    "blosc:blosclz": (2000.0, 1000.0),
-    "blosc:snappy": (1000.0, 500.0),
-    "blosc:lz4hc": (1500.0, 30.0),
-    "blosc:zstd": (500.0, 25.0),
-    "blosc:zlib": (200.0, 20.0),
-    "lz4": (2000.0, 800.0),
-    "zstd": (1000.0, 300.0),
-    "zlib": (150.0, 30.0),
-    "gzip": (120.0, 30.0),
-    "bz2": (30.0, 12.0),
-    "lzma": (48.0, 1.0),
+    "blosc:lz4": (2500.0, 1000.0),
+    "blosc:blosclz": (4500.0, 1400.0),
+    "blosc:lz4hc": (2500.0, 80.0),
+    "blosc:zstd": (550.0, 50.0),
+    "blosc:zlib": (280.0, 30.0),
+    "lz4": (2500.0, 1200.0),
+    "zstd": (550.0, 500.0),
+    "zlib": (170.0, 45.0),
+    "gzip": (150.0, 35.0),
+    "bz2": (20.0, 8.0),
+    "lzma": (20.0, 1.0),
 }
 
 
