@@ -33,6 +33,7 @@ __all__ = [
     "InvalidNameError",
     "ValueRangeError",
     "EncodingError",
+    "InvalidSettingError",
     "NCZarrWarning",
     "warn_all",
     "raise_os_error",
@@ -119,6 +120,11 @@ class ValueRangeError(NCZarrError, OverflowError):
 class EncodingError(NCZarrError, ValueError, TypeError):
     """A dataset cannot be encoded as netCDF (xarray's CF encoding refuses a variable's
     values or ``encoding``); both builtins, as ``to_netcdf`` raises either."""
+
+
+class InvalidSettingError(NCZarrError, ValueError):
+    """An ``NCZARR_*`` environment variable holds a value nczarr cannot use; the message
+    names the variable and the value."""
 
 
 class NCZarrWarning(UserWarning):

@@ -48,6 +48,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from .environment import env_bytes
 from .errors import CorruptChunkError
 
 __all__ = [
@@ -64,7 +65,7 @@ __all__ = [
 
 #: The most bytes one chunk may decode to when re-encoded or dumped (1 GiB unless the
 #: environment variable ``NCZARR_MAX_CHUNK_BYTES`` says otherwise).
-MAX_DECODED_BYTES = int(os.environ.get("NCZARR_MAX_CHUNK_BYTES", 0) or 2**30)
+MAX_DECODED_BYTES = env_bytes("NCZARR_MAX_CHUNK_BYTES", 0) or 2**30
 
 _STREAMS = {"zlib": zlib.MAX_WBITS, "gzip": 16 + zlib.MAX_WBITS}
 
@@ -278,6 +279,4 @@ class MemoryBudget:
 
 #: The budget every re-encoding thread of this process shares: decoded chunk bytes
 #: in flight (``NCZARR_DECODE_BUDGET``, default twice :data:`MAX_DECODED_BYTES`).
-DECODE_BUDGET = MemoryBudget(
-    int(os.environ.get("NCZARR_DECODE_BUDGET", 0) or 2 * MAX_DECODED_BYTES)
-)
+DECODE_BUDGET = MemoryBudget(env_bytes("NCZARR_DECODE_BUDGET", 0) or 2 * MAX_DECODED_BYTES)

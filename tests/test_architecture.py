@@ -326,6 +326,7 @@ def abort(self, target, stage):
 #: (one set) do not import each other.
 FLOORS: list[set[str]] = [
     {"errors", "_version", "hooks", "lazy"},
+    {"environment"},  # NCZARR_* settings (refusals are errors)
     {"keys", "inflate"},
     {"maps"},  # storage ...
     {"translate"},  # ... and translation do not import each other (checked below)

@@ -24,11 +24,13 @@ import threading
 
 import numpy as np
 
+from ..environment import env_bytes
+
 __all__ = ["POOL", "POOL_BYTES", "BufferPool"]
 
 #: Idle bytes the pool keeps at most (``NCZARR_BUFFER_POOL_BYTES`` overrides; 0 turns
 #: the pool off).
-POOL_BYTES = int(os.environ.get("NCZARR_BUFFER_POOL_BYTES", 32 * 2**20))
+POOL_BYTES = env_bytes("NCZARR_BUFFER_POOL_BYTES", 32 * 2**20)
 
 
 class BufferPool:
