@@ -95,16 +95,19 @@ def days(tmp_path: Path, count: int) -> list[Path]:
     return [daily(tmp_path / "src" / f"d{i:02d}", 2 * i, 2) for i in range(count)]
 
 
-def s3_days(tmp_path: Path, bucket: str, endpoint: str, count: int) -> list[str]:
-    """``count`` daily NCZarr sources of two days each, uploaded to
-    ``s3://bucket/src/dNN`` (built under ``tmp_path``)."""
+def s3_days(
+    tmp_path: Path, bucket: str, endpoint: str, count: int, days: int = 2, chunk: int = 2
+) -> list[str]:
+    """``count`` daily NCZarr sources of ``days`` days each (chunks of ``chunk`` days),
+    uploaded to ``s3://bucket/src/dNN`` (built under ``tmp_path``)."""
     import nczarr
 
     opts = {"endpoint_url": endpoint}
     urls = []
     for i in range(count):
         url = f"s3://{bucket}/src/d{i:02d}"
-        nczarr.convert(daily(tmp_path / f"d{i:02d}", 2 * i, 2), url, target_options=opts)
+        local = daily(tmp_path / f"d{i:02d}", days * i, days, chunk=chunk)
+        nczarr.convert(local, url, target_options=opts)
         urls.append(url)
     return urls
 

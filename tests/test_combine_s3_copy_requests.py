@@ -1,7 +1,10 @@
 """A combine whose sources and target are on one S3 service copies each chunk
 server-side with the size asked once: a ``HeadObject`` and a ``CopyObject`` a chunk
-(``nczarr/conversion/copyone.py``), not a ``HeadObject`` before and another after it.
-Counted at ``tests/faultproxy.py`` in front of moto's server on 127.0.0.1.
+(``nczarr/conversion/copyone.py``), not a ``HeadObject`` before and another after it;
+and when a source's variables hold several chunks each, their sizes come from one
+listing of each variable (``growcopy._listed_sizes``): a ``CopyObject`` a chunk and
+no ``HeadObject``. Counted at ``tests/faultproxy.py`` in front of moto's server on
+127.0.0.1.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 import nczarr
+from nczarr.conversion import growcopy
 
 from .faultproxy import FaultProxy
 from .growing import expected_temp, read_nc, s3_days
@@ -50,3 +54,47 @@ def test_server_side_combine_asks_each_chunk_size_once(
     back = tmp_path / "back"
     nczarr.convert(dst, back, source_options=opts)
     np.testing.assert_array_equal(read_nc(back)["temp"], expected_temp(0, 2 * DAYS))
+
+
+def _combine_counted(tmp_path: Path, bucket: str, endpoint: str, urls: list[str]):
+    dst = f"s3://{bucket}/out"
+    with FaultProxy(endpoint) as proxy:
+        via = {"endpoint_url": proxy.endpoint}
+        nczarr.convert(urls[0], f"s3://{bucket}/warm", source_options=via, target_options=via)
+        proxy.reset_counts()
+        report = nczarr.convert(
+            urls, dst, concat_dim="time", source_options=via, target_options=via
+        )
+        copies = proxy.counts["CopyObject"]
+        heads = sum(
+            1
+            for _, _, op, target in proxy.spans
+            if op == "HeadObject" and "/src/" in target and not _is_metadata(target)
+        )
+    back = tmp_path / "back"
+    nczarr.convert(dst, back, source_options={"endpoint_url": endpoint})
+    return report, copies, heads, back
+
+
+def test_sources_with_many_chunks_a_variable_list_their_sizes(
+    tmp_path: Path, s3_bucket: str, s3_endpoint: str
+) -> None:
+    """8 days a source in chunks of one day: 8 chunks of ``time`` and 16 of ``temp`` a
+    source, above ``LIST_SIZES_FROM`` a variable: no ``HeadObject`` of a source chunk."""
+    urls = s3_days(tmp_path, s3_bucket, s3_endpoint, 2, days=8, chunk=1)
+    report, copies, heads, back = _combine_counted(tmp_path, s3_bucket, s3_endpoint, urls)
+    assert report.chunks_copied == copies >= 2 * (8 + 16)
+    assert heads == 0  # ff73deb and before: one a copied chunk
+    np.testing.assert_array_equal(read_nc(back)["temp"], expected_temp(0, 16))
+
+
+def test_below_the_line_each_copy_asks_its_size(
+    tmp_path: Path, s3_bucket: str, s3_endpoint: str, monkeypatch
+) -> None:
+    """The same sources with the line raised above their chunks a variable: a
+    ``HeadObject`` a copied chunk, the same store."""
+    monkeypatch.setattr(growcopy, "LIST_SIZES_FROM", 100)
+    urls = s3_days(tmp_path, s3_bucket, s3_endpoint, 2, days=8, chunk=1)
+    report, copies, heads, back = _combine_counted(tmp_path, s3_bucket, s3_endpoint, urls)
+    assert report.chunks_copied == copies == heads
+    np.testing.assert_array_equal(read_nc(back)["temp"], expected_temp(0, 16))

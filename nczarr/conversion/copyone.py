@@ -9,10 +9,12 @@ from ..maps.base import NOT_SUPPORTED, ZMap
 __all__ = ["copy_one"]
 
 
-def copy_one(src: ZMap, dst: ZMap, skey: str, dkey: str, skip: str) -> tuple[bool, int]:
+def copy_one(
+    src: ZMap, dst: ZMap, skey: str, dkey: str, skip: str, size: int | None = None
+) -> tuple[bool, int]:
     """Copy ``src[skey]`` to ``dst[dkey]`` the fastest way both maps allow; with ``skip``
-    ``"size"`` or ``"content"`` (a resume), not if ``dst`` holds it complete already."""
-    size: int | None = None  # the source's, once asked
+    ``"size"`` or ``"content"`` (a resume), not if ``dst`` holds it complete already.
+    ``size``: the source's size if a listing gave it (else asked when needed)."""
     if skip == "content":
         try:
             if dst[dkey] == src[skey]:
@@ -22,7 +24,7 @@ def copy_one(src: ZMap, dst: ZMap, skey: str, dkey: str, skip: str) -> tuple[boo
     elif skip == "size":
         try:
             target = dst.getsize(dkey)
-            size = src.getsize(skey)
+            size = src.getsize(skey) if size is None else size
             if target == size:
                 return False, 0
         except KeyError:

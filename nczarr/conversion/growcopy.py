@@ -192,10 +192,36 @@ def execute(
     return copied, reencoded
 
 
-def _copier(src: Any, dst: ZMap, skey: str, dkey: str, skip: str) -> Callable[[], tuple[bool, int]]:
-    """A job copying ``skey`` of part ``src`` (from where it is copied) to ``dkey``."""
+def _copier(
+    src: Any, dst: ZMap, skey: str, dkey: str, skip: str, size: int | None = None
+) -> Callable[[], tuple[bool, int]]:
+    """A job copying ``skey`` of part ``src`` (from where it is copied) to ``dkey``;
+    ``size``: the source's, from a listing, if known."""
     source = src.copy_source(skey)
-    return lambda: copy_one(source, dst, skey, dkey, skip)
+    return lambda: copy_one(source, dst, skey, dkey, skip, size)
+
+
+#: Chunks a variable of a source copied server-side must average for their sizes to
+#: come from one listing of the variable rather than a ``HeadObject`` each.
+LIST_SIZES_FROM = 4
+
+
+def _listed_sizes(src: Any, dst: ZMap, copies: Sequence[Any]) -> dict[str, int]:
+    """The sizes of ``copies``' source chunks from one listing of each variable they
+    belong to, when ``dst`` copies them server-side (a copy given the size is one
+    ``CopyObject``; without it a ``HeadObject`` first) and the variables hold at least
+    :data:`LIST_SIZES_FROM` of them on average; else nothing (each copy asks)."""
+    verbatim = src.verbatim
+    if dst.copy_support(verbatim) != "server":
+        return {}
+    keys = {c.source_key for c in copies if src.copy_source(c.source_key) is verbatim}
+    prefixes = sorted(
+        {v.path.strip("/") for v in src.dataset.root.all_variables()}, key=len, reverse=True
+    )
+    used = {p for p in prefixes if any(k.startswith(p + "/") for k in keys)}
+    if not used or len(keys) < LIST_SIZES_FROM * len(used):
+        return {}
+    return {k: n for p in sorted(used) for k, n in verbatim.list_sizes(p) if k in keys}
 
 
 #: Sources whose copies are in flight at once when ``dst`` does not copy them locally
@@ -252,7 +278,13 @@ class _Window:
         with ExitStack() as opened:
             stack = opened.enter_context(ExitStack())  # closed here only if this raises
             stack.enter_context(src.verbatim.session())
-            jobs = [_copier(src, self._dst, c.source_key, c.target_key, self._skip) for c in group]
+            copies = list(group)
+            sizes = _listed_sizes(src, self._dst, copies)
+            dst, skip = self._dst, self._skip
+            jobs = [
+                _copier(src, dst, c.source_key, c.target_key, skip, sizes.get(c.source_key))
+                for c in copies
+            ]
             opened.pop_all()
         if self._workers <= 1:
             with stack:
