@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any
 
+from ..keys import parent_keys
 from ..maps.base import NOT_SUPPORTED, ZMap
 from ..translate.grow import GrowPlan, chunk_key
 from .copyone import copy_one
@@ -215,10 +216,10 @@ def _listed_sizes(src: Any, dst: ZMap, copies: Sequence[Any]) -> dict[str, int]:
     if dst.copy_support(verbatim) != "server":
         return {}
     keys = {c.source_key for c in copies if src.copy_source(c.source_key) is verbatim}
-    prefixes = sorted(
-        {v.path.strip("/") for v in src.dataset.root.all_variables()}, key=len, reverse=True
-    )
-    used = {p for p in prefixes if any(k.startswith(p + "/") for k in keys)}
+    variables = {v.path.strip("/") for v in src.dataset.root.all_variables()}
+    used: set[str] = set()  # the variables the keys are chunks of
+    for key in keys:
+        used.update(p for p in parent_keys(key) if p in variables)
     if not used or len(keys) < LIST_SIZES_FROM * len(used):
         return {}
     return {k: n for p in sorted(used) for k, n in verbatim.list_sizes(p) if k in keys}
