@@ -381,7 +381,10 @@ def append(
     start = time.perf_counter()
     sources = list(sources)
     names = [url_of(dst), *names_of(sources)]
-    check_distinct_all(sources, dst, src_options=source_options, dst_options=target_options)
+    real = RealPaths()  # the sources' real paths: the overlap check, then their maps
+    check_distinct_all(
+        sources, dst, src_options=source_options, dst_options=target_options, realpath=real
+    )
     with ExitStack() as stack:
         on_chunk = progress_callback(progress, stack, unit="chunk")
         dst_map = open_location(dst, "r" if dry_run else "a", target_options, stack)
@@ -400,9 +403,7 @@ def append(
         _check_appendable(target_view, url_of(dst))
         selected = dataclasses.replace(opts, include=include, exclude=exclude)
         # each source opened, read and closed in turn, opened again for its copies
-        opened = Sources(
-            sources, source_options, RealPaths(), stack, lambda m: read_part(m, selected)
-        )
+        opened = Sources(sources, source_options, real, stack, lambda m: read_part(m, selected))
         read, _ = read_sources(
             (opened.open(i) for i in range(len(opened))), selected, done=_held_few(opened)
         )

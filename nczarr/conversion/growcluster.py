@@ -268,8 +268,9 @@ class SourceReads:
     def __init__(self, client: Any, ahead: int) -> None:
         self._client = client
         self.ahead = max(ahead, 1)
-        threads = sum(client.nthreads().values()) or 1
-        self.window = 2 * threads * self.ahead
+        nthreads = client.nthreads()  # worker -> threads (one scheduler round trip)
+        self._workers = list(nthreads)
+        self.window = 2 * (sum(nthreads.values()) or 1) * self.ahead
         self._token = uuid4().hex[:12]
         self._tasks = 0
         # task number -> [future, its results (None until fetched), sources not done]
@@ -283,7 +284,7 @@ class SourceReads:
         fully, it is over when they start (the client is cached per process:
         :mod:`~nczarr.maps.s3session`)."""
         pickled = pickle.dumps(zmap)
-        for worker in self._client.nthreads():
+        for worker in self._workers:
             self._warming.append(
                 self._client.submit(
                     _opened_and_closed,
@@ -316,14 +317,14 @@ class SourceReads:
         if held[1] is None:
             held[1] = held[0].result()
         read = held[1][position]
-        self.drop(task, position)
+        self.drop(task)
         if isinstance(read, BaseException):
             raise read
         return read
 
-    def drop(self, task: int, position: int) -> None:
-        """Source ``position`` of task ``task`` is done with (read, or read again with
-        other keys): a task whose every source is done is let go (memory flat)."""
+    def drop(self, task: int) -> None:
+        """One source of task ``task`` is done with (read, or read again with other
+        keys): a task whose every source is done is let go (memory flat)."""
         held = self._live.get(task)
         if held is None:
             return

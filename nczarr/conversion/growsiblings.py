@@ -2,7 +2,7 @@
 
 365 daily files of one producer hold the same metadata objects, often byte for byte
 (one day each: the same shapes too). Reading each into the model costs far more than
-copying its chunks, so :func:`read_parts` reads the first source fully and remembers
+copying its chunks, so :func:`read_sources` reads the first source fully and remembers
 which metadata objects its reading looked at (every object of every node, and the
 names at its root: which root objects and append journal it holds); a later source
 whose objects at those keys hold the very same bytes is read as that model, without
@@ -30,7 +30,7 @@ from ..translate.grow import find_dimension
 from ..translate.model import Variable
 from .growparts import Part, PartOptions, read_part
 
-__all__ = ["read_parts", "read_sources"]
+__all__ = ["read_sources"]
 
 
 @dataclass
@@ -114,11 +114,6 @@ def _full(zmap: ZMap, opts: PartOptions, known: _Known | None) -> tuple[Part, _K
     return part, known
 
 
-def read_parts(maps: Sequence[ZMap], opts: PartOptions) -> list[Part]:
-    """Every map as a :class:`~nczarr.conversion.growparts.Part` (see the module doc)."""
-    return read_sources(maps, opts)[0]
-
-
 def read_sources(
     maps: Iterable[ZMap],
     opts: PartOptions,
@@ -126,8 +121,9 @@ def read_sources(
     done: Callable[[int, Part], Part] | None = None,
     client: Any = None,
 ) -> tuple[list[Part], Collection[int]]:
-    """:func:`read_parts`, and the indices of the parts already known to agree with the
-    first one on every variable without ``dimension`` (None: none checked here).
+    """Every map as a :class:`~nczarr.conversion.growparts.Part` (see the module doc),
+    and the indices of the parts already known to agree with the first one on every
+    variable without ``dimension`` (None: none checked here).
 
     A later source is listed and read in one pass
     (:meth:`~nczarr.maps.mapcore.MapCore.list_reading`: a directory map opens each of
@@ -246,7 +242,7 @@ class _Ahead:
                 return self._cluster.result(*started[1])
             return started[1].result()
         if started is not None and self._cluster is not None:
-            self._cluster.drop(*started[1])  # read with other keys: not kept on the cluster
+            self._cluster.drop(started[1][0])  # read with other keys: not kept on the cluster
         return zmap.list_reading(wanted)
 
     def _pull(self) -> ZMap | None:

@@ -98,10 +98,7 @@ def _open(path: str, changed: bool = False) -> int:
         return os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
         if changed:
-            raise StorageError(
-                f"{path}: the netCDF file was removed since it was read: its chunks "
-                "cannot be copied"
-            ) from None
+            raise StorageError(_removed(path)) from None
         raise StorageNotFoundError(f"no such netCDF file: {path!r}") from None
     except OSError as exc:
         raise StorageError(f"cannot open {path!r}: {exc}") from None
@@ -115,6 +112,11 @@ def _identity(stat: os.stat_result) -> dict[str, int]:
         "size": stat.st_size,
         "mtime_ns": stat.st_mtime_ns,
     }
+
+
+def _removed(path: str) -> str:
+    """The refusal of a file gone since it was read."""
+    return f"{path}: the netCDF file was removed since it was read: its chunks cannot be copied"
 
 
 def _changed(path: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
@@ -175,10 +177,7 @@ class RemoteFile:
                 self.fs.invalidate_cache(self.path)
                 info = self.fs.info(self.path)
             except FileNotFoundError:
-                raise StorageError(
-                    f"{self.url}: the netCDF file was removed since it was read: its "
-                    "chunks cannot be copied"
-                ) from None
+                raise StorageError(_removed(self.url)) from None
             except OSError as exc:
                 raise StorageError(f"cannot open {self.url!r} again: {exc}") from None
             found = _remote_identity(info)
@@ -227,9 +226,7 @@ class RemoteFile:
         return f.read(n)
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        self.park()  # (a closed map reads nothing: its reader is gone)
 
 
 def _remote_identity(info: Mapping[str, Any]) -> dict[str, str]:

@@ -92,17 +92,14 @@ class HDF5Reader:
             raise MetadataError(f"{what}: corrupt netCDF-4/HDF5 file: {exc}") from None
 
     def close(self) -> None:
-        with self._reopening:
-            if self.file is not None:
-                self.file.close()
-                self.file = None
-            self._reopen = None  # not opened again
+        self.park(None)  # not opened again
 
-    def park(self, reopen: Callable[[], Any]) -> None:
+    def park(self, reopen: Callable[[], Any] | None) -> None:
         """Close the HDF5 file and drop the library's objects; the model, the chunk
         index and the re-encoding notes stay. :meth:`encode_chunk` (the one use of the
         open file after the open) opens it again from ``reopen()``, a path or file
-        object checked to be the file read first: no metadata is read again."""
+        object checked to be the file read first: no metadata is read again (``None``:
+        never opened again)."""
         with self._reopening:
             if self.file is not None:
                 self.file.close()
