@@ -138,9 +138,12 @@ def most_sources_listed_at_once(spans: list[tuple[float, float, str, str]]) -> i
 
 def most_at_once(spans: list[tuple[float, float, str, str]], op: str) -> int:
     """The most ``op`` requests in flight at one moment."""
-    events = sorted(
-        (t, step) for start, end, o, _ in spans if o == op for t, step in ((start, 1), (end, -1))
-    )
+    return most_overlapping([(start, end) for start, end, o, _ in spans if o == op])
+
+
+def most_overlapping(intervals: list[tuple[float, float]]) -> int:
+    """The most of ``intervals`` (start, end) overlapping at one moment."""
+    events = sorted((t, step) for start, end in intervals for t, step in ((start, 1), (end, -1)))
     most = live = 0
     for _, step in events:
         live += step

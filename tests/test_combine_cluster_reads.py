@@ -28,6 +28,7 @@ from nczarr.maps.s3 import S3Map
 from .clusters import local_client
 from .faultproxy import FaultProxy
 from .growing import daily, expected_temp, most_sources_listed_at_once, read_nc, s3_days
+from .sources import tree
 
 # real LocalClusters: the newest-Python CI run leaves these to the floor run
 pytestmark = pytest.mark.long
@@ -39,10 +40,6 @@ DAYS = 10
 def client() -> Iterator[Any]:
     with local_client(n_workers=2) as c:
         yield c
-
-
-def _tree(path: Path) -> dict[str, bytes]:
-    return {p.relative_to(path).as_posix(): p.read_bytes() for p in path.rglob("*") if p.is_file()}
 
 
 def _reads_here(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -79,7 +76,7 @@ def _assert_same_as_local(remote: Any, local: Any, tmp_path: Path) -> None:
         local.chunks_copied,
         local.chunks_reencoded,
     )
-    assert _tree(tmp_path / "remote") == _tree(tmp_path / "local")
+    assert tree(tmp_path / "remote") == tree(tmp_path / "local")
 
 
 def test_s3_sources_are_read_on_the_workers_and_combine_as_locally(

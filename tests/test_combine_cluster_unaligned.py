@@ -20,6 +20,7 @@ import nczarr
 
 from .clusters import local_client
 from .growing import daily, expected_temp, read_nc
+from .sources import tree
 
 LENGTHS = (2, 2, 3, 2, 2)
 
@@ -30,10 +31,6 @@ def _sources(tmp_path: Path) -> tuple[list[Path], int]:
         srcs.append(daily(tmp_path / f"d{i}", t0, n))
         t0 += n
     return srcs, t0
-
-
-def _tree(path: Path) -> dict[str, bytes]:
-    return {p.relative_to(path).as_posix(): p.read_bytes() for p in path.rglob("*") if p.is_file()}
 
 
 def test_aligned_sources_after_an_unaligned_one_keep_their_chunks(tmp_path: Path) -> None:
@@ -53,5 +50,5 @@ def test_the_cluster_path_gives_the_same_store(tmp_path: Path) -> None:
     nczarr.convert(srcs, tmp_path / "local", concat_dim="time")
     with local_client(n_workers=2) as client:
         nczarr.convert(srcs, tmp_path / "remote", concat_dim="time", client=client)
-    assert _tree(tmp_path / "remote") == _tree(tmp_path / "local")
+    assert tree(tmp_path / "remote") == tree(tmp_path / "local")
     np.testing.assert_array_equal(read_nc(tmp_path / "remote")["temp"], expected_temp(0, days))

@@ -14,6 +14,7 @@ import nczarr
 
 from .clusters import local_client
 from .growing import daily, expected_temp, read_nc
+from .sources import tree
 
 # real LocalClusters: the newest-Python CI run leaves these to the floor run
 pytestmark = pytest.mark.long
@@ -23,10 +24,6 @@ pytestmark = pytest.mark.long
 def client() -> Iterator[Any]:
     with local_client() as c:
         yield c
-
-
-def _tree(path):
-    return {p.relative_to(path).as_posix(): p.read_bytes() for p in path.rglob("*") if p.is_file()}
 
 
 def test_combine_on_a_cluster_matches_a_local_run(tmp_path, client):
@@ -52,7 +49,7 @@ def test_combine_on_a_cluster_matches_a_local_run(tmp_path, client):
         local.chunks_reencoded,
     )
     assert remote.chunks_reencoded > 0 and remote.chunks_copied > 0
-    assert _tree(tmp_path / "remote") == _tree(tmp_path / "local")
+    assert tree(tmp_path / "remote") == tree(tmp_path / "local")
     assert seen[-1] == (remote.chunks_copied + remote.chunks_reencoded,) * 2
     # copies were reported batch by batch (3 keys a task), as the cluster finished them
     steps = [b[0] - a[0] for a, b in zip([(0, 0), *seen], seen, strict=False)]
@@ -94,7 +91,7 @@ def test_sources_are_copied_in_runs_of_whole_sources(tmp_path, client, monkeypat
     assert sum(len(pairs) for _, pairs in seen["sources"]) == seen["total"] == 19
     # 19 chunks / (2 threads * 4 tasks each): 3 chunks a task, a source (3 chunks) each
     assert 6 <= seen["tasks"] <= 8
-    assert _tree(tmp_path / "remote") == _tree(tmp_path / "local")
+    assert tree(tmp_path / "remote") == tree(tmp_path / "local")
 
 
 def test_batches_hold_whole_sources_or_pieces_of_one():

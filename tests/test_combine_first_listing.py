@@ -16,7 +16,7 @@ import nczarr
 from nczarr.conversion import growparts
 
 from .faultproxy import FaultProxy
-from .growing import expected_temp, read_nc, s3_days
+from .growing import expected_temp, most_overlapping, read_nc, s3_days
 
 VARIABLES = ("lat", "temp", "time")  # tests/growing.daily's variables
 
@@ -29,15 +29,6 @@ def _first_source_listings(spans: list[tuple[float, float, str, str]]) -> list[t
         if op == "ListObjectsV2" and any(f"src/d00/{v}" in where for v in VARIABLES):
             out.append((start, end))
     return out
-
-
-def _most_overlapping(spans: list[tuple[float, float]]) -> int:
-    events = sorted((t, step) for start, end in spans for t, step in ((start, 1), (end, -1)))
-    most = live = 0
-    for _, step in events:
-        live += step
-        most = max(most, live)
-    return most
 
 
 def _combine(tmp_path: Path, bucket: str, endpoint: str) -> tuple[list, Path]:
@@ -57,7 +48,7 @@ def test_the_first_sources_variables_are_listed_at_once(
 ) -> None:
     spans, dst = _combine(tmp_path, s3_bucket, s3_endpoint)
     assert len(spans) >= len(VARIABLES)
-    assert _most_overlapping(spans) >= 2  # ff73deb and before: one after another
+    assert most_overlapping(spans) >= 2  # ff73deb and before: one after another
     np.testing.assert_array_equal(read_nc(dst)["temp"], expected_temp(0, 4))
 
 
@@ -68,5 +59,5 @@ def test_one_listing_at_a_time_when_asked(
     test above tells apart), with the same result."""
     monkeypatch.setattr(growparts, "LISTINGS_AT_ONCE", 1)
     spans, dst = _combine(tmp_path, s3_bucket, s3_endpoint)
-    assert len(spans) >= len(VARIABLES) and _most_overlapping(spans) == 1
+    assert len(spans) >= len(VARIABLES) and most_overlapping(spans) == 1
     np.testing.assert_array_equal(read_nc(dst)["temp"], expected_temp(0, 4))
