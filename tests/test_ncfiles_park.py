@@ -26,7 +26,7 @@ from nczarr.ncfile import hdf5
 from nczarr.ncfile.source import NetCDFFileMap
 
 from .faultproxy import FaultProxy
-from .growing import daily, expected_temp
+from .growing import daily, expected_temp, read_nc
 from .ncfiles import build_netcdf3, build_netcdf4
 
 LINUX = sys.platform.startswith("linux")
@@ -391,3 +391,28 @@ def test_a_streamed_map_does_not_park(tmp_path):
             assert _fds_on(path) == 2  # still open: its own and the HDF5 library's
         with NetCDFFileMap(str(path)) as eager:
             assert zmap[key] == eager[key]
+
+
+def test_the_first_files_compared_values_are_read_once(tmp_path, monkeypatch):
+    """Each later file is compared with the first while it is open
+    (``growsources.Compared``); the first file's values of the variables without the
+    dimension are decoded for the first comparison and kept (``growparts.FirstSeen``),
+    not read again for each file (on S3 a GET each)."""
+    from nczarr.conversion import growparts
+
+    (tmp_path / "src").mkdir()
+    srcs = [daily(tmp_path / "src" / f"d{i}.nc", 2 * i, 2, kind="nc") for i in range(6)]
+    decoded: list[tuple[str, str]] = []
+    real = growparts._values
+
+    def values(reader, var):
+        decoded.append((reader.part.chunks.url, var.path))
+        return real(reader, var)
+
+    monkeypatch.setattr(growparts, "_values", values)
+    nczarr.convert(srcs, tmp_path / "out", concat_dim="time")
+    later = len(srcs) - 1
+    assert len(decoded) >= later + 1  # each later file's, and the first's
+    # no file's variable decoded twice (the first's: once, for all five comparisons)
+    assert max(Counter(decoded).values()) == 1
+    np.testing.assert_array_equal(read_nc(tmp_path / "out")["temp"], expected_temp(0, 12))

@@ -6,7 +6,7 @@ comparing the variables that must be equal in every part."""
 from __future__ import annotations
 
 from collections.abc import Container, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidModeError, UnsupportedTypeError
@@ -31,6 +31,7 @@ __all__ = [
     "PartOptions",
     "Reader",
     "assemble",
+    "FirstSeen",
     "check_equal",
     "listed",
     "part_of_view",
@@ -289,31 +290,44 @@ def _check_width(values: np.ndarray, dtype: np.dtype, fqn: str) -> None:
         )
 
 
+@dataclass
+class FirstSeen:
+    """What :func:`check_equal` read of the first part, for the next call of a caller
+    comparing one part a call (:class:`~nczarr.conversion.growsources.Compared`): its
+    compared chunks' keys and bytes, and the values it decoded."""
+
+    chunk_bytes: dict[str, Any] | None = None
+    values: dict[str, Any] = field(default_factory=dict)
+
+
 def check_equal(
     plan: GrowPlan,
     readers: Sequence[Reader],
     names: Sequence[str],
     known: Container[int] = frozenset(),
+    seen: FirstSeen | None = None,
 ) -> None:
     """Refuse parts whose variables without the dimension hold other values. A part
     read as the first one's model whose chunk objects of a variable are the very same
     bytes holds the same values (not decoded); the others are decoded and compared. One
-    part's chunks are held at a time (and the first's). ``known``: indices of parts
-    found so already (:func:`~nczarr.conversion.growsiblings.read_sources`), skipped."""
+    part's chunks are held at a time (and the first's, read once: into ``seen`` when
+    given). ``known``: indices of parts found so already
+    (:func:`~nczarr.conversion.growsiblings.read_sources`), skipped."""
     variables = [plan.dataset.find_variable(fqn) for fqn in plan.compare]
     if not variables:
         return
     first = readers[0]
-    first_bytes: dict[str, Any] | None = None
-    first_values: dict[str, np.ndarray] = {}
+    seen = FirstSeen() if seen is None else seen
+    first_values = seen.values
     for i in range(1, len(readers)):
         if i in known:
             continue
         reader = readers[i]  # only the parts compared here (readers may open sources)
         same: set[str] = set()
         if reader.part.dataset is first.part.dataset:
-            if first_bytes is None:
-                first_bytes = _chunk_bytes(first, variables)
+            if seen.chunk_bytes is None:
+                seen.chunk_bytes = _chunk_bytes(first, variables)
+            first_bytes = seen.chunk_bytes
             theirs = _chunk_bytes(reader, variables)
             same = {path for path, stored in theirs.items() if stored == first_bytes[path]}
         for var in variables:

@@ -31,7 +31,7 @@ from ..errors import InvalidModeError, NCZarrError
 from ..maps.base import ZMap
 from ..maps.overlap import Location, location_of
 from ..translate.grow import find_dimension
-from .growparts import Part, Reader, check_equal
+from .growparts import FirstSeen, Part, Reader, check_equal
 from .locations import url_of
 
 __all__ = ["Compared", "Names", "Readers", "Sources", "detached"]
@@ -376,6 +376,7 @@ class Compared(Container[int]):
         self._dimension = dimension
         self._names = names
         self._first: Reader | None = None
+        self._seen = FirstSeen()  # its compared chunks and values, read once
         self._plan: Any = None
         self._equal: bytearray | None = None
 
@@ -386,7 +387,8 @@ class Compared(Container[int]):
 
     def first(self, part: Part, count: int) -> None:
         """The first of ``count`` parts, with its map (open to the end)."""
-        self._first = _FirstReader(part)
+        self._first = Reader(part)
+        self._seen = FirstSeen()
         self._equal = bytearray(count)
         try:
             dim = find_dimension(part.dataset, self._dimension)
@@ -411,27 +413,11 @@ class Compared(Container[int]):
             if (other.shape, other.dimensions) != (mine.shape, mine.dimensions):
                 return
         try:
-            check_equal(plan, [first, Reader(part)], [self._names[0], self._names[index]])
+            names = [self._names[0], self._names[index]]
+            check_equal(plan, [first, Reader(part)], names, seen=self._seen)
         except InvalidModeError:
             return  # refused after planning, in its order
         self._equal[index] = 1
-
-
-class _FirstReader(Reader):
-    """The first part's :class:`Reader` in :class:`Compared`: the values of each region
-    decoded once, not once per part compared (on S3 a GET each)."""
-
-    __slots__ = ("_regions",)
-
-    def __init__(self, part: Part) -> None:
-        super().__init__(part)
-        self._regions: dict[tuple[str, tuple[tuple[int, int], ...]], Any] = {}
-
-    def region(self, var: Any, box: Sequence[tuple[int, int]]) -> Any:
-        key = (var.path, tuple(box))
-        if key not in self._regions:
-            self._regions[key] = super().region(var, box)
-        return self._regions[key]
 
 
 class _Compare:
