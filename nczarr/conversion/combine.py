@@ -125,23 +125,6 @@ def _prepare_target(
     return skip
 
 
-def _held_few(sources: Sources) -> Callable[[int, Part], Part]:
-    """``done`` of an append's :func:`read_sources`: a source read is closed and kept
-    without its map (opened again for its comparison and copies), or kept open for its
-    copies if it is one of the few costly to open again, or read through a view
-    (:meth:`Sources.read_view`): an append of many sources holds a few open, not all
-    (it opened every source at once before)."""
-
-    def done(index: int, part: Part) -> Part:
-        kept = detached(part)
-        if kept is part and part.chunks is not None:  # read through a view
-            return sources.read_view(index, part)
-        sources.read(index)
-        return kept
-
-    return done
-
-
 def _checked(
     sources: Sources, target: DistinctTarget, real: RealPaths, identities: SourceIdentities
 ) -> Iterator[ZMap]:
@@ -160,19 +143,23 @@ def _checked(
         yield zmap
 
 
-def _detacher(sources: Sources, compared: Compared) -> Callable[[int, Part], Part]:
+def _detacher(sources: Sources, compared: Compared | None) -> Callable[[int, Part], Part]:
     """``done`` of :func:`read_sources`: keep a part without its map and close the map
     (a source read through a view: :meth:`Sources.read_view`); parts read as one model,
     with the same stored keys, are one object (nothing kept per source but a reference).
-    A view closed is compared to the first part first (``compared``)."""
+    A view closed is compared to the first part first (``compared``; None in an
+    append, whose first part is the target's: its sources are compared after
+    planning). A source costly to open again stays open for its copies: a combine or
+    an append of many sources holds a few open, not all."""
     last: list[Part] = []
 
     def done(index: int, part: Part) -> Part:
-        if index == 0:
+        if index == 0 and compared is not None:
             compared.first(part, len(sources))  # its map is open to the end
         kept = detached(part)
         if kept is part and part.chunks is not None:  # read through a view
-            return sources.read_view(index, part, compared.compare)
+            before = None if compared is None else compared.compare
+            return sources.read_view(index, part, before)
         sources.read(index)  # closed, or kept for its copies (a few costly to reopen)
         if last and (last[0].dataset, last[0].stored, last[0].warnings) == (
             kept.dataset,
@@ -405,7 +392,7 @@ def append(
         # each source opened, read and closed in turn, opened again for its copies
         opened = Sources(sources, source_options, real, stack, lambda m: read_part(m, selected))
         read, _ = read_sources(
-            (opened.open(i) for i in range(len(opened))), selected, done=_held_few(opened)
+            (opened.open(i) for i in range(len(opened))), selected, done=_detacher(opened, None)
         )
         parts = [part_of_view(target_view), *read]
         plan, readers, metadata, warnings = plan_parts(
