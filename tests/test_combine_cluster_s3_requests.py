@@ -64,6 +64,11 @@ def test_a_combine_into_s3_writes_its_arrays_metadata_at_once_and_the_root_last(
     # one at a time on 04480dd; the root's objects after every array's
     assert most_at_once(arrays, "PutObject") >= 2
     assert min(start for start, *_ in root) >= max(end for _, end, *_ in arrays)
+    # each array's .zattrs written before its .zarray starts (written in waves)
+    ends = {s[3].rsplit("/", 1)[0]: s[1] for s in arrays if s[3].endswith("/.zattrs")}
+    starts = {s[3].rsplit("/", 1)[0]: s[0] for s in arrays if s[3].endswith("/.zarray")}
+    assert ends.keys() == starts.keys() and len(starts) >= 2
+    assert all(ends[node] <= starts[node] for node in starts)
     back = tmp_path / "back"
     nczarr.convert(dst, back, source_options={"endpoint_url": s3_endpoint})
     np.testing.assert_array_equal(read_nc(back)["temp"], expected_temp(0, 6))

@@ -13,9 +13,8 @@ from typing import Any
 
 from ..errors import UnsupportedTypeError, warn_all
 from ..maps.base import ZMap
-from ..translate.conventions import ZARR_JSON, ZARRAY
 from ..translate.grow import GrowPlan, plan_growth
-from ..translate.order import order_metadata
+from ..translate.order import array_nodes, order_metadata
 from ..translate.writer import check_zarr_format, write_with_warnings
 from ..translate.zarr2_fills import exact_default_fills
 from .apply import write_metadata
@@ -234,44 +233,39 @@ def _sizes_of(asked: tuple[int, list[Any]], readers: Readers) -> int:
         readers.finish(part)
 
 
-#: Arrays whose metadata objects are written at once into a target that makes round
-#: trips (S3: a few requests an object, one object after another before).
-METADATA_IN_FLIGHT = 8
-
-
 def write_new_metadata(dst: ZMap, metadata: Sequence[tuple[str, bytes]]) -> list[str]:
     """:func:`write_metadata` of a new store's ``metadata`` (in :func:`order_metadata`
     order: arrays, groups deepest first, root last). Into a target that makes round
-    trips the arrays' objects are written concurrently, each array's in order, then the
-    groups' and the root's in order, after every array's: the root still comes last, so
-    a store killed meanwhile is no store (a resume finishes it). On S3 at 100 ms a
-    request the 10 objects of a daily series took ~3 s one after another."""
-    nodes = {key.rpartition("/")[0] for key, value in metadata if _array_object(key, value)}
-    arrays: dict[str, list[tuple[str, bytes]]] = {}
-    cut = 0
-    for key, value in metadata:
-        node = key.rpartition("/")[0]
-        if not node or node not in nodes:
-            break
-        arrays.setdefault(node, []).append((key, value))
-        cut += 1
-    if not dst.round_trips or len(arrays) < 2:
+    trips the arrays' objects are written in waves, each one ``setitems`` (concurrent
+    requests): every array's first object (``.zattrs``), then every array's second,
+    so each array's objects keep their order; then the groups' and the root's in
+    order, after every array's: the root still comes last, so a store killed meanwhile
+    is no store (a resume finishes it). On S3 at 100 ms a request the 10 objects of a
+    daily series took ~3 s one after another."""
+    nodes = array_nodes(dict(metadata))
+    cut = next(
+        (i for i, (key, _) in enumerate(metadata) if key.rpartition("/")[0] not in nodes),
+        len(metadata),
+    )
+    if not dst.round_trips or len(nodes) < 2:
         return write_metadata(dst, metadata)
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(min(METADATA_IN_FLIGHT, len(arrays))) as pool:
-        done = list(pool.map(lambda items: write_metadata(dst, items), arrays.values()))
-    return [*(key for keys in done for key in keys), *write_metadata(dst, metadata[cut:])]
+    for wave in _waves(metadata[:cut]):
+        dst.setitems(wave)
+    return [*(key for key, _ in metadata[:cut]), *write_metadata(dst, metadata[cut:])]
 
 
-def _array_object(key: str, value: bytes) -> bool:
-    """Whether metadata object ``key`` says its node is an array (``.zarray``, or a
-    ``zarr.json`` of an array)."""
-    name = key.rpartition("/")[2]
-    if name == ZARRAY:
-        return True
-    if name != ZARR_JSON:
-        return False
+def _waves(items: Sequence[tuple[str, bytes]]) -> list[dict[str, bytes]]:
+    """``items`` (several arrays' objects, each array's in order) as waves: the first
+    object of every array, then the second..."""
+    position: dict[str, int] = {}
+    waves: list[dict[str, bytes]] = []
+    for key, value in items:
+        node = key.rpartition("/")[0]
+        at = position[node] = position.get(node, -1) + 1
+        if at == len(waves):
+            waves.append({})
+        waves[at][key] = value
+    return waves
     import json
 
     try:

@@ -11,7 +11,7 @@ from typing import Any
 
 from .conventions import ZARR_JSON, ZARRAY
 
-__all__ = ["order_metadata"]
+__all__ = ["array_nodes", "order_metadata"]
 
 #: Rank of an object name inside one node: lower is written first.
 _WITHIN_NODE = {".zattrs": 0, ".zmetadata": 1, ".zarray": 2, ".zgroup": 2}
@@ -29,12 +29,7 @@ def order_metadata(metadata: Mapping[str, bytes]) -> list[str]:
     ...                 "g/.zgroup": b"", "v/.zattrs": b"", "g/h/.zgroup": b""})
     ['v/.zattrs', 'v/.zarray', 'g/h/.zgroup', 'g/.zgroup', '.zattrs', '.zgroup']
     """
-    arrays = {_split(key)[0] for key in metadata if _split(key)[1] == ZARRAY}
-    arrays |= {
-        _split(key)[0]
-        for key in metadata
-        if _split(key)[1] == ZARR_JSON and _is_v3_array(metadata[key])
-    }
+    arrays = array_nodes(metadata)
 
     def rank(key: str) -> tuple[Any, ...]:
         node, name = _split(key)
@@ -48,6 +43,22 @@ def order_metadata(metadata: Mapping[str, bytes]) -> list[str]:
         return (kind, -depth if kind == 1 else 0, node, _WITHIN_NODE.get(name, 0), name)
 
     return sorted(metadata, key=rank)
+
+
+def array_nodes(metadata: Mapping[str, bytes]) -> set[str]:
+    """The nodes of ``metadata`` that are arrays: those with a ``.zarray``, or with a
+    ``zarr.json`` whose ``node_type`` is ``"array"``.
+
+    >>> sorted(array_nodes({"v/.zarray": b"{}", "g/.zgroup": b"{}",
+    ...                     "w/zarr.json": b'{"node_type": "array"}'}))
+    ['v', 'w']
+    """
+    arrays = set()
+    for key, value in metadata.items():
+        node, name = _split(key)
+        if name == ZARRAY or (name == ZARR_JSON and _is_v3_array(value)):
+            arrays.add(node)
+    return arrays
 
 
 def _is_v3_array(value: bytes) -> bool:
