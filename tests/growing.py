@@ -141,6 +141,24 @@ def most_at_once(spans: list[tuple[float, float, str, str]], op: str) -> int:
     return most_overlapping([(start, end) for start, end, o, _ in spans if o == op])
 
 
+def leaf_probes(spans: list[tuple[float, float, str, str]], bucket: str, prefix: str) -> list[str]:
+    """The leaf-rule probes among ``spans`` of keys below ``bucket/prefix``: a listing
+    of a key's own prefix (``max-keys=2``: is it a directory?) or a ``HeadObject`` of a
+    node's path (is it an object?) before a write."""
+    from urllib.parse import unquote
+
+    out = []
+    for _, _, op, target in spans:
+        where = unquote(target)
+        if op == "ListObjectsV2" and f"prefix={prefix}/" in where and "max-keys=2" in where:
+            out.append(where)
+        elif op == "HeadObject" and where.startswith(f"/{bucket}/{prefix}/"):
+            name = where.rsplit("/", 1)[-1]
+            if not name.startswith(".") and not name[:1].isdigit():  # a node, not a chunk
+                out.append(where)
+    return out
+
+
 def most_overlapping(intervals: list[tuple[float, float]]) -> int:
     """The most of ``intervals`` (start, end) overlapping at one moment."""
     events = sorted((t, step) for start, end in intervals for t, step in ((start, 1), (end, -1)))

@@ -27,7 +27,14 @@ from nczarr.maps.s3 import S3Map
 
 from .clusters import local_client
 from .faultproxy import FaultProxy
-from .growing import daily, expected_temp, most_sources_listed_at_once, read_nc, s3_days
+from .growing import (
+    daily,
+    expected_temp,
+    leaf_probes,
+    most_sources_listed_at_once,
+    read_nc,
+    s3_days,
+)
 from .sources import tree
 
 # real LocalClusters: the newest-Python CI run leaves these to the floor run
@@ -104,6 +111,25 @@ def test_s3_sources_are_read_on_the_workers_and_combine_as_locally(
     assert sorted(listed) == sorted(set(listed)) and len(listed) == DAYS
     _assert_same_as_local(remote, local, tmp_path)
     np.testing.assert_array_equal(read_nc(tmp_path / "remote")["temp"], expected_temp(0, 2 * DAYS))
+
+
+def test_workers_copy_into_an_empty_s3_target_without_leaf_probes(
+    tmp_path: Path, s3_bucket: str, s3_endpoint: str, client: Any
+) -> None:
+    # the client checked the target empty; each worker's copy of the target map is
+    # told so (4b6c6f4: the workers' copies listed each key's prefix first)
+    urls = s3_days(tmp_path, s3_bucket, s3_endpoint, DAYS)
+    dst = f"s3://{s3_bucket}/out"
+    with FaultProxy(s3_endpoint) as proxy:
+        proxy.reset_counts()
+        report = _combine_on_s3(urls, dst, {"endpoint_url": proxy.endpoint}, client)
+        spans = list(proxy.spans)
+    copies = [t for _, _, op, t in spans if op == "CopyObject"]
+    assert report.chunks_copied == len(copies) > 0
+    assert leaf_probes(spans, s3_bucket, "out") == []
+    back = tmp_path / "back"
+    nczarr.convert(dst, back, source_options={"endpoint_url": s3_endpoint})
+    np.testing.assert_array_equal(read_nc(back)["temp"], expected_temp(0, 2 * DAYS))
 
 
 def test_sources_of_other_lengths_on_the_cluster_path_combine_as_locally(

@@ -18,7 +18,7 @@ import nczarr
 from nczarr.conversion import growcopy
 
 from .faultproxy import FaultProxy
-from .growing import expected_temp, read_nc, s3_days
+from .growing import expected_temp, leaf_probes, read_nc, s3_days
 
 DAYS = 4
 
@@ -84,3 +84,25 @@ def test_below_the_line_each_copy_asks_its_size(
     assert report.chunks_copied == copies == 2 * (8 + 16) + 1
     assert sum(heads.values()) == copies and set(heads.values()) == {1}
     np.testing.assert_array_equal(read_nc(back)["temp"], expected_temp(0, 16))
+
+
+def test_a_combine_into_an_empty_s3_target_writes_without_leaf_probes(
+    tmp_path: Path, s3_bucket: str, s3_endpoint: str
+) -> None:
+    # the target is checked empty (or cleared, or holds this combine's earlier run)
+    # before any write: each key written needs no listing or HEAD to keep the leaf
+    # rule (4b6c6f4: a listing a key and a HEAD an array, ~1/6 of the requests)
+    urls = s3_days(tmp_path, s3_bucket, s3_endpoint, DAYS)
+    dst = f"s3://{s3_bucket}/out"
+    with FaultProxy(s3_endpoint) as proxy:
+        via = {"endpoint_url": proxy.endpoint}
+        proxy.reset_counts()
+        report = nczarr.convert(
+            urls, dst, concat_dim="time", source_options=via, target_options=via
+        )
+        spans = list(proxy.spans)
+    assert report.chunks_copied > 0 and report.metadata_written
+    assert leaf_probes(spans, s3_bucket, "out") == []
+    back = tmp_path / "back"
+    nczarr.convert(dst, back, source_options={"endpoint_url": s3_endpoint})
+    np.testing.assert_array_equal(read_nc(back)["temp"], expected_temp(0, 2 * DAYS))
