@@ -35,6 +35,10 @@ def test_a_dry_run_asks_the_sizes_of_s3_chunks_concurrently(
     assert report.dry_run and not (tmp_path / "out").exists()
     # one at a time on 04480dd
     assert most_at_once(spans, "HeadObject") >= 2
+    # only the first source's: a later one's sizes came with its listing (784559f: all)
+    heads = [t for _, _, op, t in spans if op == "HeadObject" and "/src/" in t]
+    chunks = [t for t in heads if not t.rsplit("/", 1)[-1].startswith(".")]
+    assert chunks and all("/src/d00/" in t for t in chunks), chunks
     # the bytes are those of a dry run of the same sources on local disk
     local = [tmp_path / url.rsplit("/", 1)[1] for url in urls]
     here = nczarr.convert(local, tmp_path / "out", concat_dim="time", dry_run=True)

@@ -1,10 +1,12 @@
 """A combine whose sources and target are on one S3 service copies each chunk
-server-side with the size asked once: a ``HeadObject`` and a ``CopyObject`` a chunk
-(``nczarr/conversion/copyone.py``), not a ``HeadObject`` before and another after it;
-and when a source's variables hold several chunks each, their sizes come from one
-listing of each variable (``growcopy._listed_sizes``): a ``CopyObject`` a chunk and
-no ``HeadObject``. Counted at ``tests/faultproxy.py`` in front of moto's server on
-127.0.0.1.
+server-side with the size asked once at most: a ``HeadObject`` and a ``CopyObject`` a
+chunk of the first source (read fully: ``nczarr/conversion/copyone.py``), not a
+``HeadObject`` before and another after it; a later source's sizes come from its
+listing in the first pass (``maps.mapcore.ListedKeys``, ``Part.sizes``): a
+``CopyObject`` a chunk and no ``HeadObject``; and when the first source's variables
+hold several chunks each, their sizes come from one listing of each variable
+(``growcopy._listed_sizes``). Counted at ``tests/faultproxy.py`` in front of moto's
+server on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 import nczarr
-from nczarr.conversion import growcopy
+from nczarr.conversion import growcopy, growsiblings
 
 from .faultproxy import FaultProxy
 from .growing import expected_temp, leaf_probes, read_nc, s3_days
@@ -56,8 +58,16 @@ def test_server_side_combine_asks_each_chunk_size_once(
     urls = s3_days(tmp_path, s3_bucket, s3_endpoint, DAYS)
     report, copies, heads, back = _combine_counted(tmp_path, s3_bucket, s3_endpoint, urls)
     assert report.chunks_copied == copies > 0
-    # each copied source chunk's size asked once; 04480dd asked it before and after
-    assert sum(heads.values()) == copies and set(heads.values()) == {1}
+    # the first source's copied chunks asked once each (04480dd: before and after the
+    # copy); a later source's none (784559f: one each)
+    assert heads and set(heads.values()) == {1}
+    assert all("/src/d00/" in target for target in heads), sorted(heads)
+    # copied: lat, time and temp (two chunks) of d00, time and temp of each later one
+    assert len(heads) == copies - 3 * (DAYS - 1) == 4
+    # each source's own sizes (its chunks differ in size from the others')
+    here = [tmp_path / f"d{i:02d}" for i in range(DAYS)]  # what s3_days uploaded
+    local = nczarr.convert(here, tmp_path / "local", concat_dim="time")
+    assert report.bytes_copied == local.bytes_copied
     np.testing.assert_array_equal(read_nc(back)["temp"], expected_temp(0, 2 * DAYS))
 
 
@@ -77,12 +87,14 @@ def test_below_the_line_each_copy_asks_its_size(
     tmp_path: Path, s3_bucket: str, s3_endpoint: str, monkeypatch
 ) -> None:
     """The same sources with the line raised above their chunks a variable: a
-    ``HeadObject`` a copied chunk, the same store."""
+    ``HeadObject`` a copied chunk of the first source (8 + 16 and lat), none of the
+    second (its listing gave the sizes), the same store."""
     monkeypatch.setattr(growcopy, "LIST_SIZES_FROM", 100)
     urls = s3_days(tmp_path, s3_bucket, s3_endpoint, 2, days=8, chunk=1)
     report, copies, heads, back = _combine_counted(tmp_path, s3_bucket, s3_endpoint, urls)
     assert report.chunks_copied == copies == 2 * (8 + 16) + 1
-    assert sum(heads.values()) == copies and set(heads.values()) == {1}
+    assert sum(heads.values()) == 8 + 16 + 1 and set(heads.values()) == {1}
+    assert all("/src/d00/" in target for target in heads)
     np.testing.assert_array_equal(read_nc(back)["temp"], expected_temp(0, 16))
 
 
@@ -105,4 +117,18 @@ def test_a_combine_into_an_empty_s3_target_writes_without_leaf_probes(
     assert leaf_probes(spans, s3_bucket, "out") == []
     back = tmp_path / "back"
     nczarr.convert(dst, back, source_options={"endpoint_url": s3_endpoint})
+    np.testing.assert_array_equal(read_nc(back)["temp"], expected_temp(0, 2 * DAYS))
+
+
+def test_the_sizes_kept_from_listings_are_bounded(
+    tmp_path: Path, s3_bucket: str, s3_endpoint: str, monkeypatch
+) -> None:
+    """Sizes are kept for the copies up to ``SIZES_KEPT`` (memory bounded in the number
+    of sources); past it a copy asks its size, and the store is the same."""
+    monkeypatch.setattr(growsiblings, "SIZES_KEPT", 4)  # one later source's 4 chunks
+    urls = s3_days(tmp_path, s3_bucket, s3_endpoint, DAYS)
+    report, copies, heads, back = _combine_counted(tmp_path, s3_bucket, s3_endpoint, urls)
+    assert report.chunks_copied == copies
+    asked = {target.split("/src/")[1].split("/")[0] for target in heads}
+    assert asked == {"d00", "d02", "d03"}  # d01's sizes were kept
     np.testing.assert_array_equal(read_nc(back)["temp"], expected_temp(0, 2 * DAYS))

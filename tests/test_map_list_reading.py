@@ -75,3 +75,23 @@ def test_links_inside_the_root_are_read_and_links_out_are_not(tmp_path, strategy
     keys, got = m.list_reading({"escape/.zarray": None, "lat/1": None})
     assert "escape/.zarray" not in keys and "escape/.zarray" not in got
     assert got == {"lat/1": b"lat"} and "lat/1" in keys
+
+
+def test_an_object_store_listing_gives_each_key_s_size(s3_bucket, s3_endpoint):
+    # S3's listing holds every object's size: list_reading passes them on, so a
+    # combine's server-side copies of a later source ask none (a HEAD each before)
+    from nczarr.maps.mapcore import ListedKeys
+    from nczarr.maps.open import open_map
+
+    m = _store(open_map(f"s3://{s3_bucket}/s", "w", endpoint_url=s3_endpoint))
+    keys, got = m.list_reading(WANTED)
+    assert (sorted(keys), got) == _expected(m)
+    assert isinstance(keys, ListedKeys) and keys.sizes is not None
+    assert keys.sizes == {k: m.getsize(k) for k in m.keys_below("")}
+    m.close()
+
+
+def test_a_directory_listing_gives_no_sizes(tmp_path):
+    # its copies are kernel copies, which need no size: nothing is asked for them
+    keys, _ = _store(FileMap(tmp_path / "s", mode="w")).list_reading(WANTED)
+    assert getattr(keys, "sizes", None) is None

@@ -168,10 +168,11 @@ def _detacher(sources: Sources, compared: Compared | None) -> Callable[[int, Par
             before = None if compared is None else compared.compare
             return sources.read_view(index, part, before)
         sources.read(index)  # closed, or kept for its copies (a few costly to reopen)
-        if last and (last[0].dataset, last[0].stored, last[0].warnings) == (
+        if last and (last[0].dataset, last[0].stored, last[0].warnings, last[0].sizes) == (
             kept.dataset,
             kept.stored,
             kept.warnings,
+            kept.sizes,  # None but from an object store's listing
         ):
             return last[0]
         last[:] = [kept]

@@ -51,6 +51,7 @@ from ..maps.base import NOT_SUPPORTED, ZMap
 
 __all__ = [
     "TASKS_PER_THREAD",
+    "SourceCopies",
     "SourceReads",
     "copy_sources_batch",
     "copy_sources_on_cluster",
@@ -61,8 +62,9 @@ __all__ = [
 #: workers, few enough that scheduling (about a millisecond a task) costs nothing.
 TASKS_PER_THREAD = 4
 
-#: One source's copies: its map pickled, and its ``(source key, target key)`` pairs.
-SourceCopies = tuple[bytes, list[tuple[str, str]]]
+#: One source's copies: its map pickled, and its ``(source key, target key, size)``
+#: triples (the size the first pass's listing gave, else None: asked when needed).
+SourceCopies = tuple[bytes, list[tuple[str, str, int | None]]]
 
 
 def copy_sources_batch(
@@ -90,9 +92,9 @@ def copy_sources_batch(
 
 
 def _copy_source(
-    src: ZMap, dst: ZMap, pairs: list[tuple[str, str]], skip: str
+    src: ZMap, dst: ZMap, pairs: list[tuple[str, str, int | None]], skip: str
 ) -> tuple[int, int, int]:
-    """``(copied, skipped, bytes)`` of one source's pairs: overlapped when either map
+    """``(copied, skipped, bytes)`` of one source's copies: overlapped when either map
     makes round trips, else the maps' own run of copies (a resume: one by one)."""
     from .copyone import copy_one
 
@@ -100,10 +102,10 @@ def _copy_source(
         return _copy_overlapped(src, dst, pairs, skip)
     if skip == "none":
         nbytes = 0
-        for skey, dkey, result in dst.copy_pairs(src, pairs):
+        for skey, dkey, result in dst.copy_pairs(src, [(s, d) for s, d, _ in pairs]):
             nbytes += _copied_bytes(src, dst, skey, dkey, result)
         return len(pairs), 0, nbytes
-    return _tally(copy_one(src, dst, skey, dkey, skip) for skey, dkey in pairs)
+    return _tally(copy_one(src, dst, skey, dkey, skip, size) for skey, dkey, size in pairs)
 
 
 #: Copies in flight at once in a task whose source or target makes round trips (S3):
@@ -112,16 +114,20 @@ PAIRS_IN_FLIGHT = 8
 
 
 def _copy_overlapped(
-    src: ZMap, dst: ZMap, pairs: list[tuple[str, str]], skip: str
+    src: ZMap, dst: ZMap, pairs: list[tuple[str, str, int | None]], skip: str
 ) -> tuple[int, int, int]:
     """``(copied, skipped, bytes)`` of :func:`~nczarr.conversion.copyone.copy_one` of
-    each pair, :data:`PAIRS_IN_FLIGHT` at a time in threads."""
+    each copy, :data:`PAIRS_IN_FLIGHT` at a time in threads."""
     from concurrent.futures import ThreadPoolExecutor
 
     from .copyone import copy_one
 
+    def one(copy: tuple[str, str, int | None]) -> tuple[bool, int]:
+        skey, dkey, size = copy
+        return copy_one(src, dst, skey, dkey, skip, size)
+
     with ThreadPoolExecutor(min(PAIRS_IN_FLIGHT, len(pairs) or 1)) as pool:
-        return _tally(pool.map(lambda pair: copy_one(src, dst, *pair, skip), pairs))
+        return _tally(pool.map(one, pairs))
 
 
 def _tally(results: Iterable[tuple[bool, int]]) -> tuple[int, int, int]:

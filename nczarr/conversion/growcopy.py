@@ -39,17 +39,18 @@ def _on_cluster(
     here)."""
     import pickle
 
-    from .growcluster import copy_sources_on_cluster
+    from .growcluster import SourceCopies, copy_sources_on_cluster
 
     local: list[Any] = []
 
-    def sources() -> Iterator[tuple[bytes, list[tuple[str, str]]]]:
+    def sources() -> Iterator[SourceCopies]:
         for part, group in itertools.groupby(plan.copies, key=lambda c: c.part):
             src = readers[part].part
+            sizes = src.sizes or {}  # from the first pass's listing: no HEAD on a worker
             pairs = []
             for c in group:
                 if src.copy_source(c.source_key) is src.verbatim and src.verbatim is not src.view:
-                    pairs.append((c.source_key, c.target_key))
+                    pairs.append((c.source_key, c.target_key, sizes.get(c.source_key)))
                 else:
                     local.append(c)
             if pairs:
@@ -207,14 +208,17 @@ def _copier(
 LIST_SIZES_FROM = 4
 
 
-def _listed_sizes(src: Any, dst: ZMap, copies: Sequence[Any]) -> dict[str, int]:
-    """The sizes of ``copies``' source chunks from one listing of each variable they
-    belong to, when ``dst`` copies them server-side (a copy given the size is one
-    ``CopyObject``; without it a ``HeadObject`` first) and the variables hold at least
+def _listed_sizes(src: Any, dst: ZMap, copies: Sequence[Any]) -> Mapping[str, int]:
+    """The sizes of ``copies``' source chunks when ``dst`` copies them server-side (a
+    copy given the size is one ``CopyObject``; without it a ``HeadObject`` first):
+    those the source's listing in the first pass gave (``src.sizes``), else from one
+    listing of each variable they belong to when the variables hold at least
     :data:`LIST_SIZES_FROM` of them on average; else nothing (each copy asks)."""
     verbatim = src.verbatim
     if dst.copy_support(verbatim) != "server":
         return {}
+    if src.sizes is not None:  # the source's listing in the first pass gave them
+        return src.sizes
     keys = {c.source_key for c in copies if src.copy_source(c.source_key) is verbatim}
     variables = {v.path.strip("/") for v in src.dataset.root.all_variables()}
     used: set[str] = set()  # the variables the keys are chunks of

@@ -5,7 +5,7 @@ comparing the variables that must be equal in every part."""
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterator, Sequence
+from collections.abc import Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +63,9 @@ class Part:
     keys, so that kernel and server-side copies apply). Both None: a part kept without
     its map (a combine's, :func:`~nczarr.conversion.growsources.detached`), whose
     readers open it again (:class:`~nczarr.conversion.growsources.Readers`).
+    ``sizes``: the stored chunk objects' sizes when the source's listing gave them
+    (an object store's: :class:`~nczarr.maps.mapcore.ListedKeys`), else None; a
+    server-side copy given its size makes no request for it.
     """
 
     dataset: Dataset
@@ -71,6 +74,7 @@ class Part:
     verbatim: ZMap
     view: TranslatedView | None
     warnings: tuple[str, ...]
+    sizes: Mapping[str, int] | None = None
 
     def copy_source(self, key: str) -> ZMap:
         """Where chunk ``key`` is copied from."""

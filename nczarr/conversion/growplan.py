@@ -195,7 +195,8 @@ def _copied_bytes(plan: GrowPlan, readers: Readers) -> int:
     are round trips (S3, HTTP) are asked for :data:`SIZES_WINDOW` sources at a time, in
     threads, their sources kept open meanwhile (``readers.keep``, closed by
     ``readers.finish``): 365 sources of 3 chunks waited for 1095 ``HeadObject`` one
-    after another. Local sizes (a ``stat``) are asked here, in order."""
+    after another. Local sizes (a ``stat``) are asked here, in order; sizes a source's
+    listing gave (``Part.sizes``) are not asked again."""
     from collections import deque
 
     total = 0
@@ -205,6 +206,10 @@ def _copied_bytes(plan: GrowPlan, readers: Readers) -> int:
         for part, group in itertools.groupby(plan.copies, key=lambda c: c.part):
             src = readers[part].part
             asked = [(src.copy_source(c.source_key), c.source_key) for c in group]
+            known = src.sizes or {}
+            if all(zmap is src.verbatim and key in known for zmap, key in asked):
+                total += sum(known[key] for _, key in asked)
+                continue
             if not any(zmap.round_trips for zmap, _ in asked):
                 total += sum(zmap.getsize(key) for zmap, key in asked)
                 continue

@@ -145,6 +145,7 @@ def read_sources(
     first: tuple[tuple[str, ...], list[str], dict[str, bytes]] | None = None
     wanted: dict[str, int | None] = {}
     last = _Last()
+    sizes = _Sizes()
     ahead = _Ahead(maps, client)
     for index, zmap in enumerate(ahead):
         twin = listing = None
@@ -165,7 +166,10 @@ def read_sources(
             parts.append(part if done is None else done(index, part))
             wanted = {}  # the keys read may change with what is known
             continue
-        part = Part(twin.dataset, last.stored(twin, names), zmap, zmap, None, twin.warnings)
+        stored = last.stored(twin, names)
+        part = Part(
+            twin.dataset, stored, zmap, zmap, None, twin.warnings, sizes.of(listing, stored)
+        )
         if first is not None and twin.dataset is parts[0].dataset:
             prefixes, keys, first_bytes = first
             mine = keys if part.stored is parts[0].stored else _below(part.stored, prefixes)
@@ -351,6 +355,29 @@ class _Indices:
     def __iter__(self) -> Iterator[int]:
         for a, b in self._runs:
             yield from range(a, b)
+
+
+#: Chunk sizes from later sources' listings kept for their copies (~60 bytes each, the
+#: keys shared with the first part's): beyond them a copy asks its size, so memory
+#: stays bounded in the number of sources (~12 MB at most).
+SIZES_KEPT = 200_000
+
+
+class _Sizes:
+    """The sizes a later source's listing gave (an object store's:
+    :class:`~nczarr.maps.mapcore.ListedKeys`) of its stored chunk objects, kept in its
+    part for its server-side copies (one ``CopyObject`` a chunk, no ``HeadObject``),
+    up to :data:`SIZES_KEPT` in all."""
+
+    def __init__(self) -> None:
+        self.kept = 0
+
+    def of(self, listing: Sequence[str], stored: frozenset[str]) -> dict[str, int] | None:
+        sizes = getattr(listing, "sizes", None)
+        if sizes is None or self.kept + len(stored) > SIZES_KEPT:
+            return None
+        self.kept += len(stored)
+        return {k: sizes[k] for k in stored if k in sizes}
 
 
 def _below(stored: frozenset[str], prefixes: tuple[str, ...]) -> list[str]:

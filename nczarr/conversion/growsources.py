@@ -186,7 +186,7 @@ class Sources:
         keys planned are kept: the view gives what is copied from)."""
         zmap = self.open(index, resolve=False)
         if self._viewed is None or not self._viewed[index] or self._reread is None:
-            return Part(part.dataset, part.stored, zmap, zmap, None, part.warnings)
+            return Part(part.dataset, part.stored, zmap, zmap, None, part.warnings, part.sizes)
         fresh = self._views.get(index)
         if fresh is None:
             fresh = self._views[index] = self._reread(zmap)
@@ -360,7 +360,7 @@ def detached(part: Part) -> Part:
     itself (read through a translated view, which holds the map)."""
     if part.view is not None or part.chunks is None:
         return part
-    return Part(part.dataset, part.stored, None, None, None, part.warnings)  # type: ignore[arg-type]
+    return Part(part.dataset, part.stored, None, None, None, part.warnings, part.sizes)  # type: ignore[arg-type]
 
 
 class Compared(Container[int]):

@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from ..errors import (
@@ -47,6 +47,7 @@ from .fsspecasync import AsyncReads
 from .fsspecbulk import MAX_CONCURRENCY, BulkRequests
 from .leafcache import KnownTree
 from .location import Location
+from .mapcore import ListedKeys
 from .url import NCZarrURL
 
 __all__ = ["FsspecMap", "MAX_CONCURRENCY", "open_url"]
@@ -350,16 +351,26 @@ class FsspecMap(AsyncReads, BulkRequests, ZMap):
                 yield key, int(info["size"]) if "size" in info else self.getsize(key)
 
     def _list(self, prefix: str) -> Iterator[str]:
-        empty = True
-        for key, _ in self._entries(prefix):
-            empty = False
-            yield key
-        if empty:
-            self._tree.own_below(prefix)
+        return (key for key, _ in self._list_sized(prefix))
 
     def list_sizes(self, prefix: str = "") -> Iterator[tuple[str, int]]:
         """``(key, size)`` at or below ``prefix``, sizes from the listing itself."""
         return self._entries(normalize_prefix(prefix))
+
+    def list_reading(self, wanted: Mapping[str, int | None]) -> tuple[list[str], dict[str, bytes]]:
+        """Every key, with its size from the same listing (:class:`ListedKeys`: a
+        combine's server-side copies then ask no size), and the ``wanted`` objects."""
+        keys = ListedKeys.sized(dict(self._list_sized("")))
+        return keys, self.read_wanted(wanted)
+
+    def _list_sized(self, prefix: str) -> Iterator[tuple[str, int]]:
+        """:meth:`_list` with each key's size."""
+        empty = True
+        for entry in self._entries(prefix):
+            empty = False
+            yield entry
+        if empty:
+            self._tree.own_below(prefix)
 
     def _search(self, prefix: str) -> Iterable[str]:
         path = self._full(prefix)

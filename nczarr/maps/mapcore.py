@@ -20,7 +20,23 @@ from ..errors import ObjectExistsError, ReadOnlyError
 from ..keys import normalize_key, normalize_prefix, parent_keys
 from .common import as_bytes, check_mode
 
-__all__ = ["MapCore"]
+__all__ = ["ListedKeys", "MapCore"]
+
+
+class ListedKeys(list[str]):
+    """The keys of a listing (:meth:`MapCore.list_reading`), with :attr:`sizes`, each
+    key's size, when the listing gave them at no cost (an object store's listing holds
+    every object's size): a server-side copy given its size needs no request for it.
+    None when the listing did not give them."""
+
+    sizes: dict[str, int] | None = None
+
+    @classmethod
+    def sized(cls, sizes: dict[str, int]) -> ListedKeys:
+        """The keys of ``sizes`` (in its order), with ``sizes``."""
+        keys = cls(sizes)
+        keys.sizes = sizes
+        return keys
 
 
 class MapCore(MutableMapping[str, bytes], ABC):
@@ -273,15 +289,20 @@ class MapCore(MutableMapping[str, bytes], ABC):
         keys that exist (key -> at most that many bytes, None: all). One pass where the
         map can (a directory map reads them as its listing passes their directory: a
         combine reads each source's listing and metadata objects so); the default lists,
-        then reads."""
-        keys = list(self.keys_below(""))
+        then reads. The keys may be a :class:`ListedKeys` with their sizes."""
+        return list(self.keys_below("")), self.read_wanted(wanted)
+
+    def read_wanted(self, wanted: Mapping[str, int | None]) -> dict[str, bytes]:
+        """``{key: content}`` of the ``wanted`` keys that exist (key -> at most that
+        many bytes, None: all): :meth:`getitems` and :meth:`getitems_capped`, a call
+        for each cap."""
         by_cap: dict[int | None, list[str]] = {}
         for key, cap in wanted.items():
             by_cap.setdefault(cap, []).append(key)
         out: dict[str, bytes] = {}
         for cap, some in by_cap.items():
             out.update(self.getitems(some) if cap is None else self.getitems_capped(some, cap))
-        return keys, out
+        return out
 
     def getitems_capped(self, keys: Iterable[str], cap: int) -> dict[str, bytes]:
         """Like :meth:`getitems`, but read at most ``cap`` bytes of each value.
