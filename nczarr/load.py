@@ -12,13 +12,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .errors import InvalidKeyError, MetadataError, warn_all
-from .keys import is_node_name, join_key, normalize_key
+from .errors import MetadataError, warn_all
+from .keys import is_node_name, join_key
 from .maps.base import ZMap
 from .maps.open import open_source
 from .maps.pending import JOURNAL_KEY, with_pending
 from .maps.url import dataset_name
 from .translate.attrs import parse_json
+from .translate.consolidated import expand_consolidated, expand_v3_consolidated
 from .translate.conventions import (
     ARRAYS_ALT,
     GROUP_KEYS,
@@ -138,27 +139,12 @@ def _listed_children(meta: dict[str, Any], prefix: str, v1: bool) -> list[tuple[
     return out
 
 
-def _load_consolidated(meta: dict[str, Any], url: str) -> None:
-    content = meta[ZMETADATA]
-    entries = content.get("metadata") if isinstance(content, dict) else None
-    if not isinstance(entries, dict):
-        raise MetadataError(f"{url}: '{ZMETADATA}' must hold {{'metadata': {{...}}}}")
-    for key, value in entries.items():
-        try:
-            nkey = normalize_key(key)
-        except InvalidKeyError as exc:
-            raise MetadataError(f"{url}: '{ZMETADATA}' holds an invalid key: {exc}") from None
-        if isinstance(value, str | bytes):  # some writers nest JSON text
-            value = parse_json(value, key=f"{ZMETADATA}:{nkey}")
-        meta[nkey] = value
-
-
 class _Crawl:
     """What every step of one :func:`load_metadata` walk reads with: the map, its URL,
     the lenient-warnings list, the size limit and the root's listing (None: not
     listed, or a journal's keys not in it)."""
 
-    __slots__ = ("limit", "root", "url", "warnings", "zmap")
+    __slots__ = ("limit", "root", "seen", "url", "warnings", "zmap")
 
     def __init__(
         self,
@@ -167,9 +153,10 @@ class _Crawl:
         warnings: list[str] | None,
         limit: int,
         root: list[str] | None,
+        seen: dict[str, bytes] | None = None,
     ) -> None:
         self.zmap, self.url, self.warnings = zmap, url, warnings
-        self.limit, self.root = limit, root
+        self.limit, self.root, self.seen = limit, root, seen
 
     def search(self, prefix: str) -> list[str]:
         """``zmap.search(prefix)``; the root's listing if the root was listed."""
@@ -179,7 +166,10 @@ class _Crawl:
     def read_into(self, meta: dict[str, Any], keys: Iterable[str]) -> None:
         """Read the metadata objects ``keys`` (those that exist) and parse them into
         ``meta``."""
-        _parse_into(meta, _fetch(self.zmap, keys, self.limit), self.url, self.warnings)
+        raw = _fetch(self.zmap, keys, self.limit)
+        if self.seen is not None:
+            self.seen.update(raw)
+        _parse_into(meta, raw, self.url, self.warnings)
 
 
 def _checked_consolidated(crawl: _Crawl, meta: dict[str, Any]) -> dict[str, Any]:
@@ -193,7 +183,7 @@ def _checked_consolidated(crawl: _Crawl, meta: dict[str, Any]) -> dict[str, Any]
     holding nothing but ``.zmetadata`` is read from it.
     """
     consolidated = dict(meta)
-    _load_consolidated(consolidated, crawl.url)
+    expand_consolidated(consolidated, crawl.url)
     listed = {k: v for k, v in meta.items() if k != ZMETADATA}
     if ZARRAY not in listed:
         _walk(crawl, listed)
@@ -209,32 +199,11 @@ def _checked_consolidated(crawl: _Crawl, meta: dict[str, Any]) -> dict[str, Any]
     return listed
 
 
-def _load_v3_consolidated(meta: dict[str, Any], url: str) -> bool:
-    """Expand the root ``zarr.json``'s inline ``consolidated_metadata``; False if it has none."""
-    content = meta[ZARR_JSON].get("consolidated_metadata")
-    if content is None:
-        return False
-    entries = content.get("metadata") if isinstance(content, dict) else None
-    if not isinstance(entries, dict):
-        raise MetadataError(
-            f"{url}: '{ZARR_JSON}': consolidated_metadata must hold {{'metadata': {{...}}}}"
-        )
-    for path, value in entries.items():
-        try:
-            nkey = normalize_key(f"{path}/{ZARR_JSON}")
-        except InvalidKeyError as exc:
-            raise MetadataError(
-                f"{url}: '{ZARR_JSON}': consolidated_metadata holds an invalid path: {exc}"
-            ) from None
-        meta.setdefault(nkey, value)
-    return True
-
-
 def _load_v3(crawl: _Crawl, meta: dict[str, Any]) -> None:
     root = meta[ZARR_JSON]
     if not isinstance(root, dict):
         raise MetadataError(f"{crawl.url}: '{ZARR_JSON}' must hold a JSON object")
-    if root.get("node_type") != "group" or _load_v3_consolidated(meta, crawl.url):
+    if root.get("node_type") != "group" or expand_v3_consolidated(meta, crawl.url):
         return
     pending = [""]
     while pending:
@@ -255,7 +224,11 @@ def _load_v3(crawl: _Crawl, meta: dict[str, Any]) -> None:
 
 
 def load_metadata(
-    zmap: ZMap, *, warnings: list[str] | None = None, max_metadata_size: int | None = None
+    zmap: ZMap,
+    *,
+    warnings: list[str] | None = None,
+    max_metadata_size: int | None = None,
+    seen: dict[str, bytes] | None = None,
 ) -> dict[str, Any]:
     """Parsed JSON of every metadata object of a store, keyed by normalized map key.
 
@@ -274,6 +247,10 @@ def load_metadata(
     it (the undecodable bytes kept, see :func:`~nczarr.translate.attrs.parse_json`)
     and a warning naming its key is appended; without one it is an error.
 
+    With a ``seen`` dict, every object read is put there as read (at most the limit
+    plus one byte: what ``getitems_capped`` of that size gives), so a caller that
+    compares stores by their bytes need not read them again.
+
     Raises
     ------
     MetadataError
@@ -284,11 +261,13 @@ def load_metadata(
     limit = MAX_METADATA_SIZE if max_metadata_size is None else max_metadata_size
     # an append killed among its metadata writes: read the metadata it was writing
     names, raw = _fetch_level(zmap, (*_ROOT_OBJECTS, JOURNAL_KEY), limit, _LIKELY_ROOT)
+    if seen is not None:
+        seen.update(raw)
     source = zmap
     zmap, raw = with_pending(zmap, raw)
     _parse_into(meta, raw, url, warnings)
     # a journal's keys are not in the root's listing
-    crawl = _Crawl(zmap, url, warnings, limit, names if zmap is source else None)
+    crawl = _Crawl(zmap, url, warnings, limit, names if zmap is source else None, seen)
     if ZMETADATA in meta and ZARR_JSON not in meta:
         return _checked_consolidated(crawl, meta)
     if ZARR_JSON in meta:

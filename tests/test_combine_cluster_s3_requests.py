@@ -13,17 +13,24 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import nczarr
+from nczarr.conversion import growsiblings
 from nczarr.maps.pending import JOURNAL_KEY
 
 from .faultproxy import FaultProxy
 from .growing import expected_temp, most_at_once, read_nc, s3_days
 
 
-def test_a_dry_run_asks_the_sizes_of_s3_chunks_concurrently(
-    tmp_path: Path, s3_bucket: str, s3_endpoint: str
+@pytest.mark.parametrize("kept", [None, 0])
+def test_a_dry_run_asks_the_sizes_of_s3_chunks_concurrently_if_at_all(
+    tmp_path: Path, s3_bucket: str, s3_endpoint: str, kept: int | None, monkeypatch
 ) -> None:
+    # the sources' listings give the sizes (784559f: a HEAD a chunk); past
+    # SIZES_KEPT (here none kept) the sizes are asked, several at once
+    if kept is not None:
+        monkeypatch.setattr(growsiblings, "SIZES_KEPT", kept)
     urls = s3_days(tmp_path, s3_bucket, s3_endpoint, 6)
     with FaultProxy(s3_endpoint, latency=0.03) as proxy:
         opts = {"endpoint_url": proxy.endpoint}
@@ -33,12 +40,11 @@ def test_a_dry_run_asks_the_sizes_of_s3_chunks_concurrently(
         )
         spans = list(proxy.spans)
     assert report.dry_run and not (tmp_path / "out").exists()
-    # one at a time on 04480dd
-    assert most_at_once(spans, "HeadObject") >= 2
-    # only the first source's: a later one's sizes came with its listing (784559f: all)
     heads = [t for _, _, op, t in spans if op == "HeadObject" and "/src/" in t]
-    chunks = [t for t in heads if not t.rsplit("/", 1)[-1].startswith(".")]
-    assert chunks and all("/src/d00/" in t for t in chunks), chunks
+    if kept is None:
+        assert not heads
+    else:  # one at a time on 04480dd
+        assert len(heads) == report.chunks_copied and most_at_once(spans, "HeadObject") >= 2
     # the bytes are those of a dry run of the same sources on local disk
     local = [tmp_path / url.rsplit("/", 1)[1] for url in urls]
     here = nczarr.convert(local, tmp_path / "out", concat_dim="time", dry_run=True)

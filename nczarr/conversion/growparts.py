@@ -5,7 +5,7 @@ comparing the variables that must be equal in every part."""
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterator, Mapping, Sequence
+from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -31,11 +31,13 @@ __all__ = [
     "PartOptions",
     "Reader",
     "assemble",
+    "chunks_in",
     "FirstSeen",
     "check_equal",
     "listed",
     "part_of_view",
     "read_part",
+    "sizes_in",
 ]
 
 
@@ -95,32 +97,69 @@ def part_of_view(view: TranslatedView) -> Part:
 
 
 def read_part(
-    zmap: ZMap, opts: PartOptions, metadata: tuple[dict[str, Any], list[str]] | None = None
+    zmap: ZMap,
+    opts: PartOptions,
+    metadata: tuple[dict[str, Any], list[str]] | None = None,
+    listing: Sequence[str] | None = None,
 ) -> Part:
     """``zmap`` as a part: read directly when nothing needs translating (the common
     case, and the cheap one: no metadata is written per source), else through a view.
-    ``metadata``: what :func:`nczarr.load.load_metadata` gave for ``zmap`` already."""
+    ``metadata``: what :func:`nczarr.load.load_metadata` gave for ``zmap`` already;
+    ``listing``: every key of ``zmap`` if the caller listed them already (the chunk
+    objects are found there: no listing a variable; their sizes are the caller's to
+    keep, :func:`sizes_in`)."""
     if zmap.file_format() is None and not zmap.reencoded:
         read, v3_keys = read_with_chunk_keys(zmap, metadata=metadata)
         dataset = select_dataset(read, opts.include, opts.exclude)
         variables = list(dataset.root.all_variables())
+        # a bare root array (shown under another prefix): its .zarray among the root
+        # objects load_metadata read, when it read them
+        root_array = ZARRAY in metadata[0] if metadata is not None else ZARRAY in zmap
         plain = (
             not v3_keys
             and not selected_paths(read.skipped, opts.include, opts.exclude)
-            and ZARRAY not in zmap  # a bare root array: shown under another prefix
+            and not root_array
             and not plan_reencoding(dataset, opts.fmt)[1]
             and not (opts.fmt == "nczarr" and any(v.logical == "bytes" for v in variables))
         )
         if plain:
+            stored = (
+                frozenset(listed(zmap, variables))
+                if listing is None
+                else chunks_in(listing, variables)
+            )
             return Part(
                 dataset=dataset,
-                stored=frozenset(listed(zmap, variables)),
+                stored=stored,
                 chunks=zmap,
                 verbatim=zmap,
                 view=None,
                 warnings=(*dataset.warnings, *dropped_warning(read, dataset)),
             )
     return part_of_view(_view(zmap, opts))
+
+
+def chunks_in(listing: Iterable[str], variables: Sequence[Variable]) -> frozenset[str]:
+    """The chunk objects of ``variables`` in ``listing`` (what :func:`listed` finds,
+    from one listing of every key)."""
+    arrays = {var.path.strip("/") for var in variables}
+    found = set()
+    for key in listing:
+        cut = key.find("/")
+        while cut > 0:
+            if key[:cut] in arrays:
+                if not any(s.startswith(".") for s in key[cut + 1 :].split("/")):
+                    found.add(key)
+                break
+            cut = key.find("/", cut + 1)
+    return frozenset(found)
+
+
+def sizes_in(listing: Sequence[str], stored: frozenset[str]) -> dict[str, int] | None:
+    """The sizes of the ``stored`` chunk objects, if ``listing`` gave sizes (an object
+    store's: :class:`~nczarr.maps.mapcore.ListedKeys`), else None."""
+    sizes = getattr(listing, "sizes", None)
+    return None if sizes is None else {k: sizes[k] for k in stored if k in sizes}
 
 
 #: Variables whose listings a map that awaits its storage (S3) is asked for at once.

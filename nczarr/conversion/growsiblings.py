@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import InvalidModeError
@@ -27,8 +27,7 @@ from ..maps.pending import JOURNAL_KEY
 from ..translate.conventions import GROUP_KEYS, LAYOUT_V2, ZARRAY, ZATTRS, ZGROUP
 from ..translate.detect import nczarr_key
 from ..translate.grow import find_dimension
-from ..translate.model import Variable
-from .growparts import Part, PartOptions, read_part
+from .growparts import Part, PartOptions, chunks_in, read_part, sizes_in
 
 __all__ = ["read_sources"]
 
@@ -61,12 +60,21 @@ def _looked_at(meta: dict[str, Any]) -> tuple[str, ...] | None:
     return tuple(sorted(keys)) if isinstance(root, dict) else None
 
 
-def _fingerprint(zmap: ZMap, keys: Sequence[str], listing: Sequence[str]) -> tuple[Any, ...]:
+def _fingerprint(
+    zmap: ZMap, keys: Sequence[str], listing: Sequence[str], seen: Mapping[str, bytes]
+) -> tuple[Any, ...]:
     """The names at the root of ``listing`` (which root objects and journal exist) and
-    the bytes of ``keys``."""
+    the bytes of ``keys``: those ``load_metadata`` read (``seen``) when it read every
+    one of them that is listed, as a later source's are read (capped alike); else read
+    again (metadata read from ``.zmetadata``, or a limit of the caller's)."""
     root = sorted({key.split("/", 1)[0] for key in listing})
     journal = (JOURNAL_KEY,) if JOURNAL_KEY in root else ()  # its metadata is read
-    raw = zmap.getitems_capped([*keys, *journal], MAX_METADATA_SIZE + 1)
+    wanted = [*keys, *journal]
+    listed = set(listing)
+    if not journal and all(key in seen for key in wanted if key in listed):
+        raw = {key: seen[key] for key in wanted if key in seen}
+    else:
+        raw = zmap.getitems_capped(wanted, MAX_METADATA_SIZE + 1)
     return (tuple(root), *sorted(raw.items()))
 
 
@@ -81,37 +89,76 @@ def _fingerprint_of(
     return (roots, *sorted(raw.items()))
 
 
-def _chunks_in(listing: Iterable[str], variables: Sequence[Variable]) -> frozenset[str]:
-    """The chunk objects of ``variables`` in ``listing`` (what
-    :func:`~nczarr.conversion.growparts.listed` finds, from one listing)."""
-    arrays = {var.path.strip("/") for var in variables}
-    found = set()
-    for key in listing:
-        cut = key.find("/")
-        while cut > 0:
-            if key[:cut] in arrays:
-                if not any(s.startswith(".") for s in key[cut + 1 :].split("/")):
-                    found.add(key)
-                break
-            cut = key.find("/", cut + 1)
-    return frozenset(found)
+def _full(
+    zmap: ZMap,
+    opts: PartOptions,
+    known: _Known | None,
+    sizes: _Sizes,
+    listed: list[str] | None = None,
+) -> tuple[Part, _Known | None]:
+    """Read ``zmap`` fully; remember it when its model can stand for identical sources.
 
-
-def _full(zmap: ZMap, opts: PartOptions, known: _Known | None) -> tuple[Part, _Known | None]:
-    """Read ``zmap`` fully; remember it when its model can stand for identical sources."""
+    Every key is listed once (its chunk objects, and its root names for the
+    fingerprint; ``listed``: the listing the pass read already), on a map that makes
+    round trips while its metadata is read: the first source of a combine on S3 is
+    read by the client before anything else starts, and was listed variable by
+    variable after its metadata, then again whole."""
     lenient: list[str] = []
     if zmap.file_format() is not None or zmap.reencoded:
         return read_part(zmap, opts), known
-    meta = load_metadata(zmap, warnings=lenient)
-    part = read_part(zmap, opts, metadata=(meta, lenient))
+    seen: dict[str, bytes] = {}  # the objects' bytes, for the fingerprint
+    with _Listing(zmap, listed) as listing:
+        meta = load_metadata(zmap, warnings=lenient, seen=seen)
+    part = read_part(zmap, opts, metadata=(meta, lenient), listing=listing.keys)
+    if part.view is None:  # read straight from its map: copied from it
+        part = replace(part, sizes=sizes.of(listing.keys, part.stored))
     keys = _looked_at(meta)
     if part.view is not None or part.dataset.layout != LAYOUT_V2 or lenient or keys is None:
         return part, known
     if known is None:
         known = _Known(keys, {})
     if keys == known.keys:
-        known.parts[_fingerprint(zmap, keys, list(zmap.keys_below("")))] = part
+        known.parts[_fingerprint(zmap, keys, listing.keys, seen)] = part
     return part, known
+
+
+class _Listing:
+    """Every key of ``zmap`` (:meth:`~nczarr.maps.mapcore.MapCore.list_reading` of
+    nothing: with the sizes an object store's listing gives), as :attr:`keys` after the
+    block; listed in a thread during the block on a map that makes round trips, else
+    after it; ``listed``: its keys, listed already."""
+
+    def __init__(self, zmap: ZMap, listed: list[str] | None = None) -> None:
+        self._zmap = zmap
+        self._thread: Any = None
+        self._result: list[Any] = [] if listed is None else [listed]
+        self.keys: list[str] = []
+
+    def __enter__(self) -> _Listing:
+        if self._zmap.round_trips and not self._result:
+            import threading
+
+            self._thread = threading.Thread(target=self._list, name="nczarr-list", daemon=True)
+            self._thread.start()
+        return self
+
+    def _list(self) -> None:
+        try:
+            self._result.append(self._zmap.list_reading({})[0])
+        except BaseException as exc:  # raised in the caller's thread
+            self._result.append(exc)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._thread is not None:
+            self._thread.join()
+        elif not self._result:
+            self._list()
+        if exc[0] is not None:
+            return
+        got = self._result[0]
+        if isinstance(got, BaseException):
+            raise got
+        self.keys = got
 
 
 def read_sources(
@@ -160,7 +207,7 @@ def read_sources(
             names = frozenset(listing)
             twin = known.parts.get(_fingerprint_of(known.keys, last.roots(names), got))
         if twin is None or listing is None:
-            part, known = _full(zmap, opts, known)
+            part, known = _full(zmap, opts, known, sizes, listing)
             if index == 0 and dimension is not None and done is not None:
                 first = _compared_chunks(part, dimension)  # while its map is open
             parts.append(part if done is None else done(index, part))
@@ -373,11 +420,12 @@ class _Sizes:
         self.kept = 0
 
     def of(self, listing: Sequence[str], stored: frozenset[str]) -> dict[str, int] | None:
-        sizes = getattr(listing, "sizes", None)
-        if sizes is None or self.kept + len(stored) > SIZES_KEPT:
+        if self.kept + len(stored) > SIZES_KEPT:
             return None
-        self.kept += len(stored)
-        return {k: sizes[k] for k in stored if k in sizes}
+        sizes = sizes_in(listing, stored)
+        if sizes is not None:
+            self.kept += len(sizes)
+        return sizes
 
 
 def _below(stored: frozenset[str], prefixes: tuple[str, ...]) -> list[str]:
@@ -406,7 +454,7 @@ class _Last:
         """The chunk objects of ``twin``'s variables in the listing ``names`` (asked
         after :meth:`roots` of the same names); ``twin.stored`` itself when equal."""
         if twin is not self._twin or names != self._names:
-            stored = _chunks_in(names, list(twin.dataset.root.all_variables()))
+            stored = chunks_in(names, list(twin.dataset.root.all_variables()))
             self._twin, self._stored = twin, twin.stored if stored == twin.stored else stored
         return self._stored
 
