@@ -190,8 +190,12 @@ class ChunkRecoder:
                 self._closer()
             self._loop = self._array = self._closer = None
 
-    def decode(self, coords: tuple[int, ...]) -> np.ndarray | None:
-        """The values of chunk ``coords`` (chunk-shaped; None if it is not stored)."""
+    def decode(
+        self, coords: tuple[int, ...], read: Mapping[str, bytes] | None = None
+    ) -> np.ndarray | None:
+        """The values of chunk ``coords`` (chunk-shaped; None if it is not stored).
+        ``read``: chunk bytes by source key read already (a caller reading many chunks
+        in one ``getitems``); a chunk not there is read here."""
         src = self._re.source
         if src.shards is not None:
             region = tuple(
@@ -213,10 +217,12 @@ class ChunkRecoder:
             full[tuple(slice(0, n) for n in values.shape)] = values
             return full
         key = self._source_key(coords)
-        try:
-            data = self._source[key]
-        except KeyError:
-            return None
+        data = None if read is None else read.get(key)
+        if data is None:
+            try:
+                data = self._source[key]
+            except KeyError:
+                return None
         filters, compressor = self._src_codecs
         shape = self._chunk_shape if not src.scalar else ()
         limit = self._decoded_limit(shape)

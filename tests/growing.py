@@ -28,11 +28,13 @@ def daily(
     lat: tuple[float, ...] = (1.0, 2.0, 3.0),
     title: str = "daily",
     extra: bool = False,
+    lat_chunk: int | None = None,
 ) -> Path:
     """A dataset of days ``t0 .. t0+n-1``: ``time(time)``, ``lat(lat)`` and
     ``temp(time, lat, lon)`` (chunks ``(chunk, 3, 2)``, zlib, fill -999), written by
     netCDF4 as an NCZarr directory store (``kind="nczarr"``) or a netCDF-4 file
-    (``kind="nc"``); with ``extra``, ``extra(time)`` too (``10 * t``, int32)."""
+    (``kind="nc"``); with ``extra``, ``extra(time)`` too (``10 * t``, int32);
+    ``lat_chunk``: ``lat`` in chunks of that many values (one chunk by default)."""
     url = nc_url(path) if kind == "nczarr" else str(path)
     with netCDF4.Dataset(url, "w", format="NETCDF4") as ds:
         ds.createDimension("time", None if unlimited else n)
@@ -40,7 +42,8 @@ def daily(
         ds.createDimension("lon", 4)
         t = ds.createVariable("time", "f8", ("time",), chunksizes=(chunk,))
         t.units = "days since 2000-01-01"
-        la = ds.createVariable("lat", "f4", ("lat",))
+        chunked = {} if lat_chunk is None else {"chunksizes": (lat_chunk,)}
+        la = ds.createVariable("lat", "f4", ("lat",), **chunked)
         la.units = "degrees_north"
         la[:] = lat
         v = ds.createVariable(
@@ -96,17 +99,24 @@ def days(tmp_path: Path, count: int) -> list[Path]:
 
 
 def s3_days(
-    tmp_path: Path, bucket: str, endpoint: str, count: int, days: int = 2, chunk: int = 2
+    tmp_path: Path,
+    bucket: str,
+    endpoint: str,
+    count: int,
+    days: int = 2,
+    chunk: int = 2,
+    **options: Any,
 ) -> list[str]:
-    """``count`` daily NCZarr sources of ``days`` days each (chunks of ``chunk`` days),
-    uploaded to ``s3://bucket/src/dNN`` (built under ``tmp_path``)."""
+    """``count`` daily NCZarr sources of ``days`` days each (chunks of ``chunk`` days;
+    ``options``: more of :func:`daily`'s), uploaded to ``s3://bucket/src/dNN`` (built
+    under ``tmp_path``)."""
     import nczarr
 
     opts = {"endpoint_url": endpoint}
     urls = []
     for i in range(count):
         url = f"s3://{bucket}/src/d{i:02d}"
-        local = daily(tmp_path / f"d{i:02d}", days * i, days, chunk=chunk)
+        local = daily(tmp_path / f"d{i:02d}", days * i, days, chunk=chunk, **options)
         nczarr.convert(local, url, target_options=opts)
         urls.append(url)
     return urls

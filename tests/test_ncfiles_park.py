@@ -405,9 +405,9 @@ def test_the_first_files_compared_values_are_read_once(tmp_path, monkeypatch):
     decoded: list[tuple[str, str]] = []
     real = growparts._values
 
-    def values(reader, var):
+    def values(reader, var, stored):
         decoded.append((reader.part.chunks.url, var.path))
-        return real(reader, var)
+        return real(reader, var, stored)
 
     monkeypatch.setattr(growparts, "_values", values)
     nczarr.convert(srcs, tmp_path / "out", concat_dim="time")

@@ -48,7 +48,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any
 
-from ..errors import InvalidModeError, TargetExistsError
+from ..errors import InvalidModeError, MetadataError, TargetExistsError
+from ..load import loaded_metadata
 from ..maps.base import ZMap
 from ..maps.pending import decode_append_journal, encode_append_journal
 from ..readthrough import TranslatedView
@@ -267,11 +268,16 @@ def combine(
     return finish_report(report, copied, reencoded, start)
 
 
-def _target_options(dst_map: ZMap) -> PartOptions:
-    """The target's own format, as an append rewrites its metadata."""
+def _target_options(dst_map: ZMap, loaded: tuple[dict[str, Any], list[str]] | None) -> PartOptions:
+    """The target's own format, as an append rewrites its metadata; ``loaded``: its
+    metadata (:func:`~nczarr.load.loaded_metadata`, not read again), None to read it."""
     from ..load import detect
+    from ..translate.detect import detect_format
 
-    info = detect(dst_map)
+    try:
+        info = detect(dst_map) if loaded is None else detect_format(loaded[0])
+    except MetadataError:
+        info = detect(dst_map)  # raises, naming the store
     layout = info.layout
     if layout not in (LAYOUT_V2, LAYOUT_ZARR):
         raise InvalidModeError(
@@ -283,11 +289,11 @@ def _target_options(dst_map: ZMap) -> PartOptions:
     return PartOptions("zarr", info.zarr_format, False, info.consolidated, False)
 
 
-def _changed(dst: ZMap, key: str, value: bytes) -> bool:
-    try:
-        return dst[key] != value
-    except KeyError:
-        return True
+def _changed(dst: ZMap, items: Sequence[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    """The ``items`` that ``dst`` does not hold with these very bytes, read at once (on
+    S3 one round trip, not one an object)."""
+    stored = dst.getitems([key for key, _ in items])
+    return [(key, value) for key, value in items if stored.get(key) != value]
 
 
 def _grown_last(metadata: Sequence[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
@@ -386,7 +392,8 @@ def append(
         if not dst_map.search(""):
             raise InvalidModeError(f"cannot append to {url_of(dst)!r}: it is empty or missing")
         _finish_interrupted(dst_map, url_of(dst), dry_run)
-        opts = _target_options(dst_map)
+        loaded = loaded_metadata(dst_map)  # read once for its format and its view
+        opts = _target_options(dst_map, loaded)
         target_view = TranslatedView.from_source(
             dst_map,
             Target(
@@ -394,6 +401,7 @@ def append(
                 zarr_format=opts.zarr_format,
                 consolidated=opts.consolidated,
             ),
+            metadata=loaded,
         )
         _check_appendable(target_view, url_of(dst))
         selected = dataclasses.replace(opts, include=include, exclude=exclude)
@@ -408,8 +416,7 @@ def append(
         )
         report = report_of(plan, names[1:], url_of(dst), parts[1].dataset.layout, opts, warnings)
         if dry_run:
-            changed = [(k, v) for k, v in metadata if _changed(dst_map, k, v)]
-            return dry_run_report(report, plan, readers, changed, start)
+            return dry_run_report(report, plan, readers, _changed(dst_map, metadata), start)
         cluster = {"client": client, "batch_size": batch_size, "workers": workers}
         copied, reencoded = execute(
             plan,
@@ -422,11 +429,15 @@ def append(
         )
         if client is not None:
             remove_temporaries(dst_map)  # of a worker killed mid-write
-        metadata = _grown_last([(k, v) for k, v in metadata if _changed(dst_map, k, v)])
-        # all chunks are written: from here on nczarr's readers see the grown store
-        dst_map[JOURNAL_KEY] = encode_append_journal(metadata, names[1:], plan.dimension)
-        report.metadata_written = tuple(write_metadata(dst_map, metadata))
-        remove_journal(dst_map)
+        metadata = _grown_last(_changed(dst_map, metadata))
+        # the journal and metadata objects of the nodes just read: leaves of a valid
+        # store below known directories, written without leaf-rule probes (on S3 a
+        # listing each, one after another)
+        with dst_map.trusted_writes():
+            # all chunks are written: from here on nczarr's readers see the grown store
+            dst_map[JOURNAL_KEY] = encode_append_journal(metadata, names[1:], plan.dimension)
+            report.metadata_written = tuple(write_metadata(dst_map, metadata))
+            remove_journal(dst_map)
         dst_map.flush()
     return finish_report(report, copied, reencoded, start)
 

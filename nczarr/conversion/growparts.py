@@ -262,8 +262,14 @@ class Reader:
             )
         return self._recoders[path]
 
-    def region(self, var: Variable, box: Sequence[tuple[int, int]]) -> np.ndarray:
-        """The values of ``box`` (``(start, stop)`` per axis) of ``var`` in this part."""
+    def region(
+        self,
+        var: Variable,
+        box: Sequence[tuple[int, int]],
+        read: Mapping[str, bytes] | None = None,
+    ) -> np.ndarray:
+        """The values of ``box`` (``(start, stop)`` per axis) of ``var`` in this part;
+        ``read``: chunk bytes by key read already (one ``getitems``), not read again."""
         import numpy as np
 
         own = self.part.dataset.find_variable(var.path)
@@ -276,7 +282,7 @@ class Reader:
         recoder = self.recoder(var)
         for coords in np.ndindex(*(len(r) for r in ranges)):
             chunk = tuple(r[i] for r, i in zip(ranges, coords, strict=True))
-            values = recoder.decode(chunk)
+            values = recoder.decode(chunk, read)
             if values is None:
                 continue
             src, dst = [], []
@@ -350,12 +356,14 @@ def check_equal(
     known: Container[int] = frozenset(),
     seen: FirstSeen | None = None,
 ) -> None:
-    """Refuse parts whose variables without the dimension hold other values. A part
-    read as the first one's model whose chunk objects of a variable are the very same
-    bytes holds the same values (not decoded); the others are decoded and compared. One
-    part's chunks are held at a time (and the first's, read once: into ``seen`` when
-    given). ``known``: indices of parts found so already
-    (:func:`~nczarr.conversion.growsiblings.read_sources`), skipped."""
+    """Refuse parts whose variables without the dimension hold other values. Each
+    part's compared chunks are read in one ``getitems`` (on S3 one round trip, not one
+    a chunk). A part read as the first one's model whose chunk objects of a variable
+    are the very same bytes holds the same values (not decoded); the others are
+    decoded from the bytes read and compared. One part's chunks are held at a time
+    (and the first's, read once: into ``seen`` when given). ``known``: indices of
+    parts found so already (:func:`~nczarr.conversion.growsiblings.read_sources`),
+    skipped."""
     variables = [plan.dataset.find_variable(fqn) for fqn in plan.compare]
     if not variables:
         return
@@ -366,19 +374,18 @@ def check_equal(
         if i in known:
             continue
         reader = readers[i]  # only the parts compared here (readers may open sources)
+        if seen.chunk_bytes is None:
+            seen.chunk_bytes = _chunk_bytes(first, variables)
+        first_bytes, theirs = seen.chunk_bytes, _chunk_bytes(reader, variables)
         same: set[str] = set()
         if reader.part.dataset is first.part.dataset:
-            if seen.chunk_bytes is None:
-                seen.chunk_bytes = _chunk_bytes(first, variables)
-            first_bytes = seen.chunk_bytes
-            theirs = _chunk_bytes(reader, variables)
             same = {path for path, stored in theirs.items() if stored == first_bytes[path]}
         for var in variables:
             if var.path in same:
                 continue
             if var.path not in first_values:
-                first_values[var.path] = _values(first, var)
-            mine, other = first_values[var.path], _values(reader, var)
+                first_values[var.path] = _values(first, var, first_bytes[var.path])
+            mine, other = first_values[var.path], _values(reader, var, theirs[var.path])
             if mine.shape != other.shape or not _equal(mine, other):
                 raise InvalidModeError(
                     f"cannot combine {names[i]} and {names[0]}: variable {var.path!r} does "
@@ -386,10 +393,13 @@ def check_equal(
                 )
 
 
-def _values(reader: Reader, var: Variable) -> np.ndarray:
+def _values(reader: Reader, var: Variable, stored: tuple[list[str], list[Any]]) -> np.ndarray:
+    """All of ``var``'s values in one part, decoded from its chunks' ``stored`` keys and
+    bytes (:func:`_chunk_bytes`)."""
+    read = {k: data for k, data in zip(*stored, strict=True) if data is not None}
     if var.scalar:
-        return _scalar(reader, var)
-    return reader.region(var, [(0, s) for s in var.shape])
+        return _scalar(reader, var, read)
+    return reader.region(var, [(0, s) for s in var.shape], read)
 
 
 def _chunk_bytes(reader: Reader, variables: Sequence[Variable]) -> dict[str, Any]:
@@ -400,10 +410,10 @@ def _chunk_bytes(reader: Reader, variables: Sequence[Variable]) -> dict[str, Any
     return {path: (ks, [got.get(k) for k in ks]) for path, ks in keys.items()}
 
 
-def _scalar(reader: Reader, var: Variable) -> np.ndarray:
+def _scalar(reader: Reader, var: Variable, read: Mapping[str, bytes]) -> np.ndarray:
     import numpy as np
 
-    values = reader.recoder(var).decode(())
+    values = reader.recoder(var).decode((), read)
     own = reader.part.dataset.find_variable(var.path)
     if values is None:
         return np.asarray(_fill(own, _dtype(own)))

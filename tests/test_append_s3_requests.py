@@ -1,0 +1,70 @@
+"""An append into an S3 store asks what it must, not one object at a time.
+
+A daily append on S3 waited ~42 round trips one after another (at 200 ms, 8.7 s for
+one source): the store's metadata read twice (its format, then its view), each
+metadata object read once more, one after another, to see whether the append changes
+it, and the journal and each changed object written after a leaf-rule listing of its
+own, and the coordinates compared with the source's read a chunk at a time. Now the
+metadata is read once for both, the changed-check reads are one ``getitems``
+(concurrent), the journal and metadata objects of the nodes just read are written
+without probes, and each part's compared chunks are one ``getitems``. Counted at
+``tests/faultproxy.py`` in front of moto's server on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from urllib.parse import unquote
+
+import numpy as np
+
+import nczarr
+
+from .faultproxy import FaultProxy
+from .growing import expected_temp, most_at_once, read_nc, s3_days
+
+
+def test_an_s3_append_reads_the_store_once_and_writes_without_probes(
+    tmp_path: Path, s3_bucket: str, s3_endpoint: str
+) -> None:
+    urls = s3_days(tmp_path, s3_bucket, s3_endpoint, 3, lat_chunk=2)  # lat/0, lat/1
+    dst = f"s3://{s3_bucket}/out"
+    opts = {"endpoint_url": s3_endpoint}
+    nczarr.convert(urls[:2], dst, concat_dim="time", source_options=opts, target_options=opts)
+    with FaultProxy(s3_endpoint, latency=0.02) as proxy:
+        via = {"endpoint_url": proxy.endpoint}
+        proxy.reset_counts()
+        report = nczarr.convert(
+            urls[2], dst, append_dim="time", source_options=via, target_options=via
+        )
+        spans = [(a, b, op, unquote(t)) for a, b, op, t in proxy.spans]
+    assert report.chunks_copied > 0 and report.metadata_written
+    metadata = [
+        (a, b, t)
+        for a, b, op, t in spans
+        if op == "GetObject" and f"/{s3_bucket}/out/" in t
+        if t.rsplit("/", 1)[-1].startswith(".z")
+    ]
+    reads = Counter(t for _, _, t in metadata)
+    # its metadata loaded once (69a7643: twice), and once more to see what changed
+    assert reads and max(reads.values()) <= 2, reads
+    assert most_at_once([(a, b, "get", t) for a, b, t in metadata], "get") >= 4
+    # 69a7643: a listing below the journal and below each metadata object written
+    probes = [
+        t
+        for _, _, op, t in spans
+        if op == "ListObjectsV2" and "max-keys=2" in t and ("/.z" in t or ".in-progress" in t)
+    ]
+    assert probes == []
+    # the compared coordinate chunks of a part read at once (69a7643: one at a time,
+    # decoded one after another)
+    compared = [
+        (a, b, op, t)
+        for a, b, op, t in spans
+        if op == "GetObject" and t.endswith(("/lat/0", "/lat/1")) and f"/{s3_bucket}/out/" in t
+    ]
+    assert len(compared) == 2 and most_at_once(compared, "GetObject") == 2
+    back = tmp_path / "back"
+    nczarr.convert(dst, back, source_options=opts)
+    np.testing.assert_array_equal(read_nc(back)["temp"], expected_temp(0, 6))
