@@ -87,3 +87,28 @@ def test_listed_asks_for_the_variables_listings_at_once_up_to_the_bound(
     (url,) = s3_days(tmp_path, s3_bucket, s3_endpoint, 1)
     assert most_overlapping(_listed_with(8, url, s3_endpoint, monkeypatch)) >= 2
     assert most_overlapping(_listed_with(1, url, s3_endpoint, monkeypatch)) == 1
+
+
+def test_sources_read_through_views_are_not_listed_ahead(
+    tmp_path: Path, s3_bucket: str, s3_endpoint: str
+) -> None:
+    # Zarr v3 sources are read through a view, which lists its arrays itself: after the
+    # first, none is listed whole while its metadata is read (a listing thrown away)
+    from .growing import daily
+
+    opts = {"endpoint_url": s3_endpoint}
+    urls = []
+    for i in range(3):
+        local = daily(tmp_path / f"d{i:02d}", 2 * i, 2)
+        url = f"s3://{s3_bucket}/src/d{i:02d}"
+        nczarr.convert(local, url, mode="zarr", zarr_format=3, target_options=opts)
+        urls.append(url)
+    with FaultProxy(s3_endpoint) as proxy:
+        via = {"endpoint_url": proxy.endpoint}
+        proxy.reset_counts()
+        dst = tmp_path / "year"
+        nczarr.convert(urls, dst, concat_dim="time", source_options=via)
+        listings = [unquote(t) for _, _, op, t in proxy.spans if op == "ListObjectsV2"]
+    whole = [t for t in listings if "&delimiter=&" in t and t.split("prefix=")[1].count("/") == 2]
+    assert [t.split("prefix=")[1].split("&")[0] for t in whole] == ["src/d00/"]
+    np.testing.assert_array_equal(read_nc(dst)["temp"], expected_temp(0, 6))

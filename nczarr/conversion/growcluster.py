@@ -27,8 +27,9 @@ source (a map showing all sources' chunks under their target keys) made each tas
 deserialize all the sources, read each chunk's bytes and write them, and gave a
 second worker little to do. Here a task carries its own sources only (each pickled
 once: a directory map pickles as its path, a few hundred bytes) with their ``(source
-key, target key)`` pairs, opens each source on the worker while its chunks are copied,
-closes it after, and copies the way a local combine does
+key, target key, size)`` triples (the size an object store's listing gave in the
+first pass, so a server-side copy asks none), opens each source on the worker while
+its chunks are copied, closes it after, and copies the way a local combine does
 (:meth:`~nczarr.maps.base.ZMap.copy_pairs`: directory to directory, each directory
 held once, one kernel copy a chunk). Sources are cut into about
 :data:`TASKS_PER_THREAD` tasks per worker thread (``batch_size``: at most that many

@@ -379,13 +379,13 @@ def check_equal(
         first_bytes, theirs = seen.chunk_bytes, _chunk_bytes(reader, variables)
         same: set[str] = set()
         if reader.part.dataset is first.part.dataset:
-            same = {path for path, stored in theirs.items() if stored == first_bytes[path]}
+            same = {path for path, stored in theirs.items() if stored == first_bytes.get(path)}
         for var in variables:
             if var.path in same:
                 continue
             if var.path not in first_values:
-                first_values[var.path] = _values(first, var, first_bytes[var.path])
-            mine, other = first_values[var.path], _values(reader, var, theirs[var.path])
+                first_values[var.path] = _values(first, var, first_bytes.get(var.path))
+            mine, other = first_values[var.path], _values(reader, var, theirs.get(var.path))
             if mine.shape != other.shape or not _equal(mine, other):
                 raise InvalidModeError(
                     f"cannot combine {names[i]} and {names[0]}: variable {var.path!r} does "
@@ -393,10 +393,13 @@ def check_equal(
                 )
 
 
-def _values(reader: Reader, var: Variable, stored: tuple[list[str], list[Any]]) -> np.ndarray:
+def _values(
+    reader: Reader, var: Variable, stored: tuple[list[str], list[Any]] | None
+) -> np.ndarray:
     """All of ``var``'s values in one part, decoded from its chunks' ``stored`` keys and
-    bytes (:func:`_chunk_bytes`)."""
-    read = {k: data for k, data in zip(*stored, strict=True) if data is not None}
+    bytes (:func:`_chunk_bytes`; None: read here)."""
+    pairs = zip(*stored, strict=True) if stored is not None else ()
+    read = {k: data for k, data in pairs if data is not None}
     if var.scalar:
         return _scalar(reader, var, read)
     return reader.region(var, [(0, s) for s in var.shape], read)
@@ -404,8 +407,10 @@ def _values(reader: Reader, var: Variable, stored: tuple[list[str], list[Any]]) 
 
 def _chunk_bytes(reader: Reader, variables: Sequence[Variable]) -> dict[str, Any]:
     """``path -> (chunk keys, their bytes)`` of ``variables`` in one part (one
-    ``getitems``)."""
-    keys = {var.path: reader.stored_keys(var) for var in variables}
+    ``getitems``); sharded arrays left out (their shards are read by zarr-python, and
+    such parts are compared by values)."""
+    own = reader.part.dataset.find_variable
+    keys = {var.path: reader.stored_keys(var) for var in variables if own(var.path).shards is None}
     got = reader.part.chunks.getitems([k for ks in keys.values() for k in ks])
     return {path: (ks, [got.get(k) for k in ks]) for path, ks in keys.items()}
 

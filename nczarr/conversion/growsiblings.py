@@ -89,53 +89,62 @@ def _fingerprint_of(
     return (roots, *sorted(raw.items()))
 
 
-def _full(
-    zmap: ZMap,
-    opts: PartOptions,
-    known: _Known | None,
-    sizes: _Sizes,
-    listed: list[str] | None = None,
-) -> tuple[Part, _Known | None]:
-    """Read ``zmap`` fully; remember it when its model can stand for identical sources.
+class _FullReads:
+    """Sources read fully (:meth:`read`): the chunk sizes kept from their listings
+    (``sizes``), and whether listing a source ahead, while its metadata is read, still
+    pays (not once a source turned out to be read through a view, which lists its
+    arrays itself: a combine of Zarr v3 sources lists each once, not twice)."""
 
-    Every key is listed once (its chunk objects, and its root names for the
-    fingerprint; ``listed``: the listing the pass read already), on a map that makes
-    round trips while its metadata is read: the first source of a combine on S3 is
-    read by the client before anything else starts, and was listed variable by
-    variable after its metadata, then again whole."""
-    lenient: list[str] = []
-    if zmap.file_format() is not None or zmap.reencoded:
-        return read_part(zmap, opts), known
-    seen: dict[str, bytes] = {}  # the objects' bytes, for the fingerprint
-    with _Listing(zmap, listed) as listing:
-        meta = load_metadata(zmap, warnings=lenient, seen=seen)
-    part = read_part(zmap, opts, metadata=(meta, lenient), listing=listing.keys)
-    if part.view is None:  # read straight from its map: copied from it
-        part = replace(part, sizes=sizes.of(listing.keys, part.stored))
-    keys = _looked_at(meta)
-    if part.view is not None or part.dataset.layout != LAYOUT_V2 or lenient or keys is None:
+    def __init__(self) -> None:
+        self.sizes = _Sizes()
+        self._ahead = True
+
+    def read(
+        self, zmap: ZMap, opts: PartOptions, known: _Known | None, listed: list[str] | None
+    ) -> tuple[Part, _Known | None]:
+        """Read ``zmap`` fully; remember it when its model can stand for identical
+        sources. On a map that makes round trips every key is listed once, in a thread
+        while its metadata is read (its chunk objects, their sizes, its root names for
+        the fingerprint; ``listed``: the listing the pass read already): the first
+        source of a combine on S3 is read by the client before anything else starts.
+        A local source is listed a variable at a time, as before."""
+        lenient: list[str] = []
+        if zmap.file_format() is not None or zmap.reencoded:
+            return read_part(zmap, opts), known
+        seen: dict[str, bytes] = {}  # the objects' bytes, for the fingerprint
+        with _Listing(zmap, listed, self._ahead) as listing:
+            meta = load_metadata(zmap, warnings=lenient, seen=seen)
+        part = read_part(zmap, opts, metadata=(meta, lenient), listing=listing.keys)
+        if part.view is not None:
+            self._ahead = False
+        elif listing.keys is not None:  # read straight from its map: copied from it
+            part = replace(part, sizes=self.sizes.of(listing.keys, part.stored))
+        keys = _looked_at(meta)
+        if part.view is not None or part.dataset.layout != LAYOUT_V2 or lenient or keys is None:
+            return part, known
+        if known is None:
+            known = _Known(keys, {})
+        if keys == known.keys:
+            every = listing.keys if listing.keys is not None else list(zmap.keys_below(""))
+            known.parts[_fingerprint(zmap, keys, every, seen)] = part
         return part, known
-    if known is None:
-        known = _Known(keys, {})
-    if keys == known.keys:
-        known.parts[_fingerprint(zmap, keys, listing.keys, seen)] = part
-    return part, known
 
 
 class _Listing:
     """Every key of ``zmap`` (:meth:`~nczarr.maps.mapcore.MapCore.list_reading` of
     nothing: with the sizes an object store's listing gives), as :attr:`keys` after the
-    block; listed in a thread during the block on a map that makes round trips, else
-    after it; ``listed``: its keys, listed already."""
+    block: ``listed`` if given, else listed in a thread during the block when the map
+    makes round trips and ``ahead``; otherwise None (nothing listed)."""
 
-    def __init__(self, zmap: ZMap, listed: list[str] | None = None) -> None:
+    def __init__(self, zmap: ZMap, listed: list[str] | None, ahead: bool) -> None:
         self._zmap = zmap
         self._thread: Any = None
-        self._result: list[Any] = [] if listed is None else [listed]
-        self.keys: list[str] = []
+        self._result: list[Any] = []
+        self._ahead = ahead and zmap.round_trips
+        self.keys: list[str] | None = listed
 
     def __enter__(self) -> _Listing:
-        if self._zmap.round_trips and not self._result:
+        if self.keys is None and self._ahead:
             import threading
 
             self._thread = threading.Thread(target=self._list, name="nczarr-list", daemon=True)
@@ -149,12 +158,11 @@ class _Listing:
             self._result.append(exc)
 
     def __exit__(self, *exc: object) -> None:
-        if self._thread is not None:
-            self._thread.join()
-        elif not self._result:
-            self._list()
-        if exc[0] is not None:
+        if self._thread is None:
             return
+        self._thread.join()  # the map is not closed under it
+        if exc[0] is not None:
+            return  # the block's error, not the listing's
         got = self._result[0]
         if isinstance(got, BaseException):
             raise got
@@ -192,7 +200,7 @@ def read_sources(
     first: tuple[tuple[str, ...], list[str], dict[str, bytes]] | None = None
     wanted: dict[str, int | None] = {}
     last = _Last()
-    sizes = _Sizes()
+    fulls = _FullReads()
     ahead = _Ahead(maps, client)
     for index, zmap in enumerate(ahead):
         twin = listing = None
@@ -207,7 +215,7 @@ def read_sources(
             names = frozenset(listing)
             twin = known.parts.get(_fingerprint_of(known.keys, last.roots(names), got))
         if twin is None or listing is None:
-            part, known = _full(zmap, opts, known, sizes, listing)
+            part, known = fulls.read(zmap, opts, known, listing)
             if index == 0 and dimension is not None and done is not None:
                 first = _compared_chunks(part, dimension)  # while its map is open
             parts.append(part if done is None else done(index, part))
@@ -215,7 +223,7 @@ def read_sources(
             continue
         stored = last.stored(twin, names)
         part = Part(
-            twin.dataset, stored, zmap, zmap, None, twin.warnings, sizes.of(listing, stored)
+            twin.dataset, stored, zmap, zmap, None, twin.warnings, fulls.sizes.of(listing, stored)
         )
         if first is not None and twin.dataset is parts[0].dataset:
             prefixes, keys, first_bytes = first
@@ -404,9 +412,9 @@ class _Indices:
             yield from range(a, b)
 
 
-#: Chunk sizes from later sources' listings kept for their copies (~60 bytes each, the
-#: keys shared with the first part's): beyond them a copy asks its size, so memory
-#: stays bounded in the number of sources (~12 MB at most).
+#: Chunk sizes from sources' listings kept for their copies (~100 bytes each, the keys
+#: shared with the first part's): beyond them a copy asks its size, so memory stays
+#: bounded in the number of sources (~20 MB at most).
 SIZES_KEPT = 200_000
 
 
