@@ -7,8 +7,9 @@ it, and the journal and each changed object written after a leaf-rule listing of
 own, and the coordinates compared with the source's read a chunk at a time. Now the
 metadata is read once for both, the changed-check reads are one ``getitems``
 (concurrent), the journal and metadata objects of the nodes just read are written
-without probes, and each part's compared chunks are one ``getitems``. Counted at
-``tests/faultproxy.py`` in front of moto's server on 127.0.0.1.
+without probes, each part's compared chunks are one ``getitems``, and the store's
+arrays are listed at once. Counted at ``tests/faultproxy.py`` in front of moto's server
+on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -65,6 +66,14 @@ def test_an_s3_append_reads_the_store_once_and_writes_without_probes(
         if op == "GetObject" and t.endswith(("/lat/0", "/lat/1")) and f"/{s3_bucket}/out/" in t
     ]
     assert len(compared) == 2 and most_at_once(compared, "GetObject") == 2
+    # the store's arrays listed at once by its view (69a7643: one after another)
+    arrays = [
+        s
+        for s in spans
+        if s[2] == "ListObjectsV2" and "prefix=out/" in s[3] and "max-keys" not in s[3]
+        if s[3].split("prefix=out/")[1].split("&")[0].count("/") == 1
+    ]
+    assert len(arrays) >= 3 and most_at_once(arrays, "ListObjectsV2") >= 2
     back = tmp_path / "back"
     nczarr.convert(dst, back, source_options=opts)
     np.testing.assert_array_equal(read_nc(back)["temp"], expected_temp(0, 6))

@@ -5,7 +5,7 @@ comparing the variables that must be equal in every part."""
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -86,9 +86,12 @@ class Part:
 
 
 def part_of_view(view: TranslatedView) -> Part:
+    """``view`` as a part: its chunk keys listed (an array at a time, or
+    :data:`LISTINGS_AT_ONCE` arrays at once when its source awaits its storage: an
+    append's target on S3 is listed so before anything else can start)."""
     return Part(
         dataset=view.dataset,
-        stored=frozenset(view.chunk_keys()),
+        stored=_shown_chunks(view),
         chunks=view,
         verbatim=view if view.keys_mapped else view.source,
         view=view,
@@ -139,6 +142,24 @@ def read_part(
     return part_of_view(_view(zmap, opts))
 
 
+def _shown_chunks(view: TranslatedView) -> frozenset[str]:
+    """Every chunk key ``view`` shows (:meth:`~nczarr.readthrough.TranslatedView.chunk_keys`)."""
+    arrays = view.shown_arrays
+    if not view.source.async_reads or len(arrays) < 2:
+        return frozenset(view.chunk_keys())
+    return frozenset(key for keys in _at_once(view.array_chunk_keys, arrays) for key in keys)
+
+
+def _at_once(lister: Callable[[str], Iterable[str]], prefixes: Sequence[str]) -> list[list[str]]:
+    """``[list(lister(p)) for p in prefixes]``, :data:`LISTINGS_AT_ONCE` listings at a
+    time in threads (each a round trip on a map that awaits its storage)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    at_once = min(LISTINGS_AT_ONCE, len(prefixes))
+    with ThreadPoolExecutor(at_once, thread_name_prefix="nczarr-list") as pool:
+        return list(pool.map(lambda prefix: list(lister(prefix)), prefixes))
+
+
 def chunks_in(listing: Iterable[str], variables: Sequence[Variable]) -> frozenset[str]:
     """The chunk objects of ``variables`` in ``listing`` (what :func:`listed` finds,
     from one listing of every key)."""
@@ -174,13 +195,9 @@ def listed(zmap: ZMap, variables: Sequence[Variable]) -> Iterator[str]:
     time, not one after another: the first source of a combine is read this way, by
     the client, before anything else can start."""
     prefixes = [var.path.strip("/") for var in variables]
-    listings: Iterator[Iterator[str]] | list[list[str]]
+    listings: Iterable[Iterable[str]]
     if zmap.async_reads and len(prefixes) > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        at_once = min(LISTINGS_AT_ONCE, len(prefixes))
-        with ThreadPoolExecutor(at_once, thread_name_prefix="nczarr-list") as pool:
-            listings = list(pool.map(lambda prefix: list(zmap.keys_below(prefix)), prefixes))
+        listings = _at_once(zmap.keys_below, prefixes)
     else:
         listings = (zmap.keys_below(prefix) for prefix in prefixes)
     for prefix, keys in zip(prefixes, listings, strict=True):
