@@ -47,6 +47,7 @@ __all__ = [
     "load_metadata",
     "loaded_metadata",
     "detect",
+    "detect_loaded",
     "read",
     "read_with_chunk_keys",
     "STALE_CONSOLIDATED",
@@ -316,15 +317,18 @@ def _walk(crawl: _Crawl, meta: dict[str, Any]) -> None:
                 pending.append(child)
 
 
-def loaded_metadata(zmap: ZMap) -> tuple[dict[str, Any], list[str]] | None:
+def loaded_metadata(
+    zmap: ZMap, seen: dict[str, bytes] | None = None
+) -> tuple[dict[str, Any], list[str]] | None:
     """``(objects, lenient warnings)`` of :func:`load_metadata`, as
     :func:`read_with_chunk_keys` takes them; None for a netCDF file or metadata that
-    cannot be loaded (the reader then reports why)."""
+    cannot be loaded (the reader then reports why). ``seen``: as for
+    :func:`load_metadata`, the bytes of every object read."""
     lenient: list[str] = []
     if zmap.file_format() is not None:
         return None
     try:
-        return load_metadata(zmap, warnings=lenient), lenient
+        return load_metadata(zmap, warnings=lenient, seen=seen), lenient
     except MetadataError:
         return None
 
@@ -365,6 +369,12 @@ def _detect(
         return meta, detect_format(meta)
     except MetadataError as exc:
         raise _with_url(exc, zmap.url) from None
+
+
+def detect_loaded(zmap: ZMap, meta: dict[str, Any]) -> FormatInfo:
+    """:func:`detect` of ``zmap`` from its metadata already loaded (``meta``), not read
+    again; an error names the store as :func:`detect`'s does."""
+    return _detect(zmap, meta=meta)[1]
 
 
 def detect(

@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any
 
-from ..errors import InvalidModeError, MetadataError, TargetExistsError
+from ..errors import InvalidModeError, TargetExistsError
 from ..load import loaded_metadata
 from ..maps.base import ZMap
 from ..maps.pending import decode_append_journal, encode_append_journal
@@ -273,13 +273,9 @@ def combine(
 def _target_options(dst_map: ZMap, loaded: tuple[dict[str, Any], list[str]] | None) -> PartOptions:
     """The target's own format, as an append rewrites its metadata; ``loaded``: its
     metadata (:func:`~nczarr.load.loaded_metadata`, not read again), None to read it."""
-    from ..load import detect
-    from ..translate.detect import detect_format
+    from ..load import detect, detect_loaded
 
-    try:
-        info = detect(dst_map) if loaded is None else detect_format(loaded[0])
-    except MetadataError:
-        info = detect(dst_map)  # raises, naming the store
+    info = detect(dst_map) if loaded is None else detect_loaded(dst_map, loaded[0])
     layout = info.layout
     if layout not in (LAYOUT_V2, LAYOUT_ZARR):
         raise InvalidModeError(
@@ -291,10 +287,14 @@ def _target_options(dst_map: ZMap, loaded: tuple[dict[str, Any], list[str]] | No
     return PartOptions("zarr", info.zarr_format, False, info.consolidated, False)
 
 
-def _changed(dst: ZMap, items: Sequence[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
-    """The ``items`` that ``dst`` does not hold with these very bytes, read at once (on
-    S3 one round trip, not one an object)."""
-    stored = dst.getitems([key for key, _ in items])
+def _changed(
+    dst: ZMap, items: Sequence[tuple[str, bytes]], seen: Mapping[str, bytes]
+) -> list[tuple[str, bytes]]:
+    """The ``items`` that ``dst`` does not hold with these very bytes: ``seen``, the
+    objects its metadata load read (only chunks are written since), the others read at
+    once (on S3 one round trip, not one an object)."""
+    unread = [key for key, _ in items if key not in seen]
+    stored = {**seen, **(dst.getitems(unread) if unread else {})}
     return [(key, value) for key, value in items if stored.get(key) != value]
 
 
@@ -394,7 +394,8 @@ def append(
         if not dst_map.search(""):
             raise InvalidModeError(f"cannot append to {url_of(dst)!r}: it is empty or missing")
         _finish_interrupted(dst_map, url_of(dst), dry_run)
-        loaded = loaded_metadata(dst_map)  # read once for its format and its view
+        seen: dict[str, bytes] = {}  # its metadata objects' bytes, for _changed
+        loaded = loaded_metadata(dst_map, seen)  # read once: format, view, what changes
         opts = _target_options(dst_map, loaded)
         target_view = TranslatedView.from_source(
             dst_map,
@@ -418,7 +419,8 @@ def append(
         )
         report = report_of(plan, names[1:], url_of(dst), parts[1].dataset.layout, opts, warnings)
         if dry_run:
-            return dry_run_report(report, plan, readers, _changed(dst_map, metadata), start)
+            changed = _changed(dst_map, metadata, seen)
+            return dry_run_report(report, plan, readers, changed, start)
         cluster = {"client": client, "batch_size": batch_size, "workers": workers}
         copied, reencoded = execute(
             plan,
@@ -431,7 +433,7 @@ def append(
         )
         if client is not None:
             remove_temporaries(dst_map)  # of a worker killed mid-write
-        metadata = _grown_last(_changed(dst_map, metadata))
+        metadata = _grown_last(_changed(dst_map, metadata, seen))
         # the journal and metadata objects of the nodes just read: leaves of a valid
         # store below known directories, written without leaf-rule probes (on S3 a
         # listing each, one after another)

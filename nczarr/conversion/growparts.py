@@ -192,8 +192,8 @@ def listed(zmap: ZMap, variables: Sequence[Variable]) -> Iterator[str]:
 
     On a map that awaits its storage (:attr:`~nczarr.maps.base.ZMap.async_reads`: a
     listing is a round trip) the variables are listed :data:`LISTINGS_AT_ONCE` at a
-    time, not one after another: the first source of a combine is read this way, by
-    the client, before anything else can start."""
+    time, not one after another (a source read without a listing of all its keys:
+    ``growsiblings`` lists a combine's S3 sources whole instead)."""
     prefixes = [var.path.strip("/") for var in variables]
     listings: Iterable[Iterable[str]]
     if zmap.async_reads and len(prefixes) > 1:

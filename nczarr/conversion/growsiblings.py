@@ -112,61 +112,41 @@ class _FullReads:
         if zmap.file_format() is not None or zmap.reencoded:
             return read_part(zmap, opts), known
         seen: dict[str, bytes] = {}  # the objects' bytes, for the fingerprint
-        with _Listing(zmap, listed, self._ahead) as listing:
-            meta = load_metadata(zmap, warnings=lenient, seen=seen)
-        part = read_part(zmap, opts, metadata=(meta, lenient), listing=listing.keys)
+        ahead = listed is None and self._ahead and zmap.round_trips
+        meta, listing = _listing_while(
+            zmap, ahead, lambda: load_metadata(zmap, warnings=lenient, seen=seen)
+        )
+        listing = listed if listing is None else listing
+        part = read_part(zmap, opts, metadata=(meta, lenient), listing=listing)
         if part.view is not None:
             self._ahead = False
-        elif listing.keys is not None:  # read straight from its map: copied from it
-            part = replace(part, sizes=self.sizes.of(listing.keys, part.stored))
+        elif listing is not None:  # read straight from its map: copied from it
+            part = replace(part, sizes=self.sizes.of(listing, part.stored))
         keys = _looked_at(meta)
         if part.view is not None or part.dataset.layout != LAYOUT_V2 or lenient or keys is None:
             return part, known
         if known is None:
             known = _Known(keys, {})
         if keys == known.keys:
-            every = listing.keys if listing.keys is not None else list(zmap.keys_below(""))
+            every = listing if listing is not None else list(zmap.keys_below(""))
             known.parts[_fingerprint(zmap, keys, every, seen)] = part
         return part, known
 
 
-class _Listing:
-    """Every key of ``zmap`` (:meth:`~nczarr.maps.mapcore.MapCore.list_reading` of
-    nothing: with the sizes an object store's listing gives), as :attr:`keys` after the
-    block: ``listed`` if given, else listed in a thread during the block when the map
-    makes round trips and ``ahead``; otherwise None (nothing listed)."""
+def _listing_while(
+    zmap: ZMap, ahead: bool, work: Callable[[], dict[str, Any]]
+) -> tuple[dict[str, Any], list[str] | None]:
+    """``(work(), every key of zmap)``, listed in a thread while ``work`` runs (with the
+    sizes an object store's listing gives: :class:`~nczarr.maps.mapcore.ListedKeys`);
+    without ``ahead``, ``(work(), None)``. An error of ``work`` comes first; the
+    listing is waited for either way (the map is not closed under it)."""
+    if not ahead:
+        return work(), None
+    from concurrent.futures import ThreadPoolExecutor
 
-    def __init__(self, zmap: ZMap, listed: list[str] | None, ahead: bool) -> None:
-        self._zmap = zmap
-        self._thread: Any = None
-        self._result: list[Any] = []
-        self._ahead = ahead and zmap.round_trips
-        self.keys: list[str] | None = listed
-
-    def __enter__(self) -> _Listing:
-        if self.keys is None and self._ahead:
-            import threading
-
-            self._thread = threading.Thread(target=self._list, name="nczarr-list", daemon=True)
-            self._thread.start()
-        return self
-
-    def _list(self) -> None:
-        try:
-            self._result.append(self._zmap.list_reading({})[0])
-        except BaseException as exc:  # raised in the caller's thread
-            self._result.append(exc)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._thread is None:
-            return
-        self._thread.join()  # the map is not closed under it
-        if exc[0] is not None:
-            return  # the block's error, not the listing's
-        got = self._result[0]
-        if isinstance(got, BaseException):
-            raise got
-        self.keys = got
+    with ThreadPoolExecutor(1, thread_name_prefix="nczarr-list") as pool:
+        listing = pool.submit(lambda: zmap.list_reading({})[0])
+        return work(), listing.result()
 
 
 def read_sources(
