@@ -105,11 +105,12 @@ def s3_days(
     count: int,
     days: int = 2,
     chunk: int = 2,
+    convert_options: dict[str, Any] | None = None,
     **options: Any,
 ) -> list[str]:
     """``count`` daily NCZarr sources of ``days`` days each (chunks of ``chunk`` days;
     ``options``: more of :func:`daily`'s), uploaded to ``s3://bucket/src/dNN`` (built
-    under ``tmp_path``)."""
+    under ``tmp_path``; ``convert_options``: how, e.g. as Zarr v3)."""
     import nczarr
 
     opts = {"endpoint_url": endpoint}
@@ -117,7 +118,7 @@ def s3_days(
     for i in range(count):
         url = f"s3://{bucket}/src/d{i:02d}"
         local = daily(tmp_path / f"d{i:02d}", days * i, days, chunk=chunk, **options)
-        nczarr.convert(local, url, target_options=opts)
+        nczarr.convert(local, url, target_options=opts, **(convert_options or {}))
         urls.append(url)
     return urls
 

@@ -100,9 +100,9 @@ def test_s3_sources_are_read_on_the_workers_and_combine_as_locally(
         proxy.reset_counts()
         remote = _combine_through(proxy, urls, tmp_path / "remote", client)
         spans = list(proxy.spans)
-    # the first source is read fully here (listed whole once), the second starts the
-    # reads ahead; every later one was read on a worker (04480dd: all DAYS - 1 later
-    # sources read here)
+    # the first source is read fully here (listed whole once, 4e408c7: through
+    # list_reading, so it shows among these), the second starts the reads ahead; every
+    # later one was read on a worker (04480dd: all DAYS - 1 later sources read here)
     assert set(read_here) <= {urls[0], urls[1]} and len(read_here) == len(set(read_here))
     readers = {t["worker"] for t in stream.data if str(t["key"]).startswith("nczarr-read-")}
     assert readers

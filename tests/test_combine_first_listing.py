@@ -94,15 +94,8 @@ def test_sources_read_through_views_are_not_listed_ahead(
 ) -> None:
     # Zarr v3 sources are read through a view, which lists its arrays itself: after the
     # first, none is listed whole while its metadata is read (a listing thrown away)
-    from .growing import daily
-
-    opts = {"endpoint_url": s3_endpoint}
-    urls = []
-    for i in range(3):
-        local = daily(tmp_path / f"d{i:02d}", 2 * i, 2)
-        url = f"s3://{s3_bucket}/src/d{i:02d}"
-        nczarr.convert(local, url, mode="zarr", zarr_format=3, target_options=opts)
-        urls.append(url)
+    v3 = {"mode": "zarr", "zarr_format": 3}
+    urls = s3_days(tmp_path, s3_bucket, s3_endpoint, 3, convert_options=v3)
     with FaultProxy(s3_endpoint) as proxy:
         via = {"endpoint_url": proxy.endpoint}
         proxy.reset_counts()

@@ -128,3 +128,18 @@ def test_the_sizes_kept_from_listings_are_bounded(
     asked = {target.split("/src/")[1].split("/")[0] for target in heads}
     assert asked == {"d02", "d03"}  # d00's and d01's sizes were kept
     np.testing.assert_array_equal(read_nc(back)["temp"], expected_temp(0, 2 * DAYS))
+
+
+def test_leaf_probes_sees_an_untrusted_writes_probes(s3_bucket: str, s3_endpoint: str) -> None:
+    """The control of the ``leaf_probes(...) == []`` assertions: a write into a map
+    that does not own its tree is probed, and the helper sees it (s3fs's request forms
+    changing would otherwise leave those assertions with nothing to catch)."""
+    from nczarr.maps.open import open_map
+
+    with FaultProxy(s3_endpoint) as proxy:
+        zmap = open_map(f"s3://{s3_bucket}/out", "a", endpoint_url=proxy.endpoint)
+        proxy.reset_counts()
+        zmap["temp/0.0"] = b"chunk"
+        spans = list(proxy.spans)
+        zmap.close()
+    assert leaf_probes(spans, s3_bucket, "out")

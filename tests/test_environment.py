@@ -57,7 +57,10 @@ def test_a_bad_setting_fails_the_import_naming_it(setting, module) -> None:
 
 
 def test_a_pool_of_zero_bytes_keeps_nothing_between_reads() -> None:
-    code = "from nczarr.integrations.bufferpool import POOL; print(POOL.most_bytes)"
+    code = (
+        "from nczarr.integrations.bufferpool import POOL; print(POOL.most_bytes); "
+        "POOL.give(POOL.take(1 << 20)); print(POOL.held)"
+    )
     run = _import_with("NCZARR_BUFFER_POOL_BYTES", "0", code)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.strip() == "0"
+    assert run.stdout.split() == ["0", "0"]  # a buffer given back is not kept
