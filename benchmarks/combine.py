@@ -57,6 +57,7 @@ import argparse
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -384,6 +385,9 @@ def main() -> None:
                     )
                 )
             )
+            # each copy removed before the next is timed: on tmpfs a write into memory
+            # that two earlier copies still hold cost the third up to 2x the system time
+            shutil.rmtree(dst)
 
             def combine(run: int = run) -> None:
                 nonlocal report
@@ -391,8 +395,10 @@ def main() -> None:
 
             ncs.append(timed(combine))
             assert report is not None and report.chunks_reencoded == 0
+            shutil.rmtree(base / f"nczarr{run}")
             out = base / f"cli{run}"
             clis.append(timed(lambda out=out: run_cli(cli, srcs, out, env)))
+            shutil.rmtree(out)
             imports.append(
                 timed(
                     lambda: subprocess.run(
@@ -402,8 +408,6 @@ def main() -> None:
                     )
                 )
             )
-            for name in (f"cp{run}", f"nczarr{run}", f"cli{run}"):
-                shutil.rmtree(base / name)
             if other is not None:  # this tree and the baseline, alternately
                 subs.extend(combines(srcs, base / "sub", 1, env))
                 other_subs.extend(combines(srcs, base / "sub", 1, other))
@@ -441,12 +445,21 @@ def main() -> None:
             f"nczarr in process / cp: cpu {nc[1] / max(cp[1], 1e-9):.2f}x;  CLI (fresh) / cp: "
             f"cpu {fresh[1] / max(cp[1], 1e-9):.2f}x"
         )
-        print(
-            "all cpu: "
-            + "; ".join(
-                f"{n} " + ", ".join(f"{r[1]:.2f}" for r in runs)
-                for n, runs in (("cp", cps), ("in-process", ncs), ("cli", clis))
+        for i, what in ((0, "wall"), (1, "cpu")):
+            print(
+                f"all {what}: "
+                + "; ".join(
+                    f"{n} " + ", ".join(f"{r[i]:.2f}" for r in runs)
+                    for n, runs in (("cp", cps), ("in-process", ncs), ("cli", clis))
+                )
             )
+        median = statistics.median
+        print(
+            "medians / cp's: wall in process "
+            f"{median(r[0] for r in ncs) / median(r[0] for r in cps):.2f}x, CLI "
+            f"{median(r[0] for r in clis) / median(r[0] for r in cps):.2f}x; cpu in process "
+            f"{median(r[1] for r in ncs) / median(r[1] for r in cps):.2f}x, CLI "
+            f"{median(r[1] for r in clis) / median(r[1] for r in cps):.2f}x"
         )
         if other is not None:
             print(
