@@ -136,6 +136,28 @@ def test_workers_copy_into_an_empty_s3_target_without_probes_or_sizes_asked(
     np.testing.assert_array_equal(read_nc(back)["temp"], expected_temp(0, 2 * DAYS))
 
 
+def test_past_the_sizes_kept_the_client_lists_a_variable_for_the_workers_copies(
+    tmp_path: Path, s3_bucket: str, s3_endpoint: str, client: Any, monkeypatch
+) -> None:
+    """No sizes kept from the sources' listings (``SIZES_KEPT`` 0), 8 chunks of ``time``
+    and 16 of ``temp`` a source: the sizes come from one listing of each variable, as
+    on the client's own path, not from a ``HeadObject`` a chunk on the workers (on
+    6a844e3 the cluster path had no such fallback)."""
+    monkeypatch.setattr(growsiblings, "SIZES_KEPT", 0)
+    urls = s3_days(tmp_path, s3_bucket, s3_endpoint, 2, days=8, chunk=1)
+    dst = f"s3://{s3_bucket}/out"
+    with FaultProxy(s3_endpoint) as proxy:
+        proxy.reset_counts()
+        report = _combine_on_s3(urls, dst, {"endpoint_url": proxy.endpoint}, client)
+        spans = list(proxy.spans)
+    copies = [t for _, _, op, t in spans if op == "CopyObject"]
+    assert report.chunks_copied == len(copies) == 2 * (8 + 16) + 1  # and lat, once
+    assert not [t for _, _, op, t in spans if op == "HeadObject" and "/src/" in t]
+    back = tmp_path / "back"
+    nczarr.convert(dst, back, source_options={"endpoint_url": s3_endpoint})
+    np.testing.assert_array_equal(read_nc(back)["temp"], expected_temp(0, 16))
+
+
 def test_sources_of_other_lengths_on_the_cluster_path_combine_as_locally(
     tmp_path: Path, s3_bucket: str, s3_endpoint: str, client: Any
 ) -> None:

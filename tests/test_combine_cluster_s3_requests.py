@@ -52,6 +52,28 @@ def test_a_dry_run_asks_the_sizes_of_s3_chunks_concurrently_if_at_all(
     assert report.planned_keys == here.planned_keys
 
 
+def test_a_dry_run_past_the_sizes_kept_lists_variables_of_many_chunks(
+    tmp_path: Path, s3_bucket: str, s3_endpoint: str, monkeypatch
+) -> None:
+    """No sizes kept (``SIZES_KEPT`` 0), 8 chunks of ``time`` and 16 of ``temp`` a
+    source: a dry run's bytes come from one listing of each variable, as a copy's do,
+    not from a ``HeadObject`` a chunk (as on 6a844e3)."""
+    monkeypatch.setattr(growsiblings, "SIZES_KEPT", 0)
+    urls = s3_days(tmp_path, s3_bucket, s3_endpoint, 2, days=8, chunk=1)
+    with FaultProxy(s3_endpoint) as proxy:
+        opts = {"endpoint_url": proxy.endpoint}
+        proxy.reset_counts()
+        report = nczarr.convert(
+            urls, tmp_path / "out", concat_dim="time", source_options=opts, dry_run=True
+        )
+        spans = list(proxy.spans)
+    assert report.dry_run and report.chunks_copied == 2 * (8 + 16) + 1
+    assert not [t for _, _, op, t in spans if op == "HeadObject" and "/src/" in t]
+    local = [tmp_path / url.rsplit("/", 1)[1] for url in urls]
+    here = nczarr.convert(local, tmp_path / "out", concat_dim="time", dry_run=True)
+    assert report.planned_bytes == here.planned_bytes > 0
+
+
 def test_a_combine_into_s3_writes_its_arrays_metadata_at_once_and_the_root_last(
     tmp_path: Path, s3_bucket: str, s3_endpoint: str
 ) -> None:

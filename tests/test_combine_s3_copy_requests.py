@@ -4,7 +4,7 @@ its listing (``maps.mapcore.ListedKeys``, ``Part.sizes``; the first source's too
 whole once), up to ``growsiblings.SIZES_KEPT`` of them. Past that bound a copy asks its
 size once (``HeadObject``, ``nczarr/conversion/copyone.py``; not before and after the
 copy), or, when the source's variables hold several chunks each, from one listing of
-each variable (``growcopy._listed_sizes``). Counted at ``tests/faultproxy.py`` in front
+each variable (``growparts.Part.known_sizes``). Counted at ``tests/faultproxy.py`` in front
 of moto's server on 127.0.0.1.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 import nczarr
-from nczarr.conversion import growcopy, growsiblings
+from nczarr.conversion import growparts, growsiblings
 
 from .faultproxy import FaultProxy
 from .growing import expected_temp, leaf_probes, read_nc, s3_days
@@ -86,7 +86,7 @@ def test_below_the_line_each_copy_asks_its_size(
     """The same sources, no sizes kept and the line raised above their chunks a
     variable: a ``HeadObject`` a copied chunk, the same store."""
     monkeypatch.setattr(growsiblings, "SIZES_KEPT", 0)
-    monkeypatch.setattr(growcopy, "LIST_SIZES_FROM", 100)
+    monkeypatch.setattr(growparts, "LIST_SIZES_FROM", 100)
     urls = s3_days(tmp_path, s3_bucket, s3_endpoint, 2, days=8, chunk=1)
     report, copies, heads, back = _combine_counted(tmp_path, s3_bucket, s3_endpoint, urls)
     assert report.chunks_copied == copies == 2 * (8 + 16) + 1

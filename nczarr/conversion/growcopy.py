@@ -13,11 +13,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any
 
-from ..keys import parent_keys
 from ..maps.base import NOT_SUPPORTED, ZMap
 from ..translate.grow import GrowPlan, chunk_key
 from .copyone import copy_one
-from .growparts import assemble
+from .growparts import Part, assemble
 from .growsources import Readers
 
 __all__ = ["execute"]
@@ -46,9 +45,10 @@ def _on_cluster(
     def sources() -> Iterator[SourceCopies]:
         for part, group in itertools.groupby(plan.copies, key=lambda c: c.part):
             src = readers[part].part
-            sizes = src.sizes or {}  # from the first pass's listing: no HEAD on a worker
+            copies = list(group)
+            sizes = _listed_sizes(src, dst, copies)  # no HEAD a chunk on a worker
             pairs = []
-            for c in group:
+            for c in copies:
                 if src.copy_source(c.source_key) is src.verbatim and src.verbatim is not src.view:
                     pairs.append((c.source_key, c.target_key, sizes.get(c.source_key)))
                 else:
@@ -203,30 +203,17 @@ def _copier(
     return lambda: copy_one(source, dst, skey, dkey, skip, size)
 
 
-#: Chunks a variable of a source copied server-side must average for their sizes to
-#: come from one listing of the variable rather than a ``HeadObject`` each.
-LIST_SIZES_FROM = 4
-
-
-def _listed_sizes(src: Any, dst: ZMap, copies: Sequence[Any]) -> Mapping[str, int]:
-    """The sizes of ``copies``' source chunks when ``dst`` copies them server-side (a
-    copy given the size is one ``CopyObject``; without it a ``HeadObject`` first):
-    those the source's listing in the first pass gave (``src.sizes``), else from one
-    listing of each variable they belong to when the variables hold at least
-    :data:`LIST_SIZES_FROM` of them on average; else nothing (each copy asks)."""
+def _listed_sizes(src: Part, dst: ZMap, copies: Iterable[Any]) -> Mapping[str, int]:
+    """The sizes of ``copies``' source chunks known without a request each
+    (:meth:`~.growparts.Part.known_sizes`): those the source's listing gave, and when
+    ``dst`` copies them server-side (a copy given the size is one ``CopyObject``;
+    without it a ``HeadObject`` first) those one listing a variable gives."""
     verbatim = src.verbatim
-    if dst.copy_support(verbatim) != "server":
-        return {}
-    if src.sizes is not None:  # the source's listing in the first pass gave them
-        return src.sizes
-    keys = {c.source_key for c in copies if src.copy_source(c.source_key) is verbatim}
-    variables = {v.path.strip("/") for v in src.dataset.root.all_variables()}
-    used: set[str] = set()  # the variables the keys are chunks of
-    for key in keys:
-        used.update(p for p in parent_keys(key) if p in variables)
-    if not used or len(keys) < LIST_SIZES_FROM * len(used):
-        return {}
-    return {k: n for p in sorted(used) for k, n in verbatim.list_sizes(p) if k in keys}
+    if src.sizes is None and dst.copy_support(verbatim) != "server":
+        return {}  # a listing pays for server-side copies only
+    return src.known_sizes(
+        {c.source_key for c in copies if src.copy_source(c.source_key) is verbatim}
+    )
 
 
 #: Sources whose copies are in flight at once when ``dst`` does not copy them locally

@@ -5,11 +5,20 @@ comparing the variables that must be equal in every part."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    Callable,
+    Collection,
+    Container,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidModeError, UnsupportedTypeError
+from ..keys import parent_keys
 from ..load import read_with_chunk_keys
 from ..maps.base import ZMap
 from ..readthrough import TranslatedView
@@ -27,6 +36,7 @@ if TYPE_CHECKING:  # numpy and the re-encoder only when a chunk is assembled or 
     from ..reencode import ChunkRecoder
 
 __all__ = [
+    "LIST_SIZES_FROM",
     "Part",
     "PartOptions",
     "Reader",
@@ -53,6 +63,11 @@ class PartOptions:
     netcdf_scalars: bool
     include: Sequence[str] | None = None
     exclude: Sequence[str] | None = None
+
+
+#: Chunks a variable of a source must average for their sizes to come from one listing
+#: of the variable rather than a request each (S3: ``HeadObject``).
+LIST_SIZES_FROM = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +98,26 @@ class Part:
         if self.view is not None and self.view.reencoded_array(key) is not None:
             return self.view
         return self.verbatim
+
+    def known_sizes(self, keys: Collection[str]) -> Mapping[str, int]:
+        """The sizes of chunk objects ``keys`` of :attr:`verbatim` known without a
+        request a chunk (a server-side copy given its size is one ``CopyObject``, a dry
+        run counts bytes): those the source's listing gave (:attr:`sizes`); else, on a
+        map that makes round trips, from one listing of each variable the keys belong
+        to when those hold at least :data:`LIST_SIZES_FROM` of them on average (past
+        ``growsiblings.SIZES_KEPT``); else none (each size is asked)."""
+        if self.sizes is not None:
+            return self.sizes
+        if not self.verbatim.round_trips:
+            return {}
+        variables = {v.path.strip("/") for v in self.dataset.root.all_variables()}
+        used: set[str] = set()  # the variables the keys are chunks of
+        for key in keys:
+            used.update(p for p in parent_keys(key) if p in variables)
+        if not used or len(keys) < LIST_SIZES_FROM * len(used):
+            return {}
+        listed = (self.verbatim.list_sizes(p) for p in sorted(used))
+        return {k: n for sizes in listed for k, n in sizes if k in keys}
 
 
 def part_of_view(view: TranslatedView) -> Part:

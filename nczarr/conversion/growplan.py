@@ -195,13 +195,14 @@ def _copied_bytes(plan: GrowPlan, readers: Readers) -> int:
     are round trips (S3, HTTP) are asked for :data:`SIZES_WINDOW` sources at a time, in
     threads, their sources kept open meanwhile (``readers.keep``, closed by
     ``readers.finish``): 365 sources of 3 chunks waited for 1095 ``HeadObject`` one
-    after another. Local sizes (a ``stat``) are asked here, in order; sizes a source's
-    listing gave (``Part.sizes``) are not asked again."""
+    after another. Local sizes (a ``stat``) are asked here, in order; sizes the source's
+    listing gave are not asked, and past those each source's are listed a variable at a
+    time where that is fewer requests (:meth:`~.growparts.Part.known_sizes`)."""
     from collections import deque
 
     total = 0
     pool: Any = None
-    window: deque[tuple[int, list[Any]]] = deque()
+    window: deque[tuple[int, Any]] = deque()
     try:
         for part, group in itertools.groupby(plan.copies, key=lambda c: c.part):
             src = readers[part].part
@@ -218,7 +219,7 @@ def _copied_bytes(plan: GrowPlan, readers: Readers) -> int:
 
                 pool = ThreadPoolExecutor(SIZES_WINDOW, thread_name_prefix="nczarr-sizes")
             readers.keep(part)  # not closed by another reader's release meanwhile
-            window.append((part, [pool.submit(zmap.getsize, key) for zmap, key in asked]))
+            window.append((part, pool.submit(_bytes_of, src, asked)))
             while len(window) > SIZES_WINDOW:
                 total += _sizes_of(window.popleft(), readers)
         while window:
@@ -229,11 +230,22 @@ def _copied_bytes(plan: GrowPlan, readers: Readers) -> int:
     return total
 
 
-def _sizes_of(asked: tuple[int, list[Any]], readers: Readers) -> int:
-    """The sum of one source's sizes asked for (its map closed after, if opened for it)."""
-    part, futures = asked
+def _bytes_of(src: Part, asked: Sequence[tuple[ZMap, str]]) -> int:
+    """The sum of the sizes of the chunks ``asked`` (where each is copied from, its
+    key) of part ``src``: known ones (:meth:`~.growparts.Part.known_sizes`), the rest
+    asked."""
+    known = src.known_sizes({key for zmap, key in asked if zmap is src.verbatim})
+    return sum(
+        known[key] if zmap is src.verbatim and key in known else zmap.getsize(key)
+        for zmap, key in asked
+    )
+
+
+def _sizes_of(asked: tuple[int, Any], readers: Readers) -> int:
+    """One source's :func:`_bytes_of` (its map closed after, if opened for it)."""
+    part, future = asked
     try:
-        return sum(future.result() for future in futures)
+        return future.result()
     finally:
         readers.finish(part)
 
