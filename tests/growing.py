@@ -4,6 +4,7 @@ written by netcdf-c (netCDF4) as NCZarr stores or netCDF-4 files."""
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -152,6 +153,9 @@ def most_at_once(spans: list[tuple[float, float, str, str]], op: str) -> int:
     return most_overlapping([(start, end) for start, end, o, _ in spans if o == op])
 
 
+_TWO_KEYS = re.compile(r"max-keys=2(&|$)")  # not a clear's listing of 2000 keys a page
+
+
 def leaf_probes(spans: list[tuple[float, float, str, str]], bucket: str, prefix: str) -> list[str]:
     """The leaf-rule probes among ``spans`` of keys below ``bucket/prefix``: a listing
     of a key's own prefix (``max-keys=2``: is it a directory?) or a ``HeadObject`` of a
@@ -161,7 +165,7 @@ def leaf_probes(spans: list[tuple[float, float, str, str]], bucket: str, prefix:
     out = []
     for _, _, op, target in spans:
         where = unquote(target)
-        if op == "ListObjectsV2" and f"prefix={prefix}/" in where and "max-keys=2" in where:
+        if op == "ListObjectsV2" and f"prefix={prefix}/" in where and _TWO_KEYS.search(where):
             out.append(where)
         elif op == "HeadObject" and where.startswith(f"/{bucket}/{prefix}/"):
             name = where.rsplit("/", 1)[-1]

@@ -11,9 +11,11 @@ of moto's server on 127.0.0.1.
 from __future__ import annotations
 
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import nczarr
 from nczarr.conversion import growparts, growsiblings
@@ -26,6 +28,12 @@ DAYS = 4
 
 def _is_metadata(target: str) -> bool:
     return target.rstrip("/").rsplit("/", 1)[-1].startswith(".")
+
+
+def _root_object(target: str) -> bool:
+    """Whether a request's path is the target's journal or root metadata object."""
+    names = {".in-progress.nczarr", "zarr.json", ".zgroup", ".zmetadata", ".zattrs"}
+    return "/out/" in target and target.split("/out/", 1)[1] in names
 
 
 def _combine_counted(tmp_path: Path, bucket: str, endpoint: str, urls: list[str]):
@@ -94,22 +102,42 @@ def test_below_the_line_each_copy_asks_its_size(
     np.testing.assert_array_equal(read_nc(back)["temp"], expected_temp(0, 16))
 
 
-def test_a_combine_into_an_empty_s3_target_writes_without_leaf_probes(
-    tmp_path: Path, s3_bucket: str, s3_endpoint: str
+@pytest.mark.parametrize("target", ["empty", "overwrite", "resume"])
+def test_a_combine_into_a_checked_s3_target_writes_without_leaf_probes(
+    tmp_path: Path, s3_bucket: str, s3_endpoint: str, target: str
 ) -> None:
-    # the target is checked empty (or cleared, or holds this combine's earlier run)
-    # before any write: each key written needs no listing or HEAD to keep the leaf
-    # rule (4b6c6f4: a listing a key and a HEAD an array, ~1/6 of the requests)
+    # the target is checked empty, or cleared (overwrite), or found holding this
+    # combine's interrupted run (resume) before any write: each key written needs no
+    # listing or HEAD to keep the leaf rule (4b6c6f4: a listing a key and a HEAD an
+    # array, ~1/6 of the requests). Only the empty case was asserted on 6a844e3.
     urls = s3_days(tmp_path, s3_bucket, s3_endpoint, DAYS)
     dst = f"s3://{s3_bucket}/out"
     with FaultProxy(s3_endpoint) as proxy:
         via = {"endpoint_url": proxy.endpoint}
-        proxy.reset_counts()
-        report = nczarr.convert(
-            urls, dst, concat_dim="time", source_options=via, target_options=via
+        combine = partial(
+            nczarr.convert, urls, dst, concat_dim="time", source_options=via, target_options=via
         )
+        mode = {}
+        if target == "overwrite":  # another store there: one of the sources
+            nczarr.convert(urls[0], dst, source_options=via, target_options=via)
+            mode = {"overwrite": True}
+        elif target == "resume":
+
+            def stop(done: int, total: int) -> None:
+                if done == 3:
+                    raise KeyboardInterrupt
+
+            with pytest.raises(KeyboardInterrupt):
+                combine(workers=1, progress=stop)
+            mode = {"resume": True}
+        proxy.reset_counts()
+        report = combine(**mode)
         spans = list(proxy.spans)
     assert report.chunks_copied > 0 and report.metadata_written
+    assert report.chunks_skipped == (3 if target == "resume" else 0)
+    # nor asks whether an object it deletes exists (6a844e3: a HeadObject before the
+    # journal's DeleteObject at the end, and before each root object's on overwrite)
+    assert not [t for _, _, op, t in spans if op == "HeadObject" and _root_object(t)]
     assert leaf_probes(spans, s3_bucket, "out") == []
     back = tmp_path / "back"
     nczarr.convert(dst, back, source_options={"endpoint_url": s3_endpoint})

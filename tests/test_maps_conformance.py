@@ -106,6 +106,15 @@ def test_get_set_del_contains_len_iter(kind):
     m.close()
 
 
+def test_delete_if_present_deletes_a_key_and_ignores_an_absent_one(kind):
+    m = filled(kind)
+    m.delete_if_present("g/v/0.1")
+    m.delete_if_present("no/such/key")  # no KeyError
+    m.delete_if_present("g/v")  # a prefix, not a key: nothing below it is deleted
+    assert sorted(m) == sorted(k for k in SAMPLE if k != "g/v/0.1")
+    m.close()
+
+
 def test_iteration_is_lazy(kind):
     m = filled(kind)
     it = iter(m)
@@ -318,6 +327,7 @@ def test_read_only_mode_refuses_every_write(kind):
         lambda: r.__setitem__("g/.zattrs", b"new"),
         lambda: r.__setitem__("brand/new", b"new"),
         lambda: r.__delitem__("g/.zattrs"),
+        lambda: r.delete_if_present("g/.zattrs"),
         lambda: r.setitems({"k": b"v"}),
         lambda: r.clear(),
     ]

@@ -55,7 +55,7 @@ from ..maps.pending import decode_append_journal, encode_append_journal
 from ..readthrough import TranslatedView
 from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, ZARR_JSON, ZARRAY
 from ..translate.target import Target
-from .apply import delete_keys, write_metadata
+from .apply import write_metadata
 from .growcopy import execute
 from .growparts import Part, PartOptions, part_of_view, read_part
 from .growplan import (
@@ -115,7 +115,8 @@ def _prepare_target(
     overwrite, resume = modes
     if dst_map.search(""):
         if overwrite:
-            delete_keys(dst_map, _ROOT_OBJECTS)
+            for key in _ROOT_OBJECTS:  # first: a kill leaves no dataset, not a mix
+                dst_map.delete_if_present(key)
             dst_map.clear()
         elif resume:
             skip = resume_mode(dst_map, journal, dict(metadata), frozenset(keys), url)

@@ -30,7 +30,6 @@ of a killed process left in a directory target (``FileMap`` never lists them).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from collections.abc import Callable, Container, Iterable, Mapping
@@ -134,8 +133,7 @@ def write_journal(dst: ZMap, journal: Journal) -> None:
 
 def remove_journal(dst: ZMap) -> None:
     """Delete the journal (the target is complete)."""
-    with contextlib.suppress(KeyError):
-        del dst[JOURNAL_KEY]
+    dst.delete_if_present(JOURNAL_KEY)
 
 
 def resume_mode(

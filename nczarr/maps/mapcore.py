@@ -10,6 +10,7 @@ map (its capabilities) and its identity; backends subclass ``ZMap``, never this.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping
@@ -179,6 +180,20 @@ class MapCore(MutableMapping[str, bytes], ABC):
         nkey = normalize_key(key)
         self._check_writable(nkey)
         self._remove(nkey)
+
+    def delete_if_present(self, key: str) -> None:
+        """Delete ``key`` if it is stored; nothing if not (``del m[key]`` without the
+        ``KeyError``). A store that deletes an absent object silently does it in one
+        request, without asking first whether it exists (S3: no ``HeadObject`` before
+        the ``DeleteObject``): a convert's journal, removed at the end of every
+        convert, combine and append, and the root objects an overwrite removes first."""
+        nkey = normalize_key(key)
+        self._check_writable(nkey)
+        self._remove_if_present(nkey)
+
+    def _remove_if_present(self, key: str) -> None:
+        with contextlib.suppress(KeyError):
+            self._remove(key)
 
     def __contains__(self, key: object) -> bool:
         if not isinstance(key, str):

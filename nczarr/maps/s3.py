@@ -280,6 +280,16 @@ class S3Map(LevelReads, FsspecMap):
         """One HEAD (s3fs's ``isfile`` would also LIST, and hide errors)."""
         return self._head(key) is not None
 
+    def _remove_if_present(self, key: str) -> None:
+        """One ``DeleteObject``: S3 answers it alike whether the object exists or not."""
+        try:
+            self._call("delete", key, self._fs.rm_file, self._full(key))
+        except KeyError:
+            pass
+        finally:
+            self._invalidate(key)
+        self._tree.deleted(key)
+
     def getsize(self, key: str) -> int:
         """Size of ``key`` in bytes, from one HEAD."""
         nkey = normalize_key(key)
