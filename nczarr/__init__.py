@@ -92,7 +92,7 @@ def _open_file_source(url: Any, mode: str, storage_options: dict[str, Any]) -> A
 
 def _append(src: Any, dst: Any, **options: Any) -> Any:
     """The append engine lent to ``to_nczarr(mode="a")`` (:mod:`nczarr.hooks`)."""
-    from .conversion.combine import append
+    from .conversion.growappend import append
 
     return append([src], dst, **options)
 

@@ -22,7 +22,7 @@ top) installs the implementation, so the low module names no upper module.
     appends the dataset of map ``src`` to the existing store ``dst`` along a
     dimension and returns the report. Used by ``to_nczarr(mode="a")``
     (:mod:`nczarr.integrations.xarray_append`); provided by
-    :func:`nczarr.conversion.combine.append`.
+    :func:`nczarr.conversion.growappend.append`.
 """
 
 from __future__ import annotations

@@ -396,20 +396,20 @@ def test_a_streamed_map_does_not_park(tmp_path):
 def test_the_first_files_compared_values_are_read_once(tmp_path, monkeypatch):
     """Each later file is compared with the first while it is open
     (``growsources.Compared``); the first file's values of the variables without the
-    dimension are decoded for the first comparison and kept (``growparts.FirstSeen``),
+    dimension are decoded for the first comparison and kept (``growcompare.FirstSeen``),
     not read again for each file (on S3 a GET each)."""
-    from nczarr.conversion import growparts
+    from nczarr.conversion import growcompare
 
     (tmp_path / "src").mkdir()
     srcs = [daily(tmp_path / "src" / f"d{i}.nc", 2 * i, 2, kind="nc") for i in range(6)]
     decoded: list[tuple[str, str]] = []
-    real = growparts._values
+    real = growcompare._values
 
     def values(reader, var, stored):
         decoded.append((reader.part.chunks.url, var.path))
         return real(reader, var, stored)
 
-    monkeypatch.setattr(growparts, "_values", values)
+    monkeypatch.setattr(growcompare, "_values", values)
     nczarr.convert(srcs, tmp_path / "out", concat_dim="time")
     later = len(srcs) - 1
     assert len(decoded) >= later + 1  # each later file's, and the first's

@@ -35,42 +35,36 @@ existing store ``dst`` (the target is the first part of the same plan). The plan
 
 The parts are read by :mod:`nczarr.conversion.growparts`, planned (and reported) by
 :mod:`nczarr.conversion.growplan`, the chunks written by
-:mod:`nczarr.conversion.growcopy`. ``include``/``exclude`` select the same variables in
-every source; ``dry_run`` plans, counts and writes nothing.
+:mod:`nczarr.conversion.growcopy`; an append is
+:mod:`nczarr.conversion.growappend`. ``include``/``exclude`` select the same variables
+in every source; ``dry_run`` plans, counts and writes nothing.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any
 
 from ..errors import InvalidModeError, TargetExistsError
-from ..load import loaded_metadata
 from ..maps.base import ZMap
-from ..maps.pending import decode_append_journal, encode_append_journal
-from ..readthrough import TranslatedView
-from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, ZARR_JSON, ZARRAY
-from ..translate.target import Target
-from .apply import write_metadata
+from .growappend import append
 from .growcopy import execute
-from .growparts import Part, PartOptions, part_of_view, read_part
+from .growparts import read_part
 from .growplan import (
+    Location,
     dry_run_report,
     finish_report,
-    names_of,
     part_options,
     plan_parts,
     report_of,
     write_new_metadata,
 )
 from .growsiblings import read_sources
-from .growsources import Compared, Names, Sources, detached
+from .growsources import Compared, Names, Sources, detacher
 from .journal import (  # its SHA-256: CPython's own, without loading OpenSSL
-    JOURNAL_KEY,
     Journal,
     SourceIdentities,
     plan_digest,
@@ -81,7 +75,7 @@ from .journal import (  # its SHA-256: CPython's own, without loading OpenSSL
     write_journal,
 )
 from .locations import open_location, parsed_url, url_of, zip_target_options
-from .overlap import DistinctTarget, RealPaths, check_distinct_all
+from .overlap import DistinctTarget, RealPaths
 from .progress import ProgressArg, progress_callback
 from .report import ConvertReport
 
@@ -89,8 +83,6 @@ __all__ = ["append", "combine", "grow"]
 
 #: Root metadata objects, removed first when overwriting a target.
 _ROOT_OBJECTS = ("zarr.json", ".zgroup", ".zmetadata", ".zattrs")
-
-Location = str | os.PathLike[str] | ZMap
 
 
 # ------------------------------------------------------------------ entry points
@@ -152,39 +144,6 @@ def _checked(
         yield zmap
 
 
-def _detacher(sources: Sources, compared: Compared | None) -> Callable[[int, Part], Part]:
-    """``done`` of :func:`read_sources`: keep a part without its map and close the map
-    (a source read through a view: :meth:`Sources.read_view`); parts read as one model,
-    with the same stored keys, are one object (nothing kept per source but a reference)
-    unless their chunk sizes differ (an object store's listing gives them: then a part
-    and its sizes a source, up to ``growsiblings.SIZES_KEPT`` sizes in all).
-    A view closed is compared to the first part first (``compared``; None in an
-    append, whose first part is the target's: its sources are compared after
-    planning). A source costly to open again stays open for its copies: a combine or
-    an append of many sources holds a few open, not all."""
-    last: list[Part] = []
-
-    def done(index: int, part: Part) -> Part:
-        if index == 0 and compared is not None:
-            compared.first(part, len(sources))  # its map is open to the end
-        kept = detached(part)
-        if kept is part and part.chunks is not None:  # read through a view
-            before = None if compared is None else compared.compare
-            return sources.read_view(index, part, before)
-        sources.read(index)  # closed, or kept for its copies (a few costly to reopen)
-        if last and (last[0].dataset, last[0].stored, last[0].warnings, last[0].sizes) == (
-            kept.dataset,
-            kept.stored,
-            kept.warnings,
-            kept.sizes,  # None but from an object store's listing
-        ):
-            return last[0]
-        last[:] = [kept]
-        return kept
-
-    return done
-
-
 def combine(
     sources: Sequence[Location],
     dst: Location,
@@ -230,7 +189,7 @@ def combine(
         # each source opened, checked, read and closed in turn (memory flat)
         identities = SourceIdentities()
         compared = Compared(concat_dim, names)  # parts compared while open
-        done = _detacher(opened, compared)
+        done = detacher(opened, compared)
         checked = _checked(opened, target, real, identities)
         parts, compared.known = read_sources(  # on S3 with a client: read on its workers
             checked, opts, concat_dim, done=done, client=client
@@ -267,182 +226,6 @@ def combine(
             remove_temporaries(dst_map)  # of a worker killed mid-write
         report.metadata_written = tuple(write_new_metadata(dst_map, metadata))
         remove_journal(dst_map)
-        dst_map.flush()
-    return finish_report(report, copied, reencoded, start)
-
-
-def _target_options(dst_map: ZMap, loaded: tuple[dict[str, Any], list[str]] | None) -> PartOptions:
-    """The target's own format, as an append rewrites its metadata; ``loaded``: its
-    metadata (:func:`~nczarr.load.loaded_metadata`, not read again), None to read it."""
-    from ..load import detect, detect_loaded
-
-    info = detect(dst_map) if loaded is None else detect_loaded(dst_map, loaded[0])
-    layout = info.layout
-    if layout not in (LAYOUT_V2, LAYOUT_ZARR):
-        raise InvalidModeError(
-            f"cannot append to {dst_map.url!r}: its layout is {layout}; run "
-            "nczarr.migrate() on it first (current NCZarr or pure Zarr only)"
-        )
-    if layout == LAYOUT_V2:
-        return PartOptions("nczarr", 2, False, info.consolidated, False)
-    return PartOptions("zarr", info.zarr_format, False, info.consolidated, False)
-
-
-def _changed(
-    dst: ZMap, items: Sequence[tuple[str, bytes]], seen: Mapping[str, bytes]
-) -> list[tuple[str, bytes]]:
-    """The ``items`` that ``dst`` does not hold with these very bytes: ``seen``, the
-    objects its metadata load read (only chunks are written since), the others read at
-    once (on S3 one round trip, not one an object)."""
-    unread = [key for key, _ in items if key not in seen]
-    stored = {**seen, **(dst.getitems(unread) if unread else {})}
-    return [(key, value) for key, value in items if stored.get(key) != value]
-
-
-def _grown_last(metadata: Sequence[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
-    """``metadata`` (in :func:`order_metadata` order) with the array objects holding a
-    shape moved just before the root objects: netcdf-c refuses a store whose array
-    shapes and dimension sizes disagree, so the window where they do is kept short."""
-    root = [(k, v) for k, v in metadata if "/" not in k]
-    nodes = [(k, v) for k, v in metadata if "/" in k]
-    shaped = [(k, v) for k, v in nodes if k.rpartition("/")[2] in (ZARRAY, ZARR_JSON)]
-    return [*(kv for kv in nodes if kv not in shaped), *shaped, *root]
-
-
-def _finish_interrupted(dst: ZMap, shown: str, dry_run: bool = False) -> None:
-    """Complete the metadata of an append killed while writing it, then refuse the new
-    append (it may be a rerun of the same one); nothing if ``dst`` holds no journal.
-
-    Raises
-    ------
-    TargetExistsError
-        ``dst`` held an interrupted append (now complete) or an interrupted convert.
-    """
-    try:
-        raw = dst[JOURNAL_KEY]
-    except KeyError:
-        return
-    decoded = decode_append_journal(raw)
-    if decoded is None:
-        raise TargetExistsError(
-            f"cannot append to {shown!r}: it holds an interrupted convert ({JOURNAL_KEY}); "
-            "finish it with resume=True first (nothing was changed)"
-        )
-    pending, doc = decoded
-    if dry_run:
-        raise TargetExistsError(
-            f"{shown!r} holds an append interrupted while writing its metadata: the next "
-            "append completes it first (a dry run writes nothing)"
-        )
-    write_metadata(dst, pending)
-    remove_journal(dst)
-    dst.flush()
-    raise TargetExistsError(
-        f"{shown!r} held an append of {', '.join(doc.get('sources', []))} along "
-        f"{doc.get('dimension')!r} interrupted while writing its metadata: that append is now "
-        "complete and nothing else was appended; run this append again if it was another one"
-    )
-
-
-def _check_appendable(view: TranslatedView, shown: str) -> None:
-    """Refuse a target whose chunks nczarr would not show under their own keys."""
-    sharded = sorted(
-        v.path.strip("/") for v in view.dataset.root.all_variables() if v.shards is not None
-    )
-    if sharded and not view.reencoded:
-        raise InvalidModeError(
-            f"cannot append to {shown!r}: {', '.join(sharded)} stored in Zarr v3 shards, and "
-            "an append writes chunks, not shards (nothing was changed)"
-        )
-    if view.keys_mapped or view.reencoded:
-        arrays = sorted(view.reencoded) or ["(Zarr v3 chunk keys)"]
-        raise InvalidModeError(
-            f"cannot append to {shown!r}: nczarr shows the chunks of {', '.join(arrays)} "
-            "re-encoded or under other keys; convert it first (nothing was changed)"
-        )
-
-
-def append(
-    sources: Sequence[Location],
-    dst: Location,
-    *,
-    append_dim: str,
-    workers: int = 8,
-    combine_attrs: str = "identical",
-    progress: ProgressArg = None,
-    source_options: Mapping[str, Any] | None = None,
-    target_options: Mapping[str, Any] | None = None,
-    client: Any = None,
-    batch_size: int | None = None,
-    dry_run: bool = False,
-    include: Sequence[str] | None = None,
-    exclude: Sequence[str] | None = None,
-) -> ConvertReport:
-    """Append ``sources`` to the existing store ``dst`` along ``append_dim`` (what
-    ``nczarr.convert(src, dst, append_dim=...)`` does; see the module doc).
-    ``include``/``exclude`` select the variables of every source (the store keeps all of
-    its own, so they must match them); ``dry_run`` reports the plan, writes nothing."""
-    start = time.perf_counter()
-    sources = list(sources)
-    names = [url_of(dst), *names_of(sources)]
-    real = RealPaths()  # the sources' real paths: the overlap check, then their maps
-    check_distinct_all(
-        sources, dst, src_options=source_options, dst_options=target_options, realpath=real
-    )
-    with ExitStack() as stack:
-        on_chunk = progress_callback(progress, stack, unit="chunk")
-        dst_map = open_location(dst, "r" if dry_run else "a", target_options, stack)
-        if not dst_map.search(""):
-            raise InvalidModeError(f"cannot append to {url_of(dst)!r}: it is empty or missing")
-        _finish_interrupted(dst_map, url_of(dst), dry_run)
-        seen: dict[str, bytes] = {}  # its metadata objects' bytes, for _changed
-        loaded = loaded_metadata(dst_map, seen)  # read once: format, view, what changes
-        opts = _target_options(dst_map, loaded)
-        target_view = TranslatedView.from_source(
-            dst_map,
-            Target(
-                opts.fmt,  # type: ignore[arg-type]
-                zarr_format=opts.zarr_format,
-                consolidated=opts.consolidated,
-            ),
-            metadata=loaded,
-        )
-        _check_appendable(target_view, url_of(dst))
-        selected = dataclasses.replace(opts, include=include, exclude=exclude)
-        # each source opened, read and closed in turn, opened again for its copies
-        opened = Sources(sources, source_options, real, stack, lambda m: read_part(m, selected))
-        read, _ = read_sources(
-            (opened.open(i) for i in range(len(opened))), selected, done=_detacher(opened, None)
-        )
-        parts = [part_of_view(target_view), *read]
-        plan, readers, metadata, warnings = plan_parts(
-            parts, append_dim, names, combine_attrs, opts, first_is_target=True, sources=opened
-        )
-        report = report_of(plan, names[1:], url_of(dst), parts[1].dataset.layout, opts, warnings)
-        if dry_run:
-            changed = _changed(dst_map, metadata, seen)
-            return dry_run_report(report, plan, readers, changed, start)
-        cluster = {"client": client, "batch_size": batch_size, "workers": workers}
-        copied, reencoded = execute(
-            plan,
-            readers,
-            dst_map,
-            workers=workers,
-            skip="none",
-            progress=on_chunk,
-            cluster=cluster,
-        )
-        if client is not None:
-            remove_temporaries(dst_map)  # of a worker killed mid-write
-        metadata = _grown_last(_changed(dst_map, metadata, seen))
-        # the journal and metadata objects of the nodes just read: leaves of a valid
-        # store below known directories, written without leaf-rule probes (on S3 a
-        # listing each, one after another)
-        with dst_map.trusted_writes():
-            # all chunks are written: from here on nczarr's readers see the grown store
-            dst_map[JOURNAL_KEY] = encode_append_journal(metadata, names[1:], plan.dimension)
-            report.metadata_written = tuple(write_metadata(dst_map, metadata))
-            remove_journal(dst_map)
         dst_map.flush()
     return finish_report(report, copied, reencoded, start)
 

@@ -1,23 +1,23 @@
 """Reading the parts of a grown store (:mod:`nczarr.conversion.combine`): each source
 as the engine sees it (its model, its stored chunk keys, where its chunk bytes come
-from), decoding regions of its arrays, assembling a target chunk from several parts, and
-comparing the variables that must be equal in every part."""
+from), decoding regions of its arrays, and assembling a target chunk from several
+parts (the variables that must be equal in every part are compared in
+:mod:`nczarr.conversion.growcompare`)."""
 
 from __future__ import annotations
 
 from collections.abc import (
     Callable,
     Collection,
-    Container,
     Iterable,
     Iterator,
     Mapping,
     Sequence,
 )
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidModeError, UnsupportedTypeError
+from ..errors import UnsupportedTypeError
 from ..keys import parent_keys
 from ..load import read_with_chunk_keys
 from ..maps.base import ZMap
@@ -42,8 +42,6 @@ __all__ = [
     "Reader",
     "assemble",
     "chunks_in",
-    "FirstSeen",
-    "check_equal",
     "listed",
     "part_of_view",
     "read_part",
@@ -345,6 +343,17 @@ class Reader:
             out[tuple(dst)] = values[tuple(src)]
         return out
 
+    def scalar(self, var: Variable, read: Mapping[str, bytes]) -> np.ndarray:
+        """The value of scalar ``var`` in this part (its fill if never written);
+        ``read``: as for :meth:`region`."""
+        import numpy as np
+
+        values = self.recoder(var).decode((), read)
+        own = self.part.dataset.find_variable(var.path)
+        if values is None:
+            return np.asarray(_fill(own, _dtype(own)))
+        return np.asarray(values)
+
 
 def assemble(
     plan: GrowPlan, readers: Sequence[Reader], path: str, coords: tuple[int, ...]
@@ -389,97 +398,3 @@ def _check_width(values: np.ndarray, dtype: np.dtype, fqn: str) -> None:
             f"width {dtype.itemsize} (the first source's); put the source with the longest "
             "strings first"
         )
-
-
-@dataclass
-class FirstSeen:
-    """What :func:`check_equal` read of the first part, for the next call of a caller
-    comparing one part a call (:class:`~nczarr.conversion.growsources.Compared`): its
-    compared chunks' keys and bytes, and the values it decoded."""
-
-    chunk_bytes: dict[str, Any] | None = None
-    values: dict[str, Any] = field(default_factory=dict)
-
-
-def check_equal(
-    plan: GrowPlan,
-    readers: Sequence[Reader],
-    names: Sequence[str],
-    known: Container[int] = frozenset(),
-    seen: FirstSeen | None = None,
-) -> None:
-    """Refuse parts whose variables without the dimension hold other values. Each
-    part's compared chunks are read in one ``getitems`` (on S3 one round trip, not one
-    a chunk). A part read as the first one's model whose chunk objects of a variable
-    are the very same bytes holds the same values (not decoded); the others are
-    decoded from the bytes read and compared. One part's chunks are held at a time
-    (and the first's, read once: into ``seen`` when given). ``known``: indices of
-    parts found so already (:func:`~nczarr.conversion.growsiblings.read_sources`),
-    skipped."""
-    variables = [plan.dataset.find_variable(fqn) for fqn in plan.compare]
-    if not variables:
-        return
-    first = readers[0]
-    seen = FirstSeen() if seen is None else seen
-    first_values = seen.values
-    for i in range(1, len(readers)):
-        if i in known:
-            continue
-        reader = readers[i]  # only the parts compared here (readers may open sources)
-        if seen.chunk_bytes is None:
-            seen.chunk_bytes = _chunk_bytes(first, variables)
-        first_bytes, theirs = seen.chunk_bytes, _chunk_bytes(reader, variables)
-        same: set[str] = set()
-        if reader.part.dataset is first.part.dataset:
-            same = {path for path, stored in theirs.items() if stored == first_bytes.get(path)}
-        for var in variables:
-            if var.path in same:
-                continue
-            if var.path not in first_values:
-                first_values[var.path] = _values(first, var, first_bytes.get(var.path))
-            mine, other = first_values[var.path], _values(reader, var, theirs.get(var.path))
-            if mine.shape != other.shape or not _equal(mine, other):
-                raise InvalidModeError(
-                    f"cannot combine {names[i]} and {names[0]}: variable {var.path!r} does "
-                    f"not have the dimension {plan.dimension!r} and its values differ"
-                )
-
-
-def _values(
-    reader: Reader, var: Variable, stored: tuple[list[str], list[Any]] | None
-) -> np.ndarray:
-    """All of ``var``'s values in one part, decoded from its chunks' ``stored`` keys and
-    bytes (:func:`_chunk_bytes`; None: read here)."""
-    pairs = zip(*stored, strict=True) if stored is not None else ()
-    read = {k: data for k, data in pairs if data is not None}
-    if var.scalar:
-        return _scalar(reader, var, read)
-    return reader.region(var, [(0, s) for s in var.shape], read)
-
-
-def _chunk_bytes(reader: Reader, variables: Sequence[Variable]) -> dict[str, Any]:
-    """``path -> (chunk keys, their bytes)`` of ``variables`` in one part (one
-    ``getitems``); sharded arrays left out (their shards are read by zarr-python, and
-    such parts are compared by values)."""
-    own = reader.part.dataset.find_variable
-    keys = {var.path: reader.stored_keys(var) for var in variables if own(var.path).shards is None}
-    got = reader.part.chunks.getitems([k for ks in keys.values() for k in ks])
-    return {path: (ks, [got.get(k) for k in ks]) for path, ks in keys.items()}
-
-
-def _scalar(reader: Reader, var: Variable, read: Mapping[str, bytes]) -> np.ndarray:
-    import numpy as np
-
-    values = reader.recoder(var).decode((), read)
-    own = reader.part.dataset.find_variable(var.path)
-    if values is None:
-        return np.asarray(_fill(own, _dtype(own)))
-    return np.asarray(values)
-
-
-def _equal(a: np.ndarray, b: np.ndarray) -> bool:
-    import numpy as np
-
-    if a.dtype.kind in "fc" and b.dtype.kind in "fc":
-        return bool(np.array_equal(a, b, equal_nan=True))
-    return bool(np.array_equal(a, b))

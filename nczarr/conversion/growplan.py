@@ -18,12 +18,14 @@ from ..translate.order import array_nodes, order_metadata
 from ..translate.writer import check_zarr_format, write_with_warnings
 from ..translate.zarr2_fills import exact_default_fills
 from .apply import write_metadata
-from .growparts import Part, PartOptions, assemble, check_equal
+from .growcompare import check_equal
+from .growparts import Part, PartOptions, assemble
 from .growsources import Readers, Sources
 from .locations import check_format, url_of
 from .report import ConvertReport
 
 __all__ = [
+    "Location",
     "dry_run_report",
     "finish_report",
     "names_of",
@@ -34,6 +36,7 @@ __all__ = [
     "write_plan_metadata",
 ]
 
+#: What a grown store's sources and target may be given as.
 Location = str | os.PathLike[str] | ZMap
 
 
@@ -94,7 +97,7 @@ def plan_parts(
 ) -> tuple[GrowPlan, Readers, list[tuple[str, bytes]], list[str]]:
     """Plan the grown store from ``parts`` (the first being the target itself when
     appending), check that what is not grown agrees (but in the parts ``known_equal``
-    already, see :func:`~nczarr.conversion.growparts.check_equal`), write its metadata
+    already, see :func:`~nczarr.conversion.growcompare.check_equal`), write its metadata
     in memory and announce the warnings (the sources'; a target's own were said when it
     was written). ``sources``: where parts kept without their map
     (:func:`~nczarr.conversion.growsources.detached`) are opened again. A new store

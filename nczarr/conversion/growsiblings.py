@@ -165,7 +165,7 @@ def read_sources(
     its directories once for its listing, its metadata objects and the chunks
     compared). A part read as the first part's model whose chunk objects of the
     variables without the dimension are the first part's very keys and bytes holds the
-    same values: :func:`~nczarr.conversion.growparts.check_equal` need not look at it
+    same values: :func:`~nczarr.conversion.growcompare.check_equal` need not look at it
     again, and its bytes are compared here, in the same pass, rather than in a second
     one that would open its directories again.
 

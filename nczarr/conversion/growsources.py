@@ -31,10 +31,11 @@ from ..errors import InvalidModeError, NCZarrError
 from ..maps.base import ZMap
 from ..maps.overlap import Location, location_of
 from ..translate.grow import find_dimension
-from .growparts import FirstSeen, Part, Reader, check_equal
+from .growcompare import FirstSeen, check_equal
+from .growparts import Part, Reader
 from .locations import url_of
 
-__all__ = ["Compared", "Names", "Readers", "Sources", "detached"]
+__all__ = ["Compared", "Names", "Readers", "Sources", "detached", "detacher"]
 
 #: Readers (and their sources' maps) held at once besides the first: the last few a
 #: copy, a comparison or an assembly asked for.
@@ -365,7 +366,7 @@ def detached(part: Part) -> Part:
 
 class Compared(Container[int]):
     """The parts known to hold the first part's values in every variable without the
-    dimension (``known_equal`` of :func:`~nczarr.conversion.growparts.check_equal`):
+    dimension (``known_equal`` of :func:`~nczarr.conversion.growcompare.check_equal`):
     :attr:`known` (found so while reading, ``read_sources``) and those compared here,
     while their sources were still open (:meth:`compare`: a source read through a view,
     closed after its check, is not opened again to be compared). A part found to differ
@@ -421,7 +422,7 @@ class Compared(Container[int]):
 
 
 class _Compare:
-    """What :func:`~nczarr.conversion.growparts.check_equal` reads of a plan: the first
+    """What :func:`~nczarr.conversion.growcompare.check_equal` reads of a plan: the first
     part's model (a grown store's variables without the dimension are the first
     part's), the dimension and the variables without it."""
 
@@ -431,3 +432,37 @@ class _Compare:
         self.dataset = dataset
         self.dimension = dimension
         self.compare = compare
+
+
+def detacher(sources: Sources, compared: Compared | None) -> Callable[[int, Part], Part]:
+    """``done`` of :func:`~.growsiblings.read_sources`: keep a part without its map
+    and close the map (a source read through a view: :meth:`Sources.read_view`); parts
+    read as one model,
+    with the same stored keys, are one object (nothing kept per source but a reference)
+    unless their chunk sizes differ (an object store's listing gives them: then a part
+    and its sizes a source, up to ``growsiblings.SIZES_KEPT`` sizes in all).
+    A view closed is compared to the first part first (``compared``; None in an
+    append, whose first part is the target's: its sources are compared after
+    planning). A source costly to open again stays open for its copies: a combine or
+    an append of many sources holds a few open, not all."""
+    last: list[Part] = []
+
+    def done(index: int, part: Part) -> Part:
+        if index == 0 and compared is not None:
+            compared.first(part, len(sources))  # its map is open to the end
+        kept = detached(part)
+        if kept is part and part.chunks is not None:  # read through a view
+            before = None if compared is None else compared.compare
+            return sources.read_view(index, part, before)
+        sources.read(index)  # closed, or kept for its copies (a few costly to reopen)
+        if last and (last[0].dataset, last[0].stored, last[0].warnings, last[0].sizes) == (
+            kept.dataset,
+            kept.stored,
+            kept.warnings,
+            kept.sizes,  # None but from an object store's listing
+        ):
+            return last[0]
+        last[:] = [kept]
+        return kept
+
+    return done

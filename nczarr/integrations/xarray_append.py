@@ -5,7 +5,7 @@ type, fill value, CF packing (``scale_factor``/``add_offset``), time units and
 calendar, chunk shape and compression are read from the store and given to the
 dataset as its encoding. The dataset is then written as NCZarr into memory (every
 check of ``to_nczarr`` runs there) and appended to the store by the engine of
-``nczarr.convert(src, dst, append_dim=...)`` (:mod:`nczarr.conversion.combine`, lent
+``nczarr.convert(src, dst, append_dim=...)`` (:mod:`nczarr.conversion.growappend`, lent
 through :mod:`nczarr.hooks`): chunks that line up are copied as they are, only the
 store's partial last chunk is assembled again, the metadata is written last, and
 every refusal (a variable missing, a variable without the dimension whose values

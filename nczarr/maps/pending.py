@@ -1,9 +1,9 @@
 """What readers see of a store whose append was killed while writing its metadata.
 
-An append (:mod:`nczarr.conversion.combine`) writes every chunk first, then the
+An append (:mod:`nczarr.conversion.growappend`) writes every chunk first, then the
 journal :data:`JOURNAL_KEY` holding every metadata object it is about to write (the
-grown shapes and dimension sizes), then those objects one by one, then deletes the
-journal. A process killed among the metadata writes leaves some objects old and some
+grown shapes and dimension sizes), then those objects (a few at once on S3), then
+deletes the journal. A process killed among the metadata writes leaves some objects old and some
 new. nczarr's readers therefore consult the journal when they open a store: an append
 journal means "every chunk of the grown store is written", so they read the journal's
 metadata instead of the stored objects (:class:`PendingMap`), which is the store as
