@@ -8,8 +8,11 @@ own, and the coordinates compared with the source's read a chunk at a time. Now 
 metadata is read once for both, the changed-check reads are one ``getitems``
 (concurrent), the journal and metadata objects of the nodes just read are written
 without probes, each part's compared chunks are one ``getitems``, and the store's
-arrays are listed at once. Counted at ``tests/faultproxy.py`` in front of moto's server
-on 127.0.0.1.
+arrays are listed at once. Since 6a844e3 the new chunks are written without a probe
+each when the store's listing shows nothing they clash with, the store's and the
+source's compared chunks are read at once, the metadata is written in waves (the arrays'
+shapes together, the root's last) and the store's root is listed once. Counted at
+``tests/faultproxy.py`` in front of moto's server on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -24,13 +27,6 @@ import nczarr
 
 from .faultproxy import FaultProxy
 from .growing import expected_temp, leaf_probes, most_at_once, read_nc, s3_days
-
-
-def _chunk(probe: str) -> bool:
-    """Whether a leaf probe is of a chunk key (an append's new chunks go into existing
-    arrays, which are not verified to hold nothing below them: probed)."""
-    key = probe.split("prefix=out/")[1].split("&")[0] if "prefix=" in probe else probe
-    return key.rstrip("/").rsplit("/", 1)[-1][:1].isdigit()
 
 
 def test_an_s3_append_reads_the_store_once_and_writes_without_probes(
@@ -59,9 +55,13 @@ def test_an_s3_append_reads_the_store_once_and_writes_without_probes(
     # its metadata loaded once (69a7643: twice), and once more to see what changed
     assert reads and max(reads.values()) <= 2, reads
     assert most_at_once([(a, b, "get", t) for a, b, t in metadata], "get") >= 4
-    # 69a7643: a listing below the journal and below each metadata object written
-    probes = [t for t in leaf_probes(list(proxy_spans), s3_bucket, "out") if not _chunk(t)]
-    assert probes == []
+    # 69a7643: a listing below the journal and below each metadata object written;
+    # 6a844e3: below each chunk written (the store's listing now shows no clash)
+    assert leaf_probes(list(proxy_spans), s3_bucket, "out") == []
+    # the store's root listed once, by the metadata load (6a844e3: an emptiness check
+    # listed it first, one round trip more)
+    root = [t for _, _, op, t in spans if op == "ListObjectsV2" and "prefix=out/&delimiter=/" in t]
+    assert len(root) == 1, root
     # the compared coordinate chunks of a part read at once (69a7643: one at a time,
     # decoded one after another)
     compared = [
@@ -70,6 +70,18 @@ def test_an_s3_append_reads_the_store_once_and_writes_without_probes(
         if op == "GetObject" and t.endswith(("/lat/0", "/lat/1")) and f"/{s3_bucket}/out/" in t
     ]
     assert len(compared) == 2 and most_at_once(compared, "GetObject") == 2
+    # and the source's at the same time as the store's (6a844e3: after them)
+    both = [
+        (a, b, op, t)
+        for a, b, op, t in spans
+        if op == "GetObject" and t.endswith(("/lat/0", "/lat/1"))
+    ]
+    assert len(both) == 4 and most_at_once(both, "GetObject") == 4
+    # the arrays' grown shapes written at once, then the root's (6a844e3: one by one)
+    shaped = [s for s in spans if s[2] == "PutObject" and s[3].endswith("/.zarray")]
+    assert len(shaped) >= 2 and most_at_once(shaped, "PutObject") == len(shaped)
+    root_put = [s for s in spans if s[2] == "PutObject" and s[3].endswith("/out/.zattrs")]
+    assert root_put and root_put[0][0] >= max(b for _, b, _, _ in shaped)
     # the store's arrays listed at once by its view (69a7643: one after another)
     arrays = [
         s
