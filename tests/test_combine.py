@@ -290,3 +290,28 @@ def test_resume_without_a_journal_compares_contents(tmp_path):
     assert report.chunks_skipped == 4  # the damaged one is copied again
     np.testing.assert_array_equal(read_nc(out)["temp"], expected_temp(0, 12))
     np.testing.assert_array_equal(read_nc(out)["lat"], [1, 2, 3])
+
+
+def test_variables_chunked_differently_along_the_dimension_are_all_written(tmp_path):
+    """Six netcdf-c sources of 3 steps, ``a`` in chunks of 3 and ``b`` of 2 (found by
+    a differential hunt on fc4711d: ``b``'s target chunks 3 and 6 were never written,
+    netCDF4 read them as missing and the report counted them as copied)."""
+    import netCDF4
+
+    srcs = []
+    for i in range(6):
+        path = tmp_path / f"s{i}"
+        with netCDF4.Dataset(nc_url(path, "nczarr"), "w") as ds:
+            ds.createDimension("time", None)
+            ds.createVariable("a", "i4", ("time",), chunksizes=(3,))[:] = np.arange(3) + 3 * i
+            b = ds.createVariable("b", "i4", ("time",), chunksizes=(2,))
+            b[:] = np.arange(3) + 3 * i + 1000
+        srcs.append(path)
+    out = tmp_path / "out"
+    report = nczarr.convert(srcs, out, concat_dim="time")
+    with netCDF4.Dataset(nc_url(out, "nczarr")) as ds:
+        a, b = ds["a"][:], ds["b"][:]
+    assert not np.ma.is_masked(b) and not np.ma.is_masked(a)
+    np.testing.assert_array_equal(a, np.arange(18))
+    np.testing.assert_array_equal(b, np.arange(18) + 1000)
+    assert report.chunks_copied + report.chunks_reencoded == 6 + 9

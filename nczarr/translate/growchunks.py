@@ -123,8 +123,9 @@ class Copies:
         array's grid and key parts once for all parts). A part read as the same model
         as the part before, storing the same keys, with the same length, both far from
         the end, and shifted by whole chunks, copies the same source keys to target
-        chunks shifted as much: the last part's copies are the template (a daily series
-        works its copies out once)."""
+        chunks shifted as much, provided the shift is whole chunks of every array along
+        the dimension: the last part's copies are the template (a daily series works its
+        copies out once)."""
         if self._first_is_target and part == 0:
             return
         offsets = self._offsets
@@ -140,7 +141,9 @@ class Copies:
                 t_own is own
                 and t_stored is stored
                 and t_length == end - offset
-                and all(delta % e[5] == 0 for e in entries)
+                # every array along the dimension, not only those the template copies:
+                # one whose chunks were all assembled there may be aligned here
+                and all(delta % spec[1] == 0 for _, spec in self._specs() if spec is not None)
             ):
                 for key, coords, prefix, sep, axis, n in entries:
                     shifted = (*coords[:axis], coords[axis] + delta // n, *coords[axis + 1 :])
