@@ -218,6 +218,44 @@ def test_a_killed_append_leaves_the_old_or_the_new_store(tmp_path, n):
     np.testing.assert_array_equal(got["time"], np.arange(7))
 
 
+def _series(path: Path, t0: int, n: int, written: bool = True) -> Path:
+    """A netcdf-c store of ``time`` and ``temp`` in chunks of 2 (``temp`` never written
+    unless ``written``: all fill)."""
+    import netCDF4
+
+    with netCDF4.Dataset(nc_url(path), "w") as ds:
+        ds.createDimension("time", None)
+        ds.createVariable("time", "f8", ("time",), chunksizes=(2,))[:] = np.arange(t0, t0 + n)
+        temp = ds.createVariable("temp", "f4", ("time",), chunksizes=(2,), fill_value=-1.0)
+        if written:
+            temp[:] = np.arange(t0, t0 + n) + 900
+    return path
+
+
+def test_an_append_removes_the_chunks_a_killed_append_left(tmp_path):
+    """An append killed among its chunk copies leaves chunks beyond the store's extent
+    (the store still reads as before). The next append, of a source that stores no
+    ``temp`` chunk there (never written: the fill), removes them first, and says so (on
+    fc4711d, found by a differential hunt, the grown store showed the killed append's
+    values)."""
+    import netCDF4
+
+    dst = _series(tmp_path / "dst", 0, 4)
+    proc = run_killer(_series(tmp_path / "big", 4, 4), dst, 5, tmp_path / "killer.py")
+    assert proc.returncode == -signal.SIGKILL, proc.stderr  # its 4 chunks copied
+    assert {"2", "3"} <= {p.name for p in (dst / "temp").iterdir()}
+    other = _series(tmp_path / "other", 4, 2, written=False)
+    with pytest.warns(nczarr.NCZarrWarning, match="beyond the store's extent"):
+        report = nczarr.convert(other, dst, append_dim="time")
+    assert any("left by an interrupted append" in w for w in report.warnings)
+    with netCDF4.Dataset(nc_url(dst)) as ds:
+        time, temp = ds["time"][:], ds["temp"][:]
+    np.testing.assert_array_equal(time, np.arange(6))
+    np.testing.assert_array_equal(temp[:4], np.arange(4) + 900)
+    assert temp.mask[4:].all()
+    assert not (dst / "temp" / "3").exists()  # beyond the grown extent too: gone
+
+
 def test_repeated_to_nczarr_appends_to_a_store_to_nczarr_wrote(tmp_path):
     store = tmp_path / "store"
     encoding = {"temp": {"chunksizes": (2, 3, 2), "zlib": True}, "time": {"chunksizes": (2,)}}

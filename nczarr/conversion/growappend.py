@@ -21,17 +21,18 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any
 
-from ..errors import InvalidModeError, TargetExistsError
+from ..errors import InvalidModeError, TargetExistsError, warn_all
 from ..keys import parent_keys
 from ..load import loaded_metadata
 from ..maps.base import ZMap
 from ..maps.pending import decode_append_journal, encode_append_journal
 from ..readthrough import TranslatedView
+from ..translate.chunk_layout import chunk_coords
 from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, ZARR_JSON, ZARRAY
 from ..translate.target import Target
 from .apply import write_metadata
 from .growcopy import execute
-from .growparts import PartOptions, part_of_view, read_part
+from .growparts import Part, PartOptions, part_of_view, read_part
 from .growplan import (
     Location,
     dry_run_report,
@@ -48,7 +49,7 @@ from .overlap import RealPaths, check_distinct_all
 from .progress import ProgressArg, progress_callback
 from .report import ConvertReport
 
-__all__ = ["append", "keeps_leaf_rule"]
+__all__ = ["append", "beyond_extent", "keeps_leaf_rule"]
 
 
 def _target_options(dst_map: ZMap, loaded: tuple[dict[str, Any], list[str]] | None) -> PartOptions:
@@ -111,6 +112,46 @@ def _write_grown(
         remove_journal(dst)
     dst.flush()
     return tuple(key for wave in waves for key, _ in wave)
+
+
+def beyond_extent(store: Part, dimension: str) -> list[str]:
+    """The chunk objects of ``store`` (the part an append grows, as listed) that lie
+    wholly beyond its arrays' extent along ``dimension``: what an append killed among
+    its chunk copies left (the store still reads as before it). A later append that
+    stores no chunk there (its source never wrote one: it reads as the fill value)
+    would otherwise show the killed append's values."""
+    arrays = {}
+    for var in store.dataset.root.all_variables():
+        if dimension in var.dimensions:
+            axis = var.dimensions.index(dimension)
+            arrays[var.path.strip("/") + "/"] = (axis, var.chunks[axis], var.shape[axis])
+    stale = []
+    for key in store.stored:
+        prefix = key.rpartition("/")[0]
+        while prefix and prefix + "/" not in arrays:  # a nested key: "v/0/1" of "v"
+            prefix, _, _ = prefix.rpartition("/")
+        spec = arrays.get(prefix + "/")
+        if spec is None:
+            continue
+        axis, length, size = spec
+        ndim = len(store.dataset.find_variable("/" + prefix).shape)
+        coords = chunk_coords(key[len(prefix) + 1 :], ndim)
+        if coords is not None and coords[axis] * length >= size:
+            stale.append(key)
+    return sorted(stale)
+
+
+def _removed_stale(dst: ZMap, stale: Sequence[str], shown: str) -> str:
+    """Delete ``stale`` chunk objects (:func:`beyond_extent`) before an append writes;
+    return the warning that says so."""
+    for key in stale:
+        dst.delete_if_present(key)
+    named = ", ".join(repr(k) for k in stale[:5]) + (" ..." if len(stale) > 5 else "")
+    return (
+        f"{shown}: removed {len(stale)} chunk objects beyond the store's extent ({named}), "
+        "left by an interrupted append: not part of the store, and not to be shown as "
+        "part of this append"
+    )
 
 
 def keeps_leaf_rule(stored: Collection[str], keys: Iterable[str]) -> bool:
@@ -250,6 +291,11 @@ def append(
         if dry_run:
             changed = _changed(dst_map, metadata, seen)
             return dry_run_report(report, plan, readers, changed, start)
+        stale = beyond_extent(parts[0], plan.dimension)
+        if stale:
+            removed = _removed_stale(dst_map, stale, url_of(dst))
+            warn_all([removed])
+            report.warnings = (*report.warnings, removed)
         cluster = {"client": client, "batch_size": batch_size, "workers": workers}
         with ExitStack() as trust:
             if keeps_leaf_rule(parts[0].stored, plan.target_chunk_keys):
