@@ -167,3 +167,34 @@ def test_source_map_says_which_chunks_it_reencodes(tmp_path: Path) -> None:
             "mask/1.0",
         ]
         assert not source.reencodes("compact/0") and not source.reencodes("nothing/0")
+
+
+@pytest.mark.parametrize("how", ["convert", "view"])
+def test_empty_strings_of_a_netcdf4_file_stay_text_in_a_zarr_v2_copy(
+    tmp_path: Path, how: str
+) -> None:
+    """A netCDF-4 string variable without ``_FillValue`` (netCDF's fill: empty text,
+    which netCDF4 never masks) gets ``fill_value`` null in a Zarr v2 copy or view, as
+    netcdf-c's own text does: on 254285e it kept ``""``, which xarray's zarr engine takes
+    for a missing value, so every empty string read as NaN (found by a differential
+    hunt)."""
+    import xarray as xr
+
+    path = tmp_path / "s.nc"
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.createDimension("x", 4)
+        s = ds.createVariable("s", str, ("x",))
+        for i, text in enumerate(["a", "", "c", ""]):
+            s[i] = text
+    expected = xr.open_dataset(path, engine="netcdf4")["s"].values.tolist()
+    assert expected == ["a", "", "c", ""]
+    if how == "convert":
+        out = tmp_path / "s.zarr"
+        with pytest.warns(NCZarrWarning, match="re-encoded"):  # vlen: from heap references
+            nczarr.convert(path, out, mode="zarr")
+        got = xr.open_zarr(out, consolidated=False)["s"].values.tolist()
+    else:
+        with pytest.warns(NCZarrWarning, match="re-encoded"):
+            store = nczarr.ZarrStore(nczarr.view(path, mode="zarr"))
+        got = xr.open_zarr(store, consolidated=False)["s"].values.tolist()
+    assert got == expected

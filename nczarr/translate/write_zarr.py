@@ -94,7 +94,7 @@ def write_zarr(dataset: Dataset, target: Target | None = None) -> WriteResult:
         warnings.extend(group_warnings)
         for var in group.variables.values():
             vprefix = join_key(prefix, var.name)
-            zarray = zarray_zarr(var, netcdf_scalars=netcdf_scalars)
+            zarray = zarray_zarr(var, netcdf_scalars=netcdf_scalars, layout=dataset.layout)
             utf8(join_key(vprefix, ZARRAY), zarray)
             vattrs = plain_attributes(var.attributes.values())
             if not noxarray:
@@ -107,10 +107,12 @@ def write_zarr(dataset: Dataset, target: Target | None = None) -> WriteResult:
     return WriteResult(out, tuple(warnings))
 
 
-def zarray_zarr(var: Variable, *, netcdf_scalars: bool = False) -> dict[str, Any]:
+def zarray_zarr(
+    var: Variable, *, netcdf_scalars: bool = False, layout: str | None = None
+) -> dict[str, Any]:
     """The pure-Zarr ``.zarray`` document of one variable (scalars are 0-d, or shape
-    ``[1]`` with ``netcdf_scalars``)."""
+    ``[1]`` with ``netcdf_scalars``; ``layout``: the dataset's, see ``zarr2_fill``)."""
     # zarr-python keeps the fill value of "<U" and "|O" arrays as text (base64 is for "|S").
     # netCDF text without _FillValue gets null, which xarray does not mask (zarr2_fills).
-    fill = encode_fill_value(zarr2_fill(var), var.type, nczarr=var.text_storage is not None)
+    fill = encode_fill_value(zarr2_fill(var, layout), var.type, nczarr=var.text_storage is not None)
     return zarray_document(var, nczarr=False, fill_value=fill, netcdf_scalars=netcdf_scalars)

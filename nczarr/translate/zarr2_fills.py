@@ -8,7 +8,8 @@ type, ncdump for every one except ``byte`` and ``ubyte`` ("too risky"), never fo
 copy that kept such a ``fill_value`` would show NaN in xarray where netcdf-c's
 readers show data. Per variable without a ``_FillValue`` attribute:
 
-* netCDF text (``char``, and ``string`` stored as bytes) whose fill is empty is
+* netCDF text (``char``, ``string`` stored as bytes, and the variable-length
+  ``string`` of a netCDF-4 file read as a source) whose fill is empty is
   written with ``fill_value`` null, as xarray writes its own text: xarray then masks
   nothing, and zarr-python and netcdf-c read the same values (an unwritten chunk is
   empty text with either fill);
@@ -67,9 +68,18 @@ NC_FILL_BYTE = -127
 BYTE_DEFAULT_FILLS = {"byte": NC_FILL_BYTE, "ubyte": 255}
 
 
-def _netcdf_text(var: Variable) -> bool:
-    """A char or byte-stored string variable (not xarray's unicode, vlen or bytes)."""
-    return var.type in ("char", "string") and var.text_storage is None and var.logical is None
+#: The layout of a netCDF-4 file read as a source (:mod:`nczarr.ncfile`): its strings
+#: are variable-length (``text_storage`` ``"vlen-utf8"``) yet netCDF text, which
+#: netCDF4 never masks.
+NETCDF4_FILE = "netcdf4"
+
+
+def _netcdf_text(var: Variable, layout: str | None = None) -> bool:
+    """A char or byte-stored string variable (not xarray's unicode, vlen or bytes), or
+    a string variable of a netCDF-4 file (``layout``: the dataset's)."""
+    if var.type not in ("char", "string") or var.logical is not None:
+        return False
+    return var.text_storage is None or (layout == NETCDF4_FILE and var.type == "string")
 
 
 def _empty_text(value: Any) -> bool:
@@ -78,18 +88,23 @@ def _empty_text(value: Any) -> bool:
     return isinstance(value, str) and value.strip("\0") == ""
 
 
-def zarr2_fill(var: Variable) -> Any:
+def zarr2_fill(var: Variable, layout: str | None = None) -> Any:
     """The model fill value a pure Zarr v2 ``.zarray`` says for ``var``: ``None`` for
-    netCDF text without ``_FillValue`` whose fill is empty, else ``var.fill_value``."""
-    if FILLVALUE not in var.attributes and _netcdf_text(var) and _empty_text(var.fill_value):
+    netCDF text without ``_FillValue`` whose fill is empty, else ``var.fill_value``.
+    ``layout``: the dataset's (a netCDF-4 file's strings are netCDF text)."""
+    if (
+        FILLVALUE not in var.attributes
+        and _netcdf_text(var, layout)
+        and _empty_text(var.fill_value)
+    ):
         return None
     return var.fill_value
 
 
-def _masked_fill_warning(var: Variable) -> str | None:
+def _masked_fill_warning(var: Variable, layout: str | None) -> str | None:
     if FILLVALUE in var.attributes or var.logical is not None:
         return None
-    fill = zarr2_fill(var)
+    fill = zarr2_fill(var, layout)
     if fill is None:
         return None
     if _unmasked_byte_default(var):
@@ -99,7 +114,7 @@ def _masked_fill_warning(var: Variable) -> str | None:
             f"{fill} as missing (NaN), as netCDF4 does, where ncdump and xarray's "
             f"netcdf4 engine show them as data"
         )
-    if _netcdf_text(var):
+    if _netcdf_text(var, layout):
         return (
             f"{var.path!r}: the Zarr v2 fill_value {fill!r} (there is no _FillValue "
             f"attribute) is kept, so xarray masks the text {fill!r} as missing (NaN), "
@@ -137,7 +152,7 @@ def gdal_nodata_warnings(dataset: Dataset) -> list[str]:
 def masked_fill_warnings(dataset: Dataset) -> list[str]:
     """One warning per variable whose kept v2 ``fill_value`` xarray masks where
     netcdf-c's readers show data (see the module docstring)."""
-    found = (_masked_fill_warning(v) for v in dataset.root.all_variables())
+    found = (_masked_fill_warning(v, dataset.layout) for v in dataset.root.all_variables())
     return [w for w in found if w is not None]
 
 
