@@ -315,3 +315,47 @@ def test_variables_chunked_differently_along_the_dimension_are_all_written(tmp_p
     np.testing.assert_array_equal(a, np.arange(18))
     np.testing.assert_array_equal(b, np.arange(18) + 1000)
     assert report.chunks_copied + report.chunks_reencoded == 6 + 9
+
+
+def _labels(path, t0, labels):
+    """A netCDF-4 file of ``time`` and a variable-length ``station`` string."""
+    import netCDF4
+
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.createDimension("time", None)
+        ds.createVariable("time", "f8", ("time",))[:] = np.arange(t0, t0 + len(labels))
+        station = ds.createVariable("station", str, ("time",))
+        for i, label in enumerate(labels):
+            station[i] = label
+    return path
+
+
+@pytest.mark.parametrize("mode", ["nczarr", "zarr"])
+def test_netcdf4_files_whose_later_strings_are_longer_combine(tmp_path, mode):
+    """Each file's strings are measured alone; the combined store is as wide as the
+    widest file (on 254285e, found by a differential hunt: refused, "put the source with
+    the longest strings first", after writing had begun)."""
+    a = _labels(tmp_path / "a.nc", 0, ["abc", "de"])
+    b = _labels(tmp_path / "b.nc", 2, ["abcdefgh", "x"])
+    out = tmp_path / "out"
+    with pytest.warns(nczarr.NCZarrWarning):  # the strings are re-encoded
+        nczarr.convert([a, b], out, mode, concat_dim="time")
+    got = xr.open_dataset(out, engine="nczarr")["station"].values.tolist()
+    assert got == ["abc", "de", "abcdefgh", "x"]
+    if mode == "nczarr":
+        import netCDF4
+
+        with netCDF4.Dataset(nc_url(out)) as ds:
+            assert ds["station"][:].tolist() == got
+
+
+def test_an_append_of_longer_strings_is_refused_before_writing(tmp_path):
+    a = _labels(tmp_path / "a.nc", 0, ["abc", "de"])
+    store = tmp_path / "store"
+    with pytest.warns(nczarr.NCZarrWarning):
+        nczarr.convert(a, store)
+    before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+    b = _labels(tmp_path / "b.nc", 2, ["abcdefgh", "x"])
+    with pytest.raises(nczarr.InvalidModeError, match=r"'/station'.*at most 3 bytes.*8-byte"):
+        nczarr.convert(b, store, append_dim="time")
+    assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before

@@ -38,6 +38,7 @@ from typing import Literal
 from ..errors import InvalidModeError
 from .growchunks import Copies, Copy, chunk_key, chunk_plan, same_encoding
 from .model import Attribute, Dataset, Group, Variable
+from .recode_plan import with_maxstrlen
 
 __all__ = [
     "COMBINE_ATTRS",
@@ -284,6 +285,31 @@ def _grown(dataset: Dataset, dim: str, total: int) -> Dataset:
     return dataclasses.replace(dataset, root=visit(dataset.root))
 
 
+def _widest_text(
+    target: Dataset, parts: Sequence[Dataset], names: Sequence[str], first_is_target: bool
+) -> Dataset:
+    """``target`` with each fixed-width string variable as wide as its widest part's
+    (a netCDF-4 file's strings are measured per file, so a later file's may be longer).
+    An append's store keeps its width (its chunks stay): a wider source is refused,
+    naming the variable, before anything is written."""
+    widths: dict[str, int] = {}
+    models = {id(p): p for p in parts}.values()  # parts read as one model share it
+    for var in target.root.all_variables():
+        if var.type != "string" or var.maxstrlen is None:
+            continue
+        widest = max(p.find_variable(var.path).maxstrlen or 0 for p in models)
+        if widest <= var.maxstrlen:
+            continue
+        if first_is_target:
+            raise InvalidModeError(
+                f"cannot append to {names[0]}: variable {var.path!r} stores strings of at "
+                f"most {var.maxstrlen} bytes and a source holds {widest}-byte strings "
+                "(nothing was changed)"
+            )
+        widths[var.path.strip("/")] = widest
+    return with_maxstrlen(target, widths) if widths else target
+
+
 def plan_growth(
     parts: Sequence[Dataset],
     dimension: str,
@@ -322,7 +348,7 @@ def plan_growth(
     # 8 bytes a part (thousands of sources: no int object each)
     lengths = array("q", (p.find_dimension(dim).size for p in parts))
     offsets = array("q", itertools.accumulate((0, *lengths[:-1])))
-    target = _grown(parts[0], dim, sum(lengths))
+    target = _widest_text(_grown(parts[0], dim, sum(lengths)), parts, names, first_is_target)
     by_model: dict[int, dict[str, Variable]] = {}  # parts read as one model share it
     part_vars = [by_model.get(id(p)) or by_model.setdefault(id(p), _variables(p)) for p in parts]
     copies = Copies(target, dim, part_vars, offsets, stored, first_is_target)
