@@ -148,6 +148,26 @@ def most_sources_listed_at_once(spans: list[tuple[float, float, str, str]]) -> i
     return most
 
 
+def most_sources_read_at_once(spans: list[tuple[float, float, str, str]]) -> int:
+    """The most sources whose first-pass read (from the start of their listing to the
+    end of their last metadata read: a read task's whole work on a source, several
+    round trips) was under way at one moment. Steadier than the listings alone, which
+    are one short round trip each: two workers' tasks started a few tens of
+    milliseconds apart overlap in their reads but not always in their listings."""
+    windows: dict[str, list[float]] = {}
+    for start, end, op, target in spans:
+        source = _source_of(target)
+        name = target.rsplit("/", 1)[-1]
+        first_pass = op == "ListObjectsV2" or (
+            op == "GetObject" and (name.startswith(".z") or name == "zarr.json")
+        )
+        if source is None or not first_pass:
+            continue
+        window = windows.setdefault(source, [start, end])
+        window[0], window[1] = min(window[0], start), max(window[1], end)
+    return most_overlapping([(a, b) for a, b in windows.values()])
+
+
 def most_at_once(spans: list[tuple[float, float, str, str]], op: str) -> int:
     """The most ``op`` requests in flight at one moment."""
     return most_overlapping([(start, end) for start, end, o, _ in spans if o == op])
