@@ -159,7 +159,7 @@ def test_inner_chunks_never_written_read_as_the_views_fill(
             engine = ds["v"].values
     np.testing.assert_array_equal(engine, [1, 2] + [np.nan] * 6)
     kwargs = {"zarr_format": zarr_format} if zarr_format else {}
-    with pytest.warns(nczarr.NCZarrWarning, match="chunks never written read as -9999"):
+    with pytest.warns(nczarr.NCZarrWarning, match="chunks not stored read as -9999"):
         nczarr.convert(tmp_path / "s.zarr", str(tmp_path / "o"), mode, **kwargs)
     if mode == "nczarr":
         with netCDF4.Dataset(f"file://{tmp_path / 'o'}#mode=nczarr,file") as nc:

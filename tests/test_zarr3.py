@@ -327,7 +327,7 @@ def test_dimension_names_null_entries_are_anonymous_and_fillvalue_attribute() ->
     assert variable.attributes["_FillValue"].value == (-999.0,)
     assert warnings_ == (
         "array '/v': its _FillValue attribute -999.0 is the netCDF fill value; the Zarr "
-        "fill_value nan is replaced, so chunks never written read as -999.0",
+        "fill_value nan is replaced, so chunks not stored read as -999.0",
     )
     same, warnings_ = _read_one(fill_value="NaN", attributes={"_FillValue": "AAAAAAAA+H8="})
     assert np.isnan(same.fill_value) and set(same.attributes) == {"_FillValue"}
@@ -553,9 +553,11 @@ def test_xarray_v3_store(tmp_path: Path) -> None:
     ds = nczarr.read(src)
     assert ds.warnings == (
         "array '/count': its _FillValue attribute -999 is the netCDF fill value; the Zarr "
-        "fill_value 0 is replaced, so chunks never written read as -999",
+        "fill_value 0 is replaced, so chunks not stored read as -999: zarr-python stores no "
+        "chunk whose values all equal 0, so values 0 in such chunks read as missing here, "
+        "where xarray reads them as 0",
         "array '/temp': its _FillValue attribute -999.0 is the netCDF fill value; the Zarr "
-        "fill_value nan is replaced, so chunks never written read as -999.0",
+        "fill_value nan is replaced, so chunks not stored read as -999.0",
     )
     time = ds.root.variables["time"]
     assert (time.type, time.dimensions) == ("int64", ("/time",))
