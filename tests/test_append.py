@@ -267,3 +267,51 @@ def test_repeated_to_nczarr_appends_to_a_store_to_nczarr_wrote(tmp_path):
     np.testing.assert_array_equal(got["temp"], expected_temp(0, 8))
     expected = xr.concat([_new_days(0, 3), *(_new_days(t, 1) for t in range(3, 8))], "time")
     xr.testing.assert_identical(xr.open_dataset(store, engine="nczarr").load(), expected)
+
+
+def test_the_same_append_run_twice_is_refused_the_second_time(tmp_path):
+    """A retried job appending the same day again (xarray's ``to_zarr(append_dim=)``
+    appends it twice; so did nczarr on 254285e, found by a differential hunt): the
+    coordinate ``time`` would go back, so the second run is refused, naming it, and the
+    store is byte-identical."""
+    dst = daily(tmp_path / "dst", 0, 4)
+    src = daily(tmp_path / "src", 4, 2)
+    nczarr.convert(src, dst, append_dim="time")
+    before = files(dst)
+    with pytest.raises(nczarr.InvalidModeError, match=r"'/time' starts at 4.* ends at 5"):
+        nczarr.convert(src, dst, append_dim="time")
+    with pytest.raises(nczarr.InvalidModeError, match="strictly monotonic"):
+        nczarr.to_nczarr(_new_days(4, 2), dst, mode="a", append_dim="time")
+    assert files(dst) == before
+    np.testing.assert_array_equal(read_nc(dst)["time"], np.arange(6))
+
+
+@pytest.mark.parametrize(
+    ("store", "source", "refused"),
+    [
+        ([5.0, 4.0], [3.0, 2.0], False),  # decreasing, and going on so
+        ([5.0, 4.0], [4.0, 3.0], True),  # the seam repeats a value
+        ([5.0, 4.0], [6.0], True),  # decreasing, then up
+        ([1.0], [1.0], True),  # one value each: equal is no order
+        ([1.0], [0.5], False),  # one value each: either direction
+        ([1.0, 1.0], [0.0], False),  # the store is not monotonic already: not judged
+    ],
+)
+def test_the_coordinate_stays_strictly_monotonic_at_the_seam(tmp_path, store, source, refused):
+    import netCDF4
+
+    def made(path, values):
+        with netCDF4.Dataset(nc_url(path), "w") as ds:
+            ds.createDimension("time", None)
+            ds.createVariable("time", "f8", ("time",))[:] = values
+            ds.createVariable("v", "i4", ("time",))[:] = np.arange(len(values))
+        return path
+
+    dst, src = made(tmp_path / "dst", store), made(tmp_path / "src", source)
+    if refused:
+        with pytest.raises(nczarr.InvalidModeError, match="strictly monotonic"):
+            nczarr.convert(src, dst, append_dim="time")
+    else:
+        nczarr.convert(src, dst, append_dim="time")
+    with netCDF4.Dataset(nc_url(dst)) as ds:
+        np.testing.assert_array_equal(ds["time"][:], store if refused else store + source)

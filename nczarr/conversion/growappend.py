@@ -29,6 +29,7 @@ from ..maps.pending import decode_append_journal, encode_append_journal
 from ..readthrough import TranslatedView
 from ..translate.chunk_layout import chunk_coords
 from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, ZARR_JSON, ZARRAY
+from ..translate.grow import GrowPlan
 from ..translate.target import Target
 from .apply import write_metadata
 from .growcopy import execute
@@ -49,7 +50,7 @@ from .overlap import RealPaths, check_distinct_all
 from .progress import ProgressArg, progress_callback
 from .report import ConvertReport
 
-__all__ = ["append", "beyond_extent", "keeps_leaf_rule"]
+__all__ = ["append", "beyond_extent", "check_seam", "keeps_leaf_rule"]
 
 
 def _target_options(dst_map: ZMap, loaded: tuple[dict[str, Any], list[str]] | None) -> PartOptions:
@@ -112,6 +113,43 @@ def _write_grown(
         remove_journal(dst)
     dst.flush()
     return tuple(key for wave in waves for key, _ in wave)
+
+
+def check_seam(plan: GrowPlan, readers: Any, names: Sequence[str]) -> None:
+    """Refuse an append after which the coordinate variable of the dimension (netCDF's
+    ``time(time)``: strictly monotonic, by CF) would no longer be where the store ends
+    and the first source begins: the same data appended a second time (a retried job),
+    or sources in the wrong order. xarray's ``to_zarr(append_dim=)`` appends either
+    silently; found by a differential hunt. The store's last two values give the
+    direction (else the source's first two); only values that are not the fill value
+    are compared, in one round trip on S3 (the two reads at once)."""
+    try:
+        coord = plan.dataset.find_variable(plan.dimension)
+    except KeyError:
+        return
+    if coord.dimensions != (plan.dimension,) or coord.type in ("char", "string"):
+        return
+    old = readers[0].part.dataset.find_dimension(plan.dimension).size
+    new = readers[1].part.dataset.find_dimension(plan.dimension).size
+    if not old or not new:
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="nczarr-seam") as pool:
+        ahead = pool.submit(readers[0].region, coord, [(max(old - 2, 0), old)])
+        head = readers[1].region(coord, [(0, min(new, 2))]).tolist()
+        tail = ahead.result().tolist()
+    if coord.fill_value in (*tail, *head) or (len(tail) == 2 and tail[0] == tail[1]):
+        return
+    ends = tail if len(tail) == 2 else head if len(head) == 2 else None
+    rising = None if ends is None else ends[1] > ends[0]
+    step = head[0] - tail[-1]
+    if step == 0 or (rising is True and step < 0) or (rising is False and step > 0):
+        raise InvalidModeError(
+            f"cannot append {names[1]} to {names[0]}: its {coord.path!r} starts at {head[0]} "
+            f"where the store's ends at {tail[-1]}, so the coordinate would not stay "
+            "strictly monotonic (the same data appended again?); nothing was changed"
+        )
 
 
 def beyond_extent(store: Part, dimension: str) -> list[str]:
@@ -287,6 +325,7 @@ def append(
         plan, readers, metadata, warnings = plan_parts(
             parts, append_dim, names, combine_attrs, opts, first_is_target=True, sources=opened
         )
+        check_seam(plan, readers, names)
         report = report_of(plan, names[1:], url_of(dst), parts[1].dataset.layout, opts, warnings)
         if dry_run:
             changed = _changed(dst_map, metadata, seen)
