@@ -142,7 +142,8 @@ class ChunkRecoder:
         return self._re.target.path
 
     # ------------------------------------------------------------------ decode
-    def _source_key(self, coords: tuple[int, ...]) -> str:
+    def source_key(self, coords: tuple[int, ...]) -> str:
+        """The source's key of chunk ``coords`` (what :meth:`decode` reads)."""
         if self._keys is not None:
             return join_key(self._prefix, self._keys.source(coords))
         rest = self._re.source.dimension_separator.join(map(str, coords)) if coords else "0"
@@ -216,7 +217,7 @@ class ChunkRecoder:
             full[...] = _fill_of(src, values.dtype)
             full[tuple(slice(0, n) for n in values.shape)] = values
             return full
-        key = self._source_key(coords)
+        key = self.source_key(coords)
         data = None if read is None else read.get(key)
         if data is None:
             try:

@@ -77,6 +77,14 @@ def test_an_s3_append_reads_the_store_once_and_writes_without_probes(
         if op == "GetObject" and t.endswith(("/lat/0", "/lat/1"))
     ]
     assert len(both) == 4 and most_at_once(both, "GetObject") == 4
+    # the coordinate's two ends (the seam: strictly monotonic) read at once, a
+    # getitems each, the store's last chunks and the source's first
+    ends = [
+        (a, b, op, t)
+        for a, b, op, t in spans
+        if op == "GetObject" and "/time/" in t and not t.rsplit("/", 1)[-1].startswith(".")
+    ]
+    assert len(ends) >= 2 and most_at_once(ends, "GetObject") == len(ends), ends
     # the arrays' grown shapes written at once, then the root's (6a844e3: one by one)
     shaped = [s for s in spans if s[2] == "PutObject" and s[3].endswith("/.zarray")]
     assert len(shaped) >= 2 and most_at_once(shaped, "PutObject") == len(shaped)

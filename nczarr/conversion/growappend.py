@@ -136,8 +136,8 @@ def check_seam(plan: GrowPlan, readers: Any, names: Sequence[str]) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(1, thread_name_prefix="nczarr-seam") as pool:
-        ahead = pool.submit(readers[0].region, coord, [(max(old - 2, 0), old)])
-        head = readers[1].region(coord, [(0, min(new, 2))]).tolist()
+        ahead = pool.submit(readers[0].region_at_once, coord, [(max(old - 2, 0), old)])
+        head = readers[1].region_at_once(coord, [(0, min(new, 2))]).tolist()
         tail = ahead.result().tolist()
     if coord.fill_value in (*tail, *head) or (len(tail) == 2 and tail[0] == tail[1]):
         return
