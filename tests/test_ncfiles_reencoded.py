@@ -198,3 +198,32 @@ def test_empty_strings_of_a_netcdf4_file_stay_text_in_a_zarr_v2_copy(
             store = nczarr.ZarrStore(nczarr.view(path, mode="zarr"))
         got = xr.open_zarr(store, consolidated=False)["s"].values.tolist()
     assert got == expected
+
+
+def test_fixed_length_strings_of_an_hdf5_file_are_netcdf_strings(tmp_path: Path) -> None:
+    """An HDF5 fixed-length string dataset (``|S3``, contiguous or chunked and
+    compressed: how HDF5 products that netcdf-c did not write store text) is a netCDF
+    ``string`` variable, as libnetcdf reads it: re-encoded, announced, and read back by
+    netCDF4 and xarray as netCDF4 reads the file (refused as a user-defined type on
+    254285e, found by a differential hunt). Attributes of that type stay ``char``."""
+    import xarray as xr
+
+    path = tmp_path / "fs.h5"
+    with h5py.File(path, "w") as f:
+        f["names"] = np.array([b"ab", b"cde", b""], dtype="S3")
+        f["names"].attrs["note"] = np.bytes_(b"abc")
+        labels = np.array([b"a", b"bcdef", b"xy"] * 3, dtype="S5")
+        f.create_dataset("labels", data=labels, chunks=(4,), compression="gzip")
+    with netCDF4.Dataset(path) as ds:
+        expected = {k: ds[k][:].tolist() for k in ("names", "labels")}
+        note = ds["names"].getncattr("note")
+    assert expected["names"] == ["ab", "cde", ""]
+    with pytest.warns(NCZarrWarning, match="fixed-length strings are written as netCDF"):
+        nczarr.convert(path, tmp_path / "out")
+    with netCDF4.Dataset(f"file://{tmp_path / 'out'}#mode=nczarr,file") as ds:
+        assert {k: ds[k][:].tolist() for k in ("names", "labels")} == expected
+        assert ds["names"].getncattr("note") == note
+    with pytest.warns(NCZarrWarning, match="fixed-length strings"):
+        nczarr.convert(path, tmp_path / "out.zarr", mode="zarr")
+    z = xr.open_zarr(tmp_path / "out.zarr", consolidated=False)
+    assert {k: z[k].values.tolist() for k in ("names", "labels")} == expected

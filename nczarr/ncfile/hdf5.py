@@ -188,6 +188,9 @@ class HDF5Reader:
         h5py = self._h5py
         fqn = join(group, name)
         kind = nc_type(ds.dtype, h5py)
+        fixed = kind is None and _fixed_length_text(ds.dtype, h5py)
+        if fixed:
+            kind = "string"  # as libnetcdf reads it: re-encoded as variable-length text
         if kind is None:
             self._skip(ds, fqn)
             return None
@@ -197,6 +200,8 @@ class HDF5Reader:
         fill = self._fill(attrs, kind, ds)
         source = SourceArray(fqn.strip("/"), fill=_fill_bytes(fill, ds.dtype, kind))
         chunks, filters, compressor, reason = self._storage(ds, source, kind, shape)
+        if fixed and reason in (None, VLEN_REASON):
+            reason = FIXED_TEXT_REASON
         endian = "big" if ds.dtype.byteorder == ">" else "little"
         variable = Variable(
             name=name,
@@ -317,6 +322,19 @@ class HDF5Reader:
         from its values as HDF5 decodes them (padded with fill to a whole chunk)."""
         h5name, var = self._datasets[path]
         return encode_chunk(self._open_file()[h5name], var, coords)
+
+
+#: Why a fixed-length string dataset's chunks are re-encoded.
+FIXED_TEXT_REASON = "fixed-length strings are written as netCDF strings (variable-length)"
+
+
+def _fixed_length_text(dtype: np.dtype, h5py: Any) -> bool:
+    """A fixed-length string dataset longer than one byte (``|S3``: the usual text of
+    HDF5 products netcdf-c did not write, which libnetcdf reads as ``string``; netcdf-c
+    itself writes ``char`` one byte a value and ``string`` variable-length). Attributes
+    of this type stay ``char`` (netcdf-c writes a char attribute so)."""
+    info = h5py.check_string_dtype(dtype)
+    return info is not None and info.length is not None and info.length > 1
 
 
 def _hdf5_fill(dcpl: Any, dtype: np.dtype) -> bytes:
