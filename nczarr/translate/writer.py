@@ -49,14 +49,21 @@ __all__ = [
 def _write_nczarr(dataset: Dataset, target: Target) -> WriteResult:
     """NCZarr, after what netCDF cannot type is put in netcdf4-engine forms."""
     # Imported here, as write_zarr3 below: a command imports only its target's writer.
-    from .write_nczarr import integer_float_attribute_warnings, write_nczarr
+    from .write_nczarr import (
+        control_character_attribute_warnings,
+        integer_float_attribute_warnings,
+        write_nczarr,
+    )
 
     dataset, forms = nczarr_forms(dataset)  # bool and untyped JSON attributes
     written = write_nczarr(dataset, target)
     shuffle = text_shuffle_warnings(dataset)
     floats = integer_float_attribute_warnings(dataset)
+    controls = control_character_attribute_warnings(dataset)
     return WriteResult(
-        written.metadata, (*forms, *written.warnings, *floats, *shuffle), written.skipped
+        written.metadata,
+        (*forms, *written.warnings, *floats, *controls, *shuffle),
+        written.skipped,
     )
 
 

@@ -1,0 +1,38 @@
+"""Text attributes holding control characters in an NCZarr copy.
+
+Valid JSON escapes a control character (``\\u0001``); netcdf-c 4.10 decodes ``\\b \\f
+\\n \\r \\t`` but reads any other ``\\u`` escape as its text (``"a\\x01b"`` back as
+``"au0001b"``), while netcdf-c's own raw byte makes the object invalid JSON, which
+zarr-python's parser refuses. nczarr keeps valid JSON and says, naming the attribute,
+what netcdf-c reads (found by a differential hunt: nothing said so before)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import netCDF4
+import pytest
+
+import nczarr
+
+from .ncoracle import nc_url
+
+
+def test_control_characters_are_announced_and_kept_for_json_readers(tmp_path: Path) -> None:
+    src = tmp_path / "c.nc"
+    with netCDF4.Dataset(src, "w") as ds:
+        ds.setncattr("ctrl", "a\x01b")
+        ds.setncattr("newline", "a\nb\tc")  # netcdf-c decodes these escapes
+        ds.setncattr_string("bell", ["x\x07y"])
+    out = tmp_path / "out"
+    with pytest.warns(nczarr.NCZarrWarning) as caught:
+        nczarr.convert(src, out)
+    said = [str(w.message) for w in caught if "control characters" in str(w.message)]
+    assert len(said) == 2 and "'ctrl'" in said[0] + said[1] and "'bell'" in said[0] + said[1]
+    stored = json.loads((out / ".zattrs").read_bytes())  # strict JSON: readable
+    assert stored["ctrl"] == "a\x01b" and stored["newline"] == "a\nb\tc"
+    with netCDF4.Dataset(nc_url(out)) as ds:  # what the warning says netcdf-c reads
+        assert ds.getncattr("newline") == "a\nb\tc"
+        assert ds.getncattr("ctrl") == "au0001b"
+    assert nczarr.read(out).root.attributes["ctrl"].value == "a\x01b"
