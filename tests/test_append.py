@@ -315,3 +315,64 @@ def test_the_coordinate_stays_strictly_monotonic_at_the_seam(tmp_path, store, so
         nczarr.convert(src, dst, append_dim="time")
     with netCDF4.Dataset(nc_url(dst)) as ds:
         np.testing.assert_array_equal(ds["time"][:], store if refused else store + source)
+
+
+@pytest.mark.parametrize("dtype", ["f8", "f4", "i4"])
+def test_missing_values_at_the_seam_are_not_judged(tmp_path, dtype):
+    """The store's last ``time`` never written (netCDF's default fill; for a double,
+    netcdf-c's ``fill_value`` says the rounded ``9.96921e+36`` while the chunk holds
+    the exact default): an append after it is not refused (a review found the double
+    case refused as "the same data appended again?")."""
+    import netCDF4
+
+    dst, src = tmp_path / "dst", tmp_path / "src"
+    with netCDF4.Dataset(nc_url(dst), "w") as ds:
+        ds.createDimension("time", None)
+        ds.createVariable("time", dtype, ("time",))[:3] = [0, 1, 2]
+        ds.createVariable("v", "i4", ("time",))[:4] = np.arange(4)  # time[3]: fill
+    with netCDF4.Dataset(nc_url(src), "w") as ds:
+        ds.createDimension("time", None)
+        ds.createVariable("time", dtype, ("time",))[:] = [4, 5]
+        ds.createVariable("v", "i4", ("time",))[:] = [4, 5]
+    nczarr.convert(src, dst, append_dim="time")
+    with netCDF4.Dataset(nc_url(dst)) as ds:
+        assert ds["time"][:].tolist() == [0, 1, 2, None, 4, 5]
+
+
+def test_keeps_leaf_rule_sees_every_clash_with_the_listing():
+    from nczarr.conversion.growappend import keeps_leaf_rule
+
+    stored = {"v/0.0", "v/1.0", "g/w/0/1"}
+    assert keeps_leaf_rule(stored, ["v/2.0", "g/w/1/0"])
+    assert not keeps_leaf_rule({*stored, "v/2.0/x"}, ["v/2.0"])  # an object below a key
+    assert not keeps_leaf_rule(stored, ["g/w/0/1/0"])  # a stored object above a key
+    assert not keeps_leaf_rule(stored, ["g/w/0"])  # a key is a stored object's directory
+
+
+def test_beyond_extent_finds_only_chunks_past_the_shape():
+    """A group array with ``/`` keys, a partial last chunk, a key of another rank and an
+    array without the dimension."""
+    from nczarr.conversion.growappend import beyond_extent
+    from nczarr.conversion.growparts import Part
+    from nczarr.translate.model import Dataset, Dimension, Group, Variable
+
+    root = Group(name="/", path="/", dimensions={"time": Dimension("time", 5, True)})
+    group = Group(name="g", path="/g")
+    root.groups["g"] = group
+    group.variables["v"] = Variable(
+        name="v", path="/g/v", type="int", dimensions=("/time", "/x"), shape=(5, 4),
+        chunks=(2, 2), dimension_separator="/",
+    )  # fmt: skip
+    group.dimensions["x"] = Dimension("x", 4)
+    root.variables["c"] = Variable(
+        name="c", path="/c", type="int", dimensions=("/x2",), shape=(9,), chunks=(2,)
+    )
+    root.dimensions["x2"] = Dimension("x2", 9)
+    stored = {
+        "g/v/0/0", "g/v/2/1",  # chunk 2 holds time 4: the partial last chunk, kept
+        "g/v/3/0", "g/v/4/1",  # past time 5: left by a killed append
+        "g/v/3",  # not a chunk key of a 2-d array: kept
+        "c/7",  # no time dimension: kept
+    }  # fmt: skip
+    part = Part(Dataset(root=root), frozenset(stored), None, None, None, ())  # type: ignore[arg-type]
+    assert beyond_extent(part, "/time") == ["g/v/3/0", "g/v/4/1"]

@@ -36,3 +36,15 @@ def test_control_characters_are_announced_and_kept_for_json_readers(tmp_path: Pa
         assert ds.getncattr("newline") == "a\nb\tc"
         assert ds.getncattr("ctrl") == "au0001b"
     assert nczarr.read(out).root.attributes["ctrl"].value == "a\x01b"
+
+
+def test_a_zarr_v2_copy_says_so_too(tmp_path: Path) -> None:
+    """netcdf-c reads pure Zarr v2 (``#mode=zarr``) with the same JSON parser."""
+    src = tmp_path / "c.nc"
+    with netCDF4.Dataset(src, "w") as ds:
+        ds.setncattr("ctrl", "a\x01b")
+    out = tmp_path / "out.zarr"
+    with pytest.warns(nczarr.NCZarrWarning, match="'ctrl' of '/' holds control characters"):
+        nczarr.convert(src, out, mode="zarr")
+    with netCDF4.Dataset(nc_url(out, "zarr")) as ds:
+        assert ds.getncattr("ctrl") == "au0001b"

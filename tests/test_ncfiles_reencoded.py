@@ -214,10 +214,15 @@ def test_fixed_length_strings_of_an_hdf5_file_are_netcdf_strings(tmp_path: Path)
         f["names"].attrs["note"] = np.bytes_(b"abc")
         labels = np.array([b"a", b"bcdef", b"xy"] * 3, dtype="S5")
         f.create_dataset("labels", data=labels, chunks=(4,), compression="gzip")
+        f["coded"] = np.array([b"ab", b"N/A"], dtype="S3")
+        f["coded"].attrs["_FillValue"] = np.bytes_(b"N/A")  # a fixed-length string too
     with netCDF4.Dataset(path) as ds:
         expected = {k: ds[k][:].tolist() for k in ("names", "labels")}
         note = ds["names"].getncattr("note")
     assert expected["names"] == ["ab", "cde", ""]
+    with pytest.warns(NCZarrWarning):
+        coded = nczarr.read(path).root.variables["coded"]
+    assert coded.fill_value == "N/A"  # the whole text (a review found "N")
     with pytest.warns(NCZarrWarning, match="fixed-length strings are written as netCDF"):
         nczarr.convert(path, tmp_path / "out")
     with netCDF4.Dataset(f"file://{tmp_path / 'out'}#mode=nczarr,file") as ds:

@@ -30,10 +30,11 @@ from ..maps.base import ZMap
 from ..readthrough import TranslatedView
 from ..translate.conventions import ZARR_JSON, ZARRAY
 from ..translate.target import Target
-from .apply import CopyStats, copy_chunks, delete_keys, write_metadata
+from .apply import CopyStats, copy_chunks, write_metadata
 from .journal import (
     Journal,
     check_only_planned,
+    clear_target,
     plan_digest,
     remove_journal,
     remove_temporaries,
@@ -48,9 +49,6 @@ from .progress import Progress, ProgressArg, progress_callback
 from .report import ConvertReport
 
 __all__ = ["convert"]
-
-#: Names of the root group's metadata objects, removed first when overwriting a target.
-_ROOT_OBJECTS = ("zarr.json", ".zgroup", ".zmetadata", ".zattrs")
 
 
 @dataclass(frozen=True)
@@ -416,9 +414,7 @@ def _clear_or_resume(copier: _Copier, journal: Journal, plan: Plan) -> bool:
     only keys of this plan and the journal: still a valid tree); else refused."""
     dst_map, request = copier.dst, copier.request
     if request.overwrite:
-        # Root first: a killed overwrite must not leave an old root over new chunks.
-        delete_keys(dst_map, _ROOT_OBJECTS)
-        dst_map.clear()
+        clear_target(dst_map)
     elif request.resume:
         metadata, chunks = dict(plan.metadata), frozenset(plan.chunk_keys)
         copier.skip = resume_mode(dst_map, journal, metadata, chunks, request.dst_url)

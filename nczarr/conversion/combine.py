@@ -6,10 +6,12 @@ existing store ``dst`` (the target is the first part of the same plan). The plan
 :func:`nczarr.translate.grow.plan_growth` (pure); here it is carried out:
 
 * every check first: the parts agree (the plan refuses), variables without the
-  dimension hold equal values in every part (read and compared here), the target is
-  empty (or ``overwrite``/``resume``) or, for an append, a store whose metadata nczarr
-  rewrites as it is (current NCZarr or pure Zarr with Zarr v2 chunk keys). A refusal
-  writes nothing.
+  dimension hold equal values in every part (read and compared:
+  :mod:`nczarr.conversion.growcompare`), the target is empty (or
+  ``overwrite``/``resume``) or, for an append, a store whose metadata nczarr rewrites
+  as it is (current NCZarr or pure Zarr with Zarr v2 chunk keys) and whose coordinate
+  stays strictly monotonic (:mod:`nczarr.conversion.growappend`). A refusal writes
+  nothing.
 * chunks that are one source chunk are copied verbatim under their shifted key
   (kernel copies between directories, server-side copies on one S3 endpoint, bytes
   otherwise); the other target chunks are assembled from the parts' decoded values
@@ -67,6 +69,7 @@ from .growsources import Compared, Names, Sources, detacher
 from .journal import (  # its SHA-256: CPython's own, without loading OpenSSL
     Journal,
     SourceIdentities,
+    clear_target,
     plan_digest,
     remove_journal,
     remove_temporaries,
@@ -80,9 +83,6 @@ from .progress import ProgressArg, progress_callback
 from .report import ConvertReport
 
 __all__ = ["append", "combine", "grow"]
-
-#: Root metadata objects, removed first when overwriting a target.
-_ROOT_OBJECTS = ("zarr.json", ".zgroup", ".zmetadata", ".zattrs")
 
 
 # ------------------------------------------------------------------ entry points
@@ -107,9 +107,7 @@ def _prepare_target(
     overwrite, resume = modes
     if dst_map.search(""):
         if overwrite:
-            for key in _ROOT_OBJECTS:  # first: a kill leaves no dataset, not a mix
-                dst_map.delete_if_present(key)
-            dst_map.clear()
+            clear_target(dst_map)
         elif resume:
             skip = resume_mode(dst_map, journal, dict(metadata), frozenset(keys), url)
         else:

@@ -7,7 +7,11 @@ and written): its metadata is loaded once and shown through a view
 (:class:`~nczarr.readthrough.TranslatedView`), the sources are read as a combine reads
 them, the chunks are written first, then the metadata that changed, behind a journal
 (:mod:`nczarr.maps.pending`): a reader sees the store as it was or fully grown, and the
-next append completes one killed while writing its metadata. On S3 the append makes
+next append completes one killed while writing its metadata. Before anything is
+written, the coordinate of the dimension must stay strictly monotonic at the seam
+(:func:`check_seam`: a retried append is refused, not appended twice), and chunk
+objects a killed append left beyond the store's extent are removed
+(:func:`beyond_extent`). On S3 the append makes
 its requests at once where it can: the store's chunks are written without a leaf-rule
 probe each when its listing shows nothing they could clash with
 (:func:`keeps_leaf_rule`), and its metadata in waves (:func:`_grown_waves`).
@@ -30,6 +34,7 @@ from ..readthrough import TranslatedView
 from ..translate.chunk_layout import chunk_coords
 from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, ZARR_JSON, ZARRAY
 from ..translate.grow import GrowPlan
+from ..translate.model import Variable
 from ..translate.target import Target
 from .apply import write_metadata
 from .growcopy import execute
@@ -117,12 +122,13 @@ def _write_grown(
 
 def check_seam(plan: GrowPlan, readers: Any, names: Sequence[str]) -> None:
     """Refuse an append after which the coordinate variable of the dimension (netCDF's
-    ``time(time)``: strictly monotonic, by CF) would no longer be where the store ends
-    and the first source begins: the same data appended a second time (a retried job),
-    or sources in the wrong order. xarray's ``to_zarr(append_dim=)`` appends either
-    silently; found by a differential hunt. The store's last two values give the
-    direction (else the source's first two); only values that are not the fill value
-    are compared, in one round trip on S3 (the two reads at once)."""
+    ``time(time)``: strictly monotonic, by CF) would no longer be so where the store
+    ends and the first source begins: the same data appended a second time (a retried
+    job). xarray's ``to_zarr(append_dim=)`` appends it silently; found by a differential
+    hunt. The store's last two values give the direction (else the source's first
+    two); missing values (:func:`_present`) are not judged, nor an empty source (only
+    the store's end and the first source's start are compared). Both ends are read at
+    once, one ``getitems`` each (one round trip on S3)."""
     try:
         coord = plan.dataset.find_variable(plan.dimension)
     except KeyError:
@@ -137,9 +143,9 @@ def check_seam(plan: GrowPlan, readers: Any, names: Sequence[str]) -> None:
 
     with ThreadPoolExecutor(1, thread_name_prefix="nczarr-seam") as pool:
         ahead = pool.submit(readers[0].region_at_once, coord, [(max(old - 2, 0), old)])
-        head = readers[1].region_at_once(coord, [(0, min(new, 2))]).tolist()
-        tail = ahead.result().tolist()
-    if coord.fill_value in (*tail, *head) or (len(tail) == 2 and tail[0] == tail[1]):
+        head = _present(coord, readers[1].region_at_once(coord, [(0, min(new, 2))]))
+        tail = _present(coord, ahead.result())
+    if not head or not tail or (len(tail) == 2 and tail[0] == tail[1]):
         return
     ends = tail if len(tail) == 2 else head if len(head) == 2 else None
     rising = None if ends is None else ends[1] > ends[0]
@@ -150,6 +156,31 @@ def check_seam(plan: GrowPlan, readers: Any, names: Sequence[str]) -> None:
             f"where the store's ends at {tail[-1]}, so the coordinate would not stay "
             "strictly monotonic (the same data appended again?); nothing was changed"
         )
+
+
+def _present(var: Variable, values: Any) -> list[Any]:
+    """``values`` of ``var`` without its missing ones: NaN, its fill value, its
+    ``_FillValue`` and ``missing_value``, netCDF's default fill of its type, and
+    netcdf-c's rounded double fill (``9.96921e+36``, the fill_value of its double
+    arrays, whose unwritten chunks hold the exact default)."""
+    import numpy as np
+
+    from ..ncfile.layout import DEFAULT_FILLS
+    from ..translate.zarr2_fills import NC_FILL_DOUBLE, ROUNDED_FILL_DOUBLE
+
+    flat = np.asarray(values).ravel()
+    candidates = [var.fill_value, DEFAULT_FILLS.get(var.type), NC_FILL_DOUBLE]
+    candidates.append(ROUNDED_FILL_DOUBLE)
+    for name in ("_FillValue", "missing_value"):
+        if name in var.attributes:
+            candidates.extend(var.attributes[name].value)
+    missing = set()
+    for value in candidates:
+        try:
+            missing.add(np.asarray(value).astype(flat.dtype).item())
+        except (TypeError, ValueError, OverflowError):
+            continue
+    return [v for v in flat.tolist() if v == v and v not in missing]
 
 
 def beyond_extent(store: Part, dimension: str) -> list[str]:
@@ -179,17 +210,29 @@ def beyond_extent(store: Part, dimension: str) -> list[str]:
     return sorted(stale)
 
 
-def _removed_stale(dst: ZMap, stale: Sequence[str], shown: str) -> str:
-    """Delete ``stale`` chunk objects (:func:`beyond_extent`) before an append writes;
-    return the warning that says so."""
-    for key in stale:
-        dst.delete_if_present(key)
+def _stale(dst: ZMap, stale: Sequence[str], shown: str, dry_run: bool) -> tuple[str, ...]:
+    """Delete ``stale`` chunk objects (:func:`beyond_extent`) before an append writes
+    (a few at once on a map that makes round trips), or not in a dry run; the warning
+    that says so, announced (none if there are none)."""
+    if not stale:
+        return ()
+    if not dry_run:
+        if dst.round_trips and len(stale) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(8, thread_name_prefix="nczarr-stale") as pool:
+                list(pool.map(dst.delete_if_present, stale))
+        else:
+            for key in stale:
+                dst.delete_if_present(key)
     named = ", ".join(repr(k) for k in stale[:5]) + (" ..." if len(stale) > 5 else "")
-    return (
-        f"{shown}: removed {len(stale)} chunk objects beyond the store's extent ({named}), "
-        "left by an interrupted append: not part of the store, and not to be shown as "
-        "part of this append"
+    message = (
+        f"{shown}: {'would remove' if dry_run else 'removed'} {len(stale)} chunk objects "
+        f"beyond the store's extent ({named}), left by an interrupted append: not part of "
+        "the store, and not to be shown as part of this append"
     )
+    warn_all([message])
+    return (message,)
 
 
 def keeps_leaf_rule(stored: Collection[str], keys: Iterable[str]) -> bool:
@@ -199,7 +242,10 @@ def keeps_leaf_rule(stored: Collection[str], keys: Iterable[str]) -> bool:
     directory of a stored object, and no stored object is the directory of a key (the
     arrays' own directories hold metadata). Then an append's chunks are written
     without a leaf-rule probe each (on S3 a listing each). A store with an object
-    below a chunk's key, which only a foreign writer leaves, keeps the probes."""
+    below a chunk's key, which only a foreign writer leaves, keeps the probes; one
+    whose name has a segment starting with ``.`` (``v/3/.x``) is not in the listing a
+    view gives, so it is not seen (the write then breaks nothing stored, only the
+    tree's leaf rule there)."""
     directories = {parent for key in stored for parent in parent_keys(key)}
     return not any(
         key in directories or any(parent in stored for parent in parent_keys(key)) for key in keys
@@ -327,14 +373,11 @@ def append(
         )
         check_seam(plan, readers, names)
         report = report_of(plan, names[1:], url_of(dst), parts[1].dataset.layout, opts, warnings)
+        stale = beyond_extent(parts[0], plan.dimension)
+        report.warnings = (*report.warnings, *_stale(dst_map, stale, url_of(dst), dry_run))
         if dry_run:
             changed = _changed(dst_map, metadata, seen)
             return dry_run_report(report, plan, readers, changed, start)
-        stale = beyond_extent(parts[0], plan.dimension)
-        if stale:
-            removed = _removed_stale(dst_map, stale, url_of(dst))
-            warn_all([removed])
-            report.warnings = (*report.warnings, removed)
         cluster = {"client": client, "batch_size": batch_size, "workers": workers}
         with ExitStack() as trust:
             if keeps_leaf_rule(parts[0].stored, plan.target_chunk_keys):

@@ -45,10 +45,11 @@ def _on_cluster(
     def sources() -> Iterator[SourceCopies]:
         for part, group in itertools.groupby(plan.copies, key=lambda c: c.part):
             src = readers[part].part
-            copies = list(group)
-            sizes = _listed_sizes(src, dst, copies)  # no HEAD a chunk on a worker
+            # from the first pass's listing; past SIZES_KEPT a worker asks each size (a
+            # listing a variable here would be one round trip after another, per source)
+            sizes = src.sizes or {}
             pairs = []
-            for c in copies:
+            for c in group:
                 if src.copy_source(c.source_key) is src.verbatim and src.verbatim is not src.view:
                     pairs.append((c.source_key, c.target_key, sizes.get(c.source_key)))
                 else:

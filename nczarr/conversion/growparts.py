@@ -103,11 +103,12 @@ class Part:
         run counts bytes): those the source's listing gave (:attr:`sizes`); else, on a
         map that makes round trips, from one listing of each variable the keys belong
         to when those hold at least :data:`LIST_SIZES_FROM` of them on average (past
-        ``growsiblings.SIZES_KEPT``); else none (each size is asked)."""
+        ``growsiblings.SIZES_KEPT``); else none (each size is asked). Keys not asked
+        may be among them (callers look up theirs)."""
         if self.sizes is not None:
             return self.sizes
-        if not self.verbatim.round_trips:
-            return {}
+        if not self.verbatim.round_trips or self.verbatim is self.view:
+            return {}  # a view's listing asks each size of its source anyway
         variables = {v.path.strip("/") for v in self.dataset.root.all_variables()}
         used: set[str] = set()  # the variables the keys are chunks of
         for key in keys:
@@ -404,13 +405,14 @@ def assemble(
 
 
 def _check_width(values: np.ndarray, dtype: np.dtype, fqn: str) -> None:
-    """Refuse text that a narrower target string width would cut (numpy would, silently)."""
+    """Refuse text that a narrower target string width would cut (numpy would, silently).
+    The plan makes the target as wide as the widest part (``grow._widest_text``): only a
+    source whose values exceed its own declared width gets here."""
     if dtype.kind != "S" or values.dtype.kind != "S" or values.dtype.itemsize <= dtype.itemsize:
         return
     longest = max((len(v) for v in values.ravel()), default=0)
     if longest > dtype.itemsize:
         raise UnsupportedTypeError(
             f"variable {fqn!r}: a value of {longest} bytes does not fit the target's string "
-            f"width {dtype.itemsize} (the first source's); put the source with the longest "
-            "strings first"
+            f"width {dtype.itemsize}, wider than the source's declared width"
         )

@@ -437,10 +437,10 @@ class _Compare:
 def detacher(sources: Sources, compared: Compared | None) -> Callable[[int, Part], Part]:
     """``done`` of :func:`~.growsiblings.read_sources`: keep a part without its map
     and close the map (a source read through a view: :meth:`Sources.read_view`); parts
-    read as one model,
-    with the same stored keys, are one object (nothing kept per source but a reference)
-    unless their chunk sizes differ (an object store's listing gives them: then a part
-    and its sizes a source, up to ``growsiblings.SIZES_KEPT`` sizes in all).
+    read as one model, with the same stored keys, are one object (nothing kept per
+    source but a reference) unless their chunk sizes differ (an object store's listing
+    gives them: then a part and its sizes a source, up to ``growsiblings.SIZES_KEPT``
+    sizes in all).
     A view closed is compared to the first part first (``compared``; None in an
     append, whose first part is the target's: its sources are compared after
     planning). A source costly to open again stays open for its copies: a combine or

@@ -41,6 +41,8 @@ from ..maps.base import ZMap
 from ..maps.pending import JOURNAL_KEY  # the key an append's journal has too
 
 __all__ = [
+    "ROOT_OBJECTS",
+    "clear_target",
     "JOURNAL_KEY",
     "Journal",
     "plan_digest",
@@ -129,6 +131,20 @@ def source_identity(location: Any, realpath: Callable[[str], str] = os.path.real
 def write_journal(dst: ZMap, journal: Journal) -> None:
     """Record that ``dst`` is being filled by ``journal``'s convert."""
     dst[JOURNAL_KEY] = journal.encode()
+
+
+#: Names of the root group's metadata objects, removed first when overwriting a target.
+ROOT_OBJECTS = ("zarr.json", ".zgroup", ".zmetadata", ".zattrs")
+
+
+def clear_target(dst: ZMap) -> None:
+    """Empty ``dst`` for an overwrite: its root objects first (a kill leaves no
+    dataset, never an old root over new chunks), each deleted without asking first
+    whether it exists (:meth:`~nczarr.maps.base.ZMap.delete_if_present`: one
+    ``DeleteObject`` on S3, not a ``HeadObject`` too), then everything."""
+    for key in ROOT_OBJECTS:
+        dst.delete_if_present(key)
+    dst.clear()
 
 
 def remove_journal(dst: ZMap) -> None:

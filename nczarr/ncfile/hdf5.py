@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import MetadataError, StorageError
+from ..translate.conventions import LAYOUT_NETCDF4
 from ..translate.model import Attribute, Dataset, Dimension, Group, Variable
 from .h5attrs import HIDDEN_ATTRIBUTES, attributes, import_h5py, nc_type, ordered_links, text
 from .h5chunks import (
@@ -133,7 +134,7 @@ class HDF5Reader:
         root = self._group(self.file, "/", "/")
         return Dataset(
             root=root,
-            layout="netcdf4",
+            layout=LAYOUT_NETCDF4,
             warnings=tuple(self.warnings),
             skipped=tuple(self.skipped),
         )
@@ -300,8 +301,8 @@ class HDF5Reader:
         fill = attrs.get("_FillValue")
         if fill is not None:
             value = fill.value
-            if kind == "string":
-                return value[0] if value else ""
+            if kind == "string":  # a fixed-length string's is a char attribute: text
+                return value if isinstance(value, str) else (value[0] if value else "")
             if kind == "char":
                 return value[:1]
             return value[0] if value else DEFAULT_FILLS[kind]

@@ -60,6 +60,12 @@ class TranslatedView(ChunkListing, ZMap):
     :class:`~nczarr.errors.ReadOnlyError`.
     """
 
+    @property
+    def round_trips(self) -> bool:  # type: ignore[override]
+        """Whether a read through the view is a round trip: its source's (an S3
+        store's view gates concurrent reads as the store does)."""
+        return self.source.round_trips
+
     def __init__(
         self,
         source: ZMap,

@@ -21,6 +21,7 @@ __all__ = [
     "LAYOUT_V2_KEYS",
     "LAYOUT_V2",
     "LAYOUT_ZARR",
+    "LAYOUT_NETCDF4",
     "LAYOUTS",
     "ZGROUP",
     "ZARRAY",
@@ -71,6 +72,8 @@ LAYOUT_V2_KEYS: Final = "nczarr-v2-keys"
 LAYOUT_V2: Final = "nczarr-v2"
 LAYOUT_ZARR: Final = "zarr"
 LAYOUTS: Final = (LAYOUT_V1, LAYOUT_V2_KEYS, LAYOUT_V2, LAYOUT_ZARR)
+#: The layout of a netCDF-4 (HDF5) file read as a source (``nczarr.ncfile``; not a store).
+LAYOUT_NETCDF4: Final = "netcdf4"
 
 # ------------------------------------------------------------ zarr v2 objects
 ZGROUP: Final = ".zgroup"

@@ -91,7 +91,6 @@ __all__ = [
     "encode_char_attribute",
     "zarray_nczarr",
     "float_text",
-    "control_character_attribute_warnings",
     "integer_float_attribute_warnings",
 ]
 
@@ -305,34 +304,6 @@ def integer_float_attribute_warnings(dataset: Dataset) -> list[str]:
                         f"attribute {name!r} of {where!r} ({attr.type}) keeps netcdf-c's "
                         "integer text for its integral values: zarr-python, xarray and "
                         "GDAL (which ignore NCZarr's types) read them as integers"
-                    )
-    return out
-
-
-#: Control characters JSON writes as ``\u00XX``, which netcdf-c 4.10 does not decode
-#: (it decodes ``\b \f \n \r \t``): netCDF4 reads ``"a\x01b"`` back as ``"au0001b"``.
-_UNDECODED = frozenset(chr(c) for c in range(0x20)) - set("\b\f\n\r\t")
-
-
-def control_character_attribute_warnings(dataset: Dataset) -> list[str]:
-    """One warning per text attribute holding a control character netcdf-c does not
-    read back (see :data:`_UNDECODED`): valid JSON has to escape it, and netcdf-c's own
-    raw byte would make the object unreadable by zarr-python's strict JSON parser.
-    Found by a differential hunt: nothing said so before."""
-    out = []
-    for group in dataset.root.walk():
-        owners = [(group.path or "/", group.attributes)]
-        owners += [(v.path, v.attributes) for v in group.variables.values()]
-        for where, attributes in owners:
-            for name, attr in attributes.items():
-                if attr.type not in ("char", "string") or name in HIDDEN_ATTRIBUTES:
-                    continue
-                texts = [attr.value] if isinstance(attr.value, str) else attr.value
-                if any(_UNDECODED.intersection(str(t)) for t in texts):
-                    out.append(
-                        f"attribute {name!r} of {where!r} holds control characters, written "
-                        "as JSON \\u escapes, which netcdf-c 4.10 reads as text ('\\x01' "
-                        "as 'u0001'); zarr-python and nczarr read them back"
                     )
     return out
 

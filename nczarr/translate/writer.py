@@ -31,7 +31,12 @@ from .conventions import FORMATS, ZMETADATA
 from .model import Dataset
 from .netcdf_forms import nczarr_forms
 from .target import Target, check_zarr_format
-from .write_common import WriteResult, consolidate, text_shuffle_warnings
+from .write_common import (
+    WriteResult,
+    consolidate,
+    control_character_attribute_warnings,
+    text_shuffle_warnings,
+)
 from .zarr2_fills import exact_default_fills
 
 __all__ = [
@@ -49,11 +54,7 @@ __all__ = [
 def _write_nczarr(dataset: Dataset, target: Target) -> WriteResult:
     """NCZarr, after what netCDF cannot type is put in netcdf4-engine forms."""
     # Imported here, as write_zarr3 below: a command imports only its target's writer.
-    from .write_nczarr import (
-        control_character_attribute_warnings,
-        integer_float_attribute_warnings,
-        write_nczarr,
-    )
+    from .write_nczarr import integer_float_attribute_warnings, write_nczarr
 
     dataset, forms = nczarr_forms(dataset)  # bool and untyped JSON attributes
     written = write_nczarr(dataset, target)
@@ -72,7 +73,8 @@ def _write_zarr(dataset: Dataset, target: Target) -> WriteResult:
 
     written = write_zarr(dataset, target)
     shuffle = text_shuffle_warnings(dataset)
-    return WriteResult(written.metadata, (*written.warnings, *shuffle), written.skipped)
+    controls = control_character_attribute_warnings(dataset)
+    return WriteResult(written.metadata, (*written.warnings, *controls, *shuffle), written.skipped)
 
 
 def _write_zarr3(dataset: Dataset, target: Target) -> WriteResult:

@@ -42,7 +42,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .conventions import FILLVALUE
+from .conventions import FILLVALUE, LAYOUT_NETCDF4
 from .model import Dataset, Group, Variable
 
 __all__ = [
@@ -68,18 +68,14 @@ NC_FILL_BYTE = -127
 BYTE_DEFAULT_FILLS = {"byte": NC_FILL_BYTE, "ubyte": 255}
 
 
-#: The layout of a netCDF-4 file read as a source (:mod:`nczarr.ncfile`): its strings
-#: are variable-length (``text_storage`` ``"vlen-utf8"``) yet netCDF text, which
-#: netCDF4 never masks.
-NETCDF4_FILE = "netcdf4"
-
-
 def _netcdf_text(var: Variable, layout: str | None = None) -> bool:
     """A char or byte-stored string variable (not xarray's unicode, vlen or bytes), or
     a string variable of a netCDF-4 file (``layout``: the dataset's)."""
     if var.type not in ("char", "string") or var.logical is not None:
         return False
-    return var.text_storage is None or (layout == NETCDF4_FILE and var.type == "string")
+    # a netCDF-4 file's strings are variable-length (text_storage "vlen-utf8") yet
+    # netCDF text, which netCDF4 never masks
+    return var.text_storage is None or (layout == LAYOUT_NETCDF4 and var.type == "string")
 
 
 def _empty_text(value: Any) -> bool:
