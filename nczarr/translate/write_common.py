@@ -41,6 +41,7 @@ __all__ = [
     "written_filters",
     "text_shuffle_warnings",
     "control_character_attribute_warnings",
+    "user_attributes",
 ]
 
 
@@ -216,18 +217,26 @@ def control_character_attribute_warnings(dataset: Dataset) -> list[str]:
     Said for NCZarr and Zarr v2 targets (netcdf-c reads both); found by a
     differential hunt: nothing said so before."""
     out = []
+    for where, name, attr in user_attributes(dataset):
+        if attr.type not in ("char", "string"):
+            continue
+        texts = [attr.value] if isinstance(attr.value, str) else attr.value
+        if any(_UNDECODED.intersection(str(t)) for t in texts):
+            out.append(
+                f"attribute {name!r} of {where!r} holds control characters, written as "
+                "JSON \\u escapes, which netcdf-c 4.10 reads as text ('\\x01' as "
+                "'u0001'); zarr-python and nczarr read them back"
+            )
+    return out
+
+
+def user_attributes(dataset: Dataset) -> Iterator[tuple[str, str, Any]]:
+    """``(owner path, name, attribute)`` of every user attribute of every group and
+    variable (netCDF's hidden attributes left out), as the writers' warnings walk them."""
     for group in dataset.root.walk():
         owners = [(group.path or "/", group.attributes)]
         owners += [(v.path, v.attributes) for v in group.variables.values()]
         for where, attributes in owners:
             for name, attr in attributes.items():
-                if attr.type not in ("char", "string") or name in HIDDEN_ATTRIBUTES:
-                    continue
-                texts = [attr.value] if isinstance(attr.value, str) else attr.value
-                if any(_UNDECODED.intersection(str(t)) for t in texts):
-                    out.append(
-                        f"attribute {name!r} of {where!r} holds control characters, written "
-                        "as JSON \\u escapes, which netcdf-c 4.10 reads as text ('\\x01' "
-                        "as 'u0001'); zarr-python and nczarr read them back"
-                    )
-    return out
+                if name not in HIDDEN_ATTRIBUTES:
+                    yield where, name, attr

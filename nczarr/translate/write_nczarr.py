@@ -84,7 +84,14 @@ from .conventions import (
 from .dtypes import encode_fill_value, to_float32
 from .model import Attribute, Dataset, Group, Variable
 from .target import Target
-from .write_common import WriteResult, dumps, group_key, ncproperties, zarray_document
+from .write_common import (
+    WriteResult,
+    dumps,
+    group_key,
+    ncproperties,
+    user_attributes,
+    zarray_document,
+)
 
 __all__ = [
     "write_nczarr",
@@ -291,20 +298,16 @@ def integer_float_attribute_warnings(dataset: Dataset) -> list[str]:
     """One warning per float/double attribute whose integral values NCZarr output
     keeps as integers (see :func:`typed_float_attribute`)."""
     out = []
-    for group in dataset.root.walk():
-        owners = [(group.path or "/", group.attributes)]
-        owners += [(v.path, v.attributes) for v in group.variables.values()]
-        for where, attributes in owners:
-            for name, attr in attributes.items():
-                if name in HIDDEN_ATTRIBUTES or attr.type not in ("float", "double"):
-                    continue
-                value, _ = encode_attribute(attr, typed=True)
-                if typed_float_attribute(value, attr.type)[1]:
-                    out.append(
-                        f"attribute {name!r} of {where!r} ({attr.type}) keeps netcdf-c's "
-                        "integer text for its integral values: zarr-python, xarray and "
-                        "GDAL (which ignore NCZarr's types) read them as integers"
-                    )
+    for where, name, attr in user_attributes(dataset):
+        if attr.type not in ("float", "double"):
+            continue
+        value, _ = encode_attribute(attr, typed=True)
+        if typed_float_attribute(value, attr.type)[1]:
+            out.append(
+                f"attribute {name!r} of {where!r} ({attr.type}) keeps netcdf-c's "
+                "integer text for its integral values: zarr-python, xarray and "
+                "GDAL (which ignore NCZarr's types) read them as integers"
+            )
     return out
 
 
