@@ -169,8 +169,9 @@ def _present(var: Variable, values: Any) -> list[Any]:
     from ..translate.zarr2_fills import NC_FILL_DOUBLE, ROUNDED_FILL_DOUBLE
 
     flat = np.asarray(values).ravel()
-    candidates = [var.fill_value, DEFAULT_FILLS.get(var.type), NC_FILL_DOUBLE]
-    candidates.append(ROUNDED_FILL_DOUBLE)
+    candidates = [var.fill_value, DEFAULT_FILLS.get(var.type)]
+    if flat.dtype.kind == "f":  # (cast to an integer type they would be noise)
+        candidates += [NC_FILL_DOUBLE, ROUNDED_FILL_DOUBLE]
     for name in ("_FillValue", "missing_value"):
         if name in var.attributes:
             candidates.extend(var.attributes[name].value)
