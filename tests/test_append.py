@@ -386,3 +386,27 @@ def test_beyond_extent_finds_only_chunks_past_the_shape():
     }  # fmt: skip
     part = Part(Dataset(root=root), frozenset(stored), None, None, None, ())  # type: ignore[arg-type]
     assert beyond_extent(part, "/time") == ["g/v/3/0", "g/v/4/1"]
+
+
+def test_to_nczarr_appends_char_variables_along_the_store_s_char_dimension(tmp_path):
+    """A char variable's character axis is the store's (here ``nchar``, netcdf-c's),
+    whatever the dataset's ``char_dim_name`` says (a dataset opened from netCDF carries
+    its own): on 0beaaff the append built ``string2`` and was refused (found by a
+    differential hunt)."""
+    import netCDF4
+
+    dst = tmp_path / "dst"
+    with netCDF4.Dataset(nc_url(dst), "w") as ds:
+        ds.createDimension("time", None)
+        ds.createDimension("nchar", 2)
+        ds.createVariable("time", "f8", ("time",))[:] = [0, 1]
+        lab = ds.createVariable("lab", "S1", ("time", "nchar"))
+        lab[:] = netCDF4.stringtochar(np.array([b"a0", b"b0"], dtype="S2"))
+    day = xr.Dataset(
+        {"lab": (("time",), np.array([b"a1", b"b1"], dtype="S2"))}, coords={"time": [2.0, 3.0]}
+    )
+    day["lab"].encoding["char_dim_name"] = "other"
+    nczarr.to_nczarr(day, dst, mode="a", append_dim="time")
+    with netCDF4.Dataset(nc_url(dst)) as ds:
+        assert ds["lab"].dimensions == ("time", "nchar")
+        assert netCDF4.chartostring(ds["lab"][:]).tolist() == ["a0", "b0", "a1", "b1"]

@@ -44,6 +44,8 @@ def store_encoding(var: Variable) -> dict[str, Any]:
     from ..translate.dtypes import nc_to_zarr_dtype
 
     enc: dict[str, Any] = {"chunksizes": tuple(var.chunks)}
+    if var.type == "char" and var.dimensions:  # S<n> bytes: xarray adds the char axis
+        enc["char_dim_name"] = var.dimensions[-1].rpartition("/")[2]
     if var.type not in ("char", "string"):
         enc["dtype"] = np.dtype(nc_to_zarr_dtype(var.type, var.endian, nczarr=False))
         fill = var.attributes.get("_FillValue")
