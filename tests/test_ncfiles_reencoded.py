@@ -232,3 +232,22 @@ def test_fixed_length_strings_of_an_hdf5_file_are_netcdf_strings(tmp_path: Path)
         nczarr.convert(path, tmp_path / "out.zarr", mode="zarr")
     z = xr.open_zarr(tmp_path / "out.zarr", consolidated=False)
     assert {k: z[k].values.tolist() for k in ("names", "labels")} == expected
+
+
+def test_a_zarr_v2_copy_of_int64_without_fill_value_says_xarray_reads_floats(
+    tmp_path: Path,
+) -> None:
+    """netCDF's default int64 fill kept as the Zarr v2 ``fill_value`` (it is what
+    netCDF4 masks) makes xarray read the variable as float64: integers beyond 2**53
+    lose precision, which a warning now says, naming the variable (found by a
+    differential hunt: nothing said so)."""
+    import xarray as xr
+
+    path = tmp_path / "i.nc"
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.createDimension("x", 2)
+        ds.createVariable("v", "i8", ("x",))[:] = [4611686018427387905, 1]
+    with pytest.warns(NCZarrWarning, match=r"'/v'.*reads the variable as float64"):
+        nczarr.convert(path, tmp_path / "o.zarr", mode="zarr")
+    got = xr.open_zarr(tmp_path / "o.zarr", consolidated=False)["v"]
+    assert got.dtype == np.float64  # what the warning says: xarray's reading, unchanged

@@ -116,6 +116,13 @@ def _masked_fill_warning(var: Variable, layout: str | None) -> str | None:
             f"attribute) is kept, so xarray masks the text {fill!r} as missing (NaN), "
             f"where netcdf-c's readers show it as text"
         )
+    if var.type in ("int64", "uint64"):  # found by a differential hunt: said nowhere
+        return (
+            f"{var.path!r}: the Zarr v2 fill_value {fill} (there is no _FillValue "
+            f"attribute) is kept, so xarray masks it and reads the variable as float64: "
+            f"its integers beyond 2**53 lose precision, where netCDF4 and xarray's "
+            f"netcdf4 engine read them exactly"
+        )
     return None
 
 
