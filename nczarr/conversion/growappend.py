@@ -194,7 +194,8 @@ def beyond_extent(store: Part, dimension: str) -> list[str]:
     for var in store.dataset.root.all_variables():
         if dimension in var.dimensions:
             axis = var.dimensions.index(dimension)
-            arrays[var.path.strip("/") + "/"] = (axis, var.chunks[axis], var.shape[axis])
+            spec = (axis, var.chunks[axis], var.shape[axis], len(var.shape))
+            arrays[var.path.strip("/") + "/"] = spec
     stale = []
     for key in store.stored:
         prefix = key.rpartition("/")[0]
@@ -203,8 +204,7 @@ def beyond_extent(store: Part, dimension: str) -> list[str]:
         spec = arrays.get(prefix + "/")
         if spec is None:
             continue
-        axis, length, size = spec
-        ndim = len(store.dataset.find_variable("/" + prefix).shape)
+        axis, length, size, ndim = spec
         coords = chunk_coords(key[len(prefix) + 1 :], ndim)
         if coords is not None and coords[axis] * length >= size:
             stale.append(key)

@@ -312,6 +312,11 @@ class FsspecMap(AsyncReads, BulkRequests, ZMap):
     def _remove(self, key: str) -> None:
         if not self._exists(key):
             raise KeyError(key)
+        self._delete(key)
+
+    def _delete(self, key: str) -> None:
+        """Delete ``key`` (known to exist, or on a store that deletes an absent object
+        silently), keeping the caches and the known tree."""
         try:
             self._call("delete", key, self._fs.rm_file, self._full(key))
         finally:

@@ -282,13 +282,8 @@ class S3Map(LevelReads, FsspecMap):
 
     def _remove_if_present(self, key: str) -> None:
         """One ``DeleteObject``: S3 answers it alike whether the object exists or not."""
-        try:
-            self._call("delete", key, self._fs.rm_file, self._full(key))
-        except KeyError:
-            pass
-        finally:
-            self._invalidate(key)
-        self._tree.deleted(key)
+        with contextlib.suppress(KeyError):
+            self._delete(key)
 
     def getsize(self, key: str) -> int:
         """Size of ``key`` in bytes, from one HEAD."""

@@ -120,8 +120,8 @@ def _masked_fill_warning(var: Variable, layout: str | None) -> str | None:
         return (
             f"{var.path!r}: the Zarr v2 fill_value {fill} (there is no _FillValue "
             f"attribute) is kept, so xarray masks it and reads the variable as float64: "
-            f"its integers beyond 2**53 lose precision, where netCDF4 and xarray's "
-            f"netcdf4 engine read them exactly"
+            f"its integers beyond 2**53 lose precision there, where the source's readers "
+            f"(netCDF4, xarray on netCDF or Zarr v3) read them exactly"
         )
     return None
 
