@@ -135,6 +135,7 @@ class ChunkRecoder:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._array: Any = None
         self._closer: weakref.finalize | None = None
+        self._absent_bytes: bytes | None = None
 
     @property
     def path(self) -> str:
@@ -204,7 +205,7 @@ class ChunkRecoder:
                 for c, n, size in zip(coords, src.chunks, src.shape, strict=True)
             )
             if self._never_written(coords):  # read as the view's fill, as whole chunks are
-                return self._filled() if self._shard_written(coords) else None
+                return self._filled() if self._shard_written(coords) else self._absent()
             try:
                 values = self._read_sharded(region)
             except NCZarrError:
@@ -223,7 +224,7 @@ class ChunkRecoder:
             try:
                 data = self._source[key]
             except KeyError:
-                return None
+                return self._absent()
         filters, compressor = self._src_codecs
         shape = self._chunk_shape if not src.scalar else ()
         limit = self._decoded_limit(shape)
@@ -250,6 +251,13 @@ class ChunkRecoder:
             )
         return values.reshape(shape, order=src.order)
 
+    def _absent(self) -> np.ndarray | None:
+        """A chunk the source does not store: None (the target leaves it out too), or
+        the values zarr-python reads there when the target must hold them."""
+        if self._re.absent_fill is None:
+            return None
+        return np.full(self._chunk_shape, self._re.absent_fill, dtype=self._src_dtype)
+
     def _where(self, key: str) -> str:
         return f"{self._source.url}: array {self._re.source.path!r}: chunk {key!r}"
 
@@ -273,12 +281,12 @@ class ChunkRecoder:
         )
 
     def _filled(self) -> np.ndarray:
-        """One chunk of the view's fill value: an inner chunk a written shard does not
-        hold. zarr-python would show the source's Zarr ``fill_value``, but the view (and
-        the engine's Zarr v3 reads) show every chunk never written as its fill value
-        (the reader's warning says when the two differ), and so must the copy."""
+        """One chunk as zarr-python reads an inner chunk a written shard does not hold:
+        the Zarr ``fill_value`` (``absent_fill`` where a ``_FillValue`` attribute is the
+        netCDF fill value; the fill value otherwise)."""
+        src = self._re.source
         full = np.empty(self._chunk_shape, dtype=self._src_dtype)
-        full[...] = _fill_of(self._re.source, self._src_dtype)
+        full[...] = _fill_of(src, self._src_dtype) if src.absent_fill is None else src.absent_fill
         return full
 
     def _shard_key(self, coords: tuple[int, ...]) -> str:
@@ -395,6 +403,13 @@ class ChunkRecoder:
         the process's :data:`~nczarr.inflate.DECODE_BUDGET`: the worker threads wait
         rather than hold more decoded chunks at once than the budget allows.
         """
+        if self._re.stored_verbatim:  # only the chunks the source does not store are made
+            try:
+                return self._source[self.source_key(coords)]
+            except KeyError:
+                if self._absent_bytes is None:  # the same bytes for each of them
+                    self._absent_bytes = self.encode_values(self._absent())  # type: ignore[arg-type]
+                return self._absent_bytes
         with DECODE_BUDGET.reserve(2 * self._chunk_bytes()):
             values = self.decode(coords)
             if values is None:

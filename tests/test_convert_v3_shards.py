@@ -145,62 +145,39 @@ def _holes(path: Path) -> None:
 @pytest.mark.parametrize(
     ("mode", "zarr_format"), [("zarr", 2), ("nczarr", None), ("zarr", 3)], ids=str
 )
-def test_inner_chunks_never_written_read_as_the_views_fill(
+def test_inner_chunks_never_written_read_as_zarrs_fill_value(
     tmp_path: Path, mode: str, zarr_format: int | None
 ) -> None:
-    """An inner chunk a written shard does not hold is a chunk never written: the
-    reader replaces the Zarr fill_value 0 by the _FillValue -9999 for those (and says
-    so), the engine shows them masked, and every copy reads them so, whether or not
-    the rest of their shard was written (it used to hold explicit zeros)."""
+    """An inner chunk a written shard does not hold, and a shard never written, read
+    as zarr's fill_value 0 (zarr-python and xarray read them so; the _FillValue -9999
+    is xarray's missing value, masked where stored), in the engine and in every copy.
+    They used to read as -9999: missing."""
     _holes(tmp_path / "s.zarr")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with xr.open_dataset(tmp_path / "s.zarr", engine="nczarr") as ds:
-            engine = ds["v"].values
-    np.testing.assert_array_equal(engine, [1, 2] + [np.nan] * 6)
+    with xr.open_dataset(tmp_path / "s.zarr", engine="zarr", consolidated=False) as ds:
+        theirs = ds["v"].values
+    np.testing.assert_array_equal(theirs, [1, 2] + [0] * 6)
+    with (
+        pytest.warns(nczarr.NCZarrWarning, match="chunks the source does not store hold"),
+        xr.open_dataset(tmp_path / "s.zarr", engine="nczarr") as ds,
+    ):
+        np.testing.assert_array_equal(ds["v"].values, theirs)
     kwargs = {"zarr_format": zarr_format} if zarr_format else {}
-    with pytest.warns(nczarr.NCZarrWarning, match="chunks not stored read as -9999"):
-        nczarr.convert(tmp_path / "s.zarr", str(tmp_path / "o"), mode, **kwargs)
+    if zarr_format == 3:  # shards and zarr's fill_value kept: a verbatim copy
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            report = nczarr.convert(tmp_path / "s.zarr", str(tmp_path / "o"), mode, **kwargs)
+        assert report.reencoded == () and report.chunks_copied == 1
+    else:
+        with pytest.warns(nczarr.NCZarrWarning, match="fill_value 0, not the fill value -9999"):
+            nczarr.convert(tmp_path / "s.zarr", str(tmp_path / "o"), mode, **kwargs)
     if mode == "nczarr":
         with netCDF4.Dataset(f"file://{tmp_path / 'o'}#mode=nczarr,file") as nc:
             got = nc["v"][:]
-        assert got.mask.tolist() == [False] * 2 + [True] * 6
-        assert got.data[:2].tolist() == [1, 2]
+        assert np.ma.getmaskarray(got).tolist() == [False] * 8
+        assert got.data.tolist() == [1, 2] + [0] * 6
         return
     np.testing.assert_array_equal(
-        zarr.open_array(tmp_path / "o" / "v", mode="r")[...], [1, 2] + [-9999] * 6
+        zarr.open_array(tmp_path / "o" / "v", mode="r")[...], [1, 2] + [0] * 6
     )
     with xr.open_dataset(tmp_path / "o", engine="zarr", consolidated=False) as ds:
-        np.testing.assert_array_equal(ds["v"].values, engine)
-
-
-def _part(path: Path, offset: int) -> np.ndarray:
-    group = zarr.open_group(path, mode="w", zarr_format=3)
-    v = group.create_array(
-        "v", shape=(4, 6), chunks=(2, 3), shards=(4, 6), dtype="<f4", dimension_names=["t", "x"]
-    )
-    v[...] = np.arange(24, dtype="<f4").reshape(4, 6) + offset
-    t = group.create_array("t", shape=(4,), chunks=(4,), dtype="<i4", dimension_names=["t"])
-    t[...] = np.arange(4) + offset
-    return v[...]
-
-
-def test_combine_to_zarr_v3_assembles_inner_chunks(tmp_path: Path) -> None:
-    """Combining concatenates chunk by chunk: the sources' shards are not kept (they
-    were, for a moment, and the output read the first source's shard everywhere)."""
-    parts = [_part(tmp_path / f"p{i}.zarr", 100 * i) for i in range(2)]
-    srcs = [tmp_path / "p0.zarr", tmp_path / "p1.zarr"]
-    _convert(srcs, tmp_path / "o.zarr", "zarr", zarr_format=3, concat_dim="t")
-    out = zarr.open_group(tmp_path / "o.zarr", mode="r")
-    np.testing.assert_array_equal(out["v"][...], np.concatenate(parts))
-
-
-def test_append_to_a_sharded_target_is_refused(tmp_path: Path) -> None:
-    _part(tmp_path / "p0.zarr", 0)
-    _part(tmp_path / "p1.zarr", 100)
-    _convert(tmp_path / "p0.zarr", tmp_path / "o.zarr", "zarr", zarr_format=3)
-    before = {p: p.read_bytes() for p in (tmp_path / "o.zarr").rglob("*") if p.is_file()}
-    with pytest.raises(nczarr.InvalidModeError, match="v stored in Zarr v3 shards"):
-        _convert(tmp_path / "p1.zarr", tmp_path / "o.zarr", append_dim="t")
-    after = {p: p.read_bytes() for p in (tmp_path / "o.zarr").rglob("*") if p.is_file()}
-    assert after == before
+        np.testing.assert_array_equal(ds["v"].values, theirs)

@@ -162,9 +162,10 @@ def test_the_shard_objects_read_are_the_stored_ones(tmp_path: Path, monkeypatch)
     assert through_zarr == []
 
 
-def test_view_fill_value_is_kept_on_the_v3_metadata(tmp_path: Path) -> None:
-    """A ``_FillValue`` attribute replaces the Zarr fill_value (as through the view):
-    a chunk never written reads as it, masked when decoding."""
+def test_chunks_not_stored_read_as_zarrs_fill_value(tmp_path: Path) -> None:
+    """A ``_FillValue`` attribute (-999) over zarr's fill_value 0: a chunk not stored
+    reads as 0, as zarr-python and xarray read it (it used to read as -999, masked),
+    and only -999 is masked when decoding."""
     group = zarr.open_group(tmp_path / "f.zarr", mode="w", zarr_format=3)
     a = group.create_array(
         "a",
@@ -176,13 +177,15 @@ def test_view_fill_value_is_kept_on_the_v3_metadata(tmp_path: Path) -> None:
         dimension_names=("x",),
         attributes={"_FillValue": -999},
     )
-    a[:2] = [5, 6]
-    with pytest.warns(NCZarrWarning, match=r"'/a': its _FillValue attribute -999"):
+    a[:2] = [5, -999]
+    with pytest.warns(NCZarrWarning, match=r"'/a': chunks re-encoded .*fill_value 0, not"):
         raw = xr.open_dataset(tmp_path / "f.zarr", engine="nczarr", mask_and_scale=False)
-    np.testing.assert_array_equal(raw["a"].values, [5, 6, -999, -999, -999, -999])
-    with pytest.warns(NCZarrWarning, match=r"_FillValue attribute -999"):
+    np.testing.assert_array_equal(raw["a"].values, [5, -999, 0, 0, 0, 0])
+    with pytest.warns(NCZarrWarning, match=r"fill_value 0, not the fill value -999"):
         decoded = xr.open_dataset(tmp_path / "f.zarr", engine="nczarr")
-    np.testing.assert_array_equal(decoded["a"].values, [5, 6, np.nan, np.nan, np.nan, np.nan])
+    theirs = xr.open_dataset(tmp_path / "f.zarr", engine="zarr", consolidated=False)
+    np.testing.assert_array_equal(decoded["a"].values, [5, np.nan, 0, 0, 0, 0])
+    np.testing.assert_array_equal(decoded["a"].values, theirs["a"].values)
 
 
 def test_producer_v3_store_reads_zarr_pythons_values_without_reencoding(recodes: list) -> None:

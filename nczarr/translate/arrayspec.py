@@ -36,6 +36,9 @@ class ArraySpec:
     warnings: tuple[str, ...] = ()
     shards: tuple[int, ...] | None = None
     shard_index: dict[str, Any] | None = None
+    #: Zarr v3 arrays whose ``_FillValue`` replaced ``fill_value``: what absent chunks
+    #: hold (``Variable.absent_fill``).
+    absent_fill: Any = None
 
 
 def _int_list(value: Any, what: str, key: str, *, positive: bool) -> tuple[int, ...]:

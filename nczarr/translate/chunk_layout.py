@@ -105,6 +105,10 @@ class ChunkLayout:
         the source holds them at its root (``0.0``).
     shards
         Sharded Zarr v3 arrays: ``(shard shape, inner chunk shape, array shape)``.
+    complete
+        Arrays whose every chunk is shown, stored in the source or not: ``(array
+        shape, chunk shape)`` (the chunks the source leaves out hold another value than
+        the target's fill value: ``Variable.absent_fill``).
     """
 
     arrays: tuple[str, ...] = ()
@@ -113,6 +117,7 @@ class ChunkLayout:
     source_prefix: Mapping[str, str] = field(default_factory=dict)
     shards: Mapping[str, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
     recoded: frozenset[str] = frozenset()
+    complete: Mapping[str, tuple[tuple[int, ...], tuple[int, ...]]] = field(default_factory=dict)
     array_set: frozenset[str] = field(init=False, repr=False, compare=False)
     #: Arrays that own every ``array/<name>`` key not starting with "." (no key
     #: mapping, no re-encoding): :meth:`owner` answers their chunks in one step.
@@ -208,10 +213,17 @@ class ChunkLayout:
         prefix: str,
         keys_below: Callable[[str], Iterable[str]],
         on_stray: Callable[[str, str], None],
+        *,
+        stored: bool = False,
     ) -> Iterator[str]:
         """Chunk keys (as shown) of ``array`` whose shown key is at or below ``prefix``,
-        from the source's listing ``keys_below(prefix)``. ``on_stray(key, array)`` is
-        told of objects among a re-encoded array's chunks that are not chunk keys."""
+        from the source's listing ``keys_below(prefix)`` (every chunk of the grid for a
+        :attr:`complete` array, unless ``stored``: only those the source holds).
+        ``on_stray(key, array)`` is told of objects among a re-encoded array's chunks
+        that are not chunk keys."""
+        if array in self.complete and not stored:
+            yield from self._grid_below(array, prefix)
+            return
         encoding = self.keys.get(array)
         if encoding is not None:
             yield from self._mapped_below(array, prefix, encoding, keys_below)
@@ -241,6 +253,16 @@ class ChunkLayout:
                 continue
             if flat or self.owner(key) == array:
                 yield key
+
+    def _grid_below(self, array: str, prefix: str) -> Iterator[str]:
+        """:meth:`shown_below` of a :attr:`complete` array: its whole chunk grid."""
+        shape, chunks = self.complete[array]
+        encoding = self.keys.get(array)
+        for coords in product(*(range(-(-n // c)) for n, c in zip(shape, chunks, strict=True))):
+            rest = encoding.target(coords) if encoding else ".".join(map(str, coords)) or "0"
+            shown = f"{array}/{rest}"
+            if shown == prefix or shown.startswith(prefix + "/") or prefix == array:
+                yield shown
 
     def _mapped_below(
         self,

@@ -121,7 +121,11 @@ class Variable(_NaNEq):
     ``"bool"`` (a ``ubyte`` array of 0/1 that Zarr stores as ``|b1``/``bool``) or
     ``"bytes"`` (a ``string`` array of fixed-width ``|S<maxstrlen>`` numpy bytes, not
     text); pure Zarr writers keep them, the NCZarr writer encodes them as xarray's
-    netcdf4 engine does (``docs/conversion.md``).
+    netcdf4 engine does (``docs/conversion.md``). ``absent_fill`` is what a chunk the
+    source does not store holds when that is not ``fill_value`` (None: the fill value):
+    zarr-python stores no chunk whose values all equal its ``fill_value`` (0), while
+    xarray keeps the netCDF fill value (-7) in a ``_FillValue`` attribute; a reader of
+    such a store sees 0 there, so a copy must too (:mod:`nczarr.translate.recode_plan`).
     """
 
     name: str
@@ -142,6 +146,7 @@ class Variable(_NaNEq):
     text_storage: Literal["unicode", "vlen-utf8"] | None = None
     shards: tuple[int, ...] | None = None
     logical: Literal["bool", "bytes"] | None = None
+    absent_fill: Any = None
     #: A sharded array's index as the source wrote it (``index_location`` and
     #: ``index_codecs`` of its ``sharding_indexed`` codec): a Zarr v3 target keeps the
     #: shards verbatim only with the same index. A detail of ``shards``: not compared.

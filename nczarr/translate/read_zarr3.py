@@ -162,27 +162,31 @@ def _dimensions(
 
 
 def _replaced_fill(fqn: str, fill: Any, zarr_fill: Any) -> str:
-    """The warning for an array whose ``_FillValue`` replaces its Zarr ``fill_value``.
-
-    Not only chunks never written are missing from the store: zarr-python (3, and 2
-    with ``write_empty_chunks=False``) stores no chunk whose values all equal the
-    ``fill_value``, and reads it back as those values. Those values (xarray's reading:
-    ``fill_value``, then ``_FillValue`` masked) read as ``fill`` here, i.e. as missing,
-    unless the ``fill_value`` is NaN, which xarray shows as missing anyway. Found by a
-    differential hunt on int16 arrays with ``_FillValue`` -7 and chunks of zeros;
-    reading such chunks as the ``fill_value`` needs the absent chunks made (a model
-    with two fills), not done: said here, naming the array."""
-    message = (
+    """The warning for an array whose ``_FillValue`` replaces a Zarr ``fill_value`` that
+    is NaN or text (:func:`_absent_fill` keeps the others): chunks not stored read as
+    ``fill``, which xarray shows as missing too."""
+    return (
         f"array {fqn!r}: its _FillValue attribute {fill!r} is the netCDF fill value; the "
         f"Zarr fill_value {zarr_fill!r} is replaced, so chunks not stored read as {fill!r}"
     )
+
+
+def _absent_fill(zarr_fill: Any, nc_type: str) -> Any:
+    """What chunks the store does not hold read as, where ``_FillValue`` replaced the
+    Zarr ``fill_value`` as the netCDF fill value (None: nothing to keep).
+
+    Not only chunks never written are missing from the store: zarr-python (3, and 2
+    with ``write_empty_chunks=False``) stores no chunk whose values all equal the
+    ``fill_value``, and reads it back as those values (xarray then masks
+    ``_FillValue``). Found by a differential hunt on int16 arrays with ``_FillValue``
+    -7 and chunks of zeros, which read as missing before. A NaN ``fill_value`` is not
+    kept: xarray shows NaN as missing, as the netCDF fill value is shown.
+    """
+    if zarr_fill is None or nc_type in ("char", "string"):
+        return None
     if isinstance(zarr_fill, float) and zarr_fill != zarr_fill:
-        return message
-    return (
-        f"{message}: zarr-python stores no chunk whose values all equal {zarr_fill!r}, so "
-        f"values {zarr_fill!r} in such chunks read as missing here, where xarray reads "
-        f"them as {zarr_fill!r}"
-    )
+        return None
+    return zarr_fill
 
 
 def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dict[str, Any]):
@@ -203,9 +207,12 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
             raise MetadataError(
                 f"{key!r}: invalid _FillValue attribute {json_text_safe(raw)}: {exc}"
             ) from None
+        absent = None
         if not _same(fill, spec.fill_value):
-            builder.warnings.append(_replaced_fill(group_fqn(prefix), fill, spec.fill_value))
-        spec = replace(spec, fill_value=fill)
+            absent = _absent_fill(spec.fill_value, nc_type)
+            if absent is None:
+                builder.warnings.append(_replaced_fill(group_fqn(prefix), fill, spec.fill_value))
+        spec = replace(spec, fill_value=fill, absent_fill=absent)
     elif _gdal_nodata(attrs, spec.fill_value, nc_type):
         # GDAL (its _CRS georeferencing says so) keeps nodata as the v3 fill_value
         # only, and masks it: the producer's missing value (docs/conversion.md)

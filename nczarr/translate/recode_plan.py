@@ -52,6 +52,19 @@ class Reencoding:
         return self.target.path.strip("/")
 
     @property
+    def absent_fill(self) -> Any:
+        """What each chunk the source does not store is written as (None: left out)."""
+        return self.source.absent_fill if self.target.absent_fill is None else None
+
+    @property
+    def stored_verbatim(self) -> bool:
+        """Whether the chunks the source stores are copied as they are: only the
+        chunks it does not store are made (holding :attr:`absent_fill`)."""
+        return self.absent_fill is not None and self.target == dataclasses.replace(
+            self.source, absent_fill=None
+        )
+
+    @property
     def message(self) -> str:
         """The warning: array, reason, and that its chunks are re-encoded."""
         return f"array {self.target.path!r}: chunks re-encoded ({self.reason})"
@@ -116,6 +129,13 @@ def _target(var: Variable, format: str, zarr_format: int = 2) -> tuple[Variable,
             f"Zarr v3 shards {list(var.shards)} become chunks {list(var.chunks)}: {no_shards}"
         )
         new = dataclasses.replace(new, shards=None, shard_index=None)
+    if var.absent_fill is not None and not (format == "zarr" and zarr_format == 3):
+        # only a Zarr v3 array keeps a fill_value apart from its _FillValue attribute
+        reasons.append(
+            f"chunks the source does not store hold its Zarr fill_value "
+            f"{var.absent_fill!r}, not the fill value {var.fill_value!r}: they are written"
+        )
+        new = dataclasses.replace(new, absent_fill=None)
     if format == "nczarr" and var.text_storage is not None:
         width = 4 * (var.maxstrlen or 1) if var.text_storage == "unicode" else var.maxstrlen
         width = width or DEFAULT_MAXSTRLEN

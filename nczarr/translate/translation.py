@@ -141,6 +141,11 @@ def draft(
             layout,  # shards kept as shards are shown (and copied) as whole objects
             shards={a: s for a, s in layout.shards.items() if a in reencoded},
             recoded=frozenset(reencoded),
+            complete={
+                path: (item.source.shape, item.source.chunks)
+                for path, item in reencoded.items()
+                if item.absent_fill is not None
+            },
         ),
         reencoded=reencoded,
         selection=(tuple(include or ()), tuple(exclude or ())),

@@ -295,6 +295,7 @@ class TreeBuilder:
             shards=spec.shards,
             shard_index=spec.shard_index,
             logical=spec.dtype.logical,
+            absent_fill=spec.absent_fill,
         )
 
     def parse_or_skip(self, prefix: str) -> ArraySpec | None:

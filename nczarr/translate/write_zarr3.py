@@ -130,6 +130,8 @@ def _fill_value(var: Variable) -> Any:
         if var.text_storage is not None:  # zarr-python's string types keep text as is
             return text
         return base64.b64encode(text.encode("utf-8")).decode("ascii")
+    if var.absent_fill is not None:  # xarray's array: zarr's fill_value apart from _FillValue
+        return encode_fill_value(var.absent_fill, var.type, nczarr=False)
     if var.fill_value is None:
         return 0.0 if var.type in ("float", "double") else 0
     return encode_fill_value(var.fill_value, var.type, nczarr=False)
