@@ -161,7 +161,9 @@ class ChunkRecoder:
         with self._lock:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
-                threading.Thread(target=loop.run_forever, name="nczarr-shards", daemon=True).start()
+                thread = threading.Thread(target=_run, args=(loop,), name="nczarr-shards")
+                thread.daemon = True
+                thread.start()
                 try:
                     array = asyncio.run_coroutine_threadsafe(self._open(), loop).result()
                 except BaseException as exc:
@@ -444,6 +446,15 @@ class ChunkRecoder:
         if values is None or values.size == 0:
             return 0
         return max(len(str(v).encode("utf-8")) for v in values.ravel() if v is not None)
+
+
+def _run(loop: asyncio.AbstractEventLoop) -> None:
+    """The shard reader's thread: the loop until :func:`_stop`, then closed (a loop
+    left open is a ResourceWarning when it is collected)."""
+    try:
+        loop.run_forever()
+    finally:
+        loop.close()
 
 
 def _stop(loop: asyncio.AbstractEventLoop) -> None:

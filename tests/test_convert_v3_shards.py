@@ -8,6 +8,7 @@ shards: there every inner chunk is still re-encoded into a chunk object.
 
 from __future__ import annotations
 
+import gc
 import json
 import warnings
 import zipfile
@@ -181,3 +182,15 @@ def test_inner_chunks_never_written_read_as_zarrs_fill_value(
     )
     with xr.open_dataset(tmp_path / "o", engine="zarr", consolidated=False) as ds:
         np.testing.assert_array_equal(ds["v"].values, theirs)
+
+
+def test_the_shard_readers_event_loop_is_closed(tmp_path: Path) -> None:
+    """Re-encoding a sharded array reads it with zarr-python on an event loop of its
+    own; the loop is closed when its reader is done (it was only stopped, and each
+    convert left a ResourceWarning "unclosed event loop" when collected)."""
+    _holes(tmp_path / "s.zarr")
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        nczarr.convert(tmp_path / "s.zarr", str(tmp_path / "o"), "nczarr")
+        gc.collect()
+    assert [str(w.message) for w in said if issubclass(w.category, ResourceWarning)] == []
