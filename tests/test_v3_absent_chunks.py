@@ -71,7 +71,10 @@ def test_netcdf_and_zarr_v2_copies_write_the_chunks_out(
     path, theirs = source
     out = tmp_path / "out.file"
     with pytest.warns(nczarr.NCZarrWarning, match=ABSENT):
+        plan = nczarr.convert(path, f"file://{out}#mode={mode},file", mode=mode, dry_run=True)
+    with pytest.warns(nczarr.NCZarrWarning, match=ABSENT):
         report = nczarr.convert(path, f"file://{out}#mode={mode},file", mode=mode)
+    assert plan.planned_bytes == sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     assert {p for p, _ in report.reencoded} == {"/v", "/s"}
     assert sorted(p.name for p in (out / "v").iterdir() if not p.name.startswith(".")) == [
         "0.0",

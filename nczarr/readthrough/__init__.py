@@ -387,9 +387,15 @@ class TranslatedView(ChunkListing, ZMap):
         if nkey in self._metadata:
             return len(self._metadata[nkey])
         if self._owner(nkey) is not None:
-            if self.reencoded_array(nkey) is not None:
+            array = self.reencoded_array(nkey)
+            if array is not None and not self._reencoded[array].stored_verbatim:
                 return len(self._reencode(nkey))
-            return self._source.getsize(self.source_key(nkey))
+            try:
+                return self._source.getsize(self.source_key(nkey))
+            except KeyError:
+                if array is None:
+                    raise
+                return len(self._reencode(nkey))  # not stored: made by the view
         raise KeyError(key)
 
     def close(self) -> None:
