@@ -104,6 +104,17 @@ def test_a_refused_append_leaves_the_store_byte_identical(tmp_path, kwargs, mess
     assert files(dst) == before
 
 
+def test_an_append_to_a_zarr_v3_store_is_refused_saying_what_to_do(tmp_path):
+    """A Zarr v3 store with zarr's own chunk keys (``c/0/0``): the message says so and
+    what to do (it used to name "(Zarr v3 chunk keys)" as re-encoded)."""
+    dst = tmp_path / "dst.zarr"
+    _open(daily(tmp_path / "a", 0, 3)).to_zarr(dst, zarr_format=3, consolidated=False)
+    before = files(dst)
+    with pytest.raises(nczarr.InvalidModeError, match=r"is a Zarr v3 store.*concat_dim"):
+        nczarr.convert(daily(tmp_path / "b", 3, 2), dst, append_dim="time")
+    assert files(dst) == before
+
+
 def _new_days(t0: int, n: int, lat=(1.0, 2.0, 3.0)) -> xr.Dataset:
     """Days ``t0 .. t0+n-1`` as a user holds them: decoded times, float temperatures."""
     ds = xr.Dataset(

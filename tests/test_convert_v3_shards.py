@@ -194,3 +194,29 @@ def test_the_shard_readers_event_loop_is_closed(tmp_path: Path) -> None:
         nczarr.convert(tmp_path / "s.zarr", str(tmp_path / "o"), "nczarr")
         gc.collect()
     assert [str(w.message) for w in said if issubclass(w.category, ResourceWarning)] == []
+
+
+def test_a_combine_into_zarr_v3_says_why_shards_become_chunks(tmp_path: Path) -> None:
+    """A combine writes one inner chunk at a time, whatever the target: into Zarr v3
+    the warning says that, not "Zarr v2 has no shards" (as it did)."""
+    parts = []
+    for i in range(2):
+        group = zarr.open_group(tmp_path / f"s{i}.zarr", mode="w", zarr_format=3)
+        t = group.create_array(
+            "t", shape=(4,), chunks=(4,), dtype="<i8", fill_value=0, dimension_names=["t"]
+        )
+        t[...] = np.arange(4 * i, 4 * i + 4)
+        v = group.create_array(
+            "v", shape=(4, 3), chunks=(2, 3), shards=(4, 3), dtype="<f4", fill_value=0.0
+        )
+        v.attrs["_ARRAY_DIMENSIONS"] = ["t", "x"]
+        v[...] = np.arange(12, dtype="f4").reshape(4, 3) + 100 * i
+        parts.append(v[...])
+    sources = [tmp_path / "s0.zarr", tmp_path / "s1.zarr"]
+    with pytest.warns(nczarr.NCZarrWarning) as said:
+        nczarr.convert(sources, tmp_path / "o.zarr", "zarr", zarr_format=3, concat_dim="t")
+    messages = [str(w.message) for w in said]
+    assert any("a combine or an append writes each inner chunk as a chunk" in m for m in messages)
+    assert not any("Zarr v2 has no shards" in m for m in messages), messages
+    out = zarr.open_group(tmp_path / "o.zarr", mode="r")
+    np.testing.assert_array_equal(out["v"][...], np.concatenate(parts))

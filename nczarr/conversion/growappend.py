@@ -322,11 +322,18 @@ def _check_appendable(view: TranslatedView, shown: str) -> None:
             f"cannot append to {shown!r}: {', '.join(sharded)} stored in Zarr v3 shards, and "
             "an append writes chunks, not shards (nothing was changed)"
         )
-    if view.keys_mapped or view.reencoded:
-        arrays = sorted(view.reencoded) or ["(Zarr v3 chunk keys)"]
+    if view.reencoded:
         raise InvalidModeError(
-            f"cannot append to {shown!r}: nczarr shows the chunks of {', '.join(arrays)} "
-            "re-encoded or under other keys; convert it first (nothing was changed)"
+            f"cannot append to {shown!r}: nczarr shows the chunks of "
+            f"{', '.join(sorted(view.reencoded))} re-encoded; convert it first (nothing "
+            "was changed)"
+        )
+    if view.keys_mapped:
+        raise InvalidModeError(
+            f"cannot append to {shown!r}: it is a Zarr v3 store, and appends go to NCZarr "
+            "and Zarr v2 stores only; combine the store and the new sources into a new "
+            "store instead (convert([store, source, ...], dst, concat_dim=...)), or convert "
+            "it to Zarr v2 first (nothing was changed)"
         )
 
 

@@ -108,28 +108,42 @@ def _for_netcdf_c(var: Variable) -> tuple[Variable, list[str]]:
     )
 
 
-def _target(var: Variable, format: str, zarr_format: int = 2) -> tuple[Variable, list[str]]:
-    """The variable as ``format`` stores it, and the reasons it is not a verbatim copy.
+def _no_shards(var: Variable, v3: bool, assembled: bool, recoded: bool) -> str | None:
+    """Why the shards of ``var`` become chunks (None: they stay shards).
 
-    Shards stay shards (their objects copied verbatim) when the target is Zarr v3 and
-    nothing else is re-encoded: the v3 writer describes them with the source's index
-    and the inner codecs (whose chunks the v3 reader found a byte-identical form for).
-    """
+    Shards stay shards (their objects copied verbatim) when the target is Zarr v3,
+    its chunks are not assembled, and nothing else is re-encoded: the v3 writer
+    describes them with the source's index and the inner codecs (whose chunks the v3
+    reader found a byte-identical form for)."""
+    if var.shards is None:
+        return None
+    if not v3:
+        return "Zarr v2 has no shards"
+    if assembled:
+        return "a combine or an append writes each inner chunk as a chunk"
+    if var.shard_index is None:
+        return "their index has no Zarr v3 form"
+    return "each inner chunk is re-encoded" if recoded else None
+
+
+def _target(
+    var: Variable, format: str, zarr_format: int = 2, assembled: bool = False
+) -> tuple[Variable, list[str]]:
+    """The variable as ``format`` stores it, and the reasons it is not a verbatim copy
+    (``assembled``: the target's chunks are assembled one by one, as a combine does)."""
     reasons: list[str] = []
     new = var
     if var.filters and var.filters[0].get("id") == "categorize":
         reasons.append("numcodecs 'categorize' codes become the strings they stand for")
         new = dataclasses.replace(new, filters=({"id": "vlen-utf8"}, *new.filters[1:]))
-    keep_shards = format == "zarr" and zarr_format == 3 and var.shard_index is not None
-    if var.shards is not None and (reasons or not keep_shards):
-        no_shards = "Zarr v2 has no shards"
-        if keep_shards:  # re-encoded for another reason: the chunks are written unsharded
-            no_shards = "each inner chunk is re-encoded"
+    v3 = format == "zarr" and zarr_format == 3
+    no_shards = _no_shards(var, v3, assembled, bool(reasons))
+    if no_shards is not None:
         reasons.append(
-            f"Zarr v3 shards {list(var.shards)} become chunks {list(var.chunks)}: {no_shards}"
+            f"Zarr v3 shards {list(var.shards or ())} become chunks {list(var.chunks)}: {no_shards}"
         )
         new = dataclasses.replace(new, shards=None, shard_index=None)
-    if var.absent_fill is not None and not (format == "zarr" and zarr_format == 3):
+    if var.absent_fill is not None and not (v3 and not assembled):
         # only a Zarr v3 array keeps a fill_value apart from its _FillValue attribute
         reasons.append(
             f"chunks the source does not store hold its Zarr fill_value "
@@ -159,10 +173,11 @@ def _target(var: Variable, format: str, zarr_format: int = 2) -> tuple[Variable,
 
 
 def plan_reencoding(
-    dataset: Dataset, format: str, zarr_format: int = 2
+    dataset: Dataset, format: str, zarr_format: int = 2, *, assembled: bool = False
 ) -> tuple[Dataset, dict[str, Reencoding]]:
     """Which arrays of ``dataset`` are re-encoded for ``format`` (``zarr_format``: 2 or
-    3 for pure Zarr), and the target dataset.
+    3 for pure Zarr; ``assembled``: the target's chunks are assembled one by one, as a
+    combine or an append does), and the target dataset.
 
     Pure. Returns the dataset as the target describes it (unchanged variables are
     the same objects) and, keyed by array key prefix, a :class:`Reencoding` per
@@ -173,7 +188,7 @@ def plan_reencoding(
     def visit(group: Group) -> Group:
         variables = {}
         for name, var in group.variables.items():
-            target, reasons = _target(var, format, zarr_format)
+            target, reasons = _target(var, format, zarr_format, assembled)
             if reasons:
                 found[var.path.strip("/")] = Reencoding(var, target, "; ".join(reasons))
             variables[name] = target

@@ -130,8 +130,9 @@ def draft(
         An ``include``/``exclude`` pattern matches nothing.
     """
     selected = select_dataset(read, include, exclude)
-    zarr_format = target.zarr_format if target.keep_shards else 2  # 2: no shards kept
-    planned, reencoded = plan_reencoding(selected, target.format, zarr_format)
+    planned, reencoded = plan_reencoding(
+        selected, target.format, target.zarr_format, assembled=not target.keep_shards
+    )
     layout = chunk_layout(read, selected, chunk_keys, bare_root=bare_root)
     return Translation(
         target=target,
