@@ -154,7 +154,9 @@ def test_to_nczarr_appends_with_the_store_encodings(tmp_path):
 def test_to_nczarr_refusals_leave_the_store_byte_identical(tmp_path):
     dst = daily(tmp_path / "dst", 0, 3)
     before = files(dst)
-    with pytest.raises(nczarr.InvalidModeError, match=r"'/lat'.*values differ"):
+    with pytest.raises(
+        nczarr.InvalidModeError, match=r"cannot combine the dataset and .*'/lat'.*values differ"
+    ):
         nczarr.to_nczarr(_new_days(3, 2, lat=(0.0, 2.0, 3.0)), dst, mode="a", append_dim="time")
     with pytest.raises(nczarr.InvalidModeError, match=r"extra.*not in the store"):
         nczarr.to_nczarr(

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .. import hooks
-from ..errors import InvalidModeError, UnsupportedError
+from ..errors import InvalidModeError, NCZarrError, UnsupportedError
 from ..maps.base import ZMap
 from ..maps.memory import MemoryMap
 from ..translate.model import Dataset, Variable
@@ -127,10 +127,15 @@ def append_dataset(
     write(obj, part, mode="w-", unlimited_dims=unlimited)
     if hooks.appender is None:  # pragma: no cover - nczarr/__init__ installs it
         raise RuntimeError("no append engine installed (nczarr.hooks.appender)")
-    return hooks.appender(
-        part,
-        url,
-        append_dim=append_dim,
-        target_options=storage_options,
-        combine_attrs="override",
-    )
+    try:
+        return hooks.appender(
+            part,
+            url,
+            append_dim=append_dim,
+            target_options=storage_options,
+            combine_attrs="override",
+        )
+    except NCZarrError as exc:  # the staged copy's memory:// name means nothing to a user
+        if part.url not in str(exc):
+            raise
+        raise type(exc)(str(exc).replace(part.url, "the dataset")) from exc
