@@ -49,6 +49,8 @@ def test_pure_zarr_and_legacy_summaries() -> None:
     assert "blosc(blocksize=0, clevel=5, cname='lz4', shuffle=1)" in text
     legacy = info_of("v2uc_ncgen490.zip")
     assert "layout        nczarr-v2-keys: NCZarr 2.0.0, keys in .zgroup/.zarray" in legacy
+    # not "read-only for netcdf-c 4.10" of every such store: 4.10 refuses 4.9.0's
+    assert "misreads or refuses 4.8.1/4.9.0's upper-case ones: nczarr check" in legacy
     assert "written by    netCDF 4.9.0\n" in legacy
     assert "  /count     int64   scalar" in legacy
 

@@ -21,8 +21,9 @@ __all__ = ["format_info", "describe_layout", "format_codec"]
 _LAYOUTS = {
     LAYOUT_V1: "NCZarr 1.0 (separate .nczarr/.nczgroup/.nczvar objects; netcdf-c 4.8.0, "
     "2021 builds)",
-    LAYOUT_V2_KEYS: "NCZarr 2.0.0, keys in .zgroup/.zarray (netcdf-c 4.8.1-4.9.2; read-only "
-    "for netcdf-c 4.10)",
+    LAYOUT_V2_KEYS: "NCZarr 2.0.0, keys in .zgroup/.zarray (netcdf-c 4.8.1-4.9.2; netcdf-c "
+    "4.10 opens 4.9.1/4.9.2's lower-case keys read-only and misreads or refuses 4.8.1/4.9.0's "
+    "upper-case ones: nczarr check tells which, nczarr migrate mends it)",
     LAYOUT_V2: "NCZarr 2.0.0, metadata in .zattrs (netcdf-c 4.9.3+, current)",
     LAYOUT_ZARR: "pure Zarr",
     "netcdf4": "netCDF-4 file (HDF5)",
