@@ -63,6 +63,13 @@ def _write(ds: netCDF4.Dataset) -> None:
     gv = g.createVariable("group", "i1", ("1dim",))
     gv.valid = np.int8(-128)
     gv[:] = [-128, 127]
+    # rows in nested groups: ncdump prints a row's first line unindented, counting the
+    # group's indent where it wraps (nczarr indented them)
+    h = g.createGroup("h")
+    h.createDimension("wide", 30)
+    rows = h.createVariable("rows", "i4", ("1dim", "wide"))
+    rows[:] = np.arange(60).reshape(2, 30) * 1001
+    h.createVariable("pair", "i2", ("1dim", "n"))[:] = np.arange(8).reshape(2, 4)
 
 
 def _same(a: netCDF4.Group, b: netCDF4.Group) -> None:

@@ -229,14 +229,15 @@ def _char_strings(values: np.ndarray) -> np.ndarray:
     return np.array(texts, dtype=object).reshape(values.shape[:-1])
 
 
-def _wrapped(first: str, pieces: list[str], continuation: str) -> list[str]:
-    """``first`` followed by ``pieces``, wrapped as ncdump wraps data lines."""
+def _wrapped(first: str, pieces: list[str], continuation: str, unprinted: int = 0) -> list[str]:
+    """``first`` followed by ``pieces``, wrapped as ncdump wraps data lines
+    (``unprinted``: columns ncdump counts on the first line without printing them)."""
     lines: list[str] = []
-    line = first
+    line, extra = first, unprinted
     for piece in pieces:
-        if len(line) + len(piece) > _MAX_COLUMNS - 1 and line.strip():
+        if extra + len(line) + len(piece) > _MAX_COLUMNS - 1 and line.strip():
             lines.append(line)
-            line = continuation
+            line, extra = continuation, 0
         line += piece
     lines.append(line)
     return lines
@@ -271,7 +272,8 @@ def format_data(var: Variable, values: np.ndarray, indent: str = "") -> list[str
     for i, row in enumerate(rows):
         end = " ;" if i == len(rows) - 1 else ","
         pieces = [f"{item}, " for item in row[:-1]] + [f"{row[-1]}{end}"]
-        lines.extend(_wrapped(f"{indent}  ", pieces, continuation))
+        # ncdump prints a row's first line unindented in groups, but counts the indent
+        lines.extend(_wrapped("  ", pieces, continuation, len(indent)))
     return lines
 
 
@@ -312,10 +314,9 @@ def _group_lines(
         lines.extend(_attribute_line("", a, indent) for a in group.attributes.values())
         if special and is_root:
             lines.append(f'{indent}\t\t:_Format = "netCDF-4" ;')
-    dumped = [v for v in group.variables.values() if data is not None and _wanted(v, selected)]
-    if dumped and data is not None:
+    if data is not None and group.variables:  # ncdump: even if -v selects none of them
         lines.append(f"{indent}data:")
-        for var in dumped:
+        for var in (v for v in group.variables.values() if _wanted(v, selected)):
             lines.append("")
             lines.extend(format_data(var, data(var), indent))
     for child in group.groups.values():
