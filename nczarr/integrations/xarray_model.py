@@ -32,6 +32,7 @@ from ..errors import (
 )
 from ..translate.conventions import DEFAULT_MAXSTRLEN, DTYPE_TO_NC
 from ..translate.model import Attribute, Dataset, Dimension, Group, Variable
+from .xarray_ranges import checked_packing
 
 __all__ = ["ModelPlan", "netcdf_attribute"]
 
@@ -333,7 +334,7 @@ class ModelPlan:
                     {unlimited_dims} if isinstance(unlimited_dims, str) else set(unlimited_dims)
                 )
             check_fill_values(ds, path)
-            variables, attrs = _encode(ds, path)
+            variables, attrs = _encode(checked_packing(ds, path), path)
             dims[path] = {}
             nc_vars: dict[str, Variable] = {}
             for name, var in variables.items():
