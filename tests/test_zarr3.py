@@ -494,8 +494,10 @@ def test_convert_to_zarr_v2_opens_in_zarr_python_and_xarray(v3_store: Path, tmp_
     report = nczarr.convert(v3_store, out, mode="zarr")
     # and zarr-python's int64 fill -1 without _FillValue: xarray masks it in a v2 copy
     # (not in the v3 source) and reads the array as float64 (said since 890544d)
-    assert report.warnings[0] == SHARD_WARNING and len(report.warnings) == 2
+    # and its scalar '/s', a 0-d array that netcdf-c 4.10 leaves out of a Zarr v2 copy
+    assert report.warnings[0] == SHARD_WARNING and len(report.warnings) == 3
     assert report.warnings[1].startswith("'/v2k': the Zarr v2 fill_value -1 (there is no")
+    assert report.warnings[2].startswith("array '/s': a netCDF scalar, written as a 0-d")
     assert (report.arrays, report.chunks_copied, report.chunks_reencoded) == (10, 25, 4)
     files = _chunk_files(out)
     assert {k: v for k, v in files.items() if not k.startswith("sh/")} == _expected_chunks(v3_store)

@@ -15,6 +15,7 @@ from ..errors import UnsupportedTypeError, warn_all
 from ..maps.base import ZMap
 from ..translate.grow import GrowPlan, plan_growth
 from ..translate.order import array_nodes, order_metadata
+from ..translate.target import Target
 from ..translate.writer import check_zarr_format, write_with_warnings
 from ..translate.zarr2_fills import exact_default_fills
 from .apply import write_metadata
@@ -84,6 +85,16 @@ def write_plan_metadata(
     return ordered, list(written.warnings)
 
 
+def _zero_d_scalars(plan: GrowPlan, opts: PartOptions) -> list[str]:
+    """``convert``'s warnings on the scalars a new pure Zarr v2 store holds as 0-d
+    arrays, which netcdf-c leaves out (:mod:`~nczarr.translate.write_zarr`)."""
+    if (opts.fmt, opts.zarr_format, opts.netcdf_scalars) != ("zarr", 2, False):
+        return []
+    from ..translate.write_zarr import zero_d_scalar_warnings  # only for a v2 target
+
+    return zero_d_scalar_warnings(plan.dataset, Target("zarr"))
+
+
 def plan_parts(
     parts: Sequence[Part],
     dim: str,
@@ -104,8 +115,10 @@ def plan_parts(
     (not ``first_is_target``) is a written copy: netcdf-c's rounded default double
     fill (no ``_FillValue``) becomes NC_FILL_DOUBLE in its metadata and in the chunks
     assembled, with ``convert``'s warning
-    (:func:`~nczarr.translate.zarr2_fills.exact_default_fills`); an append keeps the
-    store's own fill. Returns ``(plan, readers, metadata, warnings)``."""
+    (:func:`~nczarr.translate.zarr2_fills.exact_default_fills`), and its 0-d scalars
+    in pure Zarr v2 get ``convert``'s warning that netcdf-c leaves them out
+    (:func:`_zero_d_scalars`); an append keeps the store's own fill and scalars.
+    Returns ``(plan, readers, metadata, warnings)``."""
     # a part kept without its map: opened again (an append's part 0 is its target)
     readers = Readers(parts, sources, 1 if first_is_target else 0)
     plan = plan_growth(
@@ -121,6 +134,7 @@ def plan_parts(
     if not first_is_target:  # a new store: a written copy, as convert writes it
         exact, fills = exact_default_fills(plan.dataset, opts.zarr_format)
         plan = dataclasses.replace(plan, dataset=exact)
+        fills += _zero_d_scalars(plan, opts)
     metadata, written_warnings = write_plan_metadata(plan, opts)
     warnings = [*plan.warnings, *fills, *written_warnings]
     for p in parts[1:] if first_is_target else parts:

@@ -13,6 +13,7 @@ import math
 import struct
 
 from ..errors import MetadataError
+from ..translate.conventions import FILLVALUE
 from ..translate.model import Attribute, Dataset, Dimension, Group, Variable
 from .cdf import CDF_TYPES, CDFAttribute, CDFHeader, CDFVariable, type_size
 from .layout import (
@@ -49,9 +50,15 @@ _STRUCT = {
 
 
 def _attribute(attr: CDFAttribute) -> Attribute:
+    """One attribute in the model's form: a char attribute's every byte but trailing
+    NULs (a C terminator: ncdump and netCDF4 leave them out, and a copy would carry
+    them as JSON ``\\u0000``, which netcdf-c reads as ``"u0000"``), as the netCDF-4
+    reader (:mod:`~nczarr.ncfile.h5attrs`) reads them. A ``_FillValue`` keeps its
+    bytes: ``"\\0"`` is a fill value, not a terminator."""
     kind, dtype = CDF_TYPES[attr.type_code]
     if kind == "char":
-        return Attribute(attr.name, "char", attr.raw.decode("utf-8", "surrogateescape"))
+        raw = attr.raw if attr.name == FILLVALUE else attr.raw.rstrip(b"\x00")
+        return Attribute(attr.name, "char", raw.decode("utf-8", "surrogateescape"))
     code = _STRUCT[dtype]
     count = len(attr.raw) // struct.calcsize(code)
     return Attribute(attr.name, kind, struct.unpack(f">{count}{code}", attr.raw))

@@ -103,6 +103,28 @@ def nc_type(dtype: np.dtype, h5py: Any) -> str | None:
     return _NC_TYPES.get((dtype.kind, dtype.itemsize))
 
 
+def _char_text(attr_id: Any, value: Any, h5py: Any) -> str:
+    """A char attribute's text, every byte netcdf-c stores (``nc_get_att_text``).
+
+    netcdf-c writes a char attribute as one fixed-length HDF5 string of exactly its
+    length, marked null-terminated; h5py reads such a string up to its first NUL, so
+    ``"ab\\0cd"`` read as ``"ab"``, silently. The stored bytes are read unconverted
+    instead: a NUL inside the text is kept (ncdump prints ``"ab\\000cd"``, netCDF4
+    ``"abcd"``; the writers warn that netcdf-c reads it back from JSON as ``"u0000"``),
+    trailing NULs (a C terminator, or a null-padded string's padding) are left out, as
+    ncdump and netCDF4 leave them out. A variable-length string stays h5py's.
+    """
+    file_type = attr_id.get_type()
+    if not isinstance(file_type, h5py.h5t.TypeStringID) or file_type.is_variable_str():
+        return "".join(text(v) for v in np.asarray(value).reshape(-1))
+    size = file_type.get_size()
+    raw = np.zeros(attr_id.shape, dtype=f"V{size}")
+    attr_id.read(raw, mtype=file_type)  # the file's own type: no conversion, no truncation
+    data = raw.tobytes()
+    items = [data[i : i + size] for i in range(0, len(data), size)]
+    return "".join(text(item.rstrip(b"\x00")) for item in items)
+
+
 def _attribute(obj: Any, name: str, h5py: Any, what: str) -> Attribute:
     """One attribute in the model's form; a MetadataError for a user-defined type."""
     attr_id = obj.attrs.get_id(name)
@@ -116,8 +138,7 @@ def _attribute(obj: Any, name: str, h5py: Any, what: str) -> Attribute:
     if isinstance(value, h5py.Empty):
         return Attribute(name, kind, "" if kind == "char" else ())
     if kind == "char":
-        arr = np.asarray(value).reshape(-1)
-        return Attribute(name, "char", "".join(text(v) for v in arr))
+        return Attribute(name, "char", _char_text(attr_id, value, h5py))
     if kind == "string":
         arr = np.asarray(value, dtype=object).reshape(-1)
         return Attribute(name, "string", tuple(text(v) for v in arr))

@@ -17,7 +17,7 @@ import binascii
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .compat_base import GDAL, NC48, NC49, NC410, NETCDF_C, XARRAY, ZARR_PYTHON
+from .compat_base import GDAL, NC48, NC49, NC410, XARRAY, ZARR_PYTHON
 from .compat_facts import ArrayFacts
 from .compat_types import (
     legacy_char,
@@ -195,6 +195,30 @@ def _blosc_scalar(facts: ArrayFacts) -> str | None:
 def _zero_d(facts: ArrayFacts) -> str | None:
     if facts.shape == []:
         return "drops a 0-d array (shape []) with only a log message: the scalar is missing"
+    return None
+
+
+def _netcdf_490_zero_d(facts: ArrayFacts) -> str | None:
+    """Measured with Debian's ncdump 4.9.0 (``tests/test_check_netcdf49.py``): the
+    header lists the 0-d array as a scalar, reading its value crashes."""
+    if facts.shape == []:
+        return (
+            "4.9.0 (Debian's ncdump, nccopy) lists a 0-d array (shape []) as a scalar but "
+            "crashes (segmentation fault) reading its value: ncdump of the store dies"
+        )
+    return None
+
+
+def _netcdf_490_own_scalar(facts: ArrayFacts) -> str | None:
+    """Measured with Debian's ncgen and ncdump 4.9.0 (``tests/test_check_netcdf49.py``):
+    even ``ncdump -h`` of a store ncgen 4.9.0 wrote with a scalar crashes."""
+    storage = (facts.nczarr_array or {}).get("storage")
+    if facts.layout == LAYOUT_V2_KEYS and facts.uppercase_keys and storage == "scalar":
+        return (
+            "4.9.0 (Debian's ncdump, nccopy) crashes (segmentation fault) opening a "
+            "4.8.1/4.9.0 store holding a scalar ('storage': 'scalar'), even one its own "
+            "ncgen wrote; the migrated store opens"
+        )
     return None
 
 
@@ -444,7 +468,9 @@ RULES: tuple[Rule, ...] = (
     Rule((NC48,), "misreads", _netcdf_48_codecs),
     Rule((NC410,), "misreads", _swapped_fill),
     Rule((NC410,), "refuses", _blosc_scalar, f"{TO_NCZARR} (re-encodes the scalar)"),
-    Rule(NETCDF_C, "ignores", _zero_d, f"{TO_ZARR} --netcdf-scalars"),
+    Rule((NC48, NC410), "ignores", _zero_d, f"{TO_ZARR} --netcdf-scalars"),
+    Rule((NC49,), "fails", _netcdf_490_zero_d, f"{TO_ZARR} --netcdf-scalars"),
+    Rule((NC49,), "refuses", _netcdf_490_own_scalar, "nczarr migrate URL"),
     Rule((ZARR_PYTHON,), "misreads", _netcdf_scalar, TO_ZARR, translates=True),
     Rule((XARRAY, GDAL), "misreads", _netcdf_scalar, TO_ZARR),
     Rule((XARRAY,), "refuses", _no_array_dimensions, TO_ZARR),

@@ -11,7 +11,9 @@ sections 2.3-2.6 and ``zarr-xarray-vs-netcdf-c.md``):
   xarray masks where netcdf-c's readers do not is warned about);
 * scalars are 0-d arrays (shape ``[]``, chunks ``[]``, ``_ARRAY_DIMENSIONS: []``),
   what zarr-python and xarray write and expect; netcdf-c 4.10 silently leaves such
-  arrays out. With ``netcdf_scalars`` they are written as netcdf-c writes them
+  arrays out, without an error, and Debian's netcdf-c 4.9.0 crashes reading
+  them: a written copy (``convert``, ``migrate``) warns naming each such scalar
+  (:func:`zero_d_scalar_warnings`). With ``netcdf_scalars`` they are written as netcdf-c writes them
   (shape and chunks ``[1]``, ``_ARRAY_DIMENSIONS: ["_scalar_"]``; the chunk key
   ``0`` is the same), which netcdf-c reads as scalars and zarr-python and xarray as
   1-element arrays of a dimension ``_scalar_``;
@@ -51,7 +53,7 @@ from .write_common import WriteResult, dumps, group_key, ncproperties, zarray_do
 from .zarr2_fills import masked_fill_warnings, zarr2_fill
 from .zarr_names import add_utf8_json, dimension_names, plain_attributes
 
-__all__ = ["write_zarr", "zarray_zarr", "dimension_names"]
+__all__ = ["write_zarr", "zarray_zarr", "dimension_names", "zero_d_scalar_warnings"]
 
 
 def write_zarr(dataset: Dataset, target: Target | None = None) -> WriteResult:
@@ -72,13 +74,16 @@ def write_zarr(dataset: Dataset, target: Target | None = None) -> WriteResult:
     -------
     WriteResult
         The objects (parents before children), one warning per renamed
-        dimension and one per kept ``fill_value`` xarray masks where netcdf-c's
-        readers show data.
+        dimension, one per kept ``fill_value`` xarray masks where netcdf-c's
+        readers show data and, for a written copy (``target.written_copy``), one per
+        scalar written as a 0-d array (:func:`zero_d_scalar_warnings`).
     """
     target = target or Target("zarr")
     noxarray, netcdf_scalars = target.noxarray, target.netcdf_scalars
     out = LazyMetadata()  # serialised when asked for (the engine wants documents)
     warnings: list[str] = masked_fill_warnings(dataset)
+    if target.written_copy:  # a view is read by zarr-python and xarray, not netcdf-c
+        warnings += zero_d_scalar_warnings(dataset, target)
 
     def utf8(key: str, doc: dict[str, Any]) -> None:
         add_utf8_json(out, key, doc, warnings)
@@ -116,3 +121,26 @@ def zarray_zarr(
     # netCDF text without _FillValue gets null, which xarray does not mask (zarr2_fills).
     fill = encode_fill_value(zarr2_fill(var, layout), var.type, nczarr=var.text_storage is not None)
     return zarray_document(var, nczarr=False, fill_value=fill, netcdf_scalars=netcdf_scalars)
+
+
+def zero_d_scalar_warnings(dataset: Dataset, target: Target) -> list[str]:
+    """One warning per netCDF scalar a pure Zarr v2 ``target`` writes as a 0-d array.
+
+    netcdf-c reads pure Zarr v2 (``#mode=zarr``), but not 0-d arrays: libnetcdf 4.10
+    leaves the variable out of the dataset, without an error (netCDF4 lists the
+    other variables), and Debian's netcdf-c 4.9.0 lists it as a scalar and crashes
+    (segmentation fault) reading its value. Measured in
+    ``tests/test_zarr_scalars_netcdf_c.py``. Nothing for ``netcdf_scalars`` (shape
+    ``[1]``, which netcdf-c reads), NCZarr or Zarr v3 (which no netcdf-c reads).
+    """
+    if target.format != "zarr" or target.zarr_format != 2 or target.netcdf_scalars:
+        return []
+    return [
+        f"array {var.path!r}: a netCDF scalar, written as a 0-d Zarr array (shape []) "
+        "as zarr-python and xarray write it; netcdf-c 4.10 (#mode=zarr) leaves it out "
+        "of the dataset without an error, and netcdf-c 4.9.0 crashes reading it: "
+        "netcdf_scalars=True (CLI --netcdf-scalars) writes scalars as netcdf-c does "
+        "(shape [1], dimension _scalar_), or convert to NCZarr"
+        for var in dataset.root.all_variables()
+        if var.scalar
+    ]
