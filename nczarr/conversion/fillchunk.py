@@ -58,7 +58,12 @@ def _reads_as(absent: Any, fill_value: Any) -> str:
     """``absent``'s value in words: the fill value, or zarr-python's default for a
     ``null`` fill value (which is what a reader gets, not ``None``)."""
     values = np.asarray(absent).ravel()
-    value = repr(values[:1].tolist()[0]) if values.size else "nothing"
+    if not values.size:
+        value = "nothing"
+    elif values.dtype.kind in "mM":  # NaT would show as None in Python terms
+        value = str(values[0])
+    else:
+        value = repr(values[:1].tolist()[0])
     if fill_value is None:
         return f"{value} (fill_value null: zarr-python's default for the dtype)"
     return f"{value} (the fill value)"
