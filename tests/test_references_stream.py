@@ -106,7 +106,7 @@ def test_nc_parquet_streamed_values_and_fill(tmp_path: Path) -> None:
         assert m.each_stored_chunk("sparse", lambda *a: None)
         assert not m.each_stored_chunk("masked", lambda *a: None)
     said = " ".join(str(w.message) for w in caught if w.category is NCZarrWarning)
-    assert "array /sparse: 7 chunk(s) missing from the source (fill value)" in said
+    assert "array /sparse: 7 chunk(s) missing from the source written" in said
     assert "array /masked cannot be referenced" in said and "1 chunk(s)" in said
     assert counts["inlined"] == 1
     with (
@@ -229,7 +229,7 @@ def test_fill_chunk_is_encoded_outside_hdf5s_walk(tmp_path: Path, monkeypatch) -
     held: list[bool] = []
     encode = reference_files.encoded_fill_chunk
 
-    def encoded(zarray: bytes, array: str) -> bytes:
+    def encoded(zarray: bytes, array: str) -> object:
         held.append(phil._is_owned())
         return encode(zarray, array)
 

@@ -16,15 +16,22 @@ directory, ``s3://bucket/...``); :func:`to_icechunk` returns it, and readers pas
 Chunks that cannot be pointed at (arrays the view re-encodes, compressed zip members)
 follow the rule of reference sets: copied into the repository (announced) within
 ``max_inlined`` bytes per array, refused above it unless ``exclude=`` names the array.
-Everything is checked before the repository is created.
+Everything that can be checked (the budget, NaN/infinite attributes Icechunk refuses
+in metadata) is checked before the repository is created; a failure after that
+removes what was created in a local directory (an ``icechunk.Storage`` given keeps
+it: Icechunk cannot delete a repository), so a retry is not refused.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import math
 import os
-from collections.abc import Mapping, Sequence
+import re
+import shutil
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -35,6 +42,8 @@ from ..readthrough import TranslatedView, view
 from .references import DEFAULT_MAX_INLINED, Entries, check_limits
 
 __all__ = ["to_icechunk"]
+
+_ODD = re.compile(r"[^A-Za-z0-9._~/:-]")  # characters a container prefix must not hold
 
 
 def _import_icechunk() -> Any:
@@ -56,8 +65,19 @@ def _url(location: str) -> str:
 
 
 def _container_prefix(urls: Sequence[str]) -> str:
-    """The longest prefix ending in ``/`` shared by ``urls`` (a directory or bucket)."""
+    """The longest prefix ending in ``/`` shared by ``urls`` (a directory or bucket)
+    whose characters are plain (letters, digits, ``-._~/:``).
+
+    Icechunk matches a chunk's URL against its containers' prefixes as written, but
+    compares percent-encoded characters (a space, non-ASCII, ``%`` itself, as
+    ``Path.as_uri`` writes them) decoded: a container ``file:///d/with%20space/``
+    handles no chunk (neither does ``file:///d/with space/``), while the container
+    ``file:///d/`` reads ``file:///d/with%20space/f.nc`` (icechunk 1.1 and 2.3). So
+    the prefix stops at the directory before the first such character."""
     common = os.path.commonprefix(list(urls))  # noqa: RUF071 (cut at the last "/" below)
+    odd = _ODD.search(common, len(urlsplit(common).scheme) + 1)
+    if odd is not None:
+        common = common[: odd.start()]
     prefix = common[: common.rfind("/") + 1]
     scheme = urlsplit(prefix).scheme
     if scheme == "s3" and prefix.count("/") < 3:
@@ -116,18 +136,36 @@ def _plan(entries: Entries, translated: TranslatedView, virtual: bool) -> list[t
     return chunks
 
 
-def _storage(icechunk: Any, storage: Any, src: Any, options: Mapping[str, Any] | None) -> Any:
-    """An ``icechunk.Storage``; a path means local storage there (checked apart
-    from ``src``, and absent or empty)."""
+def _storage(
+    icechunk: Any, storage: Any, src: Any, options: Mapping[str, Any] | None
+) -> tuple[Any, Path | None]:
+    """An ``icechunk.Storage``, and the local directory it is when ``storage`` is a
+    path (checked apart from ``src``, and absent or empty), else None."""
     if not isinstance(storage, str | os.PathLike):
-        return storage
+        return storage, None
     from .overlap import check_distinct
 
     check_distinct(src, os.fspath(storage), src_options=options)
     path = Path(storage)
     if path.exists() and any(path.iterdir()):
         raise TargetExistsError(f"{path} exists and is not empty: nothing was written")
-    return icechunk.local_filesystem_storage(str(path))
+    return icechunk.local_filesystem_storage(str(path)), path
+
+
+def _discard(path: Path | None, existed: bool) -> None:
+    """Remove what a failed :func:`to_icechunk` created in the local directory ``path``
+    (absent or empty before), so that a retry is not refused; nothing for a given
+    ``icechunk.Storage``, which offers no way to delete a repository."""
+    if path is None or not path.exists():
+        return
+    if not existed:
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    for child in path.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
 
 
 def to_icechunk(
@@ -172,15 +210,17 @@ def to_icechunk(
     ------
     UnsupportedError
         An array cannot be referenced and exceeds ``max_inlined`` (named, with the
-        ``exclude=`` to pass); chunks live where Icechunk cannot read them; icechunk
-        is not installed.
+        ``exclude=`` to pass); chunks live where Icechunk cannot read them; an
+        attribute holds NaN or an infinity (named; before anything is written);
+        Icechunk refused a key (named); icechunk is not installed.
     TargetExistsError
         A repository (or anything) is already at ``storage``.
     """
     icechunk = _import_icechunk()
     check_limits(0, max_inlined)
     options = dict(storage_options or {})
-    storage = _storage(icechunk, storage, src, options)
+    storage, local = _storage(icechunk, storage, src, options)
+    existed = local is not None and local.exists()
     with view(src, "zarr", zarr_format=3, storage_options=options) as translated:
         entries = Entries(
             translated,
@@ -192,10 +232,16 @@ def to_icechunk(
         chunks = _plan(entries, translated, virtual)
         urls = [c[1] for c in chunks if len(c) == 4]
         prefix = _container_prefix(urls) if urls else None
-        repo = _create(icechunk, storage, prefix, options)
-        session = repo.writable_session("main")
-        _write(session.store, entries.metadata, chunks)
-        snapshot = session.commit(message or f"nczarr: {translated.source.describe()}")
+        objects, renamed = _default_keys(entries.metadata)
+        _check_finite(objects)
+        try:  # from here on a failure removes the repository made in a local directory
+            repo = _create(icechunk, storage, prefix, options)
+            session = repo.writable_session("main")
+            _write(icechunk, session.store, objects, renamed, chunks)
+            snapshot = session.commit(message or f"nczarr: {translated.source.describe()}")
+        except BaseException:
+            _discard(local, existed)
+            raise
     warn_all(entries.warnings())
     return {
         "snapshot": snapshot,
@@ -239,49 +285,130 @@ def _credentials(icechunk: Any, prefix: str, options: Mapping[str, Any]) -> Any:
 
 def _default_keys(
     metadata: Sequence[tuple[str, str]],
-) -> tuple[list[tuple[str, bytes]], dict[str, int]]:
+) -> tuple[list[tuple[str, bytes]], dict[str, tuple[int, str]]]:
     """The metadata objects as bytes, arrays with Zarr's ``default`` chunk key encoding
-    (Icechunk knows chunk keys ``a/c/0/1`` only; the view names them ``a/0.1``); and
-    the dimensionality of each array whose keys change."""
+    (Icechunk knows chunk keys ``a/c/0/1`` only; the view names them ``a/0.1``, or
+    ``a/0/1`` for a Zarr v2 source with the ``/`` separator); and, for each array whose
+    keys change, its dimensionality and the view's separator."""
     out: list[tuple[str, bytes]] = []
-    renamed: dict[str, int] = {}
+    renamed: dict[str, tuple[int, str]] = {}
     for key, text in metadata:
         value = base64.b64decode(text[7:]) if text.startswith("base64:") else text.encode()
         if key == "zarr.json" or key.endswith("/zarr.json"):
             node = json.loads(value)
-            if node.get("node_type") == "array" and node["chunk_key_encoding"]["name"] == "v2":
+            encoding = node.get("chunk_key_encoding") or {}
+            if node.get("node_type") == "array" and encoding.get("name") == "v2":
                 node["chunk_key_encoding"] = {
                     "name": "default",
                     "configuration": {"separator": "/"},
                 }
                 value = json.dumps(node).encode()
-                renamed[key[: -len("zarr.json")].rstrip("/")] = len(node["shape"])
+                separator = (encoding.get("configuration") or {}).get("separator", ".")
+                renamed[key[: -len("zarr.json")].rstrip("/")] = (len(node["shape"]), separator)
         out.append((key, value))
     return out, renamed
 
 
-def _chunk_key(key: str, renamed: dict[str, int]) -> str:
-    """``a/0.1`` as ``a/c/0/1`` (``a/0`` of a 0-d array as ``a/c``) for renamed arrays."""
-    array, _, index = key.rpartition("/")
-    if array not in renamed:
-        return key
-    if renamed[array] == 0:
-        return f"{array}/c"
-    return f"{array}/c/" + index.replace(".", "/")
+def _chunk_key(key: str, renamed: dict[str, tuple[int, str]]) -> str:
+    """``a/0.1`` (or ``a/0/1``) as ``a/c/0/1``, ``a/0`` of a 0-d array as ``a/c``, for
+    renamed arrays. The array is the one prefix of ``key`` that names an array (arrays
+    have no children), so a ``/`` separator is not taken for a level of groups."""
+    parts = key.split("/")
+    for cut in range(len(parts)):
+        array = "/".join(parts[:cut])
+        if array not in renamed:
+            continue
+        ndim, separator = renamed[array]
+        index = parts[cut:] if separator == "/" else "/".join(parts[cut:]).split(".")
+        chunk = ["c", *index] if ndim else ["c"]
+        return "/".join([array, *chunk] if array else chunk)
+    return key
 
 
-def _write(store: Any, metadata: Sequence[tuple[str, str]], chunks: list[tuple]) -> None:
-    """Metadata objects, then chunks (virtual references or bytes), into ``store``."""
+class _NonFinite(Exception):
+    """A bare NaN/Infinity met while parsing a metadata object strictly."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NonFinite(name)
+
+
+def _non_finite(value: Any, path: str) -> str | None:
+    """The path (``name``, ``name[1]``, ``name/key``) of the first non-finite float in
+    ``value``, an attribute value or an attribute mapping, or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path
+    if isinstance(value, dict):
+        items: Any = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    for k, item in items:
+        where = f"{path}[{k}]" if isinstance(k, int) else f"{path}/{k}".lstrip("/")
+        found = _non_finite(item, where)
+        if found is not None:
+            return found
+    return None
+
+
+def _check_finite(objects: Sequence[tuple[str, bytes]]) -> None:
+    """Refuse, before the repository is created, metadata Icechunk refuses: bare
+    ``NaN``/``Infinity`` in JSON (attributes holding NaN or infinities, as netCDF's
+    ``missing_value = NaN`` or ``valid_max = inf``). zarr-python and xarray write them
+    bare in Zarr v3 as in v2 (the v3 specification names ``"NaN"``/``"Infinity"``
+    strings for ``fill_value`` only, and strings would read back as text), and
+    Icechunk's parser rejects them, even when zarr-python writes them."""
+    for key, value in objects:
+        if not key.endswith("zarr.json"):
+            continue
+        try:
+            json.loads(value, parse_constant=_reject_constant)
+        except _NonFinite:
+            node = json.loads(value)
+            where = _non_finite(node.get("attributes") or {}, "")
+            node_path = "/" + key[: -len("zarr.json")].rstrip("/")
+            what = f"attribute {where!r} of {node_path}" if where else f"metadata {key!r}"
+            raise UnsupportedError(
+                f"{what} holds NaN or an infinity, which Icechunk cannot store in "
+                "metadata (it accepts no NaN/Infinity JSON): nothing was written. "
+                "Remove or change the attribute in the source, or save a reference set "
+                "(nczarr.references) or a Zarr v3 copy (nczarr.convert), which keep it"
+            ) from None
+
+
+def _write(
+    icechunk: Any,
+    store: Any,
+    objects: Sequence[tuple[str, bytes]],
+    renamed: dict[str, tuple[int, str]],
+    chunks: list[tuple],
+) -> None:
+    """Metadata objects, then chunks (virtual references or bytes), into ``store``;
+    what Icechunk refuses is an ``UnsupportedError`` naming the key."""
     from zarr.core.buffer import cpu
     from zarr.core.sync import sync
 
-    objects, renamed = _default_keys(metadata)
+    refusal = icechunk.IcechunkError
     for key, value in sorted(objects, key=lambda item: item[0].count("/")):  # parents first
-        sync(store.set(key, cpu.Buffer.from_bytes(value)))
+        with _refused(key, refusal):
+            sync(store.set(key, cpu.Buffer.from_bytes(value)))
     for chunk in chunks:
         key = _chunk_key(chunk[0], renamed)
-        if len(chunk) == 4:
-            _, url, offset, length = chunk
-            store.set_virtual_ref(key, url, offset=offset, length=length)
-        else:
-            sync(store.set(key, cpu.Buffer.from_bytes(chunk[1])))
+        with _refused(key, refusal):
+            if len(chunk) == 4:
+                _, url, offset, length = chunk
+                store.set_virtual_ref(key, url, offset=offset, length=length)
+            else:
+                sync(store.set(key, cpu.Buffer.from_bytes(chunk[1])))
+
+
+@contextmanager
+def _refused(key: str, refusal: type[BaseException]) -> Iterator[None]:
+    """Icechunk's ``refusal`` of ``key`` as an ``UnsupportedError`` naming the key and
+    Icechunk's reason (the last line of its report), the original as the cause."""
+    try:
+        yield
+    except refusal as exc:
+        last = str(exc).strip().splitlines()[-1:] or [type(exc).__name__]
+        raise UnsupportedError(f"Icechunk refused {key!r}: {last[0].strip(' `->')}") from exc

@@ -20,7 +20,6 @@ is written.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import math
@@ -33,7 +32,7 @@ import numpy as np
 from ..errors import TargetExistsError, UnsupportedError, warn_all
 from ..maps.base import ZMap
 from ..readthrough import view
-from .fillchunk import encoded_fill_chunk
+from .fillchunk import FillChunk, encoded_fill_chunk
 from .references import DEFAULT_MAX_INLINED, Entries, check_limits, inline_bytes
 
 __all__ = ["DEFAULT_RECORD_SIZE", "PARQUET_SUFFIXES", "reference_format", "write_references"]
@@ -140,8 +139,9 @@ def _write_array(mapper: Any, entries: Entries, array: str, zarray: str, step: i
             strays.append(key)
         else:
             present[index] = True
-    fill: str | None = None
-    missing = size = 0
+    fill: FillChunk | None = None
+    inlined = ""
+    missing = 0
     for start in range(0, total, step):
         stop = min(start + step, total)
         keys = _grid_keys(array, grid, start, stop)
@@ -151,20 +151,15 @@ def _write_array(mapper: Any, entries: Entries, array: str, zarray: str, step: i
             mapper[key] = entry
         if len(found) < len(keys):
             if fill is None:
-                chunk = encoded_fill_chunk(zarray.encode(), "/" + array)
-                fill, size = inline_bytes(chunk), len(chunk)
+                fill = encoded_fill_chunk(zarray.encode(), "/" + array)
+                inlined = inline_bytes(fill.chunk)
             for key, here in zip(keys, flags, strict=True):
                 if not here:
-                    mapper[key] = fill
+                    mapper[key] = inlined
                     missing += 1
     for key, entry in entries.entries_for(array, strays):
         mapper[key] = entry
-    if missing:
-        entries.notes.append(
-            f"array /{array}: {missing} chunk(s) missing from the source (fill value) "
-            f"written into the Parquet set as an encoded fill-value chunk of {size} "
-            "bytes (fsspec's Parquet reader cannot leave a chunk out)"
-        )
+    _note_missing(entries, array, missing, fill)
 
 
 def _stream_array(
@@ -192,6 +187,7 @@ def _stream_array(
     strides = [math.prod(grid[i + 1 :]) for i in range(len(grid))]
     state = {"next": 0, "missing": 0}
     fill, refused = _fill_before_walk(zarray, array)
+    inlined = inline_bytes(fill.chunk) if fill is not None else ""
     later: list[str] = []  # chunks with a skipped filter: re-encoded after the walk
     late: list[tuple[str, list]] = []  # pointers to cells already written as the fill
 
@@ -206,7 +202,7 @@ def _stream_array(
                 raise refused
             for key, here in zip(_grid_keys(array, grid, start, stop), flags, strict=True):
                 if not here:
-                    mapper[key] = fill[0]
+                    mapper[key] = inlined
                     state["missing"] += 1
         state["next"] = stop
 
@@ -255,9 +251,9 @@ def _replace_fill(mapper: Any, late: list[tuple[str, list]]) -> None:
         mapper[key] = entry
 
 
-def _fill_before_walk(zarray: str, array: str) -> tuple[list[str], UnsupportedError | None]:
-    """The inlined fill-value chunk of ``array`` (a list of one), or the refusal to
-    raise if a chunk turns out to be missing.
+def _fill_before_walk(zarray: str, array: str) -> tuple[FillChunk | None, UnsupportedError | None]:
+    """The fill-value chunk of ``array``, or the refusal to raise if a chunk turns out
+    to be missing.
 
     Encoded before the chunk walk, never inside it: HDF5's chunk walk calls back with
     h5py's global lock held, and zarr-python encodes in its own event-loop thread,
@@ -265,18 +261,19 @@ def _fill_before_walk(zarray: str, array: str) -> tuple[list[str], UnsupportedEr
     the walk waits for zarr: a deadlock (seen in CI, in
     ``test_nc_parquet_streamed_values_and_fill``)."""
     try:
-        return [inline_bytes(encoded_fill_chunk(zarray.encode(), "/" + array))], None
+        return encoded_fill_chunk(zarray.encode(), "/" + array), None
     except UnsupportedError as exc:
-        return [], exc
+        return None, exc
 
 
-def _note_missing(entries: Entries, array: str, missing: int, fill: list[str]) -> None:
-    if missing:
-        size = len(base64.b64decode(fill[0][len("base64:") :]))
+def _note_missing(entries: Entries, array: str, missing: int, fill: FillChunk | None) -> None:
+    """Announce the ``missing`` chunks of ``array`` given ``fill`` (what it reads as)."""
+    if missing and fill is not None:
         entries.notes.append(
-            f"array /{array}: {missing} chunk(s) missing from the source (fill value) "
-            f"written into the Parquet set as an encoded fill-value chunk of {size} "
-            "bytes (fsspec's Parquet reader cannot leave a chunk out)"
+            f"array /{array}: {missing} chunk(s) missing from the source written into "
+            f"the Parquet set as an encoded chunk of {len(fill.chunk)} bytes reading "
+            f"as {fill.reads_as}, as zarr-python reads a chunk never written "
+            "(fsspec's Parquet reader cannot leave a chunk out)"
         )
 
 
