@@ -121,13 +121,16 @@ def test_deflate64_zip() -> None:
     assert (v.type, v.shape, v.chunks) == ("int", (200, 200), (100, 100))
 
 
-def test_noshape_is_a_metadata_error() -> None:
-    with pytest.raises(
-        MetadataError,
-        match=r"'v/.zattrs': _ARRAY_DIMENSIONS \[\"d0\"\] names 1 dimension\(s\) but the "
-        r"array has shape \[\] \(rank 0\)",
+def test_noshape_reads_as_a_scalar_with_a_warning() -> None:
+    """netcdf-c's corrupt-input fixture: shape [] with one name. An odd array, not a
+    broken store: read as a scalar (the names ignored), named in a warning."""
+    with pytest.warns(
+        NCZarrWarning,
+        match=r"array '/v': _ARRAY_DIMENSIONS \[\"d0\"\] has 1 name\(s\) but the array has "
+        r"rank 0 \(shape \[\]\): read as a scalar",
     ):
-        read(map_from_zip(fixture_path("ref_noshape.file.zip")))
+        v = read(map_from_zip(fixture_path("ref_noshape.file.zip"))).root.variables["v"]
+    assert (v.scalar, v.dimensions, v.shape) == (True, (), ())
 
 
 # ------------------------------------------------------------ netcdf-c pure mode
@@ -387,23 +390,31 @@ def test_scalars(shape: list[int], names: list[str] | None, scalar: bool, dims: 
             ["x", "y", "z"],
             r"_ARRAY_DIMENSIONS \[\"x\",\"y\",\"z\"\] has 3 name\(s\) but the array has rank 2",
         ),
-        (["x", 3], r"_ARRAY_DIMENSIONS must be a list of non-empty names without '/'"),
+        (["x", 3], r"_ARRAY_DIMENSIONS \[\"x\",3\] is not a list of non-empty names without '/'"),
         (
             ["x", "a/b"],
-            r"_ARRAY_DIMENSIONS must be a list of non-empty names without '/', "
-            r"got \[\"x\",\"a/b\"\]",
+            r"_ARRAY_DIMENSIONS \[\"x\",\"a/b\"\] is not a list of non-empty names without '/'",
         ),
-        ("xy", r"_ARRAY_DIMENSIONS must be a list of non-empty names"),
+        ("xy", r"_ARRAY_DIMENSIONS \"xy\" is not a list of non-empty names"),
     ],
 )
 def test_bad_array_dimensions(names: Any, message: str) -> None:
+    """Names that cannot name the axes make the array's axes anonymous, with a warning
+    naming the array; the rest of the store reads as usual."""
     meta = {
         ".zgroup": {"zarr_format": 2},
         "v/.zarray": _zarray([2, 3]),
         "v/.zattrs": {"_ARRAY_DIMENSIONS": names},
+        "w/.zarray": _zarray([2]),
+        "w/.zattrs": {"_ARRAY_DIMENSIONS": ["x"]},
     }
-    with pytest.raises(MetadataError, match=r"'v/.zattrs': " + message):
-        read(_mem(meta))
+    with pytest.warns(NCZarrWarning, match=r"array '/v': " + message):
+        root = read(_mem(meta)).root
+    assert root.variables["v"].dimensions == (
+        "/_Anonymous_Dimension_2",
+        "/_Anonymous_Dimension_3",
+    )
+    assert root.variables["w"].dimensions == ("/x",)
 
 
 def test_group_and_array_at_one_node() -> None:

@@ -134,7 +134,7 @@ def _check_representable(
     starts = tuple(
         prefix
         for p in refused
-        for prefix in (f"skipped array {p!r}", f"array {p!r} left out of the Zarr v3 output")
+        for prefix in (f"skipped array {p!r}", f"array {p!r} left out of the ")
     )
     reasons = [w for w in translated.warnings if w.startswith(starts)]
     raise UnsupportedTypeError(

@@ -248,15 +248,37 @@ def _no_array_dimensions(facts: ArrayFacts) -> str | None:
     return "no _ARRAY_DIMENSIONS: xarray cannot name the array's dimensions"
 
 
+def _named_axes(facts: ArrayFacts) -> tuple[int, int] | None:
+    """(names, rank) of an array whose ``_ARRAY_DIMENSIONS`` is a list (0-d arrays
+    included: ``ref_noshape`` names one dimension of a shape ``[]``)."""
+    shape, dims = facts.shape, facts.dims
+    if not isinstance(shape, list) or not isinstance(dims, list):
+        return None
+    if facts.nczarr_scalar and facts.nczarr_layout:
+        return None
+    return len(dims), len(shape)
+
+
 def _dims_mismatch(facts: ArrayFacts) -> str | None:
-    if _ranked(facts) and isinstance(facts.dims, list) and len(facts.dims) != len(facts.shape):
-        return f"_ARRAY_DIMENSIONS has {len(facts.dims)} names for {len(facts.shape)} dimensions"
+    counts = _named_axes(facts)
+    if counts is not None and counts[0] != counts[1]:
+        return f"_ARRAY_DIMENSIONS has {counts[0]} names for {counts[1]} dimensions"
     return None
 
 
 def _dims_short(facts: ArrayFacts) -> str | None:
     if _ranked(facts) and isinstance(facts.dims, list) and len(facts.dims) < len(facts.shape):
         return "crashes (segfault in 4.10.1) on _ARRAY_DIMENSIONS shorter than the rank"
+    return None
+
+
+def _dims_long(facts: ArrayFacts) -> str | None:
+    if _ranked(facts) and isinstance(facts.dims, list) and len(facts.dims) > len(facts.shape):
+        extra = ", ".join(str(name) for name in facts.dims[len(facts.shape) :])
+        return (
+            f"_ARRAY_DIMENSIONS longer than the rank: shows {extra} as dimension(s) of "
+            "arbitrary length (read past the shape)"
+        )
     return None
 
 
@@ -474,8 +496,9 @@ RULES: tuple[Rule, ...] = (
     Rule((ZARR_PYTHON,), "misreads", _netcdf_scalar, TO_ZARR, translates=True),
     Rule((XARRAY, GDAL), "misreads", _netcdf_scalar, TO_ZARR),
     Rule((XARRAY,), "refuses", _no_array_dimensions, TO_ZARR),
-    Rule((XARRAY,), "refuses", _dims_mismatch),
-    Rule((NC410,), "refuses", _dims_short),
+    Rule((XARRAY,), "refuses", _dims_mismatch, TO_ZARR),  # the copy names its axes
+    Rule((NC410,), "refuses", _dims_short, TO_ZARR),
+    Rule((NC410,), "misreads", _dims_long, TO_ZARR),
     Rule((ZARR_PYTHON,), "fails", _raw_text_fill, TO_ZARR, translates=True),
     # measured in tests/test_check_readers.py
     Rule((NC410,), "misreads", _fortran_order, TO_NCZARR),

@@ -29,6 +29,7 @@ __all__ = [
     "ZMETADATA",
     "ZARR_JSON",
     "ZARR_METADATA_NAMES",
+    "RESERVED_NODE_NAMES",
     "V1_SUPERBLOCK",
     "V1_GROUP",
     "V1_ARRAY_NAMES",
@@ -89,6 +90,15 @@ V1_GROUP: Final = ".nczgroup"
 V1_ARRAY_NAMES: Final = (".nczvar", ".nczarray")  # 4.8.0, then 2021 dev builds
 V1_ATTR_NAMES: Final = (".nczattr", ".nczattrs")
 V1_OBJECT_NAMES: Final = frozenset({V1_SUPERBLOCK, V1_GROUP, *V1_ARRAY_NAMES, *V1_ATTR_NAMES})
+
+#: Zarr version of a target -> the names no group or array of it may have: its metadata
+#: objects live under the same key as such a node (``zarr.json`` beside ``zarr.json/``),
+#: so one of the two could not be written. Zarr v2 and NCZarr also reserve netcdf-c's
+#: legacy objects, which netcdf-c 4.10 still looks for.
+RESERVED_NODE_NAMES: Final = {
+    2: frozenset({*ZARR_METADATA_NAMES, *V1_OBJECT_NAMES}),
+    3: frozenset({ZARR_JSON}),
+}
 
 #: V1 attribute type table: decimal nc_type ids.
 V1_TYPE_CODES: Final = {

@@ -140,25 +140,20 @@ def _dimensions(
     shape: tuple,
     key: str,
 ) -> tuple[str, ...]:
-    names = doc.get("dimension_names")
+    what = "dimension_names"
+    names = doc.get(what)
     if names is None:
-        names = attrs.get(ARRAY_DIMENSIONS)
+        what, names = ARRAY_DIMENSIONS, attrs.get(ARRAY_DIMENSIONS)
+    if names is not None:
+        names = builder.usable_names(key.rpartition("/")[0], names, shape, what, nulls=True)
     if names is None:
         names = [None] * len(shape)
-    if not isinstance(names, list) or len(names) != len(shape):
-        raise MetadataError(
-            f"{key!r}: dimension_names {json_text_safe(names)} must list one name (or null) "
-            f"per dimension of shape {list(shape)}"
-        )
-    out = []
-    for name, size in zip(names, shape, strict=True):
-        if name is None or name == "":
-            out.append(builder.anonymous(size, key=key))
-        elif isinstance(name, str) and "/" not in name:
-            out.append(builder.named(group, name, size, key=key))
-        else:
-            raise MetadataError(f"{key!r}: invalid dimension name {json_text_safe(name)}")
-    return tuple(out)
+    return tuple(
+        builder.anonymous(size, key=key)
+        if name is None or name == ""
+        else builder.named(group, name, size, key=key)
+        for name, size in zip(names, shape, strict=True)
+    )
 
 
 def _replaced_fill(fqn: str, fill: Any, zarr_fill: Any) -> str:

@@ -16,7 +16,9 @@ Pure Zarr rules (see the NCZarr spec, "Translation" and "Compatibility", and
   two lengths in one group (netcdf-c refuses such a store) keeps the first length;
   each other length becomes a dimension ``<name>_<n>``, with a warning.
 * Arrays without names get one shared root dimension
-  ``_Anonymous_Dimension_<n>`` per distinct length ``n``.
+  ``_Anonymous_Dimension_<n>`` per distinct length ``n``. So do arrays whose names
+  cannot name their axes (not a list of names, or not one name per axis: zarr-python
+  reads such an array, xarray refuses its store), with a warning naming the array.
 * Shape ``[]`` (with no or empty ``_ARRAY_DIMENSIONS``) and shape ``[1]`` with
   ``["_scalar_"]`` are scalars.
 * An array whose dtype has no netCDF equivalent is skipped with a warning.
@@ -235,34 +237,50 @@ class TreeBuilder:
         self, group: str, prefix: str, spec: ArraySpec, zattrs: Any
     ) -> tuple[tuple[str, ...], bool]:
         """Dimension FQNs and the scalar flag of an array, by the pure-Zarr rules."""
-        attrs_key = join_key(prefix, ZATTRS)
         names = zattrs.get(ARRAY_DIMENSIONS) if isinstance(zattrs, dict) else None
-        if names is not None and not _valid_names(names):
-            raise MetadataError(
-                f"{attrs_key!r}: {ARRAY_DIMENSIONS} must be a list of non-empty names "
-                f"without '/', got {json_text_safe(names)}"
-            )
+        if names is not None:
+            names = self.usable_names(prefix, names, spec.shape, ARRAY_DIMENSIONS, nulls=False)
         if not spec.shape:
-            if names:
-                raise MetadataError(
-                    f"{attrs_key!r}: {ARRAY_DIMENSIONS} {json_text_safe(names)} names "
-                    f"{len(names)} dimension(s) but the array has shape [] (rank 0)"
-                )
             return (), True
         if names == [SCALAR_DIM] and spec.shape == (1,):
             return (), True
-        if names is None:
-            key = join_key(prefix, ZARRAY)
-            return tuple(self.anonymous(n, key=key) for n in spec.shape), False
-        if len(names) != len(spec.shape):
-            raise MetadataError(
-                f"{attrs_key!r}: {ARRAY_DIMENSIONS} {json_text_safe(names)} has {len(names)} "
-                f"name(s) but the array has rank {len(spec.shape)} (shape {list(spec.shape)})"
-            )
         key = join_key(prefix, ZARRAY)
+        if names is None:
+            return tuple(self.anonymous(n, key=key) for n in spec.shape), False
         return tuple(
             self.named(group, n, size, key=key) for n, size in zip(names, spec.shape, strict=True)
         ), False
+
+    def usable_names(
+        self, prefix: str, names: Any, shape: tuple[int, ...], what: str, *, nulls: bool
+    ) -> list[Any] | None:
+        """``names`` if they can name the axes of an array of ``shape``, else None
+        (the array's axes are then anonymous) with a warning naming the array.
+
+        ``_ARRAY_DIMENSIONS`` (or ``dimension_names``) that is not a list of names, or
+        lists a number of names other than the rank, is an odd array, not a broken
+        store: zarr-python reads such an array, so it is read as if it had no names,
+        as the dimension renamed for a second length is (README, "Read any layout").
+        With ``nulls``, ``None`` and ``""`` entries (a Zarr v3 ``null``: one anonymous
+        axis) are names too.
+        """
+        valid = isinstance(names, list) and all(
+            (nulls and n in (None, "")) or (isinstance(n, str) and n and "/" not in n)
+            for n in names
+        )
+        if valid and len(names) == len(shape):
+            return names
+        if not valid:
+            problem = "is not a list of non-empty names without '/'"
+        else:
+            problem = f"has {len(names)} name(s) but the array has rank {len(shape)}"
+        read = "read as a scalar" if not shape else "read with anonymous dimensions"
+        self.warnings.append(
+            f"array {group_fqn(prefix)!r}: {what} {json_text_safe(names)} {problem} "
+            f"(shape {list(shape)}): {read}, as without {what} (xarray refuses such a "
+            "store; 'nczarr check' says what each reader does with it)"
+        )
+        return None
 
     # ----------------------------------------------------------------- variables
     def make_variable(
@@ -365,10 +383,6 @@ def _bytes_as_bytes(spec: ArraySpec) -> ArraySpec:
     if dtype.nc_type != "string" or dtype.text_storage is not None or dtype.logical:
         return spec
     return replace(spec, dtype=replace(dtype, logical="bytes"))
-
-
-def _valid_names(names: Any) -> bool:
-    return isinstance(names, list) and all(isinstance(n, str) and n and "/" not in n for n in names)
 
 
 def _join_fqn(group: str, name: str) -> str:

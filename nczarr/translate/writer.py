@@ -30,6 +30,7 @@ from typing import Literal
 from .conventions import FORMATS, ZMETADATA
 from .model import Dataset
 from .netcdf_forms import nczarr_forms
+from .reserved_names import leave_out_reserved
 from .target import Target, check_zarr_format
 from .write_common import (
     WriteResult,
@@ -97,13 +98,20 @@ WRITERS: dict[tuple[str, int], Callable[[Dataset, Target], WriteResult]] = {
 def write_target(dataset: Dataset, target: Target) -> WriteResult:
     """The metadata objects (and warnings) that describe ``dataset`` as ``target``
     (a written copy says NC_FILL_DOUBLE for netcdf-c's rounded default double fill:
-    :func:`~nczarr.translate.zarr2_fills.exact_default_fills`)."""
+    :func:`~nczarr.translate.zarr2_fills.exact_default_fills`). Nodes named as the
+    target's metadata objects are left out first, as arrays the target cannot describe
+    (:func:`~nczarr.translate.reserved_names.leave_out_reserved`)."""
+    dataset, reserved, left_out = leave_out_reserved(dataset, target)
     fills: list[str] = []
     if target.written_copy:
         dataset, fills = exact_default_fills(dataset, target.zarr_format)
     written = WRITERS[(target.format, target.zarr_format)](dataset, target)
-    if fills:
-        written = WriteResult(written.metadata, (*fills, *written.warnings), written.skipped)
+    if fills or reserved:
+        written = WriteResult(
+            written.metadata,
+            (*reserved, *fills, *written.warnings),
+            (*left_out, *written.skipped),
+        )
     if target.zarr_format == 2 and target.write_consolidated:
         written.metadata[ZMETADATA] = consolidate(written.metadata)
     return written
