@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from .compat_base import GDAL, NC48, NC49, NC410, XARRAY, ZARR_PYTHON
 from .compat_facts import ArrayFacts
+from .compat_gdal import gdal_v2_codec, gdal_v2_type, gdal_v3_codec, gdal_v3_type
 from .compat_types import (
     legacy_char,
     netcdf_48_dtype,
@@ -401,66 +402,9 @@ def _v3_gdal_nodata_unmasked(facts: ArrayFacts) -> str | None:
 
 
 # ------------------------------------------------------------ GDAL 3.12 quirks
-#: The v3 codecs GDAL 3.12's Zarr driver decodes (it refuses ``crc32c``,
-#: ``sharding_indexed`` and zarr-python's ``numcodecs.*`` wrappers).
-_GDAL_V3_CODECS = frozenset({"bytes", "endian", "transpose", "gzip", "blosc", "zstd"})
-
-#: v3 data types GDAL 3.12 cannot open an array of.
-_GDAL_V3_REFUSED_TYPES = frozenset(
-    {"string", "null_terminated_bytes", "fixed_length_utf32", "variable_length_bytes", "bytes"}
-)
-
-
 def _gdal_shuffle_zero(facts: ArrayFacts) -> str | None:
     if any(size == 0 and not isinstance(size, bool) for size in _shuffle_sizes(facts)):
         return "netcdf-c's shuffle elementsize 0 ('the item size'): GDAL's shuffle filter fails"
-    return None
-
-
-def _gdal_v3_codec(facts: ArrayFacts) -> str | None:
-    unknown = sorted({name for name, _ in facts.v3_codecs if name not in _GDAL_V3_CODECS})
-    if unknown:
-        return f"has no decoder for codec {', '.join(unknown)}: the array cannot be opened"
-    return None
-
-
-def _gdal_v3_type(facts: ArrayFacts) -> str | None:
-    dtype = facts.data_type
-    name = dtype.get("name") if isinstance(dtype, dict) else dtype
-    if isinstance(name, str) and name in _GDAL_V3_REFUSED_TYPES:
-        return f"has no data type {name!r}: the array cannot be opened"
-    return None
-
-
-#: The v2 numcodecs ids GDAL 3.12's Zarr driver decodes (its documented compressors;
-#: ``delta``, ``shuffle``, ``quantize`` measured in tests/test_check_gdal_codecs.py).
-_GDAL_V2_CODECS = frozenset(
-    {"blosc", "zlib", "gzip", "lzma", "zstd", "lz4", "delta", "shuffle", "quantize"}
-)
-
-
-def _gdal_v2_codec(facts: ArrayFacts) -> str | None:
-    if facts.object_dtype:  # an object array fails on its type already
-        return None
-    unknown = sorted({i for i in facts.codec_ids if i not in _GDAL_V2_CODECS | {"None"}})
-    if unknown:
-        return f"cannot decode codec {', '.join(unknown)}: the array cannot be read"
-    if any(_delta_casts(c) for c in facts.codecs):
-        return "GDAL's delta filter fails on a delta whose astype differs from its dtype"
-    return None
-
-
-def _delta_casts(config: dict) -> bool:
-    return config.get("id") == "delta" and config.get("astype", config.get("dtype")) != config.get(
-        "dtype"
-    )
-
-
-def _gdal_v2_type(facts: ArrayFacts) -> str | None:
-    for dtype in facts.dtypes:
-        kind = dtype.lstrip("<>|=")[:1]
-        if kind in ("O", "M", "m"):
-            return f"has no data type for {dtype!r}: the array cannot be opened"
     return None
 
 
@@ -512,9 +456,9 @@ RULES: tuple[Rule, ...] = (
     Rule((XARRAY,), "ignores", _v3_gdal_nodata_unmasked, TO_ZARR, formats=(3,)),
     Rule((XARRAY, GDAL), "misreads", rounded_double_fill, TO_ZARR),
     Rule((GDAL,), "fails", _gdal_shuffle_zero, TO_ZARR),
-    Rule((GDAL,), "fails", _gdal_v3_codec, TO_ZARR2, formats=(3,)),
-    Rule((GDAL,), "fails", _gdal_v3_type, TO_ZARR2, formats=(3,)),
-    Rule((GDAL,), "fails", _gdal_v2_type),
-    Rule((GDAL,), "fails", _gdal_v2_codec),
+    Rule((GDAL,), "fails", gdal_v3_codec, TO_ZARR2, formats=(3,)),
+    Rule((GDAL,), "fails", gdal_v3_type, TO_ZARR2, formats=(3,)),
+    Rule((GDAL,), "fails", gdal_v2_type),
+    Rule((GDAL,), "fails", gdal_v2_codec),
     Rule((GDAL,), "misreads", _bool_as_uint8, formats=(2, 3)),
 )
