@@ -167,7 +167,10 @@ def test_zarr_python_v3_reads_into_the_model(v3_store: Path) -> None:
     assert info.consolidated == (json.loads((v3_store / "zarr.json").read_text())
                                  .get("consolidated_metadata") is not None)  # fmt: skip
     ds = nczarr.read(v3_store)
-    assert ds.warnings == ()
+    # zarr-python's non-zero fill values without dimension_names are kept and named
+    # (hunt 15, finding 3: they were kept silently); zero fills are no fill value
+    assert [w.split(":")[0] for w in ds.warnings] == ["array '/s'", "array '/v2k'"]
+    assert all("xarray masks the fill_value of a Zarr v2 copy" in w for w in ds.warnings)
     root = ds.root
     assert {n: (a.type, a.value) for n, a in root.attributes.items()} == {
         "title": ("char", "v3 store"),
@@ -204,22 +207,22 @@ def test_zarr_python_v3_reads_into_the_model(v3_store: Path) -> None:
         if v.name != "t"
     }
     assert summary == {
-        "/be": ("double", ("/_Anonymous_Dimension_3",), 0.0, None, "C", "big", False),
+        "/be": ("double", ("/_Anonymous_Dimension_3",), None, None, "C", "big", False),
         "/bl": (
             "int", ("/n",), None,
             {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 2, "blocksize": 0},
             "C", "big", False,
         ),
-        "/gz": ("short", ("/_Anonymous_Dimension_5",), 0, {"id": "gzip", "level": 3}, "C",
+        "/gz": ("short", ("/_Anonymous_Dimension_5",), None, {"id": "gzip", "level": 3}, "C",
                 "little", False),
         "/s": ("double", (), 1.0, {"id": "zstd", "level": 0}, "C", "little", True),
-        "/sh": ("ubyte", ("/_Anonymous_Dimension_8",), 0, {"id": "zstd", "level": 0}, "C",
+        "/sh": ("ubyte", ("/_Anonymous_Dimension_8",), None, {"id": "zstd", "level": 0}, "C",
                 "little", False),
-        "/tr": ("ushort", ("/_Anonymous_Dimension_3", "/_Anonymous_Dimension_4"), 0,
+        "/tr": ("ushort", ("/_Anonymous_Dimension_3", "/_Anonymous_Dimension_4"), None,
                 {"id": "crc32c"}, "F", "little", False),
         "/v2k": ("int64", ("/_Anonymous_Dimension_4",) * 2, -1, {"id": "zstd", "level": 0},
                  "C", "little", False),
-        "/zc": ("uint", ("/_Anonymous_Dimension_50",), 0,
+        "/zc": ("uint", ("/_Anonymous_Dimension_50",), None,
                 {"id": "zstd", "level": 3, "checksum": True}, "C", "little", False),
         "/sub/d": ("ubyte", ("/sub/x",), None, {"id": "zstd", "level": 0}, "C", "little", False),
     }  # fmt: skip
@@ -267,7 +270,13 @@ def _read_one(**array: object):
 )
 def test_v3_fill_values(data_type: str, fill: object, expected: object) -> None:
     variable, warnings_ = _read_one(data_type=data_type, fill_value=fill)
-    assert warnings_ == ()
+    # a kept fill value other than NaN is named, with or without dimension_names (hunt 15)
+    if expected == "nan":
+        assert warnings_ == ()
+    else:
+        assert len(warnings_) == 1 and warnings_[0].startswith(
+            f"array '/v': its Zarr v3 fill_value {expected!r} (no _FillValue attribute)"
+        )
     if expected == "nan":
         assert np.isnan(variable.fill_value)
     else:
@@ -494,10 +503,12 @@ def test_convert_to_zarr_v2_opens_in_zarr_python_and_xarray(v3_store: Path, tmp_
     report = nczarr.convert(v3_store, out, mode="zarr")
     # and zarr-python's int64 fill -1 without _FillValue: xarray masks it in a v2 copy
     # (not in the v3 source) and reads the array as float64 (said since 890544d)
-    # and its scalar '/s', a 0-d array that netcdf-c 4.10 leaves out of a Zarr v2 copy
-    assert report.warnings[0] == SHARD_WARNING and len(report.warnings) == 3
-    assert report.warnings[1].startswith("'/v2k': the Zarr v2 fill_value -1 (there is no")
-    assert report.warnings[2].startswith("array '/s': a netCDF scalar, written as a 0-d")
+    # (and the kept fill values of '/s' and '/v2k' named when read, hunt 15), and its
+    # scalar '/s', a 0-d array that netcdf-c 4.10 leaves out of a Zarr v2 copy
+    assert [w.split(":")[0] for w in report.warnings[:2]] == ["array '/s'", "array '/v2k'"]
+    assert report.warnings[2] == SHARD_WARNING and len(report.warnings) == 5
+    assert report.warnings[3].startswith("'/v2k': the Zarr v2 fill_value -1 (there is no")
+    assert report.warnings[4].startswith("array '/s': a netCDF scalar, written as a 0-d")
     assert (report.arrays, report.chunks_copied, report.chunks_reencoded) == (10, 25, 4)
     files = _chunk_files(out)
     assert {k: v for k, v in files.items() if not k.startswith("sh/")} == _expected_chunks(v3_store)
@@ -524,18 +535,24 @@ def test_convert_to_zarr_v2_opens_in_zarr_python_and_xarray(v3_store: Path, tmp_
 def test_convert_to_nczarr_opens_in_netcdf4(v3_store: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.file"
     report = nczarr.convert(v3_store, f"file://{out}#mode=nczarr,file", mode="nczarr")
+    # the kept fill values named when read, and netCDF4's masking of the default fill
+    # of the arrays without a fill value (hunt 15)
+    assert [w.split(":")[0].split(" has no")[0] for w in report.warnings[:8]] == [
+        f"array '/{n}'" for n in ("s", "v2k", "be", "bl", "gz", "t", "tr", "zc")
+    ]
+    assert all("netCDF4 reading this NCZarr copy masks" in w for w in report.warnings[2:8])
     # the arrays netcdf-c cannot decode as stored are re-encoded, and named
-    assert report.warnings[:3] == (
+    assert report.warnings[8:11] == (
         "array '/gz': chunks re-encoded (codec 'gzip' has no netcdf-c filter; written with 'zlib')",
         SHARD_WARNING,
         "array '/tr': chunks re-encoded (codec 'crc32c' has no netcdf-c filter; written with "
         "'zlib'; netcdf-c reads every chunk in C order and ignores order 'F')",
     )
     # then what NCZarr writes in netCDF's types: bool and untyped JSON attributes (issue 15)
-    assert all("has no netCDF type" in w or 'dtype = "bool"' in w for w in report.warnings[3:]), (
-        report.warnings[3:]
+    assert all("has no netCDF type" in w or 'dtype = "bool"' in w for w in report.warnings[11:]), (
+        report.warnings[11:]
     )
-    assert any("attribute 'flag' of '/'" in w for w in report.warnings[3:])
+    assert any("attribute 'flag' of '/'" in w for w in report.warnings[11:])
     assert {
         k: v for k, v in _chunk_files(out).items() if not k.startswith(("gz/", "tr/", "sh/"))
     } == (_expected_chunks(v3_store, ("gz/", "tr/", "sh/")))

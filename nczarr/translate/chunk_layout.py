@@ -26,6 +26,7 @@ class KeyEncoding(Protocol):
     :class:`TrailingAxis`)."""
 
     identical: bool
+    target_separator: str
 
     def source_coords(self, rest: str) -> tuple[int, ...] | None: ...
     def target_coords(self, rest: str) -> tuple[int, ...] | None: ...
@@ -39,40 +40,47 @@ class TrailingAxis:
     Fixed-width bytes ``|S<n>`` shown as NCZarr are netCDF ``char`` arrays with a
     string-length dimension (what xarray's netcdf4 engine writes): the same chunk
     bytes, under the source key plus one coordinate ``0`` (``x/1`` shown as ``x/1.0``).
+    ``inner``: the array's own key encoding when its source keys are not Zarr v2 keys
+    (a Zarr v3 array's ``ChunkKeys``: ``x/c/1`` shown as ``x/1.0``).
     Duck-types :class:`~nczarr.translate.read_zarr3.ChunkKeys` for the view.
     """
 
     identical = False
 
-    def __init__(self, separator: str, ndim: int) -> None:
+    def __init__(self, separator: str, ndim: int, inner: KeyEncoding | None = None) -> None:
+        self.inner = inner
         self.separator = separator
-        self.target_separator = separator
+        self.target_separator = inner.target_separator if inner is not None else separator
         self.ndim = ndim
 
-    def _parse(self, rest: str, ndim: int) -> tuple[int, ...] | None:
+    def _parse(self, rest: str, ndim: int, separator: str) -> tuple[int, ...] | None:
         if ndim == 0:
             return () if rest == "0" else None
-        parts = rest.split(self.separator)
+        parts = rest.split(separator)
         if len(parts) != ndim or not all(p.isdigit() and p.isascii() for p in parts):
             return None
         return tuple(int(p) for p in parts)
 
     def source_coords(self, rest: str) -> tuple[int, ...] | None:
         """Coordinates of a source key (``ndim`` of them), or None."""
-        return self._parse(rest, self.ndim)
+        if self.inner is not None:
+            return self.inner.source_coords(rest)
+        return self._parse(rest, self.ndim, self.separator)
 
     def target_coords(self, rest: str) -> tuple[int, ...] | None:
         """Coordinates of a shown key (``ndim + 1``, the last one 0), or None."""
-        coords = self._parse(rest, self.ndim + 1)
+        coords = self._parse(rest, self.ndim + 1, self.target_separator)
         return coords if coords is not None and coords[-1] == 0 else None
 
     def source(self, coords: tuple[int, ...]) -> str:
         """The source key of shown coordinates."""
+        if self.inner is not None:
+            return self.inner.source(coords[:-1])
         return self.separator.join(str(c) for c in coords[:-1]) if len(coords) > 1 else "0"
 
     def target(self, coords: tuple[int, ...]) -> str:
         """The shown key of source coordinates."""
-        return self.separator.join(str(c) for c in (*coords, 0))
+        return self.target_separator.join(str(c) for c in (*coords, 0))
 
 
 def chunk_coords(rest: str, ndim: int) -> tuple[int, ...] | None:

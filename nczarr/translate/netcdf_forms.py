@@ -53,8 +53,9 @@ def _group(group: Group, warnings: list[str]) -> Group:
 
 def bytes_as_text(dataset: Dataset, paths: set[str]) -> tuple[Dataset, list[str]]:
     """``dataset`` with the fixed-bytes variables at ``paths`` (FQNs) written as netCDF
-    strings (their chunks are re-encoded, or sit under Zarr v3 keys, so the char form's
-    extra chunk coordinate cannot be shown), and one warning per such variable."""
+    strings (their chunks are re-encoded, so the char form's extra chunk coordinate
+    cannot be shown; chunks under Zarr v3 keys can: ``TrailingAxis`` maps their
+    ``ChunkKeys``), and one warning per such variable."""
     warnings: list[str] = []
 
     def group(g: Group) -> Group:
@@ -63,8 +64,8 @@ def bytes_as_text(dataset: Dataset, paths: set[str]) -> tuple[Dataset, list[str]
             if v.path in paths and v.logical == "bytes":
                 warnings.append(
                     f"variable {v.path!r}: fixed-width bytes |S{v.maxstrlen} are written as a "
-                    "netCDF string (not as char: its chunks are re-encoded or keyed as Zarr "
-                    "v3), so xarray reads str there, not bytes"
+                    "netCDF string (not as char: its chunks are re-encoded), so xarray reads "
+                    "str there, not bytes"
                 )
                 v = replace(v, logical=None)
             variables[n] = v

@@ -11,7 +11,9 @@ v3 spellings:
   the attributes is honoured when ``dimension_names`` is absent;
 * ``data_type`` names: ``bool`` -> ubyte, ``int8`` ... ``uint64``, ``float32``,
   ``float64``, zarr-python's fixed-width ``null_terminated_bytes`` (the chunk
-  bytes of Zarr v2 ``|S<n>``, read as v2 reads that), ``string`` (variable-length
+  bytes of Zarr v2 ``|S<n>``, read as v2 reads that: numpy bytes,
+  ``Variable.logical == "bytes"``, unless ``_NCProperties`` in the root attributes
+  says netcdf-c or nczarr wrote it for netCDF text), ``string`` (variable-length
   UTF-8) and ``fixed_length_utf32`` (numpy ``<U``) -> netCDF ``string`` with
   ``text_storage`` saying how it is stored; everything else (float16, complex,
   datetimes, raw bits, extension types) is
@@ -30,15 +32,13 @@ v3 spellings:
   ``_FillValue`` attribute so that every reader of every output masks it; when it
   differs from the Zarr ``fill_value`` a warning says that chunks never written now
   read as it.
-  Numeric arrays with ``dimension_names`` (xarray writes them on every array) but no
-  ``_FillValue`` attribute have no missing value for xarray, while a v2 / netCDF
-  fill value would mask data equal to it (an xarray time axis starting at 0 would
-  read as NaT). Zarr's default fill value 0 therefore becomes ``None``: without a
-  fill value zarr-python and netcdf-c read chunks never written as 0, the
-  producer's value. Any other fill value (``-1`` from zarr-python) is what chunks
-  never written hold, so it is kept as the fill value but is no missing value (no
-  ``_FillValue`` attribute), with a warning saying which readers of the copies mask
-  it (only xarray on a Zarr v2 copy). See docs/conversion.md, "Producers' conventions".
+  An invalid ``_FillValue`` attribute skips that array, with a warning (``convert``
+  refuses it unless excluded): one odd array does not fail the whole dataset.
+  Arrays with no ``_FillValue`` attribute have no missing value for zarr-python and
+  xarray: :mod:`~nczarr.translate.zarr3_fills` says what fill value they keep
+  (zarr's default 0 none, with or without ``dimension_names``) and warns of what the
+  readers of each copy mask (xarray a Zarr v2 ``fill_value``, netCDF4 the type's
+  default fill in an NCZarr copy). See docs/conversion.md, "Producers' conventions".
 
 Chunk keys differ between v3 (``c/0/1``, ``c.0.1``, ``c`` for 0-d) and v2
 (``0.1``, ``0`` for 0-d). :func:`chunk_key_encodings` gives each array's
@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import math
 import struct
 from collections.abc import Mapping
 from dataclasses import replace
@@ -63,6 +62,7 @@ from .conventions import (
     ATTR_KEYS,
     FILLVALUE,
     LAYOUT_ZARR,
+    NCPROPERTIES,
     TYPES_KEY,
     ZARR_JSON,
     ZARRAY,
@@ -74,6 +74,7 @@ from .model import Attribute, Dataset, Group, Variable
 from .tree import (
     Node,
     TreeBuilder,
+    bytes_as_bytes,
     decode_attributes,
     discover_nodes,
     finish_dims,
@@ -89,6 +90,7 @@ from .zarr3_arrays import (
     parse_array_v3,
     shard_index,
 )
+from .zarr3_fills import without_missing_value
 
 __all__ = [
     "read_zarr3",
@@ -191,6 +193,10 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
     except UnsupportedError as exc:
         builder.skip(prefix, str(exc))
         return None
+    if builder.xarray_conventions:
+        # zarr-python's / xarray's null_terminated_bytes hold numpy bytes, as Zarr v2
+        # "|S<n>" of theirs does (found by a differential hunt: read as text, silently)
+        spec = bytes_as_bytes(spec)
     attrs = dict(_attributes(doc, key))
     nc_type = spec.dtype.nc_type
     missing = FILLVALUE in attrs
@@ -199,9 +205,10 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
         try:
             fill = None if raw is None else _xarray_fill(raw, nc_type)
         except ValueError as exc:
-            raise MetadataError(
-                f"{key!r}: invalid _FillValue attribute {json_text_safe(raw)}: {exc}"
-            ) from None
+            # one odd array must not fail the whole dataset (convert refuses it unless
+            # excluded): found by a differential hunt
+            builder.skip(prefix, f"invalid _FillValue attribute {json_text_safe(raw)}: {exc}")
+            return None
         absent = None
         if not _same(fill, spec.fill_value):
             absent = _absent_fill(spec.fill_value, nc_type)
@@ -212,31 +219,13 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
         # GDAL (its _CRS georeferencing says so) keeps nodata as the v3 fill_value
         # only, and masks it: the producer's missing value (docs/conversion.md)
         missing = True
-    elif doc.get("dimension_names") is not None and (
-        (nc_type != "string" and _is_zero(spec.fill_value))
-        # zarr-python's default for its own string types ("<U", variable-length)
-        or (spec.dtype.text_storage is not None and spec.fill_value == "")
-    ):
-        # xarray (which always writes dimension_names) keeps its missing value in the
-        # _FillValue attribute and leaves zarr's default fill_value 0 otherwise. A v2 /
-        # netCDF fill value *is* a missing value (an xarray time axis starting at 0
-        # would read as NaT), and no fill value reads chunks never written as 0 in
-        # zarr-python and netcdf-c alike: the same values, without the mask.
-        spec = replace(spec, fill_value=None)
-    elif (
-        doc.get("dimension_names") is not None
-        and nc_type != "string"
-        and spec.fill_value is not None
-        and not _is_nan(spec.fill_value)
-    ):
-        builder.warnings.append(
-            f"array {group_fqn(prefix)!r}: its Zarr v3 fill_value {spec.fill_value!r} (no "
-            f"_FillValue attribute) is not a missing value for zarr-python and xarray; it "
-            f"is kept as the fill value, so chunks never written read as {spec.fill_value!r}. "
-            f"netCDF readers of an NCZarr copy and xarray reading a Zarr v3 copy do not mask "
-            f"it either, but xarray masks the fill_value of a Zarr v2 copy, and GDAL reads "
-            f"it as nodata (masked)"
-        )
+    else:
+        # no missing value for zarr-python and xarray: see nczarr.translate.zarr3_fills
+        spec, warning, unmasked = without_missing_value(spec, group_fqn(prefix))
+        if warning is not None:
+            builder.warnings.append(warning)
+        if unmasked:
+            builder.unmasked_defaults.append(group_fqn(prefix))
     dims = _dimensions(builder, group, doc, attrs, spec.shape, key)
     attributes: dict[str, Attribute] = decode_attributes(
         attrs, _types(attrs), key=key, var_type=nc_type
@@ -258,17 +247,6 @@ def _gdal_nodata(attrs: dict[str, Any], fill: Any, nc_type: str) -> bool:
         and fill is not None
         and nc_type not in ("char", "string")
     )
-
-
-def _is_nan(value: Any) -> bool:
-    return isinstance(value, float) and value != value
-
-
-def _is_zero(value: Any) -> bool:
-    """Zarr's default fill value: 0, 0.0 (not -0.0) or False."""
-    if isinstance(value, float):
-        return value == 0 and math.copysign(1.0, value) > 0
-    return isinstance(value, int) and value == 0
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -326,6 +304,10 @@ def read_zarr3(
     if "" not in docs:
         raise MetadataError(f"no root {ZARR_JSON}")
     builder = TreeBuilder(meta, nczarr=False)
+    # as for Zarr v2 (read_zarr2.written_by_netcdf_c): netcdf-c and nczarr write char
+    # and strings as null_terminated_bytes, and say so by _NCProperties
+    root_attrs = docs[""].get("attributes")
+    builder.xarray_conventions = not (isinstance(root_attrs, dict) and NCPROPERTIES in root_attrs)
     stand_in = {
         join_key(p, ZARRAY if d["node_type"] == "array" else ZGROUP): {} for p, d in docs.items()
     }
@@ -338,8 +320,19 @@ def read_zarr3(
             "of the root group"
         )
         variable = _variable(builder, "/", "", name, docs[""])
+        builder.unmasked_defaults = [f"/{name}" for _ in builder.unmasked_defaults]
         variables = {name: renamed_variable(variable, name)} if variable is not None else {}
         root = Group("/", "/", dict(builder.dims.get("/", {})), {}, variables, {})
-        return Dataset(root, layout, tuple(builder.warnings), tuple(builder.skipped))
+        return _dataset(root, layout, builder)
     root = finish_dims(_group(builder, nodes, docs, ""), builder)
-    return Dataset(root, layout, tuple(builder.warnings), tuple(builder.skipped))
+    return _dataset(root, layout, builder)
+
+
+def _dataset(root: Group, layout: str, builder: TreeBuilder) -> Dataset:
+    return Dataset(
+        root,
+        layout,
+        tuple(builder.warnings),
+        tuple(builder.skipped),
+        unmasked_defaults=tuple(builder.unmasked_defaults),
+    )

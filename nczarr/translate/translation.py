@@ -35,6 +35,7 @@ from .recode_plan import Reencoding, plan_reencoding, with_maxstrlen
 from .select import dropped_warning, select_dataset
 from .target import Target
 from .writer import write_target
+from .zarr3_fills import nczarr_default_warnings
 
 if TYPE_CHECKING:
     from .read_zarr3 import ChunkKeys
@@ -180,17 +181,19 @@ def finish(translation: Translation, widths: Mapping[str, int] | None = None) ->
     dataset, reencoded = _with_widths(translation.dataset, translation.reencoded, widths)
     layout = translation.layout
     target = translation.target
-    if target.format == "nczarr":  # re-encoded or v3 fixed bytes stay netCDF strings (same keys)
-        kept = {f"/{p}" for p in (*reencoded, *layout.keys)}
+    if target.format == "nczarr":  # re-encoded fixed bytes stay netCDF strings (same keys)
+        kept = {f"/{p}" for p in reencoded}
         dataset, as_text = bytes_as_text(dataset, kept)
+        as_text += nczarr_default_warnings(dataset, translation.read.unmasked_defaults)
         dataset = replace(dataset, warnings=(*dataset.warnings, *as_text))
     written = write_target(dataset, target)
     if target.format == "nczarr":  # fixed bytes become char arrays with one more axis
         keys = dict(layout.keys)
         for var in dataset.root.all_variables():
             path = var.path.strip("/")
-            if var.logical == "bytes" and path not in keys and path not in reencoded:
-                keys[path] = TrailingAxis(var.dimension_separator, len(var.shape))
+            if var.logical == "bytes" and path not in reencoded:
+                # a Zarr v3 array's chunk keys (ChunkKeys) are mapped first
+                keys[path] = TrailingAxis(var.dimension_separator, len(var.shape), keys.get(path))
         layout = replace(layout, keys=keys)
     left_out = set(written.skipped)  # arrays the writer could not describe
     dropped = dropped_warning(translation.read, dataset)

@@ -72,6 +72,7 @@ __all__ = [
     "group_fqn",
     "TreeBuilder",
     "fill_as_missing",
+    "bytes_as_bytes",
 ]
 
 #: Hidden on read in addition to conventions.HIDDEN_ATTRIBUTES (Zarr v3 drafts of netcdf-c).
@@ -158,6 +159,9 @@ class TreeBuilder:
         #: pure Zarr from netcdf-c 4.8/4.9.0, which wrote char as ``"<U1"`` holding one
         #: byte per character: such arrays are char, as in NCZarr (set by the v2 reader)
         self.legacy_char = False
+        #: arrays whose default fill netCDF4 masks in an NCZarr copy, and the producer
+        #: does not (``Dataset.unmasked_defaults``, set by the Zarr v3 reader)
+        self.unmasked_defaults: list[str] = []
 
     def skip(self, prefix: str, reason: str) -> None:
         """Leave out the array at ``prefix``, saying why."""
@@ -343,12 +347,26 @@ class TreeBuilder:
         zattrs = self.meta.get(join_key(prefix, ZATTRS))
         dims, scalar = self.pure_dimensions(group, prefix, spec, zattrs)
         types = attribute_types(self.meta, prefix, ZARRAY)
+        if isinstance(zattrs, dict) and FILLVALUE in zattrs:
+            # one array's invalid _FillValue skips that array, not the whole dataset
+            # (as in Zarr v3; convert refuses it unless excluded): hunt 15
+            try:
+                decode_attribute(
+                    FILLVALUE,
+                    zattrs[FILLVALUE],
+                    types.get(FILLVALUE) if types else None,
+                    default_type=spec.dtype.nc_type,
+                    key=join_key(prefix, ZATTRS),
+                )
+            except MetadataError as exc:
+                self.skip(prefix, str(exc))
+                return None
         attrs = decode_attributes(
             zattrs, types, key=join_key(prefix, ZATTRS), var_type=spec.dtype.nc_type
         )
         if self.xarray_conventions:
             attrs = fill_as_missing(attrs, spec)
-            spec = _bytes_as_bytes(spec)
+            spec = bytes_as_bytes(spec)
         return self.make_variable(name, prefix, spec, dims, scalar, attrs)
 
     def group_attributes(self, prefix: str) -> dict[str, Attribute]:
@@ -375,8 +393,9 @@ def fill_as_missing(attrs: dict[str, Attribute], spec: ArraySpec) -> dict[str, A
     return {**attrs, FILLVALUE: Attribute(FILLVALUE, nc_type, (spec.fill_value,))}
 
 
-def _bytes_as_bytes(spec: ArraySpec) -> ArraySpec:
-    """``|S<n>`` that zarr-python or xarray wrote holds numpy bytes, not netCDF text."""
+def bytes_as_bytes(spec: ArraySpec) -> ArraySpec:
+    """``|S<n>`` (Zarr v3 ``null_terminated_bytes``) that zarr-python or xarray wrote
+    holds numpy bytes, not netCDF text (netcdf-c and nczarr write it for char/strings)."""
     from dataclasses import replace
 
     dtype = spec.dtype
