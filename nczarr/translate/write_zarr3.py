@@ -137,11 +137,22 @@ def _fill_value(var: Variable) -> Any:
     return encode_fill_value(var.fill_value, var.type, nczarr=False)
 
 
+def _missing_value(var: Variable) -> Any:
+    """The value netCDF readers mask: the fill value, or else the ``_FillValue``
+    attribute alone (netcdf-c 4.8/4.9 NCZarr with ``fill_value`` null: netCDF4 masks
+    the attribute's value and reads chunks never written as 0, the v3 ``fill_value``)."""
+    if var.fill_value is not None:
+        return var.fill_value
+    value = var.attributes[FILLVALUE].value
+    return value[0] if isinstance(value, tuple | list) and len(value) == 1 else value
+
+
 def _xarray_fill(var: Variable) -> Any:
     """xarray's ``_FillValue`` attribute for a v3 array (its ``FillValueCoder``)."""
+    value = _missing_value(var)
     if var.type in ("float", "double"):
-        return base64.b64encode(struct.pack("<d", float(var.fill_value))).decode("ascii")
-    return json_number(var.fill_value, var.type)
+        return base64.b64encode(struct.pack("<d", float(value))).decode("ascii")
+    return json_number(value, var.type)
 
 
 def array_document(
@@ -185,8 +196,8 @@ def array_document(
     attributes.pop(FILLVALUE, None)
     if (
         xarray_fill
-        and var.fill_value is not None
         and FILLVALUE in var.attributes  # a missing value, not only a fill value
+        and not isinstance(_missing_value(var), tuple | list | str | bytes | None)
         and var.type not in ("char", "string")
         and var.logical is None
     ):
