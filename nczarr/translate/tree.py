@@ -275,6 +275,8 @@ class TreeBuilder:
         attributes: dict[str, Attribute],
     ) -> Variable:
         self.warnings.extend(spec.warnings)
+        if not self.nczarr and utf8_text(spec, attributes):  # pure Zarr: xarray's marker
+            attributes = {k: a for k, a in attributes.items() if k != TEXT_ENCODING}
         return Variable(
             name=name,
             path=group_fqn(prefix),
@@ -330,7 +332,8 @@ class TreeBuilder:
         )
         if self.xarray_conventions:
             attrs = fill_as_missing(attrs, spec)
-            spec = _bytes_as_bytes(spec)
+            if not utf8_text(spec, attrs):  # text for xarray, read as text
+                spec = _bytes_as_bytes(spec)
         return self.make_variable(name, prefix, spec, dims, scalar, attrs)
 
     def group_attributes(self, prefix: str) -> dict[str, Attribute]:
@@ -355,6 +358,27 @@ def fill_as_missing(attrs: dict[str, Attribute], spec: ArraySpec) -> dict[str, A
     ):
         return attrs
     return {**attrs, FILLVALUE: Attribute(FILLVALUE, nc_type, (spec.fill_value,))}
+
+
+#: xarray's attribute naming the text encoding of bytes (its ``EncodedStringCoder``)
+TEXT_ENCODING = "_Encoding"
+
+
+def utf8_text(spec: ArraySpec, attrs: Mapping[str, Attribute]) -> bool:
+    """A fixed-width bytes array (``|S<n>``, v3 ``null_terminated_bytes``) with
+    ``_Encoding: "utf-8"``: xarray decodes it into ``str``, and nczarr's pure Zarr
+    writers mark netCDF strings so. It is read as netCDF text, without the attribute
+    (the ``string`` type says it; xarray's decoder would fail on text)."""
+    dtype = spec.dtype
+    encoding = attrs.get(TEXT_ENCODING)
+    return (
+        dtype.nc_type == "string"
+        and dtype.text_storage is None
+        and dtype.logical is None
+        and encoding is not None
+        and isinstance(encoding.value, str)
+        and encoding.value.lower().replace("-", "") == "utf8"
+    )
 
 
 def _bytes_as_bytes(spec: ArraySpec) -> ArraySpec:
