@@ -75,8 +75,9 @@ from xarray.core import indexing
 from xarray.core.utils import FrozenDict
 from xarray.core.variable import Variable as XVariable
 
-from ..errors import NCZarrError, StorageNotFoundError
+from ..errors import NCZarrError, StorageNotFoundError, warn_all
 from ..maps.base import ZMap
+from ..translate.attrs import json_reading_warnings
 from ..translate.conventions import NC_TO_DTYPE
 from ..translate.model import Attribute, Group, Variable
 from .chunkerrors import check_chunk_count, chunk_failure
@@ -283,6 +284,7 @@ class NCZarrDataStore(AbstractDataStore):
         wrapper = self._source.array(var)
         data = indexing.LazilyIndexedArray(wrapper)
         attributes = _attributes(var.attributes)
+        warn_all(json_reading_warnings(var.attributes.values(), var.path))
         if wrapper.dtype.kind == "S" and "_FillValue" in attributes:
             # as xarray's netcdf4 engine does (netCDF4 returns str for a char fill)
             attributes["_FillValue"] = np.bytes_(attributes["_FillValue"])
@@ -306,6 +308,7 @@ class NCZarrDataStore(AbstractDataStore):
             )
 
     def get_attrs(self) -> FrozenDict[str, Any]:
+        warn_all(json_reading_warnings(self._group.attributes.values(), self._group.path))
         return FrozenDict(_attributes(self._group.attributes))
 
     def get_dimensions(self) -> FrozenDict[str, int]:

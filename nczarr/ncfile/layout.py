@@ -19,6 +19,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from ..translate.conventions import DEFAULT_FILLS
+
 __all__ = [
     "DEFAULT_FILLS",
     "TARGET_CHUNK_BYTES",
@@ -34,23 +36,6 @@ __all__ = [
 
 #: Size aimed at when cutting contiguous data into chunks (raw bytes).
 TARGET_CHUNK_BYTES = 4 * 2**20
-
-#: netCDF's default fill values (netcdf.h ``NC_FILL_*``), used when a variable has no
-#: ``_FillValue``; float's is the float32 nearest 9.9692099683868690e+36.
-DEFAULT_FILLS: dict[str, object] = {
-    "byte": -127,
-    "ubyte": 255,
-    "short": -32767,
-    "ushort": 65535,
-    "int": -2147483647,
-    "uint": 4294967295,
-    "int64": -9223372036854775806,
-    "uint64": 18446744073709551614,
-    "float": 9.969209968386869e36,
-    "double": 9.969209968386869e36,
-    "char": "",
-    "string": "",
-}
 
 
 class ChunkRef(NamedTuple):

@@ -19,6 +19,7 @@ which is the text netCDF shows for a JSON-valued ``char`` attribute.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from ..errors import MetadataError, UnsupportedError
@@ -45,6 +46,8 @@ __all__ = [
     "decode_attribute",
     "encode_attribute",
     "json_text_safe",
+    "exact_doubles",
+    "json_reading_warnings",
 ]
 
 #: Pseudo type of ``"|J0"``: an arbitrary JSON value, shown in netCDF as char text.
@@ -230,18 +233,53 @@ def decode_attribute(
 
 def _netcdf_typed(value: Any) -> bool:
     """Whether an untyped JSON value reads back as written from its inferred netCDF
-    type: a number, a string, or a non-empty flat list of numbers or of strings."""
+    type: a number (an integer within 64 bits), a string, or a non-empty flat list of
+    numbers or of two or more strings (a pure Zarr writer writes a one-valued string
+    attribute as a plain string: ``["x"]`` would come back as ``"x"``)."""
     if isinstance(value, bool) or value is None or isinstance(value, dict):
         return False
-    if isinstance(value, int | float | str):
+    if isinstance(value, int):
+        return _smallest_int_type([value]) is not None  # beyond 64 bits: a double
+    if isinstance(value, float | str):
         return True
     if not isinstance(value, list) or not value:
         return False
     if all(isinstance(v, str) for v in value):
-        return True
-    return all(isinstance(v, int | float) and not isinstance(v, bool) for v in value) and (
-        len({isinstance(v, float) for v in value}) == 1
+        return len(value) > 1
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
+        return False
+    ints = [v for v in value if isinstance(v, int)]
+    if ints and _smallest_int_type(ints) is None:
+        return False
+    return len({isinstance(v, float) for v in value}) == 1
+
+
+def exact_doubles(value: object) -> bool:
+    """A flat list of ints and reals that netCDF's double holds exactly (an integer
+    beyond 2**53, such as one beyond 64 bits, does not)."""
+    return isinstance(value, list) and all(
+        isinstance(v, int | float) and not isinstance(v, bool) and (float(v) == v or v != v)
+        for v in value
     )
+
+
+def json_reading_warnings(attributes: Iterable[Attribute], where: str) -> list[str]:
+    """One warning per attribute whose JSON value (``Attribute.json``: ``true``, an
+    object, ``null``, a mixed list, an integer beyond 64 bits, ``["x"]``) a netCDF
+    reading shows otherwise (the xarray engine shows attributes as netCDF reads
+    them; xarray's zarr engine shows the JSON value). Lists of numbers a double holds
+    exactly are not warned about."""
+    out = []
+    for attr in attributes:
+        if attr.json is None or exact_doubles(attr.json[0]):
+            continue
+        shown = attr.value if attr.type == "char" else list(attr.value)
+        out.append(
+            f"attribute {attr.name!r} of {where!r}: the JSON value "
+            f"{json_text_safe(attr.json[0])} is shown as netCDF reads it, {attr.type} "
+            f"{json_text_safe(shown)} (xarray's zarr engine shows the JSON value)"
+        )
+    return out
 
 
 def json_text_safe(value: Any, limit: int = 80) -> str:

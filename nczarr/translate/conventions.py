@@ -22,6 +22,7 @@ __all__ = [
     "LAYOUT_V2",
     "LAYOUT_ZARR",
     "LAYOUT_NETCDF4",
+    "DEFAULT_FILLS",
     "LAYOUTS",
     "ZGROUP",
     "ZARRAY",
@@ -75,6 +76,23 @@ LAYOUT_ZARR: Final = "zarr"
 LAYOUTS: Final = (LAYOUT_V1, LAYOUT_V2_KEYS, LAYOUT_V2, LAYOUT_ZARR)
 #: The layout of a netCDF-4 (HDF5) file read as a source (``nczarr.ncfile``; not a store).
 LAYOUT_NETCDF4: Final = "netcdf4"
+
+#: netCDF's default fill values (netcdf.h ``NC_FILL_*``), used when a variable has no
+#: ``_FillValue``; float's is the float32 nearest 9.9692099683868690e+36.
+DEFAULT_FILLS: dict[str, object] = {
+    "byte": -127,
+    "ubyte": 255,
+    "short": -32767,
+    "ushort": 65535,
+    "int": -2147483647,
+    "uint": 4294967295,
+    "int64": -9223372036854775806,
+    "uint64": 18446744073709551614,
+    "float": 9.969209968386869e36,
+    "double": 9.969209968386869e36,
+    "char": "",
+    "string": "",
+}
 
 # ------------------------------------------------------------ zarr v2 objects
 ZGROUP: Final = ".zgroup"

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .attrs import json_text_safe
+from .attrs import exact_doubles, json_text_safe
 from .model import Attribute, Dataset, Dimension, Group, Variable
 
 __all__ = ["nczarr_forms", "bytes_as_text"]
@@ -132,7 +132,7 @@ def _attributes(
 ) -> dict[str, Attribute]:
     out = {}
     for name, attr in attributes.items():
-        if attr.json is not None and not _numbers(attr.json[0]):
+        if attr.json is not None and not exact_doubles(attr.json[0]):
             shown = attr.value if attr.type == "char" else list(attr.value)
             warnings.append(
                 f"attribute {name!r} of {where!r}: the JSON value "
@@ -143,10 +143,3 @@ def _attributes(
             attr = replace(attr, json=None)
         out[name] = attr
     return out
-
-
-def _numbers(value: object) -> bool:
-    """A flat list of ints and reals: netCDF's double holds every one of them."""
-    return isinstance(value, list) and all(
-        isinstance(v, int | float) and not isinstance(v, bool) for v in value
-    )

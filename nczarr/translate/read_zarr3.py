@@ -74,13 +74,13 @@ from .model import Attribute, Dataset, Group, Variable
 from .tree import (
     Node,
     TreeBuilder,
-    bytes_as_bytes,
     decode_attributes,
     discover_nodes,
     finish_dims,
     group_fqn,
     renamed_variable,
 )
+from .xarray_forms import TEXT_ENCODING, bytes_as_bytes, utf8_marker
 from .zarr3_arrays import (
     DATA_TYPES,
     ChunkKeys,
@@ -193,11 +193,12 @@ def _variable(builder: TreeBuilder, group: str, prefix: str, name: str, doc: dic
     except UnsupportedError as exc:
         builder.skip(prefix, str(exc))
         return None
-    if builder.xarray_conventions:
-        # zarr-python's / xarray's null_terminated_bytes hold numpy bytes, as Zarr v2
-        # "|S<n>" of theirs does (found by a differential hunt: read as text, silently)
-        spec = bytes_as_bytes(spec)
     attrs = dict(_attributes(doc, key))
+    if builder.xarray_conventions and not utf8_marker(attrs.get(TEXT_ENCODING)):
+        # zarr-python's / xarray's null_terminated_bytes hold numpy bytes, as Zarr v2
+        # "|S<n>" of theirs does (found by a differential hunt: read as text, silently);
+        # with xarray's _Encoding "utf-8" (nczarr's copies of netCDF strings) it is text
+        spec = bytes_as_bytes(spec)
     nc_type = spec.dtype.nc_type
     missing = FILLVALUE in attrs
     if missing:

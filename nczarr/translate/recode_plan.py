@@ -15,8 +15,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from .codecs import is_known_codec
-from .conventions import DEFAULT_MAXSTRLEN, NETCDF_C_CODECS
-from .model import Dataset, Group, Variable
+from .conventions import (
+    DEFAULT_FILLS,
+    DEFAULT_MAXSTRLEN,
+    FILLVALUE,
+    LAYOUT_NETCDF4,
+    NETCDF_C_CODECS,
+)
+from .model import NUMERIC_TYPES, Dataset, Group, Variable, same_value
 
 __all__ = ["ZLIB", "Reencoding", "plan_reencoding", "with_maxstrlen"]
 
@@ -108,6 +114,35 @@ def _for_netcdf_c(var: Variable) -> tuple[Variable, list[str]]:
     )
 
 
+def _hdf5_fill_for_xarray(var: Variable, layout: str) -> tuple[Variable, str | None]:
+    """A Zarr v2 target's view of a netCDF-4 file's dataset whose HDF5 fill value is
+    not netCDF's default for its type and has no ``_FillValue`` attribute (a file
+    netcdf-c did not write: h5py's ``fillvalue=-9``), and why (None: unchanged).
+
+    netCDF4 reads that fill value as data, also in the chunks never written, and masks
+    the type's default fill instead; xarray masks a Zarr v2 ``fill_value``. So the Zarr
+    v2 copy says the default fill (masked by both) and its chunks never written are
+    written holding the HDF5 fill (``absent_fill``). NCZarr and Zarr v3 copies keep
+    the fill value: netCDF4 and xarray read them as netCDF4 reads the file."""
+    default = DEFAULT_FILLS.get(var.type)
+    if (
+        layout != LAYOUT_NETCDF4
+        or var.type not in NUMERIC_TYPES
+        or var.logical is not None
+        or var.fill_value is None
+        or var.absent_fill is not None
+        or FILLVALUE in var.attributes
+        or same_value(var.fill_value, default)
+    ):
+        return var, None
+    return dataclasses.replace(var, fill_value=default, absent_fill=var.fill_value), (
+        f"its fill value {var.fill_value!r} (HDF5's; no _FillValue attribute) is data for "
+        f"netCDF4, which masks netCDF's default fill {default!r} instead, while xarray "
+        f"masks a Zarr v2 fill_value: the fill_value is that default, and the chunks the "
+        f"source does not store are written holding {var.fill_value!r}"
+    )
+
+
 def _no_shards(var: Variable, v3: bool, assembled: bool, recoded: bool) -> str | None:
     """Why the shards of ``var`` become chunks (None: they stay shards).
 
@@ -127,10 +162,16 @@ def _no_shards(var: Variable, v3: bool, assembled: bool, recoded: bool) -> str |
 
 
 def _target(
-    var: Variable, format: str, zarr_format: int = 2, assembled: bool = False
+    var: Variable,
+    format: str,
+    zarr_format: int = 2,
+    assembled: bool = False,
+    absent_why: str | None = None,
 ) -> tuple[Variable, list[str]]:
     """The variable as ``format`` stores it, and the reasons it is not a verbatim copy
-    (``assembled``: the target's chunks are assembled one by one, as a combine does)."""
+    (``assembled``: the target's chunks are assembled one by one, as a combine does;
+    ``absent_why``: why the chunks the source does not store are written, if not for
+    a Zarr v3 ``fill_value`` kept apart)."""
     reasons: list[str] = []
     new = var
     if var.filters and var.filters[0].get("id") == "categorize":
@@ -146,7 +187,8 @@ def _target(
     if var.absent_fill is not None and not (v3 and not assembled):
         # only a Zarr v3 array keeps a fill_value apart from its _FillValue attribute
         reasons.append(
-            f"chunks the source does not store hold its Zarr fill_value "
+            absent_why
+            or f"chunks the source does not store hold its Zarr fill_value "
             f"{var.absent_fill!r}, not the fill value {var.fill_value!r}: they are written"
         )
         new = dataclasses.replace(new, absent_fill=None)
@@ -188,7 +230,10 @@ def plan_reencoding(
     def visit(group: Group) -> Group:
         variables = {}
         for name, var in group.variables.items():
-            target, reasons = _target(var, format, zarr_format, assembled)
+            why = None
+            if format == "zarr" and zarr_format == 2:
+                var, why = _hdf5_fill_for_xarray(var, dataset.layout)
+            target, reasons = _target(var, format, zarr_format, assembled, why)
             if reasons:
                 found[var.path.strip("/")] = Reencoding(var, target, "; ".join(reasons))
             variables[name] = target

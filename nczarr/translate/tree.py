@@ -57,6 +57,7 @@ from .conventions import (
 )
 from .detect import nczarr_key
 from .model import Attribute, Dimension, Group, Variable
+from .xarray_forms import TEXT_ENCODING, bytes_as_bytes, fill_as_missing, utf8_text
 
 __all__ = [
     "MAX_EXTENT",
@@ -71,8 +72,6 @@ __all__ = [
     "attribute_types",
     "group_fqn",
     "TreeBuilder",
-    "fill_as_missing",
-    "bytes_as_bytes",
 ]
 
 #: Hidden on read in addition to conventions.HIDDEN_ATTRIBUTES (Zarr v3 drafts of netcdf-c).
@@ -297,6 +296,8 @@ class TreeBuilder:
         attributes: dict[str, Attribute],
     ) -> Variable:
         self.warnings.extend(spec.warnings)
+        if not self.nczarr and utf8_text(spec, attributes):  # pure Zarr: xarray's marker
+            attributes = {k: a for k, a in attributes.items() if k != TEXT_ENCODING}
         return Variable(
             name=name,
             path=group_fqn(prefix),
@@ -366,7 +367,8 @@ class TreeBuilder:
         )
         if self.xarray_conventions:
             attrs = fill_as_missing(attrs, spec)
-            spec = bytes_as_bytes(spec)
+            if not utf8_text(spec, attrs):  # text for xarray, read as text
+                spec = bytes_as_bytes(spec)
         return self.make_variable(name, prefix, spec, dims, scalar, attrs)
 
     def group_attributes(self, prefix: str) -> dict[str, Attribute]:
@@ -374,34 +376,6 @@ class TreeBuilder:
         return decode_attributes(
             self.meta.get(join_key(prefix, ZATTRS)), types, key=join_key(prefix, ZATTRS)
         )
-
-
-def fill_as_missing(attrs: dict[str, Attribute], spec: ArraySpec) -> dict[str, Attribute]:
-    """``attrs`` with a ``_FillValue`` equal to a numeric array's ``fill_value``.
-
-    Nothing changes for text and bool arrays (xarray writes them with ``fill_value``
-    null), without a fill value, or when a ``_FillValue`` attribute exists already.
-    """
-    nc_type = spec.dtype.nc_type
-    if (
-        spec.fill_value is None
-        or nc_type in ("char", "string")
-        or spec.dtype.logical is not None
-        or FILLVALUE in attrs
-    ):
-        return attrs
-    return {**attrs, FILLVALUE: Attribute(FILLVALUE, nc_type, (spec.fill_value,))}
-
-
-def bytes_as_bytes(spec: ArraySpec) -> ArraySpec:
-    """``|S<n>`` (Zarr v3 ``null_terminated_bytes``) that zarr-python or xarray wrote
-    holds numpy bytes, not netCDF text (netcdf-c and nczarr write it for char/strings)."""
-    from dataclasses import replace
-
-    dtype = spec.dtype
-    if dtype.nc_type != "string" or dtype.text_storage is not None or dtype.logical:
-        return spec
-    return replace(spec, dtype=replace(dtype, logical="bytes"))
 
 
 def _join_fqn(group: str, name: str) -> str:

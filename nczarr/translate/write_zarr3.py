@@ -75,7 +75,7 @@ from .model import Dataset, Group, Variable
 from .target import Target
 from .write_common import WriteResult, group_key, ncproperties
 from .zarr2_fills import gdal_nodata_warnings
-from .zarr_names import dimension_names, plain_attributes, utf8_json
+from .zarr_names import dimension_names, plain_attributes, text_encoding, utf8_json
 
 __all__ = ["write_zarr3", "array_document", "data_type", "CHUNK_KEY_ENCODING"]
 
@@ -137,11 +137,22 @@ def _fill_value(var: Variable) -> Any:
     return encode_fill_value(var.fill_value, var.type, nczarr=False)
 
 
+def _missing_value(var: Variable) -> Any:
+    """The value netCDF readers mask: the fill value, or else the ``_FillValue``
+    attribute alone (netcdf-c 4.8/4.9 NCZarr with ``fill_value`` null: netCDF4 masks
+    the attribute's value and reads chunks never written as 0, the v3 ``fill_value``)."""
+    if var.fill_value is not None:
+        return var.fill_value
+    value = var.attributes[FILLVALUE].value
+    return value[0] if isinstance(value, tuple | list) and len(value) == 1 else value
+
+
 def _xarray_fill(var: Variable) -> Any:
     """xarray's ``_FillValue`` attribute for a v3 array (its ``FillValueCoder``)."""
+    value = _missing_value(var)
     if var.type in ("float", "double"):
-        return base64.b64encode(struct.pack("<d", float(var.fill_value))).decode("ascii")
-    return json_number(var.fill_value, var.type)
+        return base64.b64encode(struct.pack("<d", float(value))).decode("ascii")
+    return json_number(value, var.type)
 
 
 def array_document(
@@ -185,8 +196,8 @@ def array_document(
     attributes.pop(FILLVALUE, None)
     if (
         xarray_fill
-        and var.fill_value is not None
         and FILLVALUE in var.attributes  # a missing value, not only a fill value
+        and not isinstance(_missing_value(var), tuple | list | str | bytes | None)
         and var.type not in ("char", "string")
         and var.logical is None
     ):
@@ -267,6 +278,8 @@ def write_zarr3(dataset: Dataset, target: Target | None = None) -> WriteResult:
             dims = None if noxarray else [names[d] for d in var.dimensions]
             try:
                 docs[vprefix] = array_document(var, dims, xarray_fill=not noxarray)
+                if not noxarray:  # xarray decodes NCZarr's string bytes by it
+                    docs[vprefix]["attributes"] |= text_encoding(var, dataset.layout)
             except UnsupportedError as exc:
                 skipped.append(vprefix)
                 warnings.append(f"array {var.path!r} left out of the Zarr v3 output: {exc}")

@@ -1,0 +1,69 @@
+"""What xarray's conventions make of a pure Zarr array (pure functions over its spec
+and attributes): a numeric ``fill_value`` is a missing value, ``|S<n>`` bytes of
+zarr-python's or xarray's are bytes, not netCDF text, unless xarray's ``_Encoding``
+says UTF-8. Shared by the Zarr v2 (:mod:`nczarr.translate.tree`) and v3
+(:mod:`nczarr.translate.read_zarr3`) readers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from .arrayspec import ArraySpec
+from .conventions import FILLVALUE
+from .model import Attribute
+
+__all__ = ["TEXT_ENCODING", "bytes_as_bytes", "fill_as_missing", "utf8_marker", "utf8_text"]
+
+
+def fill_as_missing(attrs: dict[str, Attribute], spec: ArraySpec) -> dict[str, Attribute]:
+    """``attrs`` with a ``_FillValue`` equal to a numeric array's ``fill_value``.
+
+    Nothing changes for text and bool arrays (xarray writes them with ``fill_value``
+    null), without a fill value, or when a ``_FillValue`` attribute exists already.
+    """
+    nc_type = spec.dtype.nc_type
+    if (
+        spec.fill_value is None
+        or nc_type in ("char", "string")
+        or spec.dtype.logical is not None
+        or FILLVALUE in attrs
+    ):
+        return attrs
+    return {**attrs, FILLVALUE: Attribute(FILLVALUE, nc_type, (spec.fill_value,))}
+
+
+#: xarray's attribute naming the text encoding of bytes (its ``EncodedStringCoder``)
+TEXT_ENCODING = "_Encoding"
+
+
+def utf8_text(spec: ArraySpec, attrs: Mapping[str, Attribute]) -> bool:
+    """A fixed-width bytes array (``|S<n>``, v3 ``null_terminated_bytes``) with
+    ``_Encoding: "utf-8"``: xarray decodes it into ``str``, and nczarr's pure Zarr
+    writers mark netCDF strings so. It is read as netCDF text, without the attribute
+    (the ``string`` type says it; xarray's decoder would fail on text)."""
+    dtype = spec.dtype
+    encoding = attrs.get(TEXT_ENCODING)
+    return (
+        dtype.nc_type == "string"
+        and dtype.text_storage is None
+        and dtype.logical is None
+        and encoding is not None
+        and utf8_marker(encoding.value)
+    )
+
+
+def utf8_marker(value: Any) -> bool:
+    """Whether the value of an ``_Encoding`` attribute says UTF-8."""
+    return isinstance(value, str) and value.lower().replace("-", "") == "utf8"
+
+
+def bytes_as_bytes(spec: ArraySpec) -> ArraySpec:
+    """``|S<n>`` (Zarr v3 ``null_terminated_bytes``) that zarr-python or xarray wrote
+    holds numpy bytes, not netCDF text (netcdf-c and nczarr write it for char/strings)."""
+    dtype = spec.dtype
+    if dtype.nc_type != "string" or dtype.text_storage is not None or dtype.logical:
+        return spec
+    return replace(spec, dtype=replace(dtype, logical="bytes"))
