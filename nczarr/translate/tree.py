@@ -369,6 +369,8 @@ class TreeBuilder:
             attrs = fill_as_missing(attrs, spec)
             if not utf8_text(spec, attrs):  # text for xarray, read as text
                 spec = bytes_as_bytes(spec)
+            if FILLVALUE not in attrs:  # netCDF4 masks netCDF's default fill in an NCZarr copy
+                self.unmasked_defaults.append(group_fqn(prefix))
         return self.make_variable(name, prefix, spec, dims, scalar, attrs)
 
     def group_attributes(self, prefix: str) -> dict[str, Attribute]:

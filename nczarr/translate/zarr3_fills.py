@@ -34,25 +34,10 @@ from dataclasses import replace
 from typing import Any
 
 from .arrayspec import ArraySpec
-from .conventions import FILLVALUE
-from .model import Dataset
+from .conventions import DEFAULT_FILLS, FILLVALUE
+from .model import NUMERIC_TYPES, Dataset
 
-__all__ = ["NETCDF_DEFAULT_FILLS", "is_nan", "nczarr_default_warnings", "without_missing_value"]
-
-#: netCDF's default fill values of the numeric types (netcdf.h ``NC_FILL_*``), which
-#: netCDF4-python masks in a variable without ``_FillValue``
-NETCDF_DEFAULT_FILLS: dict[str, int | float] = {
-    "byte": -127,
-    "ubyte": 255,
-    "short": -32767,
-    "ushort": 65535,
-    "int": -2147483647,
-    "uint": 4294967295,
-    "int64": -9223372036854775806,
-    "uint64": 18446744073709551614,
-    "float": 9.969209968386869e36,
-    "double": 9.969209968386869e36,
-}
+__all__ = ["is_nan", "nczarr_default_warnings", "without_missing_value"]
 
 
 def is_nan(value: Any) -> bool:
@@ -73,7 +58,8 @@ def _netcdf4_default(nc_type: str, logical: str | None, fill: Any) -> int | floa
     (netcdf-c's no-fill, which netCDF4 honours for one-byte types only) and bool."""
     if logical is not None or (nc_type in ("byte", "ubyte") and fill is None):
         return None
-    return NETCDF_DEFAULT_FILLS.get(nc_type)
+    default = DEFAULT_FILLS.get(nc_type) if nc_type in NUMERIC_TYPES else None
+    return default  # type: ignore[return-value]
 
 
 #: How the warnings end: why nothing better is written.
