@@ -55,21 +55,9 @@ def read_zarr2(
         builder.unmasked_defaults = [f"/{name}" for _ in builder.unmasked_defaults]
         variables = {name: renamed_variable(variable, name)} if variable is not None else {}
         root = Group("/", "/", dict(builder.dims.get("/", {})), {}, variables, {})
-        return _dataset(root, layout, builder)
+        return builder.dataset(root, layout)
     built = _build_pure_group(builder, nodes, "")
-    return _dataset(finish_dims(built, builder), layout, builder)
-
-
-def _dataset(root: Group, layout: str, builder: TreeBuilder) -> Dataset:
-    """The dataset, with the arrays whose default fill netCDF4 would mask in an NCZarr
-    copy (xarray's and zarr-python's arrays without ``_FillValue``)."""
-    return Dataset(
-        root,
-        layout,
-        tuple(builder.warnings),
-        tuple(builder.skipped),
-        unmasked_defaults=tuple(builder.unmasked_defaults),
-    )
+    return builder.dataset(finish_dims(built, builder), layout)
 
 
 def written_by_netcdf_c(meta: Mapping[str, Any]) -> bool:

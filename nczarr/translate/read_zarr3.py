@@ -324,16 +324,6 @@ def read_zarr3(
         builder.unmasked_defaults = [f"/{name}" for _ in builder.unmasked_defaults]
         variables = {name: renamed_variable(variable, name)} if variable is not None else {}
         root = Group("/", "/", dict(builder.dims.get("/", {})), {}, variables, {})
-        return _dataset(root, layout, builder)
+        return builder.dataset(root, layout)
     root = finish_dims(_group(builder, nodes, docs, ""), builder)
-    return _dataset(root, layout, builder)
-
-
-def _dataset(root: Group, layout: str, builder: TreeBuilder) -> Dataset:
-    return Dataset(
-        root,
-        layout,
-        tuple(builder.warnings),
-        tuple(builder.skipped),
-        unmasked_defaults=tuple(builder.unmasked_defaults),
-    )
+    return builder.dataset(root, layout)

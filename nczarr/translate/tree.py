@@ -56,7 +56,7 @@ from .conventions import (
     ZGROUP,
 )
 from .detect import nczarr_key
-from .model import Attribute, Dimension, Group, Variable
+from .model import Attribute, Dataset, Dimension, Group, Variable
 from .xarray_forms import TEXT_ENCODING, bytes_as_bytes, fill_as_missing, utf8_text
 
 __all__ = [
@@ -161,6 +161,17 @@ class TreeBuilder:
         #: arrays whose default fill netCDF4 masks in an NCZarr copy, and the producer
         #: does not (``Dataset.unmasked_defaults``, set by the Zarr v3 reader)
         self.unmasked_defaults: list[str] = []
+
+    def dataset(self, root: Group, layout: str) -> Dataset:
+        """The dataset read: ``root`` with this builder's warnings, skipped arrays, and
+        the arrays whose default fill netCDF4 would mask in an NCZarr copy."""
+        return Dataset(
+            root,
+            layout,
+            tuple(self.warnings),
+            tuple(self.skipped),
+            unmasked_defaults=tuple(self.unmasked_defaults),
+        )
 
     def skip(self, prefix: str, reason: str) -> None:
         """Leave out the array at ``prefix``, saying why."""
