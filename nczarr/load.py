@@ -24,6 +24,7 @@ from .translate.conventions import (
     ARRAYS_ALT,
     GROUP_KEYS,
     GROUPS_ALT,
+    RESERVED_NODE_NAMES,
     V1_ARRAY_NAMES,
     V1_ATTR_NAMES,
     V1_GROUP,
@@ -200,6 +201,12 @@ def _checked_consolidated(crawl: _Crawl, meta: dict[str, Any]) -> dict[str, Any]
     return listed
 
 
+#: Names in a group's listing that are its metadata objects, not its children. Any
+#: other name is a child to look into, a leading "." included: zarr-python writes
+#: arrays named ".hidden" (they were left out of a walked store without a word).
+_NOT_NODES = frozenset({*RESERVED_NODE_NAMES[2], ZARR_JSON})
+
+
 def _load_v3(crawl: _Crawl, meta: dict[str, Any]) -> None:
     root = meta[ZARR_JSON]
     if not isinstance(root, dict):
@@ -211,9 +218,7 @@ def _load_v3(crawl: _Crawl, meta: dict[str, Any]) -> None:
         candidates = []
         for prefix in pending:
             candidates.extend(
-                join_key(prefix, name)
-                for name in crawl.search(prefix)
-                if not name.startswith(".") and name != ZARR_JSON
+                join_key(prefix, name) for name in crawl.search(prefix) if name not in _NOT_NODES
             )
         crawl.read_into(meta, (join_key(c, ZARR_JSON) for c in candidates))
         pending = [
@@ -293,7 +298,7 @@ def _walk(crawl: _Crawl, meta: dict[str, Any]) -> None:
             listed = _listed_children(meta, prefix, v1)
             if listed is None:
                 found = crawl.search(prefix)
-                listed = [(n, "unknown") for n in found if not n.startswith(".")]
+                listed = [(n, "unknown") for n in found if n not in _NOT_NODES]
             for name, kind in listed:
                 child = join_key(prefix, name)
                 kinds[child] = kind

@@ -133,3 +133,33 @@ def test_zarr_v2_metadata_names_are_refused_in_zarr_v2_and_nczarr(
     with netCDF4.Dataset(f"file://{out}#mode={mode},file") as nc:
         assert list(nc.variables) == ["ok"]
         np.testing.assert_array_equal(nc["ok"][:], [5, 6])
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_arrays_named_with_a_leading_dot_are_found_and_refused_for_nczarr(
+    tmp_path: Path, zarr_format: int
+) -> None:
+    """zarr-python writes an array named ``.hidden``; a store without consolidated
+    metadata used to lose it silently (the walk skipped every name starting with "."):
+    read finds it, a Zarr copy keeps it, and an NCZarr copy refuses it (netcdf-c
+    refuses a whole dataset holding a name starting with ".") unless excluded."""
+    src = tmp_path / "src.zarr"
+    group = zarr.open_group(src, mode="w", zarr_format=zarr_format)
+    for name, values in ((".hidden", [1, 2, 3]), ("ok", [4, 5, 6])):
+        array = group.create_array(name, shape=(3,), dtype="i4", fill_value=-1)
+        array[:] = values
+    assert sorted(zarr.open_group(src, mode="r").array_keys()) == [".hidden", "ok"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nczarr.NCZarrWarning)
+        ds = nczarr.read(src)
+        assert sorted(v.path for v in ds.root.all_variables()) == ["/.hidden", "/ok"]
+        nczarr.convert(src, tmp_path / "copy.zarr", mode="zarr", zarr_format=zarr_format)
+        copy = zarr.open_group(tmp_path / "copy.zarr", mode="r")
+        assert copy[".hidden"][...].tolist() == [1, 2, 3]
+        out = tmp_path / "out.file"
+        with pytest.raises(nczarr.NCZarrError, match=r"'/.hidden'.*does not start with '.'"):
+            nczarr.convert(src, f"file://{out}#mode=nczarr,file", mode="nczarr")
+        assert not out.exists() or not any(out.iterdir())
+        nczarr.convert(src, f"file://{out}#mode=nczarr,file", mode="nczarr", exclude=["/.hidden"])
+    with netCDF4.Dataset(f"file://{out}#mode=nczarr,file") as nc:
+        assert list(nc.variables) == ["ok"]

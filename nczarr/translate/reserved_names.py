@@ -1,4 +1,6 @@
-"""Groups and arrays whose names a target format reserves for its metadata (pure).
+"""Groups and arrays whose names a target format reserves for its metadata (pure), and
+names netCDF does not allow in an NCZarr target (a leading ".": zarr-python writes
+such arrays, netcdf-c refuses a whole dataset holding one).
 
 A Zarr v3 store keeps each node's metadata in ``<node>/zarr.json``, so an array named
 ``zarr.json`` (a legal netCDF, NCZarr and Zarr v2 name: netCDF4 writes one) would
@@ -42,8 +44,18 @@ def leave_out_reserved(
     label = target_label(target)
     warnings: list[str] = []
     skipped: list[str] = []
+    nczarr = target.format == "nczarr"
+
+    def refused(name: str) -> bool:
+        # netCDF names do not start with "." (netcdf-c refuses the whole dataset)
+        return name in reserved or (nczarr and name.startswith("."))
 
     def reason(node: str, name: str) -> str:
+        if name not in reserved:
+            return (
+                f"{node} is named {name!r}: a netCDF name does not start with '.', and "
+                "netcdf-c refuses a whole NCZarr dataset holding one"
+            )
         return (
             f"{node} is named {name!r}, which a {label} store reserves for its metadata "
             f"objects (the key of one would be the other's)"
@@ -52,7 +64,7 @@ def leave_out_reserved(
     def prune(group: Group) -> Group:
         variables = {}
         for name, var in group.variables.items():
-            if name in reserved:
+            if refused(name):
                 skipped.append(var.path.lstrip("/"))
                 warnings.append(
                     f"array {var.path!r} left out of the {label} output: " + reason("it", name)
@@ -61,7 +73,7 @@ def leave_out_reserved(
                 variables[name] = var
         groups = {}
         for name, child in group.groups.items():
-            if name not in reserved:
+            if not refused(name):
                 groups[name] = prune(child)
                 continue
             inside = list(child.all_variables())
@@ -78,9 +90,7 @@ def leave_out_reserved(
         return replace(group, variables=variables, groups=groups)
 
     if not any(
-        name in reserved
-        for group in dataset.root.walk()
-        for name in (*group.variables, *group.groups)
+        refused(name) for group in dataset.root.walk() for name in (*group.variables, *group.groups)
     ):
         return dataset, (), ()
     return replace(dataset, root=prune(dataset.root)), tuple(warnings), tuple(skipped)
