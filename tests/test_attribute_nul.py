@@ -136,3 +136,35 @@ def test_trailing_nuls_are_left_out_as_netcdf4_leaves_them(tmp_path: Path) -> No
             nczarr.convert(str(path), str(tmp_path / f"{kind}.file"), mode="nczarr")
         said = [str(w.message) for w in record if "control characters" in str(w.message)]
         assert len(said) == 1 and said[0].startswith("attribute 'm' of '/v'")
+
+
+@pytest.mark.parametrize("fmt", ["NETCDF4", "NETCDF3_CLASSIC"])
+def test_the_engine_shows_what_the_netcdf4_engine_shows(tmp_path: Path, fmt: str) -> None:
+    """The engine's yardstick is xarray's netcdf4 engine: NULs removed from char
+    attributes, and no warning about the JSON a copy would write (the engine showed
+    'ab\\x00cd' and warned that netcdf-c reads \\u escapes as text)."""
+    import xarray as xr
+
+    src = tmp_path / "src.nc"
+    with netCDF4.Dataset(src, "w", format=fmt) as ds:
+        ds.createDimension("x", 2)
+        ds.createVariable("v", "i4", ("x",)).setncattr("c", TEXT)
+        ds.setncattr("g", "x\x00y")
+    theirs = xr.open_dataset(src, engine="netcdf4")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", nczarr.NCZarrWarning)
+        ours = xr.open_dataset(src, engine="nczarr")
+    assert (ours["v"].attrs["c"], ours.attrs["g"]) == ("abcd", "xy")
+    assert (ours["v"].attrs["c"], ours.attrs["g"]) == (theirs["v"].attrs["c"], theirs.attrs["g"])
+
+
+def test_the_engine_keeps_a_zarr_producers_text(tmp_path: Path) -> None:
+    """A pure Zarr store's producer (zarr-python, xarray) reads the NUL: kept."""
+    import xarray as xr
+
+    src = tmp_path / "src.zarr"
+    xr.Dataset({"v": ("x", [1, 2], {"c": TEXT})}).to_zarr(src, zarr_format=2, mode="w")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nczarr.NCZarrWarning)
+        ours = xr.open_dataset(src, engine="nczarr")
+    assert ours["v"].attrs["c"] == TEXT == xr.open_zarr(src)["v"].attrs["c"]

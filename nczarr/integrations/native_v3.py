@@ -42,6 +42,7 @@ from ..maps.open import open_source
 from ..readthrough import TranslatedView
 from ..translate.conventions import ZARR_JSON, ZARRAY
 from ..translate.target import Target
+from ..translate.write_common import control_character_attribute_warnings
 from ..translate.zarr2_fills import masked_fill_warnings
 from .zarr_store import ZarrStore
 
@@ -87,6 +88,8 @@ def engine_view(
     recoded = view.translation.reencoded
     skip = {recoded[path].message for path in native if path in recoded}
     skip.update(masked_fill_warnings(view.dataset))
+    # about JSON a copy would write, not about what the engine reads
+    skip.update(control_character_attribute_warnings(view.dataset))
     warn_all([w for w in view.warnings if w not in skip], stacklevel=4)
     return view, native
 

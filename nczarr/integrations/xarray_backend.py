@@ -78,7 +78,7 @@ from xarray.core.variable import Variable as XVariable
 from ..errors import NCZarrError, StorageNotFoundError, warn_all
 from ..maps.base import ZMap
 from ..translate.attrs import json_reading_warnings
-from ..translate.conventions import NC_TO_DTYPE
+from ..translate.conventions import LAYOUT_ZARR, NC_TO_DTYPE
 from ..translate.model import Attribute, Group, Variable
 from .chunkerrors import check_chunk_count, chunk_failure
 from .zarr_store import ZarrStore
@@ -105,14 +105,16 @@ _DECODERS = (
 )
 
 
-def attribute_value(attr: Attribute) -> Any:
+def attribute_value(attr: Attribute, netcdf: bool = False) -> Any:
     """An attribute's value as ``netCDF4.Variable.getncattr`` returns it.
 
-    ``char``: ``str``; ``string``: ``str`` (one value) or ``list[str]``; numbers: a numpy
-    scalar of the netCDF type (one value) or a 1-d numpy array.
+    ``char``: ``str`` (``netcdf``: a netCDF file's or NCZarr store's, NUL bytes removed,
+    as netCDF4 removes them; a pure Zarr producer's text is kept as written);
+    ``string``: ``str`` (one value) or ``list[str]``; numbers: a numpy scalar of the
+    netCDF type (one value) or a 1-d numpy array.
     """
     if attr.type == "char":
-        return attr.value
+        return attr.value.replace("\x00", "") if netcdf else attr.value
     if attr.type == "string":
         values = list(attr.value)
         return values[0] if len(values) == 1 else values
@@ -120,8 +122,9 @@ def attribute_value(attr: Attribute) -> Any:
     return array[0] if array.size == 1 else array
 
 
-def _attributes(attrs: Mapping[str, Attribute]) -> dict[str, Any]:
-    return {name: attribute_value(attr) for name, attr in attrs.items()}
+def _attributes(attrs: Mapping[str, Attribute], layout: str) -> dict[str, Any]:
+    netcdf = layout != LAYOUT_ZARR  # netCDF's reading: a netCDF file or an NCZarr store
+    return {name: attribute_value(attr, netcdf) for name, attr in attrs.items()}
 
 
 class NCZarrArrayWrapper(ZarrArrayWrapper):
@@ -283,7 +286,7 @@ class NCZarrDataStore(AbstractDataStore):
         check_chunk_count(var.path, tuple(var.shape), tuple(var.chunks), self._source.url)
         wrapper = self._source.array(var)
         data = indexing.LazilyIndexedArray(wrapper)
-        attributes = _attributes(var.attributes)
+        attributes = _attributes(var.attributes, self._source.dataset.layout)
         warn_all(json_reading_warnings(var.attributes.values(), var.path))
         if wrapper.dtype.kind == "S" and "_FillValue" in attributes:
             # as xarray's netcdf4 engine does (netCDF4 returns str for a char fill)
@@ -309,7 +312,7 @@ class NCZarrDataStore(AbstractDataStore):
 
     def get_attrs(self) -> FrozenDict[str, Any]:
         warn_all(json_reading_warnings(self._group.attributes.values(), self._group.path))
-        return FrozenDict(_attributes(self._group.attributes))
+        return FrozenDict(_attributes(self._group.attributes, self._source.dataset.layout))
 
     def get_dimensions(self) -> FrozenDict[str, int]:
         return FrozenDict((n, d.size) for n, d in self._group.dimensions.items())
