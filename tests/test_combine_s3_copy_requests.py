@@ -139,6 +139,9 @@ def test_a_combine_into_a_checked_s3_target_writes_without_leaf_probes(
     # journal's DeleteObject at the end, and before each root object's on overwrite)
     assert not [t for _, _, op, t in spans if op == "HeadObject" and _root_object(t)]
     assert leaf_probes(spans, s3_bucket, "out") == []
+    # a resume lists what the target holds, a listing a directory, and asks no chunk's
+    # size (a HeadObject a target chunk before)
+    assert [t for _, _, op, t in spans if op == "HeadObject" and "/out/" in t] == []
     back = tmp_path / "back"
     nczarr.convert(dst, back, source_options={"endpoint_url": s3_endpoint})
     np.testing.assert_array_equal(read_nc(back)["temp"], expected_temp(0, 2 * DAYS))

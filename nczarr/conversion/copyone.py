@@ -10,23 +10,32 @@ __all__ = ["copy_one"]
 
 
 def copy_one(
-    src: ZMap, dst: ZMap, skey: str, dkey: str, skip: str, size: int | None = None
+    src: ZMap,
+    dst: ZMap,
+    skey: str,
+    dkey: str,
+    skip: str,
+    size: int | None = None,
+    held: int | None = None,
 ) -> tuple[bool, int]:
     """Copy ``src[skey]`` to ``dst[dkey]`` the fastest way both maps allow; with ``skip``
-    ``"size"`` or ``"content"`` (a resume), not if ``dst`` holds it complete already.
-    ``size``: the source's size if a listing gave it (else asked when needed)."""
+    ``"size"`` or ``"content"`` (a resume), not if ``dst`` holds it complete already
+    (``"listed"``: as ``"size"``, with ``held`` the target's size from a listing, None
+    if it holds no such object: no request to ask). ``size``: the source's size if a
+    listing gave it (else asked when needed)."""
     if skip == "content":
         try:
             if dst[dkey] == src[skey]:
                 return False, 0
         except KeyError:
             pass
-    elif skip == "size":
+    elif skip in ("size", "listed"):
         try:
-            target = dst.getsize(dkey)
-            size = src.getsize(skey) if size is None else size
-            if target == size:
-                return False, 0
+            target = held if skip == "listed" else dst.getsize(dkey)
+            if target is not None:
+                size = src.getsize(skey) if size is None else size
+                if target == size:
+                    return False, 0
         except KeyError:
             pass
     support = dst.copy_support(src)

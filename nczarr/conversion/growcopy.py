@@ -195,13 +195,43 @@ def execute(
     return copied, reencoded
 
 
+class _HeldSizes:
+    """The sizes of what a resumed target holds, one listing per directory (the first
+    time a copy into it is planned) instead of a ``HeadObject`` per target chunk on S3.
+    Holds the listed directories' sizes until the combine ends: a resume's cost."""
+
+    def __init__(self, dst: ZMap) -> None:
+        self._dst = dst
+        self._listed: dict[str, dict[str, int]] = {}
+
+    def sizes(self, keys: Iterable[str]) -> dict[str, int]:
+        """The held size of each of ``keys`` the target holds."""
+        out = {}
+        for key in keys:
+            parent = key.rpartition("/")[0]
+            listed = self._listed.get(parent)
+            if listed is None:
+                listed = self._listed[parent] = {
+                    k: n for k, n in self._dst.list_sizes(parent) if k.rpartition("/")[0] == parent
+                }
+            if key in listed:
+                out[key] = listed[key]
+        return out
+
+
 def _copier(
-    src: Any, dst: ZMap, skey: str, dkey: str, skip: str, size: int | None = None
+    src: Any,
+    dst: ZMap,
+    skey: str,
+    dkey: str,
+    skip: str,
+    size: int | None = None,
+    held: int | None = None,
 ) -> Callable[[], tuple[bool, int]]:
     """A job copying ``skey`` of part ``src`` (from where it is copied) to ``dkey``;
-    ``size``: the source's, from a listing, if known."""
+    ``size``: the source's, from a listing, if known; ``held``: as :func:`copy_one`."""
     source = src.copy_source(skey)
-    return lambda: copy_one(source, dst, skey, dkey, skip, size)
+    return lambda: copy_one(source, dst, skey, dkey, skip, size, held)
 
 
 def _listed_sizes(src: Part, dst: ZMap, copies: Iterable[Any]) -> Mapping[str, int]:
@@ -253,6 +283,7 @@ class _Window:
         self._flight: deque[tuple[int, ExitStack, list[Any]]] = deque()
         self._jobs = 0
         self._pool: Any = None
+        self._held = _HeldSizes(dst)
 
     def __enter__(self) -> _Window:
         return self
@@ -274,8 +305,19 @@ class _Window:
             copies = list(group)
             sizes = _listed_sizes(src, self._dst, copies)
             dst, skip = self._dst, self._skip
+            held: Mapping[str, int] = {}
+            if skip == "size" and dst.round_trips:  # a resume: the target's sizes listed
+                held, skip = self._held.sizes(c.target_key for c in copies), "listed"
             jobs = [
-                _copier(src, dst, c.source_key, c.target_key, skip, sizes.get(c.source_key))
+                _copier(
+                    src,
+                    dst,
+                    c.source_key,
+                    c.target_key,
+                    skip,
+                    sizes.get(c.source_key),
+                    held.get(c.target_key),
+                )
                 for c in copies
             ]
             opened.pop_all()
