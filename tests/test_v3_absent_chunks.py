@@ -147,3 +147,23 @@ def test_combine_and_append_hold_the_zeros(tmp_path: Path, mode: str) -> None:
             warnings.simplefilter("ignore")
             back = xr.open_zarr(out, consolidated=False).load()
         xr.testing.assert_equal(back[["v"]], expected)
+
+
+def test_a_parquet_reference_set_points_at_the_stored_chunks(
+    source: tuple[Path, xr.Dataset], tmp_path: Path
+) -> None:
+    """As the JSON set: the stored chunk is a path, the others inlined (the Parquet
+    writer asked every chunk as "re-encoded by the view" and inlined them all, found
+    by a review)."""
+    import pandas as pd
+
+    path, theirs = source
+    refs = tmp_path / "refs.parq"
+    with pytest.warns(nczarr.NCZarrWarning, match=ABSENT):
+        nczarr.write_references(path, refs)
+    (table,) = sorted((refs / "v").glob("refs.*.parq"))
+    rows = pd.read_parquet(table).to_dict("records")[:3]  # the grid's 3 chunks, padded
+    assert [row["path"] for row in rows] == [None, str(path / "v" / "c" / "1" / "0"), None]
+    assert rows[0]["raw"] == rows[2]["raw"] and rows[0]["raw"]
+    back = xr.open_zarr("reference://", storage_options={"fo": str(refs)}, consolidated=False)
+    xr.testing.assert_equal(back[["v"]].load(), theirs[["v"]])

@@ -92,6 +92,7 @@ class TranslatedView(ChunkListing, ZMap):
         self._reencoded = translation.reencoded
         self._metadata = translation.metadata
         self._stray: dict[str, str] = {}
+        self._stored: dict[str, frozenset[str]] = {}  # ChunkListing._locate_stored
         self._recoders: dict[str, ChunkRecoder] = {}
         if self._reencoded:  # numpy and the codecs only when a chunk is re-encoded
             from ..reencode import ChunkRecoder

@@ -34,6 +34,7 @@ class ChunkListing:
     _stray: dict[str, str]
     _layout: ChunkLayout
     _reencoded: dict[str, Reencoding]
+    _stored: dict[str, frozenset[str]]
 
     def chunk_keys(self) -> Iterator[str]:
         """The key, as the view shows it, of every chunk object that passes through
@@ -62,8 +63,11 @@ class ChunkListing:
         all of ``array``, as :meth:`array_chunk_keys` lists them) in the source
         (:meth:`ZMap.chunk_location`), in one call to the source
         (:meth:`ZMap.chunk_locations`); None for a chunk the view or the source
-        re-encodes."""
-        if array in self._reencoded:
+        re-encodes (of an array whose stored chunks pass verbatim: one not stored)."""
+        item = self._reencoded.get(array)
+        if item is not None and item.stored_verbatim:
+            return self._locate_stored(array, keys)
+        if item is not None:
             return [None] * len(keys)
         layout = self._layout
         if array in layout.keys or array in layout.source_prefix:
@@ -84,6 +88,24 @@ class ChunkListing:
         keys = self.array_chunk_keys(array)
         while chunk := list(islice(keys, batch)):
             yield from zip(chunk, self.locate(array, chunk), strict=True)
+
+    def _locate_stored(
+        self, array: str, keys: Sequence[str]
+    ) -> list[tuple[str] | tuple[str, int, int] | None]:
+        """:meth:`locate` of an array whose stored chunks pass verbatim: the source's
+        place of each stored chunk, None for the others (which the view makes). The
+        array's stored keys are listed once and held while the view lives (a Parquet
+        set asks a batch at a time, in grid order)."""
+        stored = self._stored.get(array)
+        if stored is None:
+            note = partial(note_stray, self._source.url, self._stray)
+            listing = self._source.keys_below_streamed
+            shown = self._layout.shown_below(array, array, listing, note, stored=True)
+            stored = self._stored[array] = frozenset(shown)
+        wanted = [k for k in keys if k in stored]
+        found = self._source.chunk_locations([self._layout.source_key(k) for k in wanted])
+        where = dict(zip(wanted, found, strict=True))
+        return [where.get(k) for k in keys]
 
     def _stored_then_made(
         self, array: str, batch: int
