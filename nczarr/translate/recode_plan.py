@@ -72,7 +72,13 @@ class Reencoding:
 
     @property
     def message(self) -> str:
-        """The warning: array, reason, and that its chunks are re-encoded."""
+        """The warning: array, reason, and that its chunks are re-encoded (or, when only
+        the chunks the source does not store are made, that the others are copied)."""
+        if self.stored_verbatim:
+            return (
+                f"array {self.target.path!r}: stored chunks copied verbatim, the others "
+                f"written ({self.reason})"
+            )
         return f"array {self.target.path!r}: chunks re-encoded ({self.reason})"
 
 
