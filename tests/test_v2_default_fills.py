@@ -28,6 +28,7 @@ def test_an_nczarr_copy_names_the_arrays_netcdf4_masks(tmp_path: Path) -> None:
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         nczarr.read(src)  # reading shows xarray's values: nothing to say
+        nczarr.view(src)  # nor an NCZarr view, which zarr-python and xarray read
     assert [str(w.message) for w in said if issubclass(w.category, nczarr.NCZarrWarning)] == []
     out = tmp_path / "out.file"
     with pytest.warns(nczarr.NCZarrWarning) as said:
