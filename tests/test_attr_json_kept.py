@@ -82,6 +82,8 @@ def test_engine_warns_for_json_it_shows_as_netcdf_reads_it(tmp_path: Path) -> No
             f"attribute {name!r} of '/v'" in m and "shown as netCDF reads it" in m for m in found
         ), (name, found)
     assert not [m for m in found if any(f"attribute {k!r}" in m for k in PLAIN)]
+    # one value is said as the engine shows it, a scalar (it said "ubyte [1]")
+    assert any("the JSON value true is shown as netCDF reads it, ubyte 1 (" in m for m in found)
     # the netCDF readings (README: the engine shows netCDF's view, as engine="netcdf4")
     assert int(ours["v"].attrs["flag"]) == 1 and ours["v"].attrs["none"] == "null"
     assert ours["v"].attrs["units"] == "m"

@@ -273,7 +273,10 @@ def json_reading_warnings(attributes: Iterable[Attribute], where: str) -> list[s
     for attr in attributes:
         if attr.json is None or exact_doubles(attr.json[0]):
             continue
+        # as netCDF4's getncattr gives it: one value is a scalar, not a list
         shown = attr.value if attr.type == "char" else list(attr.value)
+        if isinstance(shown, list) and len(shown) == 1:
+            shown = shown[0]
         out.append(
             f"attribute {attr.name!r} of {where!r}: the JSON value "
             f"{json_text_safe(attr.json[0])} is shown as netCDF reads it, {attr.type} "
