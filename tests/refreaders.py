@@ -187,3 +187,13 @@ def make_nc(path: Path, fmt: str) -> str:
         w = ds.createVariable("c", "i2", ("x",))
         w[:] = np.arange(10)
     return str(path)
+
+
+def xarray_of_references(refs: dict, path: Path) -> Any:
+    """xarray's zarr engine on the reference set ``refs``, saved as JSON at ``path``
+    (a context manager, as ``xr.open_dataset``)."""
+    import xarray as xr
+
+    path.write_text(json.dumps(refs))
+    so = {"fo": str(path), "remote_protocol": "file", "skip_instance_cache": True}
+    return xr.open_dataset("reference://", engine="zarr", backend_kwargs={"storage_options": so})

@@ -25,6 +25,8 @@ import xarray as xr
 
 import nczarr
 
+from .refreaders import xarray_of_references
+
 DEFAULT = np.float32(9.969209968386869e36)  # netCDF's default float fill
 ABSENT = r"chunks the source does not store are written holding -9.0"
 
@@ -103,12 +105,7 @@ def test_references_and_engine(source: Path, tmp_path: Path) -> None:
     oracle = _netcdf4(str(source))
     with pytest.warns(nczarr.NCZarrWarning, match=ABSENT):
         refs = nczarr.references(str(source), mode="zarr")
-    fo = tmp_path / "refs.json"
-    fo.write_text(json.dumps(refs))
-    so = {"fo": str(fo), "remote_protocol": "file", "skip_instance_cache": True}
-    with xr.open_dataset(
-        "reference://", engine="zarr", backend_kwargs={"storage_options": so}
-    ) as ds:
+    with xarray_of_references(refs, tmp_path / "refs.json") as ds:
         _same(ds["a"].values, oracle)
     with xr.open_dataset(source, engine="nczarr") as ours, xr.open_dataset(source) as theirs:
         np.testing.assert_array_equal(ours["a"].values, theirs["a"].values)

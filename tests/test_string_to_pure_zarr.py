@@ -10,7 +10,6 @@ and a round trip to NCZarr, without the attribute). Found by a differential hunt
 
 from __future__ import annotations
 
-import json
 import warnings
 from pathlib import Path
 
@@ -21,6 +20,8 @@ import xarray as xr
 import zarr
 
 import nczarr
+
+from .refreaders import xarray_of_references
 
 VALUES = ["a", "é", "xyz"]
 
@@ -57,12 +58,7 @@ def test_xarray_reads_text_from_the_copy(source: Path, tmp_path: Path, zarr_form
 
 def test_xarray_reads_text_through_references(source: Path, tmp_path: Path) -> None:
     refs = _quiet(nczarr.references, str(source), mode="zarr")
-    fo = tmp_path / "refs.json"
-    fo.write_text(json.dumps(refs))
-    so = {"fo": str(fo), "remote_protocol": "file", "skip_instance_cache": True}
-    with xr.open_dataset(
-        "reference://", engine="zarr", backend_kwargs={"storage_options": so}
-    ) as ds:
+    with xarray_of_references(refs, tmp_path / "refs.json") as ds:
         assert ds["s"].values.tolist() == VALUES
 
 
