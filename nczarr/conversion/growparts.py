@@ -21,11 +21,12 @@ from ..errors import UnsupportedTypeError
 from ..keys import parent_keys
 from ..load import read_with_chunk_keys
 from ..maps.base import ZMap
-from ..readthrough import TranslatedView
+from ..readthrough import TrailingAxis, TranslatedView
 from ..translate.conventions import ZARRAY
 from ..translate.dtypes import nc_to_zarr_dtype
 from ..translate.grow import GrowPlan
 from ..translate.model import Dataset, Variable
+from ..translate.netcdf_forms import bytes_as_char
 from ..translate.recode_plan import Reencoding, plan_reencoding
 from ..translate.select import dropped_warning, select_dataset, selected_paths
 from ..translate.target import Target
@@ -124,13 +125,23 @@ def part_of_view(view: TranslatedView) -> Part:
     :data:`LISTINGS_AT_ONCE` arrays at once when its source awaits its storage: an
     append's target on S3 is listed so before anything else can start)."""
     return Part(
-        dataset=view.dataset,
+        dataset=_as_shown(view),
         stored=_shown_chunks(view),
         chunks=view,
         verbatim=view if view.keys_mapped else view.source,
         view=view,
         warnings=view.warnings,
     )
+
+
+def _as_shown(view: TranslatedView) -> Dataset:
+    """``view``'s model with the arrays it shows with one more chunk axis (fixed bytes
+    shown as NCZarr ``char``: :class:`~nczarr.readthrough.TrailingAxis`) in that form:
+    the chunk keys planned and read are then those the view lists (``s/0.0.0``; the
+    fixed-bytes model's ``s/0.0`` matched none of them, and every chunk was left out)."""
+    keys = view.translation.layout.keys
+    shown = {"/" + path for path, encoding in keys.items() if isinstance(encoding, TrailingAxis)}
+    return bytes_as_char(view.dataset, shown)
 
 
 def read_part(

@@ -28,6 +28,7 @@ What the plan decides, and why:
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import itertools
 from array import array
@@ -35,8 +36,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ..errors import InvalidModeError
-from .growchunks import Copies, Copy, chunk_key, chunk_plan, same_encoding
+from ..errors import InvalidModeError, MetadataError
+from .growchunks import Copies, Copy, chunk_key, chunk_plan, grid_of, same_encoding
 from .model import Attribute, Dataset, Group, Variable
 from .recode_plan import with_maxstrlen
 
@@ -173,9 +174,11 @@ def _check_parts(
             for dname, d in group.dimensions.items():
                 fqn = path.rstrip("/") + "/" + dname
                 other = base.dimensions.get(dname)
-                if other is None:
+                if other is None:  # named with its variables (a string length: their width)
+                    users = [repr(v.path) for v in part.root.all_variables() if fqn in v.dimensions]
+                    of = f" (of {', '.join(users)})" if users else ""
                     raise InvalidModeError(
-                        f"cannot combine {where}: dimension {fqn!r} is not in {names[0]}"
+                        f"cannot combine {where}: dimension {fqn!r}{of} is not in {names[0]}"
                     )
                 if fqn != dim and d.size != other.size:
                     raise InvalidModeError(
@@ -310,6 +313,62 @@ def _widest_text(
     return with_maxstrlen(target, widths) if widths else target
 
 
+def _cover(
+    covered: bytearray, var: Variable, dim: str, offsets: Sequence[int], coords: tuple[int, ...]
+) -> None:
+    """Mark the parts that assembled chunk ``coords`` of ``var`` reads."""
+    axis = var.dimensions.index(dim)
+    n = var.chunks[axis]
+    start, stop = coords[axis] * n, min((coords[axis] + 1) * n, var.shape[axis])
+    first = bisect.bisect_right(offsets, start) - 1
+    last = bisect.bisect_right(offsets, stop - 1) - 1
+    for part in range(max(first, 0), last + 1):
+        covered[part] = 1
+
+
+def _check_mapped(
+    var: Variable,
+    part_vars: Sequence[Mapping[str, Variable]],
+    stored: Sequence[frozenset[str] | set[str]],
+    covered: bytearray,
+    names: Sequence[str],
+    first_is_target: bool,
+) -> None:
+    """Refuse a plan that would leave out every chunk a part stores of ``var``: no
+    target chunk is copied from the part or assembled from it, yet the part holds
+    chunk objects of ``var`` inside its own grid, or under keys its model does not
+    name (planned keys that match none of those listed: the store would read as fill,
+    silently). Objects outside the part's grid (stale chunks past its extent) and
+    objects that are no chunk key (``README``) are not the part's values."""
+    if 0 in var.shape:
+        return
+    prefix = var.path.strip("/") + "/"
+    for part, done in enumerate(covered):
+        if done or (first_is_target and part == 0):
+            continue
+        src = part_vars[part][var.path]
+        for key in stored[part]:
+            if key.startswith(prefix) and _is_values(key[len(prefix) :], src):
+                raise MetadataError(
+                    f"cannot combine {names[part]}: it stores chunk {key!r} of variable "
+                    f"{var.path!r}, and no chunk of the combined store is made from it (its "
+                    "chunk keys do not match the variable's shape: a bug; nothing was written)"
+                )
+
+
+def _is_values(rest: str, src: Variable) -> bool:
+    """Whether chunk key ``rest`` (below its array) may hold ``src``'s values: chunk
+    coordinates inside its grid, or coordinates of another rank (a key the model does
+    not name)."""
+    parts = rest.replace("/", ".").split(".")
+    if not all(p.isascii() and p.isdigit() for p in parts):
+        return False  # no chunk key
+    if len(parts) != max(len(src.shape), 1):
+        return True
+    grid = grid_of(src.shape, src.chunks) if src.shape else [range(1)]
+    return all(int(p) in r for p, r in zip(parts, grid, strict=True))
+
+
 def plan_growth(
     parts: Sequence[Dataset],
     dimension: str,
@@ -362,11 +421,16 @@ def plan_growth(
                 prefix = var.path.strip("/") + "/"
                 count += sum(1 for k in stored[0] if k.startswith(prefix))
             continue
+        covered = bytearray(len(parts))  # the parts some target chunk of var reads
         for item in chunk_plan(var, part_vars, dim, offsets, stored, copies.caches):
             if isinstance(item, tuple):
                 assembled.append((var.path.strip("/"), item))
-            elif not (first_is_target and item.part == 0):
+                _cover(covered, var, dim, offsets, item)
+                continue
+            covered[item.part] = 1
+            if not (first_is_target and item.part == 0):
                 count += 1
+        _check_mapped(var, part_vars, stored, covered, names, first_is_target)
     copies.count = count
     return GrowPlan(
         dataset=target,

@@ -25,7 +25,7 @@ from dataclasses import replace
 from .attrs import exact_doubles, json_text_safe
 from .model import Attribute, Dataset, Dimension, Group, Variable
 
-__all__ = ["nczarr_forms", "bytes_as_text"]
+__all__ = ["bytes_as_char", "nczarr_forms", "bytes_as_text"]
 
 #: The attribute xarray's netcdf4 engine writes on a bool variable stored as int8.
 BOOL_MARKER = "dtype"
@@ -49,6 +49,25 @@ def _group(group: Group, warnings: list[str]) -> Group:
     return replace(
         group, dimensions=dims, attributes=attributes, variables=variables, groups=groups
     )
+
+
+def bytes_as_char(dataset: Dataset, paths: set[str]) -> Dataset:
+    """``dataset`` with the fixed-bytes variables at ``paths`` (FQNs) in their NCZarr
+    ``char`` form (a ``string<n>`` dimension added), as a translated view serves them
+    (the chunk keys with the extra coordinate, :class:`nczarr.readthrough.TrailingAxis`):
+    a combine plans and reads a part's chunks from this model, so its chunk keys are
+    those the view lists (the warning is the view's, said when it was written)."""
+
+    def group(g: Group) -> Group:
+        dims = dict(g.dimensions)
+        variables = {
+            n: _as_char(v, dims, []) if v.path in paths and v.logical == "bytes" else v
+            for n, v in g.variables.items()
+        }
+        groups = {n: group(c) for n, c in g.groups.items()}
+        return replace(g, dimensions=dims, variables=variables, groups=groups)
+
+    return replace(dataset, root=group(dataset.root)) if paths else dataset
 
 
 def bytes_as_text(dataset: Dataset, paths: set[str]) -> tuple[Dataset, list[str]]:
