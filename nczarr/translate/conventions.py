@@ -55,6 +55,7 @@ __all__ = [
     "ARRAY_DIMENSIONS",
     "NCPROPERTIES",
     "FILLVALUE",
+    "TEXT_ENCODING",
     "DEFAULT_MAXSTRLEN",
     "SCALAR_DIM",
     "ANONYMOUS_DIM_PREFIX",
@@ -159,6 +160,9 @@ JSON_TYPE: Final = "|J0"  # type code of the _nczarr_* dicts themselves
 ARRAY_DIMENSIONS: Final = "_ARRAY_DIMENSIONS"
 NCPROPERTIES: Final = "_NCProperties"
 FILLVALUE: Final = "_FillValue"
+#: xarray's attribute naming the text encoding of fixed-width bytes (its
+#: ``EncodedStringCoder``): ``"utf-8"`` makes xarray read ``|S<n>`` as ``str``.
+TEXT_ENCODING: Final = "_Encoding"
 DEFAULT_MAXSTRLEN: Final = 128
 SCALAR_DIM: Final = "_scalar_"
 

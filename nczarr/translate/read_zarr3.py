@@ -13,7 +13,10 @@ v3 spellings:
   ``float64``, zarr-python's fixed-width ``null_terminated_bytes`` (the chunk
   bytes of Zarr v2 ``|S<n>``, read as v2 reads that: numpy bytes,
   ``Variable.logical == "bytes"``, unless ``_NCProperties`` in the root attributes
-  says netcdf-c or nczarr wrote it for netCDF text), ``string`` (variable-length
+  says netcdf-c or nczarr wrote it for netCDF text, or the array's xarray
+  ``_Encoding`` attribute says UTF-8: xarray reads those as ``str``, so they are
+  netCDF text, the attribute dropped from the model and written back by the pure
+  Zarr writers, see :mod:`~nczarr.translate.xarray_forms`), ``string`` (variable-length
   UTF-8) and ``fixed_length_utf32`` (numpy ``<U``) -> netCDF ``string`` with
   ``text_storage`` saying how it is stored; everything else (float16, complex,
   datetimes, raw bits, extension types) is
@@ -63,6 +66,7 @@ from .conventions import (
     FILLVALUE,
     LAYOUT_ZARR,
     NCPROPERTIES,
+    TEXT_ENCODING,
     TYPES_KEY,
     ZARR_JSON,
     ZARRAY,
@@ -80,7 +84,7 @@ from .tree import (
     group_fqn,
     renamed_variable,
 )
-from .xarray_forms import TEXT_ENCODING, bytes_as_bytes, utf8_marker
+from .xarray_forms import bytes_as_bytes, utf8_marker
 from .zarr3_arrays import (
     DATA_TYPES,
     ChunkKeys,

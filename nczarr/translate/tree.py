@@ -50,6 +50,7 @@ from .conventions import (
     HIDDEN_ATTRIBUTES,
     LEGACY_CHAR_DTYPES,
     SCALAR_DIM,
+    TEXT_ENCODING,
     TYPES_KEY,
     ZARRAY,
     ZATTRS,
@@ -57,7 +58,7 @@ from .conventions import (
 )
 from .detect import nczarr_key
 from .model import Attribute, Dataset, Dimension, Group, Variable
-from .xarray_forms import TEXT_ENCODING, bytes_as_bytes, fill_as_missing, utf8_text
+from .xarray_forms import bytes_as_bytes, fill_as_missing, utf8_text
 
 __all__ = [
     "MAX_EXTENT",

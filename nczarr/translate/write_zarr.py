@@ -50,8 +50,9 @@ from .lazymeta import LazyMetadata
 from .model import Dataset, Variable
 from .target import Target
 from .write_common import WriteResult, dumps, group_key, ncproperties, zarray_document
+from .xarray_forms import text_encoding
 from .zarr2_fills import masked_fill_warnings, zarr2_fill
-from .zarr_names import add_utf8_json, dimension_names, plain_attributes, text_encoding
+from .zarr_names import add_utf8_json, dimension_names, plain_attributes
 
 __all__ = ["write_zarr", "zarray_zarr", "dimension_names", "zero_d_scalar_warnings"]
 
@@ -103,7 +104,7 @@ def write_zarr(dataset: Dataset, target: Target | None = None) -> WriteResult:
             utf8(join_key(vprefix, ZARRAY), zarray)
             vattrs = plain_attributes(var.attributes.values())
             if not noxarray:
-                vattrs |= text_encoding(var, dataset.layout)
+                vattrs |= text_encoding(var)
                 vattrs[ARRAY_DIMENSIONS] = (
                     [SCALAR_DIM]
                     if var.scalar and netcdf_scalars

@@ -74,8 +74,9 @@ from .dtypes import encode_fill_value, json_number
 from .model import Dataset, Group, Variable
 from .target import Target
 from .write_common import WriteResult, group_key, ncproperties
+from .xarray_forms import text_encoding
 from .zarr2_fills import gdal_nodata_warnings
-from .zarr_names import dimension_names, plain_attributes, text_encoding, utf8_json
+from .zarr_names import dimension_names, plain_attributes, utf8_json
 
 __all__ = ["write_zarr3", "array_document", "data_type", "CHUNK_KEY_ENCODING"]
 
@@ -278,8 +279,8 @@ def write_zarr3(dataset: Dataset, target: Target | None = None) -> WriteResult:
             dims = None if noxarray else [names[d] for d in var.dimensions]
             try:
                 docs[vprefix] = array_document(var, dims, xarray_fill=not noxarray)
-                if not noxarray:  # xarray decodes NCZarr's string bytes by it
-                    docs[vprefix]["attributes"] |= text_encoding(var, dataset.layout)
+                if not noxarray:  # xarray decodes netCDF's string bytes by it
+                    docs[vprefix]["attributes"] |= text_encoding(var)
             except UnsupportedError as exc:
                 skipped.append(vprefix)
                 warnings.append(f"array {var.path!r} left out of the Zarr v3 output: {exc}")

@@ -2,7 +2,8 @@
 and attributes): a numeric ``fill_value`` is a missing value, ``|S<n>`` bytes of
 zarr-python's or xarray's are bytes, not netCDF text, unless xarray's ``_Encoding``
 says UTF-8. Shared by the Zarr v2 (:mod:`nczarr.translate.tree`) and v3
-(:mod:`nczarr.translate.read_zarr3`) readers.
+(:mod:`nczarr.translate.read_zarr3`) readers; :func:`text_encoding` is the other side
+of that marker, for the pure Zarr writers.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from dataclasses import replace
 from typing import Any
 
 from .arrayspec import ArraySpec
-from .conventions import FILLVALUE
-from .model import Attribute
+from .conventions import FILLVALUE, TEXT_ENCODING
+from .model import Attribute, Variable
 
-__all__ = ["TEXT_ENCODING", "bytes_as_bytes", "fill_as_missing", "utf8_marker", "utf8_text"]
+__all__ = ["bytes_as_bytes", "fill_as_missing", "text_encoding", "utf8_marker", "utf8_text"]
 
 
 def fill_as_missing(attrs: dict[str, Attribute], spec: ArraySpec) -> dict[str, Attribute]:
@@ -35,15 +36,12 @@ def fill_as_missing(attrs: dict[str, Attribute], spec: ArraySpec) -> dict[str, A
     return {**attrs, FILLVALUE: Attribute(FILLVALUE, nc_type, (spec.fill_value,))}
 
 
-#: xarray's attribute naming the text encoding of bytes (its ``EncodedStringCoder``)
-TEXT_ENCODING = "_Encoding"
-
-
 def utf8_text(spec: ArraySpec, attrs: Mapping[str, Attribute]) -> bool:
     """A fixed-width bytes array (``|S<n>``, v3 ``null_terminated_bytes``) with
     ``_Encoding: "utf-8"``: xarray decodes it into ``str``, and nczarr's pure Zarr
     writers mark netCDF strings so. It is read as netCDF text, without the attribute
-    (the ``string`` type says it; xarray's decoder would fail on text)."""
+    (the ``string`` type says it; xarray's decoder would fail on text, and NCZarr
+    copies carry none); :func:`text_encoding` writes it back in pure Zarr."""
     dtype = spec.dtype
     encoding = attrs.get(TEXT_ENCODING)
     return (
@@ -58,6 +56,28 @@ def utf8_text(spec: ArraySpec, attrs: Mapping[str, Attribute]) -> bool:
 def utf8_marker(value: Any) -> bool:
     """Whether the value of an ``_Encoding`` attribute says UTF-8."""
     return isinstance(value, str) and value.lower().replace("-", "") == "utf8"
+
+
+def text_encoding(var: Variable) -> dict[str, Any]:
+    """``{"_Encoding": "utf-8"}`` for a netCDF ``string`` stored as fixed-width UTF-8
+    bytes (``|S<n>``, v3 ``null_terminated_bytes``), else nothing: what a pure Zarr
+    writer adds to such an array's attributes (not with ``noxarray``).
+
+    netCDF4 reads such a variable as text (an NCZarr string, netcdf-c's pure Zarr);
+    zarr-python reads bytes, and so would xarray without the marker, by which it
+    decodes them into ``str`` (the chunks stay verbatim). Every source: an NCZarr
+    store, or a pure Zarr one whose marker :func:`utf8_text` read and dropped (an
+    xarray store, an earlier copy). A variable holding its own ``_Encoding`` (an
+    NCZarr or netCDF source's attribute, kept in the model) keeps it as written.
+    """
+    if (
+        var.type != "string"
+        or var.text_storage is not None
+        or var.logical is not None
+        or TEXT_ENCODING in var.attributes
+    ):
+        return {}
+    return {TEXT_ENCODING: "utf-8"}
 
 
 def bytes_as_bytes(spec: ArraySpec) -> ArraySpec:

@@ -26,15 +26,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from .attrs import encode_attribute
-from .conventions import HIDDEN_ATTRIBUTES, LAYOUT_V1, LAYOUT_V2, LAYOUT_V2_KEYS
+from .conventions import HIDDEN_ATTRIBUTES
 from .lazymeta import LazyMetadata
-from .model import Attribute, Dataset, Group, Variable
+from .model import Attribute, Dataset, Group
 from .write_common import dumps
 
 __all__ = [
     "plain_attributes",
     "dimension_names",
-    "text_encoding",
     "utf8_json",
     "add_utf8_json",
 ]
@@ -100,30 +99,6 @@ def plain_attributes(attributes: Iterable[Attribute]) -> dict[str, Any]:
             continue
         out[attr.name] = encode_attribute(attr, typed=False)[0]
     return out
-
-
-#: xarray's attribute for the text encoding of bytes (its ``EncodedStringCoder``)
-XARRAY_ENCODING = "_Encoding"
-
-
-def text_encoding(var: Variable, layout: str) -> dict[str, Any]:
-    """``{"_Encoding": "utf-8"}`` for a netCDF ``string`` of an NCZarr store
-    (``layout``: the dataset's), stored as fixed-width UTF-8 bytes (``|S<n>``), else
-    nothing.
-
-    netCDF4 reads such a variable as text; zarr-python reads bytes, and so would
-    xarray without this attribute, by which xarray decodes them into ``str`` (the
-    chunks stay verbatim). A pure Zarr source's ``|S<n>`` arrays are left as they are
-    (what their readers read of them is kept)."""
-    if (
-        layout not in (LAYOUT_V1, LAYOUT_V2_KEYS, LAYOUT_V2)
-        or var.type != "string"
-        or var.text_storage is not None
-        or var.logical is not None
-        or XARRAY_ENCODING in var.attributes
-    ):
-        return {}
-    return {XARRAY_ENCODING: "utf-8"}
 
 
 def _scope_depth(dataset: Dataset, group: Group, fqn: str) -> int:
