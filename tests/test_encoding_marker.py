@@ -152,3 +152,23 @@ def test_noxarray_copies_carry_no_marker(source: tuple[Path, int], tmp_path: Pat
     dst = tmp_path / "copy.zarr"
     _quiet(nczarr.convert, src, dst, mode="zarr", noxarray=True)
     assert TEXT_ENCODING not in _attributes(dst, "t", 2)
+
+
+def test_a_zarr_v2_copy_for_netcdf_c_has_no_marker(tmp_path: Path) -> None:
+    """xarray's netcdf4 engine reads a marked string through netcdf-c and decodes the
+    str netCDF4 gives it again: it fails. A copy says so; with netcdf_scalars=True (the
+    copy is for netcdf-c) no marker is written and that engine reads the strings."""
+    src = tmp_path / "src.file"
+    with netCDF4.Dataset(f"file://{src}#mode=nczarr,file", "w") as nc:
+        nc.createDimension("x", 2)
+        nc.createVariable("s", str, ("x",))[:] = np.array(["ab", "c\u00e9"], dtype=object)
+    marked, plain = tmp_path / "marked", tmp_path / "plain"
+    with pytest.warns(nczarr.NCZarrWarning, match=r"array '/s': netCDF strings .*netcdf4"):
+        nczarr.convert(src, marked, "zarr")
+    assert xr.open_zarr(marked, consolidated=False)["s"].values.tolist() == ["ab", "c\u00e9"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", nczarr.NCZarrWarning)
+        nczarr.convert(src, plain, "zarr", netcdf_scalars=True)
+    assert "_Encoding" not in json.loads((plain / "s" / ".zattrs").read_text())
+    with xr.open_dataset(f"file://{plain}#mode=zarr,file", engine="netcdf4") as ds:
+        assert ds["s"].values.tolist() == ["ab", "c\u00e9"]

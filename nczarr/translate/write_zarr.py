@@ -50,7 +50,7 @@ from .lazymeta import LazyMetadata
 from .model import Dataset, Variable
 from .target import Target
 from .write_common import WriteResult, dumps, group_key, ncproperties, zarray_document
-from .xarray_forms import text_encoding
+from .xarray_forms import marked_text_warnings, text_encoding
 from .zarr2_fills import masked_fill_warnings, zarr2_fill
 from .zarr_names import add_utf8_json, dimension_names, plain_attributes
 
@@ -85,6 +85,8 @@ def write_zarr(dataset: Dataset, target: Target | None = None) -> WriteResult:
     warnings: list[str] = masked_fill_warnings(dataset)
     if target.written_copy:  # a view is read by zarr-python and xarray, not netcdf-c
         warnings += zero_d_scalar_warnings(dataset, target)
+        if not noxarray and not netcdf_scalars:
+            warnings += marked_text_warnings(dataset)
 
     def utf8(key: str, doc: dict[str, Any]) -> None:
         add_utf8_json(out, key, doc, warnings)
@@ -104,7 +106,8 @@ def write_zarr(dataset: Dataset, target: Target | None = None) -> WriteResult:
             utf8(join_key(vprefix, ZARRAY), zarray)
             vattrs = plain_attributes(var.attributes.values())
             if not noxarray:
-                vattrs |= text_encoding(var)
+                if not netcdf_scalars:  # a copy for netcdf-c: see marked_text_warnings
+                    vattrs |= text_encoding(var)
                 vattrs[ARRAY_DIMENSIONS] = (
                     [SCALAR_DIM]
                     if var.scalar and netcdf_scalars

@@ -14,9 +14,16 @@ from typing import Any
 
 from .arrayspec import ArraySpec
 from .conventions import FILLVALUE, TEXT_ENCODING
-from .model import Attribute, Variable
+from .model import Attribute, Dataset, Variable
 
-__all__ = ["bytes_as_bytes", "fill_as_missing", "text_encoding", "utf8_marker", "utf8_text"]
+__all__ = [
+    "bytes_as_bytes",
+    "fill_as_missing",
+    "marked_text_warnings",
+    "text_encoding",
+    "utf8_marker",
+    "utf8_text",
+]
 
 
 def fill_as_missing(attrs: dict[str, Attribute], spec: ArraySpec) -> dict[str, Attribute]:
@@ -78,6 +85,24 @@ def text_encoding(var: Variable) -> dict[str, Any]:
     ):
         return {}
     return {TEXT_ENCODING: "utf-8"}
+
+
+def marked_text_warnings(dataset: Dataset) -> list[str]:
+    """The warning (one, naming each array) for a Zarr v2 copy whose netCDF strings
+    :func:`text_encoding` marks: xarray's netcdf4 engine, reading the copy through
+    netcdf-c (``#mode=zarr``), fails on them (netCDF4 returns ``str`` and xarray
+    decodes the ``_Encoding`` it sees again: "'str' object has no attribute
+    'decode'"). A copy written for netcdf-c (``netcdf_scalars``) has no marker."""
+    named = [repr(v.path) for v in dataset.root.all_variables() if text_encoding(v)]
+    if not named:
+        return []
+    return [
+        f"{'array' if len(named) == 1 else 'arrays'} {', '.join(named)}: netCDF strings "
+        "written as fixed-width UTF-8 with xarray's _Encoding 'utf-8', which xarray's zarr "
+        "engine reads as str; xarray's netcdf4 engine fails on it through netcdf-c "
+        "(#mode=zarr URLs; netCDF4 itself reads str): pass netcdf_scalars=True "
+        "(--netcdf-scalars) for a copy meant for netcdf-c, which leaves the marker out"
+    ]
 
 
 def bytes_as_bytes(spec: ArraySpec) -> ArraySpec:
