@@ -431,11 +431,9 @@ def test_zarr_to_nczarr_to_zarr_is_stable() -> None:
     first = write(model(), "zarr")
     again = write(read_back(write(read_back(first), "nczarr")), "zarr")
     # the char "c" is "|S1" in pure Zarr, which nczarr reads back as netCDF4 does, a
-    # string of one character: as every netCDF string stored as "|S<n>" it is then
-    # marked with xarray's _Encoding (xarray reads the same characters as str)
-    first_docs, again_docs = docs(first), docs(again)
-    assert again_docs.pop("c/.zattrs") == {**first_docs.pop("c/.zattrs"), "_Encoding": "utf-8"}
-    assert again_docs == first_docs
+    # string of one character: no _Encoding marker for "|S1" (netCDF's char storage),
+    # so the copy of the copy is the copy (f8044ee marked it)
+    assert docs(again) == docs(first)
 
 
 def test_zarr_python_and_xarray_read_zarr_output() -> None:

@@ -76,12 +76,16 @@ def text_encoding(var: Variable) -> dict[str, Any]:
     store, or a pure Zarr one whose marker :func:`utf8_text` read and dropped (an
     xarray store, an earlier copy). A variable holding its own ``_Encoding`` (an
     NCZarr or netCDF source's attribute, kept in the model) keeps it as written.
+    ``|S1`` is not marked: a netCDF ``char`` is stored so in pure Zarr and read back
+    (as netCDF4 reads it) as a string of one character, and a marker would make a copy
+    of that copy differ from it.
     """
     if (
         var.type != "string"
         or var.text_storage is not None
         or var.logical is not None
         or TEXT_ENCODING in var.attributes
+        or var.maxstrlen == 1  # "|S1": netCDF's char, read back as a 1-character string
     ):
         return {}
     return {TEXT_ENCODING: "utf-8"}
