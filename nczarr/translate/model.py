@@ -188,8 +188,8 @@ class Dataset(_NaNEq):
     layout: str = "nczarr-v2"
     warnings: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()
-    #: FQNs of numeric arrays whose producer masks nothing (zarr-python / xarray Zarr
-    #: v3, no ``_FillValue``) while netCDF4 reading an NCZarr copy masks the type's
+    #: FQNs of numeric arrays whose producer masks nothing (zarr-python / xarray, Zarr
+    #: v2 or v3, no ``_FillValue``) while netCDF4 reading an NCZarr copy masks the type's
     #: default fill: the NCZarr translation warns (:mod:`nczarr.translate.zarr3_fills`).
     #: Not part of equality.
     unmasked_defaults: tuple[str, ...] = field(default=(), compare=False)

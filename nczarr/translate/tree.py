@@ -160,7 +160,8 @@ class TreeBuilder:
         #: byte per character: such arrays are char, as in NCZarr (set by the v2 reader)
         self.legacy_char = False
         #: arrays whose default fill netCDF4 masks in an NCZarr copy, and the producer
-        #: does not (``Dataset.unmasked_defaults``, set by the Zarr v3 reader)
+        #: does not (``Dataset.unmasked_defaults``: zarr-python's and xarray's arrays
+        #: without ``_FillValue``, Zarr v2 and v3)
         self.unmasked_defaults: list[str] = []
 
     def dataset(self, root: Group, layout: str) -> Dataset:
