@@ -81,10 +81,6 @@ class ChunkListing:
         (see :meth:`locate`), the source asked a batch of keys at a time, not key by
         key: reference sets are made from this, array by array, holding ``batch``
         keys at a time."""
-        item = self._reencoded.get(array)
-        if item is not None and item.stored_verbatim:
-            yield from self._stored_then_made(array, batch)
-            return
         keys = self.array_chunk_keys(array)
         while chunk := list(islice(keys, batch)):
             yield from zip(chunk, self.locate(array, chunk), strict=True)
@@ -106,25 +102,6 @@ class ChunkListing:
         found = self._source.chunk_locations([self._layout.source_key(k) for k in wanted])
         where = dict(zip(wanted, found, strict=True))
         return [where.get(k) for k in keys]
-
-    def _stored_then_made(
-        self, array: str, batch: int
-    ) -> Iterator[tuple[str, tuple[str] | tuple[str, int, int] | None]]:
-        """:meth:`chunk_locations` of an array whose stored chunks pass verbatim and
-        whose other chunks the view makes: the stored ones where the source holds them,
-        then the others (None). Holds the stored chunks' keys while listing the grid."""
-        layout = self._layout
-        note = partial(note_stray, self._source.url, self._stray)
-        listing = self._source.keys_below_streamed
-        stored = layout.shown_below(array, array, listing, note, stored=True)
-        seen: set[str] = set()
-        while chunk := list(islice(stored, batch)):
-            seen.update(chunk)
-            located = self._source.chunk_locations([layout.source_key(k) for k in chunk])
-            yield from zip(chunk, located, strict=True)
-        for key in self.array_chunk_keys(array):
-            if key not in seen:
-                yield key, None
 
     def source_key(self, key: str) -> str:
         """The source key of the chunk the view shows as ``key``.

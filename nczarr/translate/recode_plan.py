@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from .codecs import is_known_codec
@@ -62,10 +63,11 @@ class Reencoding:
         """What each chunk the source does not store is written as (None: left out)."""
         return self.source.absent_fill if self.target.absent_fill is None else None
 
-    @property
+    @cached_property
     def stored_verbatim(self) -> bool:
         """Whether the chunks the source stores are copied as they are: only the
-        chunks it does not store are made (holding :attr:`absent_fill`)."""
+        chunks it does not store are made (holding :attr:`absent_fill`). Asked for
+        every chunk re-encoded or sized: worked out once."""
         return self.absent_fill is not None and self.target == dataclasses.replace(
             self.source, absent_fill=None
         )
