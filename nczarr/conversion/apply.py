@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from ..maps.base import NOT_SUPPORTED, ZMap
+from .copyone import directory_sizes
 
 __all__ = [
     "CopyStats",
@@ -241,10 +242,7 @@ def _with_sizes(
         parent = key.rpartition("/")[0]
         if parent != current:
             current = parent
-            listed = [
-                {k: n for k, n in m.list_sizes(parent) if k.rpartition("/")[0] == parent}
-                for m in maps
-            ]
+            listed = [directory_sizes(m, parent) for m in maps]
         yield key, tuple(sizes.get(key) for sizes in listed)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..maps.base import NOT_SUPPORTED, ZMap
 
-__all__ = ["copy_one"]
+__all__ = ["copy_one", "directory_sizes"]
 
 
 def copy_one(
@@ -52,3 +52,10 @@ def copy_one(
     data = src[skey]
     dst[dkey] = data
     return True, len(data)
+
+
+def directory_sizes(zmap: ZMap, parent: str) -> dict[str, int]:
+    """``{key: size}`` of the objects directly in directory ``parent`` of ``zmap``, from
+    one listing (S3 and most fsspec listings carry sizes: no request per key): how a
+    resumed copy learns what the target holds, and a copy its sources' sizes."""
+    return {k: n for k, n in zmap.list_sizes(parent) if k.rpartition("/")[0] == parent}

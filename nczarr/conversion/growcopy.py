@@ -15,7 +15,7 @@ from typing import Any
 
 from ..maps.base import NOT_SUPPORTED, ZMap
 from ..translate.grow import GrowPlan, chunk_key
-from .copyone import copy_one
+from .copyone import copy_one, directory_sizes
 from .growparts import Part, assemble
 from .growsources import Readers
 
@@ -211,9 +211,7 @@ class _HeldSizes:
             parent = key.rpartition("/")[0]
             listed = self._listed.get(parent)
             if listed is None:
-                listed = self._listed[parent] = {
-                    k: n for k, n in self._dst.list_sizes(parent) if k.rpartition("/")[0] == parent
-                }
+                listed = self._listed[parent] = directory_sizes(self._dst, parent)
             if key in listed:
                 out[key] = listed[key]
         return out
