@@ -144,3 +144,33 @@ def test_source_directory_with_odd_characters(tmp_path: Path, directory: str) ->
     assert by_zarr == expected == {"v": [0.0, 0.5, 1.0, 1.5, 2.0, 2.5]}
     with xr.open_dataset(src, engine="netcdf4") as oracle:
         assert by_xarray == {"v": floats(oracle["v"].values)}
+
+
+@pytest.mark.parametrize("given_empty", [False, True], ids=["absent", "empty"])
+def test_a_failure_after_the_repository_is_made_leaves_the_directory_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given_empty: bool
+) -> None:
+    """README: a local directory is left as it was when the call fails. A failure
+    while writing (after Icechunk made the repository: an interrupted write, a key
+    Icechunk refuses) removes what was made, so a retry is not refused."""
+    from nczarr.conversion import icechunk_repo
+
+    src = nc_with(tmp_path / "a.nc", units="m")
+    repo = tmp_path / "repo"
+    if given_empty:
+        repo.mkdir()
+    made: list[bool] = []
+
+    def fail(*args: object, **kwargs: object) -> None:
+        made.append(any(repo.iterdir()))  # the repository exists by now
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(icechunk_repo, "_write", fail)
+    with pytest.raises(KeyboardInterrupt):
+        nczarr.to_icechunk(src, repo)
+    assert made == [True]
+    assert list(repo.iterdir()) == [] if given_empty else not repo.exists()
+    monkeypatch.undo()
+    result = nczarr.to_icechunk(src, repo)  # the retry
+    (by_zarr,) = read_saved(icechunk_job(repo, "zarr", result["container"]))
+    assert by_zarr == netcdf_values(src, masked=False)
