@@ -172,3 +172,19 @@ def test_a_zarr_v2_copy_for_netcdf_c_has_no_marker(tmp_path: Path) -> None:
     assert "_Encoding" not in json.loads((plain / "s" / ".zattrs").read_text())
     with xr.open_dataset(f"file://{plain}#mode=zarr,file", engine="netcdf4") as ds:
         assert ds["s"].values.tolist() == ["ab", "c\u00e9"]
+
+
+def test_a_combine_into_zarr_v2_says_so_too(tmp_path: Path) -> None:
+    """A combine writes a copy as convert does: the same warning on marked strings."""
+    sources = []
+    for i in range(2):
+        path = tmp_path / f"s{i}.file"
+        with netCDF4.Dataset(f"file://{path}#mode=nczarr,file", "w") as nc:
+            nc.createDimension("t", None)
+            nc.createVariable("t", "i4", ("t",))[:] = [2 * i, 2 * i + 1]
+            nc.createVariable("s", str, ("t",))[:] = np.array(["ab", "c\u00e9"], dtype=object)
+        sources.append(path)
+    out = tmp_path / "out.zarr"
+    with pytest.warns(nczarr.NCZarrWarning, match=r"array '/s': netCDF strings .*netcdf4"):
+        nczarr.convert(sources, out, "zarr", concat_dim="t")
+    assert xr.open_zarr(out, consolidated=False)["s"].values.tolist() == ["ab", "c\u00e9"] * 2

@@ -86,13 +86,16 @@ def write_plan_metadata(
 
 
 def _zero_d_scalars(plan: GrowPlan, opts: PartOptions) -> list[str]:
-    """``convert``'s warnings on the scalars a new pure Zarr v2 store holds as 0-d
-    arrays, which netcdf-c leaves out (:mod:`~nczarr.translate.write_zarr`)."""
+    """``convert``'s warnings on what netcdf-c makes of a new pure Zarr v2 store: the
+    scalars it holds as 0-d arrays, which netcdf-c leaves out, and the strings marked
+    with xarray's ``_Encoding`` (:mod:`~nczarr.translate.write_zarr`)."""
     if (opts.fmt, opts.zarr_format, opts.netcdf_scalars) != ("zarr", 2, False):
         return []
     from ..translate.write_zarr import zero_d_scalar_warnings  # only for a v2 target
+    from ..translate.xarray_forms import marked_text_warnings
 
-    return zero_d_scalar_warnings(plan.dataset, Target("zarr"))
+    marked = [] if opts.noxarray else marked_text_warnings(plan.dataset)
+    return [*zero_d_scalar_warnings(plan.dataset, Target("zarr")), *marked]
 
 
 def plan_parts(
