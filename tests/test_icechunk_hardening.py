@@ -1,6 +1,7 @@
 """``nczarr.to_icechunk`` on sources that broke it: Zarr v2 stores with ``/`` chunk
 keys, NaN/infinite attributes (which Icechunk cannot store), and sources in
-directories whose names hold a space, non-ASCII or ``%``. The repositories are read by
+directories whose names hold a space, non-ASCII or ``%``, and S3 keys holding ``%``,
+``#`` or ``?``. The repositories are read by
 icechunk with zarr and xarray in a process without nczarr, compared with the source's
 producer; what cannot be written is refused before a repository exists."""
 
@@ -19,7 +20,7 @@ import zarr
 import nczarr
 from nczarr.errors import UnsupportedError
 
-from .refreaders import floats, netcdf_values, read_saved
+from .refreaders import floats, make_nczarr, netcdf_values, read_saved
 
 
 def icechunk_job(repo: Path, how: str, container: str | None) -> dict:
@@ -174,3 +175,44 @@ def test_a_failure_after_the_repository_is_made_leaves_the_directory_as_it_was(
     result = nczarr.to_icechunk(src, repo)  # the retry
     (by_zarr,) = read_saved(icechunk_job(repo, "zarr", result["container"]))
     assert by_zarr == netcdf_values(src, masked=False)
+
+
+@pytest.mark.parametrize(
+    ("key_prefix", "url_prefix"),
+    [("st%41", "st%2541"), ("a#b", "a%23b"), ("q?x", "q%3Fx"), ("a b/c d", "a b/c d")],
+)
+def test_s3_source_keys_with_url_characters(
+    tmp_path: Path, s3_endpoint: str, s3_bucket: str, s3_client, key_prefix: str, url_prefix: str
+) -> None:
+    """A virtual chunk's location holds the S3 key percent-encoded: Icechunk decodes
+    ``%41`` in a location (it read the key ``stA/...``: NoSuchKey) and would cut a key
+    at ``#`` or ``?``. A reference set keeps the key as fsspec reads it."""
+    store = tmp_path / "src.zarr"
+    url = make_nczarr(store)
+    for p in sorted(store.rglob("*")):
+        if p.is_file():
+            key = f"{key_prefix}/{p.relative_to(store).as_posix()}"
+            s3_client.put_object(Bucket=s3_bucket, Key=key, Body=p.read_bytes())
+    storage = icechunk.s3_storage(
+        bucket=s3_bucket,
+        prefix="repo",
+        endpoint_url=s3_endpoint,
+        allow_http=True,
+        region="us-east-1",
+        access_key_id="testing",
+        secret_access_key="testing",
+        force_path_style=True,
+    )
+    options = {"endpoint_url": s3_endpoint, "key": "testing", "secret": "testing"}
+    result = nczarr.to_icechunk(f"s3://{s3_bucket}/{url_prefix}", storage, storage_options=options)
+    assert result["virtual"] == 8 and result["copied"] == 0
+    job = {
+        "kind": "icechunk",
+        "repo": "",
+        "s3": {"bucket": s3_bucket, "prefix": "repo", "endpoint_url": s3_endpoint},
+        "how": "zarr",
+        "groups": ["", "g"],
+        "containers": [result["container"]],
+    }
+    (got,) = read_saved(job)
+    assert got == netcdf_values(url, masked=False)

@@ -34,7 +34,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from ..errors import TargetExistsError, UnsupportedError, warn_all
 from ..maps.base import ZMap
@@ -58,10 +58,18 @@ def _import_icechunk() -> Any:
 
 
 def _url(location: str) -> str:
-    """A chunk location as Icechunk names it: local paths become ``file://`` URLs."""
-    if "://" in location:
-        return location
-    return Path(location).resolve().as_uri()
+    """A chunk location as Icechunk names it: local paths become ``file://`` URLs, and
+    an object URL's key is percent-encoded. A reference set holds keys as they are
+    (fsspec reads ``s3://b/st%41/0`` as the key ``st%41/0``), while Icechunk decodes
+    a location's percent escapes (that location would read the key ``stA/0``) and
+    would take a ``#`` or ``?`` in a key for a URL's fragment or query."""
+    scheme, sep, rest = location.partition("://")
+    if not sep:
+        return Path(location).resolve().as_uri()
+    if scheme == "file":
+        return location  # a URL already
+    bucket, slash, key = rest.partition("/")
+    return f"{scheme}://{bucket}{slash}{quote(key, safe='/')}"
 
 
 def _container_prefix(urls: Sequence[str]) -> str:
