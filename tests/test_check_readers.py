@@ -319,6 +319,34 @@ def test_gdal_shows_bool_as_uint8(tmp_path: Path) -> None:
     assert zarr.open_array(str(path / "b"), mode="r").dtype == np.bool_
 
 
+@pytest.mark.parametrize(
+    ("zarr_format", "fill"),
+    [(2, True), (2, False), (2, None), (3, True), (3, False)],  # v3 has no null fill
+    ids=["v2-true", "v2-false", "v2-null", "v3-true", "v3-false"],
+)
+def test_gdal_takes_a_bool_fill_as_nodata(tmp_path: Path, zarr_format: int, fill) -> None:
+    """A bool's fill_value is one of its two values, and GDAL takes it as nodata:
+    check says every such value is missing to GDAL (zarr-python shows it as data)."""
+    path = tmp_path / "b.zarr"
+    root = zarr.open_group(str(path), mode="w", zarr_format=zarr_format)
+    names = {"dimension_names": ["x"]} if zarr_format == 3 else {}
+    b = root.create_array("b", shape=(4,), dtype="bool", compressors=None, fill_value=fill, **names)
+    b[...] = [True, False, True, False]
+    if zarr_format == 2:
+        b.attrs["_ARRAY_DIMENSIONS"] = ["x"]
+    seen = read_zarr(path).arrays["/b"]
+    assert seen.values.tolist() == [1, 0, 1, 0]
+    found = [f for f in nczarr.check(str(path)).findings if f.reader == GDAL and f.where == "/b"]
+    problems = " ".join(f.problem for f in found)
+    if fill is None:
+        assert seen.nodata is None
+        assert "nodata" not in problems
+    else:
+        assert seen.nodata == int(fill)
+        value = "true" if fill else "false"
+        assert f"every {value} value is missing to GDAL" in problems
+
+
 # ------------------------------------------------- nczarr's own outputs pass
 def _netcdf_source(path: Path) -> Path:
     """A netcdf-c NCZarr store of numbers: NaN and integer fills, an unlimited

@@ -409,10 +409,20 @@ def _gdal_shuffle_zero(facts: ArrayFacts) -> str | None:
 
 
 def _bool_as_uint8(facts: ArrayFacts) -> str | None:
+    """GDAL shows bool as uint8 and takes a fill_value as nodata, as for numbers: a
+    bool's fill is one of its two values, so every ``true`` (or every ``false``) is
+    missing to GDAL, where zarr-python shows it as data (measured: GDAL 3.12, v2
+    and v3, fill ``true`` -> nodata 1, ``false`` -> 0, v2 ``null`` -> none)."""
     name = facts.data_type.get("name") if isinstance(facts.data_type, dict) else facts.data_type
-    if name == "bool" or any(d.lstrip("<>|=") == "b1" for d in facts.dtypes):
-        return "shows a bool array as uint8 (0/1)"
-    return None
+    if not (name == "bool" or any(d.lstrip("<>|=") == "b1" for d in facts.dtypes)):
+        return None
+    if isinstance(facts.fill, bool | int) and facts.fill in (0, 1):
+        value = "true" if facts.fill else "false"
+        return (
+            f"shows a bool array as uint8 (0/1) with its fill_value {value} as nodata "
+            f"{int(facts.fill)}: every {value} value is missing to GDAL"
+        )
+    return "shows a bool array as uint8 (0/1)"
 
 
 # --------------------------------------------------------------------- table
