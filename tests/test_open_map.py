@@ -326,3 +326,19 @@ def test_unknown_protocol_is_an_invalid_url() -> None:
 def test_http_is_read_only() -> None:
     with pytest.raises(ReadOnlyError, match="read-only"):
         open_map("http://127.0.0.1:9/ds.zarr", "w")
+
+
+def test_a_source_that_is_no_store_says_what_it_may_be(tmp_path: Path) -> None:
+    """A source is a directory, a zip archive or a netCDF file: a missing one is not
+    called a missing directory, a text file is said to be neither zip nor netCDF."""
+    missing = tmp_path / "gone.nc"
+    with pytest.raises(StorageNotFoundError) as info:
+        open_map(str(missing), "r")
+    assert str(info.value) == f"no such file or directory: {str(missing)!r}"
+    text = tmp_path / "notes.txt"
+    text.write_bytes(b"just text\n")
+    with pytest.raises(StorageError) as refused:
+        open_map(str(text), "r")
+    assert str(refused.value) == (
+        f"cannot open {str(text)!r}: a regular file that is neither a zip archive nor a netCDF file"
+    )

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import MissingDependencyError, NCZarrError, StorageError
+from ..errors import MissingDependencyError, NCZarrError, StorageError, StorageNotFoundError
 from .base import ZMap, check_mode
 from .url import NCZarrURL, parse_url
 
@@ -283,9 +283,16 @@ def open_local(url: NCZarrURL, mode: str, storage_options: dict[str, Any]) -> ZM
             storage_options=storage_options,
         )
     if kind in ("other", "empty"):
+        if mode == "r":  # the file-source hook was asked first: not a netCDF file
+            raise StorageError(
+                f"cannot open {path!r}: a regular file that is neither a zip archive "
+                "nor a netCDF file"
+            )
         raise StorageError(
             f"cannot open {path!r}: it is a regular file, neither a directory nor a zip archive"
         )
+    if kind == "missing" and mode == "r":  # a source: a directory, zip or netCDF file
+        raise StorageNotFoundError(f"no such file or directory: {path!r}")
     if storage_options:
         raise TypeError(
             f"a directory map ({path!r}) takes no storage options, got {sorted(storage_options)}"
