@@ -27,6 +27,7 @@ from typing import Any
 
 from ..errors import InvalidModeError, TargetExistsError, UnsupportedTypeError, warn_all
 from ..maps.base import ZMap
+from ..maps.replace import check_replaceable
 from ..readthrough import TranslatedView
 from ..translate.conventions import ZARR_JSON, ZARRAY
 from ..translate.target import Target
@@ -118,10 +119,6 @@ class _Copier:
 
 
 # ------------------------------------------------------------------ helpers
-def _is_empty(zmap: ZMap) -> bool:
-    return not zmap.search("")
-
-
 def _check_representable(
     translated: TranslatedView, include: Sequence[str] | None, exclude: Sequence[str] | None
 ) -> None:
@@ -212,7 +209,9 @@ def convert(
     workers
         Concurrent chunk copies (memory holds at most ``workers`` chunks).
     overwrite
-        Replace a non-empty ``dst`` (its root metadata is removed first, then the rest).
+        Replace a non-empty ``dst`` (its root metadata is removed first, then the rest)
+        if it is a store: a target whose root holds no Zarr or NCZarr metadata (a
+        folder of other files) is refused (:mod:`nczarr.maps.replace`).
     resume
         Continue an interrupted convert into ``dst``. Chunks this convert already
         wrote (the target's journal says so, see :mod:`nczarr.conversion.journal`) are skipped
@@ -269,7 +268,8 @@ def convert(
     TargetExistsError
         ``dst`` exists and is not empty, and neither ``overwrite`` nor ``resume``
         was given; or ``resume`` was given and ``dst`` holds another convert's
-        objects. Nothing is changed.
+        objects; or ``overwrite`` was given and ``dst`` is no store. Nothing is
+        changed.
     InvalidModeError
         Bad ``mode``, ``overwrite`` together with ``resume``, overlapping source
         and target (under any name: links, mounts, ``..``; checked before anything is
@@ -398,7 +398,8 @@ def _prepare_target(
     # A target verified empty (or emptied) receives exactly the plan's keys and the
     # journal, which form a valid tree: no per-key leaf-rule probes (one request per
     # chunk on S3).
-    copier.trusted = _is_empty(dst_map) or _clear_or_resume(copier, journal, plan)
+    names = dst_map.search("")  # the root level: empty, or what an overwrite replaces
+    copier.trusted = not names or _clear_or_resume(copier, journal, plan, names)
     if request.overwrite or request.resume:
         remove_temporaries(dst_map)
     if copier.trusted:
@@ -409,11 +410,13 @@ def _prepare_target(
     return copier
 
 
-def _clear_or_resume(copier: _Copier, journal: Journal, plan: Plan) -> bool:
-    """A non-empty target: emptied (``overwrite``) or checked for a resume (it holds
-    only keys of this plan and the journal: still a valid tree); else refused."""
+def _clear_or_resume(copier: _Copier, journal: Journal, plan: Plan, names: list[str]) -> bool:
+    """A non-empty target (``names``: its root level): emptied (``overwrite``, a store
+    only) or checked for a resume (it holds only keys of this plan and the journal:
+    still a valid tree); else refused."""
     dst_map, request = copier.dst, copier.request
     if request.overwrite:
+        check_replaceable(dst_map, request.dst_url, names)
         clear_target(dst_map)
     elif request.resume:
         metadata, chunks = dict(plan.metadata), frozenset(plan.chunk_keys)

@@ -52,6 +52,7 @@ from typing import Any
 
 from ..errors import InvalidModeError, TargetExistsError
 from ..maps.base import ZMap
+from ..maps.replace import check_replaceable
 from .growappend import append
 from .growcopy import execute
 from .growparts import read_part
@@ -105,8 +106,10 @@ def _prepare_target(
     probes (on S3 a listing and a HEAD a key, ~1/6 of a combine's requests)."""
     skip = "none"
     overwrite, resume = modes
-    if dst_map.search(""):
+    names = dst_map.search("")
+    if names:
         if overwrite:
+            check_replaceable(dst_map, url, names)
             clear_target(dst_map)
         elif resume:
             skip = resume_mode(dst_map, journal, dict(metadata), frozenset(keys), url)

@@ -46,6 +46,7 @@ from ..errors import TargetExistsError, raise_os_error, warn_all
 from ..maps.base import NOT_SUPPORTED, ZMap
 from ..maps.file import FileMap
 from ..maps.lockfile import HOST, pid_alive
+from ..maps.replace import check_replaceable
 
 __all__ = ["WriteTarget", "open_write_target"]
 
@@ -127,7 +128,10 @@ def open_write_target(
     if isinstance(url, ZMap):
         if storage_options:
             raise TypeError(f"storage_options cannot be applied to an open map {url!r}")
-        return WriteTarget(url, owned=False), _holds_anything(url)
+        full = _holds_anything(url)
+        if full and mode == "w":
+            check_replaceable(url, url.url)
+        return WriteTarget(url, owned=False), full
     from ..maps.open import open_map
     from ..maps.url import parse_url
 
@@ -141,6 +145,12 @@ def open_write_target(
         options.setdefault("layout", "netcdf")  # the only zip layout netcdf-c reads
     zmap = open_map(parsed, "a", storage_options=options)
     full = _holds_anything(zmap)
+    if full and mode == "w":
+        try:
+            check_replaceable(zmap, zmap.url)
+        except BaseException:
+            zmap.close()
+            raise
     if full and mode == "w" and parsed.storage == "s3" and parsed.path:
         stage_url = dataclasses.replace(parsed, path=_sibling_key(parsed.path, _STAGE_TAG))
         try:
@@ -162,6 +172,8 @@ def _staged_directory(real: str, mode: str) -> WriteTarget | None:
             return None
         with FileMap(real, mode="r") as old:
             full = _holds_anything(old)
+            if full and mode == "w":
+                check_replaceable(old, old.url)
         if full and mode != "w":
             return None
     else:

@@ -53,6 +53,7 @@ from ..errors import (
     warn_all,
 )
 from ..maps.base import ZMap
+from ..maps.replace import mark_writing, unmark_writing
 from ..translate.conventions import ZARRAY, ZATTRS, ZGROUP
 from .lazy_sources import check_not_reading_from
 from .staging import open_write_target
@@ -198,7 +199,8 @@ def to_nczarr(
     mode
         ``"w-"`` (default): fail if the target holds anything. ``"w"``: replace it
         (a local directory or zip store only once the new one is complete; other
-        stores are cleared, root metadata first, after every check passed).
+        stores are cleared, root metadata first, after every check passed) if it is
+        a store: a folder of other files is refused (:mod:`nczarr.maps.replace`).
     storage_options
         Passed to :func:`nczarr.open_map` (S3 ``endpoint_url``, ``anon``, ...).
     encoding
@@ -223,7 +225,8 @@ def to_nczarr(
         ``mode="r+"``, ``region=``, or ``mode="a"`` without ``append_dim`` (or
         ``append_dim`` without ``mode="a"``).
     TargetExistsError
-        ``mode="w-"`` and the target is not empty. Nothing is written.
+        ``mode="w-"`` and the target is not empty, or ``mode="w"`` and the target
+        holds files but no store. Nothing is written.
     InvalidModeError
         A lazy variable of ``obj`` reads from the target (under any name: links,
         ``..``, zip aliases, S3 endpoint spellings); load it first. Nothing is written.
@@ -276,11 +279,13 @@ def to_nczarr(
             )
         if full:
             _clear(target.map)
+        mark_writing(target.map)  # a write killed from here on leaves a replaceable store
         sink = _ChunkSink(target.map, zarr_metadata)
         with target.map.session():  # each directory opened and verified once
             with target.map.trusted_writes():  # empty target, planned keys: no probes
                 _write_chunks(sink, plan)
             _write_metadata(target.map, result.metadata)
+        unmark_writing(target.map)
         target.map.flush()
     except BaseException:
         if sink is not None:
