@@ -361,6 +361,8 @@ def write_references(
     dict
         ``{"metadata": n, "pointers": n, "inlined": n}``: entries written.
 
+    Nothing is left at ``out`` when writing fails (a Parquet set it replaced is gone).
+
     Raises
     ------
     UnsupportedError
@@ -368,8 +370,6 @@ def write_references(
         ``/``-separated chunk keys, or its writer's packages are not installed.
     TargetExistsError
         ``out`` is a Parquet output that exists and is not a reference set.
-
-    Nothing is left at ``out`` when writing fails (a Parquet set it replaced is gone).
     InvalidModeError
         ``out`` lies inside ``src`` or the other way round.
     """
