@@ -145,3 +145,46 @@ def test_an_xarray_store_copied_is_not_said_to_be_netcdf_cs(tmp_path: Path) -> N
             np.testing.assert_array_equal(first[name].values, second[name].values)
             assert first[name].attrs == second[name].attrs
         shutil.rmtree(again)
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize("via_nczarr", [False, True])
+def test_float_packing_attributes_lost_to_json_are_named(
+    zarr_format: int, via_nczarr: bool, tmp_path: Path
+) -> None:
+    """netcdf-c 4.8.0's packed short ``s`` has ``scale_factor``/``add_offset`` of type
+    float, from which xarray decodes float32 (the engine too). Pure Zarr attributes are
+    JSON numbers, read as double by every reader, so xarray decodes the copy's values
+    as float64: no writer can keep the type, so the hop that loses it names the array
+    (it said nothing: NCZarr -> NCZarr -> pure Zarr changed the dtype silently)."""
+    src = _source("nc480_nczarr")
+    assert _engine(src)["s"].dtype == np.float32
+    if via_nczarr:
+        first = tmp_path / "first"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            nczarr.convert(src, f"file://{first}#mode=nczarr,file")
+        src = f"file://{first}#mode=nczarr,file"
+        assert _engine(src)["s"].dtype == np.float32
+    copy = tmp_path / "copy"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # what pytest.warns passes on: 4.8.0's list fills
+        with pytest.warns(nczarr.NCZarrWarning, match=r"array '/s': packing attributes .* float64"):
+            nczarr.convert(src, str(copy), "zarr", zarr_format=zarr_format)
+    assert _open_zarr(copy)["s"].dtype == np.float64
+    assert _engine(str(copy))["s"].dtype == np.float64
+    # the values are the same numbers
+    np.testing.assert_array_equal(
+        _engine(str(copy))["s"].values, _engine(src)["s"].values.astype("f8")
+    )
+    # a copy of the copy has double attributes already: nothing more is lost, nor said
+    again = tmp_path / "again"
+    said = _pure_copy(str(copy), again, zarr_format)
+    assert not [m for m in said if "packing" in m], said
+
+
+def test_double_packing_attributes_are_not_named(tmp_path: Path) -> None:
+    """netcdf-c's pure Zarr ``p`` (scale_factor 0.5, add_offset 10 as JSON): xarray
+    decodes float64 from the source already, so its copies say nothing of packing."""
+    said = _pure_copy(_source("nc_pure_zarr"), tmp_path / "copy", 2)
+    assert not [m for m in said if "packing" in m], said
