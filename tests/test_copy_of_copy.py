@@ -15,6 +15,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import netCDF4
 import numpy as np
 import pytest
 import xarray as xr
@@ -188,3 +189,34 @@ def test_double_packing_attributes_are_not_named(tmp_path: Path) -> None:
     decodes float64 from the source already, so its copies say nothing of packing."""
     said = _pure_copy(_source("nc_pure_zarr"), tmp_path / "copy", 2)
     assert not [m for m in said if "packing" in m], said
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_char_to_pure_zarr_is_named(zarr_format: int, tmp_path: Path) -> None:
+    """netcdf-c 4.8.0's char ``c``: netCDF4 reads char from an NCZarr copy; pure Zarr has
+    no char type, so its copy holds ``|S1`` (the same bytes), which netCDF4 (netcdf-c
+    reads its own pure Zarr so) and nczarr read as strings of one character, and an
+    NCZarr copy of that copy has ``string``. Kept (netcdf-c's reading), now said on the
+    hop that does it; the copy of the copy, strings already, says nothing of char."""
+    nczarr_copy = tmp_path / "nczarr"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nczarr.convert(_source("nc480_nczarr"), f"file://{nczarr_copy}#mode=nczarr,file")
+    url = f"file://{nczarr_copy}#mode=nczarr,file"
+    with netCDF4.Dataset(url) as nc:
+        assert nc["c"].dtype == np.dtype("S1")
+    pure = tmp_path / "pure"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # what pytest.warns passes on
+        with pytest.warns(nczarr.NCZarrWarning, match=r"array '/c': netCDF char is written"):
+            nczarr.convert(url, str(pure), "zarr", zarr_format=zarr_format)
+    if zarr_format == 2:  # netcdf-c reads no Zarr v3
+        with netCDF4.Dataset(f"file://{pure}#mode=zarr,file") as nc:
+            assert nc["c"].dtype is str
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert nczarr.read(str(pure)).find_variable("/c").type == "string"
+    # xarray's zarr engine reads the bytes it read from the NCZarr copy
+    assert _open_zarr(pure)["c"].values.tolist() == [b"abc", b"de", b"", b"fghij"]
+    said = _pure_copy(str(pure), tmp_path / "again", zarr_format)
+    assert not [m for m in said if "netCDF char" in m], said

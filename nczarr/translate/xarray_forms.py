@@ -4,7 +4,8 @@ zarr-python's or xarray's are bytes, not netCDF text, unless xarray's ``_Encodin
 says UTF-8. Shared by the Zarr v2 (:mod:`nczarr.translate.tree`) and v3
 (:mod:`nczarr.translate.read_zarr3`) readers; :func:`text_encoding` is the other side
 of that marker, for the pure Zarr writers, and :func:`packed_float_warnings` names what
-xarray decodes otherwise from a pure Zarr copy (float packing attributes become double).
+xarray decodes otherwise from a pure Zarr copy (float packing attributes become double),
+:func:`char_warnings` what netCDF readers read otherwise (char becomes 1-byte strings).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .model import Attribute, Dataset, Variable
 
 __all__ = [
     "bytes_as_bytes",
+    "char_warnings",
     "fill_as_missing",
     "marked_text_warnings",
     "packed_float_warnings",
@@ -161,4 +163,22 @@ def packed_float_warnings(dataset: Dataset) -> list[str]:
         "attributes (scale_factor, add_offset) of netCDF type float are written as JSON "
         "numbers, which every reader of pure Zarr reads as double: xarray decodes the "
         "values as float64, not float32 as from the source"
+    ]
+
+
+def char_warnings(dataset: Dataset) -> list[str]:
+    """The warning (one, naming each array) for a pure Zarr copy of netCDF ``char``
+    variables: pure Zarr has no char type, so char is written as 1-byte fixed-width
+    bytes (``|S1``, v3 ``null_terminated_bytes``), the very chunk bytes, which xarray's
+    zarr engine and zarr-python read as the same bytes, but netCDF4 (netcdf-c reads its
+    own pure Zarr so) and nczarr read as strings of one character: a netCDF reader of the
+    copy, and an NCZarr copy of the copy, see ``string`` where the source had ``char``."""
+    named = [repr(v.path) for v in dataset.root.all_variables() if v.type == "char"]
+    if not named:
+        return []
+    return [
+        f"{'array' if len(named) == 1 else 'arrays'} {', '.join(named)}: netCDF char is "
+        "written as 1-byte fixed-width bytes (pure Zarr has no char type), which netCDF4 "
+        "and nczarr read back as strings of one character, not char (xarray's zarr engine "
+        "and zarr-python read the same bytes)"
     ]
