@@ -220,3 +220,23 @@ def test_char_to_pure_zarr_is_named(zarr_format: int, tmp_path: Path) -> None:
     assert _open_zarr(pure)["c"].values.tolist() == [b"abc", b"de", b"", b"fghij"]
     said = _pure_copy(str(pure), tmp_path / "again", zarr_format)
     assert not [m for m in said if "netCDF char" in m], said
+
+
+def test_an_nczarr_copy_takes_an_append_of_its_bool_source(tmp_path: Path) -> None:
+    """zarr-python's ``|b1`` is ``byte`` with ``dtype = "bool"`` in an NCZarr copy (as
+    xarray's netcdf4 engine writes bool; its copy warned). Appending the source to that
+    copy compared ``ubyte`` (bool) with ``byte`` and refused; the same bytes go in, and
+    xarray reads bool on both sides of the seam."""
+    src = _source("z2_codecs")
+    url = f"file://{tmp_path / 'copy'}#mode=nczarr,file"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nczarr.convert(src, url)
+        nczarr.convert(src, url, append_dim="x")
+    source = _engine(src)
+    with xr.open_dataset(url, engine="netcdf4") as grown:
+        for name in ("bool_plain", "packbits"):
+            assert grown[name].dtype == bool, name
+            axis = source[name].dims.index("x")
+            twice = np.concatenate([source[name].values] * 2, axis=axis)
+            np.testing.assert_array_equal(grown[name].values, twice)
