@@ -35,6 +35,7 @@ from ..translate.chunk_layout import chunk_coords
 from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, ZARR_JSON, ZARRAY
 from ..translate.grow import GrowPlan
 from ..translate.model import Variable
+from ..translate.netcdf_forms import bool_as_byte
 from ..translate.target import Target
 from .apply import write_metadata
 from .growcopy import execute
@@ -375,6 +376,8 @@ def append(
         read, _ = read_sources(
             (opened.open(i) for i in range(len(opened))), selected, done=detacher(opened, None)
         )
+        if opts.fmt == "nczarr":  # bool is byte there (netcdf_forms): compare so
+            read = [dataclasses.replace(p, dataset=bool_as_byte(p.dataset)) for p in read]
         parts = [part_of_view(target_view), *read]
         plan, readers, metadata, warnings = plan_parts(
             parts, append_dim, names, combine_attrs, opts, first_is_target=True, sources=opened

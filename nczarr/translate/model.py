@@ -193,6 +193,12 @@ class Dataset(_NaNEq):
     #: default fill: the NCZarr translation warns (:mod:`nczarr.translate.zarr3_fills`).
     #: Not part of equality.
     unmasked_defaults: tuple[str, ...] = field(default=(), compare=False)
+    #: Read by xarray's conventions: pure Zarr without ``_NCProperties`` (xarray,
+    #: zarr-python, GDAL wrote it), where ``|S<n>`` is bytes and a numeric
+    #: ``fill_value`` a missing value. The pure Zarr writers then write no
+    #: ``_NCProperties`` either, so that every reader reads a copy, and a copy of the
+    #: copy, by the source's conventions. Not part of equality.
+    xarray_conventions: bool = field(default=False, compare=False)
 
     def find_dimension(self, fqn: str) -> Dimension:
         """The dimension with fully qualified name ``fqn`` (``KeyError`` if none)."""

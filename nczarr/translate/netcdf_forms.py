@@ -25,7 +25,7 @@ from dataclasses import replace
 from .attrs import exact_doubles, json_text_safe
 from .model import Attribute, Dataset, Dimension, Group, Variable
 
-__all__ = ["bytes_as_char", "nczarr_forms", "bytes_as_text"]
+__all__ = ["bool_as_byte", "bytes_as_char", "nczarr_forms", "bytes_as_text"]
 
 #: The attribute xarray's netcdf4 engine writes on a bool variable stored as int8.
 BOOL_MARKER = "dtype"
@@ -49,6 +49,23 @@ def _group(group: Group, warnings: list[str]) -> Group:
     return replace(
         group, dimensions=dims, attributes=attributes, variables=variables, groups=groups
     )
+
+
+def bool_as_byte(dataset: Dataset) -> Dataset:
+    """``dataset`` with its bool arrays in their NCZarr form (``byte`` with the attribute
+    ``dtype = "bool"``; the very chunk bytes), without a warning: what an NCZarr store
+    holds of an array a source holds as bool, so that appending that source to the
+    store compares like with like (its NCZarr copy's warning said the change already)."""
+
+    def group(g: Group) -> Group:
+        variables = {
+            n: _variable(v, {}, []) if v.logical == "bool" else v for n, v in g.variables.items()
+        }
+        return replace(g, variables=variables, groups={n: group(c) for n, c in g.groups.items()})
+
+    if not any(v.logical == "bool" for v in dataset.root.all_variables()):
+        return dataset
+    return replace(dataset, root=group(dataset.root))
 
 
 def bytes_as_char(dataset: Dataset, paths: set[str]) -> Dataset:

@@ -173,6 +173,7 @@ class TreeBuilder:
             tuple(self.warnings),
             tuple(self.skipped),
             unmasked_defaults=tuple(self.unmasked_defaults),
+            xarray_conventions=self.xarray_conventions,
         )
 
     def skip(self, prefix: str, reason: str) -> None:

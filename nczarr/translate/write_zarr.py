@@ -3,7 +3,9 @@
 Differences from the NCZarr writer (``docs/netcdf-c-layouts.md``
 sections 2.3-2.6 and ``zarr-xarray-vs-netcdf-c.md``):
 
-* no ``_nczarr_*`` key anywhere; ``_NCProperties`` stays in the root ``.zattrs``;
+* no ``_nczarr_*`` key anywhere; ``_NCProperties`` stays in the root ``.zattrs``,
+  except in a copy of a store without one (``Dataset.xarray_conventions``: xarray,
+  zarr-python, GDAL), which keeps its producer's conventions (``|S<n>`` is bytes);
 * char is ``"|S1"`` (zarr-python rejects ``">S1"``), 1-byte numbers ``"|u1"``/``"|i1"``;
 * text fill values are base64 of the UTF-8 bytes, as the Zarr v2 spec says; netCDF
   text without ``_FillValue`` and an empty fill is written with ``fill_value`` null,
@@ -95,7 +97,7 @@ def write_zarr(dataset: Dataset, target: Target | None = None) -> WriteResult:
         prefix = group_key(group)
         out[join_key(prefix, ZGROUP)] = dumps({"zarr_format": 2})
         attrs = plain_attributes(group.attributes.values())
-        if group.path in ("", "/"):
+        if group.path in ("", "/") and not dataset.xarray_conventions:
             attrs[NCPROPERTIES] = ncproperties(dataset)
         utf8(join_key(prefix, ZATTRS), attrs)
         names, group_warnings = dimension_names(dataset, group)

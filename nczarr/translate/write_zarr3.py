@@ -47,7 +47,8 @@ copies every chunk verbatim. Per array:
   bytes already.
 
 Groups are ``{"zarr_format": 3, "node_type": "group", "attributes": {...}}``;
-``_NCProperties`` stays in the root group's attributes. With ``consolidated`` the
+``_NCProperties`` stays in the root group's attributes (not for a source without one,
+``Dataset.xarray_conventions``, as in Zarr v2). With ``consolidated`` the
 root ``zarr.json`` carries ``consolidated_metadata`` as
 ``zarr.consolidate_metadata`` writes it (``kind: "inline"``, every other node's
 document by its path, nested groups with an empty ``consolidated_metadata``).
@@ -240,7 +241,7 @@ def _sharding(
 
 def _group_document(dataset: Dataset, group: Group) -> dict[str, Any]:
     attributes = plain_attributes(group.attributes.values())
-    if group.path in ("", "/"):
+    if group.path in ("", "/") and not dataset.xarray_conventions:
         attributes[NCPROPERTIES] = ncproperties(dataset)
     return {"zarr_format": 3, "node_type": "group", "attributes": attributes}
 

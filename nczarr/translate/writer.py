@@ -38,6 +38,7 @@ from .write_common import (
     control_character_attribute_warnings,
     text_shuffle_warnings,
 )
+from .xarray_forms import char_warnings, packed_float_warnings
 from .zarr2_fills import exact_default_fills
 
 __all__ = [
@@ -98,13 +99,17 @@ WRITERS: dict[tuple[str, int], Callable[[Dataset, Target], WriteResult]] = {
 def write_target(dataset: Dataset, target: Target) -> WriteResult:
     """The metadata objects (and warnings) that describe ``dataset`` as ``target``
     (a written copy says NC_FILL_DOUBLE for netcdf-c's rounded default double fill:
-    :func:`~nczarr.translate.zarr2_fills.exact_default_fills`). Nodes named as the
+    :func:`~nczarr.translate.zarr2_fills.exact_default_fills`; a pure Zarr copy names
+    the packed arrays xarray decodes as float64 there, not float32, and the char arrays
+    netCDF readers read as strings: :mod:`~nczarr.translate.xarray_forms`). Nodes named as the
     target's metadata objects are left out first, as arrays the target cannot describe
     (:func:`~nczarr.translate.reserved_names.leave_out_reserved`)."""
     dataset, reserved, left_out = leave_out_reserved(dataset, target)
     fills: list[str] = []
     if target.written_copy:
         dataset, fills = exact_default_fills(dataset, target.zarr_format)
+        if target.format == "zarr":  # attribute types are JSON's there
+            fills += packed_float_warnings(dataset) + char_warnings(dataset)
     written = WRITERS[(target.format, target.zarr_format)](dataset, target)
     if fills or reserved:
         written = WriteResult(

@@ -3,7 +3,9 @@ and attributes): a numeric ``fill_value`` is a missing value, ``|S<n>`` bytes of
 zarr-python's or xarray's are bytes, not netCDF text, unless xarray's ``_Encoding``
 says UTF-8. Shared by the Zarr v2 (:mod:`nczarr.translate.tree`) and v3
 (:mod:`nczarr.translate.read_zarr3`) readers; :func:`text_encoding` is the other side
-of that marker, for the pure Zarr writers.
+of that marker, for the pure Zarr writers, and :func:`packed_float_warnings` names what
+xarray decodes otherwise from a pure Zarr copy (float packing attributes become double),
+:func:`char_warnings` what netCDF readers read otherwise (char becomes 1-byte strings).
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from .model import Attribute, Dataset, Variable
 
 __all__ = [
     "bytes_as_bytes",
+    "char_warnings",
     "fill_as_missing",
     "marked_text_warnings",
+    "packed_float_warnings",
     "text_encoding",
     "utf8_marker",
     "utf8_text",
@@ -116,3 +120,65 @@ def bytes_as_bytes(spec: ArraySpec) -> ArraySpec:
     if dtype.nc_type != "string" or dtype.text_storage is not None or dtype.logical:
         return spec
     return replace(spec, dtype=replace(dtype, logical="bytes"))
+
+
+#: the packing attributes whose numpy type xarray's CF decoding takes its float type from
+_PACKING = ("scale_factor", "add_offset")
+#: numpy's float type of a netCDF attribute type (any other type: not a float)
+_FLOATS = {"float": "float32", "double": "float64"}
+
+
+def _decoded_float(data: str, scale: str | None, offset: str | None) -> str:
+    """The float type xarray's CF decoding gives packed values of netCDF type ``data``
+    whose ``scale_factor``/``add_offset`` have these netCDF types (None: absent), as
+    xarray's ``_choose_float_dtype`` (shared by its netcdf4 and zarr engines) says."""
+    scale_float = _FLOATS.get(scale or "", "other")
+    if scale is not None and offset is not None and scale == offset and scale in _FLOATS:
+        return "float64" if data in ("int", "uint") else scale_float
+    if offset is not None:
+        return "float64"
+    return scale_float if scale is not None else "float64"
+
+
+def packed_float_warnings(dataset: Dataset) -> list[str]:
+    """The warning (one, naming each array) for a pure Zarr copy of packed variables
+    whose ``scale_factor``/``add_offset`` are netCDF ``float``: Zarr attributes are
+    untyped JSON numbers, which xarray, zarr-python, netcdf-c and nczarr read as
+    double, and xarray's CF decoding takes its float type from them, so it decodes the
+    copy's values as float64 where it decoded the source's as float32 (netcdf-c's own
+    pure Zarr loses the type alike; nothing a pure Zarr writer can say keeps it)."""
+    named = []
+    for var in dataset.root.all_variables():
+        found = [var.attributes.get(name) for name in _PACKING]
+        if var.logical is not None or all(a is None for a in found):
+            continue
+        types = [a.type if a is not None else None for a in found]
+        as_json = ["double" if t is not None else None for t in types]
+        if _decoded_float(var.type, *types) != _decoded_float(var.type, *as_json):
+            named.append(repr(var.path))
+    if not named:
+        return []
+    return [
+        f"{'array' if len(named) == 1 else 'arrays'} {', '.join(named)}: packing "
+        "attributes (scale_factor, add_offset) of netCDF type float are written as JSON "
+        "numbers, which every reader of pure Zarr reads as double: xarray decodes the "
+        "values as float64, not float32 as from the source"
+    ]
+
+
+def char_warnings(dataset: Dataset) -> list[str]:
+    """The warning (one, naming each array) for a pure Zarr copy of netCDF ``char``
+    variables: pure Zarr has no char type, so char is written as 1-byte fixed-width
+    bytes (``|S1``, v3 ``null_terminated_bytes``), the very chunk bytes, which xarray's
+    zarr engine and zarr-python read as the same bytes, but netCDF4 (netcdf-c reads its
+    own pure Zarr so) and nczarr read as strings of one character: a netCDF reader of the
+    copy, and an NCZarr copy of the copy, see ``string`` where the source had ``char``."""
+    named = [repr(v.path) for v in dataset.root.all_variables() if v.type == "char"]
+    if not named:
+        return []
+    return [
+        f"{'array' if len(named) == 1 else 'arrays'} {', '.join(named)}: netCDF char is "
+        "written as 1-byte fixed-width bytes (pure Zarr has no char type), which netCDF4 "
+        "and nczarr read back as strings of one character, not char (xarray's zarr engine "
+        "and zarr-python read the same bytes)"
+    ]
