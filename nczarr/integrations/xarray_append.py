@@ -25,7 +25,7 @@ from .. import hooks
 from ..errors import InvalidModeError, NCZarrError, UnsupportedError
 from ..maps.base import ZMap
 from ..maps.memory import MemoryMap
-from ..translate.model import Dataset, Variable
+from ..translate.model import Attribute, Dataset, Variable
 
 __all__ = ["append_dataset", "store_encoding"]
 
@@ -35,6 +35,21 @@ _ENCODED_ATTRIBUTES = ("scale_factor", "add_offset", "units", "calendar")
 
 def _single(value: Any) -> Any:
     return value[0] if isinstance(value, tuple) and len(value) == 1 else value
+
+
+def _typed(attribute: Attribute) -> Any:
+    """An attribute's value as a numpy value of its netCDF type (text as it is): xarray
+    writes ``scale_factor``/``add_offset`` with the encoding's own type, and a Python
+    float would be ``double`` where the store's is ``float``, which the append refuses
+    as an attribute that says what values mean and differs."""
+    import numpy as np
+
+    from ..translate.dtypes import nc_to_zarr_dtype
+
+    value = _single(attribute.value)
+    if attribute.type in ("char", "string") or isinstance(value, str):
+        return value
+    return np.asarray(value, dtype=nc_to_zarr_dtype(attribute.type, nczarr=False))[()]
 
 
 def store_encoding(var: Variable) -> dict[str, Any]:
@@ -52,7 +67,7 @@ def store_encoding(var: Variable) -> dict[str, Any]:
         enc["_FillValue"] = _single(fill.value) if fill is not None else None
     for name in _ENCODED_ATTRIBUTES:
         if name in var.attributes:
-            enc[name] = _single(var.attributes[name].value)
+            enc[name] = _typed(var.attributes[name])
     if "since" in str(enc.get("units", "")) and "calendar" not in enc:
         enc["calendar"] = "standard"  # CF's default, what the store means by none
     compressor = dict(var.compressor) if var.compressor else None

@@ -1,0 +1,229 @@
+"""Growing a store, differentially: sources written by their producers (netCDF4 as
+NCZarr stores and netCDF-3/netCDF-4 files, xarray as Zarr v2 and v3) are combined
+(``convert([...], dst, concat_dim=...)``) into every target kind, or appended
+(``convert(src, dst, append_dim=...)``, ``to_nczarr(ds, url, mode="a", ...)``), and
+what every reader of the result sees is compared with ``xr.concat`` of the sources as
+each source's own reader reads them: values, masks, dtypes, ``_FillValue``, packing
+and attributes (issue 20: the producer is the oracle).
+
+A systematic table, not a search: each row varies one thing (type, fill value,
+masked values, packing, chunk alignment, lengths including an empty source, fixed or
+unlimited dimension, compression, a scalar, strings) from a small base dataset.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import netCDF4
+import numpy as np
+import xarray as xr
+
+import nczarr
+
+from .ncoracle import nc_url
+
+#: What a target kind is, as ``convert``'s arguments.
+TARGETS: dict[str, dict[str, Any]] = {
+    "nczarr": {},
+    "zarr2": {"mode": "zarr", "zarr_format": 2},
+    "zarr3": {"mode": "zarr", "zarr_format": 3},
+}
+
+#: netCDF4's formats of a source (``nczarr``: an NCZarr directory store).
+NC_KINDS = ("nczarr", "NETCDF4", "NETCDF4_CLASSIC", "NETCDF3_64BIT_OFFSET")
+
+
+def _values(dtype: str, t0: int, n: int) -> np.ndarray:
+    """Days ``t0 .. t0+n-1`` of ``v`` (3 values a day), distinct from any fill."""
+    base = np.arange(t0 * 3, (t0 + n) * 3).reshape(n, 3)
+    return (
+        (base * 0.5).astype(dtype)
+        if np.dtype(dtype).kind == "f"
+        else (base % 100 + 1).astype(dtype)
+    )
+
+
+def nc_source(
+    path: Path,
+    kind: str,
+    *,
+    t0: int = 0,
+    n: int = 3,
+    dtype: str = "f4",
+    fill: str = "value",
+    masked: bool = False,
+    packed: bool = False,
+    chunk: int = 2,
+    unlimited: bool = True,
+    zlib: bool = False,
+    scalar: bool = False,
+    strings: bool = False,
+) -> Path:
+    """Days ``t0 .. t0+n-1`` written by netCDF4 (``kind``: one of :data:`NC_KINDS`):
+    ``time(time)``, ``x(x)`` (3, not on the dimension) and ``v(time, x)`` of
+    ``dtype``, whose ``fill`` is ``"value"`` (-7 or 99), ``"default"`` (netCDF's) or
+    ``"none"``; ``masked``: its second value of the first day is missing; ``packed``:
+    ``scale_factor``/``add_offset`` (float); ``scalar``: a 0-d ``s``; ``strings``:
+    ``name(time)`` of netCDF strings (netCDF-4 only)."""
+    url, fmt = (nc_url(path), "NETCDF4") if kind == "nczarr" else (str(path), kind)
+    nc3 = fmt.startswith("NETCDF3")
+    with netCDF4.Dataset(url, "w", format=fmt) as ds:
+        ds.createDimension("time", None if unlimited else n)
+        ds.createDimension("x", 3)
+        chunks = {} if nc3 else {"chunksizes": (chunk,)}
+        t = ds.createVariable("time", "f8", ("time",), **chunks)
+        t.units = "days since 2000-01-01"
+        t[:] = np.arange(t0, t0 + n)
+        ds.createVariable("x", "i4", ("x",))[:] = [10, 20, 30]
+        opts: dict[str, Any] = (
+            {} if nc3 else {"chunksizes": (chunk, 3), "zlib": zlib, "shuffle": zlib}
+        )
+        if fill == "value":
+            opts["fill_value"] = np.array(-7 if np.dtype(dtype).kind in "if" else 99, dtype)
+        elif fill == "none":
+            opts["fill_value"] = False
+        v = ds.createVariable("v", dtype, ("time", "x"), **opts)
+        v.long_name = "vee"
+        if packed:
+            v.scale_factor = np.float32(0.5)
+            v.add_offset = np.float32(1.0)
+            v.set_auto_maskandscale(False)
+        data = _values(dtype, t0, n)
+        if masked and n and fill != "none":
+            data = np.ma.masked_array(data, mask=np.zeros(data.shape, bool))
+            data[0, 1] = np.ma.masked
+        v[:] = data
+        if scalar:
+            ds.createVariable("s", "f8", ())[...] = 3.5
+        if strings:
+            names = ds.createVariable("name", str, ("time",), **chunks)
+            for i in range(n):
+                names[i] = f"n{t0 + i}" * (1 + i % 2)
+        ds.title = "grown"
+    return path
+
+
+def zarr_source(path: Path, zarr_format: int, **options: Any) -> Path:
+    """The dataset of :func:`nc_source` (``options``) written by xarray as Zarr
+    ``zarr_format``, with the same encoding (chunks along ``time``, fill, packing)."""
+    staged = path.with_name(path.name + ".nc")
+    nc_source(staged, "NETCDF4", **options)
+    with xr.open_dataset(staged, engine="netcdf4", decode_times=False) as opened:
+        ds = opened.load()
+    encoding = {}
+    for name, var in ds.variables.items():
+        enc: dict[str, Any] = {"_FillValue": var.encoding.get("_FillValue")}
+        if var.dims[:1] == ("time",):
+            enc["chunks"] = (options.get("chunk", 2), *var.shape[1:])
+        for key in ("scale_factor", "add_offset", "dtype"):
+            if key in var.encoding:
+                enc[key] = var.encoding[key]
+        if var.dtype.kind in "OU":
+            enc.pop("_FillValue")
+        encoding[name] = enc
+    ds.to_zarr(path, zarr_format=zarr_format, consolidated=False, encoding=encoding)
+    staged.unlink()
+    return path
+
+
+def make_source(path: Path, kind: str, **options: Any) -> Path:
+    """A source of ``kind`` (:data:`NC_KINDS`, ``zarr2`` or ``zarr3``)."""
+    if kind.startswith("zarr"):
+        return zarr_source(path, int(kind[-1]), **options)
+    return nc_source(path, kind, **options)
+
+
+def read_source(path: Path, kind: str) -> xr.Dataset:
+    """``path`` as its producer's reader reads it through xarray (times undecoded)."""
+    if kind == "nczarr":
+        opened = xr.open_dataset(nc_url(path), engine="netcdf4", decode_times=False)
+    elif kind.startswith("zarr"):
+        opened = xr.open_dataset(path, engine="zarr", consolidated=False, decode_times=False)
+    else:
+        opened = xr.open_dataset(path, engine="netcdf4", decode_times=False)
+    with opened:
+        return opened.load()
+
+
+def read_result(path: Path, target: str) -> dict[str, xr.Dataset]:
+    """Every reader's view of a result: nczarr's engine, and netCDF4 for an NCZarr
+    target."""
+    out = {"nczarr": xr.open_dataset(path, engine="nczarr", decode_times=False).load()}
+    if target == "nczarr":
+        out["netCDF4"] = read_source(path, "nczarr")
+    return out
+
+
+def concat(parts: list[xr.Dataset]) -> xr.Dataset:
+    """``xr.concat`` of the sources' readings along ``time``: what the result must read as."""
+    return xr.concat(
+        parts,
+        dim="time",
+        data_vars="minimal",
+        coords="minimal",
+        compat="equals",
+        combine_attrs="identical",
+    )
+
+
+def differences(got: xr.Dataset, want: xr.Dataset) -> list[str]:
+    """What differs between two readings: variables, dtypes, values (NaN equal to
+    NaN), attributes, ``_FillValue`` and packing (byte order aside)."""
+    out = [] if got.attrs == want.attrs else [f"attributes {got.attrs} != {want.attrs}"]
+    for name in sorted(set(got.variables) | set(want.variables)):
+        if name not in got.variables or name not in want.variables:
+            out.append(f"{name}: in one reading only")
+            continue
+        g, w = got[name], want[name]
+        if g.dtype != w.dtype or g.dims != w.dims:
+            out.append(f"{name}: {g.dtype}{g.dims} != {w.dtype}{w.dims}")
+        elif not g.variable.equals(w.variable):
+            out.append(f"{name}: values {g.values.tolist()} != {w.values.tolist()}")
+        if g.attrs != w.attrs:
+            out.append(f"{name}: attributes {g.attrs} != {w.attrs}")
+        for key in ("_FillValue", "scale_factor", "add_offset"):
+            a, b = g.encoding.get(key), w.encoding.get(key)
+            if (a is None) != (b is None) or (
+                a is not None and not np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+            ):
+                out.append(f"{name}: {key} {a!r} != {b!r}")
+            elif a is not None and np.asarray(a).dtype != np.asarray(b).dtype:
+                out.append(f"{name}: {key} of type {np.asarray(a).dtype} != {np.asarray(b).dtype}")
+    return out
+
+
+def _sources(tmp_path: Path, kinds: list[str], lengths: list[int], **options: Any) -> list[Path]:
+    """One source of each kind, of consecutive days of those lengths."""
+    paths, t0 = [], 0
+    for i, (kind, n) in enumerate(zip(kinds, lengths, strict=True)):
+        suffix = ".nc" if kind.startswith("NETCDF") else ""
+        paths.append(make_source(tmp_path / f"s{i}{suffix}", kind, t0=t0, n=n, **options))
+        t0 += n
+    return paths
+
+
+# ------------------------------------------------------------------ appending
+def test_to_nczarr_appends_to_a_store_packed_with_float_attributes(tmp_path: Path) -> None:
+    """A store packed by netCDF4 with ``float`` (32-bit) ``scale_factor`` and
+    ``add_offset``: ``to_nczarr(mode="a")`` packs the new values as the store does, with
+    attributes of the store's type (a Python float, written as ``double``, made the
+    append refuse "attribute(s) /v/add_offset, /v/scale_factor differ")."""
+    store, new = _sources(
+        tmp_path, ["nczarr", "nczarr"], [3, 2], dtype="i2", packed=True, masked=True
+    )
+    want = concat([read_source(store, "nczarr"), read_source(new, "nczarr")])
+    nczarr.to_nczarr(read_source(new, "nczarr"), store, mode="a", append_dim="time")
+    for reader, got in read_result(store, "nczarr").items():
+        assert differences(got, want) == [], reader
+    # a dataset made from scratch, encoded by the store alone, appends too
+    fresh = read_source(new, "nczarr")
+    fresh["time"] = fresh["time"].copy(data=[5.0, 6.0])
+    for var in fresh.variables.values():
+        var.encoding = {}
+    nczarr.to_nczarr(fresh, store, mode="a", append_dim="time")
+    with netCDF4.Dataset(nc_url(store)) as ds:
+        assert ds["v"].scale_factor.dtype == np.float32
+        np.testing.assert_array_equal(ds["time"][:], np.arange(7))
+        np.testing.assert_array_equal(ds["v"][5:], ds["v"][3:5])
