@@ -18,6 +18,7 @@ from typing import Any
 
 import netCDF4
 import numpy as np
+import pytest
 import xarray as xr
 
 import nczarr
@@ -227,3 +228,22 @@ def test_to_nczarr_appends_to_a_store_packed_with_float_attributes(tmp_path: Pat
         assert ds["v"].scale_factor.dtype == np.float32
         np.testing.assert_array_equal(ds["time"][:], np.arange(7))
         np.testing.assert_array_equal(ds["v"][5:], ds["v"][3:5])
+
+
+# ------------------------------------------------------------------ refusals
+@pytest.mark.parametrize("combine_attrs", ["identical", "override"])
+def test_a_differing_fill_value_is_refused_without_offering_override(
+    tmp_path: Path, combine_attrs: str
+) -> None:
+    """Sources whose ``_FillValue`` differs (-7, and netCDF's default) cannot be
+    combined whatever ``combine_attrs`` is: the refusal names the attribute and says
+    why, and never offers ``combine_attrs='override'``, which refuses it too (it
+    offered it); nothing is written."""
+    first = nc_source(tmp_path / "a", "nczarr")
+    other = nc_source(tmp_path / "b", "nczarr", t0=3, fill="default")
+    with pytest.raises(nczarr.InvalidModeError, match="what the stored values mean") as err:
+        nczarr.convert(
+            [first, other], tmp_path / "out", concat_dim="time", combine_attrs=combine_attrs
+        )
+    assert "/v/_FillValue" in str(err.value) and "override" not in str(err.value)
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

@@ -235,7 +235,7 @@ def _check_attrs(
         return []
     named = ", ".join(f"{path.rstrip('/')}/{name}" if path != "/" else name for name in differ)
     values = [] if group else [n for n in differ if n in VALUE_ATTRIBUTES]
-    if values and combine_attrs != "identical":
+    if values:  # whatever combine_attrs is: offering 'override' would offer a refusal
         raise InvalidModeError(
             f"cannot combine {where}: attribute(s) "
             + ", ".join(f"{path}/{n}" for n in values)
