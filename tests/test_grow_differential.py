@@ -67,7 +67,7 @@ def nc_source(
     ``dtype``, whose ``fill`` is ``"value"`` (-7 or 99), ``"default"`` (netCDF's) or
     ``"none"``; ``masked``: its second value of the first day is missing; ``packed``:
     ``scale_factor``/``add_offset`` (float); ``scalar``: a 0-d ``s``; ``strings``:
-    ``name(time)`` of netCDF strings (netCDF-4 only)."""
+    ``name(time)`` and ``station(x)`` of netCDF strings (netCDF-4 only)."""
     url, fmt = (nc_url(path), "NETCDF4") if kind == "nczarr" else (str(path), kind)
     nc3 = fmt.startswith("NETCDF3")
     with netCDF4.Dataset(url, "w", format=fmt) as ds:
@@ -102,6 +102,9 @@ def nc_source(
             names = ds.createVariable("name", str, ("time",), **chunks)
             for i in range(n):
                 names[i] = f"n{t0 + i}" * (1 + i % 2)
+            station = ds.createVariable("station", str, ("x",))
+            for i, text in enumerate(("a", "bé", "ccc")):
+                station[i] = text
         ds.title = "grown"
     return path
 
@@ -247,3 +250,26 @@ def test_a_differing_fill_value_is_refused_without_offering_override(
         )
     assert "/v/_FillValue" in str(err.value) and "override" not in str(err.value)
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+# ------------------------------------------------------------------ combining
+@pytest.mark.parametrize("target", ["zarr2", "zarr3"])
+@pytest.mark.parametrize("kinds", [["nczarr", "NETCDF4"], ["NETCDF4", "nczarr"]])
+def test_strings_of_an_nczarr_store_and_a_netcdf4_file_combine_into_pure_zarr(
+    tmp_path: Path, kinds: list[str], target: str
+) -> None:
+    """netCDF strings of an NCZarr store (fixed-width UTF-8 bytes) and of a netCDF-4
+    file (variable-length) combine into pure Zarr as they do into NCZarr: each part's
+    values are taken as text whatever its storage (the combine was refused, "variable
+    '/name' stores its values differently", or failed "Expected str, got bytes"),
+    ``station``, without the dimension, compared as text."""
+    paths = _sources(tmp_path, kinds, [3, 2], strings=True)
+    want = concat([read_source(p, k) for p, k in zip(paths, kinds, strict=True)])
+    # the file's strings are heap references: its chunks are read through a view
+    with pytest.warns(nczarr.NCZarrWarning) as record:
+        nczarr.convert(paths, tmp_path / "out", concat_dim="time", **TARGETS[target])
+    said = [str(w.message) for w in record]
+    for name in ("name", "station"):
+        assert any(f"array '/{name}'" in m and "heap references" in m for m in said), said
+    for reader, got in read_result(tmp_path / "out", target).items():
+        assert differences(got, want) == [], reader

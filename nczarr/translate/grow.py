@@ -203,7 +203,7 @@ def _check_parts(
                     f"cannot combine {where}: variable {path!r} is {var.type}{list(var.dimensions)}"
                     f" and {base.type}{list(base.dimensions)}"
                 )
-            if var.logical != base.logical or var.text_storage != base.text_storage:
+            if var.logical != base.logical:  # strings of any storage: text (growparts)
                 raise InvalidModeError(
                     f"cannot combine {where}: variable {path!r} stores its values differently"
                 )
