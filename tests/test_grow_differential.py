@@ -13,6 +13,7 @@ unlimited dimension, compression, a scalar, strings) from a small base dataset.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -174,7 +175,8 @@ def concat(parts: list[xr.Dataset]) -> xr.Dataset:
 
 def differences(got: xr.Dataset, want: xr.Dataset) -> list[str]:
     """What differs between two readings: variables, dtypes, values (NaN equal to
-    NaN), attributes, ``_FillValue`` and packing (byte order aside)."""
+    NaN), attributes, ``_FillValue`` and packing, and the packing's types (they decide
+    the unpacked dtype; a ``_FillValue``'s JSON type in pure Zarr does not)."""
     out = [] if got.attrs == want.attrs else [f"attributes {got.attrs} != {want.attrs}"]
     for name in sorted(set(got.variables) | set(want.variables)):
         if name not in got.variables or name not in want.variables:
@@ -193,7 +195,7 @@ def differences(got: xr.Dataset, want: xr.Dataset) -> list[str]:
                 a is not None and not np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
             ):
                 out.append(f"{name}: {key} {a!r} != {b!r}")
-            elif a is not None and np.asarray(a).dtype != np.asarray(b).dtype:
+            elif key != "_FillValue" and np.asarray(a).dtype != np.asarray(b).dtype:
                 out.append(f"{name}: {key} of type {np.asarray(a).dtype} != {np.asarray(b).dtype}")
     return out
 
@@ -273,3 +275,85 @@ def test_strings_of_an_nczarr_store_and_a_netcdf4_file_combine_into_pure_zarr(
         assert any(f"array '/{name}'" in m and "heap references" in m for m in said), said
     for reader, got in read_result(tmp_path / "out", target).items():
         assert differences(got, want) == [], reader
+
+
+def _combined(tmp_path: Path, paths: list[Path], target: str) -> None:
+    """``paths`` combined into ``tmp_path/out`` as ``target``; the announcements met on
+    the way (fill values, re-encoded chunks) are the single-source convert's, asserted
+    by the tests about them, so only warnings of other categories fail here."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        nczarr.convert(paths, tmp_path / "out", concat_dim="time", **TARGETS[target])
+    assert [str(w.message) for w in seen if w.category is not nczarr.NCZarrWarning] == []
+
+
+#: Source kinds and lengths: each of a kind (lengths unaligned with chunks of 2, or
+#: aligned), an empty source, and mixed kinds.
+KINDS = [
+    (["nczarr", "nczarr", "nczarr"], [3, 2, 4]),
+    (["NETCDF4", "NETCDF4"], [2, 4]),
+    (["NETCDF4_CLASSIC", "NETCDF4_CLASSIC"], [3, 2]),
+    (["NETCDF3_64BIT_OFFSET", "NETCDF3_64BIT_OFFSET"], [3, 3]),
+    (["zarr2", "zarr2", "zarr2"], [0, 3, 2]),
+    (["zarr3", "zarr3"], [3, 2]),
+    (["nczarr", "NETCDF4", "zarr2"], [3, 2, 4]),
+    (["NETCDF3_64BIT_OFFSET", "zarr3", "nczarr"], [1, 4, 1]),
+]
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+@pytest.mark.parametrize(("kinds", "lengths"), KINDS, ids=lambda k: "-".join(map(str, k)))
+def test_sources_of_every_kind_combine_as_xarray_concatenates_them(
+    tmp_path: Path, kinds: list[str], lengths: list[int], target: str
+) -> None:
+    """Masked ``float`` values with a ``_FillValue``, a coordinate without the
+    dimension: every reader of the combined store reads ``xr.concat`` of the sources."""
+    paths = _sources(tmp_path, kinds, lengths, masked=True)
+    want = concat([read_source(p, k) for p, k in zip(paths, kinds, strict=True)])
+    _combined(tmp_path, paths, target)
+    for reader, got in read_result(tmp_path / "out", target).items():
+        assert differences(got, want) == [], reader
+
+
+#: One thing varied from the base dataset: type and fill value, packing, chunking and
+#: compression, lengths, a fixed dimension, a scalar, strings.
+VARIANTS: dict[str, tuple[dict[str, Any], list[int]]] = {
+    "i1": ({"dtype": "i1", "masked": True}, [3, 2]),
+    "u2-default-fill": ({"dtype": "u2", "fill": "default", "masked": True}, [3, 2]),
+    "i8-no-fill": ({"dtype": "i8", "fill": "none"}, [2, 3]),
+    "u8-default-fill": ({"dtype": "u8", "fill": "default", "masked": True}, [3, 2]),
+    "f8-default-fill": ({"dtype": "f8", "fill": "default", "masked": True}, [3, 2]),
+    "packed": ({"dtype": "i2", "packed": True, "masked": True}, [3, 2]),
+    "chunks-of-3-zlib": ({"chunk": 3, "zlib": True, "masked": True}, [4, 2]),
+    "chunks-of-1": ({"chunk": 1}, [3, 2]),
+    "fixed-dimension": ({"unlimited": False, "chunk": 1}, [3, 2]),
+    "scalar": ({"scalar": True}, [3, 2]),
+    "strings": ({"strings": True}, [3, 2]),
+    "empty-middle": ({"masked": True}, [3, 0, 2]),
+}
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+@pytest.mark.parametrize("kind", ["nczarr", "NETCDF4"])
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_each_variant_combines_as_xarray_concatenates_it(
+    tmp_path: Path, variant: str, kind: str, target: str
+) -> None:
+    """Each variant of netCDF4's sources, combined into every target kind, reads as
+    ``xr.concat`` of the sources (a packed variable read from pure Zarr aside: its
+    ``float`` ``scale_factor`` is a JSON number there, so xarray unpacks to
+    ``float64``, as for a single source's convert)."""
+    options, lengths = VARIANTS[variant]
+    paths = _sources(tmp_path, [kind] * len(lengths), lengths, **options)
+    want = concat([read_source(p, kind) for p in paths])
+    _combined(tmp_path, paths, target)
+    for reader, got in read_result(tmp_path / "out", target).items():
+        if variant == "packed" and target != "nczarr":
+            assert differences(got, want) == [
+                "v: float64('time', 'x') != float32('time', 'x')",
+                "v: scale_factor of type float64 != float32",
+                "v: add_offset of type float64 != float32",
+            ]
+            assert got["v"].encoding["scale_factor"] == 0.5
+        else:
+            assert differences(got, want) == [], reader
