@@ -277,14 +277,25 @@ def test_strings_of_an_nczarr_store_and_a_netcdf4_file_combine_into_pure_zarr(
         assert differences(got, want) == [], reader
 
 
+def _others(seen: list[warnings.WarningMessage]) -> list[str]:
+    """Warnings nczarr gave of a category other than :class:`nczarr.NCZarrWarning`
+    (another library's, e.g. h5py's on import, are not nczarr's to answer for)."""
+    home = Path(nczarr.__file__).parent
+    return [
+        str(w.message)
+        for w in seen
+        if w.category is not nczarr.NCZarrWarning and Path(w.filename).is_relative_to(home)
+    ]
+
+
 def _combined(tmp_path: Path, paths: list[Path], target: str) -> None:
     """``paths`` combined into ``tmp_path/out`` as ``target``; the announcements met on
     the way (fill values, re-encoded chunks) are the single-source convert's, asserted
-    by the tests about them, so only warnings of other categories fail here."""
+    by the tests about them, so only nczarr's warnings of other categories fail here."""
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         nczarr.convert(paths, tmp_path / "out", concat_dim="time", **TARGETS[target])
-    assert [str(w.message) for w in seen if w.category is not nczarr.NCZarrWarning] == []
+    assert _others(seen) == []
 
 
 #: Source kinds and lengths: each of a kind (lengths unaligned with chunks of 2, or
@@ -357,3 +368,55 @@ def test_each_variant_combines_as_xarray_concatenates_it(
             assert got["v"].encoding["scale_factor"] == 0.5
         else:
             assert differences(got, want) == [], reader
+
+
+# ------------------------------------------------------------------ appending, a table
+#: The store (written by its producer) and the kind of the source appended to it.
+APPENDS = [
+    ("nczarr", "nczarr"),
+    ("nczarr", "NETCDF4"),
+    ("nczarr", "NETCDF3_64BIT_OFFSET"),
+    ("nczarr", "zarr2"),
+    ("zarr2", "zarr2"),
+    ("zarr2", "NETCDF4"),
+]
+
+#: Variants an append meets: unaligned lengths, a default fill, no fill, strings.
+APPEND_VARIANTS: dict[str, tuple[dict[str, Any], list[int]]] = {
+    "masked": ({"masked": True}, [3, 2]),
+    "aligned": ({"masked": True}, [2, 4]),
+    "u1-default-fill": ({"dtype": "u1", "fill": "default", "masked": True}, [3, 2]),
+    "i8-no-fill": ({"dtype": "i8", "fill": "none"}, [3, 3]),
+    "empty": ({"masked": True}, [3, 0]),
+}
+
+
+#: Every store, source kind and variant netCDF4 can write (netCDF-3: no ``u1``, ``i8``).
+APPEND_CASES = [
+    pytest.param(store, kind, variant, id=f"{store}+{kind}-{variant}")
+    for store, kind in APPENDS
+    for variant, (options, _) in APPEND_VARIANTS.items()
+    if not (kind.startswith("NETCDF3") and options.get("dtype") in ("u1", "i8"))
+]
+
+
+@pytest.mark.parametrize("how", ["convert", "to_nczarr"])
+@pytest.mark.parametrize(("store", "kind", "variant"), APPEND_CASES)
+def test_an_append_reads_as_xarray_concatenates_store_and_source(
+    tmp_path: Path, store: str, kind: str, variant: str, how: str
+) -> None:
+    """A store its producer wrote, and a source appended with ``convert(append_dim=)``
+    or (read by its producer's reader) ``to_nczarr(mode="a")``: every reader of the
+    grown store reads ``xr.concat`` of the store and the source."""
+    options, lengths = APPEND_VARIANTS[variant]
+    dst, src = _sources(tmp_path, [store, kind], lengths, **options)
+    want = concat([read_source(dst, store), read_source(src, kind)])
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        if how == "convert":
+            nczarr.convert(src, dst, append_dim="time")
+        else:
+            nczarr.to_nczarr(read_source(src, kind), dst, mode="a", append_dim="time")
+    assert _others(seen) == []
+    for reader, got in read_result(dst, store).items():
+        assert differences(got, want) == [], reader
