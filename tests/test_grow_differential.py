@@ -420,3 +420,26 @@ def test_an_append_reads_as_xarray_concatenates_store_and_source(
     assert _others(seen) == []
     for reader, got in read_result(dst, store).items():
         assert differences(got, want) == [], reader
+
+
+def test_an_append_to_a_consolidated_store_with_nan_attributes_is_not_called_stale(
+    tmp_path: Path,
+) -> None:
+    """A Zarr v2 store xarray wrote with consolidated metadata and ``_FillValue: NaN``
+    attributes, appended to twice: ``.zmetadata`` is rewritten with the grown
+    metadata, so no reader is told it is stale (its NaN attributes compared unequal to
+    themselves, NaN != NaN, so every later read warned "'.zmetadata' is stale")."""
+    paths = [nc_source(tmp_path / f"s{i}.nc", "NETCDF4", t0=3 * i, n=3) for i in range(3)]
+    parts = [read_source(p, "NETCDF4") for p in paths]
+    store, source = tmp_path / "store.zarr", tmp_path / "source.zarr"
+    parts[0].to_zarr(store, zarr_format=2, consolidated=True)
+    parts[1].to_zarr(source, zarr_format=2, consolidated=True)
+    want = concat([read_source(store, "zarr2"), read_source(source, "zarr2"), parts[2]])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", ".*is stale", nczarr.NCZarrWarning)
+        nczarr.convert(source, store, append_dim="time")
+        nczarr.to_nczarr(parts[2], store, mode="a", append_dim="time")
+        got = read_result(store, "zarr2")["nczarr"]
+    assert differences(got, want) == []
+    consolidated = xr.open_zarr(store, decode_times=False, consolidated=True).load()
+    assert differences(consolidated, want) == []
