@@ -62,12 +62,14 @@ def nc_source(
     zlib: bool = False,
     scalar: bool = False,
     strings: bool = False,
+    missing_value: int | None = None,
 ) -> Path:
     """Days ``t0 .. t0+n-1`` written by netCDF4 (``kind``: one of :data:`NC_KINDS`):
     ``time(time)``, ``x(x)`` (3, not on the dimension) and ``v(time, x)`` of
     ``dtype``, whose ``fill`` is ``"value"`` (-7 or 99), ``"default"`` (netCDF's) or
     ``"none"``; ``masked``: its second value of the first day is missing; ``packed``:
-    ``scale_factor``/``add_offset`` (float); ``scalar``: a 0-d ``s``; ``strings``:
+    ``scale_factor``/``add_offset`` (float); ``missing_value``: that attribute
+    (of ``v``'s type, another missing value); ``scalar``: a 0-d ``s``; ``strings``:
     ``name(time)`` and ``station(x)`` of netCDF strings (netCDF-4 only)."""
     url, fmt = (nc_url(path), "NETCDF4") if kind == "nczarr" else (str(path), kind)
     nc3 = fmt.startswith("NETCDF3")
@@ -88,6 +90,8 @@ def nc_source(
             opts["fill_value"] = False
         v = ds.createVariable("v", dtype, ("time", "x"), **opts)
         v.long_name = "vee"
+        if missing_value is not None:
+            v.missing_value = np.array(missing_value, dtype)
         if packed:
             v.scale_factor = np.float32(0.5)
             v.add_offset = np.float32(1.0)
@@ -233,6 +237,25 @@ def test_to_nczarr_appends_to_a_store_packed_with_float_attributes(tmp_path: Pat
         assert ds["v"].scale_factor.dtype == np.float32
         np.testing.assert_array_equal(ds["time"][:], np.arange(7))
         np.testing.assert_array_equal(ds["v"][5:], ds["v"][3:5])
+
+
+@pytest.mark.filterwarnings("ignore:variable 'v' has multiple fill values")  # xarray reading
+def test_to_nczarr_appends_to_a_store_with_a_missing_value(tmp_path: Path) -> None:
+    """A store whose variable has a ``missing_value`` besides its ``_FillValue``
+    (xarray reads both as missing and keeps ``missing_value`` in the encoding):
+    ``to_nczarr(mode="a")`` gives the new part the store's ``missing_value`` too, as
+    an attribute (xarray refuses to encode one beside a different ``_FillValue``; the
+    part had none, so the append was refused, "attribute(s) /v/missing_value
+    differ")."""
+    store, new = _sources(
+        tmp_path, ["nczarr", "nczarr"], [3, 2], dtype="i2", missing_value=-5, masked=True
+    )
+    want = concat([read_source(store, "nczarr"), read_source(new, "nczarr")])
+    nczarr.to_nczarr(read_source(new, "nczarr"), store, mode="a", append_dim="time")
+    for reader, got in read_result(store, "nczarr").items():
+        assert differences(got, want) == [], reader
+    with netCDF4.Dataset(nc_url(store)) as ds:
+        assert ds["v"].missing_value.dtype == np.int16
 
 
 # ------------------------------------------------------------------ refusals

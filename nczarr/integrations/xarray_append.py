@@ -32,6 +32,11 @@ __all__ = ["append_dataset", "store_encoding"]
 #: Attributes that become encoding entries (xarray's CF encoders read them there).
 _ENCODED_ATTRIBUTES = ("scale_factor", "add_offset", "units", "calendar")
 
+#: Attributes xarray's decoding moves into the encoding (which the store's replaces)
+#: but refuses to encode beside a different ``_FillValue``: given back as attributes of
+#: the store's type, which xarray writes as they are.
+_KEPT_ATTRIBUTES = ("missing_value",)
+
 
 def _single(value: Any) -> Any:
     return value[0] if isinstance(value, tuple) and len(value) == 1 else value
@@ -135,6 +140,10 @@ def append_dataset(
     obj = obj.copy(deep=False)
     for name, enc in _encodings(obj, model).items():
         obj[name].encoding = enc
+        var = model.find_variable(f"/{name}")
+        kept = {a: _typed(var.attributes[a]) for a in _KEPT_ATTRIBUTES if a in var.attributes}
+        if kept:
+            obj[name].attrs = {**kept, **obj[name].attrs}
     unlimited = list(unlimited_dims or ()) or [
         d.name for d in model.root.dimensions.values() if d.unlimited and d.name in obj.dims
     ]
