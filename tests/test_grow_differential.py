@@ -258,6 +258,36 @@ def test_to_nczarr_appends_to_a_store_with_a_missing_value(tmp_path: Path) -> No
         assert ds["v"].missing_value.dtype == np.int16
 
 
+def _unsigned_bytes(path: Path, t0: int) -> Path:
+    """A netCDF-3 file of days ``t0 .. t0+2``: ``b(time)``, signed bytes with
+    ``_Unsigned = "true"`` (netCDF-3's unsigned bytes: 200, 10, missing)."""
+    with netCDF4.Dataset(path, "w", format="NETCDF3_64BIT_OFFSET") as ds:
+        ds.createDimension("time", None)
+        ds.createVariable("time", "f8", ("time",))[:] = np.arange(t0, t0 + 3)
+        b = ds.createVariable("b", "i1", ("time",), fill_value=np.int8(-1))
+        b._Unsigned = "true"
+        b.set_auto_maskandscale(False)
+        b[:] = np.array([200, 10, 255], "u1").view("i1")
+    return path
+
+
+def test_to_nczarr_appends_unsigned_bytes_as_the_store_stores_them(tmp_path: Path) -> None:
+    """A store of netCDF-3's unsigned bytes (``byte`` with ``_Unsigned = "true"``):
+    ``to_nczarr(mode="a")`` of xarray's reading (``uint8`` values, ``_Unsigned`` in the
+    encoding) stores them as the store does, signed with ``_Unsigned`` (without it, 200
+    was refused as outside ``int8``'s range)."""
+    first, other = _unsigned_bytes(tmp_path / "a.nc", 0), _unsigned_bytes(tmp_path / "b.nc", 3)
+    want = concat([read_source(first, "NETCDF4"), read_source(other, "NETCDF4")])
+    nczarr.convert(first, tmp_path / "store")
+    nczarr.to_nczarr(read_source(other, "NETCDF4"), tmp_path / "store", mode="a", append_dim="time")
+    # nczarr's engine (netCDF4 ignores _Unsigned on NCZarr: netcdf-c reads it back "1")
+    assert differences(read_result(tmp_path / "store", "nczarr")["nczarr"], want) == []
+    with netCDF4.Dataset(nc_url(tmp_path / "store")) as ds:
+        ds.set_auto_maskandscale(False)
+        assert ds["b"].dtype == np.int8
+        assert ds["b"][:].view("u1").tolist() == [200, 10, 255] * 2
+
+
 # ------------------------------------------------------------------ refusals
 @pytest.mark.parametrize("combine_attrs", ["identical", "override"])
 def test_a_differing_fill_value_is_refused_without_offering_override(

@@ -1,9 +1,10 @@
 """``to_nczarr(ds, url, mode="a", append_dim=...)``: append a dataset to an NCZarr store.
 
 The store decides how the new values are stored, not the dataset: each variable's
-type, fill value, CF packing (``scale_factor``/``add_offset``), time units and
-calendar, chunk shape and compression are read from the store and given to the
-dataset as its encoding. The dataset is then written as NCZarr into memory (every
+type, fill value, CF packing (``scale_factor``/``add_offset``, ``_Unsigned``), time
+units and calendar, chunk shape and compression are read from the store and given to
+the dataset as its encoding (a ``missing_value`` as an attribute), with the store's
+attribute types. The dataset is then written as NCZarr into memory (every
 check of ``to_nczarr`` runs there) and appended to the store by the engine of
 ``nczarr.convert(src, dst, append_dim=...)`` (:mod:`nczarr.conversion.growappend`, lent
 through :mod:`nczarr.hooks`): chunks that line up are copied as they are, only the
@@ -30,7 +31,7 @@ from ..translate.model import Attribute, Dataset, Variable
 __all__ = ["append_dataset", "store_encoding"]
 
 #: Attributes that become encoding entries (xarray's CF encoders read them there).
-_ENCODED_ATTRIBUTES = ("scale_factor", "add_offset", "units", "calendar")
+_ENCODED_ATTRIBUTES = ("scale_factor", "add_offset", "_Unsigned", "units", "calendar")
 
 #: Attributes xarray's decoding moves into the encoding (which the store's replaces)
 #: but refuses to encode beside a different ``_FillValue``: given back as attributes of
