@@ -309,15 +309,15 @@ def test_a_differing_fill_value_is_refused_without_offering_override(
 
 # ------------------------------------------------------------------ combining
 @pytest.mark.parametrize("target", ["zarr2", "zarr3"])
-@pytest.mark.parametrize("kinds", [["nczarr", "NETCDF4"], ["NETCDF4", "nczarr"]])
-def test_strings_of_an_nczarr_store_and_a_netcdf4_file_combine_into_pure_zarr(
-    tmp_path: Path, kinds: list[str], target: str
+def test_strings_of_a_netcdf4_file_and_an_nczarr_store_combine_into_pure_zarr(
+    tmp_path: Path, target: str
 ) -> None:
-    """netCDF strings of an NCZarr store (fixed-width UTF-8 bytes) and of a netCDF-4
-    file (variable-length) combine into pure Zarr as they do into NCZarr: each part's
-    values are taken as text whatever its storage (the combine was refused, "variable
-    '/name' stores its values differently", or failed "Expected str, got bytes"),
-    ``station``, without the dimension, compared as text."""
+    """netCDF strings of a netCDF-4 file (variable-length) and of an NCZarr store
+    (fixed-width UTF-8 bytes) combine into pure Zarr as they do into NCZarr: each
+    part's values are taken as text whatever its storage (the combine was refused,
+    "variable '/name' stores its values differently"), ``station``, without the
+    dimension, compared as text."""
+    kinds = ["NETCDF4", "nczarr"]
     paths = _sources(tmp_path, kinds, [3, 2], strings=True)
     want = concat([read_source(p, k) for p, k in zip(paths, kinds, strict=True)])
     # the file's strings are heap references: its chunks are read through a view
@@ -328,6 +328,51 @@ def test_strings_of_an_nczarr_store_and_a_netcdf4_file_combine_into_pure_zarr(
         assert any(f"array '/{name}'" in m and "heap references" in m for m in said), said
     for reader, got in read_result(tmp_path / "out", target).items():
         assert differences(got, want) == [], reader
+
+
+def test_variable_length_strings_after_fixed_width_ones_are_refused_naming_them(
+    tmp_path: Path,
+) -> None:
+    """Into pure Zarr, the first source's fixed-width strings (an NCZarr store's) set
+    the target's width; a later source's variable-length strings (a netCDF-4 file's)
+    are not measured before writing, so the combine is refused naming the variable and
+    saying what takes them; nothing is written."""
+    paths = _sources(tmp_path, ["nczarr", "NETCDF4"], [3, 2], strings=True)
+    with pytest.raises(nczarr.InvalidModeError, match="'/name' holds variable-length strings"):
+        nczarr.convert(paths, tmp_path / "out", concat_dim="time", mode="zarr", zarr_format=2)
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_wide_characters_after_narrow_bytes_widen_the_target(tmp_path: Path, target: str) -> None:
+    """The first source stores strings as 4 UTF-8 bytes (an NCZarr store with
+    ``_nczarr_default_maxstrlen`` 4), the second as 4 characters (xarray's ``<U4``):
+    ``"éééé"`` is 8 bytes, so a target of bytes is 16 wide (4 bytes a character), not
+    4 (into pure Zarr this was refused, "stores its values differently"; as text in a
+    4-byte target it would fail while writing, "a value of 8 bytes does not fit")."""
+    url = nc_url(tmp_path / "a")
+    with netCDF4.Dataset(url, "w") as ds:
+        ds.setncattr("_nczarr_default_maxstrlen", 4)
+        ds.createDimension("time", None)
+        ds.createVariable("time", "f8", ("time",))[:] = [0.0, 1.0]
+        names = ds.createVariable("name", str, ("time",))
+        names[0], names[1] = "ab", "cd"
+    wide = xr.Dataset(
+        {"name": ("time", np.array(["éééé", "x"], dtype="<U4"))}, coords={"time": [2.0, 3.0]}
+    )
+    wide.to_zarr(tmp_path / "b", zarr_format=2, encoding={"time": {"_FillValue": None}})
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        nczarr.convert(
+            [tmp_path / "a", tmp_path / "b"],
+            tmp_path / "out",
+            concat_dim="time",
+            combine_attrs="override",  # the store's _nczarr_default_maxstrlen
+            **TARGETS[target],
+        )
+    assert _others(seen) == []
+    got = read_result(tmp_path / "out", target)["nczarr"]
+    assert got["name"].values.tolist() == ["ab", "cd", "éééé", "x"]
 
 
 def _others(seen: list[warnings.WarningMessage]) -> list[str]:
