@@ -353,7 +353,7 @@ class Reader:
                 src.append(slice(lo - c * n, hi - c * n))
                 dst.append(slice(lo - a, hi - a))
             out[tuple(dst)] = values[tuple(src)]
-        return out
+        return as_text_of(out, own, var)
 
     def region_at_once(self, var: Variable, box: Sequence[tuple[int, int]]) -> np.ndarray:
         """:meth:`region`, its chunks read in one ``getitems`` (one round trip on S3,
@@ -379,8 +379,24 @@ class Reader:
         values = self.recoder(var).decode((), read)
         own = self.part.dataset.find_variable(var.path)
         if values is None:
-            return np.asarray(_fill(own, _dtype(own)))
-        return np.asarray(values)
+            return as_text_of(np.asarray(_fill(own, _dtype(own))), own, var)
+        return as_text_of(np.asarray(values), own, var)
+
+
+def as_text_of(values: np.ndarray, own: Variable, var: Variable) -> np.ndarray:
+    """A part's values of string variable ``own`` as the grown ``var`` holds text:
+    fixed-width UTF-8 bytes, or ``str`` (UTF-32 or variable-length). Parts store netCDF
+    strings differently (an NCZarr store fixed-width bytes, a netCDF-4 file or
+    zarr-python variable-length ``str``): the values are the same text, compared and
+    assembled as such. Other variables' values are returned as they are."""
+    import numpy as np
+
+    if own.type != "string" or own.text_storage == var.text_storage:
+        return values
+    if _dtype(var).kind == "S":  # the width is checked where the values are placed
+        return np.char.encode(values.astype(str), "utf-8")
+    text = values if values.dtype.kind != "S" else np.char.decode(values, "utf-8")
+    return text.astype(_dtype(var))
 
 
 def assemble(

@@ -1,9 +1,10 @@
 """``to_nczarr(ds, url, mode="a", append_dim=...)``: append a dataset to an NCZarr store.
 
 The store decides how the new values are stored, not the dataset: each variable's
-type, fill value, CF packing (``scale_factor``/``add_offset``), time units and
-calendar, chunk shape and compression are read from the store and given to the
-dataset as its encoding. The dataset is then written as NCZarr into memory (every
+type, fill value, CF packing (``scale_factor``/``add_offset``, ``_Unsigned``), time
+units and calendar, chunk shape and compression are read from the store and given to
+the dataset as its encoding (a ``missing_value`` as an attribute), with the store's
+attribute types. The dataset is then written as NCZarr into memory (every
 check of ``to_nczarr`` runs there) and appended to the store by the engine of
 ``nczarr.convert(src, dst, append_dim=...)`` (:mod:`nczarr.conversion.growappend`, lent
 through :mod:`nczarr.hooks`): chunks that line up are copied as they are, only the
@@ -25,16 +26,36 @@ from .. import hooks
 from ..errors import InvalidModeError, NCZarrError, UnsupportedError
 from ..maps.base import ZMap
 from ..maps.memory import MemoryMap
-from ..translate.model import Dataset, Variable
+from ..translate.model import Attribute, Dataset, Variable
 
 __all__ = ["append_dataset", "store_encoding"]
 
 #: Attributes that become encoding entries (xarray's CF encoders read them there).
-_ENCODED_ATTRIBUTES = ("scale_factor", "add_offset", "units", "calendar")
+_ENCODED_ATTRIBUTES = ("scale_factor", "add_offset", "_Unsigned", "units", "calendar")
+
+#: Attributes xarray's decoding moves into the encoding (which the store's replaces)
+#: but refuses to encode beside a different ``_FillValue``: given back as attributes of
+#: the store's type, which xarray writes as they are.
+_KEPT_ATTRIBUTES = ("missing_value",)
 
 
 def _single(value: Any) -> Any:
     return value[0] if isinstance(value, tuple) and len(value) == 1 else value
+
+
+def _typed(attribute: Attribute) -> Any:
+    """An attribute's value as a numpy value of its netCDF type (text as it is): xarray
+    writes ``scale_factor``/``add_offset`` with the encoding's own type, and a Python
+    float would be ``double`` where the store's is ``float``, which the append refuses
+    as an attribute that says what values mean and differs."""
+    import numpy as np
+
+    from ..translate.dtypes import nc_to_zarr_dtype
+
+    value = _single(attribute.value)
+    if attribute.type in ("char", "string") or isinstance(value, str):
+        return value
+    return np.asarray(value, dtype=nc_to_zarr_dtype(attribute.type, nczarr=False))[()]
 
 
 def store_encoding(var: Variable) -> dict[str, Any]:
@@ -52,7 +73,7 @@ def store_encoding(var: Variable) -> dict[str, Any]:
         enc["_FillValue"] = _single(fill.value) if fill is not None else None
     for name in _ENCODED_ATTRIBUTES:
         if name in var.attributes:
-            enc[name] = _single(var.attributes[name].value)
+            enc[name] = _typed(var.attributes[name])
     if "since" in str(enc.get("units", "")) and "calendar" not in enc:
         enc["calendar"] = "standard"  # CF's default, what the store means by none
     compressor = dict(var.compressor) if var.compressor else None
@@ -120,6 +141,10 @@ def append_dataset(
     obj = obj.copy(deep=False)
     for name, enc in _encodings(obj, model).items():
         obj[name].encoding = enc
+        var = model.find_variable(f"/{name}")
+        kept = {a: _typed(var.attributes[a]) for a in _KEPT_ATTRIBUTES if a in var.attributes}
+        if kept:
+            obj[name].attrs = {**kept, **obj[name].attrs}
     unlimited = list(unlimited_dims or ()) or [
         d.name for d in model.root.dimensions.values() if d.unlimited and d.name in obj.dims
     ]

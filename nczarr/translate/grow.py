@@ -203,9 +203,16 @@ def _check_parts(
                     f"cannot combine {where}: variable {path!r} is {var.type}{list(var.dimensions)}"
                     f" and {base.type}{list(base.dimensions)}"
                 )
-            if var.logical != base.logical or var.text_storage != base.text_storage:
+            if var.logical != base.logical:  # strings of any storage: text (growparts)
                 raise InvalidModeError(
                     f"cannot combine {where}: variable {path!r} stores its values differently"
+                )
+            if var.text_storage == "vlen-utf8" and base.text_storage != "vlen-utf8":
+                raise InvalidModeError(
+                    f"cannot combine {where}: variable {path!r} holds variable-length "
+                    f"strings and {names[0]} fixed-width ones, too narrow for strings not "
+                    "yet read (a first source of variable-length strings, or an NCZarr "
+                    "target, takes them)"
                 )
             for axis, (n, m) in enumerate(zip(var.shape, base.shape, strict=True)):
                 if n != m and var.dimensions[axis] != dim:
@@ -235,7 +242,7 @@ def _check_attrs(
         return []
     named = ", ".join(f"{path.rstrip('/')}/{name}" if path != "/" else name for name in differ)
     values = [] if group else [n for n in differ if n in VALUE_ATTRIBUTES]
-    if values and combine_attrs != "identical":
+    if values:  # whatever combine_attrs is: offering 'override' would offer a refusal
         raise InvalidModeError(
             f"cannot combine {where}: attribute(s) "
             + ", ".join(f"{path}/{n}" for n in values)
@@ -300,7 +307,7 @@ def _widest_text(
     for var in target.root.all_variables():
         if var.type != "string" or var.maxstrlen is None:
             continue
-        widest = max(p.find_variable(var.path).maxstrlen or 0 for p in models)
+        widest = max(_width(p.find_variable(var.path), var) for p in models)
         if widest <= var.maxstrlen:
             continue
         if first_is_target:
@@ -311,6 +318,13 @@ def _widest_text(
             )
         widths[var.path.strip("/")] = widest
     return with_maxstrlen(target, widths) if widths else target
+
+
+def _width(part: Variable, target: Variable) -> int:
+    """How wide ``target`` (fixed-width strings) must be for ``part``'s strings: a
+    width in characters (UTF-32) is up to 4 bytes a character in UTF-8 bytes."""
+    width = part.maxstrlen or 0
+    return 4 * width if part.text_storage == "unicode" and target.text_storage is None else width
 
 
 def _cover(

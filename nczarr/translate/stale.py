@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .conventions import ZARRAY, ZATTRS, ZGROUP, ZMETADATA
+from .model import same_value
 
 __all__ = ["STALE_CONSOLIDATED", "stale_message"]
 
@@ -35,7 +36,8 @@ def stale_message(
     old, new = nodes(consolidated), nodes(listed)
     missing = sorted(p for p in new if p not in old)
     gone = sorted(p for p in old if p not in new)
-    changed = sorted(p for p in new if p in old and new[p] != old[p])
+    # NaN-aware: a NaN attribute (xarray's float _FillValue) parsed twice is not equal
+    changed = sorted(p for p in new if p in old and not same_value(new[p], old[p]))
     if not (missing or gone or changed):
         return None
 
