@@ -16,7 +16,7 @@ from ..maps.base import ZMap
 from ..translate.grow import GrowPlan, plan_growth
 from ..translate.order import array_nodes, order_metadata
 from ..translate.target import Target
-from ..translate.writer import check_zarr_format, write_with_warnings
+from ..translate.writer import check_zarr_format, write_target
 from ..translate.zarr2_fills import exact_default_fills
 from .apply import write_metadata
 from .growcompare import check_equal
@@ -66,16 +66,21 @@ def report_of(
 
 
 def write_plan_metadata(
-    plan: GrowPlan, opts: PartOptions
+    plan: GrowPlan, opts: PartOptions, *, new_store: bool
 ) -> tuple[list[tuple[str, bytes]], list[str]]:
-    written = write_with_warnings(
-        plan.dataset,
+    """The grown store's metadata objects in write order, and the writer's warnings.
+    A new store (a combine's) is a written copy as ``convert`` writes one
+    (``Target.written_copy``: the same fills and the same warnings on what its readers
+    make of it); an append writes the store's own metadata grown."""
+    target = Target(
         opts.fmt,  # type: ignore[arg-type]
+        opts.zarr_format,
         noxarray=opts.noxarray,
         consolidated=opts.consolidated,
         netcdf_scalars=opts.netcdf_scalars,
-        zarr_format=opts.zarr_format,
+        written_copy=new_store,
     )
+    written = write_target(plan.dataset, target)
     if written.skipped:
         raise UnsupportedTypeError(
             f"cannot write {', '.join('/' + p for p in written.skipped)} in {opts.fmt} "
@@ -83,19 +88,6 @@ def write_plan_metadata(
         )
     ordered = [(k, written.metadata[k]) for k in order_metadata(written.metadata)]
     return ordered, list(written.warnings)
-
-
-def _zero_d_scalars(plan: GrowPlan, opts: PartOptions) -> list[str]:
-    """``convert``'s warnings on what netcdf-c makes of a new pure Zarr v2 store: the
-    scalars it holds as 0-d arrays, which netcdf-c leaves out, and the strings marked
-    with xarray's ``_Encoding`` (:mod:`~nczarr.translate.write_zarr`)."""
-    if (opts.fmt, opts.zarr_format, opts.netcdf_scalars) != ("zarr", 2, False):
-        return []
-    from ..translate.write_zarr import zero_d_scalar_warnings  # only for a v2 target
-    from ..translate.xarray_forms import marked_text_warnings
-
-    marked = [] if opts.noxarray else marked_text_warnings(plan.dataset)
-    return [*zero_d_scalar_warnings(plan.dataset, Target("zarr")), *marked]
 
 
 def plan_parts(
@@ -115,12 +107,12 @@ def plan_parts(
     in memory and announce the warnings (the sources'; a target's own were said when it
     was written). ``sources``: where parts kept without their map
     (:func:`~nczarr.conversion.growsources.detached`) are opened again. A new store
-    (not ``first_is_target``) is a written copy: netcdf-c's rounded default double
-    fill (no ``_FillValue``) becomes NC_FILL_DOUBLE in its metadata and in the chunks
-    assembled, with ``convert``'s warning
-    (:func:`~nczarr.translate.zarr2_fills.exact_default_fills`), and its 0-d scalars
-    in pure Zarr v2 get ``convert``'s warning that netcdf-c leaves them out
-    (:func:`_zero_d_scalars`); an append keeps the store's own fill and scalars.
+    (not ``first_is_target``) is a written copy (:func:`write_plan_metadata`):
+    netcdf-c's rounded default double fill (no ``_FillValue``) becomes NC_FILL_DOUBLE
+    in its metadata and in the chunks assembled, with ``convert``'s warning
+    (:func:`~nczarr.translate.zarr2_fills.exact_default_fills`), and every warning
+    ``convert`` gives on what its readers make of a copy is given; an append keeps the
+    store's own fill and scalars.
     Returns ``(plan, readers, metadata, warnings)``."""
     # a part kept without its map: opened again (an append's part 0 is its target)
     readers = Readers(parts, sources, 1 if first_is_target else 0)
@@ -134,11 +126,10 @@ def plan_parts(
     )
     check_equal(plan, readers, names, known_equal)
     fills: list[str] = []
-    if not first_is_target:  # a new store: a written copy, as convert writes it
+    if not first_is_target:  # a new store: its assembled chunks hold the exact fill
         exact, fills = exact_default_fills(plan.dataset, opts.zarr_format)
         plan = dataclasses.replace(plan, dataset=exact)
-        fills += _zero_d_scalars(plan, opts)
-    metadata, written_warnings = write_plan_metadata(plan, opts)
+    metadata, written_warnings = write_plan_metadata(plan, opts, new_store=not first_is_target)
     warnings = [*plan.warnings, *fills, *written_warnings]
     for p in parts[1:] if first_is_target else parts:
         warnings += [w for w in p.warnings if w not in warnings]

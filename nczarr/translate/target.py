@@ -127,6 +127,15 @@ class Target:
             object.__setattr__(self, "consolidated", bool(self.consolidated))
 
     @property
+    def stored(self) -> bool:
+        """Whether these metadata describe objects written to storage, which netCDF
+        readers may read, rather than a view read through by zarr-python and xarray:
+        a written copy (``written_copy``) or a part of a combine or an append
+        (``keep_shards`` false: its chunks are assembled into a written store). The
+        one place that tells the two apart for the warnings a copy's readers need."""
+        return self.written_copy or not self.keep_shards
+
+    @property
     def write_consolidated(self) -> bool:
         """Whether a writer writes consolidated metadata (``None`` reads as no)."""
         return bool(self.consolidated)

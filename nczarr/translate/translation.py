@@ -184,8 +184,7 @@ def finish(translation: Translation, widths: Mapping[str, int] | None = None) ->
     if target.format == "nczarr":  # re-encoded fixed bytes stay netCDF strings (same keys)
         kept = {f"/{p}" for p in reencoded}
         dataset, as_text = bytes_as_text(dataset, kept)
-        if target.written_copy or not target.keep_shards:  # a copy (a combine's parts
-            # too), not a view: netCDF4 reads copies, zarr-python and xarray read views
+        if target.stored:  # netCDF4 reads copies, zarr-python and xarray read views
             as_text += nczarr_default_warnings(dataset, translation.read.unmasked_defaults)
         dataset = replace(dataset, warnings=(*dataset.warnings, *as_text))
     written = write_target(dataset, target)
