@@ -155,3 +155,14 @@ def test_to_nczarr_leaves_no_mark_and_marks_while_writing(tmp_path: Path) -> Non
     assert JOURNAL_KEY not in held
     with xr.open_dataset(held, engine="nczarr") as ds:
         assert ds.attrs["title"] == "new"
+
+
+def test_a_resume_into_what_a_killed_to_nczarr_left_says_so(tmp_path: Path, source: str) -> None:
+    killed = tmp_path / "killed"
+    (killed / "v").mkdir(parents=True)
+    (killed / "v" / "0").write_bytes(b"\0" * 4)
+    (killed / JOURNAL_KEY).write_bytes(b'{"kind": "nczarr-write"}')
+    before = tree_hash(killed)
+    with pytest.raises(TargetExistsError, match="it holds an unfinished to_nczarr write"):
+        nczarr.convert(source, str(killed), resume=True)
+    assert tree_hash(killed) == before

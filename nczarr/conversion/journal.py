@@ -38,7 +38,8 @@ from typing import Any
 
 from ..errors import TargetExistsError
 from ..maps.base import ZMap
-from ..maps.pending import JOURNAL_KEY  # the key an append's journal has too
+from ..maps.pending import JOURNAL_KEY, decode_append_journal  # an append's journal too
+from ..maps.replace import WRITING_MARK
 
 __all__ = [
     "ROOT_OBJECTS",
@@ -177,7 +178,11 @@ def resume_mode(
         if found == journal:
             return "size"
         what = (
-            "a journal nczarr cannot read"
+            "an unfinished to_nczarr write"
+            if stored == WRITING_MARK
+            else "an unfinished append"
+            if decode_append_journal(stored) is not None
+            else "a journal nczarr cannot read"
             if found is None
             else (
                 f"an interrupted convert of {found.source.split('|')[-1]!r} to "
