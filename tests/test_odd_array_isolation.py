@@ -26,6 +26,8 @@ import pytest
 import xarray as xr
 
 import nczarr
+from nczarr.cli import main
+from nczarr.errors import NCZarrError
 
 FIXTURES = Path(__file__).parent / "data"
 
@@ -108,6 +110,120 @@ def _dimensions(store: Path) -> dict[str, Any]:
     for group in [root, *root.groups.values()]:
         out.update({f"{group.path}:{n}": d for n, d in group.dimensions.items()})
     return out
+
+
+#: (layout, key of the odd array's object, field or None for the whole object, value,
+#: what the warning says after "skipped array '<fqn>': ")
+ODD = [
+    ("zarr2", "b/.zarray", "shape", "zz", r"'b/.zarray': 'shape' must be a list"),
+    ("zarr2", "b/.zarray", "chunks", [0, 4], r"'b/.zarray': 'chunks' must hold positive"),
+    ("zarr2", "b/.zarray", "dtype", None, r"'b/.zarray': dtype must be a string"),
+    ("zarr2", "b/.zarray", "compressor", "zz", r"'b/.zarray'"),
+    ("zarr2", "b/.zarray", "filters", {"q": 1}, r"'b/.zarray'"),
+    ("zarr2", "b/.zarray", "order", "X", r"'b/.zarray': 'order' must be 'C' or 'F'"),
+    ("zarr2", "b/.zarray", "dimension_separator", "x", r"'b/.zarray'"),
+    ("zarr2", "b/.zarray", "fill_value", "zz", r"'b/.zarray': invalid fill_value"),
+    ("zarr2", "b/.zarray", "zarr_format", 3, r"'b/.zarray'"),
+    ("zarr2", "b/.zarray", None, [1], r"'b/.zarray'"),
+    ("zarr2", "b/.zattrs", None, [1], r"'b/.zattrs' must hold a JSON object"),
+    ("zarr3", "b/zarr.json", "shape", "zz", r"'b/zarr.json': 'shape' must be a list"),
+    ("zarr3", "b/zarr.json", "data_type", None, r"data_type must be a name"),
+    ("zarr3", "b/zarr.json", "chunk_grid.configuration", 5, r"'b/zarr.json': chunk_grid"),
+    ("zarr3", "b/zarr.json", "chunk_key_encoding.configuration.separator", "x", "separator"),
+    ("zarr3", "b/zarr.json", "codecs", [{"name": "bytes", "configuration": 5}], "b/zarr.json"),
+    ("zarr3", "b/zarr.json", "fill_value", "zz", r"'b/zarr.json': invalid fill_value"),
+    ("zarr3", "b/zarr.json", "attributes", [1], r"'attributes' must be a JSON object"),
+    ("nczarr", "b/.zarray", "shape", [3], r"'b/.zarray': 'chunks' \[3, 4\] and 'shape' \[3\]"),
+    ("nczarr", "b/.zarray", "dtype", 5, r"'b/.zarray': dtype must be a string"),
+    ("nczarr", "b/.zattrs", "_nczarr_attr.types", [1], r"_nczarr_attr.types must be a JSON"),
+    ("nczarr", "b/.zattrs", "_nczarr_attr", "zz", r"_nczarr_attr must be a JSON object"),
+    ("nczarr-v1", "g1/pos/.zarray", "order", "X", r"'order' must be 'C' or 'F'"),
+    ("nczarr-v1", "g1/pos/.nczattrs", None, [1], r"'g1/pos/.nczattrs': must be"),
+]
+
+
+@pytest.mark.parametrize(("layout", "key", "field", "value", "message"), ODD)
+def test_read_skips_the_odd_array_only(
+    tmp_path: Path, layout: str, key: str, field: str | None, value: Any, message: str
+) -> None:
+    store = MAKERS[layout](tmp_path / "store")
+    fqn = "/" + key.rpartition("/")[0]
+    clean = _variables(store)
+    dims = _dimensions(store)
+    _edit(store, key, field, value)
+    with pytest.warns(nczarr.NCZarrWarning, match=rf"skipped array '{fqn}': .*{message}"):
+        ds = nczarr.read(str(store))
+    assert ds.skipped == (fqn,)
+    others = {p: v for p, v in clean.items() if p != fqn}
+    assert {v.path: v for v in ds.root.all_variables()} == others
+    if layout != "nczarr-v1":  # pos holds the only use of /g1/lon, declared anyway
+        assert set(_dimensions(store)) <= set(dims)
+
+
+def test_what_an_odd_array_declared_before_it_failed_is_taken_back(tmp_path: Path) -> None:
+    """``b`` names a new dimension ``z`` of length 3 and is found odd after its
+    dimensions are resolved (its ``_nczarr_attr`` is not an object): ``z`` is not left
+    behind, so ``c`` gets ``z`` at its length 4, not a renamed ``z_1``."""
+    store = _zarr2(tmp_path / "store")
+    clean = _variables(store)
+    _edit(store, "b/.zattrs", "_ARRAY_DIMENSIONS", ["z", "y"])
+    _edit(store, "b/.zattrs", "_nczarr_attr", [1])
+    _edit(store, "c/.zattrs", "_ARRAY_DIMENSIONS", ["z"])
+    with pytest.warns(nczarr.NCZarrWarning, match=r"skipped array '/b': .*_nczarr_attr"):
+        ds = nczarr.read(str(store))
+    assert set(ds.root.dimensions) == {"x", "z"}
+    assert ds.root.variables["a"] == clean["/a"]
+    assert ds.root.variables["c"].dimensions == ("/z",)
+    assert not any("renamed" in w or ("'/b': " in w and "skipped" not in w) for w in ds.warnings)
+
+
+@pytest.mark.parametrize(
+    ("layout", "key", "field", "value"),
+    [
+        ("zarr2", "b/.zarray", "order", "X"),
+        ("zarr3", "b/zarr.json", "fill_value", "zz"),
+        ("nczarr", "b/.zarray", "dtype", 5),
+    ],
+)
+def test_every_entry_point_reads_the_other_arrays(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    layout: str,
+    key: str,
+    field: str,
+    value: Any,
+) -> None:
+    store = MAKERS[layout](tmp_path / "store")
+    _edit(store, key, field, value)
+    skipped = r"skipped array '/b'"
+    with pytest.warns(nczarr.NCZarrWarning, match=skipped):
+        view = nczarr.view(str(store), "zarr")
+    assert "a/.zarray" in view and "b/.zarray" not in view
+    view.close()
+    # convert refuses the odd array, naming it, as it refuses an invalid _FillValue ...
+    for mode in ("nczarr", "zarr"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", nczarr.NCZarrWarning)
+            with pytest.raises(NCZarrError, match=r"'/b'") as refused:
+                nczarr.convert(str(store), str(tmp_path / f"refused-{mode}"), mode)
+        assert "exclude" in str(refused.value)
+        # ... and copies the others when it is excluded
+        with pytest.warns(nczarr.NCZarrWarning, match=skipped):
+            nczarr.convert(str(store), str(tmp_path / mode), mode, exclude=["/b"])
+        copy = xr.open_dataset(str(tmp_path / mode), engine="nczarr")
+        np.testing.assert_array_equal(copy["a"].values, [0, 1, 2])
+        assert "b" not in copy
+        copy.close()
+    with pytest.warns(nczarr.NCZarrWarning, match=skipped):
+        opened = xr.open_dataset(str(store), engine="nczarr")
+    np.testing.assert_array_equal(opened["c"].values, [0, 1, 2, 3])
+    assert "b" not in opened
+    opened.close()
+    for command in ("info", "dump"):
+        assert main([command, str(store)]) == 0
+        printed = capsys.readouterr()
+        assert "skipped array '/b'" in printed.err + printed.out
+        assert " a" in printed.out
 
 
 @pytest.mark.parametrize(

@@ -371,24 +371,13 @@ def _set(key: str, path: tuple[Any, ...], value: Any) -> Mutation:
             _set(".zattrs", ("_nczarr_group", "groups"), "g"),
             r"'.zattrs': groups must be a list of names, got \"g\"",
         ),
-        (
-            _set("v/.zattrs", ("_nczarr_attr", "types"), ["<f8"]),
-            r"'v/.zattrs': _nczarr_attr.types must be a JSON object",
-        ),
-        (
-            _set("v/.zattrs", ("_nczarr_attr", "types", "units"), "<i4"),
-            r"'v/.zattrs': attribute 'units': cannot read \"m\" as int",
-        ),
-        (_set("v/.zarray", ("fill_value",), "abc"), r"'v/.zarray': invalid fill_value \"abc\""),
-        (_set("v/.zarray", ("shape",), [3]), r"'v/.zarray': 'chunks' \[2, 4\] and 'shape' \[3\]"),
-        (_set("v/.zarray", ("chunks",), [0, 4]), r"'v/.zarray': 'chunks' must hold positive"),
-        (_set("v/.zarray", ("dtype",), 5), r"'v/.zarray': dtype must be a string"),
-        (_set("v/.zarray", ("order",), "X"), r"'v/.zarray': 'order' must be 'C' or 'F'"),
         (_set("g/.zattrs", ("_nczarr_group",), [1]), r"'g/.zattrs': the NCZarr group entry"),
         (_set("c/.zattrs", ("_ARRAY_DIMENSIONS",), 3), None),  # ignored in NCZarr mode
     ],
 )
 def test_malformed_metadata_is_a_metadata_error(mutate: Mutation, message: str | None) -> None:
+    """A malformed group list fails the store (netcdf-c's walk cannot start); one
+    malformed array does not (below, and tests/test_odd_array_isolation.py)."""
     meta = _current()
     mutate(meta)
     if message is None:
@@ -446,6 +435,37 @@ def test_malformed_dimension_references_read_by_the_pure_rules(
     with pytest.warns(NCZarrWarning, match=pattern):
         ds = read(_mem(meta))
     assert {v.path: v for v in ds.root.all_variables()} == clean
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (
+            _set("v/.zattrs", ("_nczarr_attr", "types"), ["<f8"]),
+            r"'v/.zattrs': _nczarr_attr.types must be a JSON object",
+        ),
+        (
+            _set("v/.zattrs", ("_nczarr_attr", "types", "units"), "<i4"),
+            r"'v/.zattrs': attribute 'units': cannot read \"m\" as int",
+        ),
+        (_set("v/.zarray", ("fill_value",), "abc"), r"'v/.zarray': invalid fill_value \"abc\""),
+        (_set("v/.zarray", ("shape",), [3]), r"'v/.zarray': 'chunks' \[2, 4\] and 'shape' \[3\]"),
+        (_set("v/.zarray", ("chunks",), [0, 4]), r"'v/.zarray': 'chunks' must hold positive"),
+        (_set("v/.zarray", ("dtype",), 5), r"'v/.zarray': dtype must be a string"),
+        (_set("v/.zarray", ("order",), "X"), r"'v/.zarray': 'order' must be 'C' or 'F'"),
+    ],
+)
+def test_one_malformed_array_is_skipped(mutate: Mutation, message: str) -> None:
+    """The array is left out with a warning naming it; the others read as before."""
+    meta = _current()
+    clean = _variables(meta)
+    mutate(meta)
+    with pytest.warns(NCZarrWarning, match=rf"skipped array '/v': {message}"):
+        ds = read(_mem(meta))
+    assert ds.skipped == ("/v",)
+    assert {v.path: v for v in ds.root.all_variables()} == {
+        p: v for p, v in clean.items() if p != "/v"
+    }
 
 
 def test_duplicate_dimension_with_two_sizes() -> None:

@@ -203,9 +203,8 @@ class _NCZarrReader:
         variables: dict[str, Variable] = {}
         for name in plan.arrays:
             child = join_key(prefix, name)
-            variable = self.variable(fqn, child, name) if plan.listed else None
-            if not plan.listed:
-                variable = self.builder.pure_variable(fqn, child, name)
+            read = self.variable if plan.listed else self.builder.pure_variable
+            variable = self.builder.isolated(child, read, fqn, child, name)
             if variable is not None:
                 variables[name] = variable
         groups = {}

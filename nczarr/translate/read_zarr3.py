@@ -276,7 +276,9 @@ def _group(
     for child in node.children:
         child_prefix = join_key(prefix, child)
         if nodes[child_prefix].kind == "array":
-            variable = _variable(builder, fqn, child_prefix, child, docs[child_prefix])
+            variable = builder.isolated(
+                child_prefix, _variable, builder, fqn, child_prefix, child, docs[child_prefix]
+            )
             if variable is not None:
                 variables[child] = variable
         else:

@@ -34,7 +34,7 @@ Pure Zarr rules (see the NCZarr spec, "Translation" and "Compatibility", and
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import DimensionConflictError, MetadataError, UnsupportedError
@@ -154,6 +154,9 @@ class TreeBuilder:
         #: does not (``Dataset.unmasked_defaults``: zarr-python's and xarray's arrays
         #: without ``_FillValue``, Zarr v2 and v3)
         self.unmasked_defaults: list[str] = []
+        #: the entries of ``dims``, ``usage`` and ``renamed`` made while one array is
+        #: read (see :meth:`isolated`), so that they can be taken back; None: not kept
+        self._undo: list[tuple[dict[Any, Any], Any]] | None = None
 
     def dataset(self, root: Group, layout: str) -> Dataset:
         """The dataset read: ``root`` with this builder's warnings, skipped arrays, and
@@ -171,6 +174,44 @@ class TreeBuilder:
         self.skipped.append(group_fqn(prefix))
         self.warnings.append(f"skipped array {group_fqn(prefix)!r}: {reason}")
 
+    def isolated(
+        self, prefix: str, build: Callable[..., Variable | None], *args: Any
+    ) -> Variable | None:
+        """``build(*args)``: the variable of the array at ``prefix`` (None if skipped), or,
+        when the array's own metadata is malformed (``build`` raises
+        :class:`MetadataError`), None with the array skipped and a warning naming it
+        and what is wrong.
+
+        One odd array never fails a whole store (README, "Read any layout"): zarr-python
+        opens the others, and ``convert`` refuses such an array unless it is excluded,
+        as it does an invalid ``_FillValue``. What ``build`` declared before it failed
+        (dimensions, names used at a length, renamed dimensions, warnings) is taken
+        back, so the other arrays read exactly as in a store without that array.
+        """
+        outer, self._undo = self._undo, []
+        counts = len(self.warnings), len(self.skipped), len(self.unmasked_defaults)
+        try:
+            variable = build(*args)
+        except MetadataError as exc:
+            for table, name in reversed(self._undo):
+                table.pop(name, None)
+            del self.warnings[counts[0] :]
+            del self.skipped[counts[1] :]
+            del self.unmasked_defaults[counts[2] :]
+            self.skip(prefix, str(exc))
+            return None
+        finally:
+            made, self._undo = self._undo, outer
+        if outer is not None:
+            outer.extend(made)
+        return variable
+
+    def _put(self, table: dict[Any, Any], name: Any, value: Any) -> None:
+        """``table[name] = value`` for a new ``name``, kept for :meth:`isolated`."""
+        table[name] = value
+        if self._undo is not None:
+            self._undo.append((table, name))
+
     # ----------------------------------------------------------------- dimensions
     def add_dimension(self, group: str, dim: Dimension, *, key: str) -> str:
         """Declare ``dim`` in group ``group``; return its FQN."""
@@ -182,7 +223,7 @@ class TreeBuilder:
                 f"{old.size} and {dim.size}"
             )
         if old is None:
-            table[dim.name] = dim
+            self._put(table, dim.name, dim)
         return _join_fqn(group, dim.name)
 
     def anonymous(self, size: int, *, key: str) -> str:
@@ -209,7 +250,7 @@ class TreeBuilder:
             if own is not None:  # declared (or renamed) here with another length
                 return self._rename(group, name, size, key, own.size, f"group {group!r}")
             fqn = self.add_dimension(group, Dimension(name, size), key=key)
-        used[name] = (size, key, fqn)
+        self._put(used, name, (size, key, fqn))
         return fqn
 
     def _rename(
@@ -230,8 +271,8 @@ class TreeBuilder:
             while f"{name}_{n}" in taken:
                 n += 1
             fqn = self.add_dimension(group, Dimension(f"{name}_{n}", size), key=key)
-            renamed[(name, size)] = fqn
-            self.usage.setdefault(group, {})[f"{name}_{n}"] = (size, key, fqn)
+            self._put(renamed, (name, size), fqn)
+            self._put(self.usage.setdefault(group, {}), f"{name}_{n}", (size, key, fqn))
         array = group_fqn(key.rpartition("/")[0])
         self.warnings.append(
             f"array {array!r}: dimension {name!r} has length {size} here but {old_size} in "
