@@ -221,12 +221,18 @@ def _load_v3(crawl: _Crawl, meta: dict[str, Any]) -> None:
                 join_key(prefix, name) for name in crawl.search(prefix) if name not in _NOT_NODES
             )
         crawl.read_into(meta, (join_key(c, ZARR_JSON) for c in candidates))
-        pending = [
-            c
-            for c in candidates
-            if isinstance(meta.get(join_key(c, ZARR_JSON)), dict)
-            and meta[join_key(c, ZARR_JSON)].get("node_type") == "group"
-        ]
+        # groups, and nodes whose document is no Zarr v3 node (read_zarr3 keeps the
+        # nodes below such a one, a group's: one odd node never fails a whole store)
+        pending = [c for c in candidates if _may_hold_nodes(meta, join_key(c, ZARR_JSON))]
+
+
+def _may_hold_nodes(meta: Mapping[str, Any], key: str) -> bool:
+    """Whether the node of the ``zarr.json`` at ``key`` may have nodes below it: a
+    group, or a document read that is no array's."""
+    if key not in meta:
+        return False
+    doc = meta[key]
+    return not (isinstance(doc, dict) and doc.get("node_type") == "array")
 
 
 def load_metadata(

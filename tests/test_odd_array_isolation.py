@@ -133,6 +133,9 @@ ODD = [
     ("zarr3", "b/zarr.json", "codecs", [{"name": "bytes", "configuration": 5}], "b/zarr.json"),
     ("zarr3", "b/zarr.json", "fill_value", "zz", r"'b/zarr.json': invalid fill_value"),
     ("zarr3", "b/zarr.json", "attributes", [1], r"'attributes' must be a JSON object"),
+    ("zarr3", "b/zarr.json", "zarr_format", 2, r"'b/zarr.json': zarr_format must be 3"),
+    ("zarr3", "b/zarr.json", "node_type", "zz", r"'b/zarr.json': node_type must be"),
+    ("zarr3", "b/zarr.json", None, [1], r"'b/zarr.json' must hold a JSON object, got list"),
     ("nczarr", "b/.zarray", "shape", [3], r"'b/.zarray': 'chunks' \[3, 4\] and 'shape' \[3\]"),
     ("nczarr", "b/.zarray", "dtype", 5, r"'b/.zarray': dtype must be a string"),
     ("nczarr", "b/.zattrs", "_nczarr_attr.types", [1], r"_nczarr_attr.types must be a JSON"),
@@ -177,11 +180,25 @@ def test_what_an_odd_array_declared_before_it_failed_is_taken_back(tmp_path: Pat
     assert not any("renamed" in w or ("'/b': " in w and "skipped" not in w) for w in ds.warnings)
 
 
+def test_a_zarr3_group_whose_document_is_odd_keeps_its_arrays(tmp_path: Path) -> None:
+    """Not an array: a group whose ``zarr.json`` is no node is read as a group
+    without attributes, its arrays as before, with a warning naming it."""
+    store = _zarr3(tmp_path / "store")
+    ds = _dataset()
+    ds.to_zarr(store, group="g", zarr_format=3, consolidated=False, mode="a")
+    clean = _variables(store)
+    _edit(store, "g/zarr.json", "node_type", "zz")
+    with pytest.warns(nczarr.NCZarrWarning, match=r"group '/g': .* read as a group without"):
+        read = nczarr.read(str(store))
+    assert {v.path: v for v in read.root.all_variables()} == clean
+
+
 @pytest.mark.parametrize(
     ("layout", "key", "field", "value"),
     [
         ("zarr2", "b/.zarray", "order", "X"),
         ("zarr3", "b/zarr.json", "fill_value", "zz"),
+        ("zarr3", "b/zarr.json", "zarr_format", 2),
         ("nczarr", "b/.zarray", "dtype", 5),
     ],
 )
