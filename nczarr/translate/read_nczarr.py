@@ -256,12 +256,22 @@ class _NCZarrReader:
             return self._dimensions(info, where or prefix, spec)
         except MetadataError as exc:
             del builder.warnings[count:]
+            dims, scalar = builder.pure_dimensions(group, prefix, spec, zattrs)
+            if any(self._size(fqn) < n for fqn, n in zip(dims, spec.shape, strict=True)):
+                # _ARRAY_DIMENSIONS names the unlimited dimension the references did, which
+                # is shorter than the array: no reading of it (the caller skips the array)
+                raise exc from None
             builder.warnings.append(
                 f"array {group_fqn(prefix)!r}: {exc}: dimensions taken from "
                 "_ARRAY_DIMENSIONS or made anonymous, as without NCZarr array metadata "
                 "(netcdf-c refuses the whole store)"
             )
-            return builder.pure_dimensions(group, prefix, spec, zattrs)
+            return dims, scalar
+
+    def _size(self, fqn: str) -> int:
+        """The length of the dimension declared at ``fqn``."""
+        group, _, name = fqn.rpartition("/")
+        return self.builder.dims[group or "/"][name].size
 
     def _dimensions(self, info: Any, where: str, spec: Any) -> tuple[tuple[str, ...], bool]:
         if not isinstance(info, dict):
