@@ -290,3 +290,21 @@ def test_malformed_dimension_references_are_read_as_without_them(
         xr.open_dataset(str(store), engine="nczarr", group=group or None) as opened,
     ):
         np.testing.assert_array_equal(opened[name].values, values)
+
+
+def test_a_scalar_whose_nczarr_array_is_emptied_reads_as_a_scalar(tmp_path: Path) -> None:
+    """netcdf-c writes a scalar as shape [1] with ``"scalar": 1``; without that entry
+    (and no references) the pure rules read its ``_ARRAY_DIMENSIONS: ["_scalar_"]``
+    (found by the fuzz tests: the reading was checked against dimensions it has not)."""
+    store = tmp_path / "scalar"
+    nc = netCDF4.Dataset(f"file://{store}#mode=nczarr,file", "w")
+    nc.createDimension("x", 3)
+    nc.createVariable("a", "i4", ("x",))[:] = [0, 1, 2]
+    nc.createVariable("s", "f8", ())[...] = 2.5
+    nc.close()
+    clean = _variables(store)
+    _edit(store, "s/.zattrs", "_nczarr_array", {})
+    with pytest.warns(nczarr.NCZarrWarning, match=r"array '/s': .*dimensions taken from"):
+        ds = nczarr.read(str(store))
+    assert {v.path: v for v in ds.root.all_variables()} == clean
+    assert ds.root.variables["s"].scalar

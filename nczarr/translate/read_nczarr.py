@@ -257,7 +257,7 @@ class _NCZarrReader:
         except MetadataError as exc:
             del builder.warnings[count:]
             dims, scalar = builder.pure_dimensions(group, prefix, spec, zattrs)
-            if any(self._size(fqn) < n for fqn, n in zip(dims, spec.shape, strict=True)):
+            if not scalar and any(self._size(f) < n for f, n in zip(dims, spec.shape, strict=True)):
                 # _ARRAY_DIMENSIONS names the unlimited dimension the references did, which
                 # is shorter than the array: no reading of it (the caller skips the array)
                 raise exc from None
