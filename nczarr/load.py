@@ -18,7 +18,6 @@ from .maps.base import ZMap
 from .maps.open import open_source
 from .maps.pending import JOURNAL_KEY, with_pending
 from .maps.url import dataset_name
-from .translate.attrs import parse_json
 from .translate.consolidated import expand_consolidated, expand_v3_consolidated
 from .translate.conventions import (
     ARRAYS_ALT,
@@ -36,6 +35,7 @@ from .translate.conventions import (
     ZMETADATA,
 )
 from .translate.detect import FormatInfo, detect_format, nczarr_key
+from .translate.jsontext import parse_node_object
 from .translate.model import Dataset
 from .translate.stale import STALE_CONSOLIDATED, stale_message
 
@@ -117,7 +117,7 @@ def _parse_into(
 ) -> None:
     for key, data in raw.items():
         try:
-            meta[key] = parse_json(data, key=key, warnings=warnings)
+            meta[key] = parse_node_object(data, key=key, warnings=warnings)
         except MetadataError as exc:
             raise MetadataError(f"{url}: {exc}") from None
 

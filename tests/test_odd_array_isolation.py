@@ -191,6 +191,10 @@ def test_a_zarr3_group_whose_document_is_odd_keeps_its_arrays(tmp_path: Path) ->
     with pytest.warns(nczarr.NCZarrWarning, match=r"group '/g': .* read as a group without"):
         read = nczarr.read(str(store))
     assert {v.path: v for v in read.root.all_variables()} == clean
+    (store / "g" / "zarr.json").write_bytes(b"{not json")
+    with pytest.warns(nczarr.NCZarrWarning, match=r"group '/g': .*invalid JSON.* read as a"):
+        read = nczarr.read(str(store))
+    assert {v.path: v for v in read.root.all_variables()} == clean
 
 
 @pytest.mark.parametrize(
@@ -308,3 +312,43 @@ def test_a_scalar_whose_nczarr_array_is_emptied_reads_as_a_scalar(tmp_path: Path
         ds = nczarr.read(str(store))
     assert {v.path: v for v in ds.root.all_variables()} == clean
     assert ds.root.variables["s"].scalar
+
+
+@pytest.mark.parametrize(
+    ("layout", "key"),
+    [
+        ("zarr2", "b/.zarray"),
+        ("zarr2", "b/.zattrs"),
+        ("zarr3", "b/zarr.json"),
+        ("nczarr", "b/.zarray"),
+        ("nczarr", "b/.zattrs"),
+        ("nczarr-v1", "g1/pos/.zarray"),
+    ],
+)
+def test_an_array_object_that_is_not_json_skips_that_array(
+    tmp_path: Path, layout: str, key: str
+) -> None:
+    store = MAKERS[layout](tmp_path / "store")
+    fqn = "/" + key.rpartition("/")[0]
+    clean = _variables(store)
+    (store / key).write_bytes(b'{"shape": [3, 4')
+    message = rf"skipped array '{fqn}': '{key}' must hold a JSON object, got invalid JSON"
+    with pytest.warns(nczarr.NCZarrWarning, match=message):
+        ds = nczarr.read(str(store))
+    assert ds.skipped == (fqn,)
+    assert {v.path: v for v in ds.root.all_variables()} == {
+        p: v for p, v in clean.items() if p != fqn
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nczarr.NCZarrWarning)
+        with pytest.raises(NCZarrError, match=rf"{fqn}.*exclude"):
+            nczarr.convert(str(store), str(tmp_path / "refused"), "zarr")
+        nczarr.convert(str(store), str(tmp_path / "copy"), "zarr", exclude=[fqn])
+
+
+def test_a_root_object_that_is_not_json_still_fails_the_store(tmp_path: Path) -> None:
+    """The root is the store, not one odd array: nothing can be read without it."""
+    store = _zarr2(tmp_path / "store")
+    (store / ".zgroup").write_bytes(b"{not json")
+    with pytest.raises(nczarr.MetadataError, match=r"'.zgroup': invalid JSON"):
+        nczarr.read(str(store))

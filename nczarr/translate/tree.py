@@ -56,6 +56,7 @@ from .conventions import (
     ZGROUP,
 )
 from .detect import nczarr_key
+from .jsontext import kind_of
 from .model import Attribute, Dataset, Dimension, Group, Variable
 from .tree_nodes import Node, discover_nodes
 from .xarray_forms import bytes_as_bytes, fill_as_missing, utf8_text
@@ -114,7 +115,7 @@ def decode_attributes(
     if zattrs is None:
         return {}
     if not isinstance(zattrs, dict):
-        raise MetadataError(f"{key!r} must hold a JSON object, got {type(zattrs).__name__}")
+        raise MetadataError(f"{key!r} must hold a JSON object, got {kind_of(zattrs)}")
     out: dict[str, Attribute] = {}
     for name, value in zattrs.items():
         if name in HIDDEN_ATTRIBUTES or name in _ALSO_HIDDEN:

@@ -22,6 +22,7 @@ from .conventions import (
     ZARR_JSON,
 )
 from .dtypes import ZarrDtype, decode_fill_value, fill_value_note, to_float32
+from .jsontext import kind_of
 from .tree import (
     ArraySpec,
     check_extent,
@@ -395,7 +396,7 @@ def _node_problem(value: Any, key: str) -> str | None:
     """What makes ``value``, the object at ``key``, no Zarr v3 node document (None: it
     is one)."""
     if not isinstance(value, dict):
-        return f"{key!r} must hold a JSON object, got {type(value).__name__}"
+        return f"{key!r} must hold a JSON object, got {kind_of(value)}"
     if value.get("zarr_format") != 3:
         return f"{key!r}: zarr_format must be 3, got {value.get('zarr_format')!r}"
     if value.get("node_type") not in ("group", "array"):
