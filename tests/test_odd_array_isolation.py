@@ -352,3 +352,18 @@ def test_a_root_object_that_is_not_json_still_fails_the_store(tmp_path: Path) ->
     (store / ".zgroup").write_bytes(b"{not json")
     with pytest.raises(nczarr.MetadataError, match=r"'.zgroup': invalid JSON"):
         nczarr.read(str(store))
+
+
+def test_dump_of_an_array_whose_codec_is_missing_is_one_clean_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its values cannot be decoded here (as ncdump stops at an unknown filter); the
+    header still prints. zarr-python's UnknownCodecError escaped as a traceback."""
+    store = _zarr2(tmp_path / "store")
+    _edit(store, "b/.zarray", "compressor", {"id": "no-such-codec"})
+    assert main(["dump", str(store)]) == 1
+    printed = capsys.readouterr()
+    assert "nczarr: error: " in printed.err and "'/b'" in printed.err
+    assert "no-such-codec" in printed.err
+    assert main(["dump", "-h", str(store)]) == 0
+    assert "double b(x, y)" in capsys.readouterr().out
