@@ -18,7 +18,6 @@ from .maps.base import ZMap
 from .maps.open import open_source
 from .maps.pending import JOURNAL_KEY, with_pending
 from .maps.url import dataset_name
-from .translate.attrs import parse_json
 from .translate.consolidated import expand_consolidated, expand_v3_consolidated
 from .translate.conventions import (
     ARRAYS_ALT,
@@ -36,6 +35,7 @@ from .translate.conventions import (
     ZMETADATA,
 )
 from .translate.detect import FormatInfo, detect_format, nczarr_key
+from .translate.jsontext import parse_node_object
 from .translate.model import Dataset
 from .translate.stale import STALE_CONSOLIDATED, stale_message
 
@@ -117,7 +117,7 @@ def _parse_into(
 ) -> None:
     for key, data in raw.items():
         try:
-            meta[key] = parse_json(data, key=key, warnings=warnings)
+            meta[key] = parse_node_object(data, key=key, warnings=warnings)
         except MetadataError as exc:
             raise MetadataError(f"{url}: {exc}") from None
 
@@ -221,12 +221,18 @@ def _load_v3(crawl: _Crawl, meta: dict[str, Any]) -> None:
                 join_key(prefix, name) for name in crawl.search(prefix) if name not in _NOT_NODES
             )
         crawl.read_into(meta, (join_key(c, ZARR_JSON) for c in candidates))
-        pending = [
-            c
-            for c in candidates
-            if isinstance(meta.get(join_key(c, ZARR_JSON)), dict)
-            and meta[join_key(c, ZARR_JSON)].get("node_type") == "group"
-        ]
+        # groups, and nodes whose document is no Zarr v3 node (read_zarr3 keeps the
+        # nodes below such a one, a group's: one odd node never fails a whole store)
+        pending = [c for c in candidates if _may_hold_nodes(meta, join_key(c, ZARR_JSON))]
+
+
+def _may_hold_nodes(meta: Mapping[str, Any], key: str) -> bool:
+    """Whether the node of the ``zarr.json`` at ``key`` may have nodes below it: a
+    group, or a document read that is no array's."""
+    if key not in meta:
+        return False
+    doc = meta[key]
+    return not (isinstance(doc, dict) and doc.get("node_type") == "array")
 
 
 def load_metadata(

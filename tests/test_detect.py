@@ -12,7 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from ncoracle import fixture_path, map_from_dir, map_from_zip
 
-from nczarr.errors import MetadataError, StorageError
+from nczarr.errors import MetadataError, NCZarrWarning, StorageError
 from nczarr.load import FormatInfo, detect, load_metadata, read
 from nczarr.maps.memory import MemoryMap
 
@@ -142,9 +142,14 @@ def test_empty_map_is_not_zarr() -> None:
 
 
 def test_bad_json_names_url_and_key() -> None:
-    store = mem({".zgroup": {"zarr_format": 2}, "v/.zarray": b'{"shape": [1,'})
-    with pytest.raises(MetadataError, match=r"memory://\w+: 'v/.zarray': invalid JSON"):
+    store = mem({".zgroup": {"zarr_format": 2}, ".zattrs": b'{"a": [1,'})
+    with pytest.raises(MetadataError, match=r"memory://\w+: '.zattrs': invalid JSON"):
         read(store)
+    # an array's own object is one odd array, not a broken store (README): skipped
+    store = mem({".zgroup": {"zarr_format": 2}, "v/.zarray": b'{"shape": [1,'})
+    odd = r"skipped array '/v': 'v/.zarray' must hold a JSON object, got invalid JSON"
+    with pytest.warns(NCZarrWarning, match=odd):
+        assert read(store).skipped == ("/v",)
 
 
 def test_root_object_of_wrong_json_type() -> None:

@@ -471,16 +471,6 @@ MALFORMED = {
     "nested-400": (_zattrs('{"a": ' + "[" * 400 + "]" * 400 + "}"), "'.zattrs'", "nested"),
     "nested-989": (_zattrs('{"a": ' + "[" * 989 + "]" * 989 + "}"), "'.zattrs'", "nested"),
     "nested-objects": (_zattrs('{"a": ' + '{"b":' * 600 + "1" + "}" * 601), "'.zattrs'", "nested"),
-    "v3-grid-config": (
-        _v3(chunk_grid={"name": "regular", "configuration": [2]}),
-        "'a/zarr.json'",
-        "chunk_grid.configuration",
-    ),
-    "v3-cke-config": (
-        _v3(chunk_key_encoding={"name": "default", "configuration": "x"}),
-        "'a/zarr.json'",
-        "chunk_key_encoding.configuration",
-    ),
     "v3-root-array-grid": (
         {
             "zarr.json": json.dumps(
@@ -511,6 +501,35 @@ def test_malformed_json_is_one_metadata_error_naming_the_key(case, tmp_path):
         assert len(lines) == 1 and key in lines[0], proc.stderr
     proc = cli("convert", str(store), str(tmp_path / "out"), cwd=tmp_path)
     assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("objects", "what"),
+    [
+        (_v3(chunk_grid={"name": "regular", "configuration": [2]}), "chunk_grid.configuration"),
+        (
+            _v3(chunk_key_encoding={"name": "default", "configuration": "x"}),
+            "chunk_key_encoding.configuration",
+        ),
+    ],
+)
+def test_a_malformed_array_document_skips_that_array_naming_the_key(objects, what, tmp_path):
+    """One odd array never fails the whole store (README): it is skipped with a warning
+    naming its key and what is wrong; convert refuses it unless excluded."""
+    with pytest.warns(NCZarrWarning, match=rf"skipped array '/a': 'a/zarr.json'.*{what}"):
+        ds = nczarr.read(MemoryMap(dict(objects)))
+    assert ds.skipped == ("/a",)
+    store = tmp_path / "s"
+    for name, value in objects.items():
+        (store / name).parent.mkdir(parents=True, exist_ok=True)
+        (store / name).write_bytes(value)
+    for command in (("info", str(store)), ("dump", "-h", str(store))):
+        proc = cli(*command, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        printed = proc.stdout + proc.stderr
+        assert "skipped array '/a'" in printed and what in printed
+    proc = cli("convert", str(store), str(tmp_path / "out"), cwd=tmp_path)
+    assert_refused(proc, "skipped array '/a'")
 
 
 # ====================================================================== item 12: fill values
@@ -572,8 +591,11 @@ def test_unlimited_dimension_shorter_than_an_array_is_refused_like_netcdf_c(tmp_
     store = _unlimited(tmp_path / "u.file", 2)
     with pytest.raises(OSError, match="Invalid dimension size"):
         netCDF4.Dataset(f"file://{store}#mode=nczarr,file")
-    with pytest.raises(MetadataError, match="unlimited dimension '/t' has length 2, shorter"):
-        nczarr.read(str(store))
+    # one odd array never fails the whole store: that array is skipped, naming why
+    skipped = "skipped array '/v': 'v/.zattrs': unlimited dimension '/t' has length 2, shorter"
+    with pytest.warns(NCZarrWarning, match=skipped):
+        ds = nczarr.read(str(store))
+    assert "v" not in ds.root.variables
     proc = cli("convert", str(store), str(tmp_path / "out"), cwd=tmp_path)
     assert_refused(proc, "'v/.zattrs': unlimited dimension '/t'")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -355,18 +356,6 @@ def _set(key: str, path: tuple[Any, ...], value: Any) -> Mutation:
     ("mutate", "message"),
     [
         (
-            _set("v/.zattrs", ("_nczarr_array", "dimension_references"), ["/t", "/nope"]),
-            r"'v/.zattrs': dimension reference '/nope' names no declared dimension",
-        ),
-        (
-            _set("v/.zattrs", ("_nczarr_array", "dimension_references"), ["/t"]),
-            r"'v/.zattrs': 1 dimension reference\(s\) \[\"/t\"\] for an array of rank 2",
-        ),
-        (
-            _set("g/gv/.zattrs", ("_nczarr_array", "dimension_references"), ["/x", "/g/y"]),
-            r"'g/gv/.zattrs': dimension '/x' has length 6 but the array's shape is \[3, 6\]",
-        ),
-        (
             _set(".zattrs", ("_nczarr_group", "dimensions"), ["x"]),
             r"'.zattrs': invalid dimension entry 'x'",
         ),
@@ -382,10 +371,75 @@ def _set(key: str, path: tuple[Any, ...], value: Any) -> Mutation:
             _set(".zattrs", ("_nczarr_group", "groups"), "g"),
             r"'.zattrs': groups must be a list of names, got \"g\"",
         ),
+        (_set("g/.zattrs", ("_nczarr_group",), [1]), r"'g/.zattrs': the NCZarr group entry"),
+        (_set("c/.zattrs", ("_ARRAY_DIMENSIONS",), 3), None),  # ignored in NCZarr mode
+    ],
+)
+def test_malformed_metadata_is_a_metadata_error(mutate: Mutation, message: str | None) -> None:
+    """A malformed group list fails the store (netcdf-c's walk cannot start); one
+    malformed array does not (below, and tests/test_odd_array_isolation.py)."""
+    meta = _current()
+    mutate(meta)
+    if message is None:
+        read(_mem(meta))
+        return
+    with pytest.raises(MetadataError, match=message):
+        read(_mem(meta))
+
+
+def _variables(meta: dict[str, Any]) -> dict[str, Any]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NCZarrWarning)
+        return {v.path: v for v in read(_mem(meta)).root.all_variables()}
+
+
+@pytest.mark.parametrize(
+    ("mutate", "fqn", "message"),
+    [
+        (
+            _set("v/.zattrs", ("_nczarr_array", "dimension_references"), ["/t", "/nope"]),
+            "/v",
+            r"'v/.zattrs': dimension reference '/nope' names no declared dimension",
+        ),
+        (
+            _set("v/.zattrs", ("_nczarr_array", "dimension_references"), ["/t"]),
+            "/v",
+            r"'v/.zattrs': 1 dimension reference\(s\) \[\"/t\"\] for an array of rank 2",
+        ),
+        (
+            _set("g/gv/.zattrs", ("_nczarr_array", "dimension_references"), ["/x", "/g/y"]),
+            "/g/gv",
+            r"'g/gv/.zattrs': dimension '/x' has length 6 but the array's shape is \[3, 6\]",
+        ),
         (
             _set("sc/.zattrs", ("_nczarr_array", "dimension_references"), ["/x"]),
+            "/sc",
             r"'sc/.zattrs': a scalar array cannot have dimension references",
         ),
+        (
+            _set("v/.zattrs", ("_nczarr_array",), 3),
+            "/v",
+            r"'v/.zattrs': the NCZarr array entry",
+        ),
+    ],
+)
+def test_malformed_dimension_references_read_by_the_pure_rules(
+    mutate: Mutation, fqn: str, message: str
+) -> None:
+    """netcdf-c refuses the whole store; here the array's dimensions come from its
+    ``_ARRAY_DIMENSIONS`` (netcdf-c writes them too), as without NCZarr array metadata."""
+    meta = _current()
+    clean = _variables(meta)
+    mutate(meta)
+    pattern = rf"array '{fqn}': {message}.*: dimensions taken from _ARRAY_DIMENSIONS"
+    with pytest.warns(NCZarrWarning, match=pattern):
+        ds = read(_mem(meta))
+    assert {v.path: v for v in ds.root.all_variables()} == clean
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
         (
             _set("v/.zattrs", ("_nczarr_attr", "types"), ["<f8"]),
             r"'v/.zattrs': _nczarr_attr.types must be a JSON object",
@@ -399,19 +453,19 @@ def _set(key: str, path: tuple[Any, ...], value: Any) -> Mutation:
         (_set("v/.zarray", ("chunks",), [0, 4]), r"'v/.zarray': 'chunks' must hold positive"),
         (_set("v/.zarray", ("dtype",), 5), r"'v/.zarray': dtype must be a string"),
         (_set("v/.zarray", ("order",), "X"), r"'v/.zarray': 'order' must be 'C' or 'F'"),
-        (_set("g/.zattrs", ("_nczarr_group",), [1]), r"'g/.zattrs': the NCZarr group entry"),
-        (_set("v/.zattrs", ("_nczarr_array",), 3), r"'v/.zattrs': the NCZarr array entry"),
-        (_set("c/.zattrs", ("_ARRAY_DIMENSIONS",), 3), None),  # ignored in NCZarr mode
     ],
 )
-def test_malformed_metadata_is_a_metadata_error(mutate: Mutation, message: str | None) -> None:
+def test_one_malformed_array_is_skipped(mutate: Mutation, message: str) -> None:
+    """The array is left out with a warning naming it; the others read as before."""
     meta = _current()
+    clean = _variables(meta)
     mutate(meta)
-    if message is None:
-        read(_mem(meta))
-        return
-    with pytest.raises(MetadataError, match=message):
-        read(_mem(meta))
+    with pytest.warns(NCZarrWarning, match=rf"skipped array '/v': {message}"):
+        ds = read(_mem(meta))
+    assert ds.skipped == ("/v",)
+    assert {v.path: v for v in ds.root.all_variables()} == {
+        p: v for p, v in clean.items() if p != "/v"
+    }
 
 
 def test_duplicate_dimension_with_two_sizes() -> None:

@@ -283,7 +283,16 @@ def _data_source(zmap: Any) -> tuple[Any, Callable[[Any], Any]]:
     group = zarr.open_group(store=ZarrStore(translated), mode="r")
 
     def values(var: Any) -> Any:
-        return read_values(group[var.path.strip("/")], zmap.url)
+        from numcodecs.errors import UnknownCodecError
+
+        try:
+            array = group[var.path.strip("/")]
+        except UnknownCodecError as exc:  # a codec numcodecs does not have here
+            raise UnsupportedError(
+                f"{zmap.url}: cannot read the values of {var.path!r}: {exc} (nczarr dump -h "
+                "prints the header; convert copies the chunks as they are)"
+            ) from None
+        return read_values(array, zmap.url)
 
     return translated.dataset, values
 

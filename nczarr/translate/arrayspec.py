@@ -17,6 +17,7 @@ from ..errors import MetadataError, UnsupportedError
 from .attrs import json_text_safe
 from .codecs import normalize_codecs
 from .dtypes import ZarrDtype, decode_fill_value, fill_value_note, parse_dtype
+from .jsontext import kind_of
 
 __all__ = ["MAX_EXTENT", "ArraySpec", "check_extent", "parse_array_metadata"]
 
@@ -84,7 +85,7 @@ def parse_array_metadata(zarray: Any, key: str, *, nczarr: bool) -> ArraySpec:
         Anything malformed, naming ``key``.
     """
     if not isinstance(zarray, dict):
-        raise MetadataError(f"{key!r} must hold a JSON object, got {type(zarray).__name__}")
+        raise MetadataError(f"{key!r} must hold a JSON object, got {kind_of(zarray)}")
     zarr_format = zarray.get("zarr_format", 2)
     if zarr_format != 2:
         raise MetadataError(f"{key!r}: zarr_format must be 2, got {zarr_format!r}")

@@ -33,6 +33,7 @@ from .conventions import (
     ZGROUP,
     ZMETADATA,
 )
+from .jsontext import kind_of
 
 __all__ = ["FormatInfo", "detect_format", "nczarr_key", "netcdf_version"]
 
@@ -84,7 +85,7 @@ def _as_dict(meta: Mapping[str, Any], key: str) -> dict[str, Any] | None:
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise MetadataError(f"{key!r} must hold a JSON object, got {type(value).__name__}")
+        raise MetadataError(f"{key!r} must hold a JSON object, got {kind_of(value)}")
     return value
 
 

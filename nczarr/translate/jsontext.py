@@ -18,8 +18,17 @@ import sys
 from typing import Any
 
 from ..errors import MetadataError
+from .conventions import V1_ARRAY_NAMES, V1_ATTR_NAMES, ZARR_JSON, ZARRAY, ZATTRS
 
-__all__ = ["MAX_JSON_DEPTH", "JSONFloat", "json_text", "parse_json"]
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "InvalidJSON",
+    "JSONFloat",
+    "json_text",
+    "kind_of",
+    "parse_json",
+    "parse_node_object",
+]
 
 
 class JSONFloat(float):
@@ -87,6 +96,42 @@ def _relax(text: str) -> tuple[str, list[str], list[str]]:
         out.append(text[quote : j + 1])
         i = j + 1
     return "".join(out), floats, constants
+
+
+class InvalidJSON(str):
+    """A node's own object below the root whose text is not valid JSON, as loaded
+    leniently (:func:`parse_node_object`); the string says what is wrong.
+
+    The readers meet it where they need a JSON object and say so, naming the key
+    (:func:`kind_of`): that array is skipped with a warning (one odd array never
+    fails a whole store, README "Read any layout"); a group's still fails the read.
+    """
+
+    __slots__ = ()
+
+
+#: A node's own objects, whose invalid text makes that node odd, not the store.
+_NODE_OBJECTS = frozenset({ZARRAY, ZATTRS, ZARR_JSON, *V1_ARRAY_NAMES, *V1_ATTR_NAMES})
+
+
+def parse_node_object(data: bytes | str, *, key: str, warnings: list[str] | None) -> Any:
+    """:func:`parse_json` of the metadata object at ``key``; read leniently (with a
+    ``warnings`` list), a node's own object below the root (``.zarray``, ``.zattrs``,
+    ``zarr.json``, NCZarr V1 ``.nczarray``/``.nczattrs``) that is not valid JSON is an
+    :class:`InvalidJSON` instead of an error."""
+    try:
+        return parse_json(data, key=key, warnings=warnings)
+    except MetadataError as exc:
+        prefix, _, base = key.rpartition("/")
+        if warnings is None or not prefix or base not in _NODE_OBJECTS:
+            raise
+        return InvalidJSON(str(exc).removeprefix(f"{key!r}: "))
+
+
+def kind_of(value: Any) -> str:
+    """What ``value`` is, for a message saying it is not the JSON object expected:
+    its type, or what makes an :class:`InvalidJSON` invalid."""
+    return str(value) if isinstance(value, InvalidJSON) else type(value).__name__
 
 
 def parse_json(data: bytes | str, *, key: str = "", warnings: list[str] | None = None) -> Any:

@@ -203,9 +203,8 @@ class _NCZarrReader:
         variables: dict[str, Variable] = {}
         for name in plan.arrays:
             child = join_key(prefix, name)
-            variable = self.variable(fqn, child, name) if plan.listed else None
-            if not plan.listed:
-                variable = self.builder.pure_variable(fqn, child, name)
+            read = self.variable if plan.listed else self.builder.pure_variable
+            variable = self.builder.isolated(child, read, fqn, child, name)
             if variable is not None:
                 variables[name] = variable
         groups = {}
@@ -229,7 +228,7 @@ class _NCZarrReader:
             )
             dims, scalar = builder.pure_dimensions(group, prefix, spec, zattrs)
         else:
-            dims, scalar = self._dimensions(info, where or prefix, spec)
+            dims, scalar = self._referenced_dimensions(group, prefix, info, where, spec, zattrs)
         attributes: dict[str, Attribute] = decode_attributes(
             zattrs,
             self.types(prefix, ZARRAY),
@@ -237,6 +236,42 @@ class _NCZarrReader:
             var_type=spec.dtype.nc_type,
         )
         return builder.make_variable(name, prefix, spec, dims, scalar, attributes)
+
+    def _referenced_dimensions(
+        self, group: str, prefix: str, info: Any, where: str | None, spec: Any, zattrs: Any
+    ) -> tuple[tuple[str, ...], bool]:
+        """Dimension FQNs and the scalar flag from the array's NCZarr array metadata; if
+        that is malformed (not an object, references that are not a list of names of
+        declared dimensions, one per axis, of the array's lengths), from
+        ``_ARRAY_DIMENSIONS`` or anonymous, as for an array without NCZarr array
+        metadata, with a warning naming the array and what is wrong.
+
+        netcdf-c refuses the whole store there; one odd array never fails a whole
+        store here (README, "Read any layout"), and its data are read as zarr-python
+        reads them.
+        """
+        builder = self.builder
+        count = len(builder.warnings)
+        try:
+            return self._dimensions(info, where or prefix, spec)
+        except MetadataError as exc:
+            del builder.warnings[count:]
+            dims, scalar = builder.pure_dimensions(group, prefix, spec, zattrs)
+            if not scalar and any(self._size(f) < n for f, n in zip(dims, spec.shape, strict=True)):
+                # _ARRAY_DIMENSIONS names the unlimited dimension the references did, which
+                # is shorter than the array: no reading of it (the caller skips the array)
+                raise exc from None
+            builder.warnings.append(
+                f"array {group_fqn(prefix)!r}: {exc}: dimensions taken from "
+                "_ARRAY_DIMENSIONS or made anonymous, as without NCZarr array metadata "
+                "(netcdf-c refuses the whole store)"
+            )
+            return dims, scalar
+
+    def _size(self, fqn: str) -> int:
+        """The length of the dimension declared at ``fqn``."""
+        group, _, name = fqn.rpartition("/")
+        return self.builder.dims[group or "/"][name].size
 
     def _dimensions(self, info: Any, where: str, spec: Any) -> tuple[tuple[str, ...], bool]:
         if not isinstance(info, dict):

@@ -88,7 +88,9 @@ def _build_pure_group(builder: TreeBuilder, nodes: dict[str, Node], prefix: str)
     for child in node.children:
         child_prefix = join_key(prefix, child)
         if nodes[child_prefix].kind == "array":
-            variable = builder.pure_variable(fqn, child_prefix, child)
+            variable = builder.isolated(
+                child_prefix, builder.pure_variable, fqn, child_prefix, child
+            )
             if variable is not None:
                 variables[child] = variable
         else:

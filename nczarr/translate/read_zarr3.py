@@ -43,6 +43,11 @@ v3 spellings:
   readers of each copy mask (xarray a Zarr v2 ``fill_value``, netCDF4 the type's
   default fill in an NCZarr copy). See docs/conversion.md, "Producers' conventions".
 
+A ``zarr.json`` below the root that is no Zarr v3 node (not an object, another
+``zarr_format``, an unknown ``node_type``) is skipped as an array, with a warning
+naming it, or, when nodes lie below it, read as a group without attributes: one odd
+node never fails the whole store (README, "Read any layout").
+
 Chunk keys differ between v3 (``c/0/1``, ``c.0.1``, ``c`` for 0-d) and v2
 (``0.1``, ``0`` for 0-d). :func:`chunk_key_encodings` gives each array's
 :class:`ChunkKeys`, which maps one to the other; the translated view uses it.
@@ -263,8 +268,14 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _group(
-    builder: TreeBuilder, nodes: dict[str, Node], docs: dict[str, dict[str, Any]], prefix: str
+    builder: TreeBuilder,
+    nodes: dict[str, Node],
+    docs: dict[str, dict[str, Any]],
+    prefix: str,
+    odd: dict[str, str],
 ) -> Group:
+    """The group at ``prefix``; ``odd``: nodes whose document is no Zarr v3 node
+    (:func:`~nczarr.translate.zarr3_arrays.node_documents`), skipped as arrays."""
     node = nodes.get(prefix, Node(prefix, "group"))
     fqn = group_fqn(prefix)
     builder.dims.setdefault(fqn, {})
@@ -275,13 +286,17 @@ def _group(
     child_groups = []
     for child in node.children:
         child_prefix = join_key(prefix, child)
-        if nodes[child_prefix].kind == "array":
-            variable = _variable(builder, fqn, child_prefix, child, docs[child_prefix])
+        if child_prefix in odd:
+            builder.skip(child_prefix, odd[child_prefix])
+        elif nodes[child_prefix].kind == "array":
+            variable = builder.isolated(
+                child_prefix, _variable, builder, fqn, child_prefix, child, docs[child_prefix]
+            )
             if variable is not None:
                 variables[child] = variable
         else:
             child_groups.append(child)
-    groups = {c: _group(builder, nodes, docs, join_key(prefix, c)) for c in child_groups}
+    groups = {c: _group(builder, nodes, docs, join_key(prefix, c), odd) for c in child_groups}
     name = prefix.rsplit("/", 1)[-1] if prefix else "/"
     return Group(name, fqn, {}, attributes, variables, groups)
 
@@ -305,7 +320,8 @@ def read_zarr3(
     ------
     MetadataError, DimensionConflictError
     """
-    docs = node_documents(meta)
+    odd: dict[str, str] = {}
+    docs = node_documents(meta, odd)
     if "" not in docs:
         raise MetadataError(f"no root {ZARR_JSON}")
     builder = TreeBuilder(meta, nczarr=False)
@@ -316,6 +332,14 @@ def read_zarr3(
     stand_in = {
         join_key(p, ZARRAY if d["node_type"] == "array" else ZGROUP): {} for p, d in docs.items()
     }
+    for prefix, problem in list(odd.items()):
+        if any(p.startswith(prefix + "/") for p in docs):  # a group's: its nodes are read
+            del odd[prefix]
+            builder.warnings.append(
+                f"group {group_fqn(prefix)!r}: {problem}: read as a group without attributes"
+            )
+        else:  # one odd array (or empty group) never fails a whole store: skipped
+            stand_in[join_key(prefix, ZARRAY)] = {}
     nodes, warnings = discover_nodes(stand_in)
     builder.warnings.extend(warnings)
     layout = info.layout if info is not None else LAYOUT_ZARR
@@ -329,5 +353,5 @@ def read_zarr3(
         variables = {name: renamed_variable(variable, name)} if variable is not None else {}
         root = Group("/", "/", dict(builder.dims.get("/", {})), {}, variables, {})
         return builder.dataset(root, layout)
-    root = finish_dims(_group(builder, nodes, docs, ""), builder)
+    root = finish_dims(_group(builder, nodes, docs, "", odd), builder)
     return builder.dataset(root, layout)

@@ -34,8 +34,7 @@ Pure Zarr rules (see the NCZarr spec, "Translation" and "Compatibility", and
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import DimensionConflictError, MetadataError, UnsupportedError
@@ -57,7 +56,9 @@ from .conventions import (
     ZGROUP,
 )
 from .detect import nczarr_key
+from .jsontext import kind_of
 from .model import Attribute, Dataset, Dimension, Group, Variable
+from .tree_nodes import Node, discover_nodes
 from .xarray_forms import bytes_as_bytes, fill_as_missing, utf8_text
 
 __all__ = [
@@ -114,7 +115,7 @@ def decode_attributes(
     if zattrs is None:
         return {}
     if not isinstance(zattrs, dict):
-        raise MetadataError(f"{key!r} must hold a JSON object, got {type(zattrs).__name__}")
+        raise MetadataError(f"{key!r} must hold a JSON object, got {kind_of(zattrs)}")
     out: dict[str, Attribute] = {}
     for name, value in zattrs.items():
         if name in HIDDEN_ATTRIBUTES or name in _ALSO_HIDDEN:
@@ -123,15 +124,6 @@ def decode_attributes(
         default = var_type if name == FILLVALUE else None
         out[name] = decode_attribute(name, value, code, default_type=default, key=key)
     return out
-
-
-@dataclass
-class Node:
-    """A group or array found in the metadata keys, with its children's names."""
-
-    prefix: str
-    kind: str  # "group" | "array"
-    children: list[str] = field(default_factory=list)
 
 
 class TreeBuilder:
@@ -163,6 +155,9 @@ class TreeBuilder:
         #: does not (``Dataset.unmasked_defaults``: zarr-python's and xarray's arrays
         #: without ``_FillValue``, Zarr v2 and v3)
         self.unmasked_defaults: list[str] = []
+        #: the entries of ``dims``, ``usage`` and ``renamed`` made while one array is
+        #: read (see :meth:`isolated`), so that they can be taken back; None: not kept
+        self._undo: list[tuple[dict[Any, Any], Any]] | None = None
 
     def dataset(self, root: Group, layout: str) -> Dataset:
         """The dataset read: ``root`` with this builder's warnings, skipped arrays, and
@@ -181,6 +176,44 @@ class TreeBuilder:
         self.skipped.append(group_fqn(prefix))
         self.warnings.append(f"skipped array {group_fqn(prefix)!r}: {reason}")
 
+    def isolated(
+        self, prefix: str, build: Callable[..., Variable | None], *args: Any
+    ) -> Variable | None:
+        """``build(*args)``: the variable of the array at ``prefix`` (None if skipped), or,
+        when the array's own metadata is malformed (``build`` raises
+        :class:`MetadataError`), None with the array skipped and a warning naming it
+        and what is wrong.
+
+        One odd array never fails a whole store (README, "Read any layout"): zarr-python
+        opens the others, and ``convert`` refuses such an array unless it is excluded,
+        as it does an invalid ``_FillValue``. What ``build`` declared before it failed
+        (dimensions, names used at a length, renamed dimensions, warnings) is taken
+        back, so the other arrays read exactly as in a store without that array.
+        """
+        outer, self._undo = self._undo, []
+        counts = len(self.warnings), len(self.skipped), len(self.unmasked_defaults)
+        try:
+            variable = build(*args)
+        except MetadataError as exc:
+            for table, name in reversed(self._undo):
+                table.pop(name, None)
+            del self.warnings[counts[0] :]
+            del self.skipped[counts[1] :]
+            del self.unmasked_defaults[counts[2] :]
+            self.skip(prefix, str(exc))
+            return None
+        finally:
+            made, self._undo = self._undo, outer
+        if outer is not None:
+            outer.extend(made)
+        return variable
+
+    def _put(self, table: dict[Any, Any], name: Any, value: Any) -> None:
+        """``table[name] = value`` for a new ``name``, kept for :meth:`isolated`."""
+        table[name] = value
+        if self._undo is not None:
+            self._undo.append((table, name))
+
     # ----------------------------------------------------------------- dimensions
     def add_dimension(self, group: str, dim: Dimension, *, key: str) -> str:
         """Declare ``dim`` in group ``group``; return its FQN."""
@@ -192,7 +225,7 @@ class TreeBuilder:
                 f"{old.size} and {dim.size}"
             )
         if old is None:
-            table[dim.name] = dim
+            self._put(table, dim.name, dim)
         return _join_fqn(group, dim.name)
 
     def anonymous(self, size: int, *, key: str) -> str:
@@ -219,7 +252,7 @@ class TreeBuilder:
             if own is not None:  # declared (or renamed) here with another length
                 return self._rename(group, name, size, key, own.size, f"group {group!r}")
             fqn = self.add_dimension(group, Dimension(name, size), key=key)
-        used[name] = (size, key, fqn)
+        self._put(used, name, (size, key, fqn))
         return fqn
 
     def _rename(
@@ -240,8 +273,8 @@ class TreeBuilder:
             while f"{name}_{n}" in taken:
                 n += 1
             fqn = self.add_dimension(group, Dimension(f"{name}_{n}", size), key=key)
-            renamed[(name, size)] = fqn
-            self.usage.setdefault(group, {})[f"{name}_{n}"] = (size, key, fqn)
+            self._put(renamed, (name, size), fqn)
+            self._put(self.usage.setdefault(group, {}), f"{name}_{n}", (size, key, fqn))
         array = group_fqn(key.rpartition("/")[0])
         self.warnings.append(
             f"array {array!r}: dimension {name!r} has length {size} here but {old_size} in "
@@ -405,52 +438,6 @@ def _ancestors(group: str) -> list[str]:
         group = group.rsplit("/", 1)[0] or "/"
         out.append(group)
     return out
-
-
-def discover_nodes(meta: Mapping[str, Any]) -> tuple[dict[str, Node], list[str]]:
-    """Every group and array node implied by the metadata keys, and warnings.
-
-    Returns nodes keyed by prefix (``""`` = root), each group listing its children
-    sorted by name. Arrays nested inside arrays are ignored with a warning.
-    """
-    kinds: dict[str, set[str]] = {}
-    for key in meta:
-        prefix, _, base = key.rpartition("/")
-        if base in (ZGROUP, ZARRAY, ZATTRS):
-            kinds.setdefault(prefix, set()).add(base)
-    nodes: dict[str, Node] = {}
-    warnings: list[str] = []
-    for prefix in sorted(kinds, key=lambda p: (p.count("/") if p else -1, p)):
-        found = kinds[prefix]
-        if ZARRAY in found and ZGROUP in found:
-            raise MetadataError(
-                f"{prefix or '/'!r} holds both {ZGROUP} and {ZARRAY}: a node is a group or an array"
-            )
-        kind = "array" if ZARRAY in found else "group"
-        parts = prefix.split("/") if prefix else []
-        blocked = next(
-            (
-                "/".join(parts[:i])
-                for i in range(len(parts))
-                if nodes.get("/".join(parts[:i]), Node("", "group")).kind == "array"
-            ),
-            None,
-        )
-        if blocked is not None:
-            warnings.append(f"ignored {prefix!r}: it lies inside array {blocked or '/'!r}")
-            continue
-        for i in range(len(parts)):
-            parent = "/".join(parts[:i])
-            child = "/".join(parts[: i + 1])
-            nodes.setdefault(parent, Node(parent, "group"))
-            if child != prefix:
-                nodes.setdefault(child, Node(child, "group"))
-            if parts[i] not in nodes[parent].children:
-                nodes[parent].children.append(parts[i])
-        nodes[prefix] = Node(prefix, kind, nodes.get(prefix, Node(prefix, kind)).children)
-    for node in nodes.values():
-        node.children.sort()
-    return nodes, warnings
 
 
 def finish_dims(group: Group, builder: TreeBuilder) -> Group:

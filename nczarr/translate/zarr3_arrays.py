@@ -22,6 +22,7 @@ from .conventions import (
     ZARR_JSON,
 )
 from .dtypes import ZarrDtype, decode_fill_value, fill_value_note, to_float32
+from .jsontext import kind_of
 from .tree import (
     ArraySpec,
     check_extent,
@@ -361,29 +362,52 @@ def parse_array_v3(doc: Any, key: str) -> tuple[ArraySpec, ChunkKeys]:
     return spec, keys
 
 
-def node_documents(meta: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Every node: prefix -> its ``zarr.json`` object."""
+def node_documents(
+    meta: Mapping[str, Any], odd: dict[str, str] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Every node: prefix -> its ``zarr.json`` object.
+
+    ``odd``: where a node other than the root whose document is not a Zarr v3 node
+    (not an object, another ``zarr_format``, a ``node_type`` neither ``"group"`` nor
+    ``"array"``) is recorded (prefix -> what is wrong) and left out, instead of
+    failing the whole store (the reader skips it with a warning naming it).
+
+    Raises
+    ------
+    MetadataError
+        Such a document, at the root, or anywhere without ``odd``.
+    """
     out: dict[str, dict[str, Any]] = {}
     for key, value in meta.items():
         prefix, _, base = key.rpartition("/")
         if base != ZARR_JSON:
             continue
-        if not isinstance(value, dict):
-            raise MetadataError(f"{key!r} must hold a JSON object, got {type(value).__name__}")
-        if value.get("zarr_format") != 3:
-            raise MetadataError(f"{key!r}: zarr_format must be 3, got {value.get('zarr_format')!r}")
-        if value.get("node_type") not in ("group", "array"):
-            raise MetadataError(
-                f"{key!r}: node_type must be 'group' or 'array', got {value.get('node_type')!r}"
-            )
-        out[prefix] = value
+        problem = _node_problem(value, key)
+        if problem is None:
+            out[prefix] = value
+        elif odd is not None and prefix:
+            odd[prefix] = problem
+        else:
+            raise MetadataError(problem)
     return out
+
+
+def _node_problem(value: Any, key: str) -> str | None:
+    """What makes ``value``, the object at ``key``, no Zarr v3 node document (None: it
+    is one)."""
+    if not isinstance(value, dict):
+        return f"{key!r} must hold a JSON object, got {kind_of(value)}"
+    if value.get("zarr_format") != 3:
+        return f"{key!r}: zarr_format must be 3, got {value.get('zarr_format')!r}"
+    if value.get("node_type") not in ("group", "array"):
+        return f"{key!r}: node_type must be 'group' or 'array', got {value.get('node_type')!r}"
+    return None
 
 
 def chunk_key_encodings(meta: Mapping[str, Any]) -> dict[str, ChunkKeys]:
     """Array prefix -> :class:`ChunkKeys` for every v3 array whose encoding is understood."""
     out: dict[str, ChunkKeys] = {}
-    for prefix, doc in node_documents(meta).items():
+    for prefix, doc in node_documents(meta, {}).items():
         if doc["node_type"] != "array" or not isinstance(doc.get("shape"), list):
             continue
         try:
