@@ -63,6 +63,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np
+from numcodecs.errors import UnknownCodecError
 from xarray.backends.common import (
     AbstractDataStore,
     BackendEntrypoint,
@@ -81,6 +82,7 @@ from ..translate.attrs import json_reading_warnings
 from ..translate.conventions import LAYOUT_ZARR, NC_TO_DTYPE
 from ..translate.model import Attribute, Group, Variable
 from .chunkerrors import check_chunk_count, chunk_failure
+from .undecodable import UndecodableArray, undecodable_array
 from .zarr_store import ZarrStore
 
 __all__ = [
@@ -220,8 +222,9 @@ class NCZarrSource:
                 f"{self.url}: group not found: {path!r} (groups: {', '.join(names)})"
             ) from None
 
-    def array(self, var: Variable) -> NCZarrArrayWrapper:
-        """A lazy, indexable wrapper of ``var``'s values."""
+    def array(self, var: Variable) -> NCZarrArrayWrapper | UndecodableArray:
+        """A lazy, indexable wrapper of ``var``'s values (an :class:`UndecodableArray`
+        when its codec is not available here)."""
         from .v2arrays import open_v2_array
 
         path = var.path.strip("/")
@@ -240,7 +243,11 @@ class NCZarrSource:
             with fast_pipeline():
                 array = zarr.open_array(store=self._store, path=path, mode="r", zarr_format=2)
         else:  # batched chunk reads, decoded in a pool; no round trip through zarr's loop
-            array = open_v2_array(self._store, path, zarray, self.view.document(f"{path}/.zattrs"))
+            try:
+                zattrs = self.view.document(f"{path}/.zattrs")
+                array = open_v2_array(self._store, path, zarray, zattrs)
+            except UnknownCodecError:  # netcdf-c: kept, its reads fail (NC_ENOFILTER)
+                return undecodable_array(var, zarray, self.url)
         # fixed-width bytes a pure-Zarr producer wrote stay numpy bytes (xarray's zarr engine)
         return NCZarrArrayWrapper(array, text=var.type == "string" and var.logical != "bytes")
 
