@@ -166,3 +166,57 @@ def test_a_resume_into_what_a_killed_to_nczarr_left_says_so(tmp_path: Path, sour
     with pytest.raises(TargetExistsError, match="it holds an unfinished to_nczarr write"):
         nczarr.convert(source, str(killed), resume=True)
     assert tree_hash(killed) == before
+
+
+def test_an_append_to_what_a_killed_to_nczarr_left_says_what_to_do(
+    tmp_path: Path, source: str
+) -> None:
+    store = tmp_path / "s.file"
+    nczarr.to_nczarr(xr.Dataset({"v": ("t", np.arange(2.0))}), str(store), unlimited_dims=["t"])
+    (store / JOURNAL_KEY).write_bytes(b'{"kind": "nczarr-write"}')
+    before = tree_hash(store)
+    more = xr.Dataset({"v": ("t", np.arange(2.0, 4.0))})
+    with pytest.raises(TargetExistsError, match=r"unfinished to_nczarr write.*mode='w'"):
+        nczarr.to_nczarr(more, str(store), mode="a", append_dim="t")
+    assert tree_hash(store) == before
+
+
+def test_only_writes_in_place_are_marked(tmp_path: Path, monkeypatch) -> None:
+    """A staged directory and a zip archive (written whole on commit) leave the old
+    target as it was when killed: no mark (in a zip it would cost a rewrite)."""
+    from nczarr.integrations import xarray_writer
+
+    marked: list[str] = []
+    monkeypatch.setattr(xarray_writer, "mark_writing", lambda m: marked.append(m.kind))
+    nczarr.to_nczarr(_dataset(), str(tmp_path / "d.file"))
+    nczarr.to_nczarr(_dataset(), str(tmp_path / "z.zip"))
+    assert marked == []
+    nczarr.to_nczarr(_dataset(), MemoryMap())
+    assert marked == ["an in-memory map"]
+
+
+def test_a_failed_s3_replacement_leaves_a_target_the_next_one_replaces(
+    tmp_path: Path, s3_endpoint: str, s3_bucket: str, s3_client, monkeypatch
+) -> None:
+    """``mode="w"`` on S3 copies a staged store into the target; a failure after the
+    target was emptied leaves the mark there, so the rerun replaces it."""
+    from nczarr.integrations import staging
+
+    options = {"endpoint_url": s3_endpoint}
+    url = f"s3://{s3_bucket}/out"
+    nczarr.to_nczarr(_dataset(), url, storage_options=options)
+    mark = staging.mark_writing
+
+    def marked_then_killed(zmap):
+        mark(zmap)
+        raise RuntimeError("killed while copying the staged store in")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(staging, "mark_writing", marked_then_killed)
+        with pytest.raises(RuntimeError, match="killed"):
+            nczarr.to_nczarr(_dataset(), url, mode="w", storage_options=options)
+    keys = [o["Key"] for o in s3_client.list_objects_v2(Bucket=s3_bucket)["Contents"]]
+    assert f"out/{JOURNAL_KEY}" in keys and "out/.zgroup" not in keys
+    nczarr.to_nczarr(_dataset(), url, mode="w", storage_options=options)
+    keys = [o["Key"] for o in s3_client.list_objects_v2(Bucket=s3_bucket)["Contents"]]
+    assert f"out/{JOURNAL_KEY}" not in keys and "out/.zgroup" in keys

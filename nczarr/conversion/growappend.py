@@ -30,6 +30,7 @@ from ..keys import parent_keys
 from ..load import loaded_metadata
 from ..maps.base import ZMap
 from ..maps.pending import decode_append_journal, encode_append_journal
+from ..maps.replace import WRITING_MARK
 from ..readthrough import TranslatedView
 from ..translate.chunk_layout import chunk_coords
 from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, ZARR_JSON, ZARRAY
@@ -268,6 +269,12 @@ def _finish_interrupted(dst: ZMap, shown: str, dry_run: bool = False) -> None:
     except KeyError:
         return
     decoded = decode_append_journal(raw)
+    if raw == WRITING_MARK:
+        raise TargetExistsError(
+            f"cannot append to {shown!r}: it holds an unfinished to_nczarr write "
+            f"({JOURNAL_KEY}); write it again with to_nczarr(mode='w') first (nothing was "
+            "changed)"
+        )
     if decoded is None:
         raise TargetExistsError(
             f"cannot append to {shown!r}: it holds an interrupted convert ({JOURNAL_KEY}); "

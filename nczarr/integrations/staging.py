@@ -46,7 +46,7 @@ from ..errors import TargetExistsError, raise_os_error, warn_all
 from ..maps.base import NOT_SUPPORTED, ZMap
 from ..maps.file import FileMap
 from ..maps.lockfile import HOST, pid_alive
-from ..maps.replace import check_replaceable
+from ..maps.replace import check_replaceable, mark_writing, unmark_writing
 
 __all__ = ["WriteTarget", "open_write_target"]
 
@@ -78,6 +78,14 @@ class WriteTarget:
         self._replace = replace  # the real path of a directory store the stage becomes
         self._exchange = exchange  # whether a store is there to swap with
         self._promote_into = promote_into  # an S3 store the staged objects are copied to
+
+    @property
+    def in_place(self) -> bool:
+        """Whether the new store is written straight into the target, so that a write
+        killed part-way leaves a partial store there (not a stage, not a zip archive)."""
+        return (
+            self._replace is None and self._promote_into is None and not (self.map.writes_on_flush)
+        )
 
     def commit(self) -> None:
         """Finish: flush and close what was opened here; move a staged store in."""
@@ -128,9 +136,10 @@ def open_write_target(
     if isinstance(url, ZMap):
         if storage_options:
             raise TypeError(f"storage_options cannot be applied to an open map {url!r}")
-        full = _holds_anything(url)
+        names = url.search("")  # the root level: empty, or what mode "w" replaces
+        full = bool(names)
         if full and mode == "w":
-            check_replaceable(url, url.url)
+            check_replaceable(url, url.url, names)
         return WriteTarget(url, owned=False), full
     from ..maps.open import open_map
     from ..maps.url import parse_url
@@ -144,10 +153,11 @@ def open_write_target(
     if parsed.storage == "zip" and not os.path.exists(parsed.path):
         options.setdefault("layout", "netcdf")  # the only zip layout netcdf-c reads
     zmap = open_map(parsed, "a", storage_options=options)
-    full = _holds_anything(zmap)
+    names = zmap.search("")
+    full = bool(names)
     if full and mode == "w":
         try:
-            check_replaceable(zmap, zmap.url)
+            check_replaceable(zmap, zmap.url, names)
         except BaseException:
             zmap.close()
             raise
@@ -171,9 +181,10 @@ def _staged_directory(real: str, mode: str) -> WriteTarget | None:
         if not os.path.isdir(real):
             return None
         with FileMap(real, mode="r") as old:
-            full = _holds_anything(old)
+            names = old.search("")
+            full = bool(names)
             if full and mode == "w":
-                check_replaceable(old, old.url)
+                check_replaceable(old, old.url, names)
         if full and mode != "w":
             return None
     else:
@@ -182,10 +193,6 @@ def _staged_directory(real: str, mode: str) -> WriteTarget | None:
     if stage is None:
         return None
     return WriteTarget(FileMap(stage, mode="a"), owned=True, replace=real, exchange=full)
-
-
-def _holds_anything(zmap: ZMap) -> bool:
-    return any(True for _ in zmap.keys_below(""))
 
 
 # ------------------------------------------------------------------ S3
@@ -207,6 +214,7 @@ def _promote(stage: ZMap, target: ZMap) -> None:
         if root_object in target:
             del target[root_object]
     target.clear()
+    mark_writing(target)  # killed from here on, the target is still one to replace
     for key in keys:
         if key in metadata:
             continue
@@ -214,6 +222,7 @@ def _promote(stage: ZMap, target: ZMap) -> None:
             target[key] = stage[key]
     for key in order_metadata(metadata):
         target[key] = metadata[key]
+    unmark_writing(target)
     target.flush()
 
 

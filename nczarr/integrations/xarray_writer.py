@@ -279,13 +279,15 @@ def to_nczarr(
             )
         if full:
             _clear(target.map)
-        mark_writing(target.map)  # a write killed from here on leaves a replaceable store
+        if target.in_place:  # a write killed from here on leaves a replaceable store
+            mark_writing(target.map)
         sink = _ChunkSink(target.map, zarr_metadata)
         with target.map.session():  # each directory opened and verified once
             with target.map.trusted_writes():  # empty target, planned keys: no probes
                 _write_chunks(sink, plan)
             _write_metadata(target.map, result.metadata)
-        unmark_writing(target.map)
+        if target.in_place:
+            unmark_writing(target.map)
         target.map.flush()
     except BaseException:
         if sink is not None:

@@ -76,6 +76,10 @@ class ZMap(MapCore):
     #: Whether :meth:`aread` awaits the storage itself (an fsspec async filesystem's
     #: ``_cat_file``), so an event loop reads through it without a worker thread.
     async_reads: bool = False
+    #: Whether writes reach storage only as one whole when the map is flushed or
+    #: closed (a zip archive, rewritten atomically): a writer killed before that leaves
+    #: the old content, so it needs no mark of an unfinished write.
+    writes_on_flush: bool = False
     #: ``os.path.realpath`` of a local store's root as resolved when the map was opened
     #: (an overlap check or a journal uses it instead of resolving again); ``None``:
     #: not a local store, or not resolved.

@@ -8,6 +8,12 @@ a target whose root holds Zarr or NCZarr root metadata, or the journal of an
 interrupted nczarr write. Anything else is refused before a byte changes, naming
 what was found, so the user empties it on purpose or picks another target.
 
+One window is left: an overwrite empties the target (root metadata first, then the
+rest, in the map's own order) before it writes its journal or mark again, so a kill
+during that emptying leaves a partial tree the next overwrite refuses, naming it; the
+user removes it. Keeping the mark through the emptying would need every backend's
+``clear`` to spare one key.
+
 The names are kept here, on the maps floor, because both ``conversion`` and
 ``integrations`` ask (they do not import each other); they are the root objects of
 every layout nczarr reads (``translate.conventions``: Zarr v2 and v3, NCZarr's

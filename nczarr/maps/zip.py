@@ -111,6 +111,7 @@ class ZipMap(ArchiveCommits, ZMap):
     """
 
     kind = "a zip archive"
+    writes_on_flush = True
     #: Reads serialize on one lock and writes are buffered in memory: threads buy no
     #: overlap (zarr's own ZipStore is called inline too).
     blocking_io = False
