@@ -556,3 +556,26 @@ def test_an_append_to_a_consolidated_store_with_nan_attributes_is_not_called_sta
     assert differences(got, want) == []
     consolidated = xr.open_zarr(store, decode_times=False, consolidated=True).load()
     assert differences(consolidated, want) == []
+
+
+def test_a_refused_wider_append_names_the_width_the_type_allows(tmp_path: Path) -> None:
+    """The values are not read before the refusal: the message says what a source's
+    type allows (4 characters of ``<U4``, counted 4 bytes each), not what it holds."""
+    src = tmp_path / "a.nc"
+    with netCDF4.Dataset(src, "w") as ds:
+        ds.createDimension("t", None)
+        var = ds.createVariable("s", str, ("t",))
+        var[0], var[1] = "ab", "c"
+        ds.createVariable("t", "i4", ("t",))[:] = [0, 1]
+    store = tmp_path / "store"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nczarr.NCZarrWarning)
+        nczarr.convert(src, store)
+    more = tmp_path / "b.zarr"
+    xr.Dataset(
+        {"s": ("t", np.array(["ef", "gh"], "<U4"))}, coords={"t": np.array([2, 3], "i4")}
+    ).to_zarr(more, zarr_format=2, encoding={"t": {"_FillValue": None}, "s": {"_FillValue": None}})
+    with pytest.raises(
+        nczarr.InvalidModeError, match=r"at most 2 bytes and a source's type allows 16-byte"
+    ):
+        nczarr.convert(more, store, append_dim="t")

@@ -310,11 +310,11 @@ def _widest_text(
         widest = max(_width(p.find_variable(var.path), var) for p in models)
         if widest <= var.maxstrlen:
             continue
-        if first_is_target:
+        if first_is_target:  # a width the type allows, not the values' (not read yet)
             raise InvalidModeError(
                 f"cannot append to {names[0]}: variable {var.path!r} stores strings of at "
-                f"most {var.maxstrlen} bytes and a source holds {widest}-byte strings "
-                "(nothing was changed)"
+                f"most {var.maxstrlen} bytes and a source's type allows {widest}-byte "
+                "strings (a width in characters counts 4 bytes each; nothing was changed)"
             )
         widths[var.path.strip("/")] = widest
     return with_maxstrlen(target, widths) if widths else target
