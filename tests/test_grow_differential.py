@@ -579,3 +579,30 @@ def test_a_refused_wider_append_names_the_width_the_type_allows(tmp_path: Path) 
         nczarr.InvalidModeError, match=r"at most 2 bytes and a source's type allows 16-byte"
     ):
         nczarr.convert(more, store, append_dim="t")
+
+
+def test_a_value_that_is_not_utf8_is_refused_naming_the_variable(tmp_path: Path) -> None:
+    """NCZarr strings are fixed-width UTF-8 bytes; combined with a source holding the
+    variable as text, bytes that are no UTF-8 are refused naming the variable (a bare
+    ``UnicodeDecodeError`` escaped before) and the target is left untouched."""
+    import glob
+
+    store = tmp_path / "a.file"
+    with netCDF4.Dataset(nc_url(store), "w") as ds:
+        ds.createDimension("t", None)
+        var = ds.createVariable("s", str, ("t",))
+        var[0], var[1] = "ab", "cd"
+        ds.createVariable("t", "i4", ("t",))[:] = [2, 3]
+    (chunk,) = glob.glob(str(store / "s" / "0*"))
+    raw = Path(chunk).read_bytes()
+    Path(chunk).write_bytes(raw.replace(b"ab", b"\xff\xfe", 1))
+    src = tmp_path / "b.nc"
+    with netCDF4.Dataset(src, "w") as ds:
+        ds.createDimension("t", None)
+        ds.createVariable("s", str, ("t",))[0] = "ef"
+        ds.createVariable("t", "i4", ("t",))[:] = [0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nczarr.NCZarrWarning)
+        with pytest.raises(nczarr.UnsupportedError, match=r"variable '/s': a value is not UTF-8"):
+            nczarr.convert([src, store], tmp_path / "out", concat_dim="t", mode="zarr")
+    assert not (tmp_path / "out" / ".zgroup").exists()

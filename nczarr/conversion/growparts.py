@@ -17,7 +17,7 @@ from collections.abc import (
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UnsupportedTypeError
+from ..errors import UnsupportedError, UnsupportedTypeError
 from ..keys import parent_keys
 from ..load import read_with_chunk_keys
 from ..maps.base import ZMap
@@ -395,7 +395,13 @@ def as_text_of(values: np.ndarray, own: Variable, var: Variable) -> np.ndarray:
         return values
     if _dtype(var).kind == "S":  # the width is checked where the values are placed
         return np.char.encode(values.astype(str), "utf-8")
-    text = values if values.dtype.kind != "S" else np.char.decode(values, "utf-8")
+    try:
+        text = values if values.dtype.kind != "S" else np.char.decode(values, "utf-8")
+    except UnicodeDecodeError as exc:  # netCDF text is UTF-8: these bytes are no text
+        raise UnsupportedError(
+            f"variable {own.path!r}: a value is not UTF-8 ({exc.object[:16]!r}...), so it "
+            "cannot be combined with sources that hold this variable as text"
+        ) from None
     return text.astype(_dtype(var))
 
 
