@@ -56,13 +56,14 @@ def test_convert_prints_one_line_summary(tmp_path, capsys):
     assert len(lines) == 1
     assert "(nczarr-v2-keys) ->" in lines[0]
     assert "(zarr): 5 arrays, 5 chunks copied, 0 skipped" in lines[0]
-    # no progress bar (stderr is not a terminal): warnings only (its int64 scalar
-    # 'count' without _FillValue: xarray reads the Zarr v2 copy as float64, and
-    # netcdf-c 4.10 leaves the 0-d array out)
+    # no progress bar (stderr is not a terminal): warnings only (its char 'id' read
+    # back as strings by netCDF readers, its int64 scalar 'count' without _FillValue:
+    # xarray reads the Zarr v2 copy as float64, and netcdf-c 4.10 leaves the 0-d array out)
     err = captured.err.splitlines()
-    assert [line.split(":")[:2] for line in err] == [["nczarr", " warning"]] * 2
-    assert "'/count'" in err[0] and "float64" in err[0]
-    assert "array '/count': a netCDF scalar, written as a 0-d Zarr array" in err[1]
+    assert [line.split(":")[:2] for line in err] == [["nczarr", " warning"]] * 3
+    assert "array '/id': netCDF char is written as 1-byte fixed-width bytes" in err[0]
+    assert "'/count'" in err[1] and "float64" in err[1]
+    assert "array '/count': a netCDF scalar, written as a 0-d Zarr array" in err[2]
     assert json.loads((out / ".zgroup").read_bytes()) == {"zarr_format": 2}
 
 

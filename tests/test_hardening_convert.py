@@ -265,7 +265,12 @@ def test_migrate_keeps_objects_of_arrays_it_cannot_translate(tmp_path):
     zarray.write_text(zarray.read_text().replace('"<i4"', '"<c8"'))
     before = snapshot(store / "g1" / "pos")
     chunks = {k: v for k, v in snapshot(store).items() if not Path(k).name.startswith(".")}
-    proc = cli("migrate", str(store), cwd=tmp_path)
+    everything = snapshot(store)
+    refused = cli("migrate", str(store), cwd=tmp_path)  # new metadata would hide it
+    assert refused.returncode == 1, refused.stderr
+    assert "cannot represent /g1/pos" in refused.stderr and "--exclude" in refused.stderr
+    assert snapshot(store) == everything  # refused before anything was written
+    proc = cli("migrate", str(store), "--exclude", "/g1/pos", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "skipped array '/g1/pos'" in proc.stderr
     assert snapshot(store / "g1" / "pos") == before  # its metadata and chunks stay

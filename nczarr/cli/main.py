@@ -161,6 +161,7 @@ def _migrate(args: argparse.Namespace, out: TextIO) -> int:
         to=args.to,
         dry_run=args.dry_run,
         storage_options=_options_for(args, args.url),
+        exclude=args.exclude,
     )
     _print_report(report, out)
     return 0

@@ -152,6 +152,12 @@ def _add_migrate(sub: Any) -> None:
     p.add_argument("url", metavar="URL")
     p.add_argument("--to", choices=("nczarr", "zarr"), default="nczarr")
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+    p.add_argument(
+        "--exclude",
+        nargs="+",
+        metavar="PATH",
+        help="arrays the new metadata may leave out (their objects stay)",
+    )
     add_storage_arguments(p)
 
 

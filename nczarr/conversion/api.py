@@ -25,7 +25,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InvalidModeError, TargetExistsError, UnsupportedTypeError, warn_all
+from ..errors import InvalidModeError, TargetExistsError, warn_all
 from ..maps.base import ZMap
 from ..maps.replace import check_replaceable
 from ..readthrough import TranslatedView
@@ -45,7 +45,7 @@ from .journal import (
 )
 from .locations import open_location, target_of, url_of, zip_target_options
 from .overlap import check_distinct, location_of
-from .plan import Plan, build_plan, selected_paths, split_chunks
+from .plan import Plan, build_plan, check_representable, split_chunks
 from .progress import Progress, ProgressArg, progress_callback
 from .report import ConvertReport
 
@@ -119,29 +119,6 @@ class _Copier:
 
 
 # ------------------------------------------------------------------ helpers
-def _check_representable(
-    translated: TranslatedView, include: Sequence[str] | None, exclude: Sequence[str] | None
-) -> None:
-    """Refuse to convert arrays the reader or the target's writer had to leave out,
-    unless they are excluded: a convert never drops data on its own."""
-    left_out = translated.left_out
-    refused = selected_paths((*translated.dataset.skipped, *left_out), include, exclude)
-    if not refused:
-        return
-    starts = tuple(
-        prefix
-        for p in refused
-        for prefix in (f"skipped array {p!r}", f"array {p!r} left out of the ")
-    )
-    reasons = [w for w in translated.warnings if w.startswith(starts)]
-    raise UnsupportedTypeError(
-        f"{translated.source.url}: cannot represent {', '.join(refused)} in "
-        f"{translated.format}: "
-        + "; ".join(reasons)
-        + f". Pass exclude={refused!r} (--exclude) to convert without them."
-    )
-
-
 def reencoded_arrays(translated: TranslatedView, plan: Plan) -> tuple[tuple[str, str], ...]:
     """``(FQN, reason)`` of the planned arrays whose chunks are re-encoded."""
     kept = {
@@ -333,7 +310,7 @@ def _plan(request: _Request, stack: ExitStack) -> tuple[TranslatedView, Plan]:
         src_map, request.target, include=request.include, exclude=request.exclude
     )
     stack.callback(translated.close)
-    _check_representable(translated, request.include, request.exclude)
+    check_representable(translated, request.include, request.exclude)
     return translated, build_plan(translated)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any
 
@@ -30,7 +30,7 @@ from ..translate.zarr2_fills import rounded_default_fills
 from .apply import delete_keys, write_metadata
 from .journal import remove_temporaries
 from .locations import check_format, open_location, url_of
-from .plan import legacy_candidates, order_metadata
+from .plan import check_representable, legacy_candidates, order_metadata
 from .progress import Progress, ProgressArg, progress_callback
 from .report import ConvertReport
 
@@ -119,6 +119,7 @@ def migrate(
     *,
     progress: ProgressArg = None,
     storage_options: Mapping[str, Any] | None = None,
+    exclude: Sequence[str] | None = None,
 ) -> ConvertReport:
     """Rewrite the metadata of the store at ``url`` in place, as current NCZarr or pure Zarr.
 
@@ -143,6 +144,11 @@ def migrate(
     storage_options
         Options for opening ``url`` (``endpoint_url``, ``profile``, ... see
         :func:`nczarr.open_map`).
+    exclude
+        Arrays (FQNs or bare names) the rewritten metadata may leave out: an array
+        the readers skip (a type the target cannot hold, malformed metadata) is
+        otherwise refused, since new metadata without it would hide it from netCDF
+        readers. Its own objects and chunks stay in the store either way.
 
     What the new metadata cannot carry verbatim is announced as an
     :class:`~nczarr.errors.NCZarrWarning` and listed in ``report.warnings``.
@@ -153,6 +159,9 @@ def migrate(
         A Zarr v3 store (its chunk keys are not Zarr v2 keys), or arrays whose chunks
         would have to be re-encoded for ``to`` (see :mod:`nczarr.reencode`): raised
         before anything is written; :func:`convert` writes a copy instead.
+    UnsupportedTypeError
+        The metadata would be rewritten without an array the readers skip, which
+        ``exclude`` does not name (before anything is written).
     """
     start = time.perf_counter()
     fmt = check_format(to, "target format")
@@ -161,6 +170,8 @@ def migrate(
         zmap = open_location(url, "r" if dry_run else "r+", storage_options, stack)
         translated, meta = _translate(zmap, fmt)
         changed, legacy = _changes(zmap, translated, meta, fmt)
+        if changed or legacy:  # new metadata: an array it leaves out is hidden
+            check_representable(translated, None, exclude, verb="migrate")
         dataset, metadata = translated.dataset, translated.metadata
         report = ConvertReport(
             source=url_of(url),

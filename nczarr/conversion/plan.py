@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
+from ..errors import UnsupportedTypeError
 from ..keys import parent_keys
 from ..maps.base import ZMap
 from ..translate.conventions import V1_OBJECT_NAMES, ZARR_METADATA_NAMES
@@ -34,6 +35,7 @@ from ..translate.order import order_metadata
 from ..translate.select import select_dataset, selected_paths
 
 __all__ = [
+    "check_representable",
     "ChunkKeys",
     "Plan",
     "ViewLike",
@@ -234,3 +236,37 @@ def legacy_candidates(dataset: Dataset) -> Iterator[str]:
         for node in nodes:
             for name in sorted(METADATA_NAMES):
                 yield posixpath.join(node, name) if node else name
+
+
+def check_representable(
+    translated: Any,
+    include: Sequence[str] | None,
+    exclude: Sequence[str] | None,
+    *,
+    verb: str = "convert",
+) -> None:
+    """Refuse to write a store without arrays the reader or the target's writer had
+    to leave out (``translated``: a ``TranslatedView``), unless they are excluded:
+    neither ``convert`` nor ``migrate`` drops data on its own.
+
+    Raises
+    ------
+    UnsupportedTypeError
+        Naming each such array, why, and the ``exclude=`` that passes.
+    """
+    left_out = translated.left_out
+    refused = selected_paths((*translated.dataset.skipped, *left_out), include, exclude)
+    if not refused:
+        return
+    starts = tuple(
+        prefix
+        for p in refused
+        for prefix in (f"skipped array {p!r}", f"array {p!r} left out of the ")
+    )
+    reasons = [w for w in translated.warnings if w.startswith(starts)]
+    raise UnsupportedTypeError(
+        f"{translated.source.url}: cannot represent {', '.join(refused)} in "
+        f"{translated.format}: "
+        + "; ".join(reasons)
+        + f". Pass exclude={refused!r} (--exclude) to {verb} without them."
+    )
