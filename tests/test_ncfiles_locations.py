@@ -82,10 +82,17 @@ def test_file_url_source(tmp_path: Path) -> None:
         warnings.simplefilter("always", NCZarrWarning)
         report = nczarr.convert(url, str(tmp_path / "out"), "zarr")
     # the only announcements: xarray masks the byte default fill ncdump shows as data,
-    # and netcdf-c 4.10 leaves the scalar, a 0-d array, out of the Zarr v2 copy
+    # netCDF readers read the char array back as strings, and netcdf-c 4.10 leaves the
+    # scalar, a 0-d array, out of the Zarr v2 copy
     messages = sorted(str(w.message) for w in said if issubclass(w.category, NCZarrWarning))
-    assert [m.split(":")[0] for m in messages] == ["'/f_i1'", "'/r_i1'", "array '/scalar'"]
+    assert [m.split(":")[0] for m in messages] == [
+        "'/f_i1'",
+        "'/r_i1'",
+        "array '/chars'",
+        "array '/scalar'",
+    ]
     assert all("the Zarr v2 fill_value -127" in m for m in messages[:2])
-    assert messages[2].startswith("array '/scalar': a netCDF scalar, written as a 0-d")
+    assert "netCDF char is written as 1-byte fixed-width bytes" in messages[2]
+    assert messages[3].startswith("array '/scalar': a netCDF scalar, written as a 0-d")
     assert report.source_layout == "netcdf3-classic"
     assert_same_values(nc_values(str(path)), _zarr_values(tmp_path / "out"))
