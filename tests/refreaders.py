@@ -197,3 +197,34 @@ def xarray_of_references(refs: dict, path: Path) -> Any:
     path.write_text(json.dumps(refs))
     so = {"fo": str(path), "remote_protocol": "file", "skip_instance_cache": True}
     return xr.open_dataset("reference://", engine="zarr", backend_kwargs={"storage_options": so})
+
+
+def s3_repository(bucket: str, endpoint: str) -> tuple[Any, dict[str, Any]]:
+    """An Icechunk repository ``repo`` in (moto's) S3 ``bucket``, its storage and the
+    ``storage_options`` a source in that bucket is opened with."""
+    import icechunk
+
+    storage = icechunk.s3_storage(
+        bucket=bucket,
+        prefix="repo",
+        endpoint_url=endpoint,
+        allow_http=True,
+        region="us-east-1",
+        access_key_id="testing",
+        secret_access_key="testing",
+        force_path_style=True,
+    )
+    return storage, {"endpoint_url": endpoint, "key": "testing", "secret": "testing"}
+
+
+def s3_repository_job(bucket: str, endpoint: str, container: str) -> dict[str, Any]:
+    """A :func:`read_saved` job reading :func:`s3_repository`'s groups ``""`` and ``g``
+    with zarr, the virtual chunks' ``container`` authorized."""
+    return {
+        "kind": "icechunk",
+        "repo": "",
+        "s3": {"bucket": bucket, "prefix": "repo", "endpoint_url": endpoint},
+        "how": "zarr",
+        "groups": ["", "g"],
+        "containers": [container],
+    }

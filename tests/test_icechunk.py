@@ -19,7 +19,16 @@ import nczarr
 from nczarr.errors import TargetExistsError, UnsupportedError
 
 from .ncoracle import extract_fixture
-from .refreaders import floats, make_nc, make_nczarr, netcdf_values, read_saved, tree_hash
+from .refreaders import (
+    floats,
+    make_nc,
+    make_nczarr,
+    netcdf_values,
+    read_saved,
+    s3_repository,
+    s3_repository_job,
+    tree_hash,
+)
 
 
 def icechunk_job(repo: Path, how: str, groups: tuple[str, ...], result: dict) -> dict:
@@ -216,28 +225,11 @@ def test_s3_source_and_s3_repository(
         (o["Key"], o["ETag"]) for o in s3_client.list_objects_v2(Bucket=s3_bucket)["Contents"]
     )
     before = listing()
-    storage = icechunk.s3_storage(
-        bucket=s3_bucket,
-        prefix="repo",
-        endpoint_url=s3_endpoint,
-        allow_http=True,
-        region="us-east-1",
-        access_key_id="testing",
-        secret_access_key="testing",
-        force_path_style=True,
-    )
-    options = {"endpoint_url": s3_endpoint, "key": "testing", "secret": "testing"}
+    storage, options = s3_repository(s3_bucket, s3_endpoint)
     result = nczarr.to_icechunk(f"s3://{s3_bucket}/st", storage, storage_options=options)
     assert result["container"] == f"s3://{s3_bucket}/st/"
     assert result["virtual"] == 8 and result["copied"] == 0
-    job = {
-        "kind": "icechunk",
-        "repo": "",
-        "s3": {"bucket": s3_bucket, "prefix": "repo", "endpoint_url": s3_endpoint},
-        "how": "zarr",
-        "groups": ["", "g"],
-        "containers": [result["container"]],
-    }
+    job = s3_repository_job(s3_bucket, s3_endpoint, result["container"])
     (got,) = read_saved(job)
     assert got == netcdf_values(url, masked=False)
     assert [k for k in listing() if k[0].startswith("st/")] == before

@@ -20,7 +20,14 @@ import zarr
 import nczarr
 from nczarr.errors import UnsupportedError
 
-from .refreaders import floats, make_nczarr, netcdf_values, read_saved
+from .refreaders import (
+    floats,
+    make_nczarr,
+    netcdf_values,
+    read_saved,
+    s3_repository,
+    s3_repository_job,
+)
 
 
 def icechunk_job(repo: Path, how: str, container: str | None) -> dict:
@@ -193,26 +200,9 @@ def test_s3_source_keys_with_url_characters(
         if p.is_file():
             key = f"{key_prefix}/{p.relative_to(store).as_posix()}"
             s3_client.put_object(Bucket=s3_bucket, Key=key, Body=p.read_bytes())
-    storage = icechunk.s3_storage(
-        bucket=s3_bucket,
-        prefix="repo",
-        endpoint_url=s3_endpoint,
-        allow_http=True,
-        region="us-east-1",
-        access_key_id="testing",
-        secret_access_key="testing",
-        force_path_style=True,
-    )
-    options = {"endpoint_url": s3_endpoint, "key": "testing", "secret": "testing"}
+    storage, options = s3_repository(s3_bucket, s3_endpoint)
     result = nczarr.to_icechunk(f"s3://{s3_bucket}/{url_prefix}", storage, storage_options=options)
     assert result["virtual"] == 8 and result["copied"] == 0
-    job = {
-        "kind": "icechunk",
-        "repo": "",
-        "s3": {"bucket": s3_bucket, "prefix": "repo", "endpoint_url": s3_endpoint},
-        "how": "zarr",
-        "groups": ["", "g"],
-        "containers": [result["container"]],
-    }
+    job = s3_repository_job(s3_bucket, s3_endpoint, result["container"])
     (got,) = read_saved(job)
     assert got == netcdf_values(url, masked=False)
