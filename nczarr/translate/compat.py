@@ -20,8 +20,11 @@ reader and problem.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from contextlib import suppress
 from typing import Any
 
+from ..errors import MetadataError, UnsupportedError
+from .arrayspec import parse_array_metadata
 from .compat_base import (
     CURRENT_READERS,
     GDAL,
@@ -47,6 +50,7 @@ from .compat_store import (
 from .compat_store import (
     not_utf8 as not_utf8_findings,
 )
+from .conventions import LAYOUT_ZARR, ZARRAY, ZATTRS
 from .detect import FormatInfo
 
 __all__ = [
@@ -71,7 +75,14 @@ def _array_findings(
 ) -> Iterable[Finding]:
     """Every rule of the table on every array of the store."""
     for prefix in array_prefixes(meta, info.zarr_format):
-        facts = array_facts(meta, info, prefix)
+        try:
+            facts = array_facts(meta, info, prefix)
+            if info.zarr_format == 2:  # what nczarr's reader checks of it
+                _well_formed(meta, prefix, info)
+        except MetadataError as exc:
+            if not translating_only:
+                yield from _malformed(prefix, str(exc))
+            continue
         for rule in RULES:
             if info.zarr_format not in rule.formats or (translating_only and not rule.translates):
                 continue
@@ -79,6 +90,36 @@ def _array_findings(
             if problem is not None:
                 for reader in rule.readers:
                     yield Finding(reader, rule.severity, facts.where, problem, rule.fix)
+
+
+def _well_formed(meta: Mapping[str, Any], prefix: str, info: FormatInfo) -> None:
+    """Raise :class:`MetadataError` if the array's ``.zarray`` is malformed as nczarr's
+    reader judges it; a valid type nczarr cannot carry is the rules' to report."""
+    key = f"{prefix}/{ZARRAY}" if prefix else ZARRAY
+    with suppress(UnsupportedError):
+        parse_array_metadata(meta[key], key, nczarr=info.layout != LAYOUT_ZARR)
+
+
+def _malformed(prefix: str, reason: str) -> Iterable[Finding]:
+    """What the readers do with an array whose own metadata is malformed (measured on
+    Zarr v2 with a ``shape`` that is text, an unknown ``dtype`` and a ``.zattrs`` that
+    is not JSON): zarr-python cannot open that array and GDAL neither (it opens it
+    without the attributes when only those are bad), xarray and netcdf-c (NC_ENCZARR)
+    fail on the whole dataset;
+    nczarr's readers skip it with a warning and ``convert`` writes a copy without it
+    only if it is excluded."""
+    where = "/" + prefix
+    fix = f"nczarr convert URL OUT --exclude {where}"
+    yield Finding(ZARR_PYTHON, "fails", where, f"cannot open the array: {reason}", fix)
+    yield Finding(XARRAY, "fails", where, f"fails to open the whole dataset: {reason}", fix)
+    for reader in NETCDF_C:
+        problem = f"fails to open the whole dataset (NC_ENCZARR): {reason}"
+        yield Finding(reader, "refuses", where, problem, fix)
+    if ZATTRS in reason.split(":", 1)[0]:  # GDAL opens the array without its attributes
+        problem = f"reads the array without its attributes and dimension names: {reason}"
+        yield Finding(GDAL, "misreads", where, problem, fix)
+    else:
+        yield Finding(GDAL, "fails", where, f"cannot open the array: {reason}", fix)
 
 
 def findings(
