@@ -280,7 +280,8 @@ def check(
     Raises
     ------
     MetadataError
-        ``src`` is not a Zarr store at all, or a metadata object is not JSON.
+        ``src`` is not a Zarr store at all, or a root or group metadata object is not
+        JSON (one array's malformed metadata is a finding for every reader).
     InvalidModeError
         ``readers`` names a reader nczarr does not know.
     """
