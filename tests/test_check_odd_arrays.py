@@ -36,7 +36,13 @@ def _attributes_not_json(array: Path) -> None:
     (array / ".zattrs").write_text("{not json")
 
 
-@pytest.mark.parametrize("corrupt", [_shape_text, _unknown_dtype, _attributes_not_json])
+def _zarray_not_json(array: Path) -> None:
+    (array / ".zarray").write_text("{not json")
+
+
+@pytest.mark.parametrize(
+    "corrupt", [_shape_text, _unknown_dtype, _attributes_not_json, _zarray_not_json]
+)
 def test_check_says_every_reader_fails_on_a_malformed_array(tmp_path: Path, corrupt) -> None:
     store = tmp_path / "s.zarr"
     root = zarr.open_group(str(store), mode="w", zarr_format=2)

@@ -367,3 +367,45 @@ def test_dump_of_an_array_whose_codec_is_missing_is_one_clean_error(
     assert "no-such-codec" in printed.err
     assert main(["dump", "-h", str(store)]) == 0
     assert "double b(x, y)" in capsys.readouterr().out
+
+
+def _pure_store_with_a_bad_fill(path: Path, dims_of_odd: list[str]) -> Path:
+    import zarr
+
+    root = zarr.open_group(str(path), mode="w", zarr_format=2)
+    odd = root.create_array("a", shape=(5,), chunks=(5,), dtype="f4", compressors=None)
+    odd[:] = 1
+    odd.attrs.update({"_ARRAY_DIMENSIONS": dims_of_odd, "_FillValue": "notanumber"})
+    good = root.create_array("b", shape=(3,), chunks=(3,), dtype="f4", compressors=None)
+    good[:] = 2
+    good.attrs["_ARRAY_DIMENSIONS"] = ["x"]
+    return path
+
+
+@pytest.mark.parametrize("dims_of_odd", [["x"], ["y"]], ids=["same-name", "new-name"])
+def test_an_array_skipped_for_its_fill_value_declares_no_dimension(
+    tmp_path: Path, dims_of_odd: list[str]
+) -> None:
+    """The invalid ``_FillValue`` is found before the array's dimensions are declared:
+    the other array keeps its ``x`` (it became ``x_1``, with ``x`` at the odd array's
+    length, or a dangling ``y``)."""
+    store = _pure_store_with_a_bad_fill(tmp_path / "s.zarr", dims_of_odd)
+    with pytest.warns(nczarr.NCZarrWarning, match=r"skipped array '/a'.*_FillValue"):
+        dataset = nczarr.read(str(store))
+    assert {k: d.size for k, d in dataset.root.dimensions.items()} == {"x": 3}
+    assert dataset.root.variables["b"].dimensions == ("/x",)
+
+
+def test_an_append_to_a_store_with_a_skipped_array_is_refused(tmp_path: Path) -> None:
+    """The grown metadata would leave the skipped array out (it is in no model): the
+    append is refused, naming it, and the store is left as it was."""
+    store = _pure_store_with_a_bad_fill(tmp_path / "s.zarr", ["y"])
+    before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+    source = tmp_path / "more.zarr"
+    more = xr.Dataset({"b": ("x", np.full(2, 3.0, "f4"))})
+    more.to_zarr(source, zarr_format=2, encoding={"b": {"_FillValue": None}})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nczarr.NCZarrWarning)
+        with pytest.raises(nczarr.InvalidModeError, match=r"leaves out /a .*would drop"):
+            nczarr.convert(source, store, append_dim="x")
+    assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before

@@ -321,7 +321,16 @@ def _opened_target(
 
 
 def _check_appendable(view: TranslatedView, shown: str) -> None:
-    """Refuse a target whose chunks nczarr would not show under their own keys."""
+    """Refuse a target whose chunks nczarr would not show under their own keys, or
+    that holds arrays nczarr leaves out (its grown metadata would drop them)."""
+    left_out = [*view.dataset.skipped, *view.left_out]
+    if left_out:
+        raise InvalidModeError(
+            f"cannot append to {shown!r}: nczarr leaves out {', '.join(left_out)} "
+            f"({'; '.join(w for w in view.warnings if w.startswith('skipped array'))}), "
+            "and the grown metadata would drop them; convert the store without them first "
+            "(nothing was changed)"
+        )
     sharded = sorted(
         v.path.strip("/") for v in view.dataset.root.all_variables() if v.shards is not None
     )

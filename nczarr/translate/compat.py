@@ -52,6 +52,7 @@ from .compat_store import (
 )
 from .conventions import LAYOUT_ZARR, ZARRAY, ZATTRS
 from .detect import FormatInfo
+from .jsontext import kind_of
 
 __all__ = [
     "CURRENT_READERS",
@@ -74,6 +75,12 @@ def _array_findings(
     meta: Mapping[str, Any], info: FormatInfo, *, translating_only: bool = False
 ) -> Iterable[Finding]:
     """Every rule of the table on every array of the store."""
+    if not translating_only:  # an array whose .zarray is no JSON object at all
+        for key, value in meta.items():
+            prefix, _, base = key.rpartition("/")
+            if info.zarr_format == 2 and base == ZARRAY and not isinstance(value, dict):
+                reason = f"{key!r} must hold a JSON object, got {kind_of(value)}"
+                yield from _malformed(prefix, reason)
     for prefix in array_prefixes(meta, info.zarr_format):
         try:
             facts = array_facts(meta, info, prefix)

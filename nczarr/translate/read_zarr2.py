@@ -51,7 +51,7 @@ def read_zarr2(
             f"the store's root is a bare Zarr array, not a group: exposed as variable {name!r} "
             "of the root group"
         )
-        variable = builder.pure_variable("/", "", name)
+        variable = builder.isolated("", builder.pure_variable, "/", "", name)
         builder.unmasked_defaults = [f"/{name}" for _ in builder.unmasked_defaults]
         variables = {name: renamed_variable(variable, name)} if variable is not None else {}
         root = Group("/", "/", dict(builder.dims.get("/", {})), {}, variables, {})

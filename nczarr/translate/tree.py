@@ -393,22 +393,19 @@ class TreeBuilder:
         if spec is None:
             return None
         zattrs = self.meta.get(join_key(prefix, ZATTRS))
-        dims, scalar = self.pure_dimensions(group, prefix, spec, zattrs)
         types = attribute_types(self.meta, prefix, ZARRAY)
         if isinstance(zattrs, dict) and FILLVALUE in zattrs:
             # one array's invalid _FillValue skips that array, not the whole dataset
-            # (as in Zarr v3; convert refuses it unless excluded): hunt 15
-            try:
-                decode_attribute(
-                    FILLVALUE,
-                    zattrs[FILLVALUE],
-                    types.get(FILLVALUE) if types else None,
-                    default_type=spec.dtype.nc_type,
-                    key=join_key(prefix, ZATTRS),
-                )
-            except MetadataError as exc:
-                self.skip(prefix, str(exc))
-                return None
+            # (as in Zarr v3; convert refuses it unless excluded): hunt 15; checked
+            # before its dimensions are declared, so that it changes no other array's
+            decode_attribute(
+                FILLVALUE,
+                zattrs[FILLVALUE],
+                types.get(FILLVALUE) if types else None,
+                default_type=spec.dtype.nc_type,
+                key=join_key(prefix, ZATTRS),
+            )  # MetadataError: the caller's isolated() skips the array
+        dims, scalar = self.pure_dimensions(group, prefix, spec, zattrs)
         attrs = decode_attributes(
             zattrs, types, key=join_key(prefix, ZATTRS), var_type=spec.dtype.nc_type
         )
