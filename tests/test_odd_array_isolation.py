@@ -364,7 +364,7 @@ def test_dump_of_an_array_whose_codec_is_missing_is_one_clean_error(
     assert main(["dump", str(store)]) == 1
     printed = capsys.readouterr()
     assert "nczarr: error: " in printed.err and "'/b'" in printed.err
-    assert "no-such-codec" in printed.err
+    assert "numcodecs has no codec 'no-such-codec' here" in printed.err
     assert main(["dump", "-h", str(store)]) == 0
     assert "double b(x, y)" in capsys.readouterr().out
 
@@ -409,3 +409,11 @@ def test_an_append_to_a_store_with_a_skipped_array_is_refused(tmp_path: Path) ->
         with pytest.raises(nczarr.InvalidModeError, match=r"leaves out /a .*would drop"):
             nczarr.convert(source, store, append_dim="x")
     assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
+
+
+def test_migrate_refuses_an_exclude_that_names_nothing(tmp_path: Path) -> None:
+    """A typo in ``exclude=`` is not a silent no-op (as for convert)."""
+    with zipfile.ZipFile(Path(__file__).parent / "data" / "ref_oldformat_v1.zip") as zf:
+        zf.extractall(tmp_path)
+    with pytest.raises(nczarr.InvalidModeError, match="'/nosuch' matches no variable"):
+        nczarr.migrate(str(tmp_path / "oldformat.file"), exclude=["/nosuch"])

@@ -25,6 +25,7 @@ from ..maps.base import ZMap
 from ..readthrough import TranslatedView
 from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, V1_OBJECT_NAMES, ZARR_JSON
 from ..translate.detect import detect_format
+from ..translate.select import select_dataset
 from ..translate.target import Target
 from ..translate.zarr2_fills import rounded_default_fills
 from .apply import delete_keys, write_metadata
@@ -170,6 +171,8 @@ def migrate(
         zmap = open_location(url, "r" if dry_run else "r+", storage_options, stack)
         translated, meta = _translate(zmap, fmt)
         changed, legacy = _changes(zmap, translated, meta, fmt)
+        if exclude:  # a pattern that names nothing is a typo, not a silent no-op
+            select_dataset(translated.dataset, None, exclude)
         if changed or legacy:  # new metadata: an array it leaves out is hidden
             check_representable(translated, None, exclude, verb="migrate")
         dataset, metadata = translated.dataset, translated.metadata
