@@ -26,7 +26,8 @@ from .. import hooks
 from ..errors import InvalidModeError, NCZarrError, UnsupportedError
 from ..maps.base import ZMap
 from ..maps.memory import MemoryMap
-from ..translate.model import Attribute, Dataset, Variable
+from ..translate.model import Dataset, Variable
+from .xarray_backend import attribute_value  # a numpy value of the store's type
 
 __all__ = ["append_dataset", "store_encoding"]
 
@@ -41,21 +42,6 @@ _KEPT_ATTRIBUTES = ("missing_value",)
 
 def _single(value: Any) -> Any:
     return value[0] if isinstance(value, tuple) and len(value) == 1 else value
-
-
-def _typed(attribute: Attribute) -> Any:
-    """An attribute's value as a numpy value of its netCDF type (text as it is): xarray
-    writes ``scale_factor``/``add_offset`` with the encoding's own type, and a Python
-    float would be ``double`` where the store's is ``float``, which the append refuses
-    as an attribute that says what values mean and differs."""
-    import numpy as np
-
-    from ..translate.dtypes import nc_to_zarr_dtype
-
-    value = _single(attribute.value)
-    if attribute.type in ("char", "string") or isinstance(value, str):
-        return value
-    return np.asarray(value, dtype=nc_to_zarr_dtype(attribute.type, nczarr=False))[()]
 
 
 def store_encoding(var: Variable) -> dict[str, Any]:
@@ -73,7 +59,7 @@ def store_encoding(var: Variable) -> dict[str, Any]:
         enc["_FillValue"] = _single(fill.value) if fill is not None else None
     for name in _ENCODED_ATTRIBUTES:
         if name in var.attributes:
-            enc[name] = _typed(var.attributes[name])
+            enc[name] = attribute_value(var.attributes[name])
     if "since" in str(enc.get("units", "")) and "calendar" not in enc:
         enc["calendar"] = "standard"  # CF's default, what the store means by none
     compressor = dict(var.compressor) if var.compressor else None
@@ -142,7 +128,9 @@ def append_dataset(
     for name, enc in _encodings(obj, model).items():
         obj[name].encoding = enc
         var = model.find_variable(f"/{name}")
-        kept = {a: _typed(var.attributes[a]) for a in _KEPT_ATTRIBUTES if a in var.attributes}
+        kept = {
+            a: attribute_value(var.attributes[a]) for a in _KEPT_ATTRIBUTES if a in var.attributes
+        }
         if kept:
             obj[name].attrs = {**kept, **obj[name].attrs}
     unlimited = list(unlimited_dims or ()) or [
