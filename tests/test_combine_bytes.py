@@ -101,22 +101,31 @@ def _read_back(out: Path, mode: str, zarr_format: int) -> list[tuple[str, np.nda
     return got
 
 
+def _combined_halves(
+    tmp_path: Path, source_format: int, split: int, mode: str, target_format: int
+) -> tuple[list[Path], Path, nczarr.ConvertReport]:
+    """Rows ``[0, split)`` and ``[split, 6)`` in two zarr-python stores, combined into
+    ``tmp_path/out``; every reader of the result reads the values of both in order."""
+    srcs = [
+        _zarr_python(tmp_path / "a.zarr", source_format, 0, split),
+        _zarr_python(tmp_path / "b.zarr", source_format, split, 6),
+    ]
+    out = tmp_path / "out"
+    report = _combine(srcs, out, mode, target_format)
+    want = _expected(srcs)
+    for reader, got in _read_back(out, mode, target_format):
+        np.testing.assert_array_equal(got, want["s"].values, err_msg=reader)
+    return srcs, out, report
+
+
 @pytest.mark.parametrize(("mode", "target_format"), TARGETS, ids=lambda v: str(v))
 @pytest.mark.parametrize("source_format", [2, 3])
 def test_aligned_bytes_sources_are_copied_verbatim(
     tmp_path: Path, source_format: int, mode: str, target_format: int
 ) -> None:
-    srcs = [
-        _zarr_python(tmp_path / "a.zarr", source_format, 0, 4),
-        _zarr_python(tmp_path / "b.zarr", source_format, 4, 6),
-    ]
-    out = tmp_path / "out"
-    report = _combine(srcs, out, mode, target_format)
+    srcs, out, report = _combined_halves(tmp_path, source_format, 4, mode, target_format)
     # t: 2 + 1 chunks; s: 2 x 2 + 1 x 2; lab: 2 (the first source's)
     assert (report.chunks_copied, report.chunks_reencoded) == (3 + 6 + 2, 0)
-    want = _expected(srcs)
-    for reader, got in _read_back(out, mode, target_format):
-        np.testing.assert_array_equal(got, want["s"].values, err_msg=reader)
     # the second source's chunk (0, 1) is target chunk (2, 1), byte for byte (nczarr's
     # Zarr v3 stores use v2 chunk keys; NCZarr char has one more axis)
     shown = "2.1.0" if mode == "nczarr" else "2.1"
@@ -129,18 +138,10 @@ def test_aligned_bytes_sources_are_copied_verbatim(
 def test_unaligned_bytes_sources_are_assembled(
     tmp_path: Path, source_format: int, mode: str, target_format: int
 ) -> None:
-    srcs = [
-        _zarr_python(tmp_path / "a.zarr", source_format, 0, 3),
-        _zarr_python(tmp_path / "b.zarr", source_format, 3, 6),
-    ]
-    out = tmp_path / "out"
-    report = _combine(srcs, out, mode, target_format)
+    _, _, report = _combined_halves(tmp_path, source_format, 3, mode, target_format)
     # rows [0, 2) are a's chunk; [2, 4) holds both; [4, 6) is b's rows 1-2 (unaligned)
     # copied: t 1, s 2, lab 2; assembled: t 2, s 2 x 2
     assert (report.chunks_copied, report.chunks_reencoded) == (5, 6)
-    want = _expected(srcs)
-    for reader, got in _read_back(out, mode, target_format):
-        np.testing.assert_array_equal(got, want["s"].values, err_msg=reader)
 
 
 def test_appending_bytes_to_an_nczarr_store(tmp_path: Path) -> None:

@@ -488,16 +488,21 @@ MALFORMED = {
 }
 
 
+def _directory_store(store: Path, objects: dict[str, bytes]) -> Path:
+    """``objects`` written as files of a directory store at ``store``."""
+    for name, value in objects.items():
+        (store / name).parent.mkdir(parents=True, exist_ok=True)
+        (store / name).write_bytes(value)
+    return store
+
+
 @pytest.mark.parametrize("case", sorted(MALFORMED))
 def test_malformed_json_is_one_metadata_error_naming_the_key(case, tmp_path):
     objects, key, what = MALFORMED[case]
     with pytest.raises(MetadataError) as info:
         nczarr.read(MemoryMap(dict(objects)))
     assert key in str(info.value) and what in str(info.value)
-    store = tmp_path / "s"
-    for name, value in objects.items():
-        (store / name).parent.mkdir(parents=True, exist_ok=True)
-        (store / name).write_bytes(value)
+    store = _directory_store(tmp_path / "s", objects)
     for command in (("info", str(store)), ("dump", "-h", str(store))):
         proc = cli(*command, cwd=tmp_path)
         assert proc.returncode == 1, proc.stderr
@@ -524,10 +529,7 @@ def test_a_malformed_array_document_skips_that_array_naming_the_key(objects, wha
     with pytest.warns(NCZarrWarning, match=rf"skipped array '/a': 'a/zarr.json'.*{what}"):
         ds = nczarr.read(MemoryMap(dict(objects)))
     assert ds.skipped == ("/a",)
-    store = tmp_path / "s"
-    for name, value in objects.items():
-        (store / name).parent.mkdir(parents=True, exist_ok=True)
-        (store / name).write_bytes(value)
+    store = _directory_store(tmp_path / "s", objects)
     for command in (("info", str(store)), ("dump", "-h", str(store))):
         proc = cli(*command, cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
