@@ -220,3 +220,18 @@ def test_a_failed_s3_replacement_leaves_a_target_the_next_one_replaces(
     nczarr.to_nczarr(_dataset(), url, mode="w", storage_options=options)
     keys = [o["Key"] for o in s3_client.list_objects_v2(Bucket=s3_bucket)["Contents"]]
     assert f"out/{JOURNAL_KEY}" not in keys and "out/.zgroup" in keys
+
+
+def test_a_tree_left_without_root_or_journal_is_refused(tmp_path: Path, source: str) -> None:
+    """The documented window (maps/replace.py): a kill while an overwrite empties its
+    target, before the journal is written again, leaves chunks and array metadata
+    without a root; the next overwrite refuses that tree, naming it, for the user to
+    remove."""
+    left = tmp_path / "left"
+    (left / "v").mkdir(parents=True)
+    (left / "v" / ".zarray").write_text("{}")
+    (left / "v" / "0.0").write_bytes(b"\0" * 8)
+    before = tree_hash(left)
+    with pytest.raises(TargetExistsError, match=r"is not a Zarr store \(it holds 'v'\)"):
+        nczarr.convert(source, str(left), overwrite=True)
+    assert tree_hash(left) == before
