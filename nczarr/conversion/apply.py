@@ -89,9 +89,10 @@ def copy_chunks(
         so does a copy between two local directories whatever ``workers`` says:
         there each chunk is copied by the kernel (``FileMap.copy_file``) and
         threads only add contention (measured on ext4 and tmpfs, 20,000 chunks:
-        4 threads 1.7-3.4x slower than 1, see docs/performance.md), and so does a
-        local ``.nc`` file's copy into a directory (its chunks are byte ranges the
-        kernel copies, ``ZMap.copies_in_kernel``).
+        4 threads 1.7-3.4x slower than 1, see docs/performance.md). The source says
+        how many threads pay for its copies into ``dst`` (``ZMap.copy_threads``): a
+        local ``.nc`` file's copy into a directory (byte ranges the kernel copies)
+        runs in this thread for small chunks, at most one thread a core for large.
     resume
         Skip keys ``dst`` already holds with the size they have in ``src`` (what an
         interrupted run left complete). Sound only for objects the same convert
@@ -134,9 +135,9 @@ def _copy_chunks(
         # the number of keys only for a progress report (a lazy plan lists them anew)
         count = 0 if progress is None else len(sized) if sized is not None else len(keys)
         return _copy_local(src, dst, plain, copy, progress, count)
-    in_kernel = src.copies_in_kernel(dst)
+    threads = 1 if local else src.copy_threads(dst, workers)
     # a lazy plan lists its keys anew to count them: only for progress or threads
-    counted = progress is not None or not (workers == 1 or local or in_kernel)
+    counted = progress is not None or threads > 1
     total = (len(sized) if sized is not None else len(keys)) if counted else 0
     stats = CopyStats()
     items: Iterator[SizedKey] = (
@@ -151,7 +152,7 @@ def _copy_chunks(
         if progress is not None:
             progress(done, total)
 
-    if workers == 1 or total <= 1 or local or in_kernel:
+    if threads == 1 or total <= 1:
         for done, item in enumerate(items, 1):
             record(done, *copy(*item))
         return stats
@@ -181,7 +182,7 @@ def _copy_chunks(
 
     threads = [
         threading.Thread(target=work, name=f"nczarr-copy-{i}", daemon=True)
-        for i in range(min(workers, total))
+        for i in range(min(threads, total))
     ]
     for thread in threads:
         thread.start()

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any
 
+from ..maps import kernelcopy
 from ..maps.base import NOT_SUPPORTED, ZMap
 from ..translate.grow import GrowPlan, chunk_key
 from .copyone import copy_one, directory_sizes
@@ -146,10 +147,13 @@ def execute(
 
     A source whose chunks ``dst`` copies locally (directory to directory) is copied in
     one serial batch, its directories held meanwhile, and then released (``readers``
-    may close its map: :meth:`~nczarr.conversion.growsources.Readers.release`); the
-    copies of other sources (S3, zip, a translated view...) run concurrently, a few
-    sources at a time (:class:`_Window`): on every target kind a combine holds a
-    bounded number of source maps open, not all of them."""
+    may close its map: :meth:`~nczarr.conversion.growsources.Readers.release`); once
+    such copies average :data:`~nczarr.maps.kernelcopy.THREADED_COPY_BYTES` a chunk,
+    the next sources' batches run in threads, at most one a core
+    (:meth:`_Window.add_kernel_copies`). The copies of other sources (S3, zip, a
+    translated view...) run concurrently, a few sources at a time (:class:`_Window`):
+    on every target kind a combine holds a bounded number of source maps open, not
+    all of them."""
     total = len(plan.copies) + len(plan.assembled)
     copies: Iterable[Any] = plan.copies
     remote = (0, 0, 0)
@@ -164,13 +168,18 @@ def execute(
             if dst.copy_support(src.verbatim) != "local":
                 window.add(part, src, group)  # concurrent requests, a few sources at once
                 continue
-            window.drain()  # progress counts in order
             pairs = [(c.source_key, c.target_key) for c in group]
+            plain = skip == "none" and all(src.copy_source(k) is src.verbatim for k, _ in pairs)
+            if plain and window.large_kernel_copies:
+                window.add_kernel_copies(part, src.verbatim, pairs)  # in threads
+                continue
+            window.drain()  # progress counts in order
             copied = window.stats
             with src.verbatim.session():  # serial kernel copies: its directories held
                 done = sum(copied[:2])
-                if skip == "none" and all(src.copy_source(k) is src.verbatim for k, _ in pairs):
+                if plain:
                     stats = _copy_pairs(src.verbatim, dst, pairs, progress, done, total)
+                    window.kernel_copied(stats)
                 else:
                     batch = [_copier(src, dst, k, t, skip) for k, t in pairs]
                     stats = _run(batch, workers, True, progress, done, total)
@@ -278,18 +287,23 @@ class _Window:
         self._skip = skip
         self._progress = progress
         self._total = total
-        self._flight: deque[tuple[int, ExitStack, list[Any]]] = deque()
+        # (part, its open session, its futures, whether one future copies a batch)
+        self._flight: deque[tuple[int, ExitStack, list[Any], bool]] = deque()
         self._jobs = 0
         self._pool: Any = None
         self._held = _HeldSizes(dst)
+        self._kernel_threads = kernelcopy.copy_threads(workers)
+        self._kernel_pool: Any = None
+        self._kernel_seen = (0, 0)  # chunks, bytes of the serial kernel copies so far
 
     def __enter__(self) -> _Window:
         return self
 
     def __exit__(self, *exc: object) -> None:
         try:
-            if self._pool is not None:
-                self._pool.shutdown(wait=True, cancel_futures=True)
+            for pool in (self._pool, self._kernel_pool):
+                if pool is not None:
+                    pool.shutdown(wait=True, cancel_futures=True)
         finally:
             while self._flight:  # after a failure: nothing runs any more
                 self._flight.popleft()[1].close()
@@ -330,11 +344,47 @@ class _Window:
 
             self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="nczarr-grow")
         futures = [self._pool.submit(job) for job in jobs]
-        self._flight.append((part, stack, futures))
+        self._flight.append((part, stack, futures, False))
         self._jobs += len(futures)
         while len(self._flight) > 1 and (
             len(self._flight) > WINDOW or self._jobs - len(futures) >= 2 * self._workers
         ):
+            self._retire()
+
+    @property
+    def large_kernel_copies(self) -> bool:
+        """Whether the serial kernel copies so far (:meth:`kernel_copied`) averaged
+        :data:`~nczarr.maps.kernelcopy.THREADED_COPY_BYTES` a chunk or more, and more
+        than one thread may copy: then a local source's batch pays in a thread."""
+        chunks, nbytes = self._kernel_seen
+        large = chunks > 0 and nbytes >= chunks * kernelcopy.THREADED_COPY_BYTES
+        return large and self._kernel_threads > 1
+
+    def kernel_copied(self, stats: tuple[int, int, int]) -> None:
+        """Count a serial batch of kernel copies (``_copy_pairs``' stats)."""
+        chunks, nbytes = self._kernel_seen
+        self._kernel_seen = (chunks + stats[0], nbytes + stats[2])
+
+    def add_kernel_copies(self, part: int, src: ZMap, pairs: Sequence[tuple[str, str]]) -> None:
+        """Copy a local source's ``pairs`` in a thread of their own (``_copy_pairs``
+        over the source's session, entered there): the copies' kernel time overlaps
+        the next source's in another thread. Counted, in order, when retired."""
+        self._readers.keep(part)  # not closed by another reader's release meanwhile
+        dst = self._dst
+
+        def job() -> tuple[int, int, int]:
+            with src.session():  # its directories held for its batch
+                return _copy_pairs(src, dst, pairs, None, 0, 0)
+
+        if self._kernel_pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._kernel_pool = ThreadPoolExecutor(
+                self._kernel_threads, thread_name_prefix="nczarr-kernel"
+            )
+        self._flight.append((part, ExitStack(), [self._kernel_pool.submit(job)], True))
+        self._jobs += 1
+        while len(self._flight) > min(WINDOW, 2 * self._kernel_threads):
             self._retire()
 
     def drain(self) -> None:
@@ -345,9 +395,16 @@ class _Window:
     def _retire(self) -> None:
         """Wait for the oldest source's jobs, count them, close its session and map (on
         a failure it stays in flight: :meth:`__exit__` closes it once nothing runs)."""
-        part, stack, futures = self._flight[0]
-        for future in futures:
-            self._record(future.result())
+        part, stack, futures, batch = self._flight[0]
+        if batch:
+            written, skipped, nbytes = futures[0].result()
+            before = self.stats
+            self.stats = (before[0] + written, before[1] + skipped, before[2] + nbytes)
+            if self._progress is not None:
+                self._progress(self.stats[0] + self.stats[1], self._total)
+        else:
+            for future in futures:
+                self._record(future.result())
         self._flight.popleft()
         self._jobs -= len(futures)
         stack.close()

@@ -21,7 +21,7 @@ What callers need to know about a backend is asked of the map, never decided by 
 class (as zarr's ``Store.supports_*``): :attr:`ZMap.kind`, :meth:`ZMap.location`,
 :attr:`ZMap.supports_shared_writes`, :attr:`ZMap.blocking_io`, :attr:`ZMap.async_reads`,
 :attr:`ZMap.real_root`, :meth:`ZMap.copy_support` / :meth:`ZMap.copy_from`,
-:meth:`ZMap.copies_in_kernel`, :meth:`ZMap.remove_temporaries`,
+:meth:`ZMap.copy_threads`, :meth:`ZMap.remove_temporaries`,
 :meth:`ZMap.discard`, :meth:`ZMap.describe`, :meth:`ZMap.same_storage`, :meth:`ZMap.reopen`,
 :attr:`ZMap.source`, :meth:`ZMap.chunk_map`, :meth:`ZMap.search_reading` and
 :meth:`ZMap.park`. Each has a safe default here; a backend overrides what it can do better.
@@ -145,12 +145,13 @@ class ZMap(MapCore):
         bytes written, or :data:`NOT_SUPPORTED` (the default): the caller copies."""
         return NOT_SUPPORTED
 
-    def copies_in_kernel(self, dst: ZMap) -> bool:
-        """Whether this map, as a source, copies its chunks into ``dst`` by the kernel
-        with little interpreter work each, so that a chunk copier does best in one
-        thread (threads would only hand the interpreter's lock back and forth). The
-        default: no."""
-        return False
+    def copy_threads(self, dst: ZMap, workers: int) -> int:
+        """How many threads should copy this map's chunks into ``dst`` when ``workers``
+        are allowed. The default: ``workers`` (each copy waits on I/O or encodes). A
+        source whose copies into ``dst`` are kernel copies says fewer: one for small
+        chunks, at most one a core for large ones
+        (:func:`~nczarr.maps.kernelcopy.copy_threads`)."""
+        return workers
 
     def copy_range(
         self,

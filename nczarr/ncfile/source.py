@@ -24,6 +24,7 @@ from typing import Any
 
 from ..errors import MetadataError, ReadOnlyError, StorageError, StorageNotFoundError
 from ..keys import normalize_key
+from ..maps import kernelcopy
 from ..maps.base import NOT_SUPPORTED, NotSupportedType, ZMap
 from ..maps.open import probe_local
 from ..maps.url import NCZarrURL
@@ -39,7 +40,6 @@ __all__ = [
     "HDF5_MAGIC",
     "NETCDF_SUFFIXES",
     "NetCDFFileMap",
-    "THREADED_COPY_BYTES",
     "is_netcdf_header",
     "has_netcdf_suffix",
     "open_file_source",
@@ -51,9 +51,6 @@ CDF_MAGICS = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
 NETCDF_SUFFIXES = (".nc", ".nc3", ".nc4", ".netcdf", ".h5", ".hdf5", ".he5", ".cdf")
 #: First read of a netCDF-3 header (grown until the header fits).
 HEADER_GUESS = 32 * 1024
-#: Chunks averaging this many bytes or more are copied into a directory in threads
-#: (``workers``); smaller ones in the calling thread (:meth:`NetCDFFileMap.copies_in_kernel`).
-THREADED_COPY_BYTES = 256 * 1024
 
 
 def is_netcdf_header(head: bytes) -> bool:
@@ -302,26 +299,22 @@ class NetCDFFileMap(ZMap):
             append(None if ref.reencode or ref.pad else (url, ref.offset, ref.length))
         return out
 
-    def copies_in_kernel(self, dst: ZMap) -> bool:
-        """Whether :meth:`copy_chunk_to` copies every chunk into ``dst`` by the
-        kernel, and the chunks are small enough that a copier should run in one
-        thread: a local file with no re-encoded chunk (those are encoded from their
-        values, work threads can share) into a directory map whose writes are not
-        customised (``dst.copy_support(dst) == "local"``: only such a map says so),
-        whose chunks average under :data:`THREADED_COPY_BYTES`.
-
-        Why the size: a small chunk's kernel copy is short next to the interpreter's
-        work for it, so threads only hand the interpreter's lock back and forth (on
-        tmpfs 100,000 small chunks: 19 s in one thread, 36 s in several); a large
-        chunk's copy runs with the lock released, so another thread's copy overlaps
-        it (400 KB chunks of a 400 MB file on 2 cores: 0.28 s wall in threads, 0.41 s
-        in one; more CPU in threads, see docs/performance.md)."""
+    def copy_threads(self, dst: ZMap, workers: int) -> int:
+        """Threads for copying into ``dst`` (:meth:`ZMap.copy_threads`). A local file
+        with no re-encoded chunk (those are encoded from their values, work threads can
+        share) into a directory map whose writes are not customised
+        (``dst.copy_support(dst) == "local"``: only such a map says so) is copied by the
+        kernel, a byte range a chunk: in the calling thread if its chunks average under
+        :data:`~nczarr.maps.kernelcopy.THREADED_COPY_BYTES`, else in at most one thread a
+        core (:func:`~nczarr.maps.kernelcopy.copy_threads`). Anything else: ``workers``."""
         if not isinstance(self._io, LocalFile) or self._reencoded:
-            return False
+            return workers
         if dst.copy_support(dst) != "local":
-            return False
+            return workers
         chunks = sum(len(a.chunks) for a in self._arrays.values())
-        return chunks > 0 and self._io.size / chunks < THREADED_COPY_BYTES
+        if chunks == 0 or self._io.size / chunks < kernelcopy.THREADED_COPY_BYTES:
+            return 1
+        return kernelcopy.copy_threads(workers)
 
     def copy_chunk_to(self, dst: ZMap, key: str) -> int | NotSupportedType:
         """Write chunk ``key`` into ``dst`` and return its size: a kernel-side copy of
