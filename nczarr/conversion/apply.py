@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from ..maps.base import NOT_SUPPORTED, ZMap
 from .copyone import directory_sizes
+from .localcopy import copy_local
 
 __all__ = [
     "CopyStats",
@@ -85,11 +86,10 @@ def copy_chunks(
     ----------
     workers
         Threads copying at once; each holds at most one chunk, so at most
-        ``workers`` chunks are in memory. ``1`` copies in the calling thread, and
-        so does a copy between two local directories whatever ``workers`` says:
-        there each chunk is copied by the kernel (``FileMap.copy_file``) and
-        threads only add contention (measured on ext4 and tmpfs, 20,000 chunks:
-        4 threads 1.7-3.4x slower than 1, see docs/performance.md). The source says
+        ``workers`` chunks are in memory. ``1`` copies in the calling thread. A
+        copy between two local directories is the kernel's, in the calling thread
+        while chunks are small and in at most one thread a core once they prove
+        large (:mod:`nczarr.conversion.localcopy`). The source says
         how many threads pay for its copies into ``dst`` (``ZMap.copy_threads``): a
         local ``.nc`` file's copy into a directory (byte ranges the kernel copies)
         runs in this thread for small chunks, at most one thread a core for large.
@@ -134,7 +134,8 @@ def _copy_chunks(
         plain = keys if sized is None else (key for key, _, _ in sized)
         # the number of keys only for a progress report (a lazy plan lists them anew)
         count = 0 if progress is None else len(sized) if sized is not None else len(keys)
-        return _copy_local(src, dst, plain, copy, progress, count)
+        copied, skipped, nbytes = copy_local(src, dst, plain, copy, progress, count, workers)
+        return CopyStats(copied, skipped, nbytes)
     threads = 1 if local else src.copy_threads(dst, workers)
     # a lazy plan lists its keys anew to count them: only for progress or threads
     counted = progress is not None or threads > 1
@@ -197,35 +198,6 @@ def _copy_chunks(
         for thread in threads:
             thread.join()
     return stats
-
-
-def _copy_local(
-    src: ZMap,
-    dst: ZMap,
-    keys: Iterable[str],
-    copy: Callable[[str, int | None, int | None], tuple[bool, int]],
-    progress: Progress | None,
-    total: int,
-) -> CopyStats:
-    """:func:`copy_chunks` between two directories: ``dst.copy_many``'s kernel copies,
-    counted in this loop (its per-key work is the copy floor's, docs/performance.md)."""
-    copied = skipped = nbytes = done = 0
-    for key, result in dst.copy_many(src, keys):
-        if isinstance(result, int):
-            copied += 1
-            nbytes += result
-        elif result is NOT_SUPPORTED:
-            was_copied, n = copy(key, None, None)
-            copied += was_copied
-            skipped += not was_copied
-            nbytes += n
-        else:  # copied, size not known
-            copied += 1
-            nbytes += src.getsize(key)
-        if progress is not None:
-            done += 1
-            progress(done, total)
-    return CopyStats(copied, skipped, nbytes)
 
 
 def _with_sizes(

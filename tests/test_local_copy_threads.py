@@ -1,0 +1,124 @@
+"""A convert between two local directories copies by the kernel in the calling thread
+while chunks are small, and in at most one thread a core once the first
+:data:`~nczarr.conversion.localcopy.PROBE` copies prove them large (a large chunk's
+kernel copy overlaps another's). Whatever the threads: every chunk byte for byte,
+progress in order from the calling thread, a failure raised before the root metadata
+is written, and a resume completes it."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import netCDF4
+import numpy as np
+import pytest
+
+import nczarr
+from nczarr.conversion import localcopy
+from nczarr.maps import kernelcopy
+from nczarr.maps.file import FileMap
+
+from .ncoracle import nc_url
+
+#: ``v``'s chunks: 30 along t, 2 along y.
+CHUNKS = 60
+
+
+def _store(path: Path) -> Path:
+    """An NCZarr store written by netCDF4: ``v(t=30, y=4)`` in chunks of (1, 2)."""
+    with netCDF4.Dataset(nc_url(path), "w", format="NETCDF4") as ds:
+        ds.createDimension("t", 30)
+        ds.createDimension("y", 4)
+        v = ds.createVariable("v", "f8", ("t", "y"), chunksizes=(1, 2), zlib=True)
+        v[:] = np.arange(120, dtype="f8").reshape(30, 4)
+    return path
+
+
+def _batches_seen(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """(thread name, keys) of each ``copy_many`` batch a convert hands a directory."""
+    seen: list[tuple[str, int]] = []
+    real = FileMap.copy_many
+
+    def copy_many(self, other, keys):
+        keys = list(keys)
+        seen.append((threading.current_thread().name, len(keys)))
+        return real(self, other, keys)
+
+    monkeypatch.setattr(FileMap, "copy_many", copy_many)
+    return seen
+
+
+def test_large_chunks_are_copied_in_threads_after_the_probe(tmp_path, monkeypatch):
+    src = _store(tmp_path / "src")
+    monkeypatch.setattr(kernelcopy, "usable_cores", lambda: 2)
+    monkeypatch.setattr(kernelcopy, "THREADED_COPY_BYTES", 8)  # these chunks are "large"
+    seen = _batches_seen(monkeypatch)
+    progress: list[tuple[str, int, int]] = []
+    report = nczarr.convert(
+        src,
+        tmp_path / "out",
+        workers=8,
+        progress=lambda d, t: progress.append((threading.current_thread().name, d, t)),
+    )
+    me = threading.current_thread().name
+    assert report.chunks_copied == CHUNKS
+    assert seen[0] == (me, localcopy.PROBE)
+    rest = seen[1:]
+    assert sum(n for _, n in rest) == CHUNKS - localcopy.PROBE
+    assert {name for name, _ in rest} <= {"nczarr-kernel_0", "nczarr-kernel_1"}, rest
+    assert all(n <= localcopy.BATCH for _, n in rest)
+    assert {name for name, _, _ in progress} == {me}
+    done = [d for _, d, _ in progress]
+    assert done == sorted(done) and done[-1] == progress[-1][2]
+    for i in range(30):
+        for j in range(2):
+            key = f"v/{i}.{j}"
+            assert (tmp_path / "out" / key).read_bytes() == (src / key).read_bytes()
+    with netCDF4.Dataset(nc_url(tmp_path / "out")) as ds:
+        np.testing.assert_array_equal(ds["v"][:], np.arange(120).reshape(30, 4))
+
+
+@pytest.mark.parametrize(
+    ("cores", "threshold"),
+    [(2, kernelcopy.THREADED_COPY_BYTES), (1, 8)],
+    ids=["small-chunks", "one-core"],
+)
+def test_small_chunks_or_one_core_copy_in_the_calling_thread(
+    tmp_path, monkeypatch, cores, threshold
+):
+    src = _store(tmp_path / "src")
+    monkeypatch.setattr(kernelcopy, "usable_cores", lambda: cores)
+    monkeypatch.setattr(kernelcopy, "THREADED_COPY_BYTES", threshold)
+    seen = _batches_seen(monkeypatch)
+    report = nczarr.convert(src, tmp_path / "out", workers=8)
+    assert report.chunks_copied == CHUNKS
+    assert {name for name, _ in seen} == {threading.current_thread().name}
+    with netCDF4.Dataset(nc_url(tmp_path / "out")) as ds:
+        np.testing.assert_array_equal(ds["v"][:], np.arange(120).reshape(30, 4))
+
+
+def test_a_failing_batch_stops_before_the_root_and_a_resume_completes(tmp_path, monkeypatch):
+    src = _store(tmp_path / "src")
+    monkeypatch.setattr(kernelcopy, "usable_cores", lambda: 2)
+    monkeypatch.setattr(kernelcopy, "THREADED_COPY_BYTES", 8)
+    real = localcopy._copy_batch
+    calls: list[str] = []
+
+    def copy_batch(*args):
+        calls.append(threading.current_thread().name)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device (injected)")
+        return real(*args)
+
+    monkeypatch.setattr(localcopy, "_copy_batch", copy_batch)
+    with pytest.raises(OSError, match="injected"):
+        nczarr.convert(src, tmp_path / "out", workers=8)
+    assert calls[2].startswith("nczarr-kernel")
+    assert not (tmp_path / "out" / ".zgroup").exists()  # root metadata is written last
+    assert not [t for t in threading.enumerate() if t.name.startswith("nczarr-kernel")]
+    monkeypatch.setattr(localcopy, "_copy_batch", real)
+    report = nczarr.convert(src, tmp_path / "out", resume=True)
+    assert report.chunks_copied + report.chunks_skipped == CHUNKS
+    with netCDF4.Dataset(nc_url(tmp_path / "out")) as ds:
+        np.testing.assert_array_equal(ds["v"][:], np.arange(120).reshape(30, 4))
