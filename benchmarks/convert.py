@@ -6,6 +6,8 @@ Run (a few minutes without ``--big``; most of it is netCDF4 and xarray)::
     python3 benchmarks/convert.py --big      # plus the peak memory of a 2 GB convert
     python3 benchmarks/convert.py --edge 10 --only-convert   # tiny (800-byte) chunks
     python3 benchmarks/convert.py --dir /dev/shm --only-convert  # tmpfs: software cost only
+    python3 benchmarks/convert.py --dir /dev/shm --only-convert --only-cp --skip-20000 \
+        --edge 512 --chunks 256   # 2 MiB chunks: copied in threads, one a core
 
 Measured:
 
@@ -364,6 +366,12 @@ def main(argv: list[str] | None = None) -> int:
         default=64,
         help="chunk edge: 64 (default) = 32 KiB chunks, ~20 KB stored; 10 = 800-byte chunks",
     )
+    parser.add_argument(
+        "--chunks",
+        type=int,
+        default=1_600,
+        help="chunks of the first convert (default 1,600; with --edge 512: 2 MiB chunks)",
+    )
     parser.add_argument("--repeat", type=int, default=5, help="best of N for convert and cp")
     parser.add_argument("--dir", default=None, help="scratch directory (default: $TMPDIR)")
     parser.add_argument("--only-convert", action="store_true", help="skip migrate/memory/S3")
@@ -377,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="nczarr-bench-", dir=args.dir) as tmp:
         work = Path(tmp)
         alternatives = not args.only_cp
-        bench_convert(work, 1_600, args.edge, args.repeat, alternatives)
+        bench_convert(work, args.chunks, args.edge, args.repeat, alternatives)
         if not args.skip_20000:
             bench_convert(work, 20_000, args.edge, args.repeat, alternatives)
         if args.only_convert:
