@@ -24,6 +24,7 @@ import contextlib
 import json
 import math
 import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -31,6 +32,7 @@ import numpy as np
 
 from ..errors import TargetExistsError, UnsupportedError, warn_all
 from ..maps.base import ZMap
+from ..maps.ziparchive import copy_mode, replace_atomically
 from ..readthrough import view
 from .fillchunk import FillChunk, encoded_fill_chunk
 from .references import DEFAULT_MAX_INLINED, Entries, check_limits, inline_bytes
@@ -316,12 +318,44 @@ def _open_streamed(src: Any, storage_options: Mapping[str, Any] | None) -> ZMap 
 
 
 def _write_json(entries: Entries, out: str, options: Mapping) -> None:
+    """The set as one JSON document at ``out``, replacing what is there only once the
+    new one is whole: a local file is written beside it and renamed over it
+    (``os.replace``), a remote one is one upload (``pipe_file``: the old object stays
+    until the new one is stored). A failure or a kill meanwhile leaves ``out`` as it
+    was, never a half-written set (``fsspec.open(out, "w")`` truncated it first)."""
     import fsspec
 
     refs: dict[str, Any] = dict(entries.metadata)
     refs.update(entries.chunks())
-    with fsspec.open(out, "w", encoding="utf-8", **options) as f:
-        json.dump({"version": 1, "refs": refs}, f)
+    data = json.dumps({"version": 1, "refs": refs}).encode("utf-8")
+    fs, path = fsspec.core.url_to_fs(out, **options)
+    protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
+    if "file" not in protocols:
+        fs.pipe_file(path, data)
+        return
+    path = os.path.abspath(path)
+    fd, temp = tempfile.mkstemp(prefix=".nczarr-refs-", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if os.path.exists(path):
+            copy_mode(path, temp)  # a replaced file keeps its permissions
+        else:
+            os.chmod(temp, 0o666 & ~_umask())
+        replace_atomically(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(temp)
+        raise
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it and back: the only portable way)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_references(
@@ -349,8 +383,9 @@ def write_references(
         metadata object, which zarr reads as consolidated metadata: ``consolidated``
         changes nothing there.)
     out : str or path-like
-        Local path or fsspec URL of the output. An existing JSON file is replaced; an
-        existing Parquet output is replaced only if it is a Parquet reference set.
+        Local path or fsspec URL of the output. An existing JSON file is replaced once
+        the new set is whole (a failure leaves it as it was); an existing Parquet
+        output is replaced only if it is a Parquet reference set.
     target_options : mapping, optional
         fsspec options for writing ``out``.
     record_size : int
@@ -361,7 +396,8 @@ def write_references(
     dict
         ``{"metadata": n, "pointers": n, "inlined": n}``: entries written.
 
-    Nothing is left at ``out`` when writing fails (a Parquet set it replaced is gone).
+    When writing fails, a JSON ``out`` is as it was before; nothing is left at a
+    Parquet ``out`` (a Parquet set it replaced is gone).
 
     Raises
     ------
