@@ -184,7 +184,11 @@ def convert(
         ``"nczarr"`` or ``"zarr"``. Omitted: the format of ``dst``'s ``#mode=``
         fragment, else ``"nczarr"``.
     workers
-        Concurrent chunk copies (memory holds at most ``workers`` chunks).
+        Concurrent chunk copies (memory holds at most ``workers`` chunks). Copies the
+        kernel makes between local files (directory to directory, a local ``.nc`` file
+        into a directory, a combine's local sources) use fewer: one thread for small
+        chunks, at most one a core for chunks of 256 KB and more
+        (:mod:`nczarr.maps.kernelcopy`).
     overwrite
         Replace a non-empty ``dst`` (its root metadata is removed first, then the rest)
         if it is a store: a target whose root holds no Zarr or NCZarr metadata (a
