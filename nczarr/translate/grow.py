@@ -175,10 +175,8 @@ def _check_parts(
                 fqn = path.rstrip("/") + "/" + dname
                 other = base.dimensions.get(dname)
                 if other is None:  # named with its variables (a string length: their width)
-                    users = [repr(v.path) for v in part.root.all_variables() if fqn in v.dimensions]
-                    of = f" (of {', '.join(users)})" if users else ""
                     raise InvalidModeError(
-                        f"cannot combine {where}: dimension {fqn!r}{of} is not in {names[0]}"
+                        _missing_dimension(where, fqn, (part, names[i]), (parts[0], names[0]))
                     )
                 if fqn != dim and d.size != other.size:
                     raise InvalidModeError(
@@ -222,6 +220,40 @@ def _check_parts(
                     )
             dropped += _check_attrs(where, path, var.attributes, base.attributes, combine_attrs)
     return dropped
+
+
+def _missing_dimension(
+    where: str, fqn: str, part: tuple[Dataset, str], first: tuple[Dataset, str]
+) -> str:
+    """Why ``part``'s dimension ``fqn`` is not in ``first`` (each a dataset and its
+    name), naming its variables; for the string length of netCDF char variables that
+    ``first`` stores as strings (a Zarr ``|S3`` or ``<U3`` array as xarray writes it,
+    where netCDF writes ``S1`` with a ``string3`` axis), says so: the two forms are
+    not combined."""
+    users = [v for v in part[0].root.all_variables() if fqn in v.dimensions]
+    strings = []
+    for var in users:
+        if var.type == "char" and var.dimensions[-1] == fqn and _is_string(first[0], var.path):
+            strings.append(f"{var.path!r} ({var.shape[-1]} bytes a value)")
+    if strings and len(strings) == len(users):
+        return (
+            f"cannot combine {where}: {', '.join(strings)} is netCDF char in {part[1]}, "
+            f"its last dimension {fqn!r} the string length, and a string variable without "
+            f"that dimension in {first[1]} (fixed-width strings as xarray and zarr-python "
+            "write them): the two are combined only into NCZarr, where both are char "
+            "(a combine with mode='nczarr'); appending to such a store, use the tool "
+            "that wrote it"
+        )
+    of = f" (of {', '.join(repr(v.path) for v in users)})" if users else ""
+    return f"cannot combine {where}: dimension {fqn!r}{of} is not in {first[1]}"
+
+
+def _is_string(dataset: Dataset, path: str) -> bool:
+    """Whether ``dataset`` has a ``string`` variable at ``path``."""
+    try:
+        return dataset.find_variable(path).type == "string"
+    except KeyError:
+        return False
 
 
 def _check_attrs(
