@@ -19,6 +19,7 @@ from nczarr.conversion import growcopy
 from nczarr.maps import kernelcopy
 
 from .growing import days, expected_temp, read_nc
+from .kernelthreads import machine, serial_cases
 
 
 def _copy_threads_seen(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -49,8 +50,7 @@ def _source_chunks(src: Path, shift: int) -> dict[str, bytes]:
 @pytest.mark.parametrize("cores", [2, 3])
 def test_large_chunks_of_later_sources_are_copied_in_threads(tmp_path, monkeypatch, cores):
     srcs = days(tmp_path, 6)
-    monkeypatch.setattr(kernelcopy, "usable_cores", lambda: cores)
-    monkeypatch.setattr(kernelcopy, "THREADED_COPY_BYTES", 8)  # these chunks are "large"
+    machine(monkeypatch, cores, 8)  # these chunks are "large"
     names = _copy_threads_seen(monkeypatch)
     seen: list[tuple[int, int]] = []
     report = nczarr.convert(
@@ -77,17 +77,12 @@ def test_large_chunks_of_later_sources_are_copied_in_threads(tmp_path, monkeypat
     np.testing.assert_array_equal(got["time"], np.arange(12))
 
 
-@pytest.mark.parametrize(
-    ("cores", "threshold"),
-    [(2, kernelcopy.THREADED_COPY_BYTES), (1, 8)],
-    ids=["small-chunks", "one-core"],
-)
+@serial_cases
 def test_small_chunks_or_one_core_copy_in_the_calling_thread(
     tmp_path, monkeypatch, cores, threshold
 ):
     srcs = days(tmp_path, 4)
-    monkeypatch.setattr(kernelcopy, "usable_cores", lambda: cores)
-    monkeypatch.setattr(kernelcopy, "THREADED_COPY_BYTES", threshold)
+    machine(monkeypatch, cores, threshold)
     names = _copy_threads_seen(monkeypatch)
     nczarr.convert(srcs, tmp_path / "out", concat_dim="time", workers=8)
     assert names == [threading.current_thread().name] * len(srcs)
@@ -96,8 +91,7 @@ def test_small_chunks_or_one_core_copy_in_the_calling_thread(
 
 def test_a_failing_threaded_batch_stops_the_combine_before_the_root(tmp_path, monkeypatch):
     srcs = days(tmp_path, 6)
-    monkeypatch.setattr(kernelcopy, "usable_cores", lambda: 2)
-    monkeypatch.setattr(kernelcopy, "THREADED_COPY_BYTES", 8)
+    machine(monkeypatch, 2, 8)
     real = growcopy._copy_pairs
     calls = []
 

@@ -16,9 +16,9 @@ import pytest
 
 import nczarr
 from nczarr.conversion import localcopy
-from nczarr.maps import kernelcopy
 from nczarr.maps.file import FileMap
 
+from .kernelthreads import machine, serial_cases
 from .ncoracle import nc_url
 
 #: ``v``'s chunks: 30 along t, 2 along y.
@@ -51,8 +51,7 @@ def _batches_seen(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
 
 def test_large_chunks_are_copied_in_threads_after_the_probe(tmp_path, monkeypatch):
     src = _store(tmp_path / "src")
-    monkeypatch.setattr(kernelcopy, "usable_cores", lambda: 2)
-    monkeypatch.setattr(kernelcopy, "THREADED_COPY_BYTES", 8)  # these chunks are "large"
+    machine(monkeypatch, 2, 8)  # these chunks are "large"
     seen = _batches_seen(monkeypatch)
     progress: list[tuple[str, int, int]] = []
     report = nczarr.convert(
@@ -79,17 +78,12 @@ def test_large_chunks_are_copied_in_threads_after_the_probe(tmp_path, monkeypatc
         np.testing.assert_array_equal(ds["v"][:], np.arange(120).reshape(30, 4))
 
 
-@pytest.mark.parametrize(
-    ("cores", "threshold"),
-    [(2, kernelcopy.THREADED_COPY_BYTES), (1, 8)],
-    ids=["small-chunks", "one-core"],
-)
+@serial_cases
 def test_small_chunks_or_one_core_copy_in_the_calling_thread(
     tmp_path, monkeypatch, cores, threshold
 ):
     src = _store(tmp_path / "src")
-    monkeypatch.setattr(kernelcopy, "usable_cores", lambda: cores)
-    monkeypatch.setattr(kernelcopy, "THREADED_COPY_BYTES", threshold)
+    machine(monkeypatch, cores, threshold)
     seen = _batches_seen(monkeypatch)
     report = nczarr.convert(src, tmp_path / "out", workers=8)
     assert report.chunks_copied == CHUNKS
@@ -100,8 +94,7 @@ def test_small_chunks_or_one_core_copy_in_the_calling_thread(
 
 def test_a_failing_batch_stops_before_the_root_and_a_resume_completes(tmp_path, monkeypatch):
     src = _store(tmp_path / "src")
-    monkeypatch.setattr(kernelcopy, "usable_cores", lambda: 2)
-    monkeypatch.setattr(kernelcopy, "THREADED_COPY_BYTES", 8)
+    machine(monkeypatch, 2, 8)
     real = localcopy._copy_batch
     calls: list[str] = []
 
