@@ -39,7 +39,9 @@ The parts are read by :mod:`nczarr.conversion.growparts`, planned (and reported)
 :mod:`nczarr.conversion.growplan`, the chunks written by
 :mod:`nczarr.conversion.growcopy`; an append is
 :mod:`nczarr.conversion.growappend`. ``include``/``exclude`` select the same variables
-in every source; ``dry_run`` plans, counts and writes nothing.
+in every source (a pattern that matches in one source only is valid for all: it may
+name a variable only some sources hold; one that matches in none is refused before
+anything is written); ``dry_run`` plans, counts and writes nothing.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from typing import Any
 from ..errors import InvalidModeError, TargetExistsError
 from ..maps.base import ZMap
 from ..maps.replace import check_replaceable
+from ..translate.select import check_matched
 from .growappend import append
 from .growcopy import execute
 from .growparts import read_part
@@ -195,6 +198,8 @@ def combine(
         parts, compared.known = read_sources(  # on S3 with a client: read on its workers
             checked, opts, concat_dim, done=done, client=client
         )
+        # a pattern need match in one source only: a variable only some sources hold
+        check_matched(include, exclude, opts.matched or (), " in any source")
         plan, readers, metadata, warnings = plan_parts(
             parts,
             concat_dim,

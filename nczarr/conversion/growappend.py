@@ -37,6 +37,7 @@ from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, ZARR_JSON, ZARRAY
 from ..translate.grow import GrowPlan
 from ..translate.model import Variable
 from ..translate.netcdf_forms import bool_as_byte
+from ..translate.select import check_matched
 from ..translate.target import Target
 from .apply import write_metadata
 from .growcopy import execute
@@ -373,7 +374,8 @@ def append(
     """Append ``sources`` to the existing store ``dst`` along ``append_dim`` (what
     ``nczarr.convert(src, dst, append_dim=...)`` does; see the module doc).
     ``include``/``exclude`` select the variables of every source (the store keeps all of
-    its own, so they must match them); ``dry_run`` reports the plan, writes nothing."""
+    its own, so they must match them; a pattern need match in one source only, one that
+    matches in none is refused); ``dry_run`` reports the plan, writes nothing."""
     start = time.perf_counter()
     sources = list(sources)
     names = [url_of(dst), *names_of(sources)]
@@ -386,12 +388,14 @@ def append(
         dst_map = open_location(dst, "r" if dry_run else "a", target_options, stack)
         seen: dict[str, bytes] = {}  # its metadata objects' bytes, for _changed
         opts, target_view = _opened_target(dst_map, url_of(dst), dry_run, seen)
-        selected = dataclasses.replace(opts, include=include, exclude=exclude)
+        # patterns checked against all the sources together (not the store's own)
+        selected = dataclasses.replace(opts, include=include, exclude=exclude, matched=set())
         # each source opened, read and closed in turn, opened again for its copies
         opened = Sources(sources, source_options, real, stack, lambda m: read_part(m, selected))
         read, _ = read_sources(
             (opened.open(i) for i in range(len(opened))), selected, done=detacher(opened, None)
         )
+        check_matched(include, exclude, selected.matched or (), " in any source")
         if opts.fmt == "nczarr":  # bool is byte there (netcdf_forms): compare so
             read = [dataclasses.replace(p, dataset=bool_as_byte(p.dataset)) for p in read]
         parts = [part_of_view(target_view), *read]
