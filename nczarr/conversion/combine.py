@@ -55,7 +55,6 @@ from typing import Any
 from ..errors import InvalidModeError, TargetExistsError
 from ..maps.base import ZMap
 from ..maps.replace import check_replaceable
-from ..translate.select import check_matched
 from .growappend import append
 from .growcopy import execute
 from .growparts import read_part
@@ -198,8 +197,6 @@ def combine(
         parts, compared.known = read_sources(  # on S3 with a client: read on its workers
             checked, opts, concat_dim, done=done, client=client
         )
-        # a pattern need match in one source only: a variable only some sources hold
-        check_matched(include, exclude, opts.matched or (), " in any source")
         plan, readers, metadata, warnings = plan_parts(
             parts,
             concat_dim,

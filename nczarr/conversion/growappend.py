@@ -37,7 +37,6 @@ from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, ZARR_JSON, ZARRAY
 from ..translate.grow import GrowPlan
 from ..translate.model import Variable
 from ..translate.netcdf_forms import bool_as_byte
-from ..translate.select import check_matched
 from ..translate.target import Target
 from .apply import write_metadata
 from .growcopy import execute
@@ -388,14 +387,13 @@ def append(
         dst_map = open_location(dst, "r" if dry_run else "a", target_options, stack)
         seen: dict[str, bytes] = {}  # its metadata objects' bytes, for _changed
         opts, target_view = _opened_target(dst_map, url_of(dst), dry_run, seen)
-        # patterns checked against all the sources together (not the store's own)
+        # patterns checked against all the sources together (read_sources; not the store)
         selected = dataclasses.replace(opts, include=include, exclude=exclude, matched=set())
         # each source opened, read and closed in turn, opened again for its copies
         opened = Sources(sources, source_options, real, stack, lambda m: read_part(m, selected))
         read, _ = read_sources(
             (opened.open(i) for i in range(len(opened))), selected, done=detacher(opened, None)
         )
-        check_matched(include, exclude, selected.matched or (), " in any source")
         if opts.fmt == "nczarr":  # bool is byte there (netcdf_forms): compare so
             read = [dataclasses.replace(p, dataset=bool_as_byte(p.dataset)) for p in read]
         parts = [part_of_view(target_view), *read]

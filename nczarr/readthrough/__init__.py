@@ -117,10 +117,9 @@ class TranslatedView(ChunkListing, ZMap):
         strict: bool = True,
     ) -> TranslatedView:
         """Read ``source``'s metadata once, translate it to ``target`` (the arrays
-        ``include``/``exclude`` keep) and show it. ``target.keep_shards`` false: a Zarr
-        v3 target shows a sharded array's inner chunks, re-encoded, not its shards.
-        ``strict`` false: a pattern may match nothing here (a combine's source: the
-        combine checks its patterns against all its sources).
+        ``include``/``exclude`` keep; ``strict`` false: a pattern may match nothing, as
+        in a combine's source) and show it. ``target.keep_shards`` false: a Zarr v3
+        target shows a sharded array's inner chunks, re-encoded, not its shards.
 
         ``metadata``: ``(objects, warnings)`` already loaded
         (:func:`nczarr.load.load_metadata`), so they are not read twice. The only
@@ -174,12 +173,7 @@ class TranslatedView(ChunkListing, ZMap):
         not own it)."""
         t = self._translation
         draft = draft_translation(
-            t.read,
-            t.source_keys,
-            t.target,
-            bare_root=t.bare_root,
-            include=include,
-            exclude=exclude,
+            t.read, t.source_keys, t.target, bare_root=t.bare_root, include=include, exclude=exclude
         )
         draft = replace(draft, widths=t.widths)
         return type(self)._finished(
