@@ -18,6 +18,7 @@ from nczarr.conversion.plan import array_of_key, build_plan, order_metadata, sel
 from nczarr.errors import InvalidModeError
 from nczarr.maps.memory import MemoryMap
 from nczarr.translate.model import Dataset, Dimension, Group, Variable
+from nczarr.translate.select import check_matched, matched_patterns
 
 
 def _var(path: str, dims: tuple[str, ...] = ("/x",)) -> Variable:
@@ -174,6 +175,23 @@ def test_pattern_matching_nothing_is_an_error(pattern):
 def test_empty_pattern_is_an_error():
     with pytest.raises(InvalidModeError, match="invalid variable pattern '/'"):
         select_dataset(_dataset(), exclude=["/"])
+
+
+def test_patterns_are_checked_against_many_datasets_together():
+    # a combine's sources: a pattern need match in one of them (matched_patterns over
+    # each, check_matched once); select_dataset(strict=False) selects nothing there
+    other = select_dataset(_dataset(), exclude=["g"])
+    found = matched_patterns(other, ["t"], ["w", "nope"])
+    assert found == {"t"}
+    found |= matched_patterns(_dataset(), ["t"], ["w", "nope"])
+    assert found == {"t", "w"}
+    with pytest.raises(InvalidModeError, match="pattern 'nope' matches no variable or group!"):
+        check_matched(["t"], ["w", "nope"], found, "!")
+    check_matched(["t"], ["w"], found)
+    assert _paths(select_dataset(other, exclude=["w"], strict=False)) == ["/t", "/x"]
+    assert _paths(select_dataset(other, include=["w"], strict=False)) == []
+    with pytest.raises(InvalidModeError, match="invalid variable pattern '/'"):
+        select_dataset(other, exclude=["/"], strict=False)
 
 
 def test_array_of_key():

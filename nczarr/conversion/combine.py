@@ -39,7 +39,9 @@ The parts are read by :mod:`nczarr.conversion.growparts`, planned (and reported)
 :mod:`nczarr.conversion.growplan`, the chunks written by
 :mod:`nczarr.conversion.growcopy`; an append is
 :mod:`nczarr.conversion.growappend`. ``include``/``exclude`` select the same variables
-in every source; ``dry_run`` plans, counts and writes nothing.
+in every source (a pattern that matches in one source only is valid for all: it may
+name a variable only some sources hold; one that matches in none is refused before
+anything is written); ``dry_run`` plans, counts and writes nothing.
 """
 
 from __future__ import annotations

@@ -373,7 +373,8 @@ def append(
     """Append ``sources`` to the existing store ``dst`` along ``append_dim`` (what
     ``nczarr.convert(src, dst, append_dim=...)`` does; see the module doc).
     ``include``/``exclude`` select the variables of every source (the store keeps all of
-    its own, so they must match them); ``dry_run`` reports the plan, writes nothing."""
+    its own, so they must match them; a pattern need match in one source only, one that
+    matches in none is refused); ``dry_run`` reports the plan, writes nothing."""
     start = time.perf_counter()
     sources = list(sources)
     names = [url_of(dst), *names_of(sources)]
@@ -386,7 +387,8 @@ def append(
         dst_map = open_location(dst, "r" if dry_run else "a", target_options, stack)
         seen: dict[str, bytes] = {}  # its metadata objects' bytes, for _changed
         opts, target_view = _opened_target(dst_map, url_of(dst), dry_run, seen)
-        selected = dataclasses.replace(opts, include=include, exclude=exclude)
+        # patterns checked against all the sources together (read_sources; not the store)
+        selected = dataclasses.replace(opts, include=include, exclude=exclude, matched=set())
         # each source opened, read and closed in turn, opened again for its copies
         opened = Sources(sources, source_options, real, stack, lambda m: read_part(m, selected))
         read, _ = read_sources(

@@ -28,7 +28,12 @@ from ..translate.grow import GrowPlan
 from ..translate.model import Dataset, Variable
 from ..translate.netcdf_forms import bytes_as_char
 from ..translate.recode_plan import Reencoding, plan_reencoding
-from ..translate.select import dropped_warning, select_dataset, selected_paths
+from ..translate.select import (
+    dropped_warning,
+    matched_patterns,
+    select_dataset,
+    selected_paths,
+)
 from ..translate.target import Target
 
 if TYPE_CHECKING:  # numpy and the re-encoder only when a chunk is assembled or compared
@@ -53,7 +58,11 @@ __all__ = [
 @dataclass
 class PartOptions:
     """What every part's view and the writer share; ``include``/``exclude`` select the
-    same variables in every source (:func:`~nczarr.translate.select.select_dataset`)."""
+    same variables in every source (:func:`~nczarr.translate.select.select_dataset`).
+    ``matched`` None: a pattern that matches nothing in a source is refused there;
+    else a source may lack what a pattern names, and the patterns that match in each
+    source read are added to it (the caller checks them against all its sources:
+    :func:`~nczarr.translate.select.check_matched`)."""
 
     fmt: str
     zarr_format: int
@@ -62,6 +71,12 @@ class PartOptions:
     netcdf_scalars: bool
     include: Sequence[str] | None = None
     exclude: Sequence[str] | None = None
+    matched: set[str] | None = None
+
+    def note_matched(self, read: Dataset) -> None:
+        """Add the patterns that match in ``read`` (a source as read) to :attr:`matched`."""
+        if self.matched is not None and (self.include or self.exclude):
+            self.matched.update(matched_patterns(read, self.include, self.exclude))
 
 
 #: Chunks a variable of a source must average for their sizes to come from one listing
@@ -158,7 +173,8 @@ def read_part(
     keep, :func:`sizes_in`)."""
     if zmap.file_format() is None and not zmap.reencoded:
         read, v3_keys = read_with_chunk_keys(zmap, metadata=metadata)
-        dataset = select_dataset(read, opts.include, opts.exclude)
+        opts.note_matched(read)
+        dataset = select_dataset(read, opts.include, opts.exclude, strict=opts.matched is None)
         variables = list(dataset.root.all_variables())
         # a bare root array (shown under another prefix): its .zarray among the root
         # objects load_metadata read, when it read them
@@ -263,7 +279,10 @@ def _view(zmap: ZMap, opts: PartOptions) -> TranslatedView:
         netcdf_scalars=opts.netcdf_scalars,
         keep_shards=False,  # chunks are assembled per inner chunk: no shards
     )
-    view = TranslatedView.from_source(zmap, target, include=opts.include, exclude=opts.exclude)
+    view = TranslatedView.from_source(
+        zmap, target, include=opts.include, exclude=opts.exclude, strict=opts.matched is None
+    )
+    opts.note_matched(view.translation.read)
     missing = selected_paths((*view.dataset.skipped, *view.left_out), opts.include, opts.exclude)
     if missing:
         raise UnsupportedTypeError(

@@ -146,7 +146,9 @@ def part_options(
     netcdf_scalars: bool,
     selection: tuple[Sequence[str] | None, Sequence[str] | None] = (None, None),
 ) -> PartOptions:
-    """The target's format and options: the arguments, else the URL's mode words."""
+    """The target's format and options: the arguments, else the URL's mode words.
+    The ``selection``'s patterns are checked against all the sources together
+    (:attr:`PartOptions.matched`: a pattern may name what only some sources hold)."""
     fmt = check_format(
         mode if mode is not None else (parsed.format if parsed is not None else None) or "nczarr",
         "mode",
@@ -157,7 +159,9 @@ def part_options(
         noxarray = parsed is not None and not parsed.xarray_dimensions
     if consolidated is None:
         consolidated = bool(parsed is not None and parsed.consolidated)
-    return PartOptions(fmt, version, noxarray, consolidated, netcdf_scalars, *selection)
+    return PartOptions(
+        fmt, version, noxarray, consolidated, netcdf_scalars, *selection, matched=set()
+    )
 
 
 def finish_report(

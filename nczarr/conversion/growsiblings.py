@@ -27,6 +27,7 @@ from ..maps.pending import JOURNAL_KEY
 from ..translate.conventions import GROUP_KEYS, LAYOUT_V2, ZARRAY, ZATTRS, ZGROUP
 from ..translate.detect import nczarr_key
 from ..translate.grow import find_dimension
+from ..translate.select import check_matched
 from .growparts import Part, PartOptions, chunks_in, read_part, sizes_in
 
 __all__ = ["read_sources"]
@@ -173,7 +174,8 @@ def read_sources(
     part is read (before the next source is asked for) and returns what to keep of it
     (the part without its map, for instance: memory flat in the sources); the first
     part's chunks compared are then read at once, while its map is open. With a dask
-    ``client`` the later sources' reads run on its workers (:class:`_Ahead`)."""
+    ``client`` the later sources' reads run on its workers (:class:`_Ahead`). With
+    ``opts.matched``, a pattern that matches in no source is refused at the end."""
     parts: list[Part] = []
     known: _Known | None = None
     same = _Indices()
@@ -211,6 +213,8 @@ def read_sources(
             if prefixes and mine == keys and {k: got.get(k) for k in keys} == first_bytes:
                 same.add(index)
         parts.append(part if done is None else done(index, part))
+    if opts.matched is not None:  # a pattern need match in one source only
+        check_matched(opts.include, opts.exclude, opts.matched, " in any source")
     return parts, same
 
 

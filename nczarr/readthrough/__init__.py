@@ -114,10 +114,12 @@ class TranslatedView(ChunkListing, ZMap):
         metadata: tuple[dict[str, Any], Sequence[str]] | None = None,
         include: Sequence[str] | None = None,
         exclude: Sequence[str] | None = None,
+        strict: bool = True,
     ) -> TranslatedView:
         """Read ``source``'s metadata once, translate it to ``target`` (the arrays
-        ``include``/``exclude`` keep) and show it. ``target.keep_shards`` false: a Zarr
-        v3 target shows a sharded array's inner chunks, re-encoded, not its shards.
+        ``include``/``exclude`` keep; ``strict`` false: a pattern may match nothing, as
+        in a combine's source) and show it. ``target.keep_shards`` false: a Zarr v3
+        target shows a sharded array's inner chunks, re-encoded, not its shards.
 
         ``metadata``: ``(objects, warnings)`` already loaded
         (:func:`nczarr.load.load_metadata`), so they are not read twice. The only
@@ -137,6 +139,7 @@ class TranslatedView(ChunkListing, ZMap):
             bare_root=ZARRAY in root or "" in chunk_keys,  # a v2 or v3 root array
             include=include,
             exclude=exclude,
+            strict=strict,
         )
         return cls._finished(source, draft, owns_source=owns_source, requested=target)
 
@@ -170,12 +173,7 @@ class TranslatedView(ChunkListing, ZMap):
         not own it)."""
         t = self._translation
         draft = draft_translation(
-            t.read,
-            t.source_keys,
-            t.target,
-            bare_root=t.bare_root,
-            include=include,
-            exclude=exclude,
+            t.read, t.source_keys, t.target, bare_root=t.bare_root, include=include, exclude=exclude
         )
         draft = replace(draft, widths=t.widths)
         return type(self)._finished(

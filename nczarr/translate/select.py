@@ -9,12 +9,19 @@ is written once.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 
 from ..errors import InvalidModeError
 from .model import Dataset, Group
 
-__all__ = ["dropped_warning", "reencoded_note", "select_dataset", "selected_paths"]
+__all__ = [
+    "check_matched",
+    "dropped_warning",
+    "matched_patterns",
+    "reencoded_note",
+    "select_dataset",
+    "selected_paths",
+]
 
 
 _REENCODED = "re-encoded array "
@@ -42,10 +49,62 @@ def _matches(pattern: str, path: str) -> bool:
     return path == fqn or path.startswith(fqn.rstrip("/") + "/") or fqn == "/"
 
 
+def _valid(pattern: object) -> bool:
+    """Whether ``pattern`` is a path or a name at all (not empty, ``/``, or no string)."""
+    return isinstance(pattern, str) and bool(pattern.strip("/"))
+
+
+def _check_form(patterns: Iterable[object]) -> None:
+    """Refuse a pattern that is no path or name at all, naming it."""
+    for pattern in patterns:
+        if not _valid(pattern):
+            raise InvalidModeError(f"invalid variable pattern {pattern!r}")
+
+
+def matched_patterns(
+    dataset: Dataset,
+    include: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
+) -> frozenset[str]:
+    """The patterns of ``include`` and ``exclude`` that match a variable, a group or a
+    skipped array of ``dataset`` (an invalid pattern matches nothing). A combine
+    gathers them over all its sources: a pattern is then checked once against every
+    source together (:func:`check_matched`), so it may name a variable only some
+    sources hold."""
+    patterns = [p for p in (*(include or ()), *(exclude or ())) if _valid(p)]
+    if not patterns:
+        return frozenset()
+    paths = (
+        *_variable_paths(dataset.root),
+        *(g.path for g in dataset.root.walk()),
+        *dataset.skipped,
+    )
+    return frozenset(p for p in patterns if any(_matches(p, path) for path in paths))
+
+
+def check_matched(
+    include: Sequence[str] | None,
+    exclude: Sequence[str] | None,
+    matched: Collection[str],
+    where: str = "",
+) -> None:
+    """Refuse the first pattern of ``include``/``exclude`` that is invalid or not among
+    ``matched`` (what :func:`matched_patterns` found), naming it: a typo is not a
+    silent no-op. ``where``: appended to the message (which sources were searched)."""
+    for pattern in (*(include or ()), *(exclude or ())):
+        _check_form((pattern,))
+        if pattern not in matched:
+            raise InvalidModeError(
+                f"variable pattern {pattern!r} matches no variable or group{where}"
+            )
+
+
 def select_dataset(
     dataset: Dataset,
     include: Sequence[str] | None = None,
     exclude: Sequence[str] | None = None,
+    *,
+    strict: bool = True,
 ) -> Dataset:
     """The dataset restricted to the variables ``include`` names minus those ``exclude`` names.
 
@@ -55,23 +114,26 @@ def select_dataset(
     leading to a selected variable (or named themselves) are kept; ``exclude`` alone
     keeps every group. Dimensions of kept groups are always kept.
 
+    ``strict`` false: a pattern that matches nothing here selects nothing here (a
+    source of a combine; the combine checks the patterns against all its sources
+    together, :func:`matched_patterns`); an invalid pattern is still refused.
+
     Raises
     ------
     InvalidModeError
         A pattern matches nothing (the message names it), so a typo is not a silent
-        empty conversion.
+        empty conversion (unless ``strict`` is false).
     """
     include = list(include or ())
     exclude = list(exclude or ())
     if not include and not exclude:
         return dataset
+    if strict:
+        check_matched(include, exclude, matched_patterns(dataset, include, exclude))
+    else:
+        _check_form((*include, *exclude))
     paths = list(_variable_paths(dataset.root))
     group_paths = [g.path for g in dataset.root.walk()]
-    for pattern in (*include, *exclude):
-        if not isinstance(pattern, str) or not pattern.strip("/"):
-            raise InvalidModeError(f"invalid variable pattern {pattern!r}")
-        if not any(_matches(pattern, p) for p in (*paths, *group_paths, *dataset.skipped)):
-            raise InvalidModeError(f"variable pattern {pattern!r} matches no variable or group")
     keep_var = {
         p
         for p in paths

@@ -120,17 +120,20 @@ def draft(
     bare_root: bool = False,
     include: Sequence[str] | None = None,
     exclude: Sequence[str] | None = None,
+    strict: bool = True,
 ) -> Translation:
     """The translation of ``read`` before its metadata is written: the selection, the
     chunk layout and the re-encoding plan (see :func:`finish`; whether shards are kept:
-    :attr:`Target.keep_shards <nczarr.translate.target.Target>`).
+    :attr:`Target.keep_shards <nczarr.translate.target.Target>`). ``strict`` false: a
+    pattern may match nothing in ``read`` (a combine's source; the combine checks the
+    patterns against all its sources, :func:`~nczarr.translate.select.select_dataset`).
 
     Raises
     ------
     InvalidModeError
-        An ``include``/``exclude`` pattern matches nothing.
+        An ``include``/``exclude`` pattern matches nothing (and ``strict``).
     """
-    selected = select_dataset(read, include, exclude)
+    selected = select_dataset(read, include, exclude, strict=strict)
     planned, reencoded = plan_reencoding(
         selected, target.format, target.zarr_format, assembled=not target.keep_shards
     )
