@@ -131,3 +131,33 @@ def test_usable_cores_falls_back_where_the_platform_says_less(monkeypatch):
     assert kernelcopy.usable_cores() == 1
     monkeypatch.setattr(os, "process_cpu_count", lambda: 4, raising=False)
     assert kernelcopy.usable_cores() == 4
+
+
+def test_ranges_of_one_file_copied_in_threads_without_pread(tmp_path, monkeypatch):
+    """Where the platform has no ``pread`` (Windows) nor a kernel copy, threads
+    copying ranges of one open file share its position: each seek and read is one
+    step, or a thread reads where another sought."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    for name in ("copy_file_range", "sendfile", "pread"):
+        monkeypatch.delattr(os, name, raising=False)
+    step = 16 * 1024
+    data = os.urandom(step * 64)
+    (tmp_path / "src").write_bytes(data)
+    fd = os.open(tmp_path / "src", os.O_RDONLY | getattr(os, "O_BINARY", 0))
+
+    def copy(i: int) -> bytes:
+        out = tmp_path / f"r{i}"
+        fd_out = os.open(out, os.O_WRONLY | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o644)
+        try:
+            kernelcopy.copy_range(fd, fd_out, (i % 64) * step, step)
+        finally:
+            os.close(fd_out)
+        return out.read_bytes()
+
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(copy, range(2048)))
+    finally:
+        os.close(fd)
+    assert all(g == data[(i % 64) * step :][:step] for i, g in enumerate(got))

@@ -115,3 +115,86 @@ def test_a_failing_batch_stops_before_the_root_and_a_resume_completes(tmp_path, 
     assert report.chunks_copied + report.chunks_skipped == CHUNKS
     with netCDF4.Dataset(nc_url(tmp_path / "out")) as ds:
         np.testing.assert_array_equal(ds["v"][:], np.arange(120).reshape(30, 4))
+
+
+def _small_then_large(path: Path) -> Path:
+    """``a(t=40)`` in 40 chunks of one f8 (8 bytes), then ``v(t=40, y=64)`` in 40
+    chunks of 64 f8 (512 bytes), both uncompressed: plan order lists ``a`` first."""
+    with netCDF4.Dataset(nc_url(path), "w", format="NETCDF4") as ds:
+        ds.createDimension("t", 40)
+        ds.createDimension("y", 64)
+        ds.createVariable("a", "f8", ("t",), chunksizes=(1,))[:] = np.arange(40)
+        v = ds.createVariable("v", "f8", ("t", "y"), chunksizes=(1, 64))
+        v[:] = np.arange(40 * 64, dtype="f8").reshape(40, 64)
+    return path
+
+
+def test_small_chunks_listed_first_do_not_decide_for_large_ones(tmp_path, monkeypatch):
+    src = _small_then_large(tmp_path / "src")
+    machine(monkeypatch, 2, 256)
+    seen = _batches_seen(monkeypatch)
+    report = nczarr.convert(src, tmp_path / "out", workers=8)
+    me = threading.current_thread().name
+    assert report.chunks_copied == 80
+    serial = [n for name, n in seen if name == me]
+    assert all(n == localcopy.PROBE for n in serial) and len(serial) >= 3  # a, a+v, v
+    assert any(name.startswith("nczarr-kernel") for name, _ in seen), seen
+    with netCDF4.Dataset(nc_url(tmp_path / "out")) as ds:
+        np.testing.assert_array_equal(ds["v"][:], np.arange(40 * 64).reshape(40, 64))
+        np.testing.assert_array_equal(ds["a"][:], np.arange(40))
+
+
+def test_no_copy_thread_writes_after_a_progress_callback_raised(tmp_path, monkeypatch):
+    src = _store(tmp_path / "src")
+    machine(monkeypatch, 2, 8)
+    real = localcopy._copy_batch
+
+    def slow_batch(*args):  # batches still in flight when the callback raises
+        threading.Event().wait(0.05)
+        return real(*args)
+
+    monkeypatch.setattr(localcopy, "_copy_batch", slow_batch)
+
+    def progress(done, total):
+        if done > localcopy.PROBE:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        nczarr.convert(src, tmp_path / "out", workers=8, progress=progress)
+    assert not [t for t in threading.enumerate() if t.name.startswith("nczarr-kernel")]
+    written = sorted(p.name for p in (tmp_path / "out" / "v").iterdir())
+    threading.Event().wait(0.2)
+    assert sorted(p.name for p in (tmp_path / "out" / "v").iterdir()) == written
+
+
+def test_copy_chunks_joins_its_threads_before_a_callback_error_leaves_it(tmp_path, monkeypatch):
+    """While the error's traceback is alive (an ``except`` block of the caller), no
+    copy thread runs or writes any more."""
+    from nczarr.conversion.apply import copy_chunks
+
+    src = _store(tmp_path / "src")
+    machine(monkeypatch, 2, 8)
+    real = localcopy._copy_batch
+
+    def slow_batch(*args):
+        threading.Event().wait(0.05)
+        return real(*args)
+
+    monkeypatch.setattr(localcopy, "_copy_batch", slow_batch)
+
+    def progress(done, total):
+        if done > localcopy.PROBE:
+            raise RuntimeError("progress failed")
+
+    keys = [f"v/{i}.{j}" for i in range(30) for j in range(2)]
+    with FileMap(str(src), "r") as s, FileMap(str(tmp_path / "out"), "w") as d:
+        try:
+            copy_chunks(s, d, keys, workers=8, progress=progress)
+        except RuntimeError:
+            alive = [t.name for t in threading.enumerate() if t.name.startswith("nczarr-kernel")]
+            written = sorted(p.name for p in (tmp_path / "out" / "v").iterdir())
+            threading.Event().wait(0.2)
+            assert not alive
+            assert sorted(p.name for p in (tmp_path / "out" / "v").iterdir()) == written
+        else:
+            raise AssertionError("the callback's error was not raised")

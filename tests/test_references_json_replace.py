@@ -89,6 +89,50 @@ def test_a_whole_set_replaces_the_earlier_one_keeping_its_mode(tmp_path):
         xr.testing.assert_equal(a.load(), b.load())
 
 
+def test_a_symlinked_set_is_replaced_through_the_link(tmp_path):
+    src = make_nc(tmp_path / "a.nc", "NETCDF4")
+    real = _earlier_set(tmp_path)
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    nczarr.write_references(src, str(link))
+    assert link.is_symlink() and link.resolve() == real
+    assert json.loads(real.read_text())["refs"] == nczarr.references(src)["refs"]
+
+
+def test_a_missing_parent_directory_is_made(tmp_path):
+    src = make_nc(tmp_path / "a.nc", "NETCDF4")
+    out = tmp_path / "new" / "sub" / "refs.json"
+    nczarr.write_references(src, str(out))
+    assert json.loads(out.read_text())["refs"] == nczarr.references(src)["refs"]
+    assert os.listdir(out.parent) == ["refs.json"]
+
+
+def test_compression_is_applied_as_fsspec_open_does(tmp_path):
+    src = make_nc(tmp_path / "a.nc", "NETCDF4")
+    out = tmp_path / "refs.json.gz"
+    nczarr.write_references(src, str(out), target_options={"compression": "infer"})
+    with fsspec.open(str(out), "rt", compression="gzip") as f:
+        assert json.load(f)["refs"] == nczarr.references(src)["refs"]
+
+
+def test_a_writable_file_in_a_read_only_directory_is_rewritten(tmp_path, monkeypatch):
+    """Where no file can be made beside it (the directory is not writable), the file
+    is rewritten in place, as before."""
+    from nczarr.conversion import outputfile
+
+    src = make_nc(tmp_path / "a.nc", "NETCDF4")
+    out = _earlier_set(tmp_path)
+
+    def no_new_file(folder):
+        raise PermissionError(13, "Permission denied (injected)", folder)
+
+    monkeypatch.setattr(outputfile, "_new_beside", no_new_file)
+    nczarr.write_references(src, str(out))
+    assert json.loads(out.read_text())["refs"] == nczarr.references(src)["refs"]
+    with pytest.raises(PermissionError):
+        nczarr.write_references(src, str(tmp_path / "absent.json"))
+
+
 def test_a_new_file_gets_the_umask_mode(tmp_path):
     src = make_nc(tmp_path / "a.nc", "NETCDF4")
     out = tmp_path / "new.json"

@@ -101,7 +101,8 @@ def copy_chunks(
         With ``resume``: skip a key only if ``dst`` holds exactly ``src``'s bytes
         (a content check, for targets without a journal).
     progress
-        Called from the calling thread as ``progress(done, total)`` after each key.
+        Called from the calling thread as ``progress(done, total)`` after each key
+        (after each batch of keys where threads copy between two directories).
     sized
         The keys already with their sizes (:func:`sized_keys`, e.g. listed by a
         cluster's client for a batch); then ``keys`` is ignored.
@@ -224,7 +225,7 @@ def _copier(
 ) -> tuple[Callable[[str, int | None, int | None], tuple[bool, int]], bool]:
     """The per-key copy ``(key, source size, target size) -> (copied, bytes copied)``
     (sizes from listings, ``None`` if unknown or absent), and whether it is a local
-    file-to-file copy (which runs in the calling thread, see :func:`copy_chunks`)."""
+    file-to-file copy (:mod:`nczarr.conversion.localcopy` runs those)."""
     support = dst.copy_support(src)
     local = support == "local"
 

@@ -294,7 +294,7 @@ class _Window:
         self._held = _HeldSizes(dst)
         self._kernel_threads = kernelcopy.copy_threads(workers)
         self._kernel_pool: Any = None
-        self._kernel_seen = (0, 0)  # chunks, bytes of the serial kernel copies so far
+        self._kernel_seen = (0, 0)  # chunks, bytes of the last serial kernel copies
 
     def __enter__(self) -> _Window:
         return self
@@ -353,17 +353,18 @@ class _Window:
 
     @property
     def large_kernel_copies(self) -> bool:
-        """Whether the serial kernel copies so far (:meth:`kernel_copied`) averaged
-        :data:`~nczarr.maps.kernelcopy.THREADED_COPY_BYTES` a chunk or more, and more
+        """Whether the last serial batch of kernel copies (:meth:`kernel_copied`)
+        averaged :data:`~nczarr.maps.kernelcopy.THREADED_COPY_BYTES` a chunk, and more
         than one thread may copy: then a local source's batch pays in a thread."""
         chunks, nbytes = self._kernel_seen
         large = chunks > 0 and nbytes >= chunks * kernelcopy.THREADED_COPY_BYTES
         return large and self._kernel_threads > 1
 
     def kernel_copied(self, stats: tuple[int, int, int]) -> None:
-        """Count a serial batch of kernel copies (``_copy_pairs``' stats)."""
-        chunks, nbytes = self._kernel_seen
-        self._kernel_seen = (chunks + stats[0], nbytes + stats[2])
+        """Note a serial batch of kernel copies (``_copy_pairs``' stats): the last
+        batch decides, so a first source's small coordinate chunks do not decide for
+        the large ones of the sources after it."""
+        self._kernel_seen = (stats[0], stats[2])
 
     def add_kernel_copies(self, part: int, src: ZMap, pairs: Sequence[tuple[str, str]]) -> None:
         """Copy a local source's ``pairs`` in a thread of their own (``_copy_pairs``

@@ -11,6 +11,7 @@ learnt from the first copies (:data:`PROBE` keys) rather than asked first."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -20,7 +21,7 @@ from ..maps.base import NOT_SUPPORTED, ZMap
 
 __all__ = ["BATCH", "PROBE", "copy_local"]
 
-#: Keys copied in the calling thread before their sizes decide on threads.
+#: Keys copied in the calling thread at a time, whose sizes decide on threads.
 PROBE = 16
 #: Keys a thread copies in one go once threads pay (one hand-over per batch).
 BATCH = 8
@@ -43,24 +44,33 @@ def copy_local(
     """Copy ``keys`` from the directory ``src`` to the directory ``dst``; ``copy`` is
     the checked copy of one key for what the batch cannot copy plainly. Progress is
     reported from the calling thread, in order: after each key, or after each batch
-    of keys once threads copy them."""
+    of keys once threads copy them.
+
+    Keys are copied here :data:`PROBE` at a time until a run of them averages
+    :data:`~nczarr.maps.kernelcopy.THREADED_COPY_BYTES` (small coordinate arrays
+    listed before large data ones do not decide for them); from then on, in threads.
+    The threads are stopped and joined before this returns or raises, whatever
+    raises (a progress callback, an interrupt): none writes after it."""
     feed = iter(keys)
     counts = (0, 0, 0)
-    for more in _each(src, dst, itertools.islice(feed, PROBE), copy):
-        counts = _add(counts, more)
-        if progress is not None:
-            progress(counts[0] + counts[1], total)
-    large = counts[0] > 0 and counts[2] >= counts[0] * kernelcopy.THREADED_COPY_BYTES
     threads = kernelcopy.copy_threads(workers)
-    if threads > 1 and large:
-        batches = iter(lambda: list(itertools.islice(feed, BATCH)), [])
-        results: Iterator[Counts] = _in_threads(src, dst, batches, copy, threads)
-    else:
-        results = _each(src, dst, feed, copy)
-    for more in results:
-        counts = _add(counts, more)
-        if progress is not None:
-            progress(counts[0] + counts[1], total)
+    while True:
+        run = (0, 0, 0)
+        for more in _each(src, dst, itertools.islice(feed, PROBE), copy):
+            run = _add(run, more)
+            counts = _add(counts, more)
+            if progress is not None:
+                progress(counts[0] + counts[1], total)
+        if run[0] + run[1] < PROBE:  # the keys are over
+            return counts
+        if threads > 1 and run[2] >= run[0] * kernelcopy.THREADED_COPY_BYTES > 0:
+            break
+    batches = iter(lambda: list(itertools.islice(feed, BATCH)), [])
+    with contextlib.closing(_in_threads(src, dst, batches, copy, threads)) as results:
+        for more in results:
+            counts = _add(counts, more)
+            if progress is not None:
+                progress(counts[0] + counts[1], total)
     return counts
 
 

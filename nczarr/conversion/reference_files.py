@@ -24,7 +24,6 @@ import contextlib
 import json
 import math
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -32,9 +31,9 @@ import numpy as np
 
 from ..errors import TargetExistsError, UnsupportedError, warn_all
 from ..maps.base import ZMap
-from ..maps.ziparchive import copy_mode, replace_atomically
 from ..readthrough import view
 from .fillchunk import FillChunk, encoded_fill_chunk
+from .outputfile import write_whole
 from .references import DEFAULT_MAX_INLINED, Entries, check_limits, inline_bytes
 
 __all__ = ["DEFAULT_RECORD_SIZE", "PARQUET_SUFFIXES", "reference_format", "write_references"]
@@ -319,43 +318,11 @@ def _open_streamed(src: Any, storage_options: Mapping[str, Any] | None) -> ZMap 
 
 def _write_json(entries: Entries, out: str, options: Mapping) -> None:
     """The set as one JSON document at ``out``, replacing what is there only once the
-    new one is whole: a local file is written beside it and renamed over it
-    (``os.replace``), a remote one is one upload (``pipe_file``: the old object stays
-    until the new one is stored). A failure or a kill meanwhile leaves ``out`` as it
-    was, never a half-written set (``fsspec.open(out, "w")`` truncated it first)."""
-    import fsspec
-
+    new one is whole (:func:`~nczarr.conversion.outputfile.write_whole`). The document
+    is made in memory first: JSON sets are for what fits there (Parquet streams)."""
     refs: dict[str, Any] = dict(entries.metadata)
     refs.update(entries.chunks())
-    data = json.dumps({"version": 1, "refs": refs}).encode("utf-8")
-    fs, path = fsspec.core.url_to_fs(out, **options)
-    protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
-    if "file" not in protocols:
-        fs.pipe_file(path, data)
-        return
-    path = os.path.abspath(path)
-    fd, temp = tempfile.mkstemp(prefix=".nczarr-refs-", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        if os.path.exists(path):
-            copy_mode(path, temp)  # a replaced file keeps its permissions
-        else:
-            os.chmod(temp, 0o666 & ~_umask())
-        replace_atomically(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(temp)
-        raise
-
-
-def _umask() -> int:
-    """The process's umask (read by setting it and back: the only portable way)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    write_whole(out, json.dumps({"version": 1, "refs": refs}).encode("utf-8"), options)
 
 
 def write_references(

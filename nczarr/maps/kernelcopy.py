@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
 
 __all__ = [
     "FALLBACK_ERRNOS",
@@ -119,14 +120,20 @@ def copy_range(fd_in: int, fd_out: int, offset: int, size: int) -> int:
     while total < size:
         if hasattr(os, "pread"):
             block = os.pread(fd_in, min(size - total, 1 << 20), offset + total)
-        else:  # pragma: no cover - Windows
-            os.lseek(fd_in, offset + total, os.SEEK_SET)
-            block = os.read(fd_in, min(size - total, 1 << 20))
+        else:  # Windows: a seek and a read of the shared position, one thread at a time
+            with _SEEKING:
+                os.lseek(fd_in, offset + total, os.SEEK_SET)
+                block = os.read(fd_in, min(size - total, 1 << 20))
         if not block:
             break
         write_all(fd_out, block)
         total += len(block)
     return total
+
+
+#: Held for a seek and the read after it where there is no ``pread``: threads copying
+#: ranges of one open file share its position.
+_SEEKING = threading.Lock()
 
 
 def _copy_file_range(fd_in: int, fd_out: int, count: int) -> int:
