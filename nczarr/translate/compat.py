@@ -50,6 +50,7 @@ from .compat_store import (
 from .compat_store import (
     not_utf8 as not_utf8_findings,
 )
+from .compat_v3_nodes import v3_node_findings
 from .conventions import LAYOUT_ZARR, ZARRAY, ZATTRS
 from .detect import FormatInfo
 from .jsontext import kind_of
@@ -74,7 +75,12 @@ __all__ = [
 def _array_findings(
     meta: Mapping[str, Any], info: FormatInfo, *, translating_only: bool = False
 ) -> Iterable[Finding]:
-    """Every rule of the table on every array of the store."""
+    """Every rule of the table on every array of the store (a Zarr v3 node whose
+    ``zarr.json`` is malformed: what each reader does with it, instead)."""
+    malformed: set[str] = set()
+    if info.zarr_format == 3:
+        malformed, found = v3_node_findings(meta)
+        yield from found
     if not translating_only:  # an array whose .zarray is no JSON object at all
         for key, value in meta.items():
             prefix, _, base = key.rpartition("/")
@@ -82,6 +88,8 @@ def _array_findings(
                 reason = f"{key!r} must hold a JSON object, got {kind_of(value)}"
                 yield from _malformed(prefix, reason)
     for prefix in array_prefixes(meta, info.zarr_format):
+        if prefix in malformed:
+            continue
         try:
             facts = array_facts(meta, info, prefix)
             if info.zarr_format == 2:  # what nczarr's reader checks of it
