@@ -10,7 +10,9 @@ problem happen) and taken from netcdf-c's code for the older releases
 
 The rules live by job: one table of array quirks (:mod:`.compat_rules`, one rule per
 entry, over the facts :mod:`.compat_facts` gathers), the store- and group-wide ones
-(:mod:`.compat_store`), and the reader names and :class:`Finding`
+(:mod:`.compat_store`), malformed Zarr v3 nodes below the root
+(:mod:`.compat_v3_nodes`: the array rules skip them) and NCZarr dimension references
+that fail (:mod:`.compat_dimrefs`), and the reader names and :class:`Finding`
 (:mod:`.compat_base`). :func:`findings` takes the metadata objects as they are
 stored (not as consolidated metadata claims them to be), the consolidated document if
 any, and the keys whose JSON had trailing bytes, and returns one :class:`Finding` per
@@ -38,6 +40,7 @@ from .compat_base import (
     ZARR_PYTHON,
     Finding,
 )
+from .compat_dimrefs import dimref_findings
 from .compat_facts import array_facts, array_prefixes
 from .compat_rules import RULES
 from .compat_store import (
@@ -168,6 +171,7 @@ def findings(
         *_array_findings(meta, info),
     ]
     if info.zarr_format == 2:
+        out.extend(dimref_findings(meta, info))
         out.extend(dimension_conflicts(meta))
         out.extend(stale_consolidated(meta, consolidated))
         out.extend(float_attribute_types(meta))
