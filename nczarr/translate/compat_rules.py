@@ -231,7 +231,10 @@ def _netcdf_490_own_scalar(facts: ArrayFacts) -> str | None:
 
 
 def _netcdf_scalar(facts: ArrayFacts) -> str | None:
-    if facts.shape == []:
+    """A netCDF scalar stored as shape ``[1]`` (an NCZarr ``"scalar"`` flag on more
+    values than one is no scalar to these readers: netcdf-c's misreading is
+    :mod:`~nczarr.translate.compat_dimrefs`')."""
+    if facts.shape != [1]:
         return None
     if (facts.nczarr_layout and facts.nczarr_scalar) or facts.dims == [SCALAR_DIM]:
         return "shows a netCDF scalar as a 1-element 1-D array (dimension _scalar_)"
