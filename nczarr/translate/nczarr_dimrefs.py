@@ -78,7 +78,9 @@ def declared_dimensions(meta: Mapping[str, Any]) -> Declared:
 
 def _entries(dims: Any) -> dict[str, tuple[int, bool]]:
     if isinstance(dims, list):  # Zarr v3 drafts: [{"name", "size", "unlimited"}]
-        dims = {d.get("name"): d for d in dims if isinstance(d, dict)}
+        dims = {
+            d["name"]: d for d in dims if isinstance(d, dict) and isinstance(d.get("name"), str)
+        }
     if not isinstance(dims, dict):
         return {}
     out = {}
