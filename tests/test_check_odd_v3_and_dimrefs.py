@@ -202,6 +202,14 @@ V3_CASES = [
         where="/g",
     ),
     V3Case(
+        "group-zarr-format-text",
+        _edit(_G, lambda d: d.update(zarr_format="3")),
+        "listing",
+        "refuses",
+        None,
+        where="/g",
+    ),
+    V3Case(
         "group-no-zarr-format",
         _edit(_G, lambda d: d.pop("zarr_format")),
         None,
