@@ -10,7 +10,9 @@ problem happen) and taken from netcdf-c's code for the older releases
 
 The rules live by job: one table of array quirks (:mod:`.compat_rules`, one rule per
 entry, over the facts :mod:`.compat_facts` gathers), the store- and group-wide ones
-(:mod:`.compat_store`), and the reader names and :class:`Finding`
+(:mod:`.compat_store`), malformed Zarr v3 nodes below the root
+(:mod:`.compat_v3_nodes`: the array rules skip them) and NCZarr dimension references
+that fail (:mod:`.compat_dimrefs`), and the reader names and :class:`Finding`
 (:mod:`.compat_base`). :func:`findings` takes the metadata objects as they are
 stored (not as consolidated metadata claims them to be), the consolidated document if
 any, and the keys whose JSON had trailing bytes, and returns one :class:`Finding` per
@@ -38,6 +40,7 @@ from .compat_base import (
     ZARR_PYTHON,
     Finding,
 )
+from .compat_dimrefs import dimref_findings
 from .compat_facts import array_facts, array_prefixes
 from .compat_rules import RULES
 from .compat_store import (
@@ -50,6 +53,7 @@ from .compat_store import (
 from .compat_store import (
     not_utf8 as not_utf8_findings,
 )
+from .compat_v3_nodes import v3_node_findings
 from .conventions import LAYOUT_ZARR, ZARRAY, ZATTRS
 from .detect import FormatInfo
 from .jsontext import kind_of
@@ -74,7 +78,12 @@ __all__ = [
 def _array_findings(
     meta: Mapping[str, Any], info: FormatInfo, *, translating_only: bool = False
 ) -> Iterable[Finding]:
-    """Every rule of the table on every array of the store."""
+    """Every rule of the table on every array of the store (a Zarr v3 node whose
+    ``zarr.json`` is malformed: what each reader does with it, instead)."""
+    malformed: set[str] = set()
+    if info.zarr_format == 3:
+        malformed, found = v3_node_findings(meta)
+        yield from found
     if not translating_only:  # an array whose .zarray is no JSON object at all
         for key, value in meta.items():
             prefix, _, base = key.rpartition("/")
@@ -82,6 +91,8 @@ def _array_findings(
                 reason = f"{key!r} must hold a JSON object, got {kind_of(value)}"
                 yield from _malformed(prefix, reason)
     for prefix in array_prefixes(meta, info.zarr_format):
+        if prefix in malformed:
+            continue
         try:
             facts = array_facts(meta, info, prefix)
             if info.zarr_format == 2:  # what nczarr's reader checks of it
@@ -160,6 +171,7 @@ def findings(
         *_array_findings(meta, info),
     ]
     if info.zarr_format == 2:
+        out.extend(dimref_findings(meta, info))
         out.extend(dimension_conflicts(meta))
         out.extend(stale_consolidated(meta, consolidated))
         out.extend(float_attribute_types(meta))

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from .compat_facts import ArrayFacts
 
-__all__ = ["gdal_v2_codec", "gdal_v2_type", "gdal_v3_codec", "gdal_v3_type"]
+__all__ = [
+    "gdal_v2_codec",
+    "gdal_v2_type",
+    "gdal_v3_codec",
+    "gdal_v3_dimension_names",
+    "gdal_v3_type",
+]
 
 #: The v3 codecs GDAL 3.12's Zarr driver decodes (it refuses ``crc32c``,
 #: ``sharding_indexed`` and zarr-python's ``numcodecs.*`` wrappers).
@@ -35,6 +41,15 @@ def gdal_v3_type(facts: ArrayFacts) -> str | None:
     name = dtype.get("name") if isinstance(dtype, dict) else dtype
     if isinstance(name, str) and name in _GDAL_V3_REFUSED_TYPES:
         return f"has no data type {name!r}: the array cannot be opened"
+    return None
+
+
+def gdal_v3_dimension_names(facts: ArrayFacts) -> str | None:
+    """``dimension_names`` that are no list (zarr-python takes a text of one character
+    per axis for the names; GDAL refuses the array)."""
+    names = facts.doc.get("dimension_names")
+    if names is not None and not isinstance(names, list):
+        return "dimension_names is no list: the array cannot be opened"
     return None
 
 

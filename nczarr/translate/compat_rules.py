@@ -19,7 +19,13 @@ from dataclasses import dataclass
 
 from .compat_base import GDAL, NC48, NC49, NC410, XARRAY, ZARR_PYTHON
 from .compat_facts import ArrayFacts
-from .compat_gdal import gdal_v2_codec, gdal_v2_type, gdal_v3_codec, gdal_v3_type
+from .compat_gdal import (
+    gdal_v2_codec,
+    gdal_v2_type,
+    gdal_v3_codec,
+    gdal_v3_dimension_names,
+    gdal_v3_type,
+)
 from .compat_types import (
     legacy_char,
     netcdf_48_dtype,
@@ -41,6 +47,7 @@ __all__ = ["RULES", "Rule"]
 TO_ZARR = "nczarr convert URL OUT --mode zarr"
 TO_NCZARR = "nczarr convert URL OUT --mode nczarr"
 TO_ZARR2 = "nczarr convert URL OUT --mode zarr --zarr-format 2"
+TO_ZARR3 = "nczarr convert URL OUT --mode zarr --zarr-format 3"
 
 
 @dataclass(frozen=True)
@@ -224,7 +231,10 @@ def _netcdf_490_own_scalar(facts: ArrayFacts) -> str | None:
 
 
 def _netcdf_scalar(facts: ArrayFacts) -> str | None:
-    if facts.shape == []:
+    """A netCDF scalar stored as shape ``[1]`` (an NCZarr ``"scalar"`` flag on more
+    values than one is no scalar to these readers: netcdf-c's misreading is
+    :mod:`~nczarr.translate.compat_dimrefs`')."""
+    if facts.shape != [1]:
         return None
     if (facts.nczarr_layout and facts.nczarr_scalar) or facts.dims == [SCALAR_DIM]:
         return "shows a netCDF scalar as a 1-element 1-D array (dimension _scalar_)"
@@ -468,6 +478,7 @@ RULES: tuple[Rule, ...] = (
     Rule((GDAL,), "fails", _gdal_shuffle_zero, TO_ZARR),
     Rule((GDAL,), "fails", gdal_v3_codec, TO_ZARR2, formats=(3,)),
     Rule((GDAL,), "fails", gdal_v3_type, TO_ZARR2, formats=(3,)),
+    Rule((GDAL,), "fails", gdal_v3_dimension_names, TO_ZARR3, formats=(3,)),
     Rule((GDAL,), "fails", gdal_v2_type),
     Rule((GDAL,), "fails", gdal_v2_codec),
     Rule((GDAL,), "misreads", _bool_as_uint8, formats=(2, 3)),
