@@ -52,19 +52,25 @@ def copy_local(
     The threads are stopped and joined before this returns or raises, whatever
     raises (a progress callback, an interrupt): none writes after it."""
     feed = iter(keys)
-    counts = (0, 0, 0)
+    counts = run = (0, 0, 0)
     threads = kernelcopy.copy_threads(workers)
-    while True:
-        run = (0, 0, 0)
-        for more in _each(src, dst, itertools.islice(feed, PROBE), copy):
-            run = _add(run, more)
-            counts = _add(counts, more)
-            if progress is not None:
-                progress(counts[0] + counts[1], total)
-        if run[0] + run[1] < PROBE:  # the keys are over
-            return counts
-        if threads > 1 and run[2] >= run[0] * kernelcopy.THREADED_COPY_BYTES > 0:
-            break
+    large = False
+
+    def serial_keys() -> Iterator[str]:  # the feed, until the copies prove large
+        while not large and (key := next(feed, None)) is not None:
+            yield key
+
+    # one batch of the directory map's copies while serial (its held directories looked
+    # up once per directory), run to its end: a key it took is copied, never dropped
+    for more in _each(src, dst, serial_keys(), copy):
+        counts, run = _add(counts, more), _add(run, more)
+        if progress is not None:
+            progress(counts[0] + counts[1], total)
+        if run[0] + run[1] == PROBE:
+            large = threads > 1 and run[2] >= run[0] * kernelcopy.THREADED_COPY_BYTES > 0
+            run = (0, 0, 0)
+    if not large:
+        return counts
     batches = iter(lambda: list(itertools.islice(feed, BATCH)), [])
     with contextlib.closing(_in_threads(src, dst, batches, copy, threads)) as results:
         for more in results:
