@@ -52,7 +52,6 @@ def copy_local(
     The threads are stopped and joined before this returns or raises, whatever
     raises (a progress callback, an interrupt): none writes after it."""
     feed = iter(keys)
-    counts = run = (0, 0, 0)
     threads = kernelcopy.copy_threads(workers)
     large = False
 
@@ -61,14 +60,19 @@ def copy_local(
             yield key
 
     # one batch of the directory map's copies while serial (its held directories looked
-    # up once per directory), run to its end: a key it took is copied, never dropped
-    for more in _each(src, dst, serial_keys(), copy):
-        counts, run = _add(counts, more), _add(run, more)
+    # up once per directory), run to its end: a key it took is copied, never dropped.
+    # Plain integers: this loop is the copy floor's per-key cost (docs/performance.md).
+    copied = skipped = nbytes = run_copied = run_bytes = 0
+    for was_copied, was_skipped, n in _each(src, dst, serial_keys(), copy):
+        copied, skipped, nbytes = copied + was_copied, skipped + was_skipped, nbytes + n
+        done = copied + skipped
         if progress is not None:
-            progress(counts[0] + counts[1], total)
-        if run[0] + run[1] == PROBE:
-            large = threads > 1 and run[2] >= run[0] * kernelcopy.THREADED_COPY_BYTES > 0
-            run = (0, 0, 0)
+            progress(done, total)
+        if done % PROBE == 0:
+            run = copied - run_copied
+            large = threads > 1 and nbytes - run_bytes >= run * kernelcopy.THREADED_COPY_BYTES > 0
+            run_copied, run_bytes = copied, nbytes
+    counts = (copied, skipped, nbytes)
     if not large:
         return counts
     batches = iter(lambda: list(itertools.islice(feed, BATCH)), [])
