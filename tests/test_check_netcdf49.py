@@ -9,8 +9,6 @@ store opens.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -20,6 +18,8 @@ import zarr
 
 import nczarr
 from nczarr.translate.compat import NC49, NC410, Finding
+
+from .ncoracle import debian_490
 
 CDL = """netcdf s {
 dimensions:
@@ -32,20 +32,6 @@ data:
 %s
 }
 """
-
-
-def _debian_490(tool: str) -> str:
-    """Debian's netcdf-bin 4.9.0 ``tool`` (CI installs it, ``.ci/run``), as the other
-    ncdump tests find it (``tests/test_check_readers.py``)."""
-    found = shutil.which(tool)
-    if found is None:
-        if os.environ.get("CI"):
-            raise AssertionError("CI installs Debian's netcdf-bin (.ci/run)")
-        pytest.skip(f"Debian's netcdf-bin ({tool} 4.9.0) is not installed")
-    banner = subprocess.run([shutil.which("ncdump") or found], capture_output=True, text=True)
-    if "4.9.0" not in banner.stderr:
-        pytest.skip(f"ncdump is not netcdf-c 4.9.0: {banner.stderr.strip().splitlines()[-1:]}")
-    return found
 
 
 def _url(path: Path, mode: str) -> str:
@@ -61,7 +47,7 @@ def _findings(report: nczarr.CheckReport, reader: str, where: str) -> list[Findi
 
 
 def test_ncdump_490_crashes_reading_a_zero_d_array(tmp_path: Path) -> None:
-    ncdump = _debian_490("ncdump")
+    ncdump = debian_490("ncdump")
     path = tmp_path / "zero_d.zarr"
     root = zarr.open_group(str(path), mode="w", zarr_format=2)  # zarr-python's scalar
     s = root.create_array("s", shape=(), dtype="f8", compressors=None)
@@ -92,7 +78,7 @@ def test_ncdump_490_crashes_reading_a_zero_d_array(tmp_path: Path) -> None:
 
 
 def test_ncdump_490_crashes_on_a_scalar_ncgen_490_wrote(tmp_path: Path) -> None:
-    ncgen, ncdump = _debian_490("ncgen"), _debian_490("ncdump")
+    ncgen, ncdump = debian_490("ncgen"), debian_490("ncdump")
     cdl = tmp_path / "s.cdl"
     cdl.write_text(CDL % ("  double s ;", "  s = 4.5 ;"))
     store = tmp_path / "s.file"

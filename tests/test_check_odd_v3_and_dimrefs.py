@@ -8,8 +8,6 @@ subprocess: it crashes on some of these stores) and Debian's ncdump 4.9.0."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 import warnings
@@ -28,7 +26,7 @@ import nczarr
 from nczarr.translate.compat import GDAL, NC49, NC410, NETCDF_C, XARRAY, ZARR_PYTHON
 
 from .gdalreader import read_zarr
-from .ncoracle import extract_fixture
+from .ncoracle import debian_490, extract_fixture
 
 DATA = [0.0, 1.0, 2.0, 3.0]
 
@@ -577,19 +575,6 @@ group: sub {
 """
 
 
-def _debian_490(tool: str) -> str:
-    """Debian's netcdf-bin 4.9.0 ``tool``, as ``tests/test_check_netcdf49.py`` finds it."""
-    found = shutil.which(tool)
-    if found is None:
-        if os.environ.get("CI"):
-            raise AssertionError("CI installs Debian's netcdf-bin (.ci/run)")
-        pytest.skip(f"Debian's netcdf-bin ({tool} 4.9.0) is not installed")
-    banner = subprocess.run([shutil.which("ncdump") or found], capture_output=True, text=True)
-    if "4.9.0" not in banner.stderr:
-        pytest.skip("ncdump is not netcdf-c 4.9.0")
-    return found
-
-
 #: (array, references, what ncdump 4.9.0 does, whether xarray refuses the group):
 #: ``sub/t`` has no _ARRAY_DIMENSIONS (ncgen 4.9.0 writes it for root arrays only).
 V490 = [
@@ -609,7 +594,7 @@ V490 = [
 def test_netcdf_c_490_and_xarray_on_failing_references_of_the_4_9_0_layout(
     tmp_path: Path, array: str, refs: Any, ncdump: str | None, xarray: bool
 ) -> None:
-    ncgen = _debian_490("ncgen")
+    ncgen = debian_490("ncgen")
     (tmp_path / "s.cdl").write_text(CDL)
     store = tmp_path / "s.file"
     url = f"file://{store}#mode=nczarr,file"
@@ -624,7 +609,7 @@ def test_netcdf_c_490_and_xarray_on_failing_references_of_the_4_9_0_layout(
     if xarray:
         expected.add((XARRAY, "refuses"))
     assert at == expected
-    shown = subprocess.run([_debian_490("ncdump"), url], capture_output=True, text=True)
+    shown = subprocess.run([debian_490("ncdump"), url], capture_output=True, text=True)
     if ncdump == "crash":
         assert shown.returncode < 0 or shown.returncode >= 128
     elif ncdump is None:
