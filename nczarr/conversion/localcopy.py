@@ -7,7 +7,7 @@ threads only hand the interpreter's lock back and forth (20,000 chunks of 22 KB 
 tmpfs: 4 threads 1.7-3.4x slower than 1); a large chunk's kernel copy runs with the
 lock released and overlaps another's (365 chunks of 2.4 MB on 2 cores: half the wall
 time; docs/performance.md). The keys come lazily from a plan, so their sizes are
-learnt from the first copies (:data:`PROBE` keys) rather than asked first."""
+learnt from the copies, :data:`PROBE` keys at a time, rather than asked first."""
 
 from __future__ import annotations
 
