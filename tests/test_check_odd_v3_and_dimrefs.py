@@ -360,6 +360,19 @@ def test_the_fix_of_a_malformed_v3_node_is_a_copy_every_reader_opens(
     assert ("b" in names) == ("--exclude" not in options)
 
 
+@pytest.mark.parametrize("attributes", [[], ""], ids=["list", "text"])
+def test_empty_array_attributes_are_no_finding(tmp_path: Path, attributes: Any) -> None:
+    """An array's ``attributes`` that are an empty list or text open in zarr-python and
+    xarray alike (a review found check claiming xarray refuses them)."""
+    store = _v3_store(tmp_path / "s.zarr")
+    _edit("b/zarr.json", lambda d: d.update(attributes=attributes))(store)
+    assert [f for f in nczarr.check(str(store)).findings if f.where == "/b"] == []
+    assert zarr.open_group(str(store), mode="r")["b"][:].tolist() == DATA
+    with xr.open_zarr(str(store), consolidated=False) as ds:
+        assert ds["b"].values.tolist() == DATA
+        assert dict(ds["b"].attrs) == {}
+
+
 def test_gdal_fails_on_dimension_names_given_as_text(tmp_path: Path) -> None:
     """zarr-python and xarray take the text "x" for the one name of a 1-D array."""
     store = _v3_store(tmp_path / "s.zarr")
@@ -501,6 +514,43 @@ def test_netcdf_c_410_on_dimension_references_that_fail(
     assert kind == "below" or any(
         "'/w'" in str(w.message) or "w/.zattrs" in str(w.message) for w in caught
     )
+
+
+_READ_C = """
+import json, sys, netCDF4
+with netCDF4.Dataset(sys.argv[1]) as ds:
+    c = ds["g"]["c"]
+    print(json.dumps({"dims": list(c.dimensions), "values": c[:].tolist()}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("refs", "finding"), [(["/h/k"], True), (["/g/z/"], False)], ids=["aside", "trailing-slash"]
+)
+def test_netcdf_c_410_on_a_sibling_groups_dimension_and_a_trailing_slash(
+    tmp_path: Path, refs: list[str], finding: bool
+) -> None:
+    """A reference to a dimension of a group that is neither the array's nor above it
+    (a sibling's) crashes libnetcdf 4.10.1; ``"/g/z/"`` is read as ``"/g/z"`` (found by
+    a review: check said nothing of the first and claimed a crash for the second)."""
+    store = tmp_path / "s.file"
+    with netCDF4.Dataset(f"file://{store}#mode=nczarr,file", "w") as ds:
+        g, h = ds.createGroup("g"), ds.createGroup("h")
+        g.createDimension("z", 4)
+        g.createVariable("c", "i4", ("z",))[:] = [7, 8, 9, 10]
+        h.createDimension("k", 4)
+        h.createVariable("d", "i4", ("k",))[:] = [1, 2, 3, 4]
+    _record(store, "g/c", _refs(refs))
+    at_c = [f for f in nczarr.check(str(store)).findings if f.where == "/g/c"]
+    url = f"file://{store}#mode=nczarr,file"
+    done = subprocess.run([sys.executable, "-c", _READ_C, url], capture_output=True, text=True)
+    if finding:
+        assert done.returncode < 0  # a segmentation fault
+        assert [(f.reader, f.severity) for f in at_c] == [(NC410, "refuses")]
+        assert "crashes" in at_c[0].problem and "'/h'" in at_c[0].problem
+    else:
+        assert json.loads(done.stdout) == {"dims": ["z"], "values": [7, 8, 9, 10]}
+        assert at_c == []
 
 
 @pytest.mark.parametrize("kind", ["undeclared", "length", "scalar"])

@@ -65,6 +65,7 @@ _NC410_CURRENT = {
     "length": _SIZE_410,
     "unlimited": _SIZE_410,
     "below": _NO_GROUP,
+    "aside": _CRASH_410,
     "scalar": ("misreads", "reads the array as a netCDF scalar: its first value only"),
 }
 #: ... with 4.9.1/4.9.2's (measured on their own fixture: no unlimited dimensions).

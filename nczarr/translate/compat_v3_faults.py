@@ -99,14 +99,20 @@ class NodeFault:
 
 def node_faults(meta: Mapping[str, Any]) -> dict[str, NodeFault]:
     """Node prefix -> :class:`NodeFault` of every malformed ``zarr.json`` below the root."""
-    prefixes = {k.rpartition("/")[0] for k, _ in _documents(meta)}
+    parents: set[str] = set()  # every prefix some node lies below (one pass, not n^2)
+    for key, _ in _documents(meta):
+        prefix = key.rpartition("/")[0]
+        while "/" in prefix:
+            prefix = prefix.rpartition("/")[0]
+            if prefix in parents:
+                break
+            parents.add(prefix)
     out: dict[str, NodeFault] = {}
     for key, doc in _documents(meta):
         prefix = key.rpartition("/")[0]
         if not prefix:
             continue
-        holds = any(p.startswith(prefix + "/") for p in prefixes)
-        fault = node_fault(doc, key, holds_nodes=holds)
+        fault = node_fault(doc, key, holds_nodes=prefix in parents)
         if fault is not None:
             out[prefix] = fault
     return out
@@ -159,14 +165,18 @@ def _array_field(doc: dict[str, Any], key: str) -> _Found:
         if problem is not None:
             value = _chunk_shape(doc) if name == "chunk_shape" else doc.get(name)
             return name, False, f"{key!r}: {name} {_shown(value)} {problem}"
-    return _attributes(doc, key)
+    return _attributes(doc, key, array=True)
 
 
-def _attributes(doc: dict[str, Any], key: str) -> _Found:
+def _attributes(doc: dict[str, Any], key: str, *, array: bool = False) -> _Found:
+    """An array's ``attributes`` that zarr-python keeps and xarray iterates: an empty
+    list or text is no attributes (both open it); anything else not an object fails
+    xarray (a list of pairs too). A group's must be an object."""
     attrs = doc.get("attributes")
-    if attrs is not None and not isinstance(attrs, dict):
-        return "attributes", False, f"{key!r}: attributes {_shown(attrs)} is no JSON object"
-    return None
+    empty = isinstance(attrs, list | str) and not attrs
+    if attrs is None or isinstance(attrs, dict) or (array and empty):
+        return None
+    return "attributes", False, f"{key!r}: attributes {_shown(attrs)} is no JSON object"
 
 
 def _shown(value: Any) -> str:

@@ -30,7 +30,8 @@ __all__ = ["KINDS", "Declared", "RefProblem", "declared_dimensions", "reference_
 #: The kinds of :class:`RefProblem`: the references are no list (or absent), one is
 #: no text, one is empty (``""``, ``"/"``), names no declared dimension, fewer or more
 #: references than the array's rank, a fixed or unlimited dimension of another length
-#: than the array's, a dimension of a group below the array's own; or the array says
+#: than the array's, a dimension of a group below the array's own or of one neither
+#: its own nor above it (a sibling's); or the array says
 #: it is a netCDF scalar (``"scalar": 1``) but holds more than one value.
 KINDS = (
     "not-list",
@@ -42,6 +43,7 @@ KINDS = (
     "length",
     "unlimited",
     "below",
+    "aside",
     "scalar",
 )
 
@@ -147,7 +149,7 @@ def _reference(ref: Any, size: int, group: str, declared: Declared) -> tuple[str
     if not ref.strip("/"):
         return "empty-name", "is empty"
     path = ref if ref.startswith("/") else "/" + ref  # relative: from the root
-    owner, _, name = path.rpartition("/")
+    owner, _, name = path.rstrip("/").rpartition("/")  # netcdf-c reads "/g/z/" as "/g/z"
     owner = owner or "/"
     found = declared.get(owner, {}).get(name)
     if found is None:
@@ -155,8 +157,10 @@ def _reference(ref: Any, size: int, group: str, declared: Declared) -> tuple[str
     inside = group.rstrip("/") + "/"
     if owner != group and owner.startswith(inside):
         return "below", f"names a dimension of {owner!r}, a group below the array's own"
+    if owner != group and not group.startswith(owner.rstrip("/") + "/"):
+        return "aside", f"names a dimension of {owner!r}, neither the array's group nor above it"
     length, unlimited = found
-    if length != size and (owner == group or group.startswith(owner.rstrip("/") + "/")):
+    if length != size:
         kind = "unlimited" if unlimited else "length"
         return kind, f"has length {length}; the array's is {size} along that axis"
     return None
