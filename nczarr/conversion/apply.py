@@ -137,9 +137,9 @@ def _copy_chunks(
         count = 0 if progress is None else len(sized) if sized is not None else len(keys)
         copied, skipped, nbytes = copy_local(src, dst, plain, copy, progress, count, workers)
         return CopyStats(copied, skipped, nbytes)
-    threads = 1 if local else src.copy_threads(dst, workers)
+    pool_size = 1 if local else src.copy_threads(dst, workers)
     # a lazy plan lists its keys anew to count them: only for progress or threads
-    counted = progress is not None or threads > 1
+    counted = progress is not None or pool_size > 1
     total = (len(sized) if sized is not None else len(keys)) if counted else 0
     stats = CopyStats()
     items: Iterator[SizedKey] = (
@@ -154,7 +154,7 @@ def _copy_chunks(
         if progress is not None:
             progress(done, total)
 
-    if threads == 1 or total <= 1:
+    if pool_size == 1 or total <= 1:
         for done, item in enumerate(items, 1):
             record(done, *copy(*item))
         return stats
@@ -184,7 +184,7 @@ def _copy_chunks(
 
     threads = [
         threading.Thread(target=work, name=f"nczarr-copy-{i}", daemon=True)
-        for i in range(min(threads, total))
+        for i in range(min(pool_size, total))
     ]
     for thread in threads:
         thread.start()
