@@ -356,9 +356,7 @@ class _Window:
         """Whether the last serial batch of kernel copies (:meth:`kernel_copied`)
         averaged :data:`~nczarr.maps.kernelcopy.THREADED_COPY_BYTES` a chunk, and more
         than one thread may copy: then a local source's batch pays in a thread."""
-        chunks, nbytes = self._kernel_seen
-        large = chunks > 0 and nbytes >= chunks * kernelcopy.THREADED_COPY_BYTES
-        return large and self._kernel_threads > 1
+        return kernelcopy.threads_for(*self._kernel_seen, self._workers) > 1
 
     def kernel_copied(self, stats: tuple[int, int, int]) -> None:
         """Note a serial batch of kernel copies (``_copy_pairs``' stats): the last

@@ -52,7 +52,6 @@ def copy_local(
     The threads are stopped and joined before this returns or raises, whatever
     raises (a progress callback, an interrupt): none writes after it."""
     feed = iter(keys)
-    threads = kernelcopy.copy_threads(workers)
     large = False
 
     def serial_keys() -> Iterator[str]:  # the feed, until the copies prove large
@@ -69,13 +68,13 @@ def copy_local(
         if progress is not None:
             progress(done, total)
         if done % PROBE == 0:
-            run = copied - run_copied
-            large = threads > 1 and nbytes - run_bytes >= run * kernelcopy.THREADED_COPY_BYTES > 0
+            large = kernelcopy.threads_for(copied - run_copied, nbytes - run_bytes, workers) > 1
             run_copied, run_bytes = copied, nbytes
     counts = (copied, skipped, nbytes)
     if not large:
         return counts
     batches = iter(lambda: list(itertools.islice(feed, BATCH)), [])
+    threads = kernelcopy.copy_threads(workers)
     with contextlib.closing(_in_threads(src, dst, batches, copy, threads)) as results:
         for more in results:
             counts = _add(counts, more)

@@ -25,7 +25,7 @@ from ..maps.base import ZMap
 from ..readthrough import TranslatedView
 from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, V1_OBJECT_NAMES, ZARR_JSON
 from ..translate.detect import detect_format
-from ..translate.select import select_dataset
+from ..translate.select import check_matched, matched_patterns
 from ..translate.target import Target
 from ..translate.zarr2_fills import rounded_default_fills
 from .apply import delete_keys, write_metadata
@@ -172,7 +172,7 @@ def migrate(
         translated, meta = _translate(zmap, fmt)
         changed, legacy = _changes(zmap, translated, meta, fmt)
         if exclude:  # a pattern that names nothing is a typo, not a silent no-op
-            select_dataset(translated.dataset, None, exclude)
+            check_matched(None, exclude, matched_patterns(translated.dataset, None, exclude))
         if changed or legacy:  # new metadata: an array it leaves out is hidden
             check_representable(translated, None, exclude, verb="migrate")
         dataset, metadata = translated.dataset, translated.metadata

@@ -20,6 +20,7 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
+from ..maps.localfs import flag
 from ..maps.ziparchive import copy_mode, replace_atomically
 
 __all__ = ["write_whole"]
@@ -74,8 +75,7 @@ def _replace_local(path: str, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        if os.path.exists(path):
-            copy_mode(path, temp)  # a replaced file keeps its permissions
+        copy_mode(path, temp)  # a replaced file keeps its permissions (none: nothing)
         replace_atomically(temp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -87,7 +87,7 @@ def _replace_local(path: str, data: bytes) -> None:
 def _new_beside(folder: str) -> tuple[int, str]:
     """A new file in ``folder`` with a hidden random name, created with mode 0o666
     less the umask (the kernel applies it), and its descriptor."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | flag("O_BINARY") | flag("O_CLOEXEC")
     for _ in range(100):
         temp = os.path.join(folder, f".nczarr-out-{secrets.token_hex(6)}")
         try:

@@ -19,6 +19,7 @@ __all__ = [
     "copy_fd",
     "copy_range",
     "copy_threads",
+    "threads_for",
     "usable_cores",
     "write_all",
 ]
@@ -60,6 +61,16 @@ def copy_threads(workers: int) -> int:
     ``.nc`` on 2 cores: 0.28 s in 2 threads, 0.31-0.39 s in 8; 365 daily sources of
     2.4 MB: 0.87-0.91 s in 2, 0.97-1.04 s in 8)."""
     return max(1, min(workers, usable_cores()))
+
+
+def threads_for(chunks: int, nbytes: int, workers: int) -> int:
+    """Threads for kernel copies of ``chunks`` chunks of ``nbytes`` bytes in all: one
+    while they average under :data:`THREADED_COPY_BYTES` (or there are none), else
+    :func:`copy_threads`. Every kernel copier asks this (a ``.nc`` file's byte ranges,
+    a directory copy's runs of keys, a combine's sources)."""
+    if chunks <= 0 or nbytes < chunks * THREADED_COPY_BYTES:
+        return 1
+    return copy_threads(workers)
 
 
 def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:

@@ -61,11 +61,11 @@ def unmark_writing(zmap: ZMap) -> None:
     zmap.delete_if_present(JOURNAL_KEY)
 
 
-def check_replaceable(zmap: ZMap, url: str, names: Sequence[str] | None = None) -> None:
+def check_replaceable(zmap: ZMap, url: str, names: Sequence[str]) -> None:
     """Refuse to empty ``zmap`` unless its root is a store's (or empty).
 
-    ``names``: the root level as :meth:`ZMap.search` gave it, if the caller listed it
-    already; else it is listed here (one request on an object store).
+    ``names``: the root level as :meth:`ZMap.search` gave it (every caller has listed
+    it already: no second request on an object store).
 
     Raises
     ------
@@ -73,7 +73,6 @@ def check_replaceable(zmap: ZMap, url: str, names: Sequence[str] | None = None) 
         The root holds names but none of :data:`STORE_ROOT_NAMES`; the message names
         up to three of them. Nothing was changed.
     """
-    names = zmap.search("") if names is None else names
     if not names or STORE_ROOT_NAMES.intersection(names):
         return
     shown = ", ".join(repr(name) for name in names[:3]) + (", ..." if len(names) > 3 else "")

@@ -312,9 +312,7 @@ class NetCDFFileMap(ZMap):
         if dst.copy_support(dst) != "local":
             return workers
         chunks = sum(len(a.chunks) for a in self._arrays.values())
-        if chunks == 0 or self._io.size / chunks < kernelcopy.THREADED_COPY_BYTES:
-            return 1
-        return kernelcopy.copy_threads(workers)
+        return kernelcopy.threads_for(chunks, self._io.size, workers)
 
     def copy_chunk_to(self, dst: ZMap, key: str) -> int | NotSupportedType:
         """Write chunk ``key`` into ``dst`` and return its size: a kernel-side copy of
