@@ -28,7 +28,7 @@ import xarray as xr
 import zarr
 
 import nczarr
-from nczarr.errors import InvalidNameError, NCZarrError, ValueRangeError
+from nczarr.errors import EncodingError, InvalidNameError, NCZarrError, ValueRangeError
 from nczarr.maps.file import FileMap
 from nczarr.maps.memory import MemoryMap
 
@@ -610,3 +610,19 @@ def test_staging_leftovers_of_live_writers_are_kept(tmp_path):
     nczarr.to_nczarr(sample(), str(target))
     assert live.exists() and not dead.exists()
     shutil.rmtree(live)
+
+
+@pytest.mark.parametrize(
+    ("compression", "level"),
+    [("zlib", -2), ("zlib", 10), ("blosc_lz4", 11), ("bzip2", 0), ("zlib", 2.5)],
+)
+def test_a_compression_level_out_of_range_is_refused_naming_the_variable(
+    tmp_path, compression, level
+):
+    """Found by the fuzz test: ``complevel=-2`` with zlib raised zlib's own error
+    mid-write; netcdf-c refuses such levels (``nc_def_var_deflate``: 0-9)."""
+    ds = xr.Dataset({"x": (("n",), np.arange(3, dtype="i2"))})
+    enc = {"x": {"compression": compression, "complevel": level}}
+    with pytest.raises(EncodingError, match=r"variable /x: encoding complevel="):
+        nczarr.to_nczarr(ds, tmp_path / "out", encoding=enc)
+    assert not (tmp_path / "out").exists()

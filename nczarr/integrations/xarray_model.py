@@ -244,7 +244,9 @@ def _chunks(var: Any, unlimited: set[str]) -> tuple[int, ...]:
     return tuple(max(1, int(s)) for s in var.shape)
 
 
-def _codecs(var: Any, itemsize: int) -> tuple[dict[str, Any] | None, tuple[dict[str, Any], ...]]:
+def _codecs(
+    var: Any, itemsize: int, where: str
+) -> tuple[dict[str, Any] | None, tuple[dict[str, Any], ...]]:
     """Compressor and filters from the encoding: netCDF4-style ``zlib``/``complevel``/
     ``shuffle``, or a numcodecs ``compressor``; default none, as ``to_netcdf``."""
     enc = var.encoding
@@ -257,10 +259,25 @@ def _codecs(var: Any, itemsize: int) -> tuple[dict[str, Any] | None, tuple[dict[
         filters: tuple[dict[str, Any], ...] = ()
         if enc.get("shuffle", True) and itemsize > 1:
             filters = ({"id": "shuffle", "elementsize": itemsize},)
-        return {"id": "zlib", "level": int(enc.get("complevel", 4))}, filters
+        return {"id": "zlib", "level": _level(enc, where, 0, 9)}, filters
     if compression is None:
         return None, ()
-    return _other_compression(str(compression), enc), ()
+    return _other_compression(str(compression), enc, where), ()
+
+
+def _level(enc: Mapping[str, Any], where: str, low: int, high: int) -> int:
+    """The encoding's ``complevel`` (default 4), refused outside ``low..high`` (as
+    netcdf-c refuses it: zlib wrote nothing and failed mid-write)."""
+    level = enc.get("complevel", 4)
+    if (
+        isinstance(level, bool)
+        or not isinstance(level, int | np.integer)
+        or not (low <= level <= high)
+    ):
+        raise EncodingError(
+            f"{where}: encoding complevel={level!r} is not an integer from {low} to {high}"
+        )
+    return int(level)
 
 
 #: netCDF4's ``compression`` values for Blosc and the Blosc compressor each names.
@@ -273,13 +290,14 @@ _BLOSC_CNAMES = {
 }
 
 
-def _other_compression(compression: str, enc: Mapping[str, Any]) -> dict[str, Any]:
+def _other_compression(compression: str, enc: Mapping[str, Any], where: str) -> dict[str, Any]:
     """The compressor netcdf-c writes for netCDF4's ``compression`` (other than zlib):
     Blosc (``blosc_shuffle``, default 1; ``complevel``, default 4), ``zstd``, ``bzip2``;
     no filter, as netcdf-c writes none with them. Anything else is refused (written
     uncompressed it would be silent)."""
-    level = int(enc.get("complevel", 4))
     cname = _BLOSC_CNAMES.get(compression)
+    low = 1 if compression == "bzip2" else 0  # numcodecs' BZ2 takes 1-9
+    level = int(enc.get("complevel", 4)) if compression == "zstd" else _level(enc, where, low, 9)
     if cname is not None:
         shuffle = int(enc.get("blosc_shuffle", 1))
         return {"id": "blosc", "clevel": level, "blocksize": 0, "cname": cname, "shuffle": shuffle}
@@ -360,7 +378,7 @@ class ModelPlan:
                     data, maxstrlen = _text_bytes(var.values, f"{path.rstrip('/')}/{name}")
                 attributes = _attributes(var.attrs, f"variable {path.rstrip('/')}/{name}")
                 itemsize = 1 if nc_type in ("char", "string") else var.dtype.itemsize
-                compressor, filters = _codecs(var, itemsize)
+                compressor, filters = _codecs(var, itemsize, f"variable {path.rstrip('/')}/{name}")
                 model = Variable(
                     name=name,
                     path=f"{path.rstrip('/')}/{name}",
