@@ -288,12 +288,16 @@ def _data_source(zmap: Any) -> tuple[Any, Callable[[Any], Any]]:
 
         try:
             array = group[var.path.strip("/")]
-        except UnknownCodecError as exc:  # a codec numcodecs does not have here
-            # numcodecs says "codec not available: ''<id>''"
-            codec = str(exc).rsplit(": ", 1)[-1].strip("'\"")
+        except UnknownCodecError:  # a codec numcodecs does not have here
+            import json
+
+            from ..translate.codecs import missing_codecs
+
+            zarray = json.loads(translated[var.path.strip("/") + "/.zarray"])
+            codecs = ", ".join(map(repr, missing_codecs(zarray)))
             raise UnsupportedError(
                 f"{zmap.url}: cannot read the values of {var.path!r}: numcodecs has no codec "
-                f"{codec!r} here (nczarr dump -h prints the header; convert copies the "
+                f"{codecs} here (nczarr dump -h prints the header; convert copies the "
                 "chunks as they are)"
             ) from None
         return read_values(array, zmap.url)

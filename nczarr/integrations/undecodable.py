@@ -21,6 +21,7 @@ from xarray.coding.strings import create_vlen_dtype
 from xarray.core import indexing
 
 from ..errors import UnsupportedError
+from ..translate.codecs import missing_codecs
 from ..translate.model import Variable
 
 __all__ = ["UndecodableArray", "undecodable_array"]
@@ -46,12 +47,7 @@ class UndecodableArray(BackendArray):
 def undecodable_array(var: Variable, zarray: Mapping[str, Any], url: str) -> UndecodableArray:
     """The stand-in for ``var`` (its Zarr v2 metadata ``zarray``, in the store at
     ``url``), naming the codecs numcodecs lacks."""
-    from numcodecs.registry import codec_registry
-
-    codecs = [zarray.get("compressor"), *(zarray.get("filters") or [])]
-    missing = [
-        c.get("id") for c in codecs if isinstance(c, dict) and c.get("id") not in codec_registry
-    ]
+    missing = missing_codecs(zarray)
     text = var.type == "string" and var.logical != "bytes"
     dtype = create_vlen_dtype(str) if text else np.dtype(zarray["dtype"])
     return UndecodableArray(

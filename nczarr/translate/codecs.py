@@ -16,11 +16,18 @@ cannot be decoded here).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import MetadataError
 
-__all__ = ["normalize_codec", "normalize_codecs", "is_known_codec", "STRING_PARAMETERS"]
+__all__ = [
+    "normalize_codec",
+    "normalize_codecs",
+    "is_known_codec",
+    "missing_codecs",
+    "STRING_PARAMETERS",
+]
 
 #: Parameters whose values are genuinely strings and must never become numbers.
 STRING_PARAMETERS = frozenset({"id", "cname", "dtype", "astype", "format", "encoding", "mode"})
@@ -81,6 +88,17 @@ def is_known_codec(codec_id: str) -> bool:
     except ImportError:  # pragma: no cover - numcodecs is a hard dependency
         return False
     return codec_id in codec_registry
+
+
+def missing_codecs(zarray: Mapping[str, Any]) -> list[str]:
+    """The ids of a Zarr v2 array's compressor and filters (``zarray``, its ``.zarray``)
+    that numcodecs has no codec for here, compressor first."""
+    codecs = [zarray.get("compressor"), *(zarray.get("filters") or [])]
+    return [
+        c["id"]
+        for c in codecs
+        if isinstance(c, dict) and isinstance(c.get("id"), str) and not is_known_codec(c["id"])
+    ]
 
 
 def normalize_codec(config: Any, itemsize: int) -> dict[str, Any]:
