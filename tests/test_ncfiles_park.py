@@ -209,9 +209,9 @@ class _Walks:
         init = hdf5.HDF5Reader.__init__
         walks = self.walks
 
-        def counted(reader, fileobj, what):
+        def counted(reader, fileobj, what, *more):
             walks[str(what)] += 1
-            init(reader, fileobj, what)
+            init(reader, fileobj, what, *more)
 
         monkeypatch.setattr(hdf5.HDF5Reader, "__init__", counted)
 

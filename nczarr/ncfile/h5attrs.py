@@ -13,31 +13,10 @@ import numpy as np
 
 from ..errors import MetadataError, MissingDependencyError
 from ..translate.model import Attribute
+from .h5nodes import HIDDEN_ATTRIBUTES, text
 
-__all__ = [
-    "HIDDEN_ATTRIBUTES",
-    "attributes",
-    "import_h5py",
-    "nc_type",
-    "ordered_links",
-    "text",
-]
+__all__ = ["attributes", "import_h5py", "nc_type", "ordered_links"]
 
-#: Attributes netcdf-c writes for its own bookkeeping; not user attributes.
-HIDDEN_ATTRIBUTES = frozenset(
-    {
-        "_Netcdf4Dimid",
-        "_Netcdf4Coordinates",
-        "DIMENSION_LIST",
-        "REFERENCE_LIST",
-        "CLASS",
-        "NAME",
-        "_NCProperties",
-        "_nc3_strict",
-        "_IsNetcdf4",
-        "_SuperblockVersion",
-    }
-)
 _NC_TYPES = {
     ("i", 1): "byte",
     ("u", 1): "ubyte",
@@ -84,13 +63,6 @@ def _attr_names(obj: Any, h5py: Any) -> list[str]:
     except Exception:
         return list(obj.attrs.keys())
     return names
-
-
-def text(value: Any) -> str:
-    """A stored string (bytes or str) as text."""
-    if isinstance(value, bytes | np.bytes_):
-        return bytes(value).decode("utf-8", "surrogateescape")
-    return str(value)
 
 
 def nc_type(dtype: np.dtype, h5py: Any) -> str | None:

@@ -16,17 +16,13 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
-
 from ..translate.model import Variable
-from .h5attrs import text
+from .h5nodes import text
 from .layout import DEFAULT_FILLS, ChunkRef, SourceArray, chunk_key, contiguous_index
 
 __all__ = [
     "METADATA_CACHE_BYTES",
     "bound_metadata_cache",
-    "each_stored_chunk",
-    "each_stored_chunk_info",
     "encode_chunk",
     "index_chunked",
     "index_contiguous",
@@ -59,29 +55,10 @@ def bound_metadata_cache(fid: Any, size: int = METADATA_CACHE_BYTES) -> None:
     fid.set_mdc_config(config)
 
 
-def each_stored_chunk(ds: Any, visit: Any) -> None:
-    """Call ``visit(element offset, filter mask, byte offset, size)`` for every stored
-    chunk, in one B-tree walk (no list of them all: a file may have millions)."""
-    each_stored_chunk_info(
-        ds, lambda info: visit(info.chunk_offset, info.filter_mask, info.byte_offset, info.size)
-    )
-
-
-def each_stored_chunk_info(ds: Any, visit: Any) -> None:
-    """Call ``visit(info)`` with h5py's ``StoreInfo`` (``chunk_offset``,
-    ``filter_mask``, ``byte_offset``, ``size``) of every stored chunk, in one B-tree
-    walk. HDF5's lock is held while ``visit`` runs: it must not wait on another thread."""
-    if hasattr(ds.id, "chunk_iter"):
-        ds.id.chunk_iter(visit)
-    else:  # pragma: no cover - HDF5 older than 1.12.3
-        for i in range(ds.id.get_num_chunks()):
-            visit(ds.id.get_chunk_info(i))
-
-
 def index_chunked(
     ds: Any, source: SourceArray, chunks: tuple[int, ...], *, reencode_all: bool
 ) -> str | None:
-    """Fill ``source`` with the stored chunks of a chunked dataset; the reason some
+    """Fill ``source`` with the stored chunks of a chunked dataset node; the reason some
     are re-encoded (a filter skipped by the filter mask), or None. With
     ``reencode_all`` every chunk is marked re-encoded (the caller knows why).
 
@@ -94,22 +71,19 @@ def index_chunked(
     in_order = _in_grid_order(index.grid, chunks)
     position = itertools.count()
 
-    def visit(info: Any) -> None:
-        byte_offset = info.byte_offset
+    def visit(offset: tuple[int, ...], mask: int, byte_offset: Any, size: int) -> None:
         if byte_offset is None:
             return
-        mask = info.filter_mask
-        offset = info.chunk_offset
         if offset == next(in_order, None):  # the chunk at the next grid position
-            append(next(position), byte_offset, info.size, reencode_all or mask != 0)
+            append(next(position), byte_offset, size, reencode_all or mask != 0)
         else:
             next(position)
             coords = tuple(o // c for o, c in zip(offset, chunks, strict=True))
-            add(coords, byte_offset, info.size, reencode=reencode_all or mask != 0)
+            add(coords, byte_offset, size, reencode=reencode_all or mask != 0)
         if mask:
             skipped[0] += 1
 
-    each_stored_chunk_info(ds, visit)
+    ds.each_chunk(visit)
     if skipped[0] and not reencode_all:
         return f"{skipped[0]} chunk(s) stored with a filter skipped (HDF5 filter mask)"
     return None
@@ -135,10 +109,10 @@ def _in_grid_order(grid: tuple[int, ...], chunks: tuple[int, ...]) -> Iterator[t
 def index_contiguous(
     ds: Any, source: SourceArray, chunks: tuple[int, ...], contiguous: bool, is_text: bool
 ) -> str | None:
-    """Fill ``source`` with the chunks of a contiguous or compact dataset: byte
+    """Fill ``source`` with the chunks of a contiguous or compact dataset node: byte
     ranges of the file, or re-encoded pieces where there is no range; the reason
     for re-encoding strings, or None."""
-    offset = ds.id.get_offset()
+    offset = ds.contiguous_offset
     stored = tuple(ds.shape)
     if is_text or offset is None or not contiguous:
         if offset is None and contiguous:
@@ -151,7 +125,7 @@ def index_contiguous(
             source.chunks[key] = ChunkRef(-1, 0, reencode=True)
         return VLEN_REASON if is_text else None
     source.chunks = contiguous_index(
-        source.chunks.grid, offset, stored, ds.dtype.itemsize, chunks[0] if chunks else 1
+        source.chunks.grid, offset, stored, ds.type.itemsize, chunks[0] if chunks else 1
     )
     return None
 
@@ -212,8 +186,10 @@ def _past_coords(counts: list[int], first_past: list[int]) -> Iterator[tuple[int
 
 def encode_chunk(ds: Any, var: Variable, coords: tuple[int, ...]) -> bytes:
     """The bytes of chunk ``coords`` of ``var`` in its declared codecs, from its
-    values as HDF5 decodes them (padded with fill to a whole chunk)."""
+    values as HDF5 decodes them (padded with fill to a whole chunk); ``ds`` is an
+    h5py dataset."""
     import numcodecs
+    import numpy as np
 
     if not var.shape:
         block = np.asarray(ds[()]).reshape(())

@@ -20,10 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ..translate.model import Dimension
-from .h5attrs import ordered_links, text
 
 __all__ = ["DIM_ONLY", "DimensionIndex", "join", "variable_name", "is_scale"]
 
@@ -45,43 +42,40 @@ def join(group: str, name: str) -> str:
 
 
 def is_scale(ds: Any) -> bool:
-    """Whether an HDF5 dataset is a dimension scale."""
-    return text(ds.attrs.get("CLASS", b"")) == "DIMENSION_SCALE"
+    """Whether an HDF5 dataset node is a dimension scale."""
+    return ds.text_attr("CLASS") == "DIMENSION_SCALE"
 
 
 def _dimid(ds: Any) -> int | None:
-    value = ds.attrs.get("_Netcdf4Dimid")
-    return None if value is None else int(np.asarray(value).reshape(-1)[0])
+    value = ds.ints_attr("_Netcdf4Dimid")
+    return value[0] if value else None
 
 
 class DimensionIndex:
     """The dimensions of one HDF5 file: lengths by FQN, netcdf-c's dimension ids, and
     the dimension FQNs of each dataset (phony dimensions made as they are met)."""
 
-    def __init__(self, file: Any, h5py: Any) -> None:
-        self._h5py = h5py
+    def __init__(self, root: Any) -> None:
         self.sizes: dict[str, int] = {}
         #: The length netcdf-c matches an unscaled axis against: a scale's own extent
         #: (an unlimited dimension may be longer), a phony dimension's length.
         self._match_len: dict[str, int] = {}
         self._by_id: dict[int, str] = {}
         self._plain: list[Any] = []
-        self._scan(file, "/")
+        self._scan(root, "/")
         self._grow_unlimited()
         ids = [*self._by_id, len(self.sizes) - 1]
         self._next_id = max(ids) + 1
 
     def _scan(self, node: Any, path: str) -> None:
         """Ids and lengths of every dimension scale (pass one)."""
-        h5py = self._h5py
-        for name in ordered_links(node, h5py):
-            child = node.get(name)
+        for name, child in node.children():
             fqn = join(path, name)
-            if isinstance(child, h5py.Group):
+            if child.is_group:
                 self._scan(child, fqn)
-            elif isinstance(child, h5py.Dataset) and not is_scale(child):
+            elif child.is_dataset and not is_scale(child):
                 self._plain.append(child)
-            elif isinstance(child, h5py.Dataset):
+            elif child.is_dataset:
                 dimid = _dimid(child)
                 if dimid is not None:
                     self._by_id[dimid] = fqn
@@ -92,10 +86,9 @@ class DimensionIndex:
         """A dimension's length is the longest extent of any dataset along it (an
         unlimited dimension's scale may be shorter than the variables using it)."""
         for ds in self._plain:
-            for axis in range(ds.ndim):
-                attached = ds.dims[axis].values()
-                if attached:
-                    name = attached[0].name
+            for axis in range(len(ds.shape)):
+                name = ds.attached_scale(axis)
+                if name is not None:
                     self.sizes[name] = max(self.sizes.get(name, 0), ds.shape[axis])
         self._plain.clear()
 
@@ -114,18 +107,16 @@ class DimensionIndex:
         """Dimension FQNs of a dataset of ``group`` (whose ``dims`` a phony dimension
         joins): its own scale, netcdf-c's dimension ids, attached scales, or matched
         and phony dimensions."""
-        if is_scale(ds) and ds.ndim == 1:
+        if is_scale(ds) and len(ds.shape) == 1:
             return (fqn,)
-        coords = ds.attrs.get("_Netcdf4Coordinates")
-        if coords is not None:
-            ids = [int(i) for i in np.asarray(coords).reshape(-1)]
-            if all(i in self._by_id for i in ids):
-                return tuple(self._by_id[i] for i in ids)
+        ids = ds.ints_attr("_Netcdf4Coordinates")
+        if ids is not None and all(i in self._by_id for i in ids):
+            return tuple(self._by_id[i] for i in ids)
         out: list[str] = []
-        for axis in range(ds.ndim):
-            attached = ds.dims[axis].values()
-            if attached:
-                out.append(attached[0].name)
+        for axis in range(len(ds.shape)):
+            attached = ds.attached_scale(axis)
+            if attached is not None:
+                out.append(attached)
             else:
                 unlimited = ds.maxshape[axis] is None
                 out.append(self._unscaled(ds.shape[axis], unlimited, group, dims, out))

@@ -1,6 +1,6 @@
 """An HDF5 dataset's filter pipeline as Zarr (numcodecs) codecs.
 
-Pure over the values h5py reads from the dataset creation property list. Filters
+Pure over the filter pipeline as read from the file (``(id, values, name)`` each). Filters
 with a Zarr codec that decodes the same bytes (deflate -> ``zlib``, shuffle,
 fletcher32, zstd, bzip2, blosc) map one to one, in HDF5's order: the pipeline runs
 fletcher32 -> shuffle -> deflate on write, so the Zarr filters list fletcher32
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .h5attrs import text
+from .h5nodes import text
 
 __all__ = ["codecs", "reencoded_chain", "split_codecs"]
 
@@ -44,13 +44,14 @@ def _codec(code: int, values: tuple[int, ...], itemsize: int) -> dict[str, Any] 
     return None
 
 
-def codecs(dcpl: Any, itemsize: int) -> tuple[list[dict[str, Any]], str | None]:
-    """The stored filter pipeline as numcodecs configs in HDF5's order, and None, or
+def codecs(
+    pipeline: list[tuple[int, tuple[int, ...], str]], itemsize: int
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The stored filter ``pipeline`` as numcodecs configs in HDF5's order, and None, or
     the configs so far and the reason it has no byte-identical Zarr form."""
     out: list[dict[str, Any]] = []
-    for i in range(dcpl.get_nfilters()):
-        code, _flags, values, name = dcpl.get_filter(i)
-        config = _codec(code, tuple(values), itemsize)
+    for code, values, name in pipeline:
+        config = _codec(code, values, itemsize)
         if config is None:
             label = text(name) or str(code)
             return out, f"HDF5 filter {label!r} (id {code}) has no Zarr codec"

@@ -77,6 +77,10 @@ class LocalFile:
     def read_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
         return [self.read(o, n) for o, n in ranges]
 
+    def read_metadata(self, offset: int, length: int) -> bytes:
+        """Metadata bytes (as :meth:`read`: the page cache is this file's block cache)."""
+        return self.read(offset, length)
+
     def fileobj(self) -> Any:
         """The path (the HDF5 library opens it itself), checked to be the file read
         first if the descriptor was parked."""
@@ -165,6 +169,7 @@ class RemoteFile:
         self._file: Any = None
         self._parked = False
         self._reopening = threading.Lock()
+        self._seeking = threading.Lock()  # one position in the block-cached file
 
     def _ready(self) -> None:
         """After a park: the file checked to be the one read first."""
@@ -209,6 +214,14 @@ class RemoteFile:
         return self.fs.cat_ranges(
             [self.path] * len(ranges), [o for o, _ in ranges], [o + n for o, n in ranges]
         )
+
+    def read_metadata(self, offset: int, length: int) -> bytes:
+        """Metadata bytes through the block-cached :meth:`fileobj`: the many small reads
+        of HDF5 metadata cost a few ranged requests of :data:`METADATA_BLOCK` bytes."""
+        with self._seeking:
+            f = self.fileobj()
+            f.seek(offset)
+            return f.read(length)
 
     def fileobj(self) -> Any:
         """A block-cached file object (HDF5 metadata, the magic bytes)."""

@@ -1,17 +1,18 @@
 """Read a netCDF-4 (HDF5) file into the netCDF-4 model plus each variable's chunk index.
 
-Why h5py and not a pure-Python HDF5 reader: h5py is the HDF5 library itself, so the
-chunk index (``DatasetID.chunk_iter``: every stored chunk's offset, size and filter
-mask in one B-tree walk), the filter pipeline as stored and the dimension-scale
-references are read exactly as netcdf-c wrote them, for every B-tree version and
-superblock the library knows, with the library's own checks (a corrupt superblock
-or B-tree is an error, not a wrong answer). It reads a remote file through any
-Python file object (h5py's ``fileobj`` driver), so on S3 the metadata costs a few
-ranged reads of an fsspec file with a block cache while chunks are then read by us,
-one ranged GET each. The pure-Python readers (pyfive and the like) read the same
-structures but cover fewer HDF5 features, are slower on big B-trees and are less
-maintained; nothing in this job needs their one advantage (no compiled dependency),
-since h5py wheels exist for every platform nczarr supports.
+Two readers, one model: the HDF5 objects come as nodes (:mod:`nczarr.ncfile.h5nodes`)
+from a numpy-free reader of the metadata netcdf-c writes (:mod:`nczarr.ncfile.h5pure`,
+tried first when the caller gives ``read_at``), or from h5py, the HDF5 library itself
+(:mod:`nczarr.ncfile.h5py_nodes`), whenever the first declines the file: anything
+outside the subset it reads (new chunk indexes, soft links, user-defined types,
+shared messages...) or anything inconsistent, so a corrupt file gets the library's
+own verdict. Why two: ``import h5py`` with numpy costs ~0.22 s, as much as copying
+300 MB of chunks, and the copy is the whole job (docs/performance.md); h5py stays the
+reference (it reads every B-tree version and superblock, and decodes every chunk that
+is re-encoded). The pure-Python HDF5 readers on PyPI (pyfive and the like) import
+numpy, so they would not save that time. On S3 both read the metadata through an
+fsspec file with a block cache (a few ranged reads) while chunks are then read by us,
+one ranged GET each.
 
 What is verbatim: chunks whose stored filters have a Zarr codec that decodes the
 same bytes (:mod:`nczarr.ncfile.h5filters`). Contiguous data is cut into byte ranges
@@ -39,12 +40,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from ..errors import MetadataError, StorageError
 from ..translate.conventions import LAYOUT_NETCDF4
 from ..translate.model import Attribute, Dataset, Dimension, Group, Variable
-from .h5attrs import HIDDEN_ATTRIBUTES, attributes, import_h5py, nc_type, ordered_links, text
+from .h5attrs import import_h5py
 from .h5chunks import (
     VLEN_REASON,
     bound_metadata_cache,
@@ -56,6 +55,8 @@ from .h5chunks import (
 )
 from .h5dims import DIM_ONLY, DimensionIndex, is_scale, join, variable_name
 from .h5filters import codecs, reencoded_chain, split_codecs
+from .h5nodes import HIDDEN_ATTRIBUTES, pack_value, unpack_value
+from .h5pure_nodes import Unsupported, pure_root
 from .layout import DEFAULT_FILLS, ChunkIndex, SourceArray, chunk_grid, rows_per_chunk
 
 __all__ = ["HIDDEN_ATTRIBUTES", "HDF5Reader", "import_h5py"]
@@ -65,51 +66,83 @@ _CORRUPT = (OSError, RuntimeError, KeyError, ValueError)
 
 class HDF5Reader:
     """The model and chunk index of one netCDF-4 file, and re-encoding of the chunks
-    that cannot be copied verbatim. ``fileobj`` is a path or a binary file object."""
+    that cannot be copied verbatim. ``fileobj`` is a path or a binary file object for
+    h5py; ``read_at(offset, length)`` and ``size``, when given, let the numpy-free
+    reader try the file first (h5py reads it when that reader declines)."""
 
-    def __init__(self, fileobj: Any, what: str) -> None:
-        h5py = import_h5py()
-        self._h5py = h5py
+    def __init__(
+        self,
+        fileobj: Any,
+        what: str,
+        read_at: Callable[[int, int], bytes] | None = None,
+        size: int | None = None,
+    ) -> None:
         self.what = what
+        self._h5py: Any = None
         self._reopening = threading.Lock()
-        self._reopen: Callable[[], Any] | None = None  # set by park()
-        try:
-            self.file: Any = h5py.File(fileobj, "r")
-        except OSError as exc:
-            raise MetadataError(
-                f"{what}: not a readable netCDF-4/HDF5 file (corrupt or truncated): {exc}"
-            ) from None
-        bound_metadata_cache(self.file.id)  # memory flat in the number of chunks
+        self._reopen: Callable[[], Any] | None = lambda: fileobj  # reset by park()
+        self.file: Any = None
+        #: Which reader read the metadata: "pure" or "h5py".
+        self.backend = "h5py"
+        dataset = self._read_pure(read_at, size) if read_at is not None else None
+        if dataset is None:
+            dataset = self._read_h5py(fileobj)
+        self.dataset = dataset
+
+    def _reset(self) -> None:
         self.arrays: dict[str, SourceArray] = {}
         self.warnings: list[str] = []
         self.skipped: list[str] = []
         self.reencoded: dict[str, str] = {}
         self._datasets: dict[str, tuple[str, Variable]] = {}
+
+    def _read_pure(self, read_at: Callable[[int, int], bytes], size: Any) -> Dataset | None:
+        """The model by the numpy-free reader, or None when it declines the file."""
+        self._reset()
         try:
-            self.dataset = self._read()
+            dataset = self._read(pure_root(read_at, size))
+        except (Unsupported, MetadataError, *_CORRUPT):
+            return None  # h5py reads it, or says what is wrong with it
+        self.backend = "pure"
+        return dataset
+
+    def _read_h5py(self, fileobj: Any) -> Dataset:
+        h5py = self._h5py = import_h5py()
+        try:
+            self.file = h5py.File(fileobj, "r")
+        except OSError as exc:
+            raise MetadataError(
+                f"{self.what}: not a readable netCDF-4/HDF5 file (corrupt or truncated): {exc}"
+            ) from None
+        bound_metadata_cache(self.file.id)  # memory flat in the number of chunks
+        from .h5py_nodes import root_node
+
+        self._reset()
+        try:
+            return self._read(root_node(self.file, h5py))
         except MetadataError:
             raise
         except _CORRUPT as exc:
-            raise MetadataError(f"{what}: corrupt netCDF-4/HDF5 file: {exc}") from None
+            raise MetadataError(f"{self.what}: corrupt netCDF-4/HDF5 file: {exc}") from None
 
     def close(self) -> None:
         self.park(None)  # not opened again
 
     def park(self, reopen: Callable[[], Any] | None) -> None:
-        """Close the HDF5 file and drop the library's objects; the model, the chunk
-        index and the re-encoding notes stay. :meth:`encode_chunk` (the one use of the
-        open file after the open) opens it again from ``reopen()``, a path or file
-        object checked to be the file read first: no metadata is read again (``None``:
-        never opened again)."""
+        """Close the HDF5 file (if h5py has it open) and drop the library's objects; the
+        model, the chunk index and the re-encoding notes stay. :meth:`encode_chunk` (the
+        one use of the open file after the open) opens it with h5py from ``reopen()``, a
+        path or file object checked to be the file read first: no metadata is read
+        again (``None``: never opened again)."""
         with self._reopening:
             if self.file is not None:
                 self.file.close()
                 self.file = None
             self._reopen = reopen
-            self._dims = None
 
     def _open_file(self) -> Any:
-        """The open HDF5 file (opened again after :meth:`park`)."""
+        """The file open in h5py (opened again after :meth:`park`, or first opened for a
+        file the numpy-free reader read)."""
         file = self.file
         if file is not None:
             return file
@@ -118,8 +151,9 @@ class HDF5Reader:
                 if self._reopen is None:
                     raise StorageError(f"{self.what}: the netCDF file source is closed")
                 fileobj = self._reopen()  # refuses a file changed since it was read
+                h5py = self._h5py = self._h5py or import_h5py()
                 try:
-                    file = self._h5py.File(fileobj, "r")
+                    file = h5py.File(fileobj, "r")
                 except OSError as exc:
                     raise MetadataError(f"{self.what}: cannot open the file again: {exc}") from None
                 bound_metadata_cache(file.id)
@@ -127,11 +161,12 @@ class HDF5Reader:
             return self.file
 
     # ---------------------------------------------------------------- model
-    def _read(self) -> Dataset:
-        self._dims = DimensionIndex(self.file, self._h5py)
+    def _read(self, root_node: Any) -> Dataset:
+        self._dims = DimensionIndex(root_node)
         #: netcdf-c's provenance attribute (``version=2,netcdf=4.9.2,hdf5=1.14.3``).
-        self.ncproperties = text(self.file.attrs.get("_NCProperties", b"")) or None
-        root = self._group(self.file, "/", "/")
+        self.ncproperties = root_node.text_attr("_NCProperties") or None
+        root = self._group(root_node, "/", "/")
+        self._dims = None  # no node kept past the open
         return Dataset(
             root=root,
             layout=LAYOUT_NETCDF4,
@@ -141,19 +176,17 @@ class HDF5Reader:
 
     def _group(self, node: Any, path: str, name: str) -> Group:
         """A group, its children first (netcdf-c names their phony dimensions first)."""
-        h5py = self._h5py
         variables: dict[str, Variable] = {}
         groups: dict[str, Group] = {}
         datasets = []
-        for child_name in ordered_links(node, h5py):
-            child = node.get(child_name)
-            if isinstance(child, h5py.Group):
+        for child_name, child in node.children():
+            if child.is_group:
                 groups[child_name] = self._group(child, join(path, child_name), child_name)
-            elif isinstance(child, h5py.Dataset):
+            elif child.is_dataset:
                 datasets.append((child_name, child))
         dims = self._dims.group_dimensions(path, datasets)
         for child_name, ds in datasets:
-            if is_scale(ds) and text(ds.attrs.get("NAME", b"")).startswith(DIM_ONLY):
+            if is_scale(ds) and (ds.text_attr("NAME") or "").startswith(DIM_ONLY):
                 continue
             var_name = variable_name(child_name)
             try:
@@ -169,16 +202,16 @@ class HDF5Reader:
             name=name if path != "/" else "/",
             path=path,
             dimensions=dims,
-            attributes=attributes(node, h5py, f"{self.what}: group {path!r}"),
+            attributes=node.attributes(f"{self.what}: group {path!r}"),
             variables=variables,
             groups=groups,
         )
 
     def _skip(self, ds: Any, fqn: str) -> None:
-        what = "an enum" if self._h5py.check_enum_dtype(ds.dtype) is not None else "a user-defined"
+        what = "an enum" if ds.type.enum else "a user-defined"
         self.skipped.append(fqn)
         self.warnings.append(
-            f"skipped array {fqn!r}: {what} type ({ds.dtype}) has no netCDF-4 atomic "
+            f"skipped array {fqn!r}: {what} type ({ds.type.label}) has no netCDF-4 atomic "
             "form in Zarr (compound, variable-length, opaque and enum types are not "
             "converted)"
         )
@@ -186,10 +219,9 @@ class HDF5Reader:
     def _variable(
         self, ds: Any, group: str, name: str, dims: dict[str, Dimension]
     ) -> Variable | None:
-        h5py = self._h5py
         fqn = join(group, name)
-        kind = nc_type(ds.dtype, h5py)
-        fixed = kind is None and _fixed_length_text(ds.dtype, h5py)
+        kind = ds.type.kind
+        fixed = ds.type.fixed_text
         if fixed:
             kind = "string"  # as libnetcdf reads it: re-encoded as variable-length text
         if kind is None:
@@ -197,13 +229,13 @@ class HDF5Reader:
             return None
         dim_fqns = self._dims.of(ds, fqn, group, dims)
         shape = self._dims.grow(dim_fqns, ds.shape, group, dims)
-        attrs = attributes(ds, h5py, f"{self.what}: variable {fqn!r}")
+        attrs = ds.attributes(f"{self.what}: variable {fqn!r}")
         fill = self._fill(attrs, kind, ds)
-        source = SourceArray(fqn.strip("/"), fill=_fill_bytes(fill, ds.dtype, kind))
+        source = SourceArray(fqn.strip("/"), fill=_fill_bytes(fill, ds, kind))
         chunks, filters, compressor, reason = self._storage(ds, source, kind, shape)
         if fixed and reason in (None, VLEN_REASON):
             reason = FIXED_TEXT_REASON
-        endian = "big" if ds.dtype.byteorder == ">" else "little"
+        endian = "big" if ds.type.big_endian else "little"
         variable = Variable(
             name=name,
             path=fqn,
@@ -238,14 +270,12 @@ class HDF5Reader:
         extent = tuple(ds.shape)
         if not var.shape or extent == var.shape:
             return None
-        dcpl = ds.id.get_create_plist()
-        h5d = self._h5py.h5d
         padded = (
             var.fill_value is not None
             and var.type != "string"  # heap references: every chunk is re-encoded
-            and dcpl.fill_value_defined() == h5d.FILL_VALUE_USER_DEFINED
-            and dcpl.get_fill_time() != h5d.FILL_TIME_NEVER
-            and _hdf5_fill(dcpl, ds.dtype) == source.fill
+            and ds.fill.user
+            and not ds.fill.never
+            and ds.fill.raw == source.fill
         )
         marked = index_past_extent(
             source,
@@ -268,14 +298,11 @@ class HDF5Reader:
     ) -> tuple[tuple[int, ...], tuple[dict[str, Any], ...], dict[str, Any] | None, str | None]:
         """``(chunks, filters, compressor, reason)`` of a dataset, its chunks indexed
         into ``source``; ``reason`` says why some chunks are re-encoded (or None)."""
-        h5py = self._h5py
-        dcpl = ds.id.get_create_plist()
-        layout = dcpl.get_layout()
-        itemsize = ds.dtype.itemsize
+        itemsize = ds.type.itemsize
         is_text = kind == "string"
-        if layout == h5py.h5d.CHUNKED:
+        if ds.layout == "chunked":
             source.chunks = ChunkIndex(chunk_grid(shape, ds.chunks))
-            configs, problem = codecs(dcpl, itemsize)
+            configs, problem = codecs(ds.filters, itemsize)
             if problem is None and not is_text:
                 filters, compressor = split_codecs(configs)
                 return (
@@ -290,7 +317,7 @@ class HDF5Reader:
         filters = ({"id": "vlen-utf8"},) if is_text else ()
         # a 0-long axis gets chunks of 1 (Zarr readers refuse a 0 chunk length)
         chunks = (rows_per_chunk(shape, itemsize), *(max(1, n) for n in shape[1:])) if shape else ()
-        contiguous = layout == h5py.h5d.CONTIGUOUS
+        contiguous = ds.layout == "contiguous"
         source.chunks = ChunkIndex(chunk_grid(shape, chunks))
         return chunks, filters, None, index_contiguous(ds, source, chunks, contiguous, is_text)
 
@@ -308,14 +335,11 @@ class HDF5Reader:
             return value[0] if value else DEFAULT_FILLS[kind]
         if kind == "string":
             return ""  # netcdf-c's empty string; HDF5 stores a null heap reference
-        dcpl = ds.id.get_create_plist()
-        if dcpl.fill_value_defined() != self._h5py.h5d.FILL_VALUE_USER_DEFINED:
+        if not ds.fill.user:
             return None
-        if dcpl.get_fill_time() == self._h5py.h5d.FILL_TIME_NEVER:
+        if ds.fill.never:
             return None  # netcdf-c's no-fill mode
-        value = np.zeros((), dtype=ds.dtype)
-        dcpl.get_fill_value(value)
-        return text(value.item()).rstrip("\x00") if kind == "char" else value.item()
+        return unpack_value(ds.fill.raw, kind, ds.type.big_endian)
 
     # ---------------------------------------------------------------- re-encoding
     def encode_chunk(self, path: str, coords: tuple[int, ...]) -> bytes:
@@ -329,28 +353,10 @@ class HDF5Reader:
 FIXED_TEXT_REASON = "fixed-length strings are written as netCDF strings (variable-length)"
 
 
-def _fixed_length_text(dtype: np.dtype, h5py: Any) -> bool:
-    """A fixed-length string dataset longer than one byte (``|S3``: the usual text of
-    HDF5 products netcdf-c did not write, which libnetcdf reads as ``string``; netcdf-c
-    itself writes ``char`` one byte a value and ``string`` variable-length). Attributes
-    of this type stay ``char`` (netcdf-c writes a char attribute so)."""
-    info = h5py.check_string_dtype(dtype)
-    return info is not None and info.length is not None and info.length > 1
-
-
-def _hdf5_fill(dcpl: Any, dtype: np.dtype) -> bytes:
-    """The bytes of the fill value HDF5 pads a dataset's chunks with."""
-    value = np.zeros((), dtype=dtype)
-    dcpl.get_fill_value(value)
-    return value.tobytes()
-
-
-def _fill_bytes(fill: Any, dtype: np.dtype, kind: str) -> bytes:
+def _fill_bytes(fill: Any, ds: Any, kind: str) -> bytes:
     """One fill value's bytes as stored (pads the ragged end of cut contiguous data)."""
     if fill is None:
-        return b"\x00" * dtype.itemsize
+        return b"\x00" * ds.type.itemsize
     if kind == "string":
         return b""
-    if kind == "char":
-        return str(fill).encode("latin-1", "replace")[:1].ljust(1, b"\x00")
-    return np.array(fill, dtype=dtype).tobytes()
+    return pack_value(fill, kind, ds.type.big_endian, ds.type.itemsize)

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..errors import MetadataError
 from ..maps.base import ZMap
-from .h5chunks import each_stored_chunk, index_chunked
+from .h5chunks import index_chunked
 from .h5filters import codecs, split_codecs
 from .hdf5 import HDF5Reader
 from .layout import ChunkIndex, SourceArray, chunk_grid
@@ -58,22 +58,21 @@ class DeferredChunkIndex(ChunkIndex):
 class _StreamedHDF5Reader(HDF5Reader):
     """:class:`HDF5Reader` deferring the chunk index of verbatim chunked variables."""
 
-    def __init__(self, fileobj: Any, what: str) -> None:
-        #: Key prefix -> h5py dataset of each variable whose index is deferred.
+    def _reset(self) -> None:
+        super()._reset()
+        #: Key prefix -> dataset node of each variable whose index is deferred.
         self.deferred: dict[str, Any] = {}
-        super().__init__(fileobj, what)
 
     def _storage(
         self, ds: Any, source: SourceArray, kind: str, shape: tuple[int, ...]
     ) -> tuple[tuple[int, ...], tuple[dict[str, Any], ...], dict[str, Any] | None, str | None]:
-        dcpl = ds.id.get_create_plist()
         if (
-            dcpl.get_layout() != self._h5py.h5d.CHUNKED
+            ds.layout != "chunked"
             or kind == "string"
             or tuple(ds.shape) != tuple(shape)  # past the extent: marked at open
         ):
             return super()._storage(ds, source, kind, shape)
-        configs, problem = codecs(dcpl, ds.dtype.itemsize)
+        configs, problem = codecs(ds.filters, ds.type.itemsize)
         if problem is not None:
             return super()._storage(ds, source, kind, shape)
         filters, compressor = split_codecs(configs)
@@ -96,7 +95,7 @@ class StreamedNetCDFFileMap(NetCDFFileMap):
     first asked (see the module doc); it serves the same keys and bytes."""
 
     def _hdf5_reader(self, what: str) -> Any:
-        return _StreamedHDF5Reader(self._io.fileobj(), what)
+        return _StreamedHDF5Reader(self._io.fileobj(), what, self._io.read_metadata, self._io.size)
 
     def park(self) -> bool:
         """Nothing parked: a deferred chunk index reads the open HDF5 file."""
@@ -131,7 +130,7 @@ class StreamedNetCDFFileMap(NetCDFFileMap):
                 )
             visit(coords, url, byte_offset, size, mask)
 
-        each_stored_chunk(ds, each)
+        ds.each_chunk(each)
         return True
 
 

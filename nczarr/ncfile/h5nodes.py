@@ -1,0 +1,158 @@
+"""The HDF5 objects of a netCDF-4 file as the netCDF-4 reader sees them, whoever read them.
+
+Two readers give these nodes: h5py, the HDF5 library itself (:mod:`~nczarr.ncfile.h5py_nodes`),
+and a numpy-free reader of the metadata netcdf-c writes (:mod:`~nczarr.ncfile.h5pure_nodes`),
+tried first because ``import h5py`` with numpy costs more than copying a few hundred MB
+of chunks. :mod:`~nczarr.ncfile.hdf5` turns nodes into the netCDF-4 model without
+asking which reader made them. The values here are plain Python (no numpy), and a
+number's bytes are packed and unpacked with ``struct`` by its netCDF type.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = [
+    "HIDDEN_ATTRIBUTES",
+    "ChunkVisit",
+    "DatasetNode",
+    "FillInfo",
+    "Node",
+    "TypeInfo",
+    "pack_value",
+    "text",
+    "unpack_value",
+]
+
+#: Attributes netcdf-c writes for its own bookkeeping; not user attributes.
+HIDDEN_ATTRIBUTES = frozenset(
+    {
+        "_Netcdf4Dimid",
+        "_Netcdf4Coordinates",
+        "DIMENSION_LIST",
+        "REFERENCE_LIST",
+        "CLASS",
+        "NAME",
+        "_NCProperties",
+        "_nc3_strict",
+        "_IsNetcdf4",
+        "_SuperblockVersion",
+    }
+)
+
+#: ``struct`` codes of the netCDF numeric types.
+_STRUCT = {
+    "byte": "b",
+    "ubyte": "B",
+    "short": "h",
+    "ushort": "H",
+    "int": "i",
+    "uint": "I",
+    "int64": "q",
+    "uint64": "Q",
+    "float": "f",
+    "double": "d",
+}
+
+#: ``visit(element offset, filter mask, byte offset or None, stored size)``.
+ChunkVisit = Callable[[tuple[int, ...], int, Any, int], None]
+
+
+def text(value: Any) -> str:
+    """A stored string (bytes or str) as text."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).decode("utf-8", "surrogateescape")
+    return str(value)
+
+
+def unpack_value(raw: bytes, kind: str, big_endian: bool) -> Any:
+    """One value of netCDF type ``kind`` from its stored bytes (``char``: the text
+    without trailing NULs)."""
+    if kind == "char":
+        return text(raw).rstrip("\x00")
+    return struct.unpack((">" if big_endian else "<") + _STRUCT[kind], raw)[0]
+
+
+def pack_value(value: Any, kind: str, big_endian: bool, itemsize: int) -> bytes:
+    """The stored bytes of one value of netCDF type ``kind`` (numpy's cast for a value
+    ``struct`` refuses, e.g. a float fill of an int variable)."""
+    if kind == "char":
+        return str(value).encode("latin-1", "replace")[:1].ljust(1, b"\x00")
+    order = ">" if big_endian else "<"
+    try:
+        return struct.pack(order + _STRUCT[kind], value)
+    except (struct.error, OverflowError, TypeError):
+        import numpy as np  # only for an odd value: numpy's cast, as netCDF4 writes it
+
+        return np.array(value, dtype=f"{order}{_STRUCT[kind]}").tobytes()[:itemsize]
+
+
+@dataclass(frozen=True)
+class TypeInfo:
+    """A dataset's type: ``kind`` is its netCDF type (None: user-defined), ``fixed_text``
+    a fixed-length string longer than one byte (libnetcdf reads it as ``string``)."""
+
+    kind: str | None
+    itemsize: int
+    big_endian: bool
+    fixed_text: bool = False
+    label: str = ""
+    enum: bool = False
+
+
+@dataclass(frozen=True)
+class FillInfo:
+    """A dataset's HDF5 fill value: ``user`` when the file defines one, ``never`` for
+    netcdf-c's no-fill mode, ``raw`` the bytes HDF5 pads chunks with."""
+
+    user: bool
+    never: bool
+    raw: bytes
+
+
+class Node(Protocol):
+    """A group or dataset of the file."""
+
+    name: str  # the HDF5 path, "/g/x"
+    is_group: bool
+    is_dataset: bool
+
+    def children(self) -> list[tuple[str, Node]]:
+        """The groups and datasets linked from a group, in creation order (else by name)."""
+        ...
+
+    def attributes(self, what: str) -> dict[str, Any]:
+        """The user attributes (``Attribute`` of the model), in creation order."""
+        ...
+
+    def text_attr(self, name: str) -> str | None:
+        """A text attribute (``CLASS``, ``NAME``, ``_NCProperties``), or None."""
+        ...
+
+    def ints_attr(self, name: str) -> tuple[int, ...] | None:
+        """An integer attribute's values (``_Netcdf4Dimid``...), or None."""
+        ...
+
+
+class DatasetNode(Node, Protocol):
+    """A dataset: its shape, type, storage and chunk index."""
+
+    shape: tuple[int, ...]
+    maxshape: tuple[int | None, ...]
+    type: TypeInfo
+    layout: str  # "chunked", "contiguous" or "compact"
+    chunks: tuple[int, ...] | None
+    filters: list[tuple[int, tuple[int, ...], str]]
+    fill: FillInfo
+    contiguous_offset: int | None
+
+    def attached_scale(self, axis: int) -> str | None:
+        """The HDF5 path of the first dimension scale attached to ``axis``, or None."""
+        ...
+
+    def each_chunk(self, visit: ChunkVisit) -> None:
+        """``visit`` every stored chunk, in one walk of the chunk index (no list)."""
+        ...

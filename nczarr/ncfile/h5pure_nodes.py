@@ -1,0 +1,180 @@
+"""The nodes of :mod:`~nczarr.ncfile.h5nodes` read by the numpy-free HDF5 reader.
+
+:mod:`nczarr.ncfile.h5pure` reads the HDF5 structures; this module gives them the
+netCDF-4 reader's view, as :mod:`~nczarr.ncfile.h5py_nodes` gives h5py's. Whatever
+h5py would read or word differently is declined (:class:`Unsupported`), so that h5py
+reads the file: user-defined types (h5py names them in the skip warning), filters
+without a Zarr codec (h5py names them), attributes that are not netCDF's, a dimension
+scale reached by no link.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..translate.model import Attribute
+from .h5dims import join
+from .h5nodes import HIDDEN_ATTRIBUTES, ChunkVisit, FillInfo, TypeInfo, text
+from .h5pure import H5File, Unsupported
+
+__all__ = ["PureNode", "Unsupported", "pure_root"]
+
+#: netCDF types of HDF5 fixed-point ``(size, signed)`` and float ``size`` types.
+_INTS = {
+    (1, True): "byte",
+    (1, False): "ubyte",
+    (2, True): "short",
+    (2, False): "ushort",
+    (4, True): "int",
+    (4, False): "uint",
+    (8, True): "int64",
+    (8, False): "uint64",
+}
+_FLOATS = {4: "float", 8: "double"}
+#: HDF5 filters with a Zarr codec (:mod:`~nczarr.ncfile.h5filters`); h5py names the others.
+_KNOWN_FILTERS = frozenset({1, 2, 3, 307, 32001, 32015})
+_FIXED_POINT, _FLOAT, _STRING, _VLEN = 0, 1, 3, 9
+#: numpy's item size of a variable-length string (an object pointer), as h5py reports it.
+_VLEN_ITEMSIZE = 8
+
+
+def pure_root(read_at: Callable[[int, int], bytes], size: int) -> PureNode:
+    """The root group of the file ``read_at`` reads (``size`` bytes long)."""
+    file = H5File(read_at, size)
+    return PureNode(file, file.root, "/", {})
+
+
+def nc_kind(datatype: Any) -> str | None:
+    """The netCDF type of an HDF5 datatype (``char``: a fixed-length string of one
+    byte), or None."""
+    if datatype.cls == _FIXED_POINT:
+        return _INTS.get((datatype.size, datatype.signed))
+    if datatype.cls == _FLOAT:
+        return _FLOATS.get(datatype.size)
+    if datatype.cls == _STRING:
+        return "char" if datatype.size == 1 else None
+    if datatype.cls == _VLEN and datatype.vlen_string:
+        return "string"
+    return None
+
+
+class PureNode:
+    """A group or dataset read by :mod:`nczarr.ncfile.h5pure`."""
+
+    def __init__(self, file: H5File, obj: Any, name: str, paths: dict[int, str]) -> None:
+        self._file = file
+        self._obj = obj
+        self._paths = paths  # object address -> path, file-wide (scales are named by it)
+        paths.setdefault(obj.address, name)
+        self.name = name
+        self.is_group = bool(obj.is_group)
+        self.is_dataset = bool(obj.is_dataset) and not self.is_group
+        self._attrs: dict[str, Any] | None = None
+        if self.is_dataset:
+            self._dataset(obj)
+
+    def _dataset(self, obj: Any) -> None:
+        self.shape: tuple[int, ...] = tuple(obj.shape)
+        self.maxshape: tuple[int | None, ...] = tuple(obj.maxshape)
+        self.type = _type_info(obj.datatype)
+        self.layout: str = obj.layout
+        self.chunks: tuple[int, ...] | None = tuple(obj.chunks) if obj.chunks else None
+        self.filters = [(f.code, tuple(f.values), f.name) for f in obj.filters]
+        if any(code not in _KNOWN_FILTERS for code, _, _ in self.filters):
+            raise Unsupported(f"{self.name}: a filter without a Zarr codec")
+        fill = obj.fill
+        user = fill.defined == "user" and fill.value is not None
+        raw = fill.value if user else b"\x00" * self.type.itemsize
+        if user and len(raw) != obj.datatype.size and self.type.kind != "string":
+            raise Unsupported(f"{self.name}: a fill value of {len(raw)} bytes")
+        self.fill = FillInfo(user=user, never=fill.time == "never", raw=raw)
+        self.contiguous_offset: int | None = obj.contiguous_address
+
+    def children(self) -> list[tuple[str, PureNode]]:
+        out = []
+        for link, address in self._obj.links():
+            child = self._file.object(address)
+            if child.is_group or child.is_dataset:
+                out.append((link, PureNode(self._file, child, join(self.name, link), self._paths)))
+        return out
+
+    def _attributes(self) -> dict[str, Any]:
+        if self._attrs is None:
+            self._attrs = {a.name: a for a in self._obj.attributes()}
+        return self._attrs
+
+    def attributes(self, what: str) -> dict[str, Attribute]:
+        return {
+            name: _attribute(a, self._file)
+            for name, a in self._attributes().items()
+            if name not in HIDDEN_ATTRIBUTES
+        }
+
+    def text_attr(self, name: str) -> str | None:
+        attr = self._attributes().get(name)
+        if attr is None:
+            return None
+        kind = nc_kind(attr.datatype)
+        if attr.datatype.cls == _STRING:
+            kind = "char"
+        values = attr.values(self._file) if attr.shape is not None else None
+        if kind not in ("char", "string") or values is None or len(values) != 1:
+            raise Unsupported(f"{self.name}: attribute {name!r} is not one string")
+        return text(values[0].rstrip(b"\x00") if kind == "char" else values[0])
+
+    def ints_attr(self, name: str) -> tuple[int, ...] | None:
+        attr = self._attributes().get(name)
+        if attr is None:
+            return None
+        if attr.datatype.cls != _FIXED_POINT or attr.shape is None:
+            raise Unsupported(f"{self.name}: attribute {name!r} is not integers")
+        return tuple(attr.values(self._file))
+
+    def attached_scale(self, axis: int) -> str | None:
+        attr = self._attributes().get("DIMENSION_LIST")
+        if attr is None:
+            return None
+        lists = attr.values(self._file)
+        if attr.shape is None or len(lists) != len(self.shape):
+            raise Unsupported(f"{self.name}: a DIMENSION_LIST not one list per axis")
+        if not lists[axis]:
+            return None
+        path = self._paths.get(lists[axis][0])
+        if path is None:
+            raise Unsupported(f"{self.name}: a dimension scale no link reaches")
+        return path
+
+    def each_chunk(self, visit: ChunkVisit) -> None:
+        self._obj.each_chunk(visit)
+
+
+def _type_info(datatype: Any) -> TypeInfo:
+    kind = nc_kind(datatype)
+    fixed = kind is None and datatype.cls == _STRING
+    if kind is None and not fixed:
+        raise Unsupported(f"a user-defined type ({datatype.label})")  # h5py names it
+    return TypeInfo(
+        kind=kind,
+        itemsize=_VLEN_ITEMSIZE if kind == "string" else datatype.size,
+        big_endian=datatype.big_endian and kind not in ("char", "byte", "ubyte"),
+        fixed_text=fixed,
+        label=datatype.label,
+    )
+
+
+def _attribute(attr: Any, file: H5File) -> Attribute:
+    """One attribute in the model's form, as :mod:`~nczarr.ncfile.h5attrs` reads it
+    with h5py: a fixed-length string of any length is ``char``, every stored byte but
+    each element's trailing NULs."""
+    kind = "char" if attr.datatype.cls == _STRING else nc_kind(attr.datatype)
+    if kind is None:
+        raise Unsupported(f"attribute {attr.name!r}: a user-defined type")  # h5py says so
+    if attr.shape is None:
+        return Attribute(attr.name, kind, "" if kind == "char" else ())
+    values = attr.values(file)
+    if kind == "char":
+        return Attribute(attr.name, "char", "".join(text(v.rstrip(b"\x00")) for v in values))
+    if kind == "string":
+        return Attribute(attr.name, "string", tuple(text(v) for v in values))
+    return Attribute(attr.name, kind, tuple(values))
