@@ -158,11 +158,18 @@ def test_plain_hdf5_files_phony_dimensions_and_old_style_groups(tmp_path: Path) 
     assert_same_reading(path)
     tracked = tmp_path / "tracked.h5"
     with h5py.File(tracked, "w", track_order=True) as f:
-        f.create_dataset("z", data=np.arange(3, dtype="i8"))
+        f.create_dataset("z", data=np.arange(3, dtype="i8"), track_order=True)
         f.create_dataset("y", data=np.arange(3, dtype="i8"))
         f["z"].attrs["b"] = 1
         f["z"].attrs["a"] = 2
+        f["y"].attrs["b"] = 1
     assert_same_reading(tracked)
+    untracked = tmp_path / "untracked.h5"
+    with h5py.File(untracked, "w") as f:  # two attributes in an order nobody tracked
+        f.create_dataset("y", data=np.arange(3, dtype="i8"))
+        f["y"].attrs["b"] = 1
+        f["y"].attrs["a"] = 2
+    assert_same_reading(untracked, backend="h5py")
 
 
 def test_files_the_pure_reader_declines_read_as_before(tmp_path: Path) -> None:

@@ -1,8 +1,9 @@
-"""netCDF types and attributes of HDF5 objects, as netcdf-c shows them.
+"""netCDF types and attributes of HDF5 objects read by h5py, as netcdf-c shows them.
 
-h5py is imported lazily (:func:`import_h5py`): reading a netCDF-3 file needs no
-HDF5. netcdf-c's bookkeeping attributes (:data:`HIDDEN_ATTRIBUTES`) are not user
-attributes; names come in creation order, as netcdf-c lists them.
+h5py is imported lazily (:func:`~nczarr.ncfile.h5nodes.import_h5py`): reading a
+netCDF-3 file, or a netCDF-4 file the numpy-free reader reads, needs no h5py.
+netcdf-c's bookkeeping attributes (:data:`~nczarr.ncfile.h5nodes.HIDDEN_ATTRIBUTES`)
+are not user attributes; names come in creation order, as netcdf-c lists them.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import MetadataError, MissingDependencyError
+from ..errors import MetadataError
 from ..translate.model import Attribute
 from .h5nodes import HIDDEN_ATTRIBUTES, text
 
-__all__ = ["attributes", "import_h5py", "nc_type", "ordered_links"]
+__all__ = ["attributes", "nc_type", "ordered_links"]
 
 _NC_TYPES = {
     ("i", 1): "byte",
@@ -29,17 +30,6 @@ _NC_TYPES = {
     ("f", 4): "float",
     ("f", 8): "double",
 }
-
-
-def import_h5py() -> Any:
-    """h5py, or a MissingDependencyError saying how to install it."""
-    try:
-        import h5py
-    except ImportError:
-        raise MissingDependencyError(
-            "reading netCDF-4 (HDF5) files needs h5py: pip install 'nczarr[netcdf]'"
-        ) from None
-    return h5py
 
 
 def ordered_links(node: Any, h5py: Any) -> list[str]:

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..errors import MissingDependencyError
+
 __all__ = [
     "HIDDEN_ATTRIBUTES",
     "ChunkVisit",
@@ -22,6 +24,7 @@ __all__ = [
     "FillInfo",
     "Node",
     "TypeInfo",
+    "import_h5py",
     "pack_value",
     "text",
     "unpack_value",
@@ -59,6 +62,17 @@ _STRUCT = {
 
 #: ``visit(element offset, filter mask, byte offset or None, stored size)``.
 ChunkVisit = Callable[[tuple[int, ...], int, Any, int], None]
+
+
+def import_h5py() -> Any:
+    """h5py, or a MissingDependencyError saying how to install it."""
+    try:
+        import h5py
+    except ImportError:
+        raise MissingDependencyError(
+            "reading netCDF-4 (HDF5) files needs h5py: pip install 'nczarr[netcdf]'"
+        ) from None
+    return h5py
 
 
 def text(value: Any) -> str:

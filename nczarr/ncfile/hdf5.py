@@ -43,7 +43,6 @@ from typing import Any
 from ..errors import MetadataError, StorageError
 from ..translate.conventions import LAYOUT_NETCDF4
 from ..translate.model import Attribute, Dataset, Dimension, Group, Variable
-from .h5attrs import import_h5py
 from .h5chunks import (
     VLEN_REASON,
     bound_metadata_cache,
@@ -55,7 +54,7 @@ from .h5chunks import (
 )
 from .h5dims import DIM_ONLY, DimensionIndex, is_scale, join, variable_name
 from .h5filters import codecs, reencoded_chain, split_codecs
-from .h5nodes import HIDDEN_ATTRIBUTES, pack_value, unpack_value
+from .h5nodes import HIDDEN_ATTRIBUTES, import_h5py, pack_value, unpack_value
 from .h5pure_nodes import Unsupported, pure_root
 from .layout import DEFAULT_FILLS, ChunkIndex, SourceArray, chunk_grid, rows_per_chunk
 
