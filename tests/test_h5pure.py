@@ -74,7 +74,8 @@ def pure_dataset(obj: H5Object) -> dict[str, Any]:
     if t.cls == 9 and t.vlen_string:
         kind = "vstr"
     else:
-        kind = {0: "i" if t.signed else "u", 1: "f", 3: "S"}.get(t.cls, t.label)
+        kinds = {0: "i" if t.signed else "u", 1: "f", 3: "S", 6: "compound", 8: "enum", 9: "vlen"}
+        kind = kinds.get(t.cls, t.label)
     value = obj.fill.value if t.cls in (0, 1, 3) else None
     return {
         "shape": obj.shape,
@@ -145,7 +146,9 @@ def h5_value(obj: Any, name: str) -> Any:
 
 def h5_attrs(obj: Any) -> list[tuple[str, Any, Any]]:
     names: list[str] = []
-    tracked = obj.id.get_create_plist().get_attr_creation_order() & h5py.h5p.CRT_ORDER_TRACKED
+    tracked = False
+    if not isinstance(obj, h5py.Datatype):  # a named datatype has no creation property list
+        tracked = obj.id.get_create_plist().get_attr_creation_order() & h5py.h5p.CRT_ORDER_TRACKED
     index = h5py.h5.INDEX_CRT_ORDER if tracked else h5py.h5.INDEX_NAME
     h5py.h5a.iterate(obj.id, lambda name, *_: names.append(name.decode()), index_type=index)
     out = []
@@ -169,11 +172,15 @@ def h5_dataset(ds: Any) -> dict[str, Any]:
     dtype = ds.dtype
     if h5py.check_string_dtype(dtype) and dtype.kind == "O":
         kind, size, big = "vstr", 16, False
+    elif h5py.check_vlen_dtype(dtype) is not None:
+        kind, size, big = "vlen", 16, False
+    elif h5py.check_enum_dtype(dtype) is not None or dtype.names:
+        kind, size, big = "enum" if dtype.names is None else "compound", dtype.itemsize, False
     else:
         kind, size, big = dtype.kind, dtype.itemsize, dtype.byteorder == ">"
     defined = DEFINED[dcpl.fill_value_defined()]
     value = None
-    if defined == "user" and kind in "iufS":
+    if defined == "user" and kind in ("i", "u", "f", "S"):
         holder = np.zeros((), dtype=dtype)
         dcpl.get_fill_value(holder)
         value = holder.tobytes()
@@ -341,6 +348,46 @@ def h5py_deep_links(path: Path) -> None:
             f.create_group(f"link{i}")
 
 
+def h5py_big_attributes(path: Path) -> None:
+    """Dense attributes past the direct rows of the root block: child indirect blocks."""
+    with h5py.File(path, "w", track_order=True) as f:
+        for i in range(170):
+            f.attrs[f"a{(i * 11) % 170}"] = np.arange(480, dtype="f8") + i
+        f.attrs["tiny"] = np.int8(1)
+
+
+def h5py_latest_names(path: Path) -> None:
+    """libver latest without creation order: link messages in name (byte) order."""
+    names = ["z", "Z", "a", "é", "ä", "_", "0"]  # with "dense": 8 links, compact
+    with h5py.File(path, "w", libver="latest") as f:
+        for name in names:
+            f.create_dataset(name, data=np.arange(3, dtype="u4"))
+        g = f.create_group("dense")
+        for i in range(30):
+            g.create_group(f"{names[i % len(names)]}{i}")
+        g.attrs["only"] = "é"
+
+
+def nc4_user_types(path: Path) -> None:
+    """netCDF-4 enum, compound and vlen types: named datatypes, copied into variables."""
+    with netCDF4.Dataset(path, "w", format="NETCDF4") as d:
+        d.createDimension("x", 2)
+        e = d.createEnumType("u1", "e", {"a": 1, "b": 2})
+        c = d.createCompoundType(np.dtype([("p", "i4"), ("q", "f8")]), "c")
+        vl = d.createVLType("i2", "vl")
+        d.createVariable("ve", e, ("x",))
+        d.createVariable("vc", c, ("x",))
+        d.createVariable("vv", vl, ("x",))
+        d.createVariable("vo", "u2", ("x",))
+
+
+def h5py_continued(path: Path) -> None:
+    """libver earliest: a v1 object header continued for a large attribute."""
+    with h5py.File(path, "w", libver="earliest") as f:
+        d = f.create_dataset("d", data=np.arange(10, dtype="<i8"))
+        d.attrs["big"] = np.arange(3000, dtype=">i4")
+
+
 BUILDERS = {
     "netcdf4": nc4_everything,
     "classic": lambda p: nc4_everything(p, "NETCDF4_CLASSIC"),
@@ -350,6 +397,10 @@ BUILDERS = {
     "h5py_plain": h5py_plain,
     "h5py_earliest": h5py_earliest,
     "h5py_deep_links": h5py_deep_links,
+    "h5py_big_attributes": h5py_big_attributes,
+    "h5py_latest_names": h5py_latest_names,
+    "h5py_continued": h5py_continued,
+    "user_types": nc4_user_types,
 }
 
 
@@ -404,6 +455,15 @@ def test_new_chunk_indexes_are_refused(tmp_path: Path) -> None:
         file.object(address)
 
 
+def test_huge_heap_objects_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "huge.h5"
+    with h5py.File(path, "w", track_order=True) as f:
+        for i in range(10):
+            f.attrs[f"a{i}"] = np.arange(2000, dtype="f8")  # 16 kB: a huge heap object
+    with pytest.raises(Unsupported):
+        open_pure(path.read_bytes()).root.attributes()
+
+
 def pure_or_refused(data: bytes) -> dict[int, dict[str, Any]] | None:
     try:
         return describe_pure(data)
@@ -416,12 +476,12 @@ def damaged_copies(data: bytes, seed: int, count: int) -> list[bytes]:
     rng = random.Random(seed)
     out = []
     for _ in range(count):
-        at = rng.randrange(min(len(data), 12000))
+        at = rng.randrange(len(data))
         out.append(data[:at] + bytes([data[at] ^ (1 << rng.randrange(8))]) + data[at + 1 :])
     return out
 
 
-@pytest.mark.parametrize("name", ["netcdf4", "h5py_earliest", "many"])
+@pytest.mark.parametrize("name", ["netcdf4", "h5py_earliest", "many", "chunks", "h5py_ordered"])
 def test_damaged_file_is_refused_or_read_as_h5py_reads_it(tmp_path: Path, name: str) -> None:
     path = tmp_path / "good.h5"
     BUILDERS[name](path)

@@ -3,8 +3,8 @@
 A fractal heap holds a new-style group's links or an object's attributes once
 there are too many for the object header ("dense storage"). Only managed and
 tiny objects of unfiltered heaps are read; huge objects and filtered heaps raise
-``Unsupported``. Blocks are read whole, once per heap object (a small cache that
-lives as long as the ``FractalHeap``, i.e. one listing).
+``Unsupported``. Blocks are read whole; a ``FractalHeap`` lives for one listing
+and keeps its indirect blocks (small) and its last few direct blocks.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 from .base import UNDEFINED, Cursor, Reader, Unsupported, lookup3, verify_checksum
 
 __all__ = ["FractalHeap", "GlobalHeaps", "LocalHeap"]
+
+_CACHED_BLOCKS = 4
 
 
 class LocalHeap:
@@ -103,7 +105,9 @@ class FractalHeap:
         self.first_row_bits = _log2(self.start) + _log2(self.width)
         if 1 + self.off_size + self.len_size > self.id_len or self.max_direct_rows < 2:
             raise Unsupported("fractal heap ID layout")
-        self.blocks: dict[int, bytes] = {}
+        # blocks by (address, heap offset, size or rows): each is checked for that place
+        self.blocks: dict[tuple[int, int, int], bytes] = {}
+        self.indirect: dict[tuple[int, int, int], list[int]] = {}
 
     def get(self, heap_id: bytes) -> bytes:
         """The object a heap ID names."""
@@ -167,6 +171,13 @@ class FractalHeap:
         raise Unsupported("fractal heap too deep")
 
     def _indirect(self, address: int, block_offset: int, rows: int) -> list[int]:
+        key = (address, block_offset, rows)
+        found = self.indirect.get(key)
+        if found is None:
+            found = self.indirect[key] = self._read_indirect(address, block_offset, rows)
+        return found
+
+    def _read_indirect(self, address: int, block_offset: int, rows: int) -> list[int]:
         count = rows * self.width
         size = 5 + 8 + self.off_size + 8 * count + 4
         block = self.reader.signed(address, size, b"FHIB")
@@ -179,7 +190,8 @@ class FractalHeap:
     def _direct(self, address: int, block_offset: int, size: int) -> bytes:
         if address == UNDEFINED:
             raise Unsupported("heap object in an unallocated block")
-        data = self.blocks.get(address)
+        key = (address, block_offset, size)
+        data = self.blocks.get(key)
         if data is not None:
             return data
         data = self.reader.signed(address, size, b"FHDB")
@@ -190,5 +202,7 @@ class FractalHeap:
             stored, at = cur.u32(), cur.pos - 4
             if lookup3(data[:at] + b"\0\0\0\0" + data[at + 4 :]) != stored:
                 raise Unsupported("fractal heap direct block checksum")
-        self.blocks[address] = data
+        if len(self.blocks) >= _CACHED_BLOCKS:
+            del self.blocks[next(iter(self.blocks))]
+        self.blocks[key] = data
         return data
