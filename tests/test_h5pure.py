@@ -381,6 +381,27 @@ def nc4_user_types(path: Path) -> None:
         d.createVariable("vo", "u2", ("x",))
 
 
+def h5py_latest_chunks(path: Path) -> None:
+    """libver latest, fixed max dims: single-chunk and fixed array indexes (paged too)."""
+    with h5py.File(path, "w", libver="latest") as f:
+        f.create_dataset("single", data=np.arange(12).reshape(3, 4), chunks=(3, 4))
+        f.create_dataset("single_gz", data=np.arange(12.0), chunks=(12,), compression="gzip")
+        f.create_dataset("single_empty", shape=(5,), chunks=(5,), dtype="i2")
+        d = f.create_dataset("fixed", shape=(5, 7), maxshape=(10, 14), chunks=(2, 3), dtype="u2")
+        d[0:2, 3:6] = 1
+        d[4, 6] = 2
+        f.create_dataset(
+            "fixed_gz", data=np.arange(40.0).reshape(8, 5), chunks=(3, 2), shuffle=True
+        )
+        paged = f.create_dataset("paged", shape=(3000,), chunks=(1,), dtype="i1", fillvalue=3)
+        paged[1500:1600] = 1
+        paged[2999] = 2
+        full = f.create_dataset(
+            "paged_gz", shape=(40, 60), chunks=(1, 1), compression="gzip", dtype="f4"
+        )
+        full[...] = 1.0
+
+
 def h5py_continued(path: Path) -> None:
     """libver earliest: a v1 object header continued for a large attribute."""
     with h5py.File(path, "w", libver="earliest") as f:
@@ -401,6 +422,7 @@ BUILDERS = {
     "h5py_latest_names": h5py_latest_names,
     "h5py_continued": h5py_continued,
     "user_types": nc4_user_types,
+    "h5py_latest_chunks": h5py_latest_chunks,
 }
 
 
@@ -445,7 +467,7 @@ def test_soft_and_external_links_are_refused(tmp_path: Path, track: bool) -> Non
             open_pure(path.read_bytes()).root.links()
 
 
-def test_new_chunk_indexes_are_refused(tmp_path: Path) -> None:
+def test_extensible_array_chunk_index_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "latest.h5"
     with h5py.File(path, "w", libver="latest") as f:
         f.create_dataset("d", data=np.arange(10), chunks=(5,), maxshape=(None,))

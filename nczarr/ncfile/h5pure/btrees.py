@@ -63,8 +63,6 @@ def each_chunk(
             continue
         if offset[-1] != 0:
             raise Unsupported("chunk key offset")
-        if child + size > reader.end:
-            raise Unsupported("chunk past the end of the file")
         visit(offset[:-1], mask, child, size)
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from .attributes import H5Attribute, decode_attribute
 from .base import UNDEFINED, Cursor, Reader, Unsupported
 from .btrees import V2Tree, each_chunk, group_entries
+from .chunkindex import each_fixed_array_chunk, single_chunk
 from .datatypes import (
     H5Fill,
     H5Filter,
@@ -25,7 +26,7 @@ from .datatypes import (
 )
 from .headers import Message, read_header
 from .heaps import FractalHeap, LocalHeap
-from .layout import Layout, decode_layout
+from .layout import BTREE_V1, SINGLE_CHUNK, Layout, decode_layout
 
 __all__ = ["H5Object", "decode_link", "decode_name", "ordered"]
 
@@ -206,9 +207,7 @@ class H5Object:
         self.shape, dims = space
         self.maxshape = tuple(None if d == 0xFFFFFFFFFFFFFFFF else d for d in dims)
         self.datatype: H5Type = decode_datatype(Cursor(self._one(3) or b""))
-        self.storage: Layout = decode_layout(
-            self._one(8) or b"", len(self.shape), self.datatype.size
-        )
+        self.storage: Layout = decode_layout(self._one(8) or b"", self.shape, self.datatype.size)
         pipeline = self._one(11)
         self.filters: list[H5Filter] = decode_filters(pipeline) if pipeline is not None else []
         fill = self._one(5)
@@ -240,13 +239,23 @@ class H5Object:
         """``visit(offset, filter_mask, address, size)`` for every stored chunk, in B-tree order."""
         if self.storage.kind != "chunked":
             raise Unsupported("not a chunked dataset")
-        if self.storage.address is None:
+        layout, item = self.storage, self.datatype.size
+        if layout.address is None:
             return
-        dims = self.storage.chunks or ()
+        dims, end = layout.chunks or (), self.reader.end
 
         def checked(offset: tuple[int, ...], mask: int, address: int, size: int) -> None:
             if any(o % d for o, d in zip(offset, dims, strict=True)):
                 raise Unsupported("chunk offset not on the chunk grid")
+            if address + size > end:
+                raise Unsupported("chunk past the end of the file")
             visit(offset, mask, address, size)
 
-        each_chunk(self.reader, self.storage.address, len(self.shape), checked)
+        if layout.index == BTREE_V1:
+            each_chunk(self.reader, layout.address, len(self.shape), checked)
+        elif layout.index == SINGLE_CHUNK:
+            single_chunk(layout, item, bool(self.filters), checked)
+        else:
+            each_fixed_array_chunk(
+                self.reader, layout, self.maxshape, item, bool(self.filters), checked
+            )
