@@ -138,6 +138,8 @@ def h5_value(obj: Any, name: str) -> Any:
         return [
             v.encode() if isinstance(v, str) else v for v in np.asarray(value, dtype=object).ravel()
         ]
+    if t.get_class() == h5py.h5t.REFERENCE:
+        return [address_of(obj.file[ref].id) for ref in np.asarray(value).ravel()]
     if name == "DIMENSION_LIST":
         file = obj.file
         return [[address_of(file[ref].id) for ref in refs] for refs in value]
@@ -318,6 +320,8 @@ def h5py_ordered(path: Path) -> None:
         for i in range(40):
             g.create_group(f"g{(i * 13) % 40}")
         g.attrs["only"] = 1
+        f.attrs["ref"] = f["c"].ref
+        f.attrs["refs"] = np.array([f["d"].ref, f["links"].ref], dtype=h5py.ref_dtype)
 
 
 def h5py_plain(path: Path) -> None:
@@ -339,6 +343,13 @@ def h5py_earliest(path: Path) -> None:
         g = f.create_group("sub").create_group("subsub")
         g.create_dataset("x", data=np.arange(3.0), chunks=(2,), fillvalue=4.0, maxshape=(None,))
         g.attrs["one"] = "value"
+
+
+def h5py_old_big_group(path: Path) -> None:
+    """An old-style group of 600 links: its B-tree has internal nodes."""
+    with h5py.File(path, "w", libver="earliest") as f:
+        for i in range(600):
+            f.create_group(f"{(i * 37) % 600:03d}")
 
 
 def h5py_deep_links(path: Path) -> None:
@@ -418,6 +429,7 @@ BUILDERS = {
     "h5py_plain": h5py_plain,
     "h5py_earliest": h5py_earliest,
     "h5py_deep_links": h5py_deep_links,
+    "h5py_old_big_group": h5py_old_big_group,
     "h5py_big_attributes": h5py_big_attributes,
     "h5py_latest_names": h5py_latest_names,
     "h5py_continued": h5py_continued,
@@ -467,6 +479,23 @@ def test_soft_and_external_links_are_refused(tmp_path: Path, track: bool) -> Non
             open_pure(path.read_bytes()).root.links()
 
 
+def test_user_block_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "ub.h5"
+    with h5py.File(path, "w", userblock_size=512) as f:
+        f["x"] = 1
+    with pytest.raises(Unsupported):
+        open_pure(path.read_bytes())
+
+
+def test_deeply_nested_datatype_is_refused() -> None:
+    from nczarr.ncfile.h5pure.base import Cursor
+    from nczarr.ncfile.h5pure.datatypes import decode_datatype
+
+    vlen = bytes([0x19, 0, 0, 0]) + (16).to_bytes(4, "little")  # vlen sequence, version 1
+    with pytest.raises(Unsupported):
+        decode_datatype(Cursor(vlen * 2000))
+
+
 def test_extensible_array_chunk_index_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "latest.h5"
     with h5py.File(path, "w", libver="latest") as f:
@@ -503,7 +532,9 @@ def damaged_copies(data: bytes, seed: int, count: int) -> list[bytes]:
     return out
 
 
-@pytest.mark.parametrize("name", ["netcdf4", "h5py_earliest", "many", "chunks", "h5py_ordered"])
+@pytest.mark.parametrize(
+    "name", ["netcdf4", "h5py_earliest", "many", "chunks", "h5py_ordered", "h5py_latest_chunks"]
+)
 def test_damaged_file_is_refused_or_read_as_h5py_reads_it(tmp_path: Path, name: str) -> None:
     path = tmp_path / "good.h5"
     BUILDERS[name](path)

@@ -63,8 +63,10 @@ class H5Fill:
     value: bytes | None
 
 
-def decode_datatype(cur: Cursor) -> H5Type:
-    """The datatype at the cursor (a datatype message, or one nested in another)."""
+def decode_datatype(cur: Cursor, depth: int = 0) -> H5Type:
+    """The datatype at the cursor (a datatype message, or one nested ``depth`` deep)."""
+    if depth > 8:
+        raise Unsupported("datatypes nested too deep")
     head = cur.u8()
     cls, version = head & 0x0F, head >> 4
     bits = cur.uint(3)
@@ -82,14 +84,14 @@ def decode_datatype(cur: Cursor) -> H5Type:
     if cls == 7:
         return _reference(bits, size)
     if cls == 8:
-        base = decode_datatype(cur)
+        base = decode_datatype(cur, depth + 1)
         if base.cls != 0 or base.size != size:
             raise Unsupported("enum base type")
         return H5Type(8, size, base=base, label=f"enum {base.label}")
     if cls == 9:
-        return _vlen(cur, bits, size)
+        return _vlen(cur, bits, size, depth)
     if cls == 10:
-        return _array(cur, version, size)
+        return _array(cur, version, size, depth)
     raise Unsupported(f"datatype class {cls}")
 
 
@@ -132,9 +134,9 @@ def _reference(bits: int, size: int) -> H5Type:
     raise Unsupported(f"reference type {kind}")
 
 
-def _vlen(cur: Cursor, bits: int, size: int) -> H5Type:
+def _vlen(cur: Cursor, bits: int, size: int, depth: int) -> H5Type:
     kind, padding, charset = bits & 0x0F, (bits >> 4) & 0x0F, (bits >> 8) & 0x0F
-    base = decode_datatype(cur)
+    base = decode_datatype(cur, depth + 1)
     if size != 16 or kind > 1 or padding > 2 or charset > 1 or bits >> 12:
         raise Unsupported("vlen type bits")
     if kind == 1:
@@ -142,7 +144,7 @@ def _vlen(cur: Cursor, bits: int, size: int) -> H5Type:
     return H5Type(9, size, base=base, label=f"vlen {base.label}")
 
 
-def _array(cur: Cursor, version: int, size: int) -> H5Type:
+def _array(cur: Cursor, version: int, size: int, depth: int) -> H5Type:
     rank = cur.u8()
     if version == 2:
         cur.skip(3)
@@ -151,7 +153,7 @@ def _array(cur: Cursor, version: int, size: int) -> H5Type:
     dims = [cur.u32() for _ in range(rank)]
     if version == 2:
         cur.skip(4 * rank)
-    base = decode_datatype(cur)
+    base = decode_datatype(cur, depth + 1)
     count = 1
     for d in dims:
         count *= d
