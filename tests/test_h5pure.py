@@ -413,6 +413,13 @@ def h5py_latest_chunks(path: Path) -> None:
         full[...] = 1.0
 
 
+def h5py_paged_space(path: Path) -> None:
+    """Paged file space, persisted: a superblock extension with a file space info message."""
+    with h5py.File(path, "w", libver="v112", fs_strategy="page", fs_persist=True) as f:
+        f.create_dataset("x", data=np.arange(100, dtype="f8"))
+        f.create_group("g").attrs["a"] = 1
+
+
 def h5py_continued(path: Path) -> None:
     """libver earliest: a v1 object header continued for a large attribute."""
     with h5py.File(path, "w", libver="earliest") as f:
@@ -435,6 +442,7 @@ BUILDERS = {
     "h5py_continued": h5py_continued,
     "user_types": nc4_user_types,
     "h5py_latest_chunks": h5py_latest_chunks,
+    "h5py_paged_space": h5py_paged_space,
 }
 
 
