@@ -10,6 +10,7 @@ object tracks it, else name order.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 from .attributes import H5Attribute, decode_attribute
 from .base import UNDEFINED, Cursor, Reader, Unsupported
@@ -30,6 +31,7 @@ from .layout import BTREE_V1, SINGLE_CHUNK, Layout, decode_layout
 
 __all__ = ["H5Object", "decode_link", "decode_name", "ordered"]
 
+T = TypeVar("T")
 LINK_INFO, LINK, ATTRIBUTE, ATTRIBUTE_INFO, SYMBOL_TABLE = 2, 6, 12, 21, 17
 _SINGLE = (1, 2, 3, 4, 5, 8, 10, 11, 17, 21)
 
@@ -60,19 +62,19 @@ def decode_name(raw: bytes) -> str:
         raise Unsupported("name not UTF-8") from exc
 
 
-def ordered(
-    items: list[tuple[str, int | None, object]], tracked: bool
-) -> list[tuple[str, int | None, object]]:
-    """``(name, order, value)`` sorted by creation order when tracked, else by name bytes."""
+def ordered(items: list[tuple[str, int | None, T]], tracked: bool) -> list[tuple[str, T]]:
+    """``(name, value)`` by creation order when tracked, else by name bytes (as strcmp)."""
     names = [name for name, _, _ in items]
     if len(set(names)) != len(names):
         raise Unsupported("a name twice")
     if not tracked:
-        return sorted(items, key=lambda item: item[0].encode("utf-8"))
-    orders = [order for _, order, _ in items]
-    if None in orders or len(set(orders)) != len(orders):
-        raise Unsupported("creation order missing or repeated")
-    return sorted(items, key=lambda item: item[1])  # type: ignore[arg-type,return-value]
+        chosen = sorted(items, key=lambda item: item[0].encode("utf-8"))
+    else:
+        orders = [order for _, order, _ in items]
+        if None in orders or len(set(orders)) != len(orders):
+            raise Unsupported("creation order missing or repeated")
+        chosen = sorted(items, key=lambda item: item[1] or 0)
+    return [(name, value) for name, _, value in chosen]
 
 
 class H5Object:
@@ -130,10 +132,7 @@ class H5Object:
             tree = V2Tree(self.reader, name_index, 5)
             fheap = FractalHeap(self.reader, heap)
             items = [decode_link(fheap.get(record[4:])) for record in tree.records()]
-        result = ordered(
-            [(name, order, address) for name, address, order in items], bool(flags & 1)
-        )
-        return [(name, address) for name, _, address in result]  # type: ignore[misc]
+        return ordered([(name, order, address) for name, address, order in items], bool(flags & 1))
 
     def _symbol_table(self, table: bytes) -> list[tuple[str, int]]:
         cur = Cursor(table)
@@ -182,8 +181,7 @@ class H5Object:
                 compact = self._dense_attributes(heap, name_index)
         if not tracked and len(compact) > 1:
             raise Unsupported("attribute order not tracked")
-        items = ordered([(a.name, order, a) for a, order in compact], tracked)
-        return [attr for _, _, attr in items]  # type: ignore[misc]
+        return [a for _, a in ordered([(a.name, order, a) for a, order in compact], tracked)]
 
     def _dense_attributes(
         self, heap_address: int, name_index: int
