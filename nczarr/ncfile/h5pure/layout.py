@@ -18,7 +18,9 @@ from .base import UNDEFINED, Cursor, Unsupported
 
 __all__ = ["BTREE_V1", "FIXED_ARRAY", "SINGLE_CHUNK", "Layout", "decode_layout"]
 
-BTREE_V1, SINGLE_CHUNK, FIXED_ARRAY = 0, 1, 3
+BTREE_V1 = 0  # chunk index types (the v1 B-tree: a version 3 message)
+SINGLE_CHUNK = 1
+FIXED_ARRAY = 3
 
 
 @dataclass(frozen=True)
