@@ -292,12 +292,17 @@ def nc4_many(path: Path) -> None:
 
 
 def nc4_chunks(path: Path) -> None:
-    """2,500 chunks: the chunk B-tree has internal nodes."""
+    """2,500 chunks, and 500 written in random order: chunk B-trees with internal nodes."""
     with netCDF4.Dataset(path, "w", format="NETCDF4") as d:
         d.createDimension("t", None)
         d.createDimension("x", 50)
         v = d.createVariable("v", "i1", ("t", "x"), chunksizes=(1, 1), fill_value=False)
         v[0:50, :] = np.ones((50, 50), dtype="i1")
+        w = d.createVariable("w", "i2", ("t", "x"), chunksizes=(1, 2), zlib=True)
+        cells = [(i, j) for i in range(20) for j in range(0, 50, 2)]
+        random.Random(5).shuffle(cells)
+        for i, j in cells:  # written out of order: the B-tree splits mid-node
+            w[i, j : j + 2] = [i, j]
 
 
 def h5py_ordered(path: Path) -> None:
