@@ -398,7 +398,7 @@ def nc4_user_types(path: Path) -> None:
 
 
 def h5py_latest_chunks(path: Path) -> None:
-    """libver latest, fixed max dims: single-chunk and fixed array indexes (paged too)."""
+    """libver latest: single-chunk, fixed array (paged too) and v2 B-tree indexes."""
     with h5py.File(path, "w", libver="latest") as f:
         f.create_dataset("single", data=np.arange(12).reshape(3, 4), chunks=(3, 4))
         f.create_dataset("single_gz", data=np.arange(12.0), chunks=(12,), compression="gzip")
@@ -416,6 +416,21 @@ def h5py_latest_chunks(path: Path) -> None:
             "paged_gz", shape=(40, 60), chunks=(1, 1), compression="gzip", dtype="f4"
         )
         full[...] = 1.0
+        two = f.create_dataset(
+            "btree2", shape=(30, 30), maxshape=(None, None), chunks=(1, 2), dtype="f4"
+        )
+        cells = [(i, j) for i in range(30) for j in range(0, 30, 2) if (i * j) % 3]
+        random.Random(7).shuffle(cells)
+        for i, j in cells:  # 300 chunks in random order: internal nodes
+            two[i, j : j + 2] = 1.0
+        two_gz = f.create_dataset(
+            "btree2_gz",
+            data=np.ones((4, 6), dtype="i4"),
+            maxshape=(None, None),
+            chunks=(1, 2),
+            compression="gzip",
+        )
+        two_gz.resize((6, 6))
 
 
 def h5py_paged_space(path: Path) -> None:

@@ -99,15 +99,19 @@ class V2Tree:
             self.cum_sizes.append(cumulative.bit_length() // 8 + 1)
 
     def records(self) -> list[bytes]:
-        """Every record, in key order; the count must match the header's."""
+        """Every record, in key order (for small trees: a group's links, attributes)."""
         out: list[bytes] = []
-        if self.total:
-            self._node(self.root, self.root_records, self.depth, out)
-        if len(out) != self.total:
-            raise Unsupported("v2 B-tree record count")
+        self.each_record(out.append)
         return out
 
-    def _node(self, address: int, count: int, depth: int, out: list[bytes]) -> None:
+    def each_record(self, visit: Callable[[bytes], None]) -> None:
+        """``visit(record)`` in key order; the count must match the header's (else
+        Unsupported, possibly after some visits)."""
+        seen = self._node(self.root, self.root_records, self.depth, visit) if self.total else 0
+        if seen != self.total:
+            raise Unsupported("v2 B-tree record count")
+
+    def _node(self, address: int, count: int, depth: int, visit: Callable[[bytes], None]) -> int:
         if count == 0 or count * self.record_size > self.node_size:
             raise Unsupported("v2 B-tree node record count")
         body = 6 + count * self.record_size
@@ -119,12 +123,12 @@ class V2Tree:
         verify_checksum(block)
         if block[4] != 0 or block[5] != self.kind:
             raise Unsupported("v2 B-tree node header")
-        records = [
-            block[6 + i * self.record_size : 6 + (i + 1) * self.record_size] for i in range(count)
-        ]
+        size = self.record_size
+        records = [block[6 + i * size : 6 + (i + 1) * size] for i in range(count)]
         if depth == 0:
-            out.extend(records)
-            return
+            for record in records:
+                visit(record)
+            return count
         cur = Cursor(block, body)
         children = []
         for _ in range(count + 1):
@@ -132,7 +136,9 @@ class V2Tree:
             if depth > 1:
                 cur.skip(self.cum_sizes[depth - 1])
             children.append((child, child_count))
+        seen = count
         for i, (child, child_count) in enumerate(children):
-            self._node(child, child_count, depth - 1, out)
+            seen += self._node(child, child_count, depth - 1, visit)
             if i < count:
-                out.append(records[i])
+                visit(records[i])
+        return seen

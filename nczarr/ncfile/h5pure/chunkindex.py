@@ -1,4 +1,4 @@
-"""Version 4 layouts' chunk indexes: a single chunk, and a fixed array.
+"""Version 4/5 layouts' chunk indexes: a single chunk, a fixed array, a v2 B-tree.
 
 HDF5 1.10+ with the "latest" format writes these for datasets without unlimited
 dimensions (h5py ``libver="latest"``). A fixed array holds one entry per chunk
@@ -6,7 +6,9 @@ of the grid over the maximum dims, in C order; entries whose address is undefine
 are chunks never written. Its data block may be paged (pages of
 ``2**page_bits`` entries, each with a checksum, an initialisation bitmap in the
 block), as HDF5 does for large arrays. Chunks are visited in entry order, as
-HDF5's own iteration (and h5py's ``chunk_iter``) does.
+HDF5's own iteration (and h5py's ``chunk_iter``) does. A v2 B-tree (datasets
+with several unlimited dimensions) holds records of chunk address, (filtered size
+and mask,) and chunk coordinates in chunk units, visited in key order.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .base import UNDEFINED, Cursor, Reader, Unsupported, verify_checksum
+from .btrees import V2Tree
 from .layout import Layout
 
-__all__ = ["each_fixed_array_chunk", "single_chunk"]
+__all__ = ["each_btree2_chunk", "each_fixed_array_chunk", "single_chunk"]
 
 Visit = Callable[[tuple[int, ...], int, int, int], None]
 
@@ -140,3 +143,28 @@ class _Entries:
             index, rest = divmod(index, n)
             scaled.append(rest)
         return tuple(s * c for s, c in zip(reversed(scaled), self.chunks, strict=True))
+
+
+def each_btree2_chunk(
+    reader: Reader, layout: Layout, item_size: int, filtered: bool, visit: Visit
+) -> None:
+    """Every chunk of a v2 B-tree index (record type 10, or 11 when filtered), in key order."""
+    if layout.address is None:
+        return
+    tree = V2Tree(reader, layout.address, 11 if filtered else 10)
+    chunks = layout.chunks or ()
+    width = tree.record_size - 8 - 8 * len(chunks) - (4 if filtered else 0)
+    if (filtered and not 1 <= width <= 8) or (not filtered and width != 0):
+        raise Unsupported("v2 B-tree chunk record size")
+    full = _unfiltered_size(layout, item_size)
+
+    def record(data: bytes) -> None:
+        cur = Cursor(data)
+        address = cur.u64()
+        size, mask = (cur.uint(width), cur.u32()) if filtered else (full, 0)
+        offset = tuple(cur.u64() * n for n in chunks)
+        if address == UNDEFINED:
+            raise Unsupported("v2 B-tree chunk record without an address")
+        visit(offset, mask, address, size)
+
+    tree.each_record(record)

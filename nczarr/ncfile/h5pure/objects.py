@@ -15,7 +15,7 @@ from typing import TypeVar
 from .attributes import H5Attribute, decode_attribute
 from .base import UNDEFINED, Cursor, Reader, Unsupported
 from .btrees import V2Tree, each_chunk, group_entries
-from .chunkindex import each_fixed_array_chunk, single_chunk
+from .chunkindex import each_btree2_chunk, each_fixed_array_chunk, single_chunk
 from .datatypes import (
     H5Fill,
     H5Filter,
@@ -27,7 +27,7 @@ from .datatypes import (
 )
 from .headers import Message, read_header
 from .heaps import FractalHeap, LocalHeap
-from .layout import BTREE_V1, SINGLE_CHUNK, Layout, decode_layout
+from .layout import BTREE_V1, BTREE_V2, SINGLE_CHUNK, Layout, decode_layout
 
 __all__ = ["H5Object", "decode_link", "decode_name", "ordered"]
 
@@ -253,6 +253,8 @@ class H5Object:
             each_chunk(self.reader, layout.address, len(self.shape), checked)
         elif layout.index == SINGLE_CHUNK:
             single_chunk(layout, item, bool(self.filters), checked)
+        elif layout.index == BTREE_V2:
+            each_btree2_chunk(self.reader, layout, item, bool(self.filters), checked)
         else:
             each_fixed_array_chunk(
                 self.reader, layout, self.maxshape, item, bool(self.filters), checked
