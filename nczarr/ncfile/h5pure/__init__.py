@@ -18,15 +18,15 @@ index) or symbol tables (v1 B-tree + local heap + symbol nodes); attributes
 null); datatypes (integers, IEEE floats, strings, vlen strings and sequences,
 object references; enum, opaque, bitfield, array, compound described only);
 layout messages v3 (compact, contiguous, chunked with a v1 B-tree) and v4/v5
-(chunked with a single-chunk, fixed array or v2 B-tree index); filter pipelines v1/v2; fill
-value messages v2/v3 (with the old fill value message beside them). Not read
-(``Unsupported``): soft and external links, shared messages (committed datatypes
-used by reference, a shared message table), external data files, layout v1/v2,
-the implicit and extensible array chunk indexes, huge or filtered
-fractal heap objects, a fill value message v1 or an old one alone, float16 and
-non-IEEE or bit-offset numbers, attribute values of compound, enum, opaque,
-bitfield, array and region reference types; and any damaged structure (bad
-signature, version, checksum, size, address past the end, a loop).
+(chunked with a single-chunk, fixed array, extensible array or v2 B-tree
+index); filter pipelines v1/v2; fill value messages v2/v3 (with the old fill
+value message beside them). Not read (``Unsupported``): soft and external
+links, shared messages (committed datatypes used by reference, a shared message
+table), external data files, layout v1/v2, the implicit chunk index, huge or
+filtered fractal heap objects, a fill value message v1 or an old one alone,
+float16 and non-IEEE or bit-offset numbers, attribute values of compound, enum,
+opaque, bitfield, array and region reference types; and any damaged structure
+(bad signature, version, checksum, size, address past the end, a loop).
 
 Only the standard library is imported (a test checks numpy and h5py stay out).
 """

@@ -3,8 +3,8 @@
 Version 3 (what netcdf-c and h5py's default write), 4 and 5 are read (HDF5 2.0's
 version 5 is version 4 with filtered chunk sizes always 8 bytes wide in the
 index, a width the readers here take from the index's entry size). Their chunk
-indexes: a single chunk, a fixed array and a v2 B-tree are read; the implicit
-index and the extensible array are Unsupported. Versions 1 and 2 (HDF5 before
+indexes: a single chunk, a fixed array, an extensible array and a v2 B-tree
+are read; the implicit index is Unsupported. Versions 1 and 2 (HDF5 before
 1.6) are Unsupported: their sizes are derived in ways nothing here could test
 against a writer. The stored sizes are checked against the dataspace and
 datatype (HDF5 refuses a mismatch too).
@@ -16,11 +16,20 @@ from dataclasses import dataclass
 
 from .base import UNDEFINED, Cursor, Unsupported
 
-__all__ = ["BTREE_V1", "BTREE_V2", "FIXED_ARRAY", "SINGLE_CHUNK", "Layout", "decode_layout"]
+__all__ = [
+    "BTREE_V1",
+    "BTREE_V2",
+    "EXTENSIBLE_ARRAY",
+    "FIXED_ARRAY",
+    "SINGLE_CHUNK",
+    "Layout",
+    "decode_layout",
+]
 
 BTREE_V1 = 0  # chunk index types (the v1 B-tree: a version 3 message)
 SINGLE_CHUNK = 1
 FIXED_ARRAY = 3
+EXTENSIBLE_ARRAY = 4
 BTREE_V2 = 5
 
 
@@ -97,6 +106,10 @@ def _chunked_v4(cur: Cursor, shape: tuple[int, ...], item_size: int) -> Layout:
         page_bits = cur.u8()
         if not 0 < page_bits < 32 or flags & 2:
             raise Unsupported("fixed array parameters")
+    elif index == EXTENSIBLE_ARRAY:
+        cur.skip(5)  # the array's header repeats these parameters
+        if flags & 2:
+            raise Unsupported("extensible array flags")
     else:
         raise Unsupported(f"chunk index type {index}")
     address = cur.u64()

@@ -25,9 +25,10 @@ from .datatypes import (
     decode_fill,
     decode_filters,
 )
+from .earray import each_earray_chunk
 from .headers import Message, read_header
 from .heaps import FractalHeap, LocalHeap
-from .layout import BTREE_V1, BTREE_V2, SINGLE_CHUNK, Layout, decode_layout
+from .layout import BTREE_V1, BTREE_V2, EXTENSIBLE_ARRAY, SINGLE_CHUNK, Layout, decode_layout
 
 __all__ = ["H5Object", "decode_link", "decode_name", "ordered"]
 
@@ -255,6 +256,8 @@ class H5Object:
             single_chunk(layout, item, bool(self.filters), checked)
         elif layout.index == BTREE_V2:
             each_btree2_chunk(self.reader, layout, item, bool(self.filters), checked)
+        elif layout.index == EXTENSIBLE_ARRAY:
+            each_earray_chunk(self.reader, layout, self.maxshape, item, bool(self.filters), checked)
         else:
             each_fixed_array_chunk(
                 self.reader, layout, self.maxshape, item, bool(self.filters), checked
