@@ -127,11 +127,13 @@ def test_fill_values_no_fill_endianness_and_strings(tmp_path: Path) -> None:
         ds.createDimension("s", 3)
         for code in ["i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f4", "f8"]:
             for endian in ("little", "big"):
+                dtype = np.dtype(code).newbyteorder("<" if endian == "little" else ">")
+                fill = np.array(3, dtype)[()]
                 v = ds.createVariable(
-                    f"{code}_{endian}", code, ("x",), endian=endian, fill_value=np.dtype(code).type(3)
+                    f"{code}_{endian}", dtype, ("x",), endian=endian, fill_value=fill
                 )
                 v[1] = 1
-                ds.createVariable(f"{code}_{endian}_default", code, ("x",), endian=endian)[2] = 2
+                ds.createVariable(f"{code}_{endian}_default", dtype, ("x",), endian=endian)[2] = 2
         ds.set_fill_off()
         ds.createVariable("nofill", "f4", ("x",))[0] = 1
         ds.set_fill_on()
