@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import MetadataError
 from ..translate.model import Attribute
 from .h5dims import join
 from .h5nodes import HIDDEN_ATTRIBUTES, ChunkVisit, FillInfo, TypeInfo, text
@@ -146,7 +147,12 @@ class PureNode:
         return path
 
     def each_chunk(self, visit: ChunkVisit) -> None:
-        self._obj.each_chunk(visit)
+        """The walk of the chunk index; damage found on the way is a MetadataError (at
+        the open, h5py then reads the file; a deferred walk reports it)."""
+        try:
+            self._obj.each_chunk(visit)
+        except Unsupported as exc:
+            raise MetadataError(f"dataset {self.name!r}: corrupt HDF5 chunk index: {exc}") from None
 
 
 def _type_info(datatype: Any) -> TypeInfo:

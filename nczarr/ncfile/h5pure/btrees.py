@@ -8,6 +8,7 @@ millions of chunks.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Iterator
 
 from .base import Cursor, Reader, Unsupported, verify_checksum
@@ -47,23 +48,23 @@ def group_entries(reader: Reader, address: int, level: int | None = None) -> Ite
 def each_chunk(
     reader: Reader, address: int, rank: int, visit: ChunkVisit, level: int | None = None
 ) -> None:
-    """Call ``visit(offset, filter_mask, address, size)`` for every chunk, in B-tree order."""
+    """Call ``visit(offset, filter_mask, address, size)`` for every chunk, in B-tree order.
+
+    A node's keys and children are unpacked in one ``struct`` pass (a file may have
+    millions of chunks: field-by-field decoding cost 7 us a chunk, three times h5py)."""
     key_size = 8 + 8 * (rank + 1)
     found, cur, entries = _v1_node(reader, address, 1, key_size)
     if (level is not None and found != level) or found > 64:
         raise Unsupported("B-tree level")
-    rows = []
-    for _ in range(entries):
-        size, mask = cur.u32(), cur.u32()
-        offset = tuple(cur.u64() for _ in range(rank + 1))
-        rows.append((offset, mask, size, cur.u64()))
-    for offset, mask, size, child in rows:
+    rows = struct.iter_unpack(f"<II{rank + 1}QQ", cur.data[: entries * (key_size + 8)])
+    for row in rows:
+        child = row[-1]
         if found:
             each_chunk(reader, child, rank, visit, found - 1)
             continue
-        if offset[-1] != 0:
+        if row[-2] != 0:
             raise Unsupported("chunk key offset")
-        visit(offset[:-1], mask, child, size)
+        visit(row[2:-2], row[1], child, row[0])
 
 
 class V2Tree:
