@@ -263,3 +263,43 @@ def test_the_command_converts_a_netcdf4_file_without_numpy_or_h5py(tmp_path: Pat
     with netCDF4.Dataset(f"file://{out}#mode=nczarr,file") as got:
         assert got["v"][:].tolist() == np.arange(24, dtype="f4").reshape(3, 8).tolist()
         assert got["v"].units == "K"
+
+
+#: A convert in a fresh interpreter where ``import h5py`` fails (as without the extra).
+_NO_H5PY = """\
+import sys
+sys.modules["h5py"] = None  # import h5py raises ImportError
+import nczarr
+try:
+    nczarr.convert(sys.argv[1], sys.argv[2])
+except nczarr.NCZarrError as exc:
+    print(type(exc).__name__, exc)
+    sys.exit(3)
+"""
+
+
+def test_without_h5py_verbatim_files_convert_and_the_rest_are_refused_first(
+    tmp_path: Path,
+) -> None:
+    plain = tmp_path / "plain.nc"
+    with netCDF4.Dataset(plain, "w") as ds:
+        ds.createDimension("x", 4)
+        ds.createVariable("v", "i4", ("x",), zlib=True)[:] = [1, 2, 3, 4]
+    strings = tmp_path / "strings.nc"
+    with netCDF4.Dataset(strings, "w") as ds:
+        ds.createDimension("x", 2)
+        ds.createVariable("s", str, ("x",))[0] = "text"  # heap references: re-encoded
+
+    def convert(src: Path, out: Path) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-c", _NO_H5PY, str(src), str(out)], capture_output=True, text=True
+        )
+
+    done = convert(plain, tmp_path / "plain.zarr")
+    assert done.returncode == 0, done.stderr
+    with netCDF4.Dataset(f"file://{tmp_path / 'plain.zarr'}#mode=nczarr,file") as got:
+        assert got["v"][:].tolist() == [1, 2, 3, 4]
+    done = convert(strings, tmp_path / "strings.zarr")
+    assert done.returncode == 3, done.stderr
+    assert "MissingDependencyError" in done.stdout and "h5py" in done.stdout
+    assert not (tmp_path / "strings.zarr").exists()  # refused before the target was made

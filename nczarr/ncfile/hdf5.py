@@ -102,6 +102,8 @@ class HDF5Reader:
             dataset = self._read(pure_root(read_at, size))
         except (Unsupported, MetadataError, *_CORRUPT):
             return None  # h5py reads it, or says what is wrong with it
+        if self.reencoded:
+            import_h5py()  # h5py decodes what is re-encoded: refused now if missing
         self.backend = "pure"
         return dataset
 
