@@ -32,6 +32,9 @@ def _netcdf4(path):
         ds.createDimension("x", 4)
         v = ds.createVariable("v", "f4", ("x",), compression="zlib", chunksizes=(2,))
         v[:] = np.arange(4, dtype="f4")
+        # strings are re-encoded through h5py, which loads numpy (a file of numbers alone
+        # is read without either)
+        ds.createVariable("s", str, ("x",))[0] = "text"
     return path
 
 
