@@ -5,9 +5,10 @@ HDF5 promises no order for ``chunk_iter``. Every index netcdf-c writes (version 
 B-trees) walks in grid order, and so do the fixed-array, version 2 B-tree and
 extensible-array indexes of ``libver="latest"`` files when the unlimited dimension is
 the first; the extensible array with the unlimited dimension elsewhere walks in
-another order but HDF5 2.0 reports wrong offsets for it (nczarr refuses that file as a
-corrupt index). So the real walk of a real file is replayed here in reverse and
-shuffled: the writer, fsspec's Parquet writer and the reader are the real ones.
+another order (nczarr's own HDF5 reader reads it; HDF5 2.0 reports wrong offsets for
+it, so through h5py nczarr refuses that file as a corrupt index). So the real walk of
+a real file is replayed here in reverse and shuffled: the writer, fsspec's Parquet
+writer and the reader are the real ones.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ import numpy as np
 import pytest
 
 import nczarr
-import nczarr.ncfile.streamed as streamed
 from nczarr.errors import NCZarrWarning
+from nczarr.ncfile.h5pure_nodes import PureNode
+from nczarr.ncfile.h5py_nodes import H5pyNode
 
 from .refreaders import netcdf_values, read_saved, refs_job
 
@@ -41,21 +43,23 @@ def _make(path: Path) -> None:
 
 
 def _replayed(order: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make every walk visit the real chunks in ``order`` ("reversed", "shuffled")."""
-    real = streamed.each_stored_chunk
+    """Make every walk visit the real chunks in ``order`` ("reversed", "shuffled"),
+    whichever HDF5 reader read the file."""
+    for node in (PureNode, H5pyNode):
+        real = node.each_chunk
 
-    def each_stored_chunk(ds: Any, visit: Any) -> None:
-        seen: list[tuple] = []
-        real(ds, lambda *chunk: seen.append(chunk))
-        if order == "reversed":
-            seen.reverse()
-        else:
-            random.Random(3).shuffle(seen)
-        assert [c[0] for c in seen] != sorted(c[0] for c in seen)
-        for chunk in seen:
-            visit(*chunk)
+        def each_chunk(ds: Any, visit: Any, real: Any = real) -> None:
+            seen: list[tuple] = []
+            real(ds, lambda *chunk: seen.append(chunk))
+            if order == "reversed":
+                seen.reverse()
+            else:
+                random.Random(3).shuffle(seen)
+            assert [c[0] for c in seen] != sorted(c[0] for c in seen)
+            for chunk in seen:
+                visit(*chunk)
 
-    monkeypatch.setattr(streamed, "each_stored_chunk", each_stored_chunk)
+        monkeypatch.setattr(node, "each_chunk", each_chunk)
 
 
 @pytest.mark.parametrize("record_size", [3, 5, 100])
