@@ -36,12 +36,16 @@ _FLOATS = {4: "float", 8: "double"}
 #: HDF5 filters with a Zarr codec (:mod:`~nczarr.ncfile.h5filters`); h5py names the others.
 _KNOWN_FILTERS = frozenset({1, 2, 3, 307, 32001, 32015})
 _FIXED_POINT, _FLOAT, _STRING, _VLEN = 0, 1, 3, 9
+#: HDF5 string paddings h5py reads as stored up to the trailing NULs.
+_NULL_TERM, _NULL_PAD = 0, 1
 #: numpy's item size of a variable-length string (an object pointer), as h5py reports it.
 _VLEN_ITEMSIZE = 8
 
 
-def pure_root(read_at: Callable[[int, int], bytes], size: int) -> PureNode:
+def pure_root(read_at: Callable[[int, int], bytes], size: int | None) -> PureNode:
     """The root group of the file ``read_at`` reads (``size`` bytes long)."""
+    if size is None:
+        raise Unsupported("a file of unknown size")
     file = H5File(read_at, size)
     return PureNode(file, file.root, "/", {})
 
@@ -67,7 +71,8 @@ class PureNode:
         self._file = file
         self._obj = obj
         self._paths = paths  # object address -> path, file-wide (scales are named by it)
-        paths.setdefault(obj.address, name)
+        if paths.setdefault(obj.address, name) != name:  # HDF5 picks one of its names
+            raise Unsupported(f"{name}: an object linked twice ({paths[obj.address]})")
         self.name = name
         self.is_group = bool(obj.is_group)
         self.is_dataset = bool(obj.is_dataset) and not self.is_group
@@ -76,6 +81,8 @@ class PureNode:
             self._dataset(obj)
 
     def _dataset(self, obj: Any) -> None:
+        if obj.shape is None:
+            raise Unsupported(f"{self.name}: a null dataspace")  # h5py says what it is
         self.shape: tuple[int, ...] = tuple(obj.shape)
         self.maxshape: tuple[int | None, ...] = tuple(obj.maxshape)
         self.type = _type_info(obj.datatype)
@@ -113,16 +120,20 @@ class PureNode:
         }
 
     def text_attr(self, name: str) -> str | None:
+        """One scalar string as h5py gives it, else declined: h5py shows an array as its
+        repr, strips space padding and stops a null-terminated string at its first NUL."""
         attr = self._attributes().get(name)
         if attr is None:
             return None
-        kind = nc_kind(attr.datatype)
-        if attr.datatype.cls == _STRING:
-            kind = "char"
-        values = attr.values(self._file) if attr.shape is not None else None
-        if kind not in ("char", "string") or values is None or len(values) != 1:
-            raise Unsupported(f"{self.name}: attribute {name!r} is not one string")
-        return text(values[0].rstrip(b"\x00") if kind == "char" else values[0])
+        datatype = attr.datatype
+        fixed = datatype.cls == _STRING and datatype.padding in (_NULL_TERM, _NULL_PAD)
+        if attr.shape != () or not (fixed or nc_kind(datatype) == "string"):
+            raise Unsupported(f"{self.name}: attribute {name!r} is not one plain string")
+        (value,) = attr.values(self._file)
+        value = value.rstrip(b"\x00") if fixed else value
+        if b"\x00" in value:
+            raise Unsupported(f"{self.name}: attribute {name!r} holds a NUL")
+        return text(value)
 
     def ints_attr(self, name: str) -> tuple[int, ...] | None:
         attr = self._attributes().get(name)
@@ -182,5 +193,7 @@ def _attribute(attr: Any, file: H5File) -> Attribute:
     if kind == "char":
         return Attribute(attr.name, "char", "".join(text(v.rstrip(b"\x00")) for v in values))
     if kind == "string":
+        if any(b"\x00" in v for v in values):  # h5py and netcdf-c stop at the NUL
+            raise Unsupported(f"attribute {attr.name!r}: a string holding a NUL")
         return Attribute(attr.name, "string", tuple(text(v) for v in values))
     return Attribute(attr.name, kind, tuple(values))

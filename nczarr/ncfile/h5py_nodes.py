@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import MetadataError
 from .h5attrs import attributes, nc_type, ordered_links
 from .h5nodes import ChunkVisit, FillInfo, TypeInfo, text
 
@@ -36,6 +37,8 @@ class H5pyNode:
 
     def _dataset(self, ds: Any) -> None:
         h5py = self._h5py
+        if ds.shape is None:
+            raise MetadataError(f"dataset {ds.name!r} has a null dataspace: no netCDF variable")
         self.shape: tuple[int, ...] = tuple(ds.shape)
         self.maxshape: tuple[int | None, ...] = tuple(ds.maxshape or ())
         self.type = _type_info(ds.dtype, h5py)

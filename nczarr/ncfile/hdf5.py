@@ -94,6 +94,7 @@ class HDF5Reader:
         self.skipped: list[str] = []
         self.reencoded: dict[str, str] = {}
         self._datasets: dict[str, tuple[str, Variable]] = {}
+        self._decodes = False  # some chunk is served from h5py's decoding (compact data)
 
     def _read_pure(self, read_at: Callable[[int, int], bytes], size: Any) -> Dataset | None:
         """The model by the numpy-free reader, or None when it declines the file."""
@@ -102,7 +103,9 @@ class HDF5Reader:
             dataset = self._read(pure_root(read_at, size))
         except (Unsupported, MetadataError, *_CORRUPT):
             return None  # h5py reads it, or says what is wrong with it
-        if self.reencoded:
+        except Exception:
+            return None
+        if self.reencoded or self._decodes:
             import_h5py()  # h5py decodes what is re-encoded: refused now if missing
         self.backend = "pure"
         return dataset
@@ -315,6 +318,7 @@ class HDF5Reader:
             filters, compressor = reencoded_chain(configs, itemsize, is_text)
             index_chunked(ds, source, ds.chunks, reencode_all=True)
             return ds.chunks, filters, compressor, problem or VLEN_REASON
+        self._decodes |= ds.layout == "compact"  # values in the header: h5py serves them
         filters = ({"id": "vlen-utf8"},) if is_text else ()
         # a 0-long axis gets chunks of 1 (Zarr readers refuse a 0 chunk length)
         chunks = (rows_per_chunk(shape, itemsize), *(max(1, n) for n in shape[1:])) if shape else ()

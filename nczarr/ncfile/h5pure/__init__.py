@@ -38,6 +38,7 @@ from collections.abc import Callable
 from .attributes import H5Attribute
 from .base import Reader, Unsupported
 from .datatypes import H5Fill, H5Filter, H5Type
+from .heaps import GlobalHeaps
 from .objects import H5Object
 from .superblock import read_superblock
 
@@ -54,6 +55,7 @@ class H5File:
         root, end = read_superblock(self.reader)
         self.reader.end = end
         self._objects: dict[int, H5Object] = {}
+        self.global_heaps = GlobalHeaps(self.reader)
         self.root = H5Object(self.reader, root, root=True)
         self._objects[root] = self.root
 

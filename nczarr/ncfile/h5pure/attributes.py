@@ -11,7 +11,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .base import Cursor, Reader, Unsupported
+from .base import Cursor, Unsupported
 from .datatypes import H5Type, decode_dataspace, decode_datatype
 from .heaps import GlobalHeaps
 
@@ -19,9 +19,10 @@ __all__ = ["FileLike", "H5Attribute", "decode_attribute", "element_count"]
 
 
 class FileLike(Protocol):
-    """What decoding values needs of an ``H5File``: its bounded reader."""
+    """What decoding values needs of an ``H5File``: its global heap collections, read
+    once each for the whole file (every ``DIMENSION_LIST`` of a group shares one)."""
 
-    reader: Reader
+    global_heaps: GlobalHeaps
 
 
 _INT_CODES = {1: "b", 2: "h", 4: "i", 8: "q"}
@@ -47,7 +48,7 @@ class H5Attribute:
             return [self.raw[i * t.size : (i + 1) * t.size] for i in range(count)]
         if t.cls == 7 and t.label == "object reference":
             return list(struct.unpack(f"<{count}Q", self.raw))
-        heaps = GlobalHeaps(file.reader)
+        heaps = file.global_heaps
         if t.vlen_string:
             return [_vlen_bytes(heaps, self.raw, i) for i in range(count)]
         if t.cls == 9 and t.base is not None and t.base.label == "object reference":

@@ -20,6 +20,7 @@ __all__ = [
     "Reader",
     "Unsupported",
     "check_address",
+    "limit_size",
     "lookup3",
     "verify_checksum",
 ]
@@ -31,6 +32,12 @@ MAX_BLOCK = 64 * 1024 * 1024
 """No metadata block this reader reads is larger: a larger size is a damaged field."""
 
 _MASK = 0xFFFFFFFF
+
+
+def limit_size(limit: int) -> int:
+    """Bytes HDF5 encodes a count of at most ``limit`` in (``H5VM_limit_enc_size``:
+    floor(log2(limit)) // 8 + 1; one more than ``bit_length() // 8`` at a multiple of 8)."""
+    return (max(limit, 1).bit_length() - 1) // 8 + 1
 
 
 class Unsupported(Exception):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterator
 
-from .base import Cursor, Reader, Unsupported, verify_checksum
+from .base import Cursor, Reader, Unsupported, limit_size, verify_checksum
 
 __all__ = ["ChunkVisit", "V2Tree", "each_chunk", "group_entries"]
 
@@ -28,8 +28,19 @@ def _v1_node(reader: Reader, address: int, kind: int, key_size: int) -> tuple[in
     return level, Cursor(body), entries
 
 
-def group_entries(reader: Reader, address: int, level: int | None = None) -> Iterator[int]:
+def _visit_once(seen: set[int], address: int) -> None:
+    """A node met twice is a damaged tree (a crafted one could fan out without end)."""
+    if address in seen:
+        raise Unsupported(f"B-tree node {address} reached twice")
+    seen.add(address)
+
+
+def group_entries(
+    reader: Reader, address: int, level: int | None = None, seen: set[int] | None = None
+) -> Iterator[int]:
     """Addresses of the symbol nodes ("SNOD") of a group's B-tree, left to right."""
+    seen = set() if seen is None else seen
+    _visit_once(seen, address)
     found, cur, entries = _v1_node(reader, address, 0, 8)
     if (level is not None and found != level) or found > 64:
         raise Unsupported("B-tree level")
@@ -42,16 +53,23 @@ def group_entries(reader: Reader, address: int, level: int | None = None) -> Ite
         if found == 0:
             yield child
         else:
-            yield from group_entries(reader, child, found - 1)
+            yield from group_entries(reader, child, found - 1, seen)
 
 
 def each_chunk(
-    reader: Reader, address: int, rank: int, visit: ChunkVisit, level: int | None = None
+    reader: Reader,
+    address: int,
+    rank: int,
+    visit: ChunkVisit,
+    level: int | None = None,
+    seen: set[int] | None = None,
 ) -> None:
     """Call ``visit(offset, filter_mask, address, size)`` for every chunk, in B-tree order.
 
     A node's keys and children are unpacked in one ``struct`` pass (a file may have
     millions of chunks: field-by-field decoding cost 7 us a chunk, three times h5py)."""
+    seen = set() if seen is None else seen
+    _visit_once(seen, address)
     key_size = 8 + 8 * (rank + 1)
     found, cur, entries = _v1_node(reader, address, 1, key_size)
     if (level is not None and found != level) or found > 64:
@@ -60,7 +78,7 @@ def each_chunk(
     for row in rows:
         child = row[-1]
         if found:
-            each_chunk(reader, child, rank, visit, found - 1)
+            each_chunk(reader, child, rank, visit, found - 1, seen)
             continue
         if row[-2] != 0:
             raise Unsupported("chunk key offset")
@@ -89,7 +107,7 @@ class V2Tree:
         leaf_max = (self.node_size - 10) // self.record_size
         if leaf_max <= 0:
             raise Unsupported("v2 B-tree node size")
-        self.nrec_size = leaf_max.bit_length() // 8 + 1
+        self.nrec_size = limit_size(leaf_max)
         cumulative, self.cum_sizes = leaf_max, [0]
         for depth in range(1, self.depth + 1):
             pointer = 8 + self.nrec_size + (self.cum_sizes[depth - 1] if depth > 1 else 0)
@@ -97,7 +115,7 @@ class V2Tree:
             if most <= 0:
                 raise Unsupported("v2 B-tree node size")
             cumulative = (most + 1) * cumulative + most
-            self.cum_sizes.append(cumulative.bit_length() // 8 + 1)
+            self.cum_sizes.append(limit_size(cumulative))
 
     def records(self) -> list[bytes]:
         """Every record, in key order (for small trees: a group's links, attributes)."""

@@ -9,11 +9,14 @@ and keeps its indirect blocks (small) and its last few direct blocks.
 
 from __future__ import annotations
 
-from .base import UNDEFINED, Cursor, Reader, Unsupported, lookup3, verify_checksum
+from .base import UNDEFINED, Cursor, Reader, Unsupported, limit_size, lookup3, verify_checksum
 
 __all__ = ["FractalHeap", "GlobalHeaps", "LocalHeap"]
 
-_CACHED_BLOCKS = 4
+#: Bytes of checked direct blocks a heap keeps: a dense listing visits its objects in
+#: hash order, so a small cache read and checksummed a 64 KB block per object (2,000
+#: attributes: 40 s); metadata heaps are rarely larger than this.
+_CACHED_BYTES = 16 * 1024 * 1024
 
 
 class LocalHeap:
@@ -100,13 +103,14 @@ class FractalHeap:
         self.checksummed = bool(flags & 2)
         self.off_size = (max_bits + 7) // 8
         direct_bits = _log2(self.max_direct)
-        self.len_size = min((direct_bits + 7) // 8, self.max_managed.bit_length() // 8 + 1)
+        self.len_size = min((direct_bits + 7) // 8, limit_size(self.max_managed))
         self.max_direct_rows = direct_bits - _log2(self.start) + 2
         self.first_row_bits = _log2(self.start) + _log2(self.width)
         if 1 + self.off_size + self.len_size > self.id_len or self.max_direct_rows < 2:
             raise Unsupported("fractal heap ID layout")
         # blocks by (address, heap offset, size or rows): each is checked for that place
         self.blocks: dict[tuple[int, int, int], bytes] = {}
+        self._cached = 0
         self.indirect: dict[tuple[int, int, int], list[int]] = {}
 
     def get(self, heap_id: bytes) -> bytes:
@@ -202,7 +206,8 @@ class FractalHeap:
             stored, at = cur.u32(), cur.pos - 4
             if lookup3(data[:at] + b"\0\0\0\0" + data[at + 4 :]) != stored:
                 raise Unsupported("fractal heap direct block checksum")
-        if len(self.blocks) >= _CACHED_BLOCKS:
-            del self.blocks[next(iter(self.blocks))]
+        while self.blocks and self._cached + len(data) > _CACHED_BYTES:
+            self._cached -= len(self.blocks.pop(next(iter(self.blocks))))
         self.blocks[key] = data
+        self._cached += len(data)
         return data

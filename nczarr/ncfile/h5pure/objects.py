@@ -84,6 +84,8 @@ class H5Object:
     def __init__(self, reader: Reader, address: int, root: bool = False) -> None:
         self.reader = reader
         self.address = address
+        self._links: list[tuple[str, int]] | None = None
+        self._attributes: list[H5Attribute] | None = None
         header = read_header(reader, address)
         self.tracks_order = header.tracks_order
         self.messages: dict[int, list[Message]] = {}
@@ -106,7 +108,13 @@ class H5Object:
     # ----- groups
 
     def links(self) -> list[tuple[str, int]]:
-        """Hard links as ``(name, address)``, in creation order when tracked, else name order."""
+        """Hard links as ``(name, address)``, in creation order when tracked, else name order
+        (read once: the netCDF reader lists every group twice)."""
+        if self._links is None:
+            self._links = self._read_links()
+        return list(self._links)
+
+    def _read_links(self) -> list[tuple[str, int]]:
         if not self.is_group:
             raise Unsupported("not a group")
         table = self._one(SYMBOL_TABLE)
@@ -161,7 +169,13 @@ class H5Object:
     # ----- attributes
 
     def attributes(self) -> list[H5Attribute]:
-        """Every attribute, in creation order when tracked (2+ untracked: Unsupported)."""
+        """Every attribute, in creation order when tracked (2+ untracked: Unsupported),
+        read once."""
+        if self._attributes is None:
+            self._attributes = self._read_attributes()
+        return list(self._attributes)
+
+    def _read_attributes(self) -> list[H5Attribute]:
         compact = [(decode_attribute(m.data), m.order) for m in self.messages.get(ATTRIBUTE, [])]
         tracked = False
         info = self._one(ATTRIBUTE_INFO)
