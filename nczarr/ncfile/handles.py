@@ -217,7 +217,10 @@ class RemoteFile:
 
     def read_metadata(self, offset: int, length: int) -> bytes:
         """Metadata bytes through the block-cached :meth:`fileobj`: the many small reads
-        of HDF5 metadata cost a few ranged requests of :data:`METADATA_BLOCK` bytes."""
+        of HDF5 metadata cost a few ranged requests of :data:`METADATA_BLOCK` bytes, and
+        h5py, when it reads the file after the numpy-free reader, finds them cached. (h5py
+        moves the same file position without this lock: no caller reads metadata here
+        while h5py decodes chunks; the reference writer's deferred walks decode none.)"""
         with self._seeking:
             f = self.fileobj()
             f.seek(offset)
