@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import MissingDependencyError
+from ..translate.conventions import NETCDF4_BOOKKEEPING
 
 __all__ = [
     "HIDDEN_ATTRIBUTES",
@@ -30,21 +31,9 @@ __all__ = [
     "unpack_value",
 ]
 
-#: Attributes netcdf-c writes for its own bookkeeping; not user attributes.
-HIDDEN_ATTRIBUTES = frozenset(
-    {
-        "_Netcdf4Dimid",
-        "_Netcdf4Coordinates",
-        "DIMENSION_LIST",
-        "REFERENCE_LIST",
-        "CLASS",
-        "NAME",
-        "_NCProperties",
-        "_nc3_strict",
-        "_IsNetcdf4",
-        "_SuperblockVersion",
-    }
-)
+#: Attributes netcdf-c writes into an HDF5 file for its own bookkeeping; not user
+#: attributes.
+HIDDEN_ATTRIBUTES = NETCDF4_BOOKKEEPING
 
 #: ``struct`` codes of the netCDF numeric types.
 _STRUCT = {

@@ -170,6 +170,23 @@ SCALAR_DIM: Final = "_scalar_"
 #: ``_Anonymous_Dim_<n>``).
 ANONYMOUS_DIM_PREFIX: Final = "_Anonymous_Dimension_"
 
+#: The attributes netcdf-c keeps in a netCDF-4 (HDF5) file for its own bookkeeping:
+#: dimension ids and scales, provenance, the classic model's marks.
+NETCDF4_BOOKKEEPING: Final = frozenset(
+    {
+        NCPROPERTIES,
+        "_Netcdf4Dimid",
+        "_Netcdf4Coordinates",
+        "DIMENSION_LIST",
+        "REFERENCE_LIST",
+        "CLASS",
+        "NAME",
+        "_nc3_strict",
+        "_IsNetcdf4",
+        "_SuperblockVersion",
+    }
+)
+
 #: Attribute names that never become netCDF attributes (hidden/reserved on read).
 HIDDEN_ATTRIBUTES: Final = frozenset(
     {
@@ -178,13 +195,7 @@ HIDDEN_ATTRIBUTES: Final = frozenset(
         *ARRAY_KEYS,
         *ATTR_KEYS,
         ARRAY_DIMENSIONS,
-        NCPROPERTIES,
-        "_Netcdf4Dimid",
-        "_Netcdf4Coordinates",
-        "DIMENSION_LIST",
-        "REFERENCE_LIST",
-        "CLASS",
-        "NAME",
+        *(NETCDF4_BOOKKEEPING - {"_nc3_strict", "_IsNetcdf4", "_SuperblockVersion"}),
     }
 )
 
