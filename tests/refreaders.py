@@ -201,7 +201,7 @@ def refs_job(
     how: str,
     groups: tuple[str, ...] = ("",),
     *,
-    remote_protocol: str = "file",
+    remote_protocol: str | None = "file",
     remote_options: dict | None = None,
 ) -> dict[str, Any]:
     """A job reading reference set ``fo``; Parquet sets need ``remote_protocol``."""
