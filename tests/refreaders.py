@@ -1,15 +1,19 @@
-"""Readers of saved translations in a fresh process without nczarr: fsspec reference
-sets (JSON or Parquet) through xarray or zarr 3's ``FsspecStore``, and Icechunk
-repositories through zarr and xarray. Several jobs share one process (imports cost
-seconds on a loaded machine)."""
+"""Readers of saved translations in a process without nczarr: fsspec reference sets
+(JSON or Parquet) through xarray or zarr 3's ``FsspecStore``, and Icechunk
+repositories through zarr and xarray. One reader process serves every read of a test
+process, and several jobs share one read (imports cost seconds on a loaded machine)."""
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +24,8 @@ import numpy as np
 # Prints, per job, {"path": [values as floats, NaN as None]} of its numeric arrays.
 READER = textwrap.dedent(
     """
-    import json, sys
+    import json, sys, traceback
     import numpy as np
-    jobs = json.loads(sys.argv[1])
     def floats(a):
         return [None if v != v else v for v in np.asarray(a, dtype=float).ravel().tolist()]
     def walk_zarr(group, g, out):
@@ -76,32 +79,121 @@ READER = textwrap.dedent(
             else:
                 walk_zarr(zarr.open_group(session.store, path=g, mode="r"), g, out)
         return out
-    results = [refs_job(j) if j["kind"] == "refs" else icechunk_job(j) for j in jobs]
-    assert "nczarr" not in sys.modules
-    print("RESULTS " + json.dumps(results))  # icechunk logs to stdout too
+    def forget_filesystems():
+        # every request builds its filesystems anew, as a process of its own did
+        if "fsspec" in sys.modules:
+            from fsspec.spec import AbstractFileSystem
+            todo = [AbstractFileSystem]
+            while todo:
+                cls = todo.pop()
+                todo.extend(cls.__subclasses__())
+                cls.clear_instance_cache()
+    # one request a line: {"jobs": [...], "out": path}; the results (or the error) go
+    # to the file, then "DONE" to stdout (icechunk logs to stdout too)
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            forget_filesystems()
+            jobs = request["jobs"]
+            results = [refs_job(j) if j["kind"] == "refs" else icechunk_job(j) for j in jobs]
+            assert "nczarr" not in sys.modules
+            reply = {"results": results}
+        except Exception:
+            reply = {"error": traceback.format_exc()}
+        with open(request["out"], "w") as f:
+            json.dump(reply, f)
+        print("DONE", flush=True)
     """
 )
 
 
-def read_saved(*jobs: dict[str, Any]) -> list[dict[str, list]]:
-    """Values of the numeric arrays each job opens, read in one fresh process.
+class _Reader:
+    """The reader process of this test process, started by the first :func:`read_saved`
+    and serving every later one (its imports cost ~1 CPU-s a process, ~30 reads a run)."""
 
-    A reader killed by a signal (a third-party crash: the newest CI run once saw this
-    process die with nothing but icechunk's log line on stderr, not reproduced in 14
-    runs since) is run once more, and its values must then come out; any other
-    failure, or a second crash, fails the test with the exit status and both streams
-    (``-X faulthandler`` prints a crash's stacks)."""
-    command = [sys.executable, "-X", "faulthandler", "-c", READER, json.dumps(list(jobs))]
-    for _ in range(2):
-        run = subprocess.run(command, capture_output=True, text=True, check=False)
-        if run.returncode >= 0:
-            break
-    assert run.returncode == 0, (
-        f"reader exited with {run.returncode}\nstdout: {run.stdout[-2000:]}\n"
-        f"stderr: {run.stderr[-4000:]}"
-    )
-    (line,) = [x for x in run.stdout.splitlines() if x.startswith("RESULTS ")]
-    return json.loads(line[len("RESULTS ") :])
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="nczarr-reader-"))
+        self.stderr = self.dir / "stderr"
+        with open(self.stderr, "wb") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-X", "faulthandler", "-c", READER],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                text=True,
+            )
+        self.count = 0
+
+    def read(self, jobs: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str]:
+        """The reply to ``jobs``, or None and its exit status and streams if it died."""
+        self.count += 1
+        out = self.dir / f"reply-{self.count}.json"
+        printed: list[str] = []
+        try:
+            self.proc.stdin.write(json.dumps({"jobs": jobs, "out": str(out)}) + "\n")
+            self.proc.stdin.flush()
+            for line in self.proc.stdout:
+                if line.rstrip("\n") == "DONE":
+                    reply = json.loads(out.read_text())
+                    out.unlink()
+                    return reply, ""
+                printed.append(line)
+        except BrokenPipeError:
+            pass
+        status = self.proc.wait()
+        return None, (
+            f"reader exited with {status}\nstdout: {''.join(printed)[-2000:]}\n"
+            f"stderr: {self.stderr.read_text(errors='replace')[-4000:]}"
+        )
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc.stdout.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+_READERS: list[_Reader] = []
+_LOCK = threading.Lock()
+
+
+def _close_readers() -> None:
+    while _READERS:
+        _READERS.pop().close()
+
+
+atexit.register(_close_readers)
+
+
+def read_saved(*jobs: dict[str, Any]) -> list[dict[str, list]]:
+    """Values of the numeric arrays each job opens, read in a process without nczarr.
+
+    One reader process serves every call of a test process (each call builds its
+    filesystems anew). A reader killed by a signal (a third-party crash: the newest CI
+    run once saw this process die with nothing but icechunk's log line on stderr, not
+    reproduced in 14 runs since) is started again and given the jobs once more, and
+    their values must then come out; a job's error, or a second crash, fails the test
+    with the error or the exit status and both streams (``-X faulthandler`` prints a
+    crash's stacks)."""
+    with _LOCK:
+        for _ in range(2):
+            if not _READERS:
+                _READERS.append(_Reader())
+            reply, died = _READERS[0].read(list(jobs))
+            crashed = reply is None and _READERS[0].proc.returncode < 0
+            if reply is not None or not crashed:
+                break
+            _close_readers()  # killed by a signal: a new process for the retry
+        if reply is None:
+            _close_readers()
+        assert reply is not None, died
+    assert "error" not in reply, reply.get("error")
+    return reply["results"]
 
 
 def refs_job(
@@ -109,7 +201,7 @@ def refs_job(
     how: str,
     groups: tuple[str, ...] = ("",),
     *,
-    remote_protocol: str = "file",
+    remote_protocol: str | None = "file",
     remote_options: dict | None = None,
 ) -> dict[str, Any]:
     """A job reading reference set ``fo``; Parquet sets need ``remote_protocol``."""

@@ -48,3 +48,28 @@ def test_a_zarr_v2_copy_says_so_too(tmp_path: Path) -> None:
         nczarr.convert(src, out, mode="zarr")
     with netCDF4.Dataset(nc_url(out, "zarr")) as ds:
         assert ds.getncattr("ctrl") == "au0001b"
+
+
+def test_exactly_the_undecoded_control_characters_are_announced_in_any_text() -> None:
+    """Every code point, alone, inside printable text and inside text that is not
+    printable for another reason (a newline, a non-printable character), in a ``char``
+    and a ``string`` attribute: announced exactly when netcdf-c would not decode it; a
+    large printable attribute is checked in one pass (it was hashed character by
+    character: 0.8 s for 80 MB, several times a write)."""
+    from nczarr.translate.model import Attribute, Dataset, Group
+    from nczarr.translate.write_common import control_character_attribute_warnings
+
+    undecoded = {chr(c) for c in range(0x20)} - set("\b\f\n\r\t")
+    attributes = {}
+    expected = set()
+    for c in [*range(0x80), 0x85, 0xA0, 0x2028, 0xFFFF, 0x10FFFF]:
+        for i, text in enumerate([chr(c), f"ab{chr(c)}cd", f"a\nb{chr(c)}", f"\x7f{chr(c)}"]):
+            name = f"a{c}_{i}"
+            attributes[name] = Attribute(name, "char", text)
+            attributes[name + "s"] = Attribute(name + "s", "string", ["ok", text])
+            if chr(c) in undecoded:
+                expected |= {name, name + "s"}
+    attributes["big"] = Attribute("big", "char", "x" * (20 * 2**20))
+    said = control_character_attribute_warnings(Dataset(Group("", "/", attributes=attributes)))
+    assert {text.split("'")[1] for text in said} == expected
+    assert len(said) == len(expected) == 2 * 4 * 27

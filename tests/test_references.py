@@ -8,9 +8,6 @@ import base64
 import hashlib
 import json
 import os
-import subprocess
-import sys
-import textwrap
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -26,56 +23,19 @@ from nczarr.cli.main import main as cli_main
 from nczarr.errors import UnsupportedError
 
 from .ncoracle import extract_fixture
-
-# The reading process: fsspec + xarray or zarr 3, never nczarr. It prints
-# {"path": [values as floats, NaN for masked]} for the numeric arrays it finds.
-READER = textwrap.dedent(
-    """
-    import json, sys
-    import fsspec, numpy as np, xarray as xr, zarr
-    fo, how, groups, remote = json.loads(sys.argv[1])
-    out = {}
-    def floats(a):
-        return [None if v != v else v for v in np.asarray(a, dtype=float).ravel().tolist()]
-    if how == "xarray":
-        options = {"fo": fo}
-        if remote:
-            options.update(
-                remote_protocol="s3", remote_options={**remote, "asynchronous": True}
-            )
-        for g in groups:
-            ds = xr.open_dataset("reference://" + g, engine="zarr",
-                                 backend_kwargs={"consolidated": False, "storage_options": options})
-            for name, var in ds.variables.items():
-                if var.dtype.kind in "iuf":
-                    out[(g + "/" + name).strip("/")] = floats(var.values)
-    else:
-        kw = {}
-        if remote:
-            kw = {"remote_protocol": "s3", "remote_options": {**remote, "asynchronous": True}}
-        fs = fsspec.filesystem("reference", fo=fo, asynchronous=True, **kw)
-        for g in groups:  # a group opens as FsspecStore(fs, path=g)
-            store = zarr.storage.FsspecStore(fs, read_only=True, path=g)
-            group = zarr.open_group(store=store, mode="r")
-            for name, arr in group.arrays():
-                if arr.dtype.kind in "iuf":
-                    out[(g + "/" + name).strip("/")] = floats(arr[...])
-    assert "nczarr" not in sys.modules
-    print(json.dumps(out))
-    """
-)
+from .refreaders import read_saved, refs_job
 
 
 def read_refs(
     fo: str | Path, how: str, groups: tuple[str, ...] = ("",), remote: dict | None = None
 ) -> dict[str, list]:
-    """Values of the numeric arrays of reference set ``fo``, read in a fresh process."""
-    arg = json.dumps([str(fo), how, list(groups), remote or {}])
-    run = subprocess.run(
-        [sys.executable, "-c", READER, arg], capture_output=True, text=True, check=False
+    """Values of the numeric arrays of reference set ``fo``, read by fsspec and xarray or
+    zarr 3 in a process without nczarr (``refreaders.read_saved``), NaN as None."""
+    protocol = "s3" if remote else None  # None: fsspec's guess from the references
+    (values,) = read_saved(
+        refs_job(fo, how, groups, remote_protocol=protocol, remote_options=remote)
     )
-    assert run.returncode == 0, run.stderr[-3000:]
-    return json.loads(run.stdout)
+    return values
 
 
 def floats(values: Any) -> list:
