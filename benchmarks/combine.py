@@ -68,6 +68,10 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 
+#: Where child processes run: not a checkout, which ``-m``/``-c`` put first on sys.path
+#: (before ``PYTHONPATH``: a ``--baseline`` run from the repository timed this tree).
+_NEUTRAL = tempfile.gettempdir()
+
 
 def run_cli(cli: list[str], srcs: list[Path], out: Path, env: dict[str, str]) -> None:
     """The combine command of ``srcs`` into ``out`` in a fresh process (``env``: which
@@ -77,6 +81,7 @@ def run_cli(cli: list[str], srcs: list[Path], out: Path, env: dict[str, str]) ->
         check=True,
         capture_output=True,
         env=env,
+        cwd=_NEUTRAL,
     )
 
 
@@ -157,6 +162,7 @@ def peak_rss(
         capture_output=True,
         text=True,
         env=env,
+        cwd=_NEUTRAL,
     ).stdout.split()
     return float(out[0]), float(out[1]), float(out[2]), int(out[3])
 
@@ -194,6 +200,7 @@ def combines(
         capture_output=True,
         text=True,
         env=env,
+        cwd=_NEUTRAL,
     ).stdout.split()
     return [(float(w), float(c)) for w, c in (x.split(",") for x in out)]
 
@@ -280,7 +287,9 @@ def instructions(srcs: list[Path], dst: Path, env: dict[str, str]) -> float:
             str(dst),
             *map(str, srcs),
         ]
-        subprocess.run(cmd, check=True, capture_output=True, env={**env, "PYTHONHASHSEED": "0"})
+        subprocess.run(
+            cmd, check=True, capture_output=True, env={**env, "PYTHONHASHSEED": "0"}, cwd=_NEUTRAL
+        )
         text = (out / "cg.out.2").read_text()
         return float(next(x for x in text.splitlines() if x.startswith("summary:")).split()[1])
     finally:
@@ -358,6 +367,7 @@ def main() -> None:
             check=True,
             capture_output=True,
             env=env,
+            cwd=_NEUTRAL,
         )
         if not args.no_xarray:
             import xarray  # noqa: F401
@@ -373,6 +383,7 @@ def main() -> None:
                 check=True,
                 capture_output=True,
                 env=other,
+                cwd=_NEUTRAL,
             )
         report = None
         for run in range(args.repeat):
@@ -405,6 +416,7 @@ def main() -> None:
                         [sys.executable, "-c", "import nczarr.cli.main, nczarr.conversion"],
                         check=True,
                         env=env,
+                        cwd=_NEUTRAL,
                     )
                 )
             )

@@ -280,7 +280,12 @@ def compare(
             shutil.rmtree(out, ignore_errors=True)
             before, start = _cpu(), time.perf_counter()
             done = subprocess.run(
-                argv(fmt, out), env=envs[tag], check=True, capture_output=True, text=True
+                argv(fmt, out),
+                env=envs[tag],
+                check=True,
+                capture_output=True,
+                text=True,
+                cwd=work,  # not a checkout: ``-m`` puts the directory first on sys.path
             )
             wall, cpu = time.perf_counter() - start, _cpu() - before
             if not cli:
