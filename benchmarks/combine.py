@@ -70,7 +70,7 @@ import numpy as np
 
 #: Where child processes run: not a checkout, which ``-m``/``-c`` put first on sys.path
 #: (before ``PYTHONPATH``: a ``--baseline`` run from the repository timed this tree).
-_NEUTRAL = tempfile.gettempdir()
+_NEUTRAL = tempfile.mkdtemp(prefix="nczarr-bench-cwd-")  # empty: shadows nothing
 
 
 def run_cli(cli: list[str], srcs: list[Path], out: Path, env: dict[str, str]) -> None:

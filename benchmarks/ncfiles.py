@@ -309,7 +309,12 @@ def run_cli(
     def proc(*argv: str, suffix: str = "") -> Callable[[Path], None]:
         def go(out: Path) -> None:
             target = out.with_suffix(suffix) if suffix else out
-            subprocess.run([*argv, str(src), str(target)], check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [*argv, str(src), str(target)],
+                check=True,
+                stdout=subprocess.DEVNULL,
+                cwd=work,  # not a checkout: ``-m`` puts the directory first on sys.path
+            )
 
         return go
 

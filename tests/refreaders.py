@@ -184,7 +184,12 @@ def read_saved(*jobs: dict[str, Any]) -> list[dict[str, list]]:
         for _ in range(2):
             if not _READERS:
                 _READERS.append(_Reader())
-            reply, died = _READERS[0].read(list(jobs))
+            try:
+                reply, died = _READERS[0].read(list(jobs))
+            except BaseException:  # interrupted mid-read: its reply would come to the next
+                _READERS[0].proc.kill()
+                _close_readers()
+                raise
             crashed = reply is None and _READERS[0].proc.returncode < 0
             if reply is not None or not crashed:
                 break
@@ -192,6 +197,8 @@ def read_saved(*jobs: dict[str, Any]) -> list[dict[str, list]]:
         if reply is None:
             _close_readers()
         assert reply is not None, died
+        if "error" in reply:  # a fresh reader for the next test: no state carried over
+            _close_readers()
     assert "error" not in reply, reply.get("error")
     return reply["results"]
 

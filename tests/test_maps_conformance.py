@@ -7,10 +7,12 @@ module has not landed yet is skipped, so the suite turns green as backends arriv
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import threading
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -144,22 +146,32 @@ def test_leading_slash_means_the_same_key(kind):
 MISSING_KEYS = ["nope", "/g/nope", "g/v/0.0/below", "g", "g/v"]
 
 
+@contextlib.contextmanager
+def _for_key(key: str) -> Iterator[None]:
+    """A failure inside names the key it was checking (one test checks them all)."""
+    try:
+        yield
+    except (Exception, pytest.fail.Exception) as exc:
+        raise AssertionError(f"key {key!r}: {exc!r}") from exc
+
+
 def test_missing_key_raises_keyerror_naming_it(kind):
     # every missing key on one filled store (a store each cost ~1 s on S3): the
     # lookups change nothing, which the listing after them asserts
     m = filled(kind)
     for missing in MISSING_KEYS:
         expected = missing.lstrip("/")
-        with pytest.raises(KeyError) as info:
-            m[missing]
-        assert info.value.args == (expected,), missing
-        with pytest.raises(KeyError) as info:
-            del m[missing]
-        assert info.value.args == (expected,), missing
-        with pytest.raises(KeyError) as info:
-            m.getsize(missing)
-        assert info.value.args == (expected,), missing
-        assert not isinstance(info.value, NCZarrError), missing
+        with _for_key(missing):
+            with pytest.raises(KeyError) as info:
+                m[missing]
+            assert info.value.args == (expected,)
+            with pytest.raises(KeyError) as info:
+                del m[missing]
+            assert info.value.args == (expected,)
+            with pytest.raises(KeyError) as info:
+                m.getsize(missing)
+            assert info.value.args == (expected,)
+            assert not isinstance(info.value, NCZarrError)
     assert sorted(m) == sorted(SAMPLE)
     m.close()
 
@@ -177,16 +189,17 @@ def test_invalid_keys_are_refused_naming_the_key(kind):
         lambda key: m.getsize(key),
     )
     for key in INVALID_KEYS:
-        for action in actions:
-            try:
-                action(key)
-            except InvalidKeyError as exc:
-                error = exc
-            else:
-                raise AssertionError(f"{key!r} was not refused")
-            assert repr(key) in str(error)
-            assert isinstance(error, ValueError)
-        assert list(m) == ["ok"], key
+        with _for_key(key):
+            for action in actions:
+                try:
+                    action(key)
+                except InvalidKeyError as exc:
+                    error = exc
+                else:
+                    raise AssertionError(f"{key!r} was not refused")
+                assert repr(key) in str(error)
+                assert isinstance(error, ValueError)
+            assert list(m) == ["ok"]
     m.close()
 
 

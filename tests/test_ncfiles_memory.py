@@ -10,7 +10,9 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 
+from nczarr.ncfile import hdf5
 from nczarr.ncfile.h5chunks import METADATA_CACHE_BYTES
+from nczarr.ncfile.h5pure import Unsupported
 from nczarr.ncfile.source import NetCDFFileMap
 from nczarr.ncfile.streamed import StreamedNetCDFFileMap
 
@@ -36,13 +38,19 @@ def test_a_variable_written_whole_costs_8_bytes_a_chunk(tmp_path: Path) -> None:
         assert m["whole/49.3"] == m._io.read(whole["49.3"].offset, whole["49.3"].length)
 
 
-def test_the_hdf5_metadata_cache_has_a_fixed_size(tmp_path: Path) -> None:
+def test_the_hdf5_metadata_cache_has_a_fixed_size(tmp_path: Path, monkeypatch) -> None:
+    """When h5py reads the file (here: the numpy-free reader declines it), its chunk
+    B-tree walks run with the cache bounded."""
+
+    def decline(*args):
+        raise Unsupported("this test has h5py read the file")
+
+    monkeypatch.setattr(hdf5, "pure_root", decline)
     path = str(_file(tmp_path / "x.nc"))
     for cls in (NetCDFFileMap, StreamedNetCDFFileMap):
         with cls(path) as m:
-            # h5py opens the file when a chunk is re-encoded (and reads it all when the
-            # numpy-free reader declines it): with the cache bounded either way
-            config = m._hdf5._open_file().id.get_mdc_config()
+            assert m._hdf5.backend == "h5py"
+            config = m._hdf5.file.id.get_mdc_config()
             assert config.max_size == config.initial_size == METADATA_CACHE_BYTES
             assert config.incr_mode == 0 and config.flash_incr_mode == 0  # never grows
             whole = {f"whole/{t}.{x}" for t in range(50) for x in range(4)}

@@ -432,3 +432,20 @@ def test_the_first_files_compared_values_are_read_once(tmp_path, monkeypatch):
     # no file's variable decoded twice (the first's: once, for all five comparisons)
     assert max(Counter(decoded).values()) == 1
     np.testing.assert_array_equal(read_nc(tmp_path / "out")["temp"], expected_temp(0, 12))
+
+
+def test_a_file_replaced_before_h5py_first_opens_it_is_refused(tmp_path):
+    """The numpy-free reader holds no HDF5 handle: h5py first opens the file when a
+    chunk is re-encoded, maybe long after the open; a file replaced meanwhile is
+    refused, naming it, not decoded beside chunks copied from the old one."""
+    path = tmp_path / "s.nc"
+    for name, text in ((path, "old"), (tmp_path / "new.nc", "NEW")):
+        with netCDF4.Dataset(name, "w") as ds:
+            ds.createDimension("x", 4)
+            ds.createVariable("n", "i4", ("x",))[:] = [1, 2, 3, 4]
+            ds.createVariable("s", str, ("x",))[0] = text  # re-encoded through h5py
+    with NetCDFFileMap(str(path)) as zmap:
+        assert zmap._hdf5.backend == "pure" and zmap._hdf5.file is None
+        os.replace(tmp_path / "new.nc", path)
+        with pytest.raises(StorageError, match="changed since it was read"):
+            zmap["s/0"]

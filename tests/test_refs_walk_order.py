@@ -42,6 +42,10 @@ def _make(path: Path) -> None:
             w[t, :] = np.arange(8) * 0.5 + t
 
 
+#: The datasets whose walks were replayed (the patch must be the walk that runs).
+_REPLAYED: list[str] = []
+
+
 def _replayed(order: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Make every walk visit the real chunks in ``order`` ("reversed", "shuffled"),
     whichever HDF5 reader read the file."""
@@ -49,6 +53,7 @@ def _replayed(order: str, monkeypatch: pytest.MonkeyPatch) -> None:
         real = node.each_chunk
 
         def each_chunk(ds: Any, visit: Any, real: Any = real) -> None:
+            _REPLAYED.append(ds.name)
             seen: list[tuple] = []
             real(ds, lambda *chunk: seen.append(chunk))
             if order == "reversed":
@@ -72,6 +77,7 @@ def test_late_chunk_replaces_its_fill(
     cells of the records never written are announced as missing."""
     path = tmp_path / "src.nc"
     _make(path)
+    _REPLAYED.clear()
     _replayed(order, monkeypatch)
     out = tmp_path / "t.parq"
     with pytest.warns(NCZarrWarning) as caught:
@@ -80,5 +86,6 @@ def test_late_chunk_replaces_its_fill(
     assert any("array /v: 8 chunk(s) missing" in s for s in said), said
     assert any("array /w: 8 chunk(s) missing" in s for s in said), said
     assert counts["pointers"] == 32
+    assert {"/v", "/w"} <= set(_REPLAYED)  # the replayed walks are the ones that ran
     (got,) = read_saved(refs_job(out, "zarr"))
     assert got == netcdf_values(str(path), masked=False)

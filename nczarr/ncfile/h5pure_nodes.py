@@ -42,12 +42,13 @@ _NULL_TERM, _NULL_PAD = 0, 1
 _VLEN_ITEMSIZE = 8
 
 
-def pure_root(read_at: Callable[[int, int], bytes], size: int | None) -> PureNode:
-    """The root group of the file ``read_at`` reads (``size`` bytes long)."""
+def pure_root(read_at: Callable[[int, int], bytes], size: int | None, what: str) -> PureNode:
+    """The root group of the file ``read_at`` reads (``size`` bytes long; ``what``
+    names it in messages)."""
     if size is None:
         raise Unsupported("a file of unknown size")
     file = H5File(read_at, size)
-    return PureNode(file, file.root, "/", {})
+    return PureNode(file, file.root, "/", {}, what)
 
 
 def nc_kind(datatype: Any) -> str | None:
@@ -67,8 +68,9 @@ def nc_kind(datatype: Any) -> str | None:
 class PureNode:
     """A group or dataset read by :mod:`nczarr.ncfile.h5pure`."""
 
-    def __init__(self, file: H5File, obj: Any, name: str, paths: dict[int, str]) -> None:
+    def __init__(self, file: H5File, obj: Any, name: str, paths: dict[int, str], what: str) -> None:
         self._file = file
+        self._what = what
         self._obj = obj
         self._paths = paths  # object address -> path, file-wide (scales are named by it)
         if paths.setdefault(obj.address, name) != name:  # HDF5 picks one of its names
@@ -104,7 +106,8 @@ class PureNode:
         for link, address in self._obj.links():
             child = self._file.object(address)
             if child.is_group or child.is_dataset:
-                out.append((link, PureNode(self._file, child, join(self.name, link), self._paths)))
+                path = join(self.name, link)
+                out.append((link, PureNode(self._file, child, path, self._paths, self._what)))
         return out
 
     def _attributes(self) -> dict[str, Any]:
@@ -163,7 +166,9 @@ class PureNode:
         try:
             self._obj.each_chunk(visit)
         except Unsupported as exc:
-            raise MetadataError(f"dataset {self.name!r}: corrupt HDF5 chunk index: {exc}") from None
+            raise MetadataError(
+                f"{self._what}: variable {self.name!r}: corrupt HDF5 chunk index: {exc}"
+            ) from None
 
 
 def _type_info(datatype: Any) -> TypeInfo:

@@ -17,28 +17,39 @@ from .h5nodes import ChunkVisit, FillInfo, TypeInfo, text
 
 __all__ = ["H5pyNode", "root_node"]
 
+#: What h5py raises on a damaged header (a MetadataError naming the variable).
+_DAMAGE = (OSError, RuntimeError, KeyError, ValueError, TypeError)
 
-def root_node(file: Any, h5py: Any) -> H5pyNode:
-    """The root group of an open ``h5py.File``."""
-    return H5pyNode(file, h5py)
+
+def root_node(file: Any, h5py: Any, what: str) -> H5pyNode:
+    """The root group of an open ``h5py.File`` (``what``: the file, for messages)."""
+    return H5pyNode(file, h5py, what)
 
 
 class H5pyNode:
     """A group or dataset read by h5py (see :class:`~nczarr.ncfile.h5nodes.DatasetNode`)."""
 
-    def __init__(self, obj: Any, h5py: Any) -> None:
+    def __init__(self, obj: Any, h5py: Any, what: str) -> None:
         self._obj = obj
         self._h5py = h5py
+        self._what = what
         self.name: str = obj.name
         self.is_group = isinstance(obj, h5py.Group)
         self.is_dataset = isinstance(obj, h5py.Dataset)
         if self.is_dataset:
-            self._dataset(obj)
+            try:
+                self._dataset(obj)
+            except _DAMAGE as exc:
+                raise MetadataError(
+                    f"{what}: variable {self.name!r}: corrupt netCDF-4/HDF5 data (header): {exc}"
+                ) from None
 
     def _dataset(self, ds: Any) -> None:
         h5py = self._h5py
         if ds.shape is None:
-            raise MetadataError(f"dataset {ds.name!r} has a null dataspace: no netCDF variable")
+            raise MetadataError(
+                f"{self._what}: dataset {ds.name!r} has a null dataspace: no netCDF variable"
+            )
         self.shape: tuple[int, ...] = tuple(ds.shape)
         self.maxshape: tuple[int | None, ...] = tuple(ds.maxshape or ())
         self.type = _type_info(ds.dtype, h5py)
@@ -59,12 +70,11 @@ class H5pyNode:
             )
         ]
         raw = np.zeros((), dtype=ds.dtype)
-        if self.type.kind not in (None, "string"):  # a string's fill is netcdf-c's ""
-            dcpl.get_fill_value(raw)
+        user = dcpl.fill_value_defined() == h5py.h5d.FILL_VALUE_USER_DEFINED
+        if user and self.type.kind not in (None, "string"):  # a string's: netcdf-c's ""
+            dcpl.get_fill_value(raw)  # (HDF5 refuses an undefined one)
         self.fill = FillInfo(
-            user=dcpl.fill_value_defined() == h5py.h5d.FILL_VALUE_USER_DEFINED,
-            never=dcpl.get_fill_time() == h5py.h5d.FILL_TIME_NEVER,
-            raw=raw.tobytes(),
+            user=user, never=dcpl.get_fill_time() == h5py.h5d.FILL_TIME_NEVER, raw=raw.tobytes()
         )
         self.contiguous_offset: int | None = ds.id.get_offset()
 
@@ -74,7 +84,7 @@ class H5pyNode:
         for name in ordered_links(self._obj, h5py):
             child = self._obj.get(name)
             if isinstance(child, h5py.Group | h5py.Dataset):
-                out.append((name, H5pyNode(child, h5py)))
+                out.append((name, H5pyNode(child, h5py, self._what)))
         return out
 
     def attributes(self, what: str) -> dict[str, Any]:

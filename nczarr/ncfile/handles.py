@@ -82,9 +82,17 @@ class LocalFile:
         return self.read(offset, length)
 
     def fileobj(self) -> Any:
-        """The path (the HDF5 library opens it itself), checked to be the file read
-        first if the descriptor was parked."""
+        """The path (the HDF5 library opens it itself), checked to name the file read
+        first: h5py may first open it long after the metadata was read (the numpy-free
+        reader holds no handle), and a file replaced meanwhile must not be decoded
+        beside chunks copied from the old one."""
         self.fd  # noqa: B018 - opened again and checked after a park
+        try:
+            found = _identity(os.stat(self.path))
+        except FileNotFoundError:
+            raise StorageError(_removed(self.path)) from None
+        if found != self._identity:
+            raise StorageError(_changed(self.path, self._identity, found))
         return self.path
 
     def head(self, n: int) -> bytes:

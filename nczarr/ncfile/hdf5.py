@@ -4,7 +4,7 @@ Two readers, one model: the HDF5 objects come as nodes (:mod:`nczarr.ncfile.h5no
 from a numpy-free reader of the metadata netcdf-c writes (:mod:`nczarr.ncfile.h5pure`,
 tried first when the caller gives ``read_at``), or from h5py, the HDF5 library itself
 (:mod:`nczarr.ncfile.h5py_nodes`), whenever the first declines the file: anything
-outside the subset it reads (new chunk indexes, soft links, user-defined types,
+outside the subset it reads (the implicit chunk index, soft links, user-defined types,
 shared messages...) or anything inconsistent, so a corrupt file gets the library's
 own verdict. Why two: ``import h5py`` with numpy costs ~0.22 s, as much as copying
 300 MB of chunks, and the copy is the whole job (docs/performance.md); h5py stays the
@@ -55,7 +55,7 @@ from .h5chunks import (
 from .h5dims import DIM_ONLY, DimensionIndex, is_scale, join, variable_name
 from .h5filters import codecs, reencoded_chain, split_codecs
 from .h5nodes import HIDDEN_ATTRIBUTES, import_h5py, pack_value, unpack_value
-from .h5pure_nodes import Unsupported, pure_root
+from .h5pure_nodes import pure_root
 from .layout import DEFAULT_FILLS, ChunkIndex, SourceArray, chunk_grid, rows_per_chunk
 
 __all__ = ["HIDDEN_ATTRIBUTES", "HDF5Reader", "import_h5py"]
@@ -67,7 +67,8 @@ class HDF5Reader:
     """The model and chunk index of one netCDF-4 file, and re-encoding of the chunks
     that cannot be copied verbatim. ``fileobj`` is a path or a binary file object for
     h5py; ``read_at(offset, length)`` and ``size``, when given, let the numpy-free
-    reader try the file first (h5py reads it when that reader declines)."""
+    reader try the file first (h5py reads it when that reader declines, and opens
+    ``reopen()`` when it first decodes a chunk)."""
 
     def __init__(
         self,
@@ -75,11 +76,14 @@ class HDF5Reader:
         what: str,
         read_at: Callable[[int, int], bytes] | None = None,
         size: int | None = None,
+        reopen: Callable[[], Any] | None = None,
     ) -> None:
         self.what = what
         self._h5py: Any = None
         self._reopening = threading.Lock()
-        self._reopen: Callable[[], Any] | None = lambda: fileobj  # reset by park()
+        #: What h5py opens when it first needs the file (``fileobj`` itself unless the
+        #: caller checks the file is still the one read); reset by :meth:`park`.
+        self._reopen: Callable[[], Any] | None = reopen or (lambda: fileobj)
         self.file: Any = None
         #: Which reader read the metadata: "pure" or "h5py".
         self.backend = "h5py"
@@ -100,11 +104,11 @@ class HDF5Reader:
         """The model by the numpy-free reader, or None when it declines the file."""
         self._reset()
         try:
-            dataset = self._read(pure_root(read_at, size))
-        except (Unsupported, MetadataError, *_CORRUPT):
-            return None  # h5py reads it, or says what is wrong with it
-        except Exception:
-            return None
+            dataset = self._read(pure_root(read_at, size, self.what))
+        except StorageError:
+            raise  # the file could not be read: h5py would not do better
+        except Exception:  # declined (Unsupported), damaged, or a slip of this reader:
+            return None  # h5py reads it, or says what is wrong (the tests pin "pure")
         if self.reencoded or self._decodes:
             import_h5py()  # h5py decodes what is re-encoded: refused now if missing
         self.backend = "pure"
@@ -123,7 +127,7 @@ class HDF5Reader:
 
         self._reset()
         try:
-            return self._read(root_node(self.file, h5py))
+            return self._read(root_node(self.file, h5py, self.what))
         except MetadataError:
             raise
         except _CORRUPT as exc:

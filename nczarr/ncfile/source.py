@@ -133,7 +133,8 @@ class NetCDFFileMap(ZMap):
         """The reader of this netCDF-4 file (a subclass may defer its chunk index)."""
         from .hdf5 import HDF5Reader
 
-        return HDF5Reader(self._io.fileobj(), what, self._io.read_metadata, self._io.size)
+        io = self._io
+        return HDF5Reader(io.fileobj(), what, io.read_metadata, io.size, io.fileobj)
 
     def _use_hdf5(self, reader: Any) -> None:
         """Take the model, arrays and re-encoding notes of ``reader``'s file."""

@@ -95,10 +95,11 @@ class StreamedNetCDFFileMap(NetCDFFileMap):
     first asked (see the module doc); it serves the same keys and bytes."""
 
     def _hdf5_reader(self, what: str) -> Any:
-        return _StreamedHDF5Reader(self._io.fileobj(), what, self._io.read_metadata, self._io.size)
+        io = self._io
+        return _StreamedHDF5Reader(io.fileobj(), what, io.read_metadata, io.size, io.fileobj)
 
     def park(self) -> bool:
-        """Nothing parked: a deferred chunk index reads the open HDF5 file."""
+        """Nothing parked: a deferred chunk index reads the open file."""
         return False
 
     @property
