@@ -10,7 +10,6 @@ record variable (then its records are back to back in the file).
 from __future__ import annotations
 
 import math
-import struct
 
 from ..errors import MetadataError
 from ..translate.conventions import FILLVALUE
@@ -26,27 +25,12 @@ from .layout import (
     contiguous_index,
     rows_per_chunk,
 )
+from .values import pack_value, unpack_values
 
 __all__ = ["LAYOUTS", "read_classic"]
 
 #: Layout names, by CDF version.
 LAYOUTS = {1: "netcdf3-classic", 2: "netcdf3-64bit-offset", 5: "netcdf3-cdf5"}
-
-
-#: Big-endian numpy dtype strings of :data:`~nczarr.ncfile.cdf.CDF_TYPES` -> ``struct``
-#: codes: a netCDF-3 header is decoded without numpy (a convert need not import it).
-_STRUCT = {
-    ">i1": "b",
-    ">u1": "B",
-    ">i2": "h",
-    ">u2": "H",
-    ">i4": "i",
-    ">u4": "I",
-    ">i8": "q",
-    ">u8": "Q",
-    ">f4": "f",
-    ">f8": "d",
-}
 
 
 def _attribute(attr: CDFAttribute) -> Attribute:
@@ -55,13 +39,11 @@ def _attribute(attr: CDFAttribute) -> Attribute:
     them as JSON ``\\u0000``, which netcdf-c reads as ``"u0000"``), as the netCDF-4
     reader (:mod:`~nczarr.ncfile.h5attrs`) reads them. A ``_FillValue`` keeps its
     bytes: ``"\\0"`` is a fill value, not a terminator."""
-    kind, dtype = CDF_TYPES[attr.type_code]
+    kind, _ = CDF_TYPES[attr.type_code]
     if kind == "char":
         raw = attr.raw if attr.name == FILLVALUE else attr.raw.rstrip(b"\x00")
         return Attribute(attr.name, "char", raw.decode("utf-8", "surrogateescape"))
-    code = _STRUCT[dtype]
-    count = len(attr.raw) // struct.calcsize(code)
-    return Attribute(attr.name, kind, struct.unpack(f">{count}{code}", attr.raw))
+    return Attribute(attr.name, kind, unpack_values(attr.raw, kind, big_endian=True))
 
 
 def _fill(attrs: dict[str, Attribute], kind: str) -> object:
@@ -128,13 +110,13 @@ def read_classic(header: CDFHeader, file_size: int, what: str) -> tuple[Dataset,
     variables: dict[str, Variable] = {}
     arrays: dict[str, SourceArray] = {}
     for var in header.variables:
-        kind, dtype = CDF_TYPES[var.type_code]
+        kind, _ = CDF_TYPES[var.type_code]
         itemsize = type_size(var.type_code)
         shape = tuple(dims[header.dimensions[d].name].size for d in var.dimids)
         attrs = {a.name: _attribute(a) for a in var.attributes}
         fill = _fill(attrs, kind)
         record = _is_record(header, var)
-        source = SourceArray(var.name, fill=_fill_bytes(fill, dtype, kind))
+        source = SourceArray(var.name, fill=pack_value(fill, kind, big_endian=True))
         inner = itemsize * math.prod(shape[1:]) if shape else itemsize
         if record:
             per = rows_per_chunk(shape, itemsize) if len(record_vars) == 1 else 1
@@ -195,14 +177,3 @@ def _records(
             begin + start * recsize, n * inner, (per - n) * inner
         )
     return index
-
-
-def _fill_bytes(fill: object, dtype: str, kind: str) -> bytes:
-    if kind == "char":
-        return str(fill).encode("latin-1", "replace")[:1].ljust(1, b"\x00")
-    try:
-        return struct.pack(">" + _STRUCT[dtype], fill)
-    except (struct.error, OverflowError, TypeError):  # e.g. a float fill of an int
-        import numpy as np  # variable: numpy's cast, as before
-
-        return np.array(fill, dtype=dtype).tobytes()

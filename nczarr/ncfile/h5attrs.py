@@ -14,7 +14,8 @@ import numpy as np
 
 from ..errors import MetadataError
 from ..translate.model import Attribute
-from .h5nodes import HIDDEN_ATTRIBUTES, text
+from .h5nodes import HIDDEN_ATTRIBUTES
+from .values import text
 
 __all__ = ["attributes", "nc_type", "ordered_links"]
 

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..translate.model import Variable
-from .h5nodes import text
 from .layout import DEFAULT_FILLS, ChunkRef, SourceArray, chunk_key, contiguous_index
+from .values import text
 
 __all__ = [
     "METADATA_CACHE_BYTES",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .h5nodes import text
+from .values import text
 
 __all__ = ["codecs", "reencoded_chain", "split_codecs"]
 

@@ -10,7 +10,6 @@ number's bytes are packed and unpacked with ``struct`` by its netCDF type.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -26,28 +25,11 @@ __all__ = [
     "Node",
     "TypeInfo",
     "import_h5py",
-    "pack_value",
-    "text",
-    "unpack_value",
 ]
 
 #: Attributes netcdf-c writes into an HDF5 file for its own bookkeeping; not user
 #: attributes.
 HIDDEN_ATTRIBUTES = NETCDF4_BOOKKEEPING
-
-#: ``struct`` codes of the netCDF numeric types.
-_STRUCT = {
-    "byte": "b",
-    "ubyte": "B",
-    "short": "h",
-    "ushort": "H",
-    "int": "i",
-    "uint": "I",
-    "int64": "q",
-    "uint64": "Q",
-    "float": "f",
-    "double": "d",
-}
 
 #: ``visit(element offset, filter mask, byte offset or None, stored size)``.
 ChunkVisit = Callable[[tuple[int, ...], int, Any, int], None]
@@ -62,35 +44,6 @@ def import_h5py() -> Any:
             "reading netCDF-4 (HDF5) files needs h5py: pip install 'nczarr[netcdf]'"
         ) from None
     return h5py
-
-
-def text(value: Any) -> str:
-    """A stored string (bytes or str) as text."""
-    if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value).decode("utf-8", "surrogateescape")
-    return str(value)
-
-
-def unpack_value(raw: bytes, kind: str, big_endian: bool) -> Any:
-    """One value of netCDF type ``kind`` from its stored bytes (``char``: the text
-    without trailing NULs)."""
-    if kind == "char":
-        return text(raw).rstrip("\x00")
-    return struct.unpack((">" if big_endian else "<") + _STRUCT[kind], raw)[0]
-
-
-def pack_value(value: Any, kind: str, big_endian: bool, itemsize: int) -> bytes:
-    """The stored bytes of one value of netCDF type ``kind`` (numpy's cast for a value
-    ``struct`` refuses, e.g. a float fill of an int variable)."""
-    if kind == "char":
-        return str(value).encode("latin-1", "replace")[:1].ljust(1, b"\x00")
-    order = ">" if big_endian else "<"
-    try:
-        return struct.pack(order + _STRUCT[kind], value)
-    except (struct.error, OverflowError, TypeError):
-        import numpy as np  # only for an odd value: numpy's cast, as netCDF4 writes it
-
-        return np.array(value, dtype=f"{order}{_STRUCT[kind]}").tobytes()[:itemsize]
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,9 @@ from typing import Any
 from ..errors import MetadataError
 from ..translate.model import Attribute
 from .h5dims import join
-from .h5nodes import HIDDEN_ATTRIBUTES, ChunkVisit, FillInfo, TypeInfo, text
+from .h5nodes import HIDDEN_ATTRIBUTES, ChunkVisit, FillInfo, TypeInfo
 from .h5pure import H5File, Unsupported
+from .values import text
 
 __all__ = ["PureNode", "Unsupported", "pure_root"]
 

@@ -13,7 +13,8 @@ import numpy as np
 
 from ..errors import MetadataError
 from .h5attrs import attributes, nc_type, ordered_links
-from .h5nodes import ChunkVisit, FillInfo, TypeInfo, text
+from .h5nodes import ChunkVisit, FillInfo, TypeInfo
+from .values import text
 
 __all__ = ["H5pyNode", "root_node"]
 

@@ -54,9 +54,10 @@ from .h5chunks import (
 )
 from .h5dims import DIM_ONLY, DimensionIndex, is_scale, join, variable_name
 from .h5filters import codecs, reencoded_chain, split_codecs
-from .h5nodes import HIDDEN_ATTRIBUTES, import_h5py, pack_value, unpack_value
+from .h5nodes import HIDDEN_ATTRIBUTES, import_h5py
 from .h5pure_nodes import pure_root
 from .layout import DEFAULT_FILLS, ChunkIndex, SourceArray, chunk_grid, rows_per_chunk
+from .values import pack_value, unpack_value
 
 __all__ = ["HIDDEN_ATTRIBUTES", "HDF5Reader", "import_h5py"]
 
@@ -368,4 +369,4 @@ def _fill_bytes(fill: Any, ds: Any, kind: str) -> bytes:
         return b"\x00" * ds.type.itemsize
     if kind == "string":
         return b""
-    return pack_value(fill, kind, ds.type.big_endian, ds.type.itemsize)
+    return pack_value(fill, kind, ds.type.big_endian)
