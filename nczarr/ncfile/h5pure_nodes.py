@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import MetadataError
+from ..translate.conventions import DTYPE_TO_NC
 from ..translate.model import Attribute
 from .h5dims import join
 from .h5nodes import HIDDEN_ATTRIBUTES, ChunkVisit, FillInfo, TypeInfo
@@ -22,18 +23,6 @@ from .values import text
 
 __all__ = ["PureNode", "Unsupported", "pure_root"]
 
-#: netCDF types of HDF5 fixed-point ``(size, signed)`` and float ``size`` types.
-_INTS = {
-    (1, True): "byte",
-    (1, False): "ubyte",
-    (2, True): "short",
-    (2, False): "ushort",
-    (4, True): "int",
-    (4, False): "uint",
-    (8, True): "int64",
-    (8, False): "uint64",
-}
-_FLOATS = {4: "float", 8: "double"}
 #: HDF5 filters with a Zarr codec (:mod:`~nczarr.ncfile.h5filters`); h5py names the others.
 _KNOWN_FILTERS = frozenset({1, 2, 3, 307, 32001, 32015})
 _FIXED_POINT, _FLOAT, _STRING, _VLEN = 0, 1, 3, 9
@@ -56,9 +45,9 @@ def nc_kind(datatype: Any) -> str | None:
     """The netCDF type of an HDF5 datatype (``char``: a fixed-length string of one
     byte), or None."""
     if datatype.cls == _FIXED_POINT:
-        return _INTS.get((datatype.size, datatype.signed))
+        return DTYPE_TO_NC.get(f"{'i' if datatype.signed else 'u'}{datatype.size}")
     if datatype.cls == _FLOAT:
-        return _FLOATS.get(datatype.size)
+        return DTYPE_TO_NC.get(f"f{datatype.size}")
     if datatype.cls == _STRING:
         return "char" if datatype.size == 1 else None
     if datatype.cls == _VLEN and datatype.vlen_string:
@@ -80,12 +69,11 @@ class PureNode:
         self.is_group = bool(obj.is_group)
         self.is_dataset = bool(obj.is_dataset) and not self.is_group
         self._attrs: dict[str, Any] | None = None
+        self._children: list[tuple[str, PureNode]] | None = None
         if self.is_dataset:
             self._dataset(obj)
 
     def _dataset(self, obj: Any) -> None:
-        if obj.shape is None:
-            raise Unsupported(f"{self.name}: a null dataspace")  # h5py says what it is
         self.shape: tuple[int, ...] = tuple(obj.shape)
         self.maxshape: tuple[int | None, ...] = tuple(obj.maxshape)
         self.type = _type_info(obj.datatype)
@@ -103,13 +91,17 @@ class PureNode:
         self.contiguous_offset: int | None = obj.contiguous_address
 
     def children(self) -> list[tuple[str, PureNode]]:
-        out = []
-        for link, address in self._obj.links():
-            child = self._file.object(address)
-            if child.is_group or child.is_dataset:
-                path = join(self.name, link)
-                out.append((link, PureNode(self._file, child, path, self._paths, self._what)))
-        return out
+        """Listed once: the netCDF reader walks the tree twice (dimensions, then the
+        model), and gets the same nodes, attributes read, the second time."""
+        if self._children is None:
+            self._children = []
+            for link, address in self._obj.links():
+                child = self._file.object(address)
+                if child.is_group or child.is_dataset:
+                    path = join(self.name, link)
+                    node = PureNode(self._file, child, path, self._paths, self._what)
+                    self._children.append((link, node))
+        return self._children
 
     def _attributes(self) -> dict[str, Any]:
         if self._attrs is None:

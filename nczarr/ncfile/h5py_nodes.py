@@ -34,6 +34,7 @@ class H5pyNode:
         self._obj = obj
         self._h5py = h5py
         self._what = what
+        self._children: list[tuple[str, H5pyNode]] | None = None
         self.name: str = obj.name
         self.is_group = isinstance(obj, h5py.Group)
         self.is_dataset = isinstance(obj, h5py.Dataset)
@@ -80,13 +81,15 @@ class H5pyNode:
         self.contiguous_offset: int | None = ds.id.get_offset()
 
     def children(self) -> list[tuple[str, H5pyNode]]:
-        h5py = self._h5py
-        out = []
-        for name in ordered_links(self._obj, h5py):
-            child = self._obj.get(name)
-            if isinstance(child, h5py.Group | h5py.Dataset):
-                out.append((name, H5pyNode(child, h5py, self._what)))
-        return out
+        """Listed once (the netCDF reader walks the tree twice)."""
+        if self._children is None:
+            h5py = self._h5py
+            self._children = []
+            for name in ordered_links(self._obj, h5py):
+                child = self._obj.get(name)
+                if isinstance(child, h5py.Group | h5py.Dataset):
+                    self._children.append((name, H5pyNode(child, h5py, self._what)))
+        return self._children
 
     def attributes(self, what: str) -> dict[str, Any]:
         return attributes(self._obj, self._h5py, what)

@@ -84,8 +84,6 @@ class H5Object:
     def __init__(self, reader: Reader, address: int, root: bool = False) -> None:
         self.reader = reader
         self.address = address
-        self._links: list[tuple[str, int]] | None = None
-        self._attributes: list[H5Attribute] | None = None
         header = read_header(reader, address)
         self.tracks_order = header.tracks_order
         self.messages: dict[int, list[Message]] = {}
@@ -108,13 +106,7 @@ class H5Object:
     # ----- groups
 
     def links(self) -> list[tuple[str, int]]:
-        """Hard links as ``(name, address)``, in creation order when tracked, else name order
-        (read once: the netCDF reader lists every group twice)."""
-        if self._links is None:
-            self._links = self._read_links()
-        return list(self._links)
-
-    def _read_links(self) -> list[tuple[str, int]]:
+        """Hard links as ``(name, address)``, in creation order when tracked, else name order."""
         if not self.is_group:
             raise Unsupported("not a group")
         table = self._one(SYMBOL_TABLE)
@@ -169,13 +161,7 @@ class H5Object:
     # ----- attributes
 
     def attributes(self) -> list[H5Attribute]:
-        """Every attribute, in creation order when tracked (2+ untracked: Unsupported),
-        read once."""
-        if self._attributes is None:
-            self._attributes = self._read_attributes()
-        return list(self._attributes)
-
-    def _read_attributes(self) -> list[H5Attribute]:
+        """Every attribute, in creation order when tracked (2+ untracked: Unsupported)."""
         compact = [(decode_attribute(m.data), m.order) for m in self.messages.get(ATTRIBUTE, [])]
         tracked = False
         info = self._one(ATTRIBUTE_INFO)
@@ -239,10 +225,6 @@ class H5Object:
     @property
     def contiguous_address(self) -> int | None:
         return self.storage.address if self.storage.kind == "contiguous" else None
-
-    @property
-    def contiguous_size(self) -> int:
-        return self.storage.size
 
     @property
     def compact_data(self) -> bytes | None:
