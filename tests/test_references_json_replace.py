@@ -17,7 +17,6 @@ import pytest
 import xarray as xr
 
 import nczarr
-from nczarr.conversion import reference_files
 
 from .refreaders import make_nc
 
@@ -145,22 +144,30 @@ def test_a_new_file_gets_the_umask_mode(tmp_path):
 
 
 def test_a_remote_set_is_one_upload(tmp_path, s3_endpoint, s3_bucket, s3_client, monkeypatch):
+    import s3fs
+
     src = make_nc(tmp_path / "a.nc", "NETCDF4")
     url = f"s3://{s3_bucket}/refs.json"
     s3_client.put_object(Bucket=s3_bucket, Key="refs.json", Body=OLD)
     options = {"client_kwargs": {"endpoint_url": s3_endpoint}, "anon": False}
-    real = reference_files.Entries.chunks
+    real = s3fs.S3FileSystem.pipe_file
+    uploads: list[tuple[str, int]] = []
 
-    def failing(self):
-        yield from real(self)
-        raise OSError(5, "source read failed (injected)")
+    def failing(self, path, value, **kwargs):
+        raise OSError(5, "upload failed (injected)")
 
-    monkeypatch.setattr(reference_files.Entries, "chunks", failing)
+    monkeypatch.setattr(s3fs.S3FileSystem, "pipe_file", failing)
     with pytest.raises(OSError, match="injected"):
         nczarr.write_references(src, url, target_options=options)
     assert s3_client.get_object(Bucket=s3_bucket, Key="refs.json")["Body"].read() == OLD
-    monkeypatch.setattr(reference_files.Entries, "chunks", real)
+
+    def counted(self, path, value, **kwargs):
+        uploads.append((path, len(value)))
+        return real(self, path, value, **kwargs)
+
+    monkeypatch.setattr(s3fs.S3FileSystem, "pipe_file", counted)
     nczarr.write_references(src, url, target_options=options)
+    assert [p for p, _ in uploads] == [f"{s3_bucket}/refs.json"]  # the whole set at once
     with fsspec.open(url, "rb", **options) as f:
         assert json.load(f)["refs"] == nczarr.references(src)["refs"]
     listed = s3_client.list_objects_v2(Bucket=s3_bucket)["Contents"]
