@@ -52,10 +52,10 @@ def copy_local(
     The threads are stopped and joined before this returns or raises, whatever
     raises (a progress callback, an interrupt): none writes after it."""
     feed = iter(keys)
-    large = False
+    threads = 1
 
     def serial_keys() -> Iterator[str]:  # the feed, until the copies prove large
-        while not large and (key := next(feed, None)) is not None:
+        while threads == 1 and (key := next(feed, None)) is not None:
             yield key
 
     # one batch of the directory map's copies while serial (its held directories looked
@@ -68,13 +68,12 @@ def copy_local(
         if progress is not None:
             progress(done, total)
         if done % PROBE == 0:
-            large = kernelcopy.threads_for(copied - run_copied, nbytes - run_bytes, workers) > 1
+            threads = kernelcopy.threads_for(copied - run_copied, nbytes - run_bytes, workers)
             run_copied, run_bytes = copied, nbytes
     counts = (copied, skipped, nbytes)
-    if not large:
+    if threads == 1:
         return counts
     batches = iter(lambda: list(itertools.islice(feed, BATCH)), [])
-    threads = kernelcopy.copy_threads(workers)
     with contextlib.closing(_in_threads(src, dst, batches, copy, threads)) as results:
         for more in results:
             counts = _add(counts, more)

@@ -171,9 +171,8 @@ SCALAR_DIM: Final = "_scalar_"
 #: ``_Anonymous_Dim_<n>``).
 ANONYMOUS_DIM_PREFIX: Final = "_Anonymous_Dimension_"
 
-#: The attributes netcdf-c keeps in a netCDF-4 (HDF5) file for its own bookkeeping:
-#: dimension ids and scales, provenance, the classic model's marks.
-NETCDF4_BOOKKEEPING: Final = frozenset(
+#: netcdf-c's dimension bookkeeping in a netCDF-4 (HDF5) file, and its provenance.
+_NETCDF4_DIMENSIONS = frozenset(
     {
         NCPROPERTIES,
         "_Netcdf4Dimid",
@@ -182,11 +181,15 @@ NETCDF4_BOOKKEEPING: Final = frozenset(
         "REFERENCE_LIST",
         "CLASS",
         "NAME",
-        "_nc3_strict",
-        "_IsNetcdf4",
-        "_SuperblockVersion",
     }
 )
+#: The attributes netcdf-c keeps in a netCDF-4 (HDF5) file for its own bookkeeping:
+#: dimension ids and scales, provenance, the classic model's marks.
+NETCDF4_BOOKKEEPING: Final = _NETCDF4_DIMENSIONS | {
+    "_nc3_strict",
+    "_IsNetcdf4",
+    "_SuperblockVersion",
+}
 
 #: Attribute names that never become netCDF attributes (hidden/reserved on read).
 HIDDEN_ATTRIBUTES: Final = frozenset(
@@ -196,7 +199,7 @@ HIDDEN_ATTRIBUTES: Final = frozenset(
         *ARRAY_KEYS,
         *ATTR_KEYS,
         ARRAY_DIMENSIONS,
-        *(NETCDF4_BOOKKEEPING - {"_nc3_strict", "_IsNetcdf4", "_SuperblockVersion"}),
+        *_NETCDF4_DIMENSIONS,
     }
 )
 
