@@ -19,13 +19,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InvalidModeError, MetadataError, ReadOnlyError
 from .load import MAX_METADATA_SIZE, load_metadata
 from .maps.base import ZMap
 from .maps.pending import JOURNAL_KEY, decode_append_journal
+from .records import field, record
 from .translate.attrs import parse_json
 from .translate.compat import CURRENT_READERS, NETCDF_C, READERS, Finding, findings
 from .translate.compat_pending import (
@@ -43,7 +43,7 @@ __all__ = ["CheckReport", "check", "default_readers", "select_readers"]
 _METADATA_NAMES = frozenset({*ZARR_METADATA_NAMES, ZARR_JSON})
 
 
-@dataclass(frozen=True)
+@record
 class CheckReport:
     """What :func:`check` found.
 

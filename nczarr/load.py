@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .errors import MetadataError, warn_all
@@ -18,6 +17,7 @@ from .maps.base import ZMap
 from .maps.open import open_source
 from .maps.pending import JOURNAL_KEY, with_pending
 from .maps.url import dataset_name
+from .records import replace
 from .translate.consolidated import expand_consolidated, expand_v3_consolidated
 from .translate.conventions import (
     ARRAYS_ALT,

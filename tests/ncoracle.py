@@ -335,7 +335,7 @@ def _diff_group(a: Group, b: Group, out: list[str], ignore: tuple[str, ...]) -> 
 def _diff_variable(
     where: str, a: Variable, b: Variable, out: list[str], ignore: tuple[str, ...]
 ) -> None:
-    from dataclasses import fields
+    from nczarr.records import fields
 
     for f in fields(Variable):
         if f.name in ignore:
@@ -354,7 +354,7 @@ def _diff_variable(
 
 def rename_dimensions(ds: Dataset, mapping: Callable[[str], str]) -> Dataset:
     """A copy of ``ds`` with every dimension name (and reference) passed through ``mapping``."""
-    from dataclasses import replace
+    from nczarr.records import replace
 
     def fqn(ref: str) -> str:
         head, _, name = ref.rpartition("/")

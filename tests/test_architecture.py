@@ -320,12 +320,50 @@ def abort(self, target, stage):
     assert lines == [3, 4, 5, 5]
 
 
+# ------------------------------------------------------------------ value classes
+#: Modules that use zarr's dataclasses (``fields``/``replace`` of zarr's metadata and
+#: config objects), not value classes of their own.
+ZARR_DATACLASS_USERS = {"nczarr.integrations.calling_thread", "nczarr.integrations.v2arrays"}
+
+
+def dataclass_imports(source: str) -> list[int]:
+    """Lines importing :mod:`dataclasses`, at top level or inside a function."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if (isinstance(node, ast.Import) and any(a.name == "dataclasses" for a in node.names))
+        or (isinstance(node, ast.ImportFrom) and node.module == "dataclasses")
+    ]
+
+
+def test_value_classes_are_records_not_dataclasses() -> None:
+    """nczarr's value classes are ``nczarr.records.record``s: ``@dataclass`` compiles
+    each class's methods when its module is imported, a third of a command's start
+    (docs/architecture.md, ``records.py``)."""
+    found = {
+        module: lines
+        for module, path in MODULES.items()
+        if module not in ZARR_DATACLASS_USERS
+        and (lines := dataclass_imports(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}
+
+
+def test_the_dataclass_check_finds_each_form() -> None:
+    source = (
+        "import dataclasses\nfrom dataclasses import dataclass\n"
+        "def f():\n    from dataclasses import replace\n"
+    )
+    assert dataclass_imports(source) == [1, 2, 4]
+    assert dataclass_imports("from .records import record\nimport inspect\n") == []
+
+
 # ------------------------------------------------------------------ floors
 #: The floors of docs/architecture.md, bottom first: a module imports only from lower
 #: floors or from its own part (``maps.file`` from ``maps.base``); parts on one floor
 #: (one set) do not import each other.
 FLOORS: list[set[str]] = [
-    {"errors", "_version", "hooks", "lazy"},
+    {"errors", "_version", "hooks", "lazy", "records"},
     {"environment"},  # NCZARR_* settings (refusals are errors)
     {"keys", "inflate"},
     {"maps"},  # storage ...

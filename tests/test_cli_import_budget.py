@@ -38,6 +38,9 @@ sys.exit(status)
 #: the patterns of non-RFC JSON: these stores' metadata is RFC JSON).
 NEVER = ["zarr", "numcodecs", "fsspec", "s3fs", "asyncio", "nczarr.maps.memory"]
 NEVER += ["relaxed-json-patterns"]
+#: ``@dataclass`` compiles its methods at import and loads ``inspect``: nczarr's value
+#: classes are records (nczarr.records), and nothing a command runs imports either.
+NEVER += ["dataclasses", "inspect"]
 #: The HDF5 stack: only a netCDF-4 source needs it (and numpy, with it or for values).
 HDF5 = ["numpy", "h5py", "nczarr.ncfile.hdf5"]
 #: What only parsing or writing a URL (S3, ``file://``, a fragment) needs.

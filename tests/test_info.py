@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import nczarr
 from nczarr.cli.info import describe_layout, format_codec, format_info
+from nczarr.records import replace
 
 from .ncoracle import fixture_path, map_from_zip
 

@@ -19,7 +19,8 @@ SCRIPT = """
 import json, sys
 import nczarr
 nczarr.convert(sys.argv[1], sys.argv[2], sys.argv[3])
-names = ("numpy", "h5py", "fsspec", "asyncio", "zipfile", "numcodecs", "zarr", "xarray")
+names = ("numpy", "h5py", "fsspec", "asyncio", "zipfile", "numcodecs", "zarr", "xarray",
+         "dataclasses", "inspect")
 print(json.dumps({name: name in sys.modules for name in names}))
 """
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import json
 import math
-from dataclasses import replace
 from pathlib import Path
 
 import netCDF4
@@ -18,6 +17,7 @@ from hypothesis import strategies as st
 import nczarr
 from nczarr.errors import InvalidModeError
 from nczarr.maps.memory import MemoryMap
+from nczarr.records import replace
 from nczarr.translate.attrs import decode_attribute
 from nczarr.translate.model import Attribute, Dataset, Dimension, Group, Variable
 from nczarr.translate.write_nczarr import encode_char_attribute

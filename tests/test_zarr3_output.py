@@ -8,7 +8,6 @@ the same object under the same key (a verbatim copy). netcdf-c writes the source
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
 import shutil
 import warnings
@@ -23,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import nczarr
+from nczarr import records
 from nczarr.errors import InvalidModeError
 
 from .budget import long_or
@@ -255,13 +255,11 @@ def test_nczarr_reads_v3_output_as_the_v2_output(outputs: dict[str, Path]) -> No
             for name, var in list(group.variables.items()):
                 var.attributes.pop("_FillValue", None)
                 if name in V2_UNREADABLE:  # v3 has no byte order for 1-byte types
-                    group.variables[name] = dataclasses.replace(var, endian="little")
+                    group.variables[name] = records.replace(var, endian="little")
                 if var.type in ("char", "string") and var.fill_value == "":
                     # text without _FillValue: v2 says null (xarray masks nothing), v3
                     # needs a fill and says "" (xarray masks no v3 fill_value alone)
-                    group.variables[name] = dataclasses.replace(
-                        group.variables[name], fill_value=None
-                    )
+                    group.variables[name] = records.replace(group.variables[name], fill_value=None)
         return ds
 
     assert diff(strip(a), strip(b), ignore=("warnings",)) == []

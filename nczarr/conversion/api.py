@@ -22,13 +22,13 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidModeError, TargetExistsError, warn_all
 from ..maps.base import ZMap
 from ..maps.replace import check_replaceable
 from ..readthrough import TranslatedView
+from ..records import record
 from ..translate.conventions import ZARR_JSON, ZARRAY
 from ..translate.target import Target
 from .apply import CopyStats, copy_chunks, write_metadata
@@ -52,7 +52,7 @@ from .report import ConvertReport
 __all__ = ["convert"]
 
 
-@dataclass(frozen=True)
+@record
 class _Request:
     """What :func:`convert` was asked, resolved and validated at the edge."""
 
@@ -78,7 +78,7 @@ class _Request:
         return url_of(self.dst)
 
 
-@dataclass
+@record(frozen=False)
 class _Copier:
     """Copies chunk keys into the target: here, or on a dask cluster."""
 

@@ -16,9 +16,9 @@ sizes from one listing per directory of each side likewise, not a HEAD per chunk
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 
 from ..maps.base import NOT_SUPPORTED, ZMap
+from ..records import record
 from .copyone import directory_sizes
 from .localcopy import copy_local
 
@@ -36,7 +36,7 @@ __all__ = [
 Progress = Callable[[int, int], object]
 
 
-@dataclass
+@record(frozen=False)
 class CopyStats:
     """What :func:`copy_chunks` did."""
 

@@ -19,7 +19,6 @@ probe each when its listing shows nothing they could clash with
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from contextlib import ExitStack
@@ -32,6 +31,7 @@ from ..maps.base import ZMap
 from ..maps.pending import decode_append_journal, encode_append_journal
 from ..maps.replace import WRITING_MARK
 from ..readthrough import TranslatedView
+from ..records import replace
 from ..translate.chunk_layout import chunk_coords
 from ..translate.conventions import LAYOUT_V2, LAYOUT_ZARR, ZARR_JSON, ZARRAY
 from ..translate.grow import GrowPlan
@@ -388,14 +388,14 @@ def append(
         seen: dict[str, bytes] = {}  # its metadata objects' bytes, for _changed
         opts, target_view = _opened_target(dst_map, url_of(dst), dry_run, seen)
         # patterns checked against all the sources together (read_sources; not the store)
-        selected = dataclasses.replace(opts, include=include, exclude=exclude, matched=set())
+        selected = replace(opts, include=include, exclude=exclude, matched=set())
         # each source opened, read and closed in turn, opened again for its copies
         opened = Sources(sources, source_options, real, stack, lambda m: read_part(m, selected))
         read, _ = read_sources(
             (opened.open(i) for i in range(len(opened))), selected, done=detacher(opened, None)
         )
         if opts.fmt == "nczarr":  # bool is byte there (netcdf_forms): compare so
-            read = [dataclasses.replace(p, dataset=bool_as_byte(p.dataset)) for p in read]
+            read = [replace(p, dataset=bool_as_byte(p.dataset)) for p in read]
         parts = [part_of_view(target_view), *read]
         plan, readers, metadata, warnings = plan_parts(
             parts, append_dim, names, combine_attrs, opts, first_is_target=True, sources=opened

@@ -8,10 +8,10 @@ are not decoded; the others are decoded by the parts' readers
 from __future__ import annotations
 
 from collections.abc import Container, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidModeError
+from ..records import field, record
 from ..translate.grow import GrowPlan
 from ..translate.model import Variable
 from .growparts import Reader
@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # numpy only when values are compared
 __all__ = ["FirstSeen", "check_equal"]
 
 
-@dataclass
+@record(frozen=False)
 class FirstSeen:
     """What :func:`check_equal` read of the first part, for the next call of a caller
     comparing one part a call (:class:`~nczarr.conversion.growsources.Compared`): its

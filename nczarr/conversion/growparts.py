@@ -14,7 +14,6 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UnsupportedError, UnsupportedTypeError
@@ -22,6 +21,7 @@ from ..keys import parent_keys
 from ..load import read_with_chunk_keys
 from ..maps.base import ZMap
 from ..readthrough import TrailingAxis, TranslatedView
+from ..records import record
 from ..translate.conventions import ZARRAY
 from ..translate.dtypes import nc_to_zarr_dtype
 from ..translate.grow import GrowPlan
@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 
-@dataclass
+@record(frozen=False)
 class PartOptions:
     """What every part's view and the writer share; ``include``/``exclude`` select the
     same variables in every source (:func:`~nczarr.translate.select.select_dataset`).
@@ -84,7 +84,7 @@ class PartOptions:
 LIST_SIZES_FROM = 4
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Part:
     """One source as the engine reads it.
 

@@ -4,7 +4,6 @@ run). Shared by ``combine`` and ``append``."""
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import os
 import time
@@ -13,6 +12,7 @@ from typing import Any
 
 from ..errors import UnsupportedTypeError, warn_all
 from ..maps.base import ZMap
+from ..records import replace
 from ..translate.grow import GrowPlan, plan_growth
 from ..translate.order import array_nodes, order_metadata
 from ..translate.target import Target
@@ -128,7 +128,7 @@ def plan_parts(
     fills: list[str] = []
     if not first_is_target:  # a new store: its assembled chunks hold the exact fill
         exact, fills = exact_default_fills(plan.dataset, opts.zarr_format)
-        plan = dataclasses.replace(plan, dataset=exact)
+        plan = replace(plan, dataset=exact)
     metadata, written_warnings = write_plan_metadata(plan, opts, new_store=not first_is_target)
     warnings = [*plan.warnings, *fills, *written_warnings]
     for p in parts[1:] if first_is_target else parts:

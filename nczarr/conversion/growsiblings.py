@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import InvalidModeError
 from ..load import MAX_METADATA_SIZE, load_metadata
 from ..maps.base import ZMap
 from ..maps.pending import JOURNAL_KEY
+from ..records import record, replace
 from ..translate.conventions import GROUP_KEYS, LAYOUT_V2, ZARRAY, ZATTRS, ZGROUP
 from ..translate.detect import nczarr_key
 from ..translate.grow import find_dimension
@@ -33,7 +33,7 @@ from .growparts import Part, PartOptions, chunks_in, read_part, sizes_in
 __all__ = ["read_sources"]
 
 
-@dataclass
+@record(frozen=False)
 class _Known:
     """The keys a first full read looked at, and the parts read so far by their bytes."""
 
@@ -355,7 +355,7 @@ def _read_ahead(zmap: ZMap) -> bool:
     return zmap.round_trips and zmap.file_format() is None and not zmap.reencoded
 
 
-@dataclass
+@record(frozen=False)
 class _Failed:
     """A map :class:`_Ahead` could not pull (its open or its check raised)."""
 

@@ -33,13 +33,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Container, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import TargetExistsError
 from ..maps.base import ZMap
 from ..maps.pending import JOURNAL_KEY, decode_append_journal  # an append's journal too
 from ..maps.replace import WRITING_MARK
+from ..records import record
 
 __all__ = [
     "ROOT_OBJECTS",
@@ -72,7 +72,7 @@ except ImportError:  # pragma: no cover - depends on the Python version and buil
         from hashlib import sha256
 
 
-@dataclass(frozen=True)
+@record
 class Journal:
     """What identifies one convert: its source, target format and plan digest."""
 

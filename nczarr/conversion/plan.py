@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
 from ..errors import UnsupportedTypeError
 from ..keys import parent_keys
 from ..maps.base import ZMap
+from ..records import record
 from ..translate.conventions import V1_OBJECT_NAMES, ZARR_METADATA_NAMES
 from ..translate.model import Dataset
 from ..translate.order import order_metadata
@@ -143,7 +143,7 @@ def _no_keys() -> tuple[str, ...]:
     return ()
 
 
-@dataclass(frozen=True)
+@record
 class Plan:
     """Everything a conversion will write, in order.
 

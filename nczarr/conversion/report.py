@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from ..records import field, record
 
 __all__ = ["ConvertReport"]
 
 
-@dataclass
+@record(frozen=False)
 class ConvertReport:
     """What a :func:`convert` or :func:`migrate` did (or, for a dry run, would do).
 

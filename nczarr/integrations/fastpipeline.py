@@ -40,7 +40,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -49,6 +48,7 @@ from zarr.core.buffer import NDBuffer, cpu
 from zarr.core.codec_pipeline import BatchedCodecPipeline, fill_value_or_default
 from zarr.registry import register_pipeline
 
+from ..records import record
 from .chunkcodec import SCRATCH_BYTES, Scratch, decode_v2, encode_v2, whole_chunk_block
 from .codeccost import threads_pay
 from .zarr_store import ZarrStore
@@ -160,7 +160,7 @@ def _run(tasks: list[Callable[[], None]]) -> None:
             raise error
 
 
-@dataclass(frozen=True)
+@record
 class ReadJob:
     """Everything the worker thread needs for one selection read."""
 
@@ -218,7 +218,7 @@ class ReadJob:
             scratch.release()
 
 
-@dataclass(frozen=True)
+@record
 class WriteJob:
     """Complete chunks of one selection write: encode in batches, one ``setitems``."""
 
@@ -342,7 +342,7 @@ def _split(info: Sequence[tuple[Any, ...]], codec: V2Codec, *, encode: bool = Fa
 
 
 # ------------------------------------------------------------------ the pipeline
-@dataclass(frozen=True)
+@record
 class NCZarrCodecPipeline(BatchedCodecPipeline):
     """zarr-python's ``BatchedCodecPipeline`` with batched reads and writes of Zarr v2
     chunks in a :class:`ZarrStore` (see the module docstring)."""

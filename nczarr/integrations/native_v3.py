@@ -27,12 +27,10 @@ cannot take as stored, is read through the view as before.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import MetadataError, warn_all
@@ -40,6 +38,7 @@ from ..keys import join_key
 from ..maps.base import ZMap
 from ..maps.open import open_source
 from ..readthrough import TranslatedView
+from ..records import record, replace
 from ..translate.conventions import ZARR_JSON, ZARRAY
 from ..translate.target import Target
 from ..translate.write_common import control_character_attribute_warnings
@@ -49,7 +48,7 @@ from .zarr_store import ZarrStore
 __all__ = ["NativeArray", "engine_view", "native_arrays", "open_native"]
 
 
-@dataclass(frozen=True)
+@record
 class NativeArray:
     """One array read as Zarr v3 from the source: where it is there, and its metadata
     (a zarr-python ``ArrayV3Metadata``, with the view's fill value)."""
@@ -129,7 +128,7 @@ def native_arrays(view: TranslatedView, meta: Mapping[str, Any]) -> dict[str, Na
         item = translation.reencoded.get(path)
         if item is None:
             continue  # its chunks pass the view verbatim, to the batched v2 reads
-        if item.target != dataclasses.replace(item.source, shards=None):
+        if item.target != replace(item.source, shards=None):
             continue  # re-encoded for more than its shards: the view's values
         if shown is None:
             shown = view.metadata

@@ -29,13 +29,13 @@ zarr-python as before (:meth:`ShardedArray.__getitem__` falls back to
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from zarr import Array
 
 from ..maps.base import ZMap
+from ..records import record
 from .shardselect import NotBasic, normalize, out_shape, project
 
 __all__ = ["BATCH", "ShardPlan", "ShardedArray", "read_basic", "shard_plan", "supported"]
@@ -47,7 +47,7 @@ BATCH = 16
 _MISSING = np.uint64(2**64 - 1)
 
 
-@dataclass(frozen=True)
+@record
 class _Chain:
     """zarr-python codecs with the spec each decodes with, in encode order."""
 
@@ -97,7 +97,7 @@ def _chain(codecs: Any, spec: Any) -> _Chain | None:
     return _Chain(tuple(array_array), array_bytes[0], tuple(bytes_bytes))
 
 
-@dataclass(frozen=True)
+@record
 class ShardPlan:
     """What reading a sharded array needs, worked out once per array."""
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
-import dataclasses
 import os
 import secrets
 import shutil
@@ -47,6 +46,7 @@ from ..maps.base import NOT_SUPPORTED, ZMap
 from ..maps.file import FileMap
 from ..maps.lockfile import HOST, pid_alive
 from ..maps.replace import check_replaceable, mark_writing, unmark_writing
+from ..records import replace as replace_record
 
 __all__ = ["WriteTarget", "open_write_target"]
 
@@ -162,7 +162,7 @@ def open_write_target(
             zmap.close()
             raise
     if full and mode == "w" and parsed.storage == "s3" and parsed.path:
-        stage_url = dataclasses.replace(parsed, path=_sibling_key(parsed.path, _STAGE_TAG))
+        stage_url = replace_record(parsed, path=_sibling_key(parsed.path, _STAGE_TAG))
         try:
             stage = open_map(stage_url, "a", storage_options=options)
         except BaseException:

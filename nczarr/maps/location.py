@@ -7,7 +7,7 @@ rules (real paths, inodes, S3 key prefixes) are :mod:`nczarr.conversion.overlap`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..records import record
 
 __all__ = ["Location", "norm_endpoint"]
 
@@ -17,7 +17,7 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 _LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0"})
 
 
-@dataclass(frozen=True)
+@record
 class Location:
     """The real place of a store.
 

@@ -16,10 +16,10 @@ import importlib
 import os
 import stat
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import MissingDependencyError, NCZarrError, StorageError, StorageNotFoundError
+from ..records import record
 from .base import ZMap, check_mode
 from .url import NCZarrURL, parse_url
 
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class Backend:
     """How maps of one URL storage word are opened.
 

@@ -34,11 +34,11 @@ import os
 import posixpath
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidURLError
 from ..keys import FORBIDDEN_CHARACTERS
+from ..records import field, record
 from .credentials import has_credentials, redact
 from .urlhosts import (
     AWS_PATH_HOST,
@@ -98,7 +98,7 @@ class FragmentParams(Mapping[str, str]):
         return repr(self._items)
 
 
-@dataclass(frozen=True)
+@record
 class NCZarrURL:
     """Where a dataset lives and how netcdf-c's fragment says to read it.
 

@@ -16,9 +16,9 @@ offsets, CDF-5 64-bit offsets, sizes and counts and the extra integer types.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
 from ..errors import MetadataError
+from ..records import record
 
 __all__ = [
     "CDF_TYPES",
@@ -58,20 +58,20 @@ class HeaderTruncated(MetadataError):
         self.needed = needed
 
 
-@dataclass(frozen=True)
+@record
 class CDFDimension:
     name: str
     size: int  # 0 for the record dimension
 
 
-@dataclass(frozen=True)
+@record
 class CDFAttribute:
     name: str
     type_code: int
     raw: bytes  # the values, big-endian, without padding
 
 
-@dataclass(frozen=True)
+@record
 class CDFVariable:
     name: str
     dimids: tuple[int, ...]
@@ -81,7 +81,7 @@ class CDFVariable:
     begin: int
 
 
-@dataclass(frozen=True)
+@record
 class CDFHeader:
     version: int  # 1, 2 or 5
     numrecs: int | None  # None: streaming (count from the file size)

@@ -11,10 +11,10 @@ number's bytes are packed and unpacked with ``struct`` by its netCDF type.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import MissingDependencyError
+from ..records import record
 from ..translate.conventions import NETCDF4_BOOKKEEPING
 
 __all__ = [
@@ -46,7 +46,7 @@ def import_h5py() -> Any:
     return h5py
 
 
-@dataclass(frozen=True)
+@record
 class TypeInfo:
     """A dataset's type: ``kind`` is its netCDF type (None: user-defined), ``fixed_text``
     a fixed-length string longer than one byte (libnetcdf reads it as ``string``)."""
@@ -59,7 +59,7 @@ class TypeInfo:
     enum: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class FillInfo:
     """A dataset's HDF5 fill value: ``user`` when the file defines one, ``never`` for
     netcdf-c's no-fill mode, ``raw`` the bytes HDF5 pads chunks with."""

@@ -16,9 +16,9 @@ import threading
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from ..records import field, record
 from ..translate.conventions import DEFAULT_FILLS
 
 __all__ = [
@@ -352,7 +352,7 @@ def chunk_grid(shape: tuple[int, ...], chunks: tuple[int, ...]) -> tuple[int, ..
     return tuple(math.ceil(s / max(1, c)) for s, c in zip(shape, chunks, strict=True))
 
 
-@dataclass
+@record(frozen=False)
 class SourceArray:
     """One variable's chunks: Zarr chunk key -> :class:`ChunkRef` (a
     :class:`ChunkIndex` over the variable's chunk grid).

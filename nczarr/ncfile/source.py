@@ -143,8 +143,7 @@ class NetCDFFileMap(ZMap):
         self._arrays = reader.arrays
         self._reencoded = dict(reader.reencoded)
         if self._reencoded:
-            from dataclasses import replace
-
+            from ..records import replace
             from ..translate.select import reencoded_note
 
             messages = tuple(reencoded_note("/" + p, r) for p, r in self._reencoded.items())

@@ -29,12 +29,12 @@ import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from contextlib import suppress
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import InvalidModeError, ReadOnlyError, warn_all
 from ..keys import normalize_key
 from ..maps.base import ZMap
+from ..records import replace
 from ..translate.chunk_layout import TrailingAxis, chunk_coords
 from ..translate.conventions import FORMATS, ZARRAY, ZMETADATA
 from ..translate.model import Dataset

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import MetadataError, UnsupportedError
+from ..records import record
 from .attrs import json_text_safe
 from .codecs import normalize_codecs
 from .dtypes import ZarrDtype, decode_fill_value, fill_value_note, parse_dtype
@@ -22,7 +22,7 @@ from .jsontext import kind_of
 __all__ = ["MAX_EXTENT", "ArraySpec", "check_extent", "parse_array_metadata"]
 
 
-@dataclass(frozen=True)
+@record
 class ArraySpec:
     """A validated ``.zarray``: everything a Variable needs except names and dimensions."""
 

@@ -11,11 +11,11 @@ and its source key, and lists the shown keys from the source's own listing.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from itertools import product
 from typing import Protocol
 
 from ..keys import join_key
+from ..records import field, record, replace
 from .model import Dataset
 
 __all__ = ["ChunkLayout", "KeyEncoding", "TrailingAxis", "chunk_coords", "chunk_layout"]
@@ -94,7 +94,7 @@ def chunk_coords(rest: str, ndim: int) -> tuple[int, ...] | None:
     return tuple(int(p) for p in parts)
 
 
-@dataclass(frozen=True)
+@record
 class ChunkLayout:
     """Where the chunks of the arrays shown are in the source.
 

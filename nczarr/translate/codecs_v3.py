@@ -52,10 +52,10 @@ is byte-identical; elsewhere the array is refused); the v2 reader maps them back
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import MetadataError, UnsupportedError
+from ..records import record
 from .codecs_v3_filters import ARRAY_FILTERS, V3_NUMPY, v2_filter_endian, v3_filter_codecs
 
 __all__ = ["V2Pipeline", "v2_pipeline", "v3_codecs", "codec_name", "BLOSC_SHUFFLE"]
@@ -85,7 +85,7 @@ _NUMCODECS_BYTES = frozenset(
 _ARRAY_TO_BYTES = frozenset({"bytes", "endian", "sharding_indexed", "vlen-utf8", "vlen-bytes"})
 
 
-@dataclass(frozen=True)
+@record
 class V2Pipeline:
     """The v2 description of a v3 codec chain.
 

@@ -32,10 +32,10 @@ functions here raise :class:`~nczarr.errors.UnsupportedError` naming the codec.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UnsupportedError
+from ..records import record
 
 __all__ = [
     "ARRAY_FILTERS",
@@ -61,7 +61,7 @@ V3_NUMPY = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class FilterType:
     """A numpy type as a filter configuration names it (``"<f8"``, ``"int32"``, ``"|b1"``).
 

@@ -7,7 +7,7 @@ Shared by the rule modules (:mod:`~nczarr.translate.compat_rules` for arrays,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..records import record
 
 __all__ = [
     "CURRENT_READERS",
@@ -45,7 +45,7 @@ CURRENT_READERS = (NC410, ZARR_PYTHON, XARRAY, GDAL)
 SEVERITIES = ("refuses", "fails", "misreads", "ignores", "read-only")
 
 
-@dataclass(frozen=True)
+@record
 class Finding:
     """One thing one reader would get wrong.
 

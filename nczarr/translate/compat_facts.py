@@ -8,10 +8,10 @@ short test over plain fields instead of a walk through JSON.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..keys import join_key
+from ..records import field, record
 from .conventions import (
     ARRAY_DIMENSIONS,
     ARRAY_KEYS,
@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class ArrayFacts:
     """One array's metadata, as the rules need it.
 

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from ..records import record
 from .compat_base import GDAL, NETCDF_C, XARRAY, ZARR_PYTHON, Finding
 from .conventions import ZARR_JSON, ZARRAY, ZATTRS, ZMETADATA
 
@@ -36,7 +36,7 @@ __all__ = ["PendingAppend", "attrs_keys", "pending_append", "pending_findings", 
 _SHAPED = (ZARRAY, ZARR_JSON)
 
 
-@dataclass(frozen=True)
+@record
 class PendingAppend:
     """An append interrupted while writing its metadata, as the store holds it.
 

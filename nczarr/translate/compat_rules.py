@@ -15,8 +15,8 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from ..records import record
 from .compat_base import GDAL, NC48, NC49, NC410, XARRAY, ZARR_PYTHON
 from .compat_facts import ArrayFacts
 from .compat_gdal import (
@@ -50,7 +50,7 @@ TO_ZARR2 = "nczarr convert URL OUT --mode zarr --zarr-format 2"
 TO_ZARR3 = "nczarr convert URL OUT --mode zarr --zarr-format 3"
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     """One reader quirk on one array.
 

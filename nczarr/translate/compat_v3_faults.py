@@ -20,9 +20,9 @@ other readers do not.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from ..records import record
 from .attrs import json_text_safe
 from .conventions import ZARR_JSON
 from .jsontext import kind_of
@@ -66,7 +66,7 @@ _INT_BITS = {f"{u}int{bits}": (not u, bits) for u in ("", "u") for bits in (8, 1
 _FLOATS = frozenset({"float16", "float32", "float64"})
 
 
-@dataclass(frozen=True)
+@record
 class NodeFault:
     """The first thing zarr-python refuses in one node's ``zarr.json``.
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import MetadataError
 from ..keys import join_key
+from ..records import record
 from .conventions import (
     ARRAY_DIMENSIONS,
     ARRAY_KEYS,
@@ -41,7 +41,7 @@ _NCZARR_KEYS = (*SUPERBLOCK_KEYS, *GROUP_KEYS, *ARRAY_KEYS, *ATTR_KEYS)
 _NETCDF_VERSION = re.compile(r"(?:^|,)\s*netcdf=([^,]+)")
 
 
-@dataclass(frozen=True)
+@record
 class FormatInfo:
     """What a store is.
 

@@ -24,10 +24,10 @@ import json
 import math
 import re
 import struct
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import MetadataError, UnsupportedError
+from ..records import record
 from .conventions import (
     CHAR_DTYPE_NCZARR,
     CHAR_DTYPE_ZARR,
@@ -74,7 +74,7 @@ _NO_EQUIVALENT = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class ZarrDtype:
     """What a Zarr dtype string means in the netCDF-4 model.
 

@@ -29,14 +29,13 @@ What the plan decides, and why:
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import itertools
 from array import array
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 from ..errors import InvalidModeError, MetadataError
+from ..records import record, replace
 from .growchunks import Copies, Copy, chunk_key, chunk_plan, grid_of, same_encoding
 from .model import Attribute, Dataset, Group, Variable
 from .recode_plan import with_maxstrlen
@@ -75,7 +74,7 @@ VALUE_ATTRIBUTES = frozenset(
 )
 
 
-@dataclass(frozen=True)
+@record
 class GrowPlan:
     """What growing a store writes.
 
@@ -309,9 +308,9 @@ def _grown(dataset: Dataset, dim: str, total: int) -> Dataset:
     def visit(group: Group) -> Group:
         dims = group.dimensions
         if group.path == group_path:
-            dims = {**dims, name: dataclasses.replace(dims[name], size=total)}
+            dims = {**dims, name: replace(dims[name], size=total)}
         variables = {
-            n: dataclasses.replace(
+            n: replace(
                 v,
                 shape=tuple(
                     total if d == dim else s for d, s in zip(v.dimensions, v.shape, strict=True)
@@ -322,9 +321,9 @@ def _grown(dataset: Dataset, dim: str, total: int) -> Dataset:
             for n, v in group.variables.items()
         }
         groups = {n: visit(g) for n, g in group.groups.items()}
-        return dataclasses.replace(group, dimensions=dims, variables=variables, groups=groups)
+        return replace(group, dimensions=dims, variables=variables, groups=groups)
 
-    return dataclasses.replace(dataset, root=visit(dataset.root))
+    return replace(dataset, root=visit(dataset.root))
 
 
 def _widest_text(

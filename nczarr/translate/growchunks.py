@@ -12,9 +12,9 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from ..records import record
 from .model import Dataset, Variable, same_value
 
 __all__ = ["Copy", "Copies", "chunk_key", "chunk_plan", "grid_of", "same_encoding"]
@@ -35,7 +35,7 @@ _ENCODING = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record(slots=True)
 class Copy:
     """One chunk copied verbatim: ``part``'s ``source_key`` to the target's ``target_key``
     (slots: a combine holds one per chunk of every source)."""

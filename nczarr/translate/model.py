@@ -1,6 +1,6 @@
 """The netCDF-4 data model every reader produces and every writer consumes.
 
-Frozen dataclasses, so tests can compare whole datasets with ``==``. Values are
+Frozen records (:mod:`nczarr.records`), so tests can compare whole datasets with ``==``. Values are
 plain Python (no numpy arrays), and equality treats NaN as equal to NaN so that a
 round trip of a NaN fill value or attribute compares equal.
 
@@ -14,8 +14,9 @@ Attribute values by type:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
 from typing import Any, Literal
+
+from ..records import field, fields, record
 
 __all__ = [
     "NC_TYPES",
@@ -60,7 +61,7 @@ def same_value(a: Any, b: Any) -> bool:
 
 
 class _NaNEq:
-    """Mixin: dataclass equality field by field with :func:`same_value`."""
+    """Mixin: a record's equality field by field with :func:`same_value`."""
 
     def __eq__(self, other: object) -> bool:
         if type(self) is not type(other):
@@ -74,7 +75,7 @@ class _NaNEq:
     __hash__ = None  # type: ignore[assignment]
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Attribute(_NaNEq):
     """A typed netCDF attribute.
 
@@ -90,7 +91,7 @@ class Attribute(_NaNEq):
     json: tuple[Any] | None = field(default=None, compare=False)
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Dimension(_NaNEq):
     """A shared dimension defined in a group."""
 
@@ -99,7 +100,7 @@ class Dimension(_NaNEq):
     unlimited: bool = False
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Variable(_NaNEq):
     """A netCDF variable backed by one Zarr array.
 
@@ -153,7 +154,7 @@ class Variable(_NaNEq):
     shard_index: dict[str, Any] | None = field(default=None, compare=False)
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Group(_NaNEq):
     """A netCDF group; ``path`` is its FQN (the root group is ``"/"``)."""
 
@@ -176,7 +177,7 @@ class Group(_NaNEq):
             yield from group.variables.values()
 
 
-@dataclass(frozen=True, eq=False)
+@record(eq=False)
 class Dataset(_NaNEq):
     """A whole dataset: the root group, the layout it was read from, and warnings.
 

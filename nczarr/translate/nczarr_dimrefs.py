@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import MetadataError
+from ..records import record
 from .attrs import json_text_safe
 from .conventions import DIMENSIONS_ALT, DIMREFS_ALT, GROUP_KEYS, ZATTRS, ZGROUP
 from .detect import nczarr_key
@@ -51,7 +51,7 @@ KINDS = (
 Declared = dict[str, dict[str, tuple[int, bool]]]
 
 
-@dataclass(frozen=True)
+@record
 class RefProblem:
     """Why one array's dimension references fail: ``kind`` (one of :data:`KINDS`) and
     what is wrong in one sentence (``text``, naming the metadata key)."""

@@ -20,8 +20,7 @@ read the source, and each is announced by a warning naming the variable or attri
 
 from __future__ import annotations
 
-from dataclasses import replace
-
+from ..records import replace
 from .attrs import exact_doubles, json_text_safe
 from .model import Attribute, Dataset, Dimension, Group, Variable
 

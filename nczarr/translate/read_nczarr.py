@@ -17,11 +17,11 @@ the tree.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import MetadataError
 from ..keys import is_node_name, join_key
+from ..records import field, record, replace
 from .attrs import json_text_safe
 from .conventions import (
     ARRAY_KEYS,
@@ -64,7 +64,7 @@ def get_alt(d: Mapping[str, Any], names: tuple[str, ...]) -> Any:
     return None
 
 
-@dataclass
+@record(frozen=False)
 class _Plan:
     prefix: str
     listed: bool

@@ -59,11 +59,11 @@ import base64
 import binascii
 import struct
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from ..errors import MetadataError, UnsupportedError
 from ..keys import join_key
+from ..records import replace
 from .attrs import json_text_safe
 from .conventions import (
     ARRAY_DIMENSIONS,

@@ -9,12 +9,11 @@ scalars): :func:`plan_reencoding` returns the dataset as the target describes it
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from ..records import record, replace
 from .codecs import is_known_codec
 from .conventions import (
     DEFAULT_FILLS,
@@ -35,7 +34,7 @@ ZLIB: dict[str, Any] = {"id": "zlib", "level": 5}
 _CHECKSUMS = frozenset({"crc32", "crc32c", "adler32", "fletcher32", "jenkins_lookup3"})
 
 
-@dataclass(frozen=True)
+@record
 class Reencoding:
     """One array whose chunks are re-encoded.
 
@@ -68,7 +67,7 @@ class Reencoding:
         """Whether the chunks the source stores are copied as they are: only the
         chunks it does not store are made (holding :attr:`absent_fill`). Asked for
         every chunk re-encoded or sized: worked out once."""
-        return self.absent_fill is not None and self.target == dataclasses.replace(
+        return self.absent_fill is not None and self.target == replace(
             self.source, absent_fill=None
         )
 
@@ -117,7 +116,7 @@ def _for_netcdf_c(var: Variable) -> tuple[Variable, list[str]]:
     if not reasons:
         return var, []
     return (
-        dataclasses.replace(var, filters=filters, compressor=compressor, order=order),
+        replace(var, filters=filters, compressor=compressor, order=order),
         reasons,
     )
 
@@ -143,7 +142,7 @@ def _hdf5_fill_for_xarray(var: Variable, layout: str) -> tuple[Variable, str | N
         or same_value(var.fill_value, default)
     ):
         return var, None
-    return dataclasses.replace(var, fill_value=default, absent_fill=var.fill_value), (
+    return replace(var, fill_value=default, absent_fill=var.fill_value), (
         f"its fill value {var.fill_value!r} (HDF5's; no _FillValue attribute) is data for "
         f"netCDF4, which masks netCDF's default fill {default!r} instead, while xarray "
         f"masks a Zarr v2 fill_value: the fill_value is that default, and the chunks the "
@@ -184,14 +183,14 @@ def _target(
     new = var
     if var.filters and var.filters[0].get("id") == "categorize":
         reasons.append("numcodecs 'categorize' codes become the strings they stand for")
-        new = dataclasses.replace(new, filters=({"id": "vlen-utf8"}, *new.filters[1:]))
+        new = replace(new, filters=({"id": "vlen-utf8"}, *new.filters[1:]))
     v3 = format == "zarr" and zarr_format == 3
     no_shards = _no_shards(var, v3, assembled, bool(reasons))
     if no_shards is not None:
         reasons.append(
             f"Zarr v3 shards {list(var.shards or ())} become chunks {list(var.chunks)}: {no_shards}"
         )
-        new = dataclasses.replace(new, shards=None, shard_index=None)
+        new = replace(new, shards=None, shard_index=None)
     if var.absent_fill is not None and not (v3 and not assembled):
         # only a Zarr v3 array keeps a fill_value apart from its _FillValue attribute
         reasons.append(
@@ -199,7 +198,7 @@ def _target(
             or f"chunks the source does not store hold its Zarr fill_value "
             f"{var.absent_fill!r}, not the fill value {var.fill_value!r}: they are written"
         )
-        new = dataclasses.replace(new, absent_fill=None)
+        new = replace(new, absent_fill=None)
     if format == "nczarr" and var.text_storage is not None:
         width = 4 * (var.maxstrlen or 1) if var.text_storage == "unicode" else var.maxstrlen
         width = width or DEFAULT_MAXSTRLEN
@@ -209,7 +208,7 @@ def _target(
             else "variable-length UTF-8 strings"
         )
         reasons.append(f"{what} become netCDF strings, fixed-width UTF-8 (|S{width})")
-        new = dataclasses.replace(
+        new = replace(
             new,
             text_storage=None,
             maxstrlen=width,
@@ -246,12 +245,12 @@ def plan_reencoding(
                 found[var.path.strip("/")] = Reencoding(var, target, "; ".join(reasons))
             variables[name] = target
         groups = {name: visit(child) for name, child in group.groups.items()}
-        return dataclasses.replace(group, variables=variables, groups=groups)
+        return replace(group, variables=variables, groups=groups)
 
     root = visit(dataset.root)
     if not found:
         return dataset, {}
-    return dataclasses.replace(dataset, root=root), found
+    return replace(dataset, root=root), found
 
 
 def with_maxstrlen(dataset: Dataset, widths: Mapping[str, int]) -> Dataset:
@@ -259,12 +258,12 @@ def with_maxstrlen(dataset: Dataset, widths: Mapping[str, int]) -> Dataset:
 
     def visit(group: Group) -> Group:
         variables = {
-            name: dataclasses.replace(var, maxstrlen=widths[var.path.strip("/")])
+            name: replace(var, maxstrlen=widths[var.path.strip("/")])
             if var.path.strip("/") in widths
             else var
             for name, var in group.variables.items()
         }
         groups = {name: visit(child) for name, child in group.groups.items()}
-        return dataclasses.replace(group, variables=variables, groups=groups)
+        return replace(group, variables=variables, groups=groups)
 
-    return dataclasses.replace(dataset, root=visit(dataset.root))
+    return replace(dataset, root=visit(dataset.root))

@@ -17,8 +17,7 @@ cannot describe.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
+from ..records import replace
 from .conventions import RESERVED_NODE_NAMES
 from .model import Dataset, Group
 from .target import Target

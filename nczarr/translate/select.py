@@ -8,10 +8,10 @@ is written once.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Collection, Iterable, Iterator, Sequence
 
 from ..errors import InvalidModeError
+from ..records import replace
 from .model import Dataset, Group
 
 __all__ = [
@@ -152,7 +152,7 @@ def select_dataset(
         )
     }
     dropped = {reencoded_note(p, "") for p in paths if p not in keep_var}
-    return dataclasses.replace(
+    return replace(
         dataset,
         root=_prune(dataset.root, keep_var, keep_group),
         warnings=tuple(w for w in dataset.warnings if not _note_of(w, dropped)),
@@ -178,7 +178,7 @@ def selected_paths(
 
 
 def _prune(group: Group, keep_var: set[str], keep_group: set[str]) -> Group:
-    return dataclasses.replace(
+    return replace(
         group,
         variables={n: v for n, v in group.variables.items() if v.path in keep_var},
         groups={

@@ -13,10 +13,10 @@ Pure: no I/O, no import above ``translate/``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from ..errors import InvalidModeError
+from ..records import record, replace
 from .conventions import FORMATS
 
 __all__ = ["Target", "check_zarr_format"]
@@ -55,7 +55,7 @@ def check_zarr_format(format: str, zarr_format: Any, *, netcdf_scalars: bool = F
     return int(zarr_format)
 
 
-@dataclass(frozen=True)
+@record
 class Target:
     """An output format and its options, valid by construction.
 

@@ -17,11 +17,10 @@ the view measures them, and :func:`finish` writes the metadata.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from ..records import field, record, replace
 from .chunk_layout import (
     ChunkLayout,
     KeyEncoding,
@@ -52,7 +51,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class Translation:
     """A source translated to a target: everything a view shows but the chunk bytes.
 
@@ -201,7 +200,7 @@ def finish(translation: Translation, widths: Mapping[str, int] | None = None) ->
         layout = replace(layout, keys=keys)
     left_out = set(written.skipped)  # arrays the writer could not describe
     dropped = dropped_warning(translation.read, dataset)
-    return dataclasses.replace(
+    return replace(
         translation,
         dataset=dataset,
         layout=layout.only([a for a in layout.arrays if a not in left_out]),

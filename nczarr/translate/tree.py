@@ -439,7 +439,7 @@ def _ancestors(group: str) -> list[str]:
 
 def finish_dims(group: Group, builder: TreeBuilder) -> Group:
     """Attach the dimensions collected while building (they are created lazily)."""
-    from dataclasses import replace
+    from ..records import replace
 
     children = {k: finish_dims(g, builder) for k, g in group.groups.items()}
     dims = dict(builder.dims.get(group.path, {}))
@@ -448,6 +448,6 @@ def finish_dims(group: Group, builder: TreeBuilder) -> Group:
 
 def renamed_variable(variable: Variable, name: str) -> Variable:
     """``variable`` renamed to ``name`` at the root (a store whose root is a bare array)."""
-    from dataclasses import replace
+    from ..records import replace
 
     return replace(variable, name=name, path=f"/{name}")

@@ -10,16 +10,16 @@ re-exports both) to keep that module within its size.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import MetadataError
+from ..records import field, record
 from .conventions import ZARRAY, ZATTRS, ZGROUP
 
 __all__ = ["Node", "discover_nodes"]
 
 
-@dataclass
+@record(frozen=False)
 class Node:
     """A group or array found in the metadata keys, with its children's names."""
 

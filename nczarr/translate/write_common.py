@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, MutableMapping
-from dataclasses import dataclass, field
 from typing import Any
 
+from ..records import field, record
 from .attrs import json_text, parse_json
 from .conventions import (
     HIDDEN_ATTRIBUTES,
@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class WriteResult:
     """What a writer produced (every writer returns one).
 

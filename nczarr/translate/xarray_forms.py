@@ -11,9 +11,9 @@ xarray decodes otherwise from a pure Zarr copy (float packing attributes become 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
+from ..records import replace
 from .arrayspec import ArraySpec
 from .conventions import FILLVALUE, TEXT_ENCODING
 from .model import Attribute, Dataset, Variable

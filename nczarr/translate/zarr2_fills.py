@@ -39,9 +39,9 @@ readers show data. Per variable without a ``_FillValue`` attribute:
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
+from ..records import replace
 from .conventions import FILLVALUE, LAYOUT_NETCDF4
 from .model import Dataset, Group, Variable
 

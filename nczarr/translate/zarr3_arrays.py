@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import MetadataError, UnsupportedError
 from ..keys import join_key
+from ..records import record, replace
 from .attrs import json_text_safe
 from .codecs_v3 import codec_name, v2_pipeline
 from .conventions import (
@@ -56,7 +56,7 @@ DATA_TYPES: dict[str, tuple[str, int]] = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class ChunkKeys:
     """One array's v3 chunk key encoding and the v2 keys it is shown under.
 
@@ -206,7 +206,7 @@ def _sharding(codecs: Any, key: str) -> tuple[tuple[int, ...], Any, dict[str, An
     return inner, codecs, index
 
 
-@dataclass(frozen=True)
+@record
 class ShardIndex:
     """Where and how a ``sharding_indexed`` shard stores its index.
 

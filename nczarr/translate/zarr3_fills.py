@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection
-from dataclasses import replace
 from typing import Any
 
+from ..records import replace
 from .arrayspec import ArraySpec
 from .conventions import DEFAULT_FILLS, FILLVALUE
 from .model import NUMERIC_TYPES, Dataset

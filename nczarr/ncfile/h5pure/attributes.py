@@ -8,9 +8,9 @@ object references (``DIMENSION_LIST``). Any other type raises ``Unsupported``.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ...records import record
 from .base import Cursor, Unsupported
 from .datatypes import H5Type, decode_dataspace, decode_datatype
 from .heaps import GlobalHeaps
@@ -29,7 +29,7 @@ _INT_CODES = {1: "b", 2: "h", 4: "i", 8: "q"}
 _FLOAT_CODES = {4: "f", 8: "d"}
 
 
-@dataclass(frozen=True)
+@record
 class H5Attribute:
     """One attribute: name, type, shape (None for a null dataspace) and stored bytes."""
 

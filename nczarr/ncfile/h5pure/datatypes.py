@@ -8,8 +8,7 @@ array and compound types. Anything else raises ``Unsupported``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ...records import record
 from .base import Cursor, Unsupported
 
 __all__ = [
@@ -29,7 +28,7 @@ UNLIMITED = 0xFFFFFFFFFFFFFFFF
 _IEEE = {2: (16, 10, 5, 10, 15), 4: (32, 23, 8, 23, 127), 8: (64, 52, 11, 52, 1023)}
 
 
-@dataclass(frozen=True)
+@record
 class H5Type:
     """One HDF5 datatype, as far as nczarr needs it."""
 
@@ -44,7 +43,7 @@ class H5Type:
     label: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class H5Filter:
     """One entry of a filter pipeline message."""
 
@@ -54,7 +53,7 @@ class H5Filter:
     name: str
 
 
-@dataclass(frozen=True)
+@record
 class H5Fill:
     """A dataset's fill value settings, as H5Pfill_value_defined / get_fill_time see them."""
 

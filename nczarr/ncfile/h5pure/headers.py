@@ -8,8 +8,7 @@ messages, raise ``Unsupported``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ...records import record
 from .base import Cursor, Reader, Unsupported, verify_checksum
 
 __all__ = ["CONTINUATION", "KNOWN", "Header", "Message", "read_header"]
@@ -19,7 +18,7 @@ KNOWN = frozenset(range(24)) - {7, 15}
 """Message types read or safely ignored (external files 7 and shared table 15 are not)."""
 
 
-@dataclass(frozen=True)
+@record
 class Message:
     """One header message: type, flags, body and (version 2) creation order."""
 
@@ -29,7 +28,7 @@ class Message:
     order: int | None
 
 
-@dataclass(frozen=True)
+@record
 class Header:
     """An object header's messages, and whether attribute creation order is stored."""
 

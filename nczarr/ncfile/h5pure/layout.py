@@ -12,8 +12,7 @@ datatype (HDF5 refuses a mismatch too).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ...records import record
 from .base import UNDEFINED, Cursor, Unsupported
 
 __all__ = [
@@ -33,7 +32,7 @@ EXTENSIBLE_ARRAY = 4
 BTREE_V2 = 5
 
 
-@dataclass(frozen=True)
+@record
 class Layout:
     """Where a dataset's data is: ``kind`` and the fields that kind uses.
 
