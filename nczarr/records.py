@@ -173,6 +173,10 @@ def _collect(cls: type) -> tuple[Field, ...]:
     """The fields of ``cls``: its bases' (records), then its own annotations."""
     found: dict[str, Field] = {}
     for base in reversed(cls.__mro__[1:]):
+        if "__dataclass_fields__" in base.__dict__:  # its fields would be lost
+            raise TypeError(
+                f"record {cls.__qualname__} cannot extend dataclass {base.__qualname__}"
+            )
         for f in base.__dict__.get(_FIELDS, ()):
             found[f.name] = f
     # not inspect.get_annotations: importing inspect is what this module avoids
@@ -226,6 +230,7 @@ def _with_slots(cls: T, all_fields: tuple[Field, ...]) -> T:
     for name in (*names, "__dict__", "__weakref__"):
         namespace.pop(name, None)  # a default as class attribute would hide its slot
     namespace["__slots__"] = names
+    namespace["__qualname__"] = cls.__qualname__  # not in a class's __dict__
     return type(cls)(cls.__name__, cls.__bases__, namespace)  # type: ignore[return-value]
 
 

@@ -342,7 +342,6 @@ def _split(info: Sequence[tuple[Any, ...]], codec: V2Codec, *, encode: bool = Fa
 
 
 # ------------------------------------------------------------------ the pipeline
-@record
 class NCZarrCodecPipeline(BatchedCodecPipeline):
     """zarr-python's ``BatchedCodecPipeline`` with batched reads and writes of Zarr v2
     chunks in a :class:`ZarrStore` (see the module docstring)."""
