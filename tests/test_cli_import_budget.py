@@ -30,6 +30,8 @@ jsontext = sys.modules.get("nczarr.translate.jsontext")
 patterns = getattr(jsontext, "_patterns", None)  # None: compiled when it was imported
 relaxed = jsontext is not None and (patterns is None or patterns.cache_info().currsize > 0)
 print("RELAXED " + json.dumps(relaxed))  # netcdf-c's non-RFC JSON patterns compiled
+hosts = sys.modules.get("nczarr.maps.urlhosts")
+print("S3HOSTS " + json.dumps(hosts is not None and hosts._pattern.cache_info().currsize > 0))
 print("MODULES " + json.dumps(sorted(sys.modules)))
 sys.exit(status)
 """
@@ -38,6 +40,8 @@ sys.exit(status)
 #: the patterns of non-RFC JSON: these stores' metadata is RFC JSON).
 NEVER = ["zarr", "numcodecs", "fsspec", "s3fs", "asyncio", "nczarr.maps.memory"]
 NEVER += ["relaxed-json-patterns"]
+#: ... and of S3 hosts: no command below has an S3 URL.
+NEVER += ["s3-host-patterns"]
 #: ``@dataclass`` compiles its methods at import and loads ``inspect``: nczarr's value
 #: classes are records (nczarr.records), and nothing a command runs imports either.
 NEVER += ["dataclasses", "inspect"]
@@ -50,15 +54,18 @@ URLS = ["urllib.parse", "ipaddress"]
 def _run(cwd: Path, *argv: str) -> set[str]:
     """The modules loaded by ``nczarr ARGV`` run in a fresh interpreter, with
     ``"relaxed-json-patterns"`` if it compiled the lenient JSON loader's patterns (only
-    metadata that is not RFC JSON needs them)."""
+    metadata that is not RFC JSON needs them) and ``"s3-host-patterns"`` if it compiled
+    those of S3 hosts (only S3 URLs need them)."""
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, *argv], cwd=cwd, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
-    *_, relaxed, last = done.stdout.strip().splitlines()
-    assert relaxed.startswith("RELAXED ") and last.startswith("MODULES ")
+    *_, relaxed, hosts, last = done.stdout.strip().splitlines()
+    assert relaxed.startswith("RELAXED ") and hosts.startswith("S3HOSTS ")
+    assert last.startswith("MODULES ")
     modules = set(json.loads(last.removeprefix("MODULES ")))
-    return modules | ({"relaxed-json-patterns"} if json.loads(relaxed[8:]) else set())
+    modules |= {"relaxed-json-patterns"} if json.loads(relaxed[8:]) else set()
+    return modules | ({"s3-host-patterns"} if json.loads(hosts[8:]) else set())
 
 
 def _loaded(modules: set[str], names: list[str]) -> list[str]:

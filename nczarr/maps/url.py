@@ -41,9 +41,9 @@ from ..keys import FORBIDDEN_CHARACTERS
 from ..records import field, record
 from .credentials import has_credentials, redact
 from .urlhosts import (
-    AWS_PATH_HOST,
     SCHEME,
     S3Place,
+    aws_path_host,
     check_bucket,
     check_endpoint,
     check_key_prefix,
@@ -233,7 +233,7 @@ class NCZarrURL:
         """The canonical URL, fragment included: ``parse_url(str(u)) == u``."""
         from urllib.parse import quote  # with ipaddress: only when a URL is written out
 
-        if self.endpoint is None and not (self.bucket and AWS_PATH_HOST.match(self.bucket)):
+        if self.endpoint is None and not (self.bucket and aws_path_host(self.bucket)):
             return self.fsspec_url + self._fragment()
         if self.endpoint is None:  # s3://<bucket> would read as netcdf-c's host form
             key = quote(self.path, safe=_PATH_SAFE)

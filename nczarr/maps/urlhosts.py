@@ -15,6 +15,7 @@ ports) that :class:`~nczarr.maps.url.NCZarrURL` applies to every S3 value.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -24,9 +25,9 @@ from ..keys import normalize_prefix
 from .credentials import redact
 
 __all__ = [
-    "AWS_PATH_HOST",
     "SCHEME",
     "S3Place",
+    "aws_path_host",
     "check_bucket",
     "check_endpoint",
     "check_key_prefix",
@@ -38,16 +39,33 @@ __all__ = [
 ]
 
 SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-_BUCKET = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]$")
-#: netcdf-c's and AWS's path-style host (``s3.<region>.amazonaws.com``).
-AWS_PATH_HOST = re.compile(r"^s3(?:[.-](?P<region>[a-z0-9-]+))?\.amazonaws\.com$", re.I)
-_AWS_VHOST = re.compile(
-    r"^(?P<bucket>.+)\.s3(?:[.-](?P<region>[a-z0-9-]+))?\.amazonaws\.com$", re.I
-)
-_HOSTNAME = re.compile(
-    r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$"
-)
-_IPV6 = re.compile(r"^\[[0-9A-Fa-f:.]+\]$")
+
+#: The patterns only S3 URLs need, compiled when one first does (:func:`_pattern`):
+#: compiled at import they were ~6 M instructions of every command's start.
+_S3_PATTERNS: dict[str, tuple[str, int]] = {
+    "bucket": (r"^[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]$", 0),
+    # netcdf-c's and AWS's path-style host (``s3.<region>.amazonaws.com``)
+    "aws-path-host": (r"^s3(?:[.-](?P<region>[a-z0-9-]+))?\.amazonaws\.com$", re.I),
+    "aws-vhost": (r"^(?P<bucket>.+)\.s3(?:[.-](?P<region>[a-z0-9-]+))?\.amazonaws\.com$", re.I),
+    "hostname": (
+        r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$",
+        0,
+    ),
+    "ipv6": (r"^\[[0-9A-Fa-f:.]+\]$", 0),
+}
+
+
+@functools.cache
+def _pattern(name: str) -> re.Pattern[str]:
+    return re.compile(*_S3_PATTERNS[name])
+
+
+def aws_path_host(host: str) -> re.Match[str] | None:
+    """The match of netcdf-c's and AWS's path-style S3 host
+    (``s3.<region>.amazonaws.com``, region in group ``"region"``), or None."""
+    return _pattern("aws-path-host").match(host)
+
+
 _GOOGLE_HOST = "storage.googleapis.com"
 
 
@@ -71,7 +89,7 @@ def parse_s3_scheme(
         raise InvalidURLError(f"S3 URLs take no query string: {shown!r}")
     if not netloc:
         raise InvalidURLError(f"s3 URL without a bucket: {shown!r}")
-    if AWS_PATH_HOST.match(netloc):
+    if aws_path_host(netloc):
         # netcdf-c's documented form: s3://s3.<region>.amazonaws.com/bucket/key (a
         # bucket that merely ends in .amazonaws.com stays a bucket)
         return _parse_aws(netloc, path, params, shown)
@@ -114,10 +132,10 @@ def parse_http_host(
 def _parse_aws(host: str, path: str, params: Mapping[str, str], shown: str) -> S3Place:
     from urllib.parse import unquote  # with ipaddress: only S3 URLs need it
 
-    if m := AWS_PATH_HOST.match(host):
+    if m := aws_path_host(host):
         bucket, _, key = path.removeprefix("/").partition("/")
         bucket = unquote(bucket)
-    elif m := _AWS_VHOST.match(host):
+    elif m := _pattern("aws-vhost").match(host):
         bucket, key = m.group("bucket"), path.removeprefix("/")
     else:
         raise InvalidURLError(f"unrecognized AWS S3 host {host!r} in {shown!r}")
@@ -153,13 +171,13 @@ def split_host(netloc: str, shown: str) -> tuple[str, int | None]:
     if netloc.startswith("["):
         end = netloc.find("]")
         host, tail = netloc[: end + 1], netloc[end + 1 :]
-        if end < 0 or not _IPV6.match(host) or (tail and not tail.startswith(":")):
+        if end < 0 or not _pattern("ipv6").match(host) or (tail and not tail.startswith(":")):
             raise InvalidURLError(f"invalid host {netloc!r} in {shown!r}")
         port_text = tail[1:] if tail else None
     else:
         host, colon, port_text_ = netloc.partition(":")
         port_text = port_text_ if colon else None
-        if not _HOSTNAME.match(host):
+        if not _pattern("hostname").match(host):
             raise InvalidURLError(f"invalid host {host!r} in {shown!r}")
     return host, None if port_text is None else check_port(port_text, shown)
 
@@ -183,7 +201,7 @@ def parse_s3_url(url: str) -> tuple[str, str]:
     if not isinstance(url, str) or not url.startswith("s3://"):
         raise InvalidURLError(f"not an S3 URL (expected s3://bucket/prefix): {url!r}")
     bucket, _, root = url[len("s3://") :].partition("/")
-    if not _BUCKET.match(bucket) or ".." in bucket:
+    if not _pattern("bucket").match(bucket) or ".." in bucket:
         raise InvalidURLError(f"invalid bucket name {bucket!r} in S3 URL {url!r}")
     try:
         return bucket, normalize_prefix(root)
@@ -204,7 +222,7 @@ def check_key_prefix(key: Any, what: str) -> str:
 
 def check_bucket(bucket: Any, what: str) -> None:
     """Raise InvalidURLError unless ``bucket`` is a valid S3 bucket name."""
-    if not isinstance(bucket, str) or not _BUCKET.match(bucket) or ".." in bucket:
+    if not isinstance(bucket, str) or not _pattern("bucket").match(bucket) or ".." in bucket:
         raise InvalidURLError(
             f"invalid {what}: S3 buckets are 3-63 letters, digits, '.', '_' or '-', "
             "starting and ending with a letter or digit"
