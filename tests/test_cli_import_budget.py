@@ -23,7 +23,16 @@ import pytest
 
 #: Runs the command in-process and prints the modules it left loaded, last.
 SCRIPT = """\
-import json, sys
+import builtins, json, sys
+compiled = []
+def spy(real):
+    def call(source, *args, **kwargs):
+        importer = sys._getframe(1).f_globals.get("__name__", "").startswith("importlib")
+        if isinstance(source, str) and not importer:  # not a module's own code
+            compiled.append(source[:40])
+        return real(source, *args, **kwargs)
+    return call
+builtins.compile, builtins.exec = spy(builtins.compile), spy(builtins.exec)
 from nczarr.cli.main import main
 status = main(sys.argv[1:])
 jsontext = sys.modules.get("nczarr.translate.jsontext")
@@ -32,7 +41,8 @@ relaxed = jsontext is not None and (patterns is None or patterns.cache_info().cu
 print("RELAXED " + json.dumps(relaxed))  # netcdf-c's non-RFC JSON patterns compiled
 hosts = sys.modules.get("nczarr.maps.urlhosts")
 print("S3HOSTS " + json.dumps(hosts is not None and hosts._pattern.cache_info().currsize > 0))
-print("MODULES " + json.dumps(sorted(sys.modules)))
+print("COMPILED " + json.dumps(compiled), file=sys.stderr)  # shown when a test fails
+print("MODULES " + json.dumps(sorted([*sys.modules, *["code-compiled"][: len(compiled)]])))
 sys.exit(status)
 """
 
@@ -45,6 +55,10 @@ NEVER += ["s3-host-patterns"]
 #: ``@dataclass`` compiles its methods at import and loads ``inspect``: nczarr's value
 #: classes are records (nczarr.records), and nothing a command runs imports either.
 NEVER += ["dataclasses", "inspect"]
+#: ... nor anything else that compiles code as it runs (``"code-compiled"``: a call of
+#: ``compile``/``exec`` on source text, e.g. a ``typing.NamedTuple`` class compiling its
+#: annotations, ~3 M instructions a field).
+NEVER += ["code-compiled"]
 #: The HDF5 stack: only a netCDF-4 source needs it (and numpy, with it or for values).
 HDF5 = ["numpy", "h5py", "nczarr.ncfile.hdf5"]
 #: What only parsing or writing a URL (S3, ``file://``, a fragment) needs.

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import namedtuple
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..errors import InvalidKeyError, InvalidURLError
 from ..keys import normalize_prefix
@@ -69,10 +70,12 @@ def aws_path_host(host: str) -> re.Match[str] | None:
 _GOOGLE_HOST = "storage.googleapis.com"
 
 
-class S3Place(NamedTuple):
+class S3Place(namedtuple("S3Place", "bucket key endpoint region")):
     """An S3 location read from a URL (checked): bucket, key prefix, endpoint
-    (``None`` for AWS) and region (``None`` when the host does not say)."""
+    (``None`` for AWS) and region (``None`` when the host does not say).
+    (``collections.namedtuple``: see :class:`nczarr.ncfile.layout.ChunkRef`.)"""
 
+    __slots__ = ()
     bucket: str
     key: str
     endpoint: str | None

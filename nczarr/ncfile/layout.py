@@ -15,8 +15,8 @@ import math
 import threading
 from array import array
 from bisect import bisect_left
+from collections import namedtuple
 from collections.abc import Iterator, Mapping
-from typing import NamedTuple
 
 from ..records import field, record
 from ..translate.conventions import DEFAULT_FILLS
@@ -38,16 +38,19 @@ __all__ = [
 TARGET_CHUNK_BYTES = 4 * 2**20
 
 
-class ChunkRef(NamedTuple):
+class ChunkRef(namedtuple("ChunkRef", "offset length pad reencode", defaults=(0, False))):
     """A chunk's bytes: ``length`` bytes at ``offset`` of the file, then ``pad``
     bytes of fill (the ragged end of cut contiguous data), or, with ``reencode``,
     bytes the reader makes from the chunk's values. (A named tuple: a file's index
-    holds one per chunk, made at open.)"""
+    holds one per chunk, made at open. ``collections.namedtuple``, not a
+    ``typing.NamedTuple`` class: that compiles each field's annotation at import,
+    ~3 M instructions a field.)"""
 
+    __slots__ = ()
     offset: int
     length: int
-    pad: int = 0
-    reencode: bool = False
+    pad: int
+    reencode: bool
 
     @property
     def size(self) -> int:
