@@ -25,7 +25,7 @@ from .layout import (
     contiguous_index,
     rows_per_chunk,
 )
-from .values import pack_value, unpack_values
+from .values import fill_misfit, pack_value, unpack_values
 
 __all__ = ["LAYOUTS", "read_classic"]
 
@@ -109,12 +109,16 @@ def read_classic(header: CDFHeader, file_size: int, what: str) -> tuple[Dataset,
     }
     variables: dict[str, Variable] = {}
     arrays: dict[str, SourceArray] = {}
+    skipped: dict[str, str] = {}  # path -> why
     for var in header.variables:
         kind, _ = CDF_TYPES[var.type_code]
         itemsize = type_size(var.type_code)
         shape = tuple(dims[header.dimensions[d].name].size for d in var.dimids)
         attrs = {a.name: _attribute(a) for a in var.attributes}
         fill = _fill(attrs, kind)
+        if FILLVALUE in attrs and (misfit := fill_misfit(fill, attrs[FILLVALUE].type, kind)):
+            skipped[f"/{var.name}"] = misfit
+            continue
         record = _is_record(header, var)
         source = SourceArray(var.name, fill=pack_value(fill, kind, big_endian=True))
         inner = itemsize * math.prod(shape[1:]) if shape else itemsize
@@ -156,7 +160,9 @@ def read_classic(header: CDFHeader, file_size: int, what: str) -> tuple[Dataset,
         attributes={a.name: _attribute(a) for a in header.attributes},
         variables=variables,
     )
-    return Dataset(root=root, layout=LAYOUTS[header.version]), arrays
+    warnings = tuple(f"skipped array {path!r}: {why}" for path, why in skipped.items())
+    dataset = Dataset(root, LAYOUTS[header.version], warnings=warnings, skipped=tuple(skipped))
+    return dataset, arrays
 
 
 def _records(

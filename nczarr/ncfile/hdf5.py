@@ -41,7 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import MetadataError, StorageError
-from ..translate.conventions import LAYOUT_NETCDF4
+from ..translate.conventions import FILLVALUE, LAYOUT_NETCDF4
 from ..translate.model import Attribute, Dataset, Dimension, Group, Variable
 from .h5chunks import (
     VLEN_REASON,
@@ -57,7 +57,7 @@ from .h5filters import codecs, reencoded_chain, split_codecs
 from .h5nodes import HIDDEN_ATTRIBUTES, import_h5py
 from .h5pure_nodes import pure_root
 from .layout import DEFAULT_FILLS, ChunkIndex, SourceArray, chunk_grid, rows_per_chunk
-from .values import pack_value, unpack_value
+from .values import fill_misfit, pack_value, unpack_value
 
 __all__ = ["HIDDEN_ATTRIBUTES", "HDF5Reader", "import_h5py"]
 
@@ -216,13 +216,18 @@ class HDF5Reader:
             groups=groups,
         )
 
-    def _skip(self, ds: Any, fqn: str) -> None:
-        what = "an enum" if ds.type.enum else "a user-defined"
+    def _skip(self, fqn: str, reason: str) -> None:
+        """Leave variable ``fqn`` out, saying why (a convert then refuses unless it is
+        excluded)."""
         self.skipped.append(fqn)
-        self.warnings.append(
-            f"skipped array {fqn!r}: {what} type ({ds.type.label}) has no netCDF-4 atomic "
-            "form in Zarr (compound, variable-length, opaque and enum types are not "
-            "converted)"
+        self.warnings.append(f"skipped array {fqn!r}: {reason}")
+
+    def _skip_type(self, ds: Any, fqn: str) -> None:
+        what = "an enum" if ds.type.enum else "a user-defined"
+        self._skip(
+            fqn,
+            f"{what} type ({ds.type.label}) has no netCDF-4 atomic form in Zarr (compound, "
+            "variable-length, opaque and enum types are not converted)",
         )
 
     def _variable(
@@ -234,12 +239,15 @@ class HDF5Reader:
         if fixed:
             kind = "string"  # as libnetcdf reads it: re-encoded as variable-length text
         if kind is None:
-            self._skip(ds, fqn)
+            self._skip_type(ds, fqn)
             return None
         dim_fqns = self._dims.of(ds, fqn, group, dims)
         shape = self._dims.grow(dim_fqns, ds.shape, group, dims)
         attrs = ds.attributes(f"{self.what}: variable {fqn!r}")
         fill = self._fill(attrs, kind, ds)
+        if FILLVALUE in attrs and (misfit := fill_misfit(fill, attrs[FILLVALUE].type, kind)):
+            self._skip(fqn, misfit)
+            return None
         source = SourceArray(fqn.strip("/"), fill=_fill_bytes(fill, ds, kind))
         chunks, filters, compressor, reason = self._storage(ds, source, kind, shape)
         if fixed and reason in (None, VLEN_REASON):

@@ -10,7 +10,15 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-__all__ = ["STRUCT_CODES", "pack_value", "text", "unpack_value", "unpack_values"]
+__all__ = [
+    "STRUCT_CODES",
+    "fill_misfit",
+    "fits",
+    "pack_value",
+    "text",
+    "unpack_value",
+    "unpack_values",
+]
 
 #: ``struct`` codes of the netCDF numeric types.
 STRUCT_CODES = {
@@ -54,6 +62,41 @@ def pack_value(value: Any, kind: str, big_endian: bool) -> bytes:
         import numpy as np  # only for an odd value: numpy's cast, as netCDF4 writes it
 
         return np.array(value, dtype=f"{order}{STRUCT_CODES[kind]}").tobytes()
+
+
+def fits(value: Any, kind: str) -> bool:
+    """Whether ``value`` is a value of the numeric netCDF type ``kind`` as it is: an
+    integer type's an integer (an integral float counts) in its range, a ``float`` or
+    ``double`` one its format holds without overflow (NaN and infinities included).
+    A ``_FillValue`` that is not cannot be the variable's fill: netCDF4-python ignores
+    it ("cannot be safely cast to variable data type")."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    code = STRUCT_CODES[kind]
+    if isinstance(value, float) and code not in "fd":
+        if not value.is_integer():  # a fraction, NaN or an infinity
+            return False
+        value = int(value)
+    try:
+        struct.pack("<" + code, value)
+    except (struct.error, OverflowError):
+        return False
+    return True
+
+
+def fill_misfit(fill: Any, fill_type: str, kind: str) -> str | None:
+    """Why a variable of netCDF type ``kind`` cannot have the ``_FillValue`` ``fill``
+    (an attribute of type ``fill_type``) as its fill, or None when it can: a value
+    its type does not hold (300 for a ``byte``, 2.5 for an ``int``, 1e300 for a
+    ``float``). netCDF4-python reads such a variable without a fill, warning that the
+    value "cannot be safely cast"; the file readers leave the variable out, saying
+    why, rather than give a copy a fill no reader of the file shares."""
+    if kind in ("char", "string") or fits(fill, kind):
+        return None
+    return (
+        f"its _FillValue {fill!r} ({fill_type}) is not a {kind} value, so it cannot be "
+        "the variable's fill (netCDF4-python ignores it: it cannot be safely cast)"
+    )
 
 
 def unpack_values(raw: bytes, kind: str, big_endian: bool) -> tuple[Any, ...]:
