@@ -22,8 +22,16 @@ record's fields first), with defaults or :func:`field` (``default_factory``, ``i
 raise :class:`FrozenInstanceError` (an ``AttributeError``); ``eq`` compares records of
 the same class field by field, as tuples; frozen equal records hash, mutable ones do
 not; ``slots=True`` gives the class ``__slots__``; :func:`replace`, :func:`fields` and
-``__match_args__``. A method the class body defines is kept. Type checkers see a
-dataclass (:func:`typing.dataclass_transform`).
+``__match_args__`` and ``copy.replace`` (3.13). A method the class body defines is
+kept. Type checkers see a dataclass (:func:`typing.dataclass_transform`).
+
+To everything else a record is a dataclass too, built only when asked:
+``dataclasses.fields``, ``replace``, ``asdict`` and ``is_dataclass`` (and pytest's
+and dask's handling of dataclasses) read ``__dataclass_fields__``, which a record
+makes, importing :mod:`dataclasses`, the first time it is read;
+``inspect.signature`` of a record class reads its lazily made ``__signature__``; an
+assignment to a frozen record raises :class:`dataclasses.FrozenInstanceError`
+(imported then; ``nczarr.records.FrozenInstanceError`` names it).
 """
 
 from __future__ import annotations
@@ -32,7 +40,15 @@ from collections.abc import Callable
 from operator import attrgetter
 from typing import Any, ClassVar, TypeVar, dataclass_transform, overload
 
-__all__ = ["MISSING", "Field", "FrozenInstanceError", "field", "fields", "record", "replace"]
+__all__ = [
+    "MISSING",
+    "Field",
+    "FrozenInstanceError",  # noqa: F822 - dataclasses', imported when named (__getattr__)
+    "field",
+    "fields",
+    "record",
+    "replace",
+]
 
 T = TypeVar("T", bound=type)
 
@@ -50,8 +66,20 @@ class _Missing:
 MISSING: Any = _Missing()
 
 
-class FrozenInstanceError(AttributeError):
-    """An assignment to (or deletion of) a field of a frozen record."""
+def __getattr__(name: str) -> Any:
+    """``FrozenInstanceError``: :class:`dataclasses.FrozenInstanceError` (an
+    ``AttributeError``), imported when first named."""
+    if name == "FrozenInstanceError":
+        import dataclasses
+
+        return dataclasses.FrozenInstanceError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _frozen(message: str) -> Exception:
+    import dataclasses  # an assignment to a frozen record: the error path only
+
+    return dataclasses.FrozenInstanceError(message)
 
 
 class Field:
@@ -166,6 +194,9 @@ def _build(cls: T, *, frozen: bool, eq: bool, repr: bool, slots: bool) -> T:
         if slots:
             _define(cls, "__getstate__", _slot_getstate(all_fields))
             _define(cls, "__setstate__", _slot_setstate(all_fields))
+    _define(cls, "__replace__", _replace_method)
+    _define(cls, "__dataclass_fields__", _OnFirstRead("__dataclass_fields__", _dataclass_fields))
+    _define(cls, "__signature__", _OnFirstRead("__signature__", _signature))
     return cls
 
 
@@ -173,7 +204,8 @@ def _collect(cls: type) -> tuple[Field, ...]:
     """The fields of ``cls``: its bases' (records), then its own annotations."""
     found: dict[str, Field] = {}
     for base in reversed(cls.__mro__[1:]):
-        if "__dataclass_fields__" in base.__dict__:  # its fields would be lost
+        if "__dataclass_fields__" in base.__dict__ and _FIELDS not in base.__dict__:
+            # a dataclass, not a record: its fields would be lost
             raise TypeError(
                 f"record {cls.__qualname__} cannot extend dataclass {base.__qualname__}"
             )
@@ -266,6 +298,90 @@ def _values(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
     return attrgetter(*names)  # type: ignore[return-value]
 
 
+# ---------------------------------------------------------------- a dataclass to others
+
+
+class _OnFirstRead:
+    """A class attribute that ``make(cls)`` makes the first time it is read on ``cls``
+    (or an instance of it), then kept on that class."""
+
+    def __init__(self, name: str, make: Callable[[type], Any]) -> None:
+        self._name, self._make = name, make
+
+    def __get__(self, obj: Any, owner: type) -> Any:
+        value = self._make(owner)
+        setattr(owner, self._name, value)
+        return value
+
+
+def _annotations(cls: type) -> dict[str, Any]:
+    """Every field's annotation, a base's first (strings, as the modules write them)."""
+    found: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        found.update(klass.__dict__.get("__annotations__", {}))  # noqa: RUF063 - see _collect
+    return found
+
+
+def _dataclass_fields(cls: type) -> dict[str, Any]:
+    """``__dataclass_fields__``: the record's fields as :mod:`dataclasses` describes
+    them, so that its functions (``fields``, ``replace``, ``asdict``, ``is_dataclass``)
+    take records."""
+    import dataclasses
+
+    annotations = _annotations(cls)
+    made = {}
+    for f in fields(cls):
+        spec = dataclasses.field(
+            default=dataclasses.MISSING if f.default is MISSING else f.default,
+            default_factory=(
+                dataclasses.MISSING if f.default_factory is MISSING else f.default_factory
+            ),
+            init=f.init,
+            repr=f.repr,
+            compare=f.compare,
+        )
+        spec.name, spec.type = f.name, annotations.get(f.name, Any)
+        spec._field_type = dataclasses._FIELD  # type: ignore[attr-defined] # what fields() keeps
+        made[f.name] = spec
+    return made
+
+
+class _Factory:
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+def _signature(cls: type) -> Any:
+    """``__signature__``: ``__init__``'s parameters, as a dataclass's (for ``help``,
+    ``inspect.signature`` and what builds objects from signatures)."""
+    import inspect
+
+    annotations = _annotations(cls)
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    parameters = [
+        inspect.Parameter(
+            f.name,
+            kind,
+            default=(
+                f.default
+                if f.default is not MISSING
+                else _Factory()
+                if f.default_factory is not MISSING
+                else inspect.Parameter.empty
+            ),
+            annotation=annotations.get(f.name, inspect.Parameter.empty),
+        )
+        for f in fields(cls)
+        if f.init
+    ]
+    return inspect.Signature(parameters, return_annotation=None)
+
+
+def _replace_method(self: Any, /, **changes: Any) -> Any:
+    """``copy.replace(record, ...)`` (Python 3.13+): :func:`replace`."""
+    return replace(self, **changes)
+
+
 # ---------------------------------------------------------------- the methods
 
 
@@ -344,9 +460,7 @@ def _make_eq(all_fields: tuple[Field, ...]) -> Callable[[Any, Any], Any]:
 def _frozen_setattr(cls: type, names: frozenset[str]) -> Callable[[Any, str, Any], None]:
     def __setattr__(self: Any, name: str, value: Any) -> None:
         if type(self) is cls or name in names:
-            raise FrozenInstanceError(
-                f"cannot assign to field {name!r} of {type(self).__qualname__}"
-            )
+            raise _frozen(f"cannot assign to field {name!r} of {type(self).__qualname__}")
         super(cls, self).__setattr__(name, value)
 
     return __setattr__
@@ -355,7 +469,7 @@ def _frozen_setattr(cls: type, names: frozenset[str]) -> Callable[[Any, str, Any
 def _frozen_delattr(cls: type, names: frozenset[str]) -> Callable[[Any, str], None]:
     def __delattr__(self: Any, name: str) -> None:
         if type(self) is cls or name in names:
-            raise FrozenInstanceError(f"cannot delete field {name!r} of {type(self).__qualname__}")
+            raise _frozen(f"cannot delete field {name!r} of {type(self).__qualname__}")
         super(cls, self).__delattr__(name)
 
     return __delattr__

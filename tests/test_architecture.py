@@ -322,8 +322,14 @@ def abort(self, target, stage):
 
 # ------------------------------------------------------------------ value classes
 #: Modules that use zarr's dataclasses (``fields``/``replace`` of zarr's metadata and
-#: config objects), not value classes of their own.
-ZARR_DATACLASS_USERS = {"nczarr.integrations.calling_thread", "nczarr.integrations.v2arrays"}
+#: config objects, a subclass of one), not value classes of their own.
+ZARR_DATACLASS_USERS = {
+    "nczarr.integrations.calling_thread",
+    "nczarr.integrations.v2arrays",
+    "nczarr.integrations.fastpipeline",  # extends zarr's BatchedCodecPipeline, a dataclass
+    # makes a record a dataclass to dataclasses' functions, when they ask (not at import)
+    "nczarr.records",
+}
 
 
 def dataclass_imports(source: str) -> list[int]:

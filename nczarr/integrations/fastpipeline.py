@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -342,6 +343,7 @@ def _split(info: Sequence[tuple[Any, ...]], codec: V2Codec, *, encode: bool = Fa
 
 
 # ------------------------------------------------------------------ the pipeline
+@dataclass(frozen=True)  # zarr's dataclass extended (no field added): not a record
 class NCZarrCodecPipeline(BatchedCodecPipeline):
     """zarr-python's ``BatchedCodecPipeline`` with batched reads and writes of Zarr v2
     chunks in a :class:`ZarrStore` (see the module docstring)."""

@@ -24,16 +24,23 @@ _DAMAGE = (OSError, RuntimeError, KeyError, ValueError, TypeError)
 
 def root_node(file: Any, h5py: Any, what: str) -> H5pyNode:
     """The root group of an open ``h5py.File`` (``what``: the file, for messages)."""
-    return H5pyNode(file, h5py, what)
+    return H5pyNode(file, h5py, what, {})
 
 
 class H5pyNode:
-    """A group or dataset read by h5py (see :class:`~nczarr.ncfile.h5nodes.DatasetNode`)."""
+    """A group or dataset read by h5py (see :class:`~nczarr.ncfile.h5nodes.DatasetNode`).
 
-    def __init__(self, obj: Any, h5py: Any, what: str) -> None:
+    ``names`` (one dict for every node of a file) holds the path of each dataset
+    listed so far by its h5py object id (None: linked twice): a scale attached to an
+    axis comes back from HDF5 without its path, and asking h5py for it (``.name``)
+    searches the whole file, once per axis of every dataset (2,000 variables: 101 s).
+    A scale linked twice, or reached by no listing, is still named by HDF5."""
+
+    def __init__(self, obj: Any, h5py: Any, what: str, names: dict[Any, str | None]) -> None:
         self._obj = obj
         self._h5py = h5py
         self._what = what
+        self._names = names
         self._children: list[tuple[str, H5pyNode]] | None = None
         self.name: str = obj.name
         self.is_group = isinstance(obj, h5py.Group)
@@ -88,7 +95,12 @@ class H5pyNode:
             for name in ordered_links(self._obj, h5py):
                 child = self._obj.get(name)
                 if isinstance(child, h5py.Group | h5py.Dataset):
-                    self._children.append((name, H5pyNode(child, h5py, self._what)))
+                    node = H5pyNode(child, h5py, self._what, self._names)
+                    self._children.append((name, node))
+                if isinstance(child, h5py.Dataset):
+                    known = self._names.setdefault(child.id, node.name)
+                    if known is not None and known != node.name:
+                        self._names[child.id] = None  # linked twice: HDF5's path
         return self._children
 
     def attributes(self, what: str) -> dict[str, Any]:
@@ -104,7 +116,10 @@ class H5pyNode:
 
     def attached_scale(self, axis: int) -> str | None:
         attached = self._obj.dims[axis].values()
-        return attached[0].name if attached else None
+        if not attached:
+            return None
+        name = self._names.get(attached[0].id)
+        return attached[0].name if name is None else name  # (a scale no listing reached)
 
     def each_chunk(self, visit: ChunkVisit) -> None:
         """One walk of the chunk B-tree; HDF5's lock is held while ``visit`` runs: it
