@@ -57,7 +57,8 @@ NEVER += ["s3-host-patterns"]
 NEVER += ["dataclasses", "inspect"]
 #: ... nor anything else that compiles code as it runs (``"code-compiled"``: a call of
 #: ``compile``/``exec`` on source text, e.g. a ``typing.NamedTuple`` class compiling its
-#: annotations, ~3 M instructions a field).
+#: annotations, ~3 M instructions a field). Not watched: ``eval``, with which each
+#: ``collections.namedtuple`` makes its one-line ``__new__`` (~0.2 M).
 NEVER += ["code-compiled"]
 #: The HDF5 stack: only a netCDF-4 source needs it (and numpy, with it or for values).
 HDF5 = ["numpy", "h5py", "nczarr.ncfile.hdf5"]
