@@ -113,6 +113,44 @@ def test_large_chunks_are_copied_in_a_thread_a_core(tmp_path, monkeypatch):
         assert (tmp_path / "out" / "v" / key).read_bytes() == data
 
 
+@pytest.mark.parametrize("with_progress", [False, True])
+def test_copy_threads_hand_back_one_sum_each_unless_progress_follows_each_key(
+    tmp_path, monkeypatch, with_progress
+):
+    """Without a progress callback the calling thread sleeps through a threaded copy:
+    each thread hands back one sum when done, not a result a key (1,000 wake-ups of
+    the calling thread for a 400 MB ``.nc`` file); with one, every key is reported."""
+    import queue
+
+    src = _chunked(tmp_path / "q.nc")
+    monkeypatch.setattr(kernelcopy, "usable_cores", lambda: 2)
+    monkeypatch.setattr(kernelcopy, "THREADED_COPY_BYTES", 16)  # threads for these chunks
+    handed: list[object] = []
+
+    class Counted(queue.SimpleQueue):
+        def put(self, item, *args, **kwargs):
+            handed.append(item)
+            super().put(item, *args, **kwargs)
+
+    monkeypatch.setattr(queue, "SimpleQueue", Counted)
+    seen: list[tuple[int, int]] = []
+    with NetCDFFileMap(str(src)) as m:
+        keys = [k for k in m if not k.rsplit("/", 1)[-1].startswith(".")]
+        stats = apply.copy_chunks(
+            m,
+            FileMap(str(tmp_path / "d"), "w"),
+            keys,
+            workers=4,
+            progress=(lambda done, total: seen.append((done, total))) if with_progress else None,
+        )
+    assert (stats.copied, stats.skipped) == (len(keys), 0) == (20, 0)
+    assert stats.bytes == sum(len(d) for d in stored_chunks(src, "v").values())
+    if with_progress:
+        assert len(handed) == 20 and seen == [(n, 20) for n in range(1, 21)]
+    else:
+        assert len(handed) == 2 and seen == []  # one sum a thread
+
+
 class _Uncountable(list):
     def __len__(self):  # the copy must not count the keys when nothing reports them
         raise AssertionError("keys counted")

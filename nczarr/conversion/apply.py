@@ -164,23 +164,34 @@ def _copy_chunks(
     import queue
     import threading
 
-    results: queue.SimpleQueue[tuple[bool, int] | BaseException] = queue.SimpleQueue()
+    results: queue.SimpleQueue[tuple[int, int, int] | BaseException] = queue.SimpleQueue()
     feed = iter(items)
     feed_lock = threading.Lock()
     stop = threading.Event()
 
     def work() -> None:
+        """Copy keys until none is left; hand back ``(copied, skipped, bytes)`` per key
+        when a progress callback follows each, else one sum when done (the calling
+        thread then sleeps through the copy instead of waking for every key)."""
+        totals = [0, 0, 0]
         while not stop.is_set():
             with feed_lock:
                 item = next(feed, None)
             if item is None:
-                return
+                break
             try:
-                results.put(copy(*item))
+                copied, nbytes = copy(*item)
             except BaseException as exc:  # handed to the calling thread, raised there
                 stop.set()
                 results.put(exc)
                 return
+            each = (int(copied), int(not copied), nbytes if copied else 0)
+            if progress is not None:
+                results.put(each)
+            else:
+                totals = [a + b for a, b in zip(totals, each, strict=True)]
+        if progress is None:
+            results.put((totals[0], totals[1], totals[2]))
 
     threads = [
         threading.Thread(target=work, name=f"nczarr-copy-{i}", daemon=True)
@@ -189,11 +200,16 @@ def _copy_chunks(
     for thread in threads:
         thread.start()
     try:
-        for done in range(1, total + 1):
+        done = 0
+        for _ in range(len(threads) if progress is None else total):
             item = results.get()
             if isinstance(item, BaseException):
                 raise item
-            record(done, *item)
+            stats.copied, stats.skipped = stats.copied + item[0], stats.skipped + item[1]
+            stats.bytes += item[2]
+            done += item[0] + item[1]
+            if progress is not None:
+                progress(done, total)
     finally:
         stop.set()
         for thread in threads:
