@@ -148,24 +148,32 @@ def _copy_chunks(
         else sized_keys(src, dst, keys, resume=resume, verify=verify)
     )
 
-    def record(done: int, copied: bool, nbytes: int) -> None:
-        stats.copied, stats.skipped = stats.copied + copied, stats.skipped + (not copied)
-        stats.bytes += nbytes if copied else 0
-        if progress is not None:
-            progress(done, total)
-
     if pool_size == 1 or total <= 1:
         for done, item in enumerate(items, 1):
-            record(done, *copy(*item))
+            copied, nbytes = copy(*item)
+            stats.copied, stats.skipped = stats.copied + copied, stats.skipped + (not copied)
+            stats.bytes += nbytes if copied else 0
+            if progress is not None:
+                progress(done, total)
         return stats
+    return _copy_in_threads(items, copy, min(pool_size, total), total, progress, stats)
 
+
+def _copy_in_threads(
+    items: Iterator[SizedKey],
+    copy: Callable[[str, int | None, int | None], tuple[bool, int]],
+    threads_wanted: int,
+    total: int,
+    progress: Progress | None,
+    stats: CopyStats,
+) -> CopyStats:
+    """:func:`copy_chunks`' copy of ``total`` keys in ``threads_wanted`` threads."""
     # imported here: a copy between two directories (the command's usual case) runs in
     # this thread and does not load them
     import queue
     import threading
 
     results: queue.SimpleQueue[tuple[int, int, int] | BaseException] = queue.SimpleQueue()
-    feed = iter(items)
     feed_lock = threading.Lock()
     stop = threading.Event()
 
@@ -176,7 +184,7 @@ def _copy_chunks(
         totals = [0, 0, 0]
         while not stop.is_set():
             with feed_lock:
-                item = next(feed, None)
+                item = next(items, None)
             if item is None:
                 break
             try:
@@ -195,7 +203,7 @@ def _copy_chunks(
 
     threads = [
         threading.Thread(target=work, name=f"nczarr-copy-{i}", daemon=True)
-        for i in range(min(pool_size, total))
+        for i in range(threads_wanted)
     ]
     for thread in threads:
         thread.start()

@@ -23,7 +23,7 @@ from ..records import record
 from .attrs import json_text_safe
 from .conventions import DIMENSIONS_ALT, DIMREFS_ALT, GROUP_KEYS, ZATTRS, ZGROUP
 from .detect import nczarr_key
-from .read_nczarr import get_alt
+from .read_nczarr import dimension_entries, get_alt
 
 __all__ = ["KINDS", "Declared", "RefProblem", "declared_dimensions", "reference_problem"]
 
@@ -79,22 +79,9 @@ def declared_dimensions(meta: Mapping[str, Any]) -> Declared:
 
 
 def _entries(dims: Any) -> dict[str, tuple[int, bool]]:
-    if isinstance(dims, list):  # Zarr v3 drafts: [{"name", "size", "unlimited"}]
-        dims = {
-            d["name"]: d for d in dims if isinstance(d, dict) and isinstance(d.get("name"), str)
-        }
-    if not isinstance(dims, dict):
-        return {}
-    out = {}
-    for name, spec in dims.items():
-        size, unlimited = (
-            (spec.get("size"), spec.get("unlimited", 0)) if isinstance(spec, dict) else (spec, 0)
-        )
-        if isinstance(unlimited, str):
-            unlimited = unlimited.strip().lower() in ("1", "true", "yes")
-        if isinstance(name, str) and _natural(size):
-            out[name] = (size, bool(unlimited))
-    return out
+    """The group's declared dimensions that are ones (the reader refuses the rest:
+    another rule's finding)."""
+    return {d.name: (d.size, d.unlimited) for d, _ in dimension_entries(dims) if d is not None}
 
 
 def _natural(value: Any) -> bool:

@@ -49,7 +49,43 @@ from .tree import (
     group_fqn,
 )
 
-__all__ = ["read_nczarr", "get_alt"]
+__all__ = ["read_nczarr", "get_alt", "dimension_entries"]
+
+
+def dimension_entries(dims: Any) -> list[tuple[Dimension, None] | tuple[None, str]]:
+    """The dimensions an NCZarr group declares (``"dimensions"``: an object of name ->
+    size or ``{"size", "unlimited"}``, or a Zarr v3 draft's list of ``{"name", "size",
+    "unlimited"}``), each as ``(Dimension, None)`` or, where an entry is not one,
+    ``(None, what is wrong)``. ``unlimited`` may be a number, a boolean or netcdf-c's
+    text (``"1"``, ``"true"``, ``"yes"``). The reader refuses a wrong entry; the checks
+    of dimension references skip it."""
+    if isinstance(dims, list):  # Zarr v3 drafts: [{"name", "size", "unlimited"}]
+        entries: list[tuple[Any, Any]] = []
+        out: list[tuple[Dimension, None] | tuple[None, str]] = []
+        for item in dims:
+            if isinstance(item, dict) and isinstance(item.get("name"), str):
+                entries.append((item["name"], item))
+            else:
+                out.append((None, f"invalid dimension entry {item!r}"))
+        return out + [_dimension(name, spec) for name, spec in entries]
+    if not isinstance(dims, dict):
+        return [(None, f"dimensions must be a JSON object, got {dims!r}")]
+    return [_dimension(name, spec) for name, spec in dims.items()]
+
+
+def _dimension(name: Any, spec: Any) -> tuple[Dimension, None] | tuple[None, str]:
+    if not isinstance(name, str) or not name or "/" in name:
+        return None, f"invalid dimension name {name!r}"
+    size, unlimited = (
+        (spec.get("size"), spec.get("unlimited", 0)) if isinstance(spec, dict) else (spec, 0)
+    )
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        return None, (
+            f"dimension {name!r} must have a non-negative integer size, got {json_text_safe(spec)}"
+        )
+    if isinstance(unlimited, str):
+        unlimited = unlimited.strip().lower() in ("1", "true", "yes")
+    return Dimension(name, size, bool(unlimited)), None
 
 
 def get_alt(d: Mapping[str, Any], names: tuple[str, ...]) -> Any:
@@ -164,32 +200,10 @@ class _NCZarrReader:
     def _declare_dims(self, fqn: str, dims: Any, where: str) -> None:
         if dims is None:
             return
-        if isinstance(dims, list):  # Zarr v3 drafts: [{"name", "size", "unlimited"}]
-            entries = []
-            for item in dims:
-                if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-                    raise MetadataError(f"{where!r}: invalid dimension entry {item!r}")
-                entries.append((item["name"], item))
-        elif isinstance(dims, dict):
-            entries = list(dims.items())
-        else:
-            raise MetadataError(f"{where!r}: dimensions must be a JSON object, got {dims!r}")
-        for name, spec in entries:
-            if not name or "/" in name:
-                raise MetadataError(f"{where!r}: invalid dimension name {name!r}")
-            unlimited: Any = False
-            size = spec
-            if isinstance(spec, dict):
-                size = spec.get("size")
-                unlimited = spec.get("unlimited", 0)
-            if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-                raise MetadataError(
-                    f"{where!r}: dimension {name!r} must have a non-negative integer size, "
-                    f"got {json_text_safe(spec)}"
-                )
-            if isinstance(unlimited, str):
-                unlimited = unlimited.strip().lower() in ("1", "true", "yes")
-            self.builder.add_dimension(fqn, Dimension(name, size, bool(unlimited)), key=where)
+        for dim, problem in dimension_entries(dims):
+            if problem is not None:
+                raise MetadataError(f"{where!r}: {problem}")
+            self.builder.add_dimension(fqn, dim, key=where)
 
     # ------------------------------------------------------------------ pass 2
     def build(self, plan: _Plan) -> Group:
