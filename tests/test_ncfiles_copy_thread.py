@@ -151,6 +151,39 @@ def test_copy_threads_hand_back_one_sum_each_unless_progress_follows_each_key(
         assert len(handed) == 2 and seen == []  # one sum a thread
 
 
+def test_a_failing_key_feed_is_raised_not_waited_for(tmp_path, monkeypatch):
+    """The keys a threaded copy takes may come from lazy listings (resume, server-side
+    copies): one that fails is raised in the calling thread, which used to wait for
+    ever on a worker that had died."""
+    src = _chunked(tmp_path / "f.nc")
+    monkeypatch.setattr(kernelcopy, "usable_cores", lambda: 2)
+    monkeypatch.setattr(kernelcopy, "THREADED_COPY_BYTES", 16)
+
+    class Failing(list):
+        def __iter__(self):
+            yield from list(list.__iter__(self))[:3]
+            raise OSError("listing v/ failed")
+
+    outcome: list[BaseException | object] = []
+
+    def run() -> None:
+        with NetCDFFileMap(str(src)) as m:
+            keys = Failing((k, None, None) for k in m if "/." not in f"/{k}")
+            try:
+                apply.copy_chunks(m, FileMap(str(tmp_path / "d"), "w"), [], sized=keys)
+            except BaseException as exc:
+                outcome.append(exc)
+            else:
+                outcome.append("no error")
+
+    runner = threading.Thread(target=run, daemon=True)
+    runner.start()
+    runner.join(timeout=60)
+    assert not runner.is_alive(), "the copy waits for a worker that died"
+    assert len(outcome) == 1 and isinstance(outcome[0], OSError)
+    assert str(outcome[0]) == "listing v/ failed"
+
+
 class _Uncountable(list):
     def __len__(self):  # the copy must not count the keys when nothing reports them
         raise AssertionError("keys counted")

@@ -183,11 +183,11 @@ def _copy_in_threads(
         thread then sleeps through the copy instead of waking for every key)."""
         totals = [0, 0, 0]
         while not stop.is_set():
-            with feed_lock:
-                item = next(items, None)
-            if item is None:
-                break
             try:
+                with feed_lock:  # the feed may list directories lazily: it may fail too
+                    item = next(items, None)
+                if item is None:
+                    break
                 copied, nbytes = copy(*item)
             except BaseException as exc:  # handed to the calling thread, raised there
                 stop.set()

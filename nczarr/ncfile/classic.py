@@ -116,7 +116,9 @@ def read_classic(header: CDFHeader, file_size: int, what: str) -> tuple[Dataset,
         shape = tuple(dims[header.dimensions[d].name].size for d in var.dimids)
         attrs = {a.name: _attribute(a) for a in var.attributes}
         fill = _fill(attrs, kind)
-        if FILLVALUE in attrs and (misfit := fill_misfit(fill, attrs[FILLVALUE].type, kind)):
+        if FILLVALUE in attrs and (
+            misfit := fill_misfit(attrs[FILLVALUE].value, attrs[FILLVALUE].type, kind)
+        ):
             skipped[f"/{var.name}"] = misfit
             continue
         record = _is_record(header, var)

@@ -245,7 +245,9 @@ class HDF5Reader:
         shape = self._dims.grow(dim_fqns, ds.shape, group, dims)
         attrs = ds.attributes(f"{self.what}: variable {fqn!r}")
         fill = self._fill(attrs, kind, ds)
-        if FILLVALUE in attrs and (misfit := fill_misfit(fill, attrs[FILLVALUE].type, kind)):
+        if FILLVALUE in attrs and (
+            misfit := fill_misfit(attrs[FILLVALUE].value, attrs[FILLVALUE].type, kind)
+        ):
             self._skip(fqn, misfit)
             return None
         source = SourceArray(fqn.strip("/"), fill=_fill_bytes(fill, ds, kind))

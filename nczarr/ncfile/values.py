@@ -65,36 +65,55 @@ def pack_value(value: Any, kind: str, big_endian: bool) -> bytes:
 
 
 def fits(value: Any, kind: str) -> bool:
-    """Whether ``value`` is a value of the numeric netCDF type ``kind`` as it is: an
-    integer type's an integer (an integral float counts) in its range, a ``float`` or
-    ``double`` one its format holds without overflow (NaN and infinities included).
-    A ``_FillValue`` that is not cannot be the variable's fill: netCDF4-python ignores
-    it ("cannot be safely cast to variable data type")."""
+    """Whether ``value`` is a value of the numeric netCDF type ``kind``, as
+    netCDF4-python judges a ``_FillValue`` ("safely cast"): cast to the type, it equals
+    itself (compared as doubles, as numpy compares them), or both are NaN. So an integer
+    type takes integers (an integral float counts) in its range, ``float`` the values
+    single precision holds exactly (not 0.1 given as a double, 16777217 or 1e-50;
+    infinities and NaN are values), ``double`` any number a double holds."""
+    if hasattr(value, "item"):  # a numpy scalar: its Python value
+        value = value.item()
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
     code = STRUCT_CODES[kind]
-    if isinstance(value, float) and code not in "fd":
-        if not value.is_integer():  # a fraction, NaN or an infinity
-            return False
-        value = int(value)
     try:
+        if code in "fd":
+            as_double = float(value)
+            if code == "d":
+                return True
+            stored = struct.unpack("<f", struct.pack("<f", as_double))[0]
+            return stored == as_double or (stored != stored and as_double != as_double)
+        if isinstance(value, float):
+            if not value.is_integer():  # a fraction, NaN or an infinity
+                return False
+            value = int(value)
         struct.pack("<" + code, value)
     except (struct.error, OverflowError):
         return False
     return True
 
 
-def fill_misfit(fill: Any, fill_type: str, kind: str) -> str | None:
-    """Why a variable of netCDF type ``kind`` cannot have the ``_FillValue`` ``fill``
-    (an attribute of type ``fill_type``) as its fill, or None when it can: a value
-    its type does not hold (300 for a ``byte``, 2.5 for an ``int``, 1e300 for a
-    ``float``). netCDF4-python reads such a variable without a fill, warning that the
-    value "cannot be safely cast"; the file readers leave the variable out, saying
-    why, rather than give a copy a fill no reader of the file shares."""
-    if kind in ("char", "string") or fits(fill, kind):
+def fill_misfit(fill: tuple[Any, ...] | str, fill_type: str, kind: str) -> str | None:
+    """Why a variable of netCDF type ``kind`` cannot have the ``_FillValue`` attribute
+    of type ``fill_type`` and value ``fill`` (its values, or text) as its fill, or None
+    when it can: a number its type does not hold (300 for a ``byte``, 2.5 for an
+    ``int``, 1e300 or 0.1 as a double for a ``float``: every value is judged), or a
+    number for a text variable. netCDF4-python reads such a variable without a fill,
+    warning that the value "cannot be safely cast"; the file readers leave the variable
+    out, saying why, rather than give a copy a fill no reader of the file shares."""
+    if kind in ("char", "string"):
+        if fill_type in ("char", "string"):
+            return None
+        return (
+            f"its _FillValue {fill!r} ({fill_type}) is not text, so it cannot be the "
+            f"{kind} variable's fill (netCDF4-python ignores it: it cannot be safely cast)"
+        )
+    values = (fill,) if isinstance(fill, str) else fill
+    if all(fits(v, kind) for v in values):
         return None
+    shown = fill[0] if len(values) == 1 else fill
     return (
-        f"its _FillValue {fill!r} ({fill_type}) is not a {kind} value, so it cannot be "
+        f"its _FillValue {shown!r} ({fill_type}) is not a {kind} value, so it cannot be "
         "the variable's fill (netCDF4-python ignores it: it cannot be safely cast)"
     )
 
