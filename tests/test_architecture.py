@@ -327,8 +327,10 @@ ZARR_DATACLASS_USERS = {
     "nczarr.integrations.calling_thread",
     "nczarr.integrations.v2arrays",
     "nczarr.integrations.fastpipeline",  # extends zarr's BatchedCodecPipeline, a dataclass
-    # makes a record a dataclass to dataclasses' functions, when they ask (not at import)
+    # a record is a dataclass to dataclasses' functions when they ask (not at import)
     "nczarr.records",
+    "nczarr.records.compat",
+    "nczarr.records.methods",
 }
 
 

@@ -468,7 +468,7 @@ def plan_growth(
             continue
         covered = bytearray(len(parts))  # the parts some target chunk of var reads
         for item in chunk_plan(var, part_vars, dim, offsets, stored, copies.caches):
-            if isinstance(item, tuple):
+            if not isinstance(item, Copy):  # a target chunk's coordinates: assembled
                 assembled.append((var.path.strip("/"), item))
                 _cover(covered, var, dim, offsets, item)
                 continue
