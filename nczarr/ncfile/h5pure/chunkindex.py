@@ -13,31 +13,33 @@ and mask,) and chunk coordinates in chunk units, visited in key order.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from .base import UNDEFINED, Cursor, Reader, Unsupported, verify_checksum
-from .btrees import V2Tree
+from .btrees import ChunkVisit, V2Tree
 from .layout import Layout
 
-__all__ = ["each_btree2_chunk", "each_fixed_array_chunk", "single_chunk"]
+__all__ = [
+    "ChunkEntries",
+    "each_btree2_chunk",
+    "each_fixed_array_chunk",
+    "single_chunk",
+    "unfiltered_size",
+]
 
-Visit = Callable[[tuple[int, ...], int, int, int], None]
 
-
-def _unfiltered_size(layout: Layout, item_size: int) -> int:
+def unfiltered_size(layout: Layout, item_size: int) -> int:
     size = item_size
     for n in layout.chunks or ():
         size *= n
     return size
 
 
-def single_chunk(layout: Layout, item_size: int, filtered: bool, visit: Visit) -> None:
+def single_chunk(layout: Layout, item_size: int, filtered: bool, visit: ChunkVisit) -> None:
     """The one chunk of a single-chunk index (nothing when never written)."""
     if layout.address is None:
         return
     if filtered != (layout.filtered_size is not None):
         raise Unsupported("single chunk filter flag disagrees with the pipeline")
-    size = layout.filtered_size if filtered else _unfiltered_size(layout, item_size)
+    size = layout.filtered_size if filtered else unfiltered_size(layout, item_size)
     visit(tuple(0 for _ in layout.chunks or ()), layout.filter_mask, layout.address, size or 0)
 
 
@@ -56,7 +58,7 @@ def each_fixed_array_chunk(
     maxshape: tuple[int | None, ...],
     item_size: int,
     filtered: bool,
-    visit: Visit,
+    visit: ChunkVisit,
 ) -> None:
     """Every written chunk of a fixed array index, in entry (C grid) order."""
     if layout.address is None:
@@ -77,12 +79,13 @@ def each_fixed_array_chunk(
         raise Unsupported("fixed array entry size")
     if block == UNDEFINED:
         return
-    state = _Entries(layout, grid, item_size, filtered, size_width, visit)
+    full = unfiltered_size(layout, item_size)
+    state = ChunkEntries(layout.chunks or (), grid, full, size_width if filtered else 0, visit)
     page = 1 << page_bits
     if count <= page:
         data = reader.read(block, 14 + count * entry + 4)
         _check_block(data, client, layout.address)
-        state.visit_all(data[14:-4], 0)
+        state.decode(data[14:-4], 0)
         return
     pages = -(-count // page)
     prefix = reader.read(block, 14 + (pages + 7) // 8 + 4)
@@ -93,7 +96,7 @@ def each_fixed_array_chunk(
         if bitmap[number // 8] & (0x80 >> (number % 8)):
             data = reader.read(where, entries * entry + 4)
             verify_checksum(data)
-            state.visit_all(data[:-4], number * page)
+            state.decode(data[:-4], number * page)
         where += page * entry + 4
 
 
@@ -106,33 +109,34 @@ def _check_block(data: bytes, client: int, header: int) -> None:
         raise Unsupported("fixed array data block header")
 
 
-class _Entries:
-    """Decodes fixed array entries into chunk visits."""
+class ChunkEntries:
+    """Decodes the entries of an array chunk index (fixed or extensible array) into
+    chunk visits: each entry an address, then for filtered chunks a ``size_width``-byte
+    size and a filter mask (0: every chunk ``full`` bytes, mask 0). Entry ``i`` is the
+    chunk at position ``i`` of ``grid`` in C order; with ``unlimited``, ``grid`` leaves
+    that axis out and the position along it is what is left (an extensible array's
+    order). Entries from ``limit`` on are not read."""
 
     def __init__(
         self,
-        layout: Layout,
+        chunks: tuple[int, ...],
         grid: tuple[int, ...],
-        item_size: int,
-        filtered: bool,
+        full: int,
         size_width: int,
-        visit: Visit,
+        visit: ChunkVisit,
+        unlimited: int | None = None,
+        limit: int | None = None,
     ) -> None:
-        self.chunks = layout.chunks or ()
-        self.grid = grid
-        self.full = _unfiltered_size(layout, item_size)
-        self.filtered = filtered
-        self.size_width = size_width
-        self.visit = visit
+        self.chunks, self.grid, self.full, self.size_width = chunks, grid, full, size_width
+        self.visit, self.unlimited, self.limit = visit, unlimited, limit
 
-    def visit_all(self, data: bytes, first: int) -> None:
+    def decode(self, data: bytes, first: int) -> None:
+        """Visit the written chunks of ``data``, entries numbered from ``first``."""
         cur = Cursor(data)
-        index = first
-        while cur.remaining():
+        index, width = first, self.size_width
+        while cur.remaining() and (self.limit is None or index < self.limit):
             address = cur.u64()
-            size, mask = self.full, 0
-            if self.filtered:
-                size, mask = cur.uint(self.size_width), cur.u32()
+            size, mask = (cur.uint(width), cur.u32()) if width else (self.full, 0)
             if address != UNDEFINED:
                 self.visit(self._offset(index), mask, address, size)
             index += 1
@@ -142,11 +146,14 @@ class _Entries:
         for n in reversed(self.grid):
             index, rest = divmod(index, n)
             scaled.append(rest)
-        return tuple(s * c for s, c in zip(reversed(scaled), self.chunks, strict=True))
+        scaled.reverse()
+        if self.unlimited is not None:
+            scaled.insert(self.unlimited, index)
+        return tuple(s * c for s, c in zip(scaled, self.chunks, strict=True))
 
 
 def each_btree2_chunk(
-    reader: Reader, layout: Layout, item_size: int, filtered: bool, visit: Visit
+    reader: Reader, layout: Layout, item_size: int, filtered: bool, visit: ChunkVisit
 ) -> None:
     """Every chunk of a v2 B-tree index (record type 10, or 11 when filtered), in key order."""
     if layout.address is None:
@@ -156,7 +163,7 @@ def each_btree2_chunk(
     width = tree.record_size - 8 - 8 * len(chunks) - (4 if filtered else 0)
     if (filtered and not 1 <= width <= 8) or (not filtered and width != 0):
         raise Unsupported("v2 B-tree chunk record size")
-    full = _unfiltered_size(layout, item_size)
+    full = unfiltered_size(layout, item_size)
 
     def record(data: bytes) -> None:
         cur = Cursor(data)

@@ -12,14 +12,12 @@ maximum dims with the unlimited dimension moved first ("swizzled").
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from .base import UNDEFINED, Cursor, Reader, Unsupported, verify_checksum
+from .btrees import ChunkVisit
+from .chunkindex import ChunkEntries, unfiltered_size
 from .layout import Layout
 
 __all__ = ["each_earray_chunk"]
-
-Visit = Callable[[tuple[int, ...], int, int, int], None]
 
 
 class _Array:
@@ -71,13 +69,13 @@ def each_earray_chunk(
     maxshape: tuple[int | None, ...],
     item_size: int,
     filtered: bool,
-    visit: Visit,
+    visit: ChunkVisit,
 ) -> None:
     """Every written chunk of an extensible array index, in index order."""
     if layout.address is None:
         return
     array = _Array(reader, layout.address, filtered)
-    entries = _Entries(array, layout, maxshape, item_size, visit)
+    entries = _entries(array, layout, maxshape, item_size, visit)
     if array.index_block == UNDEFINED or array.max_index == 0:
         return
     nsblocks = len(array.sblocks) - array.index_sblocks
@@ -101,7 +99,9 @@ def each_earray_chunk(
             _sblock(reader, array, entries, sblocks[number - array.index_sblocks], number)
 
 
-def _sblock(reader: Reader, array: _Array, entries: _Entries, address: int, number: int) -> None:
+def _sblock(
+    reader: Reader, array: _Array, entries: ChunkEntries, address: int, number: int
+) -> None:
     if address == UNDEFINED:
         return
     ndblocks, nentries, start, _ = array.sblocks[number]
@@ -123,7 +123,7 @@ def _sblock(reader: Reader, array: _Array, entries: _Entries, address: int, numb
 def _dblock(
     reader: Reader,
     array: _Array,
-    entries: _Entries,
+    entries: ChunkEntries,
     address: int,
     where: tuple[int, int | None],
     count: int,
@@ -156,46 +156,19 @@ def _dblock(
             entries.decode(data[:-4], first + page * array.page)
 
 
-class _Entries:
-    """Decodes entries into chunk visits, stopping at the array's max index."""
-
-    def __init__(
-        self,
-        array: _Array,
-        layout: Layout,
-        maxshape: tuple[int | None, ...],
-        item_size: int,
-        visit: Visit,
-    ) -> None:
-        unlimited = [i for i, n in enumerate(maxshape) if n is None]
-        if len(unlimited) != 1:
-            raise Unsupported("extensible array index without one unlimited dimension")
-        self.unlimited = unlimited[0]
-        self.chunks = layout.chunks or ()
-        self.grid = [
-            -(-n // c) for n, c in zip(maxshape, self.chunks, strict=True) if n is not None
-        ]
-        self.full = item_size
-        for n in self.chunks:
-            self.full *= n
-        self.array = array
-        self.visit = visit
-
-    def decode(self, data: bytes, first: int) -> None:
-        cur = Cursor(data)
-        index, width = first, self.array.width
-        while cur.remaining() and index < self.array.max_index:
-            address = cur.u64()
-            size, mask = (cur.uint(width), cur.u32()) if width else (self.full, 0)
-            if address != UNDEFINED:
-                self.visit(self._offset(index), mask, address, size)
-            index += 1
-
-    def _offset(self, index: int) -> tuple[int, ...]:
-        scaled = []
-        for n in reversed(self.grid):
-            index, rest = divmod(index, n)
-            scaled.append(rest)
-        scaled.reverse()
-        scaled.insert(self.unlimited, index)
-        return tuple(s * c for s, c in zip(scaled, self.chunks, strict=True))
+def _entries(
+    array: _Array,
+    layout: Layout,
+    maxshape: tuple[int | None, ...],
+    item_size: int,
+    visit: ChunkVisit,
+) -> ChunkEntries:
+    """The decoder of the array's entries: positions along its one unlimited axis
+    follow those of the others, and entries stop at the array's max index."""
+    unlimited = [i for i, n in enumerate(maxshape) if n is None]
+    if len(unlimited) != 1:
+        raise Unsupported("extensible array index without one unlimited dimension")
+    chunks = layout.chunks or ()
+    grid = tuple(-(-n // c) for n, c in zip(maxshape, chunks, strict=True) if n is not None)
+    full = unfiltered_size(layout, item_size)
+    return ChunkEntries(chunks, grid, full, array.width, visit, unlimited[0], array.max_index)
