@@ -35,8 +35,6 @@ def unfiltered_size(layout: Layout, item_size: int) -> int:
 
 def single_chunk(layout: Layout, item_size: int, filtered: bool, visit: ChunkVisit) -> None:
     """The one chunk of a single-chunk index (nothing when never written)."""
-    if layout.address is None:
-        return
     if filtered != (layout.filtered_size is not None):
         raise Unsupported("single chunk filter flag disagrees with the pipeline")
     size = layout.filtered_size if filtered else unfiltered_size(layout, item_size)
@@ -61,8 +59,6 @@ def each_fixed_array_chunk(
     visit: ChunkVisit,
 ) -> None:
     """Every written chunk of a fixed array index, in entry (C grid) order."""
-    if layout.address is None:
-        return
     head = reader.signed(layout.address, 28, b"FAHD")
     verify_checksum(head)
     cur = Cursor(head, 4)
@@ -156,8 +152,6 @@ def each_btree2_chunk(
     reader: Reader, layout: Layout, item_size: int, filtered: bool, visit: ChunkVisit
 ) -> None:
     """Every chunk of a v2 B-tree index (record type 10, or 11 when filtered), in key order."""
-    if layout.address is None:
-        return
     tree = V2Tree(reader, layout.address, 11 if filtered else 10)
     chunks = layout.chunks or ()
     width = tree.record_size - 8 - 8 * len(chunks) - (4 if filtered else 0)

@@ -72,8 +72,6 @@ def each_earray_chunk(
     visit: ChunkVisit,
 ) -> None:
     """Every written chunk of an extensible array index, in index order."""
-    if layout.address is None:
-        return
     array = _Array(reader, layout.address, filtered)
     entries = _entries(array, layout, maxshape, item_size, visit)
     if array.index_block == UNDEFINED or array.max_index == 0:

@@ -243,15 +243,20 @@ class H5Object:
             raise Unsupported("chunk rank")
 
         def checked(offset: tuple[int, ...], mask: int, address: int, size: int) -> None:
-            for o, d in zip(offset, dims, strict=True):  # a loop: the cheapest test
-                if o % d:
-                    raise Unsupported("chunk offset not on the chunk grid")
             if address + size > end:
                 raise Unsupported("chunk past the end of the file")
             visit(offset, mask, address, size)
 
+        def on_grid(offset: tuple[int, ...], mask: int, address: int, size: int) -> None:
+            """A v1 B-tree stores chunk offsets in elements (the other indexes' are grid
+            positions, on the grid by construction)."""
+            for o, d in zip(offset, dims, strict=True):  # a loop: the cheapest test
+                if o % d:
+                    raise Unsupported("chunk offset not on the chunk grid")
+            checked(offset, mask, address, size)
+
         if layout.index == BTREE_V1:
-            each_chunk(self.reader, layout.address, len(self.shape), checked)
+            each_chunk(self.reader, layout.address, len(self.shape), on_grid)
         elif layout.index == SINGLE_CHUNK:
             single_chunk(layout, item, bool(self.filters), checked)
         elif layout.index == BTREE_V2:
