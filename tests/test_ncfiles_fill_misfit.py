@@ -26,6 +26,7 @@ from nczarr import NCZarrWarning, UnsupportedTypeError
 from nczarr.ncfile import hdf5
 from nczarr.ncfile.h5pure import Unsupported
 from nczarr.ncfile.values import STRUCT_CODES, fill_misfit, fits
+from nczarr.translate.model import Attribute
 
 #: (variable type, the _FillValue written, its numpy type)
 MISFITS = [
@@ -171,7 +172,7 @@ def test_an_integral_float_fill_of_an_integer_variable_is_its_fill(tmp_path, rea
 def test_fits_says_whether_a_value_is_one_of_a_type(value, kind, expected):
     """As netCDF4-python's safe cast: the value cast to the type equals it."""
     assert fits(value, kind) is expected
-    assert (fill_misfit((value,), "double", kind) is None) is expected
+    assert (fill_misfit(_fill("double", (value,)), kind) is None) is expected
     if isinstance(value, int | float) and not isinstance(value, bool) and abs(value) < 2**63:
         att = np.array(value)  # netCDF4-python's _safecast: the attribute as an array
         with np.errstate(invalid="ignore", over="ignore"):
@@ -181,9 +182,14 @@ def test_fits_says_whether_a_value_is_one_of_a_type(value, kind, expected):
 
 
 def test_text_fills_are_text_and_every_value_is_judged():
-    assert fill_misfit("x", "char", "char") is None
-    assert fill_misfit(("",), "string", "string") is None
-    assert "is not text" in fill_misfit((65,), "int", "char")
-    assert "is not a byte value" in fill_misfit((1, 300), "short", "byte")
-    assert fill_misfit((1, 2), "short", "byte") is None
-    assert fill_misfit((), "short", "byte") is None  # empty: the default fill
+    assert fill_misfit(_fill("char", "x"), "char") is None
+    assert fill_misfit(_fill("string", ("",)), "string") is None
+    assert "is not text" in fill_misfit(_fill("int", (65,)), "char")
+    assert "is not a byte value" in fill_misfit(_fill("short", (1, 300)), "byte")
+    assert fill_misfit(_fill("short", (1, 2)), "byte") is None
+    assert fill_misfit(_fill("short", ()), "byte") is None  # empty: the default fill
+    assert fill_misfit(None, "byte") is None  # no _FillValue
+
+
+def _fill(kind: str, value) -> Attribute:
+    return Attribute("_FillValue", kind, value)

@@ -446,3 +446,15 @@ def test_an_undefined_fill_value_reads_as_none_through_h5py(tmp_path) -> None:
     reader = assert_same_reading(path, backend="h5py")
     assert reader.dataset.root.variables["v"].fill_value is None
     assert reader.dataset.skipped == ("/pair",)
+
+
+def test_a_null_dataspace_is_said_once_and_not_called_damage(tmp_path: Path) -> None:
+    """h5py reads a dataset of null dataspace (the numpy-free reader declines it): the
+    error names it once, not wrapped again as a damaged header."""
+    path = tmp_path / "null.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("v", data=h5py.Empty("f4"))
+    with pytest.raises(nczarr.MetadataError) as caught:
+        nczarr.read(str(path))
+    message = str(caught.value)
+    assert message == f"{path}: dataset '/v' has a null dataspace: no netCDF variable"

@@ -115,12 +115,10 @@ def read_classic(header: CDFHeader, file_size: int, what: str) -> tuple[Dataset,
         itemsize = type_size(var.type_code)
         shape = tuple(dims[header.dimensions[d].name].size for d in var.dimids)
         attrs = {a.name: _attribute(a) for a in var.attributes}
-        fill = _fill(attrs, kind)
-        if FILLVALUE in attrs and (
-            misfit := fill_misfit(attrs[FILLVALUE].value, attrs[FILLVALUE].type, kind)
-        ):
+        if misfit := fill_misfit(attrs.get(FILLVALUE), kind):
             skipped[f"/{var.name}"] = misfit
             continue
+        fill = _fill(attrs, kind)
         record = _is_record(header, var)
         source = SourceArray(var.name, fill=pack_value(fill, kind, big_endian=True))
         inner = itemsize * math.prod(shape[1:]) if shape else itemsize

@@ -4,8 +4,8 @@ Two readers give these nodes: h5py, the HDF5 library itself (:mod:`~nczarr.ncfil
 and a numpy-free reader of the metadata netcdf-c writes (:mod:`~nczarr.ncfile.h5pure_nodes`),
 tried first because ``import h5py`` with numpy costs more than copying a few hundred MB
 of chunks. :mod:`~nczarr.ncfile.hdf5` turns nodes into the netCDF-4 model without
-asking which reader made them. The values here are plain Python (no numpy), and a
-number's bytes are packed and unpacked with ``struct`` by its netCDF type.
+asking which reader made them. The values here are plain Python (no numpy); a
+number's bytes are packed and unpacked by its netCDF type in :mod:`~nczarr.ncfile.values`.
 """
 
 from __future__ import annotations

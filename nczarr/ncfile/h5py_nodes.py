@@ -48,6 +48,8 @@ class H5pyNode:
         if self.is_dataset:
             try:
                 self._dataset(obj)
+            except MetadataError:
+                raise  # already says what is wrong (a null dataspace)
             except _DAMAGE as exc:
                 raise MetadataError(
                     f"{what}: variable {self.name!r}: corrupt netCDF-4/HDF5 data (header): {exc}"

@@ -244,12 +244,10 @@ class HDF5Reader:
         dim_fqns = self._dims.of(ds, fqn, group, dims)
         shape = self._dims.grow(dim_fqns, ds.shape, group, dims)
         attrs = ds.attributes(f"{self.what}: variable {fqn!r}")
-        fill = self._fill(attrs, kind, ds)
-        if FILLVALUE in attrs and (
-            misfit := fill_misfit(attrs[FILLVALUE].value, attrs[FILLVALUE].type, kind)
-        ):
+        if misfit := fill_misfit(attrs.get(FILLVALUE), kind):
             self._skip(fqn, misfit)
             return None
+        fill = self._fill(attrs, kind, ds)
         source = SourceArray(fqn.strip("/"), fill=_fill_bytes(fill, ds, kind))
         chunks, filters, compressor, reason = self._storage(ds, source, kind, shape)
         if fixed and reason in (None, VLEN_REASON):

@@ -1,14 +1,16 @@
-"""A netCDF value's stored bytes, by its netCDF type, with ``struct`` (no numpy).
+"""A netCDF value's stored bytes, by its netCDF type, with ``struct`` (no numpy), and
+whether a ``_FillValue`` is a value of its variable's type.
 
 Both file readers use it: netCDF-3 values are big-endian (:mod:`~nczarr.ncfile.classic`),
-netCDF-4 values in the dataset's byte order (:mod:`~nczarr.ncfile.hdf5`). numpy is
-imported only for a value ``struct`` refuses (numpy's cast, as netCDF4 writes it).
+netCDF-4 values in the dataset's byte order (:mod:`~nczarr.ncfile.hdf5`).
 """
 
 from __future__ import annotations
 
 import struct
 from typing import Any
+
+from ..translate.model import Attribute
 
 __all__ = [
     "STRUCT_CODES",
@@ -51,17 +53,14 @@ def unpack_value(raw: bytes, kind: str, big_endian: bool) -> Any:
 
 
 def pack_value(value: Any, kind: str, big_endian: bool) -> bytes:
-    """The stored bytes of one value of netCDF type ``kind`` (numpy's cast for a value
-    ``struct`` refuses, e.g. a float fill of an int variable)."""
+    """The stored bytes of one value of netCDF type ``kind`` (a value of the type:
+    :func:`fits`; an integral float is the integer, e.g. the fill 2.0 of an int)."""
     if kind == "char":
         return str(value).encode("latin-1", "replace")[:1].ljust(1, b"\x00")
-    order = ">" if big_endian else "<"
-    try:
-        return struct.pack(order + STRUCT_CODES[kind], value)
-    except (struct.error, OverflowError, TypeError):
-        import numpy as np  # only for an odd value: numpy's cast, as netCDF4 writes it
-
-        return np.array(value, dtype=f"{order}{STRUCT_CODES[kind]}").tobytes()
+    code = STRUCT_CODES[kind]
+    if isinstance(value, float) and code not in "fd":
+        value = int(value)
+    return struct.pack((">" if big_endian else "<") + code, value)
 
 
 def fits(value: Any, kind: str) -> bool:
@@ -93,27 +92,30 @@ def fits(value: Any, kind: str) -> bool:
     return True
 
 
-def fill_misfit(fill: tuple[Any, ...] | str, fill_type: str, kind: str) -> str | None:
-    """Why a variable of netCDF type ``kind`` cannot have the ``_FillValue`` attribute
-    of type ``fill_type`` and value ``fill`` (its values, or text) as its fill, or None
-    when it can: a number its type does not hold (300 for a ``byte``, 2.5 for an
-    ``int``, 1e300 or 0.1 as a double for a ``float``: every value is judged), or a
-    number for a text variable. netCDF4-python reads such a variable without a fill,
-    warning that the value "cannot be safely cast"; the file readers leave the variable
-    out, saying why, rather than give a copy a fill no reader of the file shares."""
+def fill_misfit(attr: Attribute | None, kind: str) -> str | None:
+    """Why a variable of netCDF type ``kind`` cannot have its ``_FillValue`` attribute
+    ``attr`` as its fill, or None when it can (or has none): a number its type does
+    not hold (300 for a ``byte``, 2.5 for an ``int``, 1e300 or 0.1 as a double for a
+    ``float``: every value is judged), or a number for a text variable, or text for a
+    numeric one. netCDF4-python reads such a variable without a fill, warning that the
+    value "cannot be safely cast"; the file readers leave the variable out, saying why,
+    rather than give a copy a fill no reader of the file shares."""
+    if attr is None:
+        return None
+    text_fill = attr.type in ("char", "string")
     if kind in ("char", "string"):
-        if fill_type in ("char", "string"):
+        if text_fill:
             return None
         return (
-            f"its _FillValue {fill!r} ({fill_type}) is not text, so it cannot be the "
+            f"its _FillValue {attr.value!r} ({attr.type}) is not text, so it cannot be the "
             f"{kind} variable's fill (netCDF4-python ignores it: it cannot be safely cast)"
         )
-    values = (fill,) if isinstance(fill, str) else fill
-    if all(fits(v, kind) for v in values):
+    if not text_fill and all(fits(v, kind) for v in attr.value):
         return None
-    shown = fill[0] if len(values) == 1 else fill
+    one = not isinstance(attr.value, str) and len(attr.value) == 1
+    shown = attr.value[0] if one else attr.value
     return (
-        f"its _FillValue {shown!r} ({fill_type}) is not a {kind} value, so it cannot be "
+        f"its _FillValue {shown!r} ({attr.type}) is not a {kind} value, so it cannot be "
         "the variable's fill (netCDF4-python ignores it: it cannot be safely cast)"
     )
 
