@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import pickle
 import subprocess
 import sys
@@ -283,4 +284,48 @@ def test_importing_records_imports_neither_dataclasses_nor_inspect() -> None:
         "import sys, nczarr.records; print(sorted({'dataclasses', 'inspect'} & set(sys.modules)))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_to_dataclasses_functions_a_record_is_a_dataclass(kind: str) -> None:
+    """What reads ``__dataclass_fields__`` (``dataclasses.fields``/``replace``/
+    ``asdict``/``is_dataclass``, pytest, dask) and ``inspect.signature`` see a record
+    as the dataclass it replaces; ``copy.replace`` (3.13) is ``replace``."""
+    made_dc, made_record = _pair(kind)
+    d, r = made_dc("a", 1, extra={"k": 1}), made_record("a", 1, extra={"k": 1})
+    assert dataclasses.is_dataclass(made_record) and dataclasses.is_dataclass(r)
+    shape = [
+        (f.name, f.type, f.default, f.default_factory, f.init, f.repr, f.compare)
+        for f in dataclasses.fields(made_dc)
+    ]
+    assert [
+        (f.name, f.type, f.default, f.default_factory, f.init, f.repr, f.compare)
+        for f in dataclasses.fields(r)
+    ] == shape
+    assert dataclasses.asdict(r) == dataclasses.asdict(d)
+    assert repr(dataclasses.replace(r, size=5)) == repr(dataclasses.replace(d, size=5))
+    assert str(inspect.signature(made_record)) == str(inspect.signature(made_dc))
+    assert repr(r.__replace__(name="b")) == repr(dataclasses.replace(d, name="b"))
+    if hasattr(copy, "replace"):  # Python 3.13+
+        assert copy.replace(r, size=7).size == 7
+
+
+NO_DATACLASSES = """
+import sys
+from nczarr.records import record, field, fields, replace
+@record
+class A:
+    a: int
+    b: dict = field(default_factory=dict)
+x = replace(A(1), a=2)
+assert x == A(2) and [f.name for f in fields(x)] == ["a", "b"]
+print(sorted({"dataclasses", "inspect"} & set(sys.modules)))
+"""
+
+
+def test_records_import_neither_dataclasses_nor_inspect_until_asked() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", NO_DATACLASSES], capture_output=True, text=True, check=True
+    )
     assert done.stdout.strip() == "[]"
