@@ -129,7 +129,8 @@ def test_copy_threads_hand_back_one_sum_each_unless_progress_follows_each_key(
 
     class Counted(queue.SimpleQueue):
         def put(self, item, *args, **kwargs):
-            handed.append(item)
+            if item is not None:  # None: a thread says it is done
+                handed.append(item)
             super().put(item, *args, **kwargs)
 
     monkeypatch.setattr(queue, "SimpleQueue", Counted)

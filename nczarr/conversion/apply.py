@@ -44,6 +44,14 @@ class CopyStats:
     skipped: int = 0
     bytes: int = 0
 
+    def add(self, copied: int, skipped: int, nbytes: int) -> None:
+        """Count keys copied (``nbytes`` bytes in all) and skipped."""
+        self.copied, self.skipped, self.bytes = (
+            self.copied + copied,
+            self.skipped + skipped,
+            self.bytes + nbytes,
+        )
+
 
 def server_side(src: ZMap, dst: ZMap) -> bool:
     """Whether ``dst`` can copy objects of ``src`` without downloading them."""
@@ -109,10 +117,11 @@ def copy_chunks(
 
     The first failure stops the copies not yet started and is raised unchanged.
 
-    Workers pull keys from one shared iterator and hand ``(copied, nbytes)`` back
-    through a queue: per key that is one lock and one queue hop, where a pool with
-    futures and ``wait()`` costs several locks, a future and a waiter per key (measured:
-    ~0.5 ms per key of main-thread time under load, more than a small chunk's copy).
+    Workers pull keys from one shared iterator and hand ``(copied, skipped, bytes)``
+    back through a queue, per key only when ``progress`` follows each, else once when
+    done: at most one lock and one queue hop a key, where a pool with futures and
+    ``wait()`` costs several locks, a future and a waiter per key (measured: ~0.5 ms
+    per key of main-thread time under load, more than a small chunk's copy).
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers!r}")
@@ -151,8 +160,7 @@ def _copy_chunks(
     if pool_size == 1 or total <= 1:
         for done, item in enumerate(items, 1):
             copied, nbytes = copy(*item)
-            stats.copied, stats.skipped = stats.copied + copied, stats.skipped + (not copied)
-            stats.bytes += nbytes if copied else 0
+            stats.add(int(copied), int(not copied), nbytes if copied else 0)
             if progress is not None:
                 progress(done, total)
         return stats
@@ -173,15 +181,15 @@ def _copy_in_threads(
     import queue
     import threading
 
-    results: queue.SimpleQueue[tuple[int, int, int] | BaseException] = queue.SimpleQueue()
+    results: queue.SimpleQueue[tuple[int, int, int] | BaseException | None] = queue.SimpleQueue()
     feed_lock = threading.Lock()
     stop = threading.Event()
 
     def work() -> None:
         """Copy keys until none is left; hand back ``(copied, skipped, bytes)`` per key
-        when a progress callback follows each, else one sum when done (the calling
-        thread then sleeps through the copy instead of waking for every key)."""
-        totals = [0, 0, 0]
+        when a progress callback follows each, else their sum, then ``None``: done (the
+        calling thread sleeps through the copy instead of waking for every key)."""
+        copied_n = skipped_n = nbytes_n = 0
         while not stop.is_set():
             try:
                 with feed_lock:  # the feed may list directories lazily: it may fail too
@@ -193,13 +201,15 @@ def _copy_in_threads(
                 stop.set()
                 results.put(exc)
                 return
-            each = (int(copied), int(not copied), nbytes if copied else 0)
             if progress is not None:
-                results.put(each)
+                results.put((int(copied), int(not copied), nbytes if copied else 0))
+            elif copied:
+                copied_n, nbytes_n = copied_n + 1, nbytes_n + nbytes
             else:
-                totals = [a + b for a, b in zip(totals, each, strict=True)]
-        if progress is None:
-            results.put((totals[0], totals[1], totals[2]))
+                skipped_n += 1
+        if copied_n or skipped_n:
+            results.put((copied_n, skipped_n, nbytes_n))
+        results.put(None)
 
     threads = [
         threading.Thread(target=work, name=f"nczarr-copy-{i}", daemon=True)
@@ -208,14 +218,16 @@ def _copy_in_threads(
     for thread in threads:
         thread.start()
     try:
-        done = 0
-        for _ in range(len(threads) if progress is None else total):
-            item = results.get()
-            if isinstance(item, BaseException):
-                raise item
-            stats.copied, stats.skipped = stats.copied + item[0], stats.skipped + item[1]
-            stats.bytes += item[2]
-            done += item[0] + item[1]
+        done = finished = 0
+        while finished < len(threads):
+            result = results.get()
+            if isinstance(result, BaseException):
+                raise result
+            if result is None:
+                finished += 1
+                continue
+            stats.add(*result)
+            done += result[0] + result[1]
             if progress is not None:
                 progress(done, total)
     finally:
