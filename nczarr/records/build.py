@@ -71,7 +71,7 @@ def _collect(cls: type) -> tuple[Field, ...]:
         value = cls.__dict__.get(name, MISSING)
         f = value if isinstance(value, Field) else Field(value, MISSING, True, True, True)
         f.name = name
-        if isinstance(f.default, list | dict | set):
+        if type(f.default).__hash__ is None:  # dataclasses' rule: list, dict, set ...
             raise ValueError(
                 f"mutable default {type(f.default).__name__} for field {name!r} of "
                 f"{cls.__qualname__}: use field(default_factory=...)"

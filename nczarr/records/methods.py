@@ -52,7 +52,7 @@ def make_init(cls: type, all_fields: tuple[Field, ...], slots: bool) -> Callable
     )
     count = len(init)
     post_init = getattr(cls, "__post_init__", None)
-    store, bind = _storer(cls, all_fields, slots), _binder(cls, init)
+    store, bind = _storer(cls, all_fields, slots), _binder(cls.__qualname__, init, names)
     # The common call without binding: the first n fields by position, the rest plain
     # defaults (tails[n]: those defaults; None: a field after n has none, or a factory).
     quick = not unset and post_init is None
@@ -66,6 +66,7 @@ def make_init(cls: type, all_fields: tuple[Field, ...], slots: bool) -> Callable
     ]
     # ... and a call by name: every name a field's, the fields not named plain defaults
     every_name, defaults = frozenset(names), _plain_defaults(init, partial=True) or {}
+    required = every_name - defaults.keys()
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         if quick and not kwargs and len(args) <= count:
@@ -81,13 +82,9 @@ def make_init(cls: type, all_fields: tuple[Field, ...], slots: bool) -> Callable
                     for setter, value in tail_pairs[len(args)]:
                         setter(self, value)
                 return
-        if (
-            quick
-            and not args
-            and kwargs.keys() <= every_name
-            and every_name - kwargs.keys() <= defaults.keys()
-        ):
-            store(self, defaults.items())
+        if quick and not args and required <= kwargs.keys() <= every_name:
+            if len(kwargs) < count:
+                store(self, defaults.items())
             store(self, kwargs.items())
             return
         values = bind(args, kwargs)
@@ -126,11 +123,12 @@ def _storer(cls: type, all_fields: tuple[Field, ...], slots: bool) -> Callable[[
 
 
 def _binder(
-    cls: type, init: tuple[tuple[str, Any, Any], ...]
+    qualname: str, init: tuple[tuple[str, Any, Any], ...], names: tuple[str, ...]
 ) -> Callable[[tuple[Any, ...], dict[str, Any]], dict[str, Any]]:
     """``bind(args, kwargs)``: the field values of any call, with defaults, factories
-    and the errors of a wrong call, as a dataclass's ``__init__`` gives them."""
-    names, count, qualname = tuple(n for n, _, _ in init), len(init), cls.__qualname__
+    and the errors of a wrong call, as a dataclass's ``__init__`` gives them (``init``:
+    the ``(name, default, factory)`` of the fields ``__init__`` takes, named ``names``)."""
+    count = len(init)
 
     def bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         if len(args) > count:
