@@ -346,7 +346,7 @@ def dataclass_imports(source: str) -> list[int]:
 
 def test_value_classes_are_records_not_dataclasses() -> None:
     """nczarr's value classes are ``nczarr.records.record``s: ``@dataclass`` compiles
-    each class's methods when its module is imported, a third of a command's start
+    each class's methods when its module is imported, 43 % of a command's start
     (docs/architecture.md, ``records/``)."""
     found = {
         module: lines

@@ -43,8 +43,8 @@ class ChunkRef(namedtuple("ChunkRef", "offset length pad reencode", defaults=(0,
     bytes of fill (the ragged end of cut contiguous data), or, with ``reencode``,
     bytes the reader makes from the chunk's values. (A named tuple: a file's index
     holds one per chunk, made at open. ``collections.namedtuple``, not a
-    ``typing.NamedTuple`` class: that compiles each field's annotation at import,
-    ~3 M instructions a field.)"""
+    ``typing.NamedTuple`` class: that compiles each field's annotation at import, and
+    a process's first ``compile`` costs ~10 M instructions.)"""
 
     __slots__ = ()
     offset: int

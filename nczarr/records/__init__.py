@@ -6,13 +6,13 @@ class's ``__init__``, ``__repr__``, ``__eq__`` and ``__hash__`` (and, frozen,
 module is imported, ~4 M instructions (~1 ms) a frozen class, and ``import
 dataclasses`` loads :mod:`inspect` (with ``ast``, ``dis``, ``tokenize``): ~38 M more.
 The ``nczarr`` command converting a ``.nc`` file defined 32 such classes before it
-copied a byte: 165 M of the 383 M instructions of its whole start (callgrind; a third
-of what it paid above ``cp`` for 400 MB, docs/performance.md). ``@record`` builds the
-same methods as closures over the class's field list instead: defining a class costs
-~10 us, and an instance about what a frozen dataclass's does (1.5 us against 1.2 us
-for five fields). Compiled-once alternatives were no better: ``typing.NamedTuple``
-classes are tuples (iterable, equal to other tuples), with no default factories, no
-``__post_init__`` and no mutable form.
+copied a byte: 166 M of the 384 M instructions of its whole start (43 %, callgrind,
+docs/performance.md). ``@record`` builds the same methods as closures over the
+class's field list instead: defining a class costs tens of microseconds against a
+frozen dataclass's ~1 ms; making an instance costs what a dataclass's does by
+position and up to about twice by name. ``typing.NamedTuple`` classes were no
+alternative: they are tuples (iterable, equal to other tuples), with no default
+factories, no ``__post_init__`` and no mutable form.
 
 What it implements is what nczarr uses of :mod:`dataclasses`, with the same meaning:
 fields are the class's annotations in order (``ClassVar`` ones excluded, a base
