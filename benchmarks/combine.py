@@ -54,6 +54,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import resource
 import shutil
@@ -71,6 +72,7 @@ import numpy as np
 #: Where child processes run: not a checkout, which ``-m``/``-c`` put first on sys.path
 #: (before ``PYTHONPATH``: a ``--baseline`` run from the repository timed this tree).
 _NEUTRAL = tempfile.mkdtemp(prefix="nczarr-bench-cwd-")  # empty: shadows nothing
+atexit.register(shutil.rmtree, _NEUTRAL, ignore_errors=True)
 
 
 def run_cli(cli: list[str], srcs: list[Path], out: Path, env: dict[str, str]) -> None:

@@ -53,9 +53,8 @@ def test_a_zarr_v2_copy_says_so_too(tmp_path: Path) -> None:
 def test_exactly_the_undecoded_control_characters_are_announced_in_any_text() -> None:
     """Every code point, alone, inside printable text and inside text that is not
     printable for another reason (a newline, a non-printable character), in a ``char``
-    and a ``string`` attribute: announced exactly when netcdf-c would not decode it; a
-    large printable attribute is checked in one pass (it was hashed character by
-    character: 0.8 s for 80 MB, several times a write)."""
+    and a ``string`` attribute: announced exactly when netcdf-c would not decode it,
+    a large printable attribute included (its speed is not measured here)."""
     from nczarr.translate.model import Attribute, Dataset, Group
     from nczarr.translate.write_common import control_character_attribute_warnings
 

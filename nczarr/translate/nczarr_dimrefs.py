@@ -23,7 +23,7 @@ from ..records import record
 from .attrs import json_text_safe
 from .conventions import DIMENSIONS_ALT, DIMREFS_ALT, GROUP_KEYS, ZATTRS, ZGROUP
 from .detect import nczarr_key
-from .read_nczarr import dimension_entries, get_alt
+from .read_nczarr import dimension_entries, get_alt, is_length
 
 __all__ = ["KINDS", "Declared", "RefProblem", "declared_dimensions", "reference_problem"]
 
@@ -84,10 +84,6 @@ def _entries(dims: Any) -> dict[str, tuple[int, bool]]:
     return {d.name: (d.size, d.unlimited) for d, _ in dimension_entries(dims) if d is not None}
 
 
-def _natural(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
 def reference_problem(
     record: Any, shape: Any, group: str, declared: Declared, key: str
 ) -> RefProblem | None:
@@ -97,7 +93,7 @@ def reference_problem(
     about them: the other rules' cases)."""
     if not isinstance(record, dict) or record.get("storage") == "scalar":
         return None
-    if not (isinstance(shape, list) and all(_natural(n) for n in shape)):
+    if not (isinstance(shape, list) and all(is_length(n) for n in shape)):
         return None
     flag = record.get("scalar")
     if bool(flag) and flag not in ("0", "false"):

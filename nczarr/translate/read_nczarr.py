@@ -49,7 +49,7 @@ from .tree import (
     group_fqn,
 )
 
-__all__ = ["read_nczarr", "get_alt", "dimension_entries"]
+__all__ = ["read_nczarr", "get_alt", "dimension_entries", "is_length"]
 
 
 def dimension_entries(dims: Any) -> list[tuple[Dimension, None] | tuple[None, str]]:
@@ -73,13 +73,18 @@ def dimension_entries(dims: Any) -> list[tuple[Dimension, None] | tuple[None, st
     return [_dimension(name, spec) for name, spec in dims.items()]
 
 
+def is_length(value: Any) -> bool:
+    """Whether a JSON value is a length: a non-negative integer (not a boolean)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def _dimension(name: Any, spec: Any) -> tuple[Dimension, None] | tuple[None, str]:
     if not isinstance(name, str) or not name or "/" in name:
         return None, f"invalid dimension name {name!r}"
     size, unlimited = (
         (spec.get("size"), spec.get("unlimited", 0)) if isinstance(spec, dict) else (spec, 0)
     )
-    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+    if not is_length(size):
         return None, (
             f"dimension {name!r} must have a non-negative integer size, got {json_text_safe(spec)}"
         )
