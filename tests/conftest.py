@@ -244,3 +244,14 @@ def strategy(request, monkeypatch) -> str:
     if request.param == "realpath":
         monkeypatch.setattr(os, "supports_dir_fd", set())
     return request.param
+
+
+@pytest.fixture(params=["pure", "h5py"])
+def hdf5_reader(request: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Which reader reads a netCDF-4 file's metadata: the numpy-free one (h5py opens
+    nothing), or h5py (the numpy-free one declines)."""
+    if request.param == "h5py":
+        from .ncfiles import force_h5py
+
+        force_h5py(monkeypatch)
+    return request.param

@@ -198,3 +198,14 @@ def stored_chunks(path: Path, name: str) -> dict[str, bytes]:
             key = ".".join(str(o // c) for o, c in zip(info.chunk_offset, ds.chunks, strict=True))
             out[key] = ds.id.read_direct_chunk(info.chunk_offset)[1]
     return out
+
+
+def force_h5py(monkeypatch: Any) -> None:
+    """Have h5py read every netCDF-4 file's metadata: the numpy-free reader declines."""
+    from nczarr.ncfile import hdf5
+    from nczarr.ncfile.h5pure import Unsupported
+
+    def decline(*args: Any) -> Any:
+        raise Unsupported("this test has h5py read the file")
+
+    monkeypatch.setattr(hdf5, "pure_root", decline)

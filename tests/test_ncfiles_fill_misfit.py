@@ -23,8 +23,6 @@ import zarr
 
 import nczarr
 from nczarr import NCZarrWarning, UnsupportedTypeError
-from nczarr.ncfile import hdf5
-from nczarr.ncfile.h5pure import Unsupported
 from nczarr.ncfile.values import STRUCT_CODES, fill_misfit, fits
 from nczarr.translate.model import Attribute
 
@@ -40,19 +38,6 @@ MISFITS = [
     ("i1", [1, 300], "i2"),  # every value is judged
     ("S1", 65, "i4"),  # a number for a char variable
 ]
-
-
-@pytest.fixture(params=["pure", "h5py"])
-def reader(request, monkeypatch) -> str:
-    """Which reader reads the HDF5 metadata (the numpy-free one, or h5py when it
-    declines)."""
-    if request.param == "h5py":
-
-        def decline(*args):
-            raise Unsupported("this test has h5py read the file")
-
-        monkeypatch.setattr(hdf5, "pure_root", decline)
-    return request.param
 
 
 def _netcdf4(path: Path, vtype: str, fill, fill_type: str) -> Path:
@@ -94,7 +79,7 @@ def _netcdf4_reading(path: Path) -> dict:
 
 @pytest.mark.parametrize("vtype,fill,fill_type", MISFITS)
 def test_a_netcdf4_variable_whose_fill_its_type_cannot_hold_is_left_out_by_name(
-    tmp_path, reader, vtype, fill, fill_type
+    tmp_path, hdf5_reader, vtype, fill, fill_type
 ):
     path = _netcdf4(tmp_path / "f.nc", vtype, fill, fill_type)
     theirs = _netcdf4_reading(path)
@@ -128,7 +113,7 @@ def test_a_netcdf3_variable_whose_fill_its_type_cannot_hold_is_left_out_by_name(
         np.testing.assert_array_equal(ds["good"][:], theirs["good"])
 
 
-def test_an_integral_float_fill_of_an_integer_variable_is_its_fill(tmp_path, reader):
+def test_an_integral_float_fill_of_an_integer_variable_is_its_fill(tmp_path, hdf5_reader):
     path = _netcdf4(tmp_path / "f.nc", "i4", 2.0, "f8")
     with netCDF4.Dataset(path) as theirs:
         assert theirs["bad"][:].mask.tolist() == [False, False, True, False]  # 2 is masked

@@ -10,11 +10,11 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 
-from nczarr.ncfile import hdf5
 from nczarr.ncfile.h5chunks import METADATA_CACHE_BYTES
-from nczarr.ncfile.h5pure import Unsupported
 from nczarr.ncfile.source import NetCDFFileMap
 from nczarr.ncfile.streamed import StreamedNetCDFFileMap
+
+from .ncfiles import force_h5py
 
 
 def _file(path: Path) -> Path:
@@ -42,10 +42,7 @@ def test_the_hdf5_metadata_cache_has_a_fixed_size(tmp_path: Path, monkeypatch) -
     """When h5py reads the file (here: the numpy-free reader declines it), its chunk
     B-tree walks run with the cache bounded."""
 
-    def decline(*args):
-        raise Unsupported("this test has h5py read the file")
-
-    monkeypatch.setattr(hdf5, "pure_root", decline)
+    force_h5py(monkeypatch)
     path = str(_file(tmp_path / "x.nc"))
     for cls in (NetCDFFileMap, StreamedNetCDFFileMap):
         with cls(path) as m:

@@ -23,7 +23,6 @@ from nczarr.conversion import growsources
 from nczarr.errors import StorageError
 from nczarr.maps.memory import MemoryMap
 from nczarr.ncfile import hdf5
-from nczarr.ncfile.h5pure import Unsupported
 from nczarr.ncfile.source import NetCDFFileMap
 
 from .faultproxy import FaultProxy
@@ -98,27 +97,14 @@ def test_a_re_encoded_chunk_after_a_park_opens_the_hdf5_file_again(tmp_path):
         assert _hdf5_files_open() == files  # opened again, no metadata walk
 
 
-@pytest.fixture(params=["pure", "h5py"])
-def reader(request, monkeypatch) -> str:
-    """Which reader reads the HDF5 metadata: the numpy-free one (h5py opens nothing), or
-    h5py (the numpy-free one declines: h5py keeps the file open until the park)."""
-    if request.param == "h5py":
-
-        def decline(*args):
-            raise Unsupported("this test has h5py read the file")
-
-        monkeypatch.setattr(hdf5, "pure_root", decline)
-    return request.param
-
-
-def test_park_releases_the_file(tmp_path, reader):
+def test_park_releases_the_file(tmp_path, hdf5_reader):
     path = tmp_path / "day.nc"
     daily(path, 0, 4, kind="nc")
     files = _hdf5_files_open()
     zmap = NetCDFFileMap(str(path))
     try:
-        assert zmap._hdf5.backend == reader
-        held = 1 if reader == "h5py" else 0
+        assert zmap._hdf5.backend == hdf5_reader
+        held = 1 if hdf5_reader == "h5py" else 0
         assert _hdf5_files_open() == files + held
         if LINUX:
             assert _fds_on(path) == 1 + held  # ours (and the HDF5 library's)
@@ -396,7 +382,7 @@ def test_a_closed_map_is_not_opened_again_by_a_read(tmp_path, build, parked):
         assert _fds_on(path) == 0
 
 
-def test_a_streamed_map_does_not_park(tmp_path, reader):
+def test_a_streamed_map_does_not_park(tmp_path, hdf5_reader):
     from nczarr.ncfile.streamed import StreamedNetCDFFileMap
 
     path = build_netcdf4(tmp_path / "src.nc")
@@ -404,7 +390,7 @@ def test_a_streamed_map_does_not_park(tmp_path, reader):
         key = next(iter(zmap))  # its deferred chunk indexes read the open file
         assert zmap.park() is False
         if LINUX:  # still open: its own (and the HDF5 library's)
-            assert _fds_on(path) == (2 if reader == "h5py" else 1)
+            assert _fds_on(path) == (2 if hdf5_reader == "h5py" else 1)
         with NetCDFFileMap(str(path)) as eager:
             assert zmap[key] == eager[key]
 
