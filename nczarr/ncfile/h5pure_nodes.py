@@ -67,7 +67,7 @@ class PureNode:
             raise Unsupported(f"{name}: an object linked twice ({paths[obj.address]})")
         self.name = name
         self.is_group = bool(obj.is_group)
-        self.is_dataset = bool(obj.is_dataset) and not self.is_group
+        self.is_dataset = bool(obj.is_dataset)  # (never both: H5Object refuses that)
         self._attrs: dict[str, Any] | None = None
         self._children: list[tuple[str, PureNode]] | None = None
         if self.is_dataset:

@@ -38,7 +38,7 @@ def single_chunk(layout: Layout, item_size: int, filtered: bool, visit: ChunkVis
     if filtered != (layout.filtered_size is not None):
         raise Unsupported("single chunk filter flag disagrees with the pipeline")
     size = layout.filtered_size if filtered else unfiltered_size(layout, item_size)
-    visit(tuple(0 for _ in layout.chunks or ()), layout.filter_mask, layout.address, size or 0)
+    visit(tuple(0 for _ in layout.chunks or ()), layout.filter_mask, layout.address, size)
 
 
 def _grid(layout: Layout, maxshape: tuple[int | None, ...]) -> tuple[int, ...]:

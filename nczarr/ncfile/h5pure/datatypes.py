@@ -9,10 +9,9 @@ array and compound types. Anything else raises ``Unsupported``.
 from __future__ import annotations
 
 from ...records import record
-from .base import Cursor, Unsupported
+from .base import UNDEFINED, Cursor, Unsupported
 
 __all__ = [
-    "UNLIMITED",
     "H5Fill",
     "H5Filter",
     "H5Type",
@@ -21,8 +20,6 @@ __all__ = [
     "decode_fill",
     "decode_filters",
 ]
-
-UNLIMITED = 0xFFFFFFFFFFFFFFFF
 
 # (precision, exponent location, exponent size, mantissa size, bias) of IEEE floats
 _IEEE = {2: (16, 10, 5, 10, 15), 4: (32, 23, 8, 23, 127), 8: (64, 52, 11, 52, 1023)}
@@ -161,8 +158,11 @@ def _array(cur: Cursor, version: int, size: int, depth: int) -> H5Type:
     return H5Type(10, size, base=base, label="array")
 
 
-def decode_dataspace(data: bytes) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
-    """``(dims, maxdims)`` of a dataspace message; None for a null dataspace."""
+def decode_dataspace(
+    data: bytes,
+) -> tuple[tuple[int, ...], tuple[int | None, ...]] | None:
+    """``(dims, maxdims)`` of a dataspace message (an unlimited max dim: None); None
+    for a null dataspace."""
     cur = Cursor(data)
     version, rank, flags = cur.u8(), cur.u8(), cur.u8()
     if version == 1:
@@ -177,10 +177,10 @@ def decode_dataspace(data: bytes) -> tuple[tuple[int, ...], tuple[int, ...]] | N
     if kind == 2:
         return None
     dims = tuple(cur.u64() for _ in range(rank))
-    maxdims = tuple(cur.u64() for _ in range(rank)) if flags & 1 else dims
-    for d, m in zip(dims, maxdims, strict=True):
-        if m != UNLIMITED and m < d:
-            raise Unsupported("dataspace max smaller than size")
+    stored = tuple(cur.u64() for _ in range(rank)) if flags & 1 else dims
+    maxdims = tuple(None if m == UNDEFINED else m for m in stored)
+    if any(m is not None and m < d for d, m in zip(dims, maxdims, strict=True)):
+        raise Unsupported("dataspace max smaller than size")
     return dims, maxdims
 
 

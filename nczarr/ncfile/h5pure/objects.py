@@ -203,8 +203,7 @@ class H5Object:
         space = decode_dataspace(self._one(1) or b"")
         if space is None:
             raise Unsupported("dataset with a null dataspace")
-        self.shape, dims = space
-        self.maxshape = tuple(None if d == 0xFFFFFFFFFFFFFFFF else d for d in dims)
+        self.shape, self.maxshape = space
         self.datatype: H5Type = decode_datatype(Cursor(self._one(3) or b""))
         self.storage: Layout = decode_layout(self._one(8) or b"", self.shape, self.datatype.size)
         pipeline = self._one(11)
@@ -237,10 +236,7 @@ class H5Object:
         layout, item = self.storage, self.datatype.size
         if layout.address is None:
             return
-        dims, end = layout.chunks or (), self.reader.end
-
-        if len(dims) != len(self.shape):
-            raise Unsupported("chunk rank")
+        dims, end = layout.chunks or (), self.reader.end  # (their rank: decode_layout's)
 
         def checked(offset: tuple[int, ...], mask: int, address: int, size: int) -> None:
             if address + size > end:
