@@ -40,7 +40,7 @@ patterns = getattr(jsontext, "_patterns", None)  # None: compiled when it was im
 relaxed = jsontext is not None and (patterns is None or patterns.cache_info().currsize > 0)
 print("RELAXED " + json.dumps(relaxed))  # netcdf-c's non-RFC JSON patterns compiled
 hosts = sys.modules.get("nczarr.maps.urlhosts")
-print("S3HOSTS " + json.dumps(hosts is not None and hosts._pattern.cache_info().currsize > 0))
+print("S3HOSTS " + json.dumps(hosts is not None and hosts._s3_patterns.cache_info().currsize > 0))
 print("COMPILED " + json.dumps(compiled), file=sys.stderr)  # shown when a test fails
 print("MODULES " + json.dumps(sorted([*sys.modules] + (["code-compiled"] if compiled else []))))
 sys.exit(status)

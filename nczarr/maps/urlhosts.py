@@ -41,30 +41,31 @@ __all__ = [
 
 SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
-#: The patterns only S3 URLs need, compiled when one first does (:func:`_pattern`):
-#: compiled at import they were ~6 M instructions of every command's start.
-_S3_PATTERNS: dict[str, tuple[str, int]] = {
-    "bucket": (r"^[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]$", 0),
-    # netcdf-c's and AWS's path-style host (``s3.<region>.amazonaws.com``)
-    "aws-path-host": (r"^s3(?:[.-](?P<region>[a-z0-9-]+))?\.amazonaws\.com$", re.I),
-    "aws-vhost": (r"^(?P<bucket>.+)\.s3(?:[.-](?P<region>[a-z0-9-]+))?\.amazonaws\.com$", re.I),
-    "hostname": (
-        r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$",
-        0,
-    ),
-    "ipv6": (r"^\[[0-9A-Fa-f:.]+\]$", 0),
-}
+_S3Patterns = namedtuple("_S3Patterns", "bucket aws_path_host aws_vhost hostname ipv6")
 
 
 @functools.cache
-def _pattern(name: str) -> re.Pattern[str]:
-    return re.compile(*_S3_PATTERNS[name])
+def _s3_patterns() -> Any:
+    """The patterns only S3 URLs need, compiled when one first does: compiled at import
+    they were ~6 M instructions of every command's start."""
+    return _S3Patterns(
+        bucket=re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]$"),
+        # netcdf-c's and AWS's path-style host (``s3.<region>.amazonaws.com``)
+        aws_path_host=re.compile(r"^s3(?:[.-](?P<region>[a-z0-9-]+))?\.amazonaws\.com$", re.I),
+        aws_vhost=re.compile(
+            r"^(?P<bucket>.+)\.s3(?:[.-](?P<region>[a-z0-9-]+))?\.amazonaws\.com$", re.I
+        ),
+        hostname=re.compile(
+            r"^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$"
+        ),
+        ipv6=re.compile(r"^\[[0-9A-Fa-f:.]+\]$"),
+    )
 
 
 def aws_path_host(host: str) -> re.Match[str] | None:
     """The match of netcdf-c's and AWS's path-style S3 host
     (``s3.<region>.amazonaws.com``, region in group ``"region"``), or None."""
-    return _pattern("aws-path-host").match(host)
+    return _s3_patterns().aws_path_host.match(host)
 
 
 _GOOGLE_HOST = "storage.googleapis.com"
@@ -138,7 +139,7 @@ def _parse_aws(host: str, path: str, params: Mapping[str, str], shown: str) -> S
     if m := aws_path_host(host):
         bucket, _, key = path.removeprefix("/").partition("/")
         bucket = unquote(bucket)
-    elif m := _pattern("aws-vhost").match(host):
+    elif m := _s3_patterns().aws_vhost.match(host):
         bucket, key = m.group("bucket"), path.removeprefix("/")
     else:
         raise InvalidURLError(f"unrecognized AWS S3 host {host!r} in {shown!r}")
@@ -174,13 +175,13 @@ def split_host(netloc: str, shown: str) -> tuple[str, int | None]:
     if netloc.startswith("["):
         end = netloc.find("]")
         host, tail = netloc[: end + 1], netloc[end + 1 :]
-        if end < 0 or not _pattern("ipv6").match(host) or (tail and not tail.startswith(":")):
+        if end < 0 or not _s3_patterns().ipv6.match(host) or (tail and not tail.startswith(":")):
             raise InvalidURLError(f"invalid host {netloc!r} in {shown!r}")
         port_text = tail[1:] if tail else None
     else:
         host, colon, port_text_ = netloc.partition(":")
         port_text = port_text_ if colon else None
-        if not _pattern("hostname").match(host):
+        if not _s3_patterns().hostname.match(host):
             raise InvalidURLError(f"invalid host {host!r} in {shown!r}")
     return host, None if port_text is None else check_port(port_text, shown)
 
@@ -204,7 +205,7 @@ def parse_s3_url(url: str) -> tuple[str, str]:
     if not isinstance(url, str) or not url.startswith("s3://"):
         raise InvalidURLError(f"not an S3 URL (expected s3://bucket/prefix): {url!r}")
     bucket, _, root = url[len("s3://") :].partition("/")
-    if not _pattern("bucket").match(bucket) or ".." in bucket:
+    if not _s3_patterns().bucket.match(bucket) or ".." in bucket:
         raise InvalidURLError(f"invalid bucket name {bucket!r} in S3 URL {url!r}")
     try:
         return bucket, normalize_prefix(root)
@@ -225,7 +226,7 @@ def check_key_prefix(key: Any, what: str) -> str:
 
 def check_bucket(bucket: Any, what: str) -> None:
     """Raise InvalidURLError unless ``bucket`` is a valid S3 bucket name."""
-    if not isinstance(bucket, str) or not _pattern("bucket").match(bucket) or ".." in bucket:
+    if not isinstance(bucket, str) or not _s3_patterns().bucket.match(bucket) or ".." in bucket:
         raise InvalidURLError(
             f"invalid {what}: S3 buckets are 3-63 letters, digits, '.', '_' or '-', "
             "starting and ending with a letter or digit"
