@@ -35,12 +35,14 @@ class _Array:
         self.width = self.entry - 12 if filtered else 0
         if version != 0 or client != int(filtered) or not 0 < max_bits <= 64:
             raise Unsupported("extensible array header")
-        if self.entry != (8 + self.width + 4 if filtered else 8) or self.width > 8:
+        if self.entry != (8 + self.width + 4 if filtered else 8) or (
+            filtered and not 1 <= self.width <= 8
+        ):
             raise Unsupported("extensible array entry size")
         for n in (self.min_entries, min_pointers):
             if n == 0 or n & (n - 1):
                 raise Unsupported("extensible array parameters")
-        self.address = address
+        self.address, self.filtered = address, filtered
         self.off_size = (max_bits + 7) // 8
         self.page = 1 << page_bits
         self.index_sblocks = 2 * (min_pointers.bit_length() - 1)
@@ -57,7 +59,7 @@ class _Array:
 
     def check(self, cur: Cursor, block_offset: int | None) -> None:
         """A block's version, client and header address (and offset in the array)."""
-        if cur.u8() != 0 or cur.u8() != int(self.width > 0) or cur.u64() != self.address:
+        if cur.u8() != 0 or cur.u8() != int(self.filtered) or cur.u64() != self.address:
             raise Unsupported("extensible array block header")
         if block_offset is not None and cur.uint(self.off_size) != block_offset:
             raise Unsupported("extensible array block offset")
