@@ -13,24 +13,12 @@ from typing import Any
 import numpy as np
 
 from ..errors import MetadataError
+from ..translate.conventions import DTYPE_TO_NC
 from ..translate.model import Attribute
 from .h5nodes import HIDDEN_ATTRIBUTES
 from .values import text
 
 __all__ = ["attributes", "nc_type", "ordered_links"]
-
-_NC_TYPES = {
-    ("i", 1): "byte",
-    ("u", 1): "ubyte",
-    ("i", 2): "short",
-    ("u", 2): "ushort",
-    ("i", 4): "int",
-    ("u", 4): "uint",
-    ("i", 8): "int64",
-    ("u", 8): "uint64",
-    ("f", 4): "float",
-    ("f", 8): "double",
-}
 
 
 def ordered_links(node: Any, h5py: Any) -> list[str]:
@@ -63,7 +51,7 @@ def nc_type(dtype: np.dtype, h5py: Any) -> str | None:
         return "string" if info.length is None else ("char" if info.length == 1 else None)
     if h5py.check_enum_dtype(dtype) is not None or dtype.names or dtype.kind in "OV":
         return None
-    return _NC_TYPES.get((dtype.kind, dtype.itemsize))
+    return DTYPE_TO_NC.get(f"{dtype.kind}{dtype.itemsize}")
 
 
 def _char_text(attr_id: Any, value: Any, h5py: Any) -> str:
