@@ -207,8 +207,8 @@ def _copy_in_threads(
                 copied_n, nbytes_n = copied_n + 1, nbytes_n + nbytes
             else:
                 skipped_n += 1
-        if copied_n or skipped_n:
-            results.put((copied_n, skipped_n, nbytes_n))
+        if progress is None:
+            results.put((copied_n, skipped_n, nbytes_n))  # every thread's, even (0, 0, 0)
         results.put(None)
 
     threads = [
